@@ -1,0 +1,155 @@
+use jiff::{SignedDuration, Timestamp};
+
+use super::{Schedule, ScheduleError, ScheduleKind};
+
+/// A fixed period, anchored to the Unix epoch plus an optional offset.
+///
+/// Fire times are `1970-01-01T00:00:00Z + offset + k × period` for every integer `k`,
+/// so every replica computes the same instants whatever its start time. With a one-hour
+/// period and a 15-minute offset the job fires at :15 past every hour (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval {
+    period_ns: i128,
+    offset_ns: i128,
+}
+
+impl Interval {
+    /// The shortest period accepted: trigger keys have millisecond precision.
+    pub const MIN_PERIOD: SignedDuration = SignedDuration::from_millis(1);
+
+    /// Fires every `period`, at multiples of it since the Unix epoch.
+    ///
+    /// # Errors
+    /// `every` is shorter than [`Interval::MIN_PERIOD`] (one millisecond) or not a whole
+    /// number of milliseconds.
+    pub fn every(period: SignedDuration) -> Result<Self, ScheduleError> {
+        if period < Self::MIN_PERIOD {
+            return Err(ScheduleError::invalid(
+                "every",
+                format!("the period must be at least 1ms, got {period:#}"),
+            ));
+        }
+        if period.subsec_nanos() % 1_000_000 != 0 {
+            return Err(ScheduleError::invalid(
+                "every",
+                format!("the period must be a whole number of milliseconds, got {period:#}"),
+            ));
+        }
+        Ok(Self {
+            period_ns: period.as_nanos(),
+            offset_ns: 0,
+        })
+    }
+
+    /// Shifts the anchor by `offset`; only `offset` modulo the period matters, and a
+    /// negative offset counts backwards.
+    ///
+    /// # Errors
+    /// `offset` is not a whole number of milliseconds.
+    pub fn with_offset(self, offset: SignedDuration) -> Result<Self, ScheduleError> {
+        if offset.subsec_nanos() % 1_000_000 != 0 {
+            return Err(ScheduleError::invalid(
+                "offset",
+                format!("the offset must be a whole number of milliseconds, got {offset:#}"),
+            ));
+        }
+        Ok(Self {
+            offset_ns: offset.as_nanos().rem_euclid(self.period_ns),
+            ..self
+        })
+    }
+
+    /// The period between fire times.
+    pub fn period(&self) -> SignedDuration {
+        SignedDuration::from_nanos_i128(self.period_ns)
+    }
+
+    /// The latest fire time at or before `at`: the start of the slot `at` falls in.
+    pub fn slot_start(&self, at: Timestamp) -> Option<Timestamp> {
+        let since_anchor = at.as_nanosecond() - self.offset_ns;
+        let start = since_anchor.div_euclid(self.period_ns) * self.period_ns + self.offset_ns;
+        Timestamp::from_nanosecond(start).ok()
+    }
+}
+
+impl Schedule for Interval {
+    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        let start = self.slot_start(after)?;
+        start.checked_add(self.period()).ok()
+    }
+
+    fn kind(&self) -> ScheduleKind {
+        ScheduleKind::Interval {
+            period: self.period(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn fire_times_are_anchored_to_the_epoch() {
+        let every = Interval::every(SignedDuration::from_secs(90)).unwrap();
+        assert_eq!(
+            every.next_after(ts("2024-05-17T10:07:13Z")),
+            Some(ts("2024-05-17T10:07:30Z"))
+        );
+        assert_eq!(
+            every.next_after(ts("2024-05-17T10:07:30Z")),
+            Some(ts("2024-05-17T10:09:00Z"))
+        );
+    }
+
+    #[test]
+    fn offset_shifts_the_anchor() {
+        let every = Interval::every(SignedDuration::from_hours(1))
+            .unwrap()
+            .with_offset(SignedDuration::from_mins(15))
+            .unwrap();
+        assert_eq!(
+            every.next_after(ts("2024-05-17T10:15:00Z")),
+            Some(ts("2024-05-17T11:15:00Z"))
+        );
+        let negative = Interval::every(SignedDuration::from_hours(1))
+            .unwrap()
+            .with_offset(SignedDuration::from_mins(-15))
+            .unwrap();
+        assert_eq!(
+            negative.next_after(ts("2024-05-17T10:00:00Z")),
+            Some(ts("2024-05-17T10:45:00Z"))
+        );
+    }
+
+    #[test]
+    fn before_the_epoch_still_aligns() {
+        let every = Interval::every(SignedDuration::from_secs(7)).unwrap();
+        assert_eq!(
+            every.next_after(ts("1969-12-31T23:59:50Z")),
+            Some(ts("1969-12-31T23:59:53Z"))
+        );
+    }
+
+    #[test]
+    fn rejects_zero_negative_and_sub_millisecond_periods() {
+        for bad in [
+            SignedDuration::ZERO,
+            SignedDuration::from_secs(-1),
+            SignedDuration::from_micros(1500),
+        ] {
+            let err = Interval::every(bad).unwrap_err();
+            assert!(err.to_string().starts_with("every: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn last_representable_instant_has_no_next() {
+        let every = Interval::every(SignedDuration::from_secs(1)).unwrap();
+        assert_eq!(every.next_after(Timestamp::MAX), None);
+    }
+}

@@ -1,0 +1,92 @@
+//! Schedules: what yields the fire times of a job.
+//!
+//! Every built-in kind implements [`Schedule`], and so can a user's own type:
+//!
+//! | kind | type | recurrence |
+//! |---|---|---|
+//! | interval anchored to the Unix epoch | [`Interval`] | recurring |
+//! | cron expression in an IANA time zone | [`CronSchedule`] | recurring |
+//! | every N days at a wall-clock time | [`EveryDays`] | recurring |
+//! | one absolute instant | [`At`] | one-shot |
+//! | a delay after the scheduler starts | [`After`] | one-shot |
+
+pub mod cron;
+mod error;
+mod every_days;
+mod interval;
+mod one_shot;
+mod zone;
+
+pub use cron::{CronError, CronSchedule};
+pub use error::ScheduleError;
+pub use every_days::EveryDays;
+pub use interval::Interval;
+pub use one_shot::{After, At};
+
+use std::fmt;
+
+use jiff::{SignedDuration, Timestamp};
+
+/// A source of fire times.
+///
+/// Implement it for a custom schedule; the engine asks for the next fire time after the
+/// trigger it has just fired, so an implementation must be a pure function of its input.
+pub trait Schedule: fmt::Debug + Send + Sync + 'static {
+    /// The first fire time strictly after `after`, or `None` when the schedule has no
+    /// more fire times (an exhausted schedule).
+    ///
+    /// Must return quickly and never panic, whatever `after` is.
+    fn next_after(&self, after: Timestamp) -> Option<Timestamp>;
+
+    /// How the engine treats this schedule; [`ScheduleKind::Recurring`] unless
+    /// overridden.
+    fn kind(&self) -> ScheduleKind {
+        ScheduleKind::Recurring
+    }
+}
+
+/// What the engine needs to know about a schedule beyond its fire times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScheduleKind {
+    /// Recurring fire times (cron expressions, custom schedules).
+    Recurring,
+    /// A fixed period anchored to the Unix epoch: recurring, and the only kind that
+    /// permits `run_on_start`.
+    Interval {
+        /// The period between fire times.
+        period: SignedDuration,
+    },
+    /// One fire time at this instant; fires at once if already past at start-up.
+    At(Timestamp),
+    /// One fire time this long after the scheduler starts (or after the job is added to
+    /// a running scheduler). Its trigger key is the job name alone.
+    After(SignedDuration),
+}
+
+impl ScheduleKind {
+    /// Whether the schedule fires at most once.
+    pub fn is_one_shot(self) -> bool {
+        matches!(self, Self::At(_) | Self::After(_))
+    }
+}
+
+impl<S: Schedule + ?Sized> Schedule for Box<S> {
+    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        (**self).next_after(after)
+    }
+
+    fn kind(&self) -> ScheduleKind {
+        (**self).kind()
+    }
+}
+
+impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
+    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        (**self).next_after(after)
+    }
+
+    fn kind(&self) -> ScheduleKind {
+        (**self).kind()
+    }
+}
