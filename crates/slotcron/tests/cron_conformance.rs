@@ -32,15 +32,8 @@ fn cases() -> Vec<Case> {
 
 fn fire_times(case: &Case) -> Result<Vec<String>, String> {
     let zone = TimeZone::get(case.tz.as_deref().unwrap()).map_err(|e| e.to_string())?;
-    let schedule = CronSchedule::parse(&case.expr)
-        .map_err(|e| e.to_string())?
-        .with_time_zone(zone.clone());
-    let mut at: Timestamp = case
-        .start
-        .as_deref()
-        .unwrap()
-        .parse()
-        .map_err(|e: jiff::Error| e.to_string())?;
+    let schedule = CronSchedule::parse(&case.expr).map_err(|e| e.to_string())?.with_time_zone(zone.clone());
+    let mut at: Timestamp = case.start.as_deref().unwrap().parse().map_err(|e: jiff::Error| e.to_string())?;
     let mut out = Vec::new();
     while out.len() < 5 {
         let Some(next) = schedule.next_after(at) else {
@@ -60,10 +53,7 @@ fn every_conformance_vector_passes() {
     for case in &cases {
         if case.error {
             if let Ok(schedule) = CronSchedule::parse(&case.expr) {
-                failures.push(format!(
-                    "{}: {:?} was accepted as {schedule:?}",
-                    case.id, case.expr
-                ));
+                failures.push(format!("{}: {:?} was accepted as {schedule:?}", case.id, case.expr));
             }
             continue;
         }

@@ -30,21 +30,13 @@ struct State {
 impl ManualClock {
     /// A clock that reads `now` until moved.
     pub fn new(now: Timestamp) -> Self {
-        let state = State {
-            now,
-            next_id: 0,
-            sleepers: BTreeMap::new(),
-        };
-        Self {
-            state: Arc::new(Mutex::new(state)),
-        }
+        let state = State { now, next_id: 0, sleepers: BTreeMap::new() };
+        Self { state: Arc::new(Mutex::new(state)) }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding this lock cannot leave the state inconsistent.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Moves the clock to `now` (forwards or backwards) and wakes every sleeper whose
@@ -54,9 +46,7 @@ impl ManualClock {
             let mut state = self.lock();
             state.now = now;
             let later = state.sleepers.split_off(&(now, u64::MAX));
-            std::mem::replace(&mut state.sleepers, later)
-                .into_values()
-                .collect()
+            std::mem::replace(&mut state.sleepers, later).into_values().collect()
         };
         woken.into_iter().for_each(Waker::wake);
     }
@@ -69,11 +59,7 @@ impl ManualClock {
 
     /// The earliest deadline anyone is sleeping until, if any.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.lock()
-            .sleepers
-            .keys()
-            .next()
-            .map(|(deadline, _)| *deadline)
+        self.lock().sleepers.keys().next().map(|(deadline, _)| *deadline)
     }
 }
 
@@ -88,12 +74,7 @@ impl Clock for ManualClock {
             state.next_id += 1;
             state.next_id
         };
-        ManualSleep {
-            clock: self.clone(),
-            deadline,
-            id,
-        }
-        .boxed()
+        ManualSleep { clock: self.clone(), deadline, id }.boxed()
     }
 }
 
@@ -112,9 +93,7 @@ impl Future for ManualSleep {
             state.sleepers.remove(&(self.deadline, self.id));
             return Poll::Ready(());
         }
-        state
-            .sleepers
-            .insert((self.deadline, self.id), cx.waker().clone());
+        state.sleepers.insert((self.deadline, self.id), cx.waker().clone());
         Poll::Pending
     }
 }

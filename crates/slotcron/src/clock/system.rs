@@ -28,9 +28,7 @@ impl Clock for SystemClock {
     fn sleep_until(&self, deadline: Timestamp) -> BoxFuture<'static, ()> {
         let wait = Timestamp::now().duration_until(deadline);
         // A negative or zero wait completes at once.
-        let wait = Duration::try_from(wait)
-            .unwrap_or(Duration::ZERO)
-            .min(MAX_TIMER);
+        let wait = Duration::try_from(wait).unwrap_or(Duration::ZERO).min(MAX_TIMER);
         tokio::time::sleep(wait).boxed()
     }
 }

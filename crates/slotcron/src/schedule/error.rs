@@ -19,9 +19,6 @@ pub enum ScheduleError {
 
 impl ScheduleError {
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
-        Self::Invalid {
-            field,
-            reason: reason.into(),
-        }
+        Self::Invalid { field, reason: reason.into() }
     }
 }

@@ -32,11 +32,7 @@ impl EveryDays {
                 format!("the day count must be 1 to 100000, got {days}"),
             ));
         }
-        Ok(Self {
-            days: days as i32,
-            time: Time::midnight(),
-            zone: TimeZone::UTC,
-        })
+        Ok(Self { days: days as i32, time: Time::midnight(), zone: TimeZone::UTC })
     }
 
     /// Fires at `hh:mm` (24-hour clock, e.g. `"09:30"`) or `hh:mm:ss`.
@@ -45,15 +41,9 @@ impl EveryDays {
     /// `time` is not a valid 24-hour wall-clock time.
     pub fn at(self, time: &str) -> Result<Self, ScheduleError> {
         let parsed = parse_time(time).ok_or_else(|| {
-            ScheduleError::invalid(
-                "at",
-                format!("expected a time of day as hh:mm, got {time:?}"),
-            )
+            ScheduleError::invalid("at", format!("expected a time of day as hh:mm, got {time:?}"))
         })?;
-        Ok(Self {
-            time: parsed,
-            ..self
-        })
+        Ok(Self { time: parsed, ..self })
     }
 
     /// Evaluates the wall-clock time in `zone` instead of UTC.
@@ -91,12 +81,7 @@ impl Schedule for EveryDays {
     fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
         // A fire on the previous local date can land after `after` when a gap pushes it
         // forwards, so start the search one day early.
-        let mut date = self
-            .zone
-            .to_datetime(after)
-            .date()
-            .checked_sub(1.day())
-            .ok()?;
+        let mut date = self.zone.to_datetime(after).date().checked_sub(1.day()).ok()?;
         while !self.is_aligned(date) {
             date = date.tomorrow().ok()?;
         }
@@ -123,14 +108,8 @@ mod tests {
     fn every_other_day_at_a_wall_time() {
         let s = EveryDays::new(2).unwrap().at("09:30").unwrap();
         // 2024-05-17 is day 19860 since the epoch: even, so aligned.
-        assert_eq!(
-            s.next_after(ts("2024-05-17T00:00:00Z")),
-            Some(ts("2024-05-17T09:30:00Z"))
-        );
-        assert_eq!(
-            s.next_after(ts("2024-05-17T09:30:00Z")),
-            Some(ts("2024-05-19T09:30:00Z"))
-        );
+        assert_eq!(s.next_after(ts("2024-05-17T00:00:00Z")), Some(ts("2024-05-17T09:30:00Z")));
+        assert_eq!(s.next_after(ts("2024-05-17T09:30:00Z")), Some(ts("2024-05-19T09:30:00Z")));
     }
 
     #[test]
@@ -140,14 +119,8 @@ mod tests {
             .at("02:30")
             .unwrap()
             .in_zone(TimeZone::get("America/New_York").unwrap());
-        assert_eq!(
-            s.next_after(ts("2024-03-09T12:00:00-05:00")),
-            Some(ts("2024-03-10T03:00:00-04:00"))
-        );
-        assert_eq!(
-            s.next_after(ts("2024-03-10T03:00:00-04:00")),
-            Some(ts("2024-03-11T02:30:00-04:00"))
-        );
+        assert_eq!(s.next_after(ts("2024-03-09T12:00:00-05:00")), Some(ts("2024-03-10T03:00:00-04:00")));
+        assert_eq!(s.next_after(ts("2024-03-10T03:00:00-04:00")), Some(ts("2024-03-11T02:30:00-04:00")));
     }
 
     #[test]

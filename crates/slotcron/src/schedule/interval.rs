@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use jiff::{SignedDuration, Timestamp};
 
 use super::{Schedule, ScheduleError, ScheduleKind};
@@ -15,30 +17,20 @@ pub struct Interval {
 
 impl Interval {
     /// The shortest period accepted: trigger keys have millisecond precision.
-    pub const MIN_PERIOD: SignedDuration = SignedDuration::from_millis(1);
+    pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 
     /// Fires every `period`, at multiples of it since the Unix epoch.
     ///
     /// # Errors
-    /// `every` is shorter than [`Interval::MIN_PERIOD`] (one millisecond) or not a whole
+    /// `period` is shorter than [`Interval::MIN_PERIOD`] (one millisecond) or not a whole
     /// number of milliseconds.
-    pub fn every(period: SignedDuration) -> Result<Self, ScheduleError> {
-        if period < Self::MIN_PERIOD {
-            return Err(ScheduleError::invalid(
-                "every",
-                format!("the period must be at least 1ms, got {period:#}"),
-            ));
+    pub fn every(period: Duration) -> Result<Self, ScheduleError> {
+        if period < Self::MIN_PERIOD || period.subsec_nanos() % 1_000_000 != 0 {
+            let reason =
+                format!("the period must be a whole number of milliseconds, at least 1ms; got {period:?}");
+            return Err(ScheduleError::invalid("every", reason));
         }
-        if period.subsec_nanos() % 1_000_000 != 0 {
-            return Err(ScheduleError::invalid(
-                "every",
-                format!("the period must be a whole number of milliseconds, got {period:#}"),
-            ));
-        }
-        Ok(Self {
-            period_ns: period.as_nanos(),
-            offset_ns: 0,
-        })
+        Ok(Self { period_ns: period.as_nanos() as i128, offset_ns: 0 })
     }
 
     /// Shifts the anchor by `offset`; only `offset` modulo the period matters, and a
@@ -48,20 +40,15 @@ impl Interval {
     /// `offset` is not a whole number of milliseconds.
     pub fn with_offset(self, offset: SignedDuration) -> Result<Self, ScheduleError> {
         if offset.subsec_nanos() % 1_000_000 != 0 {
-            return Err(ScheduleError::invalid(
-                "offset",
-                format!("the offset must be a whole number of milliseconds, got {offset:#}"),
-            ));
+            let reason = format!("the offset must be a whole number of milliseconds, got {offset:#}");
+            return Err(ScheduleError::invalid("offset", reason));
         }
-        Ok(Self {
-            offset_ns: offset.as_nanos().rem_euclid(self.period_ns),
-            ..self
-        })
+        Ok(Self { offset_ns: offset.as_nanos().rem_euclid(self.period_ns), ..self })
     }
 
     /// The period between fire times.
-    pub fn period(&self) -> SignedDuration {
-        SignedDuration::from_nanos_i128(self.period_ns)
+    pub fn period(&self) -> Duration {
+        Duration::from_nanos(self.period_ns as u64)
     }
 
     /// The latest fire time at or before `at`: the start of the slot `at` falls in.
@@ -75,13 +62,11 @@ impl Interval {
 impl Schedule for Interval {
     fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
         let start = self.slot_start(after)?;
-        start.checked_add(self.period()).ok()
+        Timestamp::from_nanosecond(start.as_nanosecond() + self.period_ns).ok()
     }
 
     fn kind(&self) -> ScheduleKind {
-        ScheduleKind::Interval {
-            period: self.period(),
-        }
+        ScheduleKind::Interval { period: self.period() }
     }
 }
 
@@ -93,55 +78,33 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn every(secs: u64) -> Interval {
+        Interval::every(Duration::from_secs(secs)).unwrap()
+    }
+
     #[test]
     fn fire_times_are_anchored_to_the_epoch() {
-        let every = Interval::every(SignedDuration::from_secs(90)).unwrap();
-        assert_eq!(
-            every.next_after(ts("2024-05-17T10:07:13Z")),
-            Some(ts("2024-05-17T10:07:30Z"))
-        );
-        assert_eq!(
-            every.next_after(ts("2024-05-17T10:07:30Z")),
-            Some(ts("2024-05-17T10:09:00Z"))
-        );
+        let every = every(90);
+        assert_eq!(every.next_after(ts("2024-05-17T10:07:13Z")), Some(ts("2024-05-17T10:07:30Z")));
+        assert_eq!(every.next_after(ts("2024-05-17T10:07:30Z")), Some(ts("2024-05-17T10:09:00Z")));
     }
 
     #[test]
     fn offset_shifts_the_anchor() {
-        let every = Interval::every(SignedDuration::from_hours(1))
-            .unwrap()
-            .with_offset(SignedDuration::from_mins(15))
-            .unwrap();
-        assert_eq!(
-            every.next_after(ts("2024-05-17T10:15:00Z")),
-            Some(ts("2024-05-17T11:15:00Z"))
-        );
-        let negative = Interval::every(SignedDuration::from_hours(1))
-            .unwrap()
-            .with_offset(SignedDuration::from_mins(-15))
-            .unwrap();
-        assert_eq!(
-            negative.next_after(ts("2024-05-17T10:00:00Z")),
-            Some(ts("2024-05-17T10:45:00Z"))
-        );
+        let quarter_past = every(3600).with_offset(SignedDuration::from_mins(15)).unwrap();
+        assert_eq!(quarter_past.next_after(ts("2024-05-17T10:15:00Z")), Some(ts("2024-05-17T11:15:00Z")));
+        let quarter_to = every(3600).with_offset(SignedDuration::from_mins(-15)).unwrap();
+        assert_eq!(quarter_to.next_after(ts("2024-05-17T10:00:00Z")), Some(ts("2024-05-17T10:45:00Z")));
     }
 
     #[test]
     fn before_the_epoch_still_aligns() {
-        let every = Interval::every(SignedDuration::from_secs(7)).unwrap();
-        assert_eq!(
-            every.next_after(ts("1969-12-31T23:59:50Z")),
-            Some(ts("1969-12-31T23:59:53Z"))
-        );
+        assert_eq!(every(7).next_after(ts("1969-12-31T23:59:50Z")), Some(ts("1969-12-31T23:59:53Z")));
     }
 
     #[test]
-    fn rejects_zero_negative_and_sub_millisecond_periods() {
-        for bad in [
-            SignedDuration::ZERO,
-            SignedDuration::from_secs(-1),
-            SignedDuration::from_micros(1500),
-        ] {
+    fn rejects_zero_and_sub_millisecond_periods() {
+        for bad in [Duration::ZERO, Duration::from_micros(999), Duration::from_micros(1500)] {
             let err = Interval::every(bad).unwrap_err();
             assert!(err.to_string().starts_with("every: "), "{err}");
         }
@@ -149,7 +112,6 @@ mod tests {
 
     #[test]
     fn last_representable_instant_has_no_next() {
-        let every = Interval::every(SignedDuration::from_secs(1)).unwrap();
-        assert_eq!(every.next_after(Timestamp::MAX), None);
+        assert_eq!(every(1).next_after(Timestamp::MAX), None);
     }
 }

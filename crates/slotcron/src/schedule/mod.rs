@@ -25,7 +25,9 @@ pub use one_shot::{After, At};
 
 use std::fmt;
 
-use jiff::{SignedDuration, Timestamp};
+use std::time::Duration;
+
+use jiff::Timestamp;
 
 /// A source of fire times.
 ///
@@ -55,13 +57,13 @@ pub enum ScheduleKind {
     /// permits `run_on_start`.
     Interval {
         /// The period between fire times.
-        period: SignedDuration,
+        period: Duration,
     },
     /// One fire time at this instant; fires at once if already past at start-up.
     At(Timestamp),
     /// One fire time this long after the scheduler starts (or after the job is added to
     /// a running scheduler). Its trigger key is the job name alone.
-    After(SignedDuration),
+    After(Duration),
 }
 
 impl ScheduleKind {

@@ -19,9 +19,7 @@ pub(crate) fn fixed_time_instant(tz: &TimeZone, wall: DateTime) -> Option<Timest
         AmbiguousOffset::Gap { after, .. } => {
             // `wall` read with the later offset is an instant before the transition.
             let inside = after.to_timestamp(wall).ok()?;
-            tz.following(inside)
-                .next()
-                .map(|transition| transition.timestamp())
+            tz.following(inside).next().map(|transition| transition.timestamp())
         }
     }
 }

@@ -72,9 +72,7 @@ pub enum CronErrorKind {
         max: u8,
     },
     /// `a-b` with `a > b`: ranges do not wrap around.
-    #[error(
-        "range {start}-{end} runs backwards; ranges do not wrap around (write {start}-max,min-{end})"
-    )]
+    #[error("range {start}-{end} runs backwards; ranges do not wrap around (write {start}-max,min-{end})")]
     ReversedRange {
         /// Where the range starts.
         start: u8,
@@ -131,11 +129,7 @@ pub enum CronErrorKind {
 }
 
 fn name_hint(name: &str) -> &'static str {
-    if name.len() > 3 {
-        " (names are three letters, e.g. JAN or MON)"
-    } else {
-        ""
-    }
+    if name.len() > 3 { " (names are three letters, e.g. JAN or MON)" } else { "" }
 }
 
 /// A rejected cron expression: which field, what text, where, and why.
@@ -159,17 +153,8 @@ impl CronError {
         kind: CronErrorKind,
     ) -> Self {
         let token = expression.get(span.clone()).unwrap_or_default().to_owned();
-        let column = expression
-            .get(..span.start)
-            .map_or(0, |before| before.chars().count())
-            + 1;
-        Self {
-            field,
-            token,
-            span,
-            column,
-            kind,
-        }
+        let column = expression.get(..span.start).map_or(0, |before| before.chars().count()) + 1;
+        Self { field, token, span, column, kind }
     }
 
     /// The field at fault, if the error is in one field.
@@ -201,11 +186,9 @@ impl CronError {
 impl fmt::Display for CronError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.field {
-            Some(field) => write!(
-                f,
-                "{field} field {:?} (column {}): {}",
-                self.token, self.column, self.kind
-            ),
+            Some(field) => {
+                write!(f, "{field} field {:?} (column {}): {}", self.token, self.column, self.kind)
+            }
             None => write!(f, "{}", self.kind),
         }
     }

@@ -23,7 +23,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use jiff::tz::{Offset, TimeZone};
-use jiff::{SignedDuration, Timestamp};
+use std::time::Duration;
+
+use jiff::Timestamp;
 
 use super::zone::{fixed_offset, fixed_time_instant};
 use super::{Interval, Schedule, ScheduleKind};
@@ -76,27 +78,15 @@ impl CronSchedule {
     pub fn parse(expression: &str) -> Result<Self, CronError> {
         let repr = match parse::parse(expression)? {
             Parsed::Fields(spec) => Repr::Fields(Box::new(spec)),
-            Parsed::Every(period) => {
-                // `parse` has checked the period, so this cannot fail.
-                Repr::Every(Interval::every(period).map_err(|_| unreachable_every(expression))?)
-            }
+            Parsed::Every(period) => Repr::Every(period),
         };
         let expression = expression.trim().into();
-        Ok(Self {
-            expression,
-            repr,
-            zone: TimeZone::UTC,
-            fixed_offset: Some(Offset::UTC),
-        })
+        Ok(Self { expression, repr, zone: TimeZone::UTC, fixed_offset: Some(Offset::UTC) })
     }
 
     /// Evaluates the expression on the wall clock of `zone`.
     pub fn with_time_zone(self, zone: TimeZone) -> Self {
-        Self {
-            fixed_offset: fixed_offset(&zone),
-            zone,
-            ..self
-        }
+        Self { fixed_offset: fixed_offset(&zone), zone, ..self }
     }
 
     /// The expression as given (without surrounding white space).
@@ -118,12 +108,7 @@ impl CronSchedule {
     /// each matching wall time fires at the instant cronie gives it, the first one after
     /// `after` wins. (Starting from `after`'s own wall time, not that of the next whole
     /// second, keeps the wall times of a gap that begins right after `after`.)
-    fn next_fixed_time(
-        &self,
-        spec: &Spec,
-        after: Timestamp,
-        floor: Timestamp,
-    ) -> Option<Timestamp> {
+    fn next_fixed_time(&self, spec: &Spec, after: Timestamp, floor: Timestamp) -> Option<Timestamp> {
         let mut from = Wall::from_datetime(self.zone.to_datetime(floor)).next_second();
         let horizon = from.horizon();
         loop {
@@ -147,11 +132,7 @@ impl CronSchedule {
         let mut found: Option<(Wall, Wall)> = None;
         loop {
             let offset = self.zone.to_offset(span_start);
-            let span_end = self
-                .zone
-                .following(span_start)
-                .next()
-                .map(|t| t.timestamp());
+            let span_end = self.zone.following(span_start).next().map(|t| t.timestamp());
             let from = Wall::from_datetime(offset.to_datetime(span_start));
             let wall = match found {
                 Some((searched_from, wall)) if searched_from <= from && from <= wall => wall,
@@ -165,12 +146,6 @@ impl CronSchedule {
             }
         }
     }
-}
-
-#[cold]
-fn unreachable_every(expression: &str) -> CronError {
-    let kind = CronErrorKind::BadEvery("invalid period".into());
-    CronError::new(None, expression, 0..expression.len(), kind)
 }
 
 impl Schedule for CronSchedule {
@@ -226,7 +201,7 @@ impl fmt::Debug for CronSchedule {
 
 impl CronSchedule {
     /// The period of an `@every` expression, if it is one.
-    pub fn every_period(&self) -> Option<SignedDuration> {
+    pub fn every_period(&self) -> Option<Duration> {
         match &self.repr {
             Repr::Every(interval) => Some(interval.period()),
             Repr::Fields(_) => None,

@@ -3,41 +3,31 @@
 
 use std::ops::Range;
 
+use std::time::Duration;
+
 use jiff::SignedDuration;
 
 use super::error::{CronError, CronErrorKind, Field};
 use super::spec::{DayRule, Spec};
+use crate::schedule::Interval;
 
 /// A parsed expression: fields, or `@every <duration>`.
 #[derive(Debug)]
 pub(super) enum Parsed {
     Fields(Spec),
-    Every(SignedDuration),
+    Every(Interval),
 }
 
-const MONTHS: [&str; 12] = [
-    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
-];
+const MONTHS: [&str; 12] =
+    ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"];
 const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 
 /// Days in each month, counting February as 29 (for the impossible-day check).
 const MAX_DAYS: [u8; 13] = [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-const FIVE: [Field; 5] = [
-    Field::Minute,
-    Field::Hour,
-    Field::DayOfMonth,
-    Field::Month,
-    Field::DayOfWeek,
-];
-const SIX: [Field; 6] = [
-    Field::Second,
-    Field::Minute,
-    Field::Hour,
-    Field::DayOfMonth,
-    Field::Month,
-    Field::DayOfWeek,
-];
+const FIVE: [Field; 5] = [Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
+const SIX: [Field; 6] =
+    [Field::Second, Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
 
 pub(super) fn parse(expression: &str) -> Result<Parsed, CronError> {
     Parser { expression }.parse()
@@ -82,18 +72,11 @@ impl<'a> Parser<'a> {
             5 => &FIVE,
             6 => &SIX,
             n => {
-                return Err(self.error(
-                    None,
-                    0..self.expression.len(),
-                    CronErrorKind::FieldCount(n),
-                ));
+                return Err(self.error(None, 0..self.expression.len(), CronErrorKind::FieldCount(n)));
             }
         };
-        let texts: Vec<Text<'_>> = fields
-            .iter()
-            .zip(&tokens)
-            .map(|(&field, &(text, at))| Text { field, text, at })
-            .collect();
+        let texts: Vec<Text<'_>> =
+            fields.iter().zip(&tokens).map(|(&field, &(text, at))| Text { field, text, at }).collect();
         self.fields(&texts).map(Parsed::Fields)
     }
 
@@ -118,12 +101,7 @@ impl<'a> Parser<'a> {
         tokens
     }
 
-    fn descriptor(
-        &self,
-        name: &str,
-        at: usize,
-        tokens: &[(&str, usize)],
-    ) -> Result<Parsed, CronError> {
+    fn descriptor(&self, name: &str, at: usize, tokens: &[(&str, usize)]) -> Result<Parsed, CronError> {
         let span = at..at + name.len();
         let lower = name.to_ascii_lowercase();
         if lower == "@every" {
@@ -137,21 +115,14 @@ impl<'a> Parser<'a> {
             "@hourly" => "0 * * * *",
             "@reboot" => return Err(self.error(None, span, CronErrorKind::Reboot)),
             _ => {
-                return Err(self.error(
-                    None,
-                    span,
-                    CronErrorKind::UnknownDescriptor(name.to_owned()),
-                ));
+                return Err(self.error(None, span, CronErrorKind::UnknownDescriptor(name.to_owned())));
             }
         };
         if let Some(&(extra, extra_at)) = tokens.get(1) {
             let span = extra_at..extra_at + extra.len();
             return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.len())));
         }
-        Parser {
-            expression: expansion,
-        }
-        .parse()
+        Parser { expression: expansion }.parse()
     }
 
     fn every(&self, tokens: &[(&str, usize)], span: Range<usize>) -> Result<Parsed, CronError> {
@@ -160,31 +131,21 @@ impl<'a> Parser<'a> {
             None => "",
         };
         let bad = |reason: String| {
-            self.error(
-                None,
-                span.start..self.expression.len(),
-                CronErrorKind::BadEvery(reason),
-            )
+            self.error(None, span.start..self.expression.len(), CronErrorKind::BadEvery(reason))
         };
         if rest.is_empty() {
             return Err(bad("no duration given".into()));
         }
-        let period: SignedDuration = rest
-            .parse()
-            .map_err(|e: jiff::Error| bad(format!("{rest:?}: {e}")))?;
-        let one_ms = SignedDuration::from_millis(1);
-        if period < one_ms || period.subsec_nanos() % 1_000_000 != 0 {
-            return Err(bad(format!(
-                "{rest:?} is not a positive whole number of milliseconds"
-            )));
-        }
-        Ok(Parsed::Every(period))
+        let period: SignedDuration = rest.parse().map_err(|e: jiff::Error| bad(format!("{rest:?}: {e}")))?;
+        let interval = Duration::try_from(period)
+            .ok()
+            .and_then(|period| Interval::every(period).ok())
+            .ok_or_else(|| bad(format!("{rest:?} is not a positive whole number of milliseconds")))?;
+        Ok(Parsed::Every(interval))
     }
 
     fn fields(&self, texts: &[Text<'_>]) -> Result<Spec, CronError> {
-        let [.., minute, hour, dom, month, dow] = texts else {
-            unreachable!("5 or 6 fields")
-        };
+        let [.., minute, hour, dom, month, dow] = texts else { unreachable!("5 or 6 fields") };
         let seconds = match texts.len() {
             6 => self.plain(&texts[0])?,
             _ => 1,
@@ -196,9 +157,7 @@ impl<'a> Parser<'a> {
             hours: self.plain(hour)?,
             months: self.plain(month)?,
             days,
-            fixed_time: texts[..texts.len() - 3]
-                .iter()
-                .all(|t| !t.starts_with_star()),
+            fixed_time: texts[..texts.len() - 3].iter().all(|t| !t.starts_with_star()),
         };
         self.check_possible_day(&spec, dom)?;
         Ok(spec)
@@ -209,8 +168,7 @@ impl<'a> Parser<'a> {
         let mut bits = 0;
         for (item, at) in self.items(text)? {
             if text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w', '#']) {
-                let kind =
-                    CronErrorKind::BadSpecial("L, W and # are allowed only in the day fields");
+                let kind = CronErrorKind::BadSpecial("L, W and # are allowed only in the day fields");
                 return Err(self.error(Some(text.field), at..at + item.len(), kind));
             }
             bits |= self.range_item(text.field, item, at)?;
@@ -228,11 +186,7 @@ impl<'a> Parser<'a> {
                 return Err(self.error(Some(text.field), text.span(), CronErrorKind::EmptyItem));
             }
             if item.contains('?') {
-                return Err(self.error(
-                    Some(text.field),
-                    span,
-                    CronErrorKind::MisplacedQuestionMark,
-                ));
+                return Err(self.error(Some(text.field), span, CronErrorKind::MisplacedQuestionMark));
             }
             items.push((item, at));
             at = span.end + 1;
@@ -275,9 +229,7 @@ impl<'a> Parser<'a> {
             }
             Some(_) => return Err(error(CronErrorKind::BadStep)),
         };
-        Ok((u32::from(start)..=u32::from(end))
-            .step_by(step as usize)
-            .fold(0, |bits, v| bits | 1 << v))
+        Ok((u32::from(start)..=u32::from(end)).step_by(step as usize).fold(0, |bits, v| bits | 1 << v))
     }
 
     /// A number or a name, checked against the field's range.
@@ -318,10 +270,8 @@ impl<'a> Parser<'a> {
     }
 
     fn days(&self, dom: &Text<'_>, dow: &Text<'_>) -> Result<DayRule, CronError> {
-        let mut rule = DayRule {
-            and: dom.starts_with_star() || dow.starts_with_star(),
-            ..DayRule::default()
-        };
+        let mut rule =
+            DayRule { and: dom.starts_with_star() || dow.starts_with_star(), ..DayRule::default() };
         if dom.text == "?" {
             rule.dom = self.range_item(Field::DayOfMonth, "*", dom.at)?;
         } else {
@@ -341,11 +291,7 @@ impl<'a> Parser<'a> {
 
     fn dom_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
-            self.error(
-                Some(Field::DayOfMonth),
-                at..at + item.len(),
-                CronErrorKind::BadSpecial(message),
-            )
+            self.error(Some(Field::DayOfMonth), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
         let upper = item.to_ascii_uppercase();
         match upper.as_str() {
@@ -373,11 +319,7 @@ impl<'a> Parser<'a> {
 
     fn dow_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
-            self.error(
-                Some(Field::DayOfWeek),
-                at..at + item.len(),
-                CronErrorKind::BadSpecial(message),
-            )
+            self.error(Some(Field::DayOfWeek), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
         if let Some((weekday, nth)) = item.split_once('#') {
             let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
@@ -394,9 +336,7 @@ impl<'a> Parser<'a> {
                 ));
             }
             if !weekday.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(special(
-                    "nL takes a day number 0-7 (e.g. 5L for the last Friday)",
-                ));
+                return Err(special("nL takes a day number 0-7 (e.g. 5L for the last Friday)"));
             }
             let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
             rule.last_dow |= 1 << weekday;
@@ -416,11 +356,8 @@ impl<'a> Parser<'a> {
             return Ok(());
         }
         let plain = days.dom | days.nearest_weekday;
-        let longest = (1..=12)
-            .filter(|m| spec.months & (1 << m) != 0)
-            .map(|m| MAX_DAYS[m])
-            .max()
-            .unwrap_or(31);
+        let longest =
+            (1..=12).filter(|m| spec.months & (1 << m) != 0).map(|m| MAX_DAYS[m]).max().unwrap_or(31);
         let smallest = plain.trailing_zeros() as u8;
         if plain != 0 && smallest > longest {
             let kind = CronErrorKind::ImpossibleDay { day: smallest };
@@ -432,7 +369,5 @@ impl<'a> Parser<'a> {
 
 /// A run of ASCII digits as a number, saturating at 9999.
 fn saturating_number(digits: &str) -> u32 {
-    digits
-        .bytes()
-        .fold(0u32, |n, b| (n * 10 + u32::from(b - b'0')).min(9999))
+    digits.bytes().fold(0u32, |n, b| (n * 10 + u32::from(b - b'0')).min(9999))
 }

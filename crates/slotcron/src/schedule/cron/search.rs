@@ -38,24 +38,12 @@ impl Wall {
 
     /// `None` for a wall time with overflowing fields; the search never returns one.
     pub fn to_datetime(self) -> Option<DateTime> {
-        DateTime::new(
-            self.year,
-            self.month,
-            self.day,
-            self.hour,
-            self.minute,
-            self.second,
-            0,
-        )
-        .ok()
+        DateTime::new(self.year, self.month, self.day, self.hour, self.minute, self.second, 0).ok()
     }
 
     /// One second later (possibly overflowing, see [`Wall`]).
     pub fn next_second(self) -> Self {
-        Self {
-            second: self.second + 1,
-            ..self
-        }
+        Self { second: self.second + 1, ..self }
     }
 
     /// The last year a search starting here looks at.
@@ -68,14 +56,7 @@ impl Spec {
     /// The first wall time at or after `from` that the expression matches, looking no
     /// further than the end of year `last_year`.
     pub(crate) fn next_match(&self, from: Wall, last_year: i16) -> Option<Wall> {
-        let Wall {
-            mut year,
-            mut month,
-            mut day,
-            mut hour,
-            mut minute,
-            mut second,
-        } = from;
+        let Wall { mut year, mut month, mut day, mut hour, mut minute, mut second } = from;
         // The day mask of (year, month), computed once per month visited.
         let mut cached: Option<(i16, i8, u64)> = None;
         loop {
@@ -136,14 +117,7 @@ impl Spec {
                 continue;
             }
             second += seconds.trailing_zeros() as i8;
-            return Some(Wall {
-                year,
-                month,
-                day,
-                hour,
-                minute,
-                second,
-            });
+            return Some(Wall { year, month, day, hour, minute, second });
         }
     }
 }

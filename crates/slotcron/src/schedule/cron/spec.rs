@@ -158,11 +158,7 @@ mod tests {
     #[test]
     fn nth_and_last_weekday_of_a_month() {
         // May 2024 starts on a Wednesday.
-        let mut rule = DayRule {
-            and: true,
-            dom: ALL_DAYS,
-            ..DayRule::default()
-        };
+        let mut rule = DayRule { and: true, dom: ALL_DAYS, ..DayRule::default() };
         rule.nth[1] = 1 << 1; // first Monday
         rule.last_dow = 1 << 5; // last Friday
         assert_eq!(days(rule.mask(2024, 5)), vec![6, 31]);
@@ -183,12 +179,7 @@ mod tests {
 
     #[test]
     fn or_rule_when_both_fields_are_restricted() {
-        let rule = DayRule {
-            and: false,
-            dom: 1 << 15,
-            dow: 1 << 1,
-            ..DayRule::default()
-        };
+        let rule = DayRule { and: false, dom: 1 << 15, dow: 1 << 1, ..DayRule::default() };
         // May 2024: Mondays are 6, 13, 20, 27.
         assert_eq!(days(rule.mask(2024, 5)), vec![6, 13, 15, 20, 27]);
     }
