@@ -1,5 +1,31 @@
 //! slotcron: a cron and timer-task scheduler for Rust services that run as several
-//! replicas. Each trigger of a job runs exactly once across the fleet.
+//! replicas. Each trigger of a job runs exactly once across the fleet; on a single
+//! machine it needs no server at all.
+//!
+//! - [`schedule`]: what yields fire times — intervals anchored to the Unix epoch, cron
+//!   expressions in IANA time zones, one-shots — behind the [`Schedule`] trait.
+//! - [`Job`]: a name, a schedule, an async handler and policies.
+//! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
+//!   through a [`Coordinator`] and records each run in a [`Ledger`].
 
 pub mod clock;
+pub mod context;
+pub mod coordinator;
+mod engine;
+pub mod job;
+pub mod ledger;
+pub mod policy;
 pub mod schedule;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use context::JobContext;
+pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
+pub use engine::{Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
+pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, RunRecord};
+pub use policy::Misfire;
+pub use schedule::{Schedule, ScheduleKind};
+
+/// Re-exported so that users name the same versions of these types.
+pub use jiff;
+pub use tokio_util::sync::CancellationToken;

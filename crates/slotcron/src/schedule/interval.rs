@@ -25,7 +25,7 @@ impl Interval {
     /// `period` is shorter than [`Interval::MIN_PERIOD`] (one millisecond) or not a whole
     /// number of milliseconds.
     pub fn every(period: Duration) -> Result<Self, ScheduleError> {
-        if period < Self::MIN_PERIOD || period.subsec_nanos() % 1_000_000 != 0 {
+        if period < Self::MIN_PERIOD || !period.subsec_nanos().is_multiple_of(1_000_000) {
             let reason =
                 format!("the period must be a whole number of milliseconds, at least 1ms; got {period:?}");
             return Err(ScheduleError::invalid("every", reason));

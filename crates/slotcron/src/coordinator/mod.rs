@@ -1,0 +1,73 @@
+//! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
+
+mod in_process;
+
+pub use in_process::InProcessCoordinator;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::job::BoxError;
+
+/// One claim on one trigger.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The scheduled instant (UTC).
+    pub trigger: Timestamp,
+    /// The trigger key, `{job}:{trigger}` (the job name alone for `after` jobs); a
+    /// backend prefixes it with its own namespace.
+    pub key: &'a str,
+    /// The claimant's instance id.
+    pub instance: &'a str,
+    /// How long the claim must hold: the slot length plus the clock-skew slack, or
+    /// `None` for one-shots, whose claims never expire (unless the backend is configured
+    /// with a retention).
+    pub ttl: Option<Duration>,
+}
+
+/// The result of a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// This replica holds the trigger and must run it.
+    Won {
+        /// Grows with every won claim of the job across the fleet.
+        fencing_token: u64,
+    },
+    /// Another replica holds the trigger.
+    Lost,
+}
+
+/// Arbitrates claims between replicas.
+///
+/// Implementations: [`InProcessCoordinator`] (single replica), and the Redis and
+/// PostgreSQL coordinators in their own crates. Each claim must be one round trip to the
+/// backend, must never be released when the run ends (it marks the slot as taken), and
+/// must report an error rather than guess when the outcome is unknown: the engine then
+/// skips the trigger (fail closed).
+#[async_trait]
+pub trait Coordinator: Send + Sync + 'static {
+    /// Tries to claim a trigger.
+    ///
+    /// # Errors
+    /// The backend is unreachable or the outcome is unknown.
+    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError>;
+
+    /// A short name for logs: `in-process`, `redis`, `postgres`.
+    fn name(&self) -> &'static str;
+}
+
+/// A coordinator backend failure: the claim's outcome is unknown.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CoordinatorError(#[source] pub BoxError);
+
+impl CoordinatorError {
+    /// Wraps any error.
+    pub fn new(error: impl Into<BoxError>) -> Self {
+        Self(error.into())
+    }
+}

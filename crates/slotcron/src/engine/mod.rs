@@ -1,0 +1,374 @@
+//! The engine: one ordered queue of next triggers, a sleep until the earliest through
+//! the [`Clock`], and one task per run.
+
+mod misfire;
+mod run;
+mod table;
+mod trigger;
+
+pub use trigger::{claim_ttl, trigger_key};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::clock::{Clock, SystemClock};
+use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::job::{Job, JobError};
+use crate::ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, RunRecord};
+use run::RunControl;
+use table::Table;
+
+/// Runs jobs on their schedules; cheap to clone (clones share the same jobs).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use slotcron::{Job, JobContext, Scheduler};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let scheduler = Scheduler::builder().build();
+/// scheduler.add(
+///     Job::builder("heartbeat")
+///         .every(Duration::from_secs(10))
+///         .handler(|ctx: JobContext| async move {
+///             println!("{} for {}", ctx.job(), ctx.trigger());
+///             Ok::<_, std::io::Error>(())
+///         })
+///         .build()?,
+/// )?;
+/// let cancel = CancellationToken::new();
+/// scheduler.run(cancel).await; // returns once `cancel` fires and the runs have stopped
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Scheduler {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub clock: Arc<dyn Clock>,
+    pub coordinator: Arc<dyn Coordinator>,
+    pub ledger: Arc<dyn Ledger>,
+    pub instance: Arc<str>,
+    pub settings: Settings,
+    table: Mutex<Table>,
+    wake: Notify,
+    running: AtomicBool,
+}
+
+/// Engine settings; see the [`SchedulerBuilder`] methods.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub claim_timeout: Duration,
+    pub slack: Duration,
+    pub cancel_grace: Duration,
+    pub shutdown_timeout: Duration,
+    pub drain_on_shutdown: bool,
+}
+
+impl Scheduler {
+    /// A builder with the defaults: system clock, in-process coordinator (single-replica
+    /// mode), in-memory ledger.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::default()
+    }
+
+    /// Adds a job. If the scheduler is running, its first trigger is queued at once.
+    ///
+    /// # Errors
+    /// [`JobError::Duplicate`] if a job with this name exists.
+    pub fn add(&self, job: Job) -> Result<(), JobError> {
+        let name = job.name.to_string();
+        if !self.shared.table().insert(job, self.shared.clock.now()) {
+            return Err(JobError::Duplicate { job: name });
+        }
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
+    /// Replaces the job of the same name (or adds it); its schedule restarts from now.
+    pub fn replace(&self, job: Job) {
+        let mut table = self.shared.table();
+        table.remove(&job.name);
+        table.insert(job, self.shared.clock.now());
+        drop(table);
+        self.shared.wake.notify_one();
+    }
+
+    /// Removes a job: none of its triggers fires from now on (runs already started
+    /// finish). `false` if there was no such job.
+    pub fn remove(&self, name: &str) -> bool {
+        self.shared.table().remove(name)
+    }
+
+    /// The names of the jobs, in no particular order.
+    pub fn job_names(&self) -> Vec<String> {
+        self.shared.table().names().iter().map(|n| n.to_string()).collect()
+    }
+
+    /// The next queued trigger of a job; `None` if there is no such job, the scheduler is
+    /// not running yet, or the schedule is exhausted.
+    pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
+        self.shared.table().next_trigger(name)
+    }
+
+    /// This scheduler's instance id.
+    pub fn instance(&self) -> &str {
+        &self.shared.instance
+    }
+
+    /// The ledger the run records go to.
+    pub fn ledger(&self) -> &Arc<dyn Ledger> {
+        &self.shared.ledger
+    }
+
+    /// Reads the run history: newest trigger first.
+    ///
+    /// # Errors
+    /// The ledger backend failed.
+    pub async fn history(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
+        self.shared.ledger.query(query).await
+    }
+
+    /// Fires jobs until `cancel` fires, then stops firing, signals the running handlers
+    /// (or, with [`SchedulerBuilder::drain_on_shutdown`], lets them finish), waits for
+    /// them up to the shutdown timeout, drops what is left after the cancel grace, and
+    /// returns. Close connections the handlers use after this returns, not before.
+    ///
+    /// A second concurrent call returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        if self.shared.running.swap(true, Ordering::SeqCst) {
+            tracing::error!("Scheduler::run called while already running; ignored");
+            return;
+        }
+        let control = RunControl::default();
+        let tracker = TaskTracker::new();
+        tracing::info!(
+            instance = %self.shared.instance,
+            coordinator = self.shared.coordinator.name(),
+            "scheduler started"
+        );
+        self.shared.table().start(self.shared.clock.now());
+        let mut due = Vec::new();
+        loop {
+            let now = self.shared.clock.now();
+            let deadline = {
+                let mut table = self.shared.table();
+                table.take_due(now, &mut due);
+                table.next_deadline()
+            };
+            for item in due.drain(..) {
+                tracker.spawn(run::execute(self.shared.clone(), item, control.clone()));
+            }
+            let sleep = async {
+                match deadline {
+                    Some(at) => self.shared.clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                () = self.shared.wake.notified() => {}
+                () = sleep => {}
+            }
+        }
+        self.shutdown(tracker, control).await;
+        self.shared.running.store(false, Ordering::SeqCst);
+    }
+
+    async fn shutdown(&self, tracker: TaskTracker, control: RunControl) {
+        let settings = &self.shared.settings;
+        let clock = &self.shared.clock;
+        tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");
+        tracker.close();
+        if !settings.drain_on_shutdown {
+            control.shutdown.cancel();
+        }
+        let bounded = |limit: Duration| {
+            let deadline = clock.now() + limit;
+            let wait = tracker.wait();
+            async move {
+                tokio::select! {
+                    () = wait => true,
+                    () = clock.sleep_until(deadline) => false,
+                }
+            }
+        };
+        if !bounded(settings.shutdown_timeout).await {
+            tracing::warn!(
+                runs = tracker.len(),
+                "runs still going after the shutdown timeout; cancelling them"
+            );
+            control.shutdown.cancel();
+            if !bounded(settings.cancel_grace).await {
+                tracing::warn!(runs = tracker.len(), "dropping runs that ignored cancellation");
+                control.abort.cancel();
+                tracker.wait().await;
+            }
+        }
+        tracing::info!("scheduler stopped");
+    }
+}
+
+impl Shared {
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &self,
+        job: &Job,
+        trigger: Timestamp,
+        outcome: Outcome,
+        fencing_token: Option<u64>,
+        started: Timestamp,
+        duration: Duration,
+        error: Option<String>,
+    ) -> RunRecord {
+        RunRecord {
+            job: job.name.clone(),
+            trigger,
+            instance: self.instance.clone(),
+            outcome,
+            fencing_token,
+            started,
+            duration,
+            error,
+        }
+    }
+
+    /// Logs the run's one line and appends it to the ledger.
+    pub(crate) async fn finish(&self, record: RunRecord) {
+        log_run(&record);
+        if let Err(e) = self.ledger.append(&record).await {
+            tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
+        }
+    }
+}
+
+fn log_run(r: &RunRecord) {
+    let dur_ms = r.duration.as_millis() as u64;
+    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
+    let err = r.error.as_deref().unwrap_or("");
+    match r.outcome {
+        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
+        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
+        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+    }
+}
+
+/// Configures a [`Scheduler`].
+#[must_use]
+pub struct SchedulerBuilder {
+    clock: Arc<dyn Clock>,
+    coordinator: Arc<dyn Coordinator>,
+    ledger: Arc<dyn Ledger>,
+    instance: Option<String>,
+    settings: Settings,
+}
+
+impl Default for SchedulerBuilder {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            coordinator: Arc::new(InProcessCoordinator::new()),
+            ledger: Arc::new(MemoryLedger::default()),
+            instance: None,
+            settings: Settings {
+                claim_timeout: Duration::from_secs(1),
+                slack: Duration::from_secs(5),
+                cancel_grace: Duration::from_secs(5),
+                shutdown_timeout: Duration::from_secs(30),
+                drain_on_shutdown: false,
+            },
+        }
+    }
+}
+
+impl SchedulerBuilder {
+    /// The clock to read and sleep on (default: [`SystemClock`]).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The coordinator that arbitrates claims (default: [`InProcessCoordinator`], i.e.
+    /// single-replica mode).
+    pub fn coordinator(mut self, coordinator: Arc<dyn Coordinator>) -> Self {
+        self.coordinator = coordinator;
+        self
+    }
+
+    /// Where run records go (default: a [`MemoryLedger`] of 10,000 records).
+    pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// This scheduler's instance id, in logs, ledger records and claims (default:
+    /// `slotcron-{pid}`).
+    pub fn instance(mut self, id: impl Into<String>) -> Self {
+        self.instance = Some(id.into());
+        self
+    }
+
+    /// How long a claim may take before the trigger is skipped as
+    /// `skipped-backend-unavailable` (default 1 s).
+    pub fn claim_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.claim_timeout = timeout;
+        self
+    }
+
+    /// The clock-skew tolerance added to every recurring claim's TTL (default 5 s).
+    pub fn slack(mut self, slack: Duration) -> Self {
+        self.settings.slack = slack;
+        self
+    }
+
+    /// How long a cancelled run (timed out, or at shutdown) may take to stop before its
+    /// future is dropped (default 5 s).
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.settings.cancel_grace = grace;
+        self
+    }
+
+    /// How long [`Scheduler::run`] waits for running handlers after it is cancelled,
+    /// before cancelling them and, after the cancel grace, dropping them (default 30 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.shutdown_timeout = timeout;
+        self
+    }
+
+    /// At shutdown, let running handlers finish (up to the shutdown timeout) instead of
+    /// cancelling them at once (default `false`).
+    pub fn drain_on_shutdown(mut self, drain: bool) -> Self {
+        self.settings.drain_on_shutdown = drain;
+        self
+    }
+
+    /// Builds the scheduler.
+    pub fn build(self) -> Scheduler {
+        let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
+        Scheduler {
+            shared: Arc::new(Shared {
+                clock: self.clock,
+                coordinator: self.coordinator,
+                ledger: self.ledger,
+                instance: instance.into(),
+                settings: self.settings,
+                table: Mutex::new(Table::default()),
+                wake: Notify::new(),
+                running: AtomicBool::new(false),
+            }),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Jobs: a name, a schedule, a handler, and policies; and the builder that validates
+//! them.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use crate::context::JobContext;
+use crate::policy::Misfire;
+use crate::schedule::{After, At, CronSchedule, Interval, Schedule, ScheduleError, ScheduleKind};
+
+/// The error type handlers return, boxed.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a job runs: any `async fn(JobContext) -> Result<(), E>` (or closure returning
+/// such a future) where `E` converts into a [`BoxError`].
+pub trait Handler: Send + Sync + 'static {
+    /// Starts one run.
+    fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), BoxError>>;
+}
+
+impl<F, Fut, E> Handler for F
+where
+    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<BoxError>,
+{
+    fn call(&self, ctx: JobContext) -> BoxFuture<'static, Result<(), BoxError>> {
+        let run = self(ctx);
+        Box::pin(async move { run.await.map_err(Into::into) })
+    }
+}
+
+/// A job's name: 1 to 200 characters of ASCII letters, digits and `-_.@/`.
+///
+/// Names are part of trigger keys (`{job}:{trigger}`), so `:` and white space are out.
+pub const MAX_NAME_LEN: usize = 200;
+
+/// A validated job, ready for [`Scheduler::add`](crate::Scheduler::add).
+#[derive(Clone)]
+pub struct Job {
+    pub(crate) name: Arc<str>,
+    pub(crate) schedule: Arc<dyn Schedule>,
+    pub(crate) handler: Arc<dyn Handler>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) run_on_start: bool,
+    pub(crate) misfire: Misfire,
+    pub(crate) grace: Duration,
+}
+
+impl Job {
+    /// Starts building a job called `name`.
+    pub fn builder(name: impl Into<String>) -> JobBuilder {
+        JobBuilder {
+            name: name.into(),
+            schedules: Vec::new(),
+            handler: None,
+            timeout: None,
+            run_on_start: false,
+            misfire: None,
+            grace: Misfire::DEFAULT_GRACE,
+        }
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The job's schedule.
+    pub fn schedule(&self) -> &Arc<dyn Schedule> {
+        &self.schedule
+    }
+
+    /// The limit on one run, if any.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// What happens to triggers noticed later than the grace window.
+    pub fn misfire(&self) -> Misfire {
+        self.misfire
+    }
+
+    /// How late a trigger may be noticed before it counts as a misfire.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// Whether an interval job also fires at start-up.
+    pub fn run_on_start(&self) -> bool {
+        self.run_on_start
+    }
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("schedule", &self.schedule)
+            .field("timeout", &self.timeout)
+            .field("run_on_start", &self.run_on_start)
+            .field("misfire", &self.misfire)
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Job`]; every problem is reported by [`JobBuilder::build`].
+#[must_use]
+pub struct JobBuilder {
+    name: String,
+    schedules: Vec<Result<Arc<dyn Schedule>, ScheduleError>>,
+    handler: Option<Arc<dyn Handler>>,
+    timeout: Option<Duration>,
+    run_on_start: bool,
+    misfire: Option<Misfire>,
+    grace: Duration,
+}
+
+impl JobBuilder {
+    /// Sets the schedule (exactly one per job).
+    pub fn schedule(mut self, schedule: impl Schedule) -> Self {
+        self.schedules.push(Ok(Arc::new(schedule)));
+        self
+    }
+
+    /// Fires every `period`, anchored to the Unix epoch ([`Interval`]).
+    pub fn every(mut self, period: Duration) -> Self {
+        self.schedules.push(Interval::every(period).map(|s| Arc::new(s) as Arc<dyn Schedule>));
+        self
+    }
+
+    /// Fires on a cron expression evaluated in UTC ([`CronSchedule`]).
+    pub fn cron(self, expression: &str) -> Self {
+        self.cron_in(expression, TimeZone::UTC)
+    }
+
+    /// Fires on a cron expression evaluated on the wall clock of `zone`.
+    pub fn cron_in(mut self, expression: &str, zone: TimeZone) -> Self {
+        let schedule = CronSchedule::parse(expression)
+            .map(|s| Arc::new(s.with_time_zone(zone)) as Arc<dyn Schedule>)
+            .map_err(ScheduleError::from);
+        self.schedules.push(schedule);
+        self
+    }
+
+    /// Fires once at `instant` ([`At`]).
+    pub fn at(self, instant: Timestamp) -> Self {
+        self.schedule(At::new(instant))
+    }
+
+    /// Fires once, `delay` after the scheduler starts ([`After`]).
+    pub fn after(self, delay: Duration) -> Self {
+        self.schedule(After::new(delay))
+    }
+
+    /// Sets the handler.
+    pub fn handler(mut self, handler: impl Handler) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Limits each run: when it expires the run's cancellation token fires, and after the
+    /// scheduler's cancel grace its future is dropped. The run is recorded as timed out.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Also fires once at start-up, for the slot the start falls in (intervals only).
+    /// The trigger is the start of that slot, so replicas agree on it and it runs once
+    /// across the fleet.
+    pub fn run_on_start(mut self, run_on_start: bool) -> Self {
+        self.run_on_start = run_on_start;
+        self
+    }
+
+    /// What to do with triggers noticed later than the grace window. Defaults to
+    /// [`Misfire::Skip`] for recurring jobs and [`Misfire::RunOnce`] for one-shots.
+    pub fn misfire(mut self, misfire: Misfire) -> Self {
+        self.misfire = Some(misfire);
+        self
+    }
+
+    /// How late a trigger may be noticed before it is a misfire
+    /// (default [`Misfire::DEFAULT_GRACE`]).
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Validates the job.
+    ///
+    /// # Errors
+    /// The first problem found, naming the job, the field and the reason.
+    pub fn build(self) -> Result<Job, JobError> {
+        let job = self.name.clone();
+        let invalid =
+            |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
+        validate_name(&self.name).map_err(|reason| invalid("name", &reason))?;
+        let mut schedules = self.schedules.into_iter();
+        let schedule = match (schedules.next(), schedules.next()) {
+            (None, _) => {
+                return Err(invalid("schedule", "a job needs a schedule (every, cron, at or after)"));
+            }
+            (Some(_), Some(_)) => {
+                return Err(invalid("schedule", "a job has exactly one schedule; found several"));
+            }
+            (Some(schedule), None) => {
+                schedule.map_err(|source| JobError::Schedule { job: job.clone(), source })?
+            }
+        };
+        let handler = self.handler.ok_or_else(|| invalid("handler", "a job needs a handler"))?;
+        if self.timeout == Some(Duration::ZERO) {
+            return Err(invalid("timeout", "must be longer than zero"));
+        }
+        let kind = schedule.kind();
+        if self.run_on_start && !matches!(kind, ScheduleKind::Interval { .. }) {
+            return Err(invalid("run_on_start", "only interval schedules (every, @every) can run on start"));
+        }
+        let misfire =
+            self.misfire.unwrap_or(if kind.is_one_shot() { Misfire::RunOnce } else { Misfire::Skip });
+        if let Misfire::RunAll { cap: 0 } = misfire {
+            return Err(invalid("misfire_cap", "must be at least 1"));
+        }
+        Ok(Job {
+            name: self.name.into(),
+            schedule,
+            handler,
+            timeout: self.timeout,
+            run_on_start: self.run_on_start,
+            misfire,
+            grace: self.grace,
+        })
+    }
+}
+
+/// Checks a job name; the reason on failure.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!("must be at most {MAX_NAME_LEN} characters, got {}", name.len()));
+    }
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.@/".contains(*c))) {
+        return Err(format!("{bad:?} is not allowed; use ASCII letters, digits and - _ . @ /"));
+    }
+    Ok(())
+}
+
+/// A job that cannot be built or added.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// A field with an invalid value.
+    #[error("job {job:?}: {field}: {reason}")]
+    Invalid {
+        /// The job's name.
+        job: String,
+        /// The field at fault (`name`, `schedule`, `timeout`...).
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// An invalid schedule.
+    #[error("job {job:?}: {source}")]
+    Schedule {
+        /// The job's name.
+        job: String,
+        /// What is wrong with the schedule.
+        source: ScheduleError,
+    },
+    /// A job with this name is already scheduled.
+    #[error("job {job:?}: name: a job with this name already exists")]
+    Duplicate {
+        /// The job's name.
+        job: String,
+    },
+}

@@ -1,0 +1,65 @@
+//! The ledger: the run history, one [`RunRecord`] per trigger per replica that saw it.
+
+mod memory;
+mod record;
+
+pub use memory::MemoryLedger;
+pub use record::{Outcome, RunRecord};
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::job::BoxError;
+
+/// Where run records go. The engine appends one record per trigger it handled
+/// (including skipped and missed triggers).
+#[async_trait]
+pub trait Ledger: Send + Sync + 'static {
+    /// Appends one record.
+    ///
+    /// # Errors
+    /// The backend failed; the engine logs a warning and goes on.
+    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError>;
+
+    /// The records matching `query`, newest trigger first, at most `query.limit`.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError>;
+}
+
+/// A ledger query: every filter is optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerQuery {
+    /// Only this job's records.
+    pub job: Option<String>,
+    /// Only triggers at or after this instant.
+    pub since: Option<Timestamp>,
+    /// Only triggers strictly before this instant.
+    pub until: Option<Timestamp>,
+    /// Only records with this outcome.
+    pub outcome: Option<Outcome>,
+    /// At most this many records.
+    pub limit: usize,
+}
+
+impl Default for LedgerQuery {
+    fn default() -> Self {
+        Self { job: None, since: None, until: None, outcome: None, limit: 100 }
+    }
+}
+
+impl LedgerQuery {
+    /// Whether `record` passes the filters (not the limit).
+    pub fn matches(&self, record: &RunRecord) -> bool {
+        self.job.as_deref().is_none_or(|job| *record.job == *job)
+            && self.since.is_none_or(|since| record.trigger >= since)
+            && self.until.is_none_or(|until| record.trigger < until)
+            && self.outcome.is_none_or(|outcome| record.outcome == outcome)
+    }
+}
+
+/// A ledger backend failure.
+#[derive(Debug, thiserror::Error)]
+#[error("ledger: {0}")]
+pub struct LedgerError(#[source] pub BoxError);
