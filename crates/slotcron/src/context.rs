@@ -14,6 +14,7 @@ pub struct JobContext {
     pub(crate) instance: Arc<str>,
     pub(crate) fencing_token: u64,
     pub(crate) cancel: CancellationToken,
+    pub(crate) payload: Option<Arc<serde_json::Value>>,
 }
 
 impl JobContext {
@@ -49,6 +50,11 @@ impl JobContext {
     /// down. A handler that ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// The job's payload (JSON), if it has one.
+    pub fn payload(&self) -> Option<&serde_json::Value> {
+        self.payload.as_deref()
     }
 
     /// Whether the run has been asked to stop.

@@ -51,6 +51,7 @@ pub struct Job {
     pub(crate) run_on_start: bool,
     pub(crate) misfire: Misfire,
     pub(crate) grace: Duration,
+    pub(crate) payload: Option<Arc<serde_json::Value>>,
 }
 
 impl Job {
@@ -64,6 +65,7 @@ impl Job {
             run_on_start: false,
             misfire: None,
             grace: Misfire::DEFAULT_GRACE,
+            payload: None,
         }
     }
 
@@ -121,6 +123,7 @@ pub struct JobBuilder {
     run_on_start: bool,
     misfire: Option<Misfire>,
     grace: Duration,
+    payload: Option<Arc<serde_json::Value>>,
 }
 
 impl JobBuilder {
@@ -161,8 +164,19 @@ impl JobBuilder {
     }
 
     /// Sets the handler.
-    pub fn handler(mut self, handler: impl Handler) -> Self {
-        self.handler = Some(Arc::new(handler));
+    pub fn handler(self, handler: impl Handler) -> Self {
+        self.shared_handler(Arc::new(handler))
+    }
+
+    /// Sets a handler shared with other jobs.
+    pub fn shared_handler(mut self, handler: Arc<dyn Handler>) -> Self {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// Data for the handler, read with [`JobContext::payload`].
+    pub fn payload(mut self, payload: serde_json::Value) -> Self {
+        self.payload = Some(Arc::new(payload));
         self
     }
 
@@ -237,6 +251,7 @@ impl JobBuilder {
             run_on_start: self.run_on_start,
             misfire,
             grace: self.grace,
+            payload: self.payload,
         })
     }
 }

@@ -6,7 +6,8 @@
 //!   expressions in IANA time zones, one-shots — behind the [`Schedule`] trait.
 //! - [`Job`]: a name, a schedule, an async handler and policies.
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
-//!   through a [`Coordinator`] and records each run in a [`Ledger`].
+//!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
+//!   last trigger in a [`Store`].
 
 pub mod clock;
 pub mod context;
@@ -16,15 +17,17 @@ pub mod job;
 pub mod ledger;
 pub mod policy;
 pub mod schedule;
+pub mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
-pub use engine::{Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, RunRecord};
 pub use policy::Misfire;
 pub use schedule::{Schedule, ScheduleKind};
+pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError};
 
 /// Re-exported so that users name the same versions of these types.
 pub use jiff;

@@ -2,9 +2,15 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// What happens to triggers noticed later than the job's grace window: after downtime,
 /// a pause, or overload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// As data (job definitions): `{"policy": "skip"}`, `{"policy": "run_once"}`,
+/// `{"policy": "run_all", "cap": 3}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "snake_case")]
 pub enum Misfire {
     /// Drop the missed triggers (recorded as missed) and wait for the next one, as host
     /// cron does. The default for recurring jobs.

@@ -19,8 +19,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::job::Handler;
 use crate::job::{Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, RunRecord};
+use crate::store::{HandlerRegistry, JobDefinition, JobState, MemoryStore, Store, StoreError};
 use run::RunControl;
 use table::Table;
 
@@ -56,8 +58,11 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub coordinator: Arc<dyn Coordinator>,
     pub ledger: Arc<dyn Ledger>,
+    pub store: Arc<dyn Store>,
     pub instance: Arc<str>,
     pub settings: Settings,
+    handlers: HandlerRegistry,
+    restored: AtomicBool,
     table: Mutex<Table>,
     wake: Notify,
     running: AtomicBool,
@@ -129,6 +134,58 @@ impl Scheduler {
         &self.shared.ledger
     }
 
+    /// Registers a handler by name, for jobs added through [`Scheduler::define`] and for
+    /// the stored definitions [`Scheduler::restore`] brings back.
+    pub fn register_handler(&self, name: impl Into<String>, handler: impl Handler) {
+        self.shared.handlers.register(name, handler);
+    }
+
+    /// Adds (or replaces) a job described by data and stores its definition, so it comes
+    /// back after a restart. Its handler must be registered.
+    ///
+    /// # Errors
+    /// The definition is invalid (nothing is stored then), or the store failed.
+    pub async fn define(&self, definition: JobDefinition) -> Result<(), DefineError> {
+        let job = definition.to_job(&self.shared.handlers)?;
+        self.shared.store.save_definition(&definition).await?;
+        self.replace(job);
+        Ok(())
+    }
+
+    /// Removes a job added through [`Scheduler::define`] and deletes its definition.
+    /// `false` if there was no such definition.
+    ///
+    /// # Errors
+    /// The store failed; the job keeps running then.
+    pub async fn undefine(&self, name: &str) -> Result<bool, StoreError> {
+        let deleted = self.shared.store.delete_definition(name).await?;
+        self.remove(name);
+        Ok(deleted)
+    }
+
+    /// Reads the store: adds the stored job definitions (whose handlers must be
+    /// registered by now) and the state each job resumes from. [`Scheduler::run`] calls it
+    /// if it has not been called; call it first to fail early on an unreachable store.
+    ///
+    /// A definition that cannot be built (e.g. its handler is not registered) is logged
+    /// and skipped, never deleted.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn restore(&self) -> Result<(), StoreError> {
+        let definitions = self.shared.store.load_definitions().await?;
+        let states = self.shared.store.load_states().await?;
+        for definition in definitions {
+            match definition.to_job(&self.shared.handlers) {
+                Ok(job) => self.replace(job),
+                Err(e) => tracing::error!("stored definition skipped: {e}"),
+            }
+        }
+        self.shared.table().set_states(states);
+        self.shared.restored.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
     /// Reads the run history: newest trigger first.
     ///
     /// # Errors
@@ -147,6 +204,11 @@ impl Scheduler {
         if self.shared.running.swap(true, Ordering::SeqCst) {
             tracing::error!("Scheduler::run called while already running; ignored");
             return;
+        }
+        if !self.shared.restored.load(Ordering::SeqCst)
+            && let Err(e) = self.restore().await
+        {
+            tracing::error!("{e}; jobs start without their stored state");
         }
         let control = RunControl::default();
         let tracker = TaskTracker::new();
@@ -246,11 +308,27 @@ impl Shared {
         }
     }
 
-    /// Logs the run's one line and appends it to the ledger.
-    pub(crate) async fn finish(&self, record: RunRecord) {
+    /// Logs the run's one line, appends it to the ledger and updates the job's state
+    /// (not for a backend outage: that trigger may still be re-issued).
+    pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
+        if record.outcome != Outcome::SkippedBackendUnavailable {
+            self.save_state(job, record.trigger, Some(record.outcome)).await;
+        }
         if let Err(e) = self.ledger.append(&record).await {
             tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
+        }
+    }
+
+    /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
+    pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
+        let state = JobState {
+            last_trigger: trigger,
+            last_outcome: outcome,
+            one_shot_done: job.schedule.kind().is_one_shot(),
+        };
+        if let Err(e) = self.store.save_state(&job.name, &state).await {
+            tracing::warn!(job = %job.name, %trigger, "{e}");
         }
     }
 }
@@ -266,12 +344,24 @@ fn log_run(r: &RunRecord) {
     }
 }
 
+/// Why [`Scheduler::define`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DefineError {
+    /// The definition is invalid.
+    #[error(transparent)]
+    Invalid(#[from] JobError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Configures a [`Scheduler`].
 #[must_use]
 pub struct SchedulerBuilder {
     clock: Arc<dyn Clock>,
     coordinator: Arc<dyn Coordinator>,
     ledger: Arc<dyn Ledger>,
+    store: Arc<dyn Store>,
     instance: Option<String>,
     settings: Settings,
 }
@@ -282,6 +372,7 @@ impl Default for SchedulerBuilder {
             clock: Arc::new(SystemClock),
             coordinator: Arc::new(InProcessCoordinator::new()),
             ledger: Arc::new(MemoryLedger::default()),
+            store: Arc::new(MemoryStore::new()),
             instance: None,
             settings: Settings {
                 claim_timeout: Duration::from_secs(1),
@@ -311,6 +402,13 @@ impl SchedulerBuilder {
     /// Where run records go (default: a [`MemoryLedger`] of 10,000 records).
     pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
         self.ledger = ledger;
+        self
+    }
+
+    /// Where job state and definitions are kept (default: a [`MemoryStore`], so nothing
+    /// survives the process).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = store;
         self
     }
 
@@ -363,8 +461,11 @@ impl SchedulerBuilder {
                 clock: self.clock,
                 coordinator: self.coordinator,
                 ledger: self.ledger,
+                store: self.store,
                 instance: instance.into(),
                 settings: self.settings,
+                handlers: HandlerRegistry::default(),
+                restored: AtomicBool::new(false),
                 table: Mutex::new(Table::default()),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),

@@ -48,7 +48,7 @@ pub(crate) async fn execute(shared: Arc<Shared>, due: Due, control: RunControl) 
         }
         Action::Run => claim_and_run(&shared, &job, trigger, next, &control).await,
     };
-    shared.finish(record).await;
+    shared.finish(&job, record).await;
 }
 
 async fn claim_and_run(
@@ -86,6 +86,9 @@ async fn claim_and_run(
             return shared.record(job, trigger, outcome, None, asked, Duration::ZERO, Some(reason));
         }
     };
+    // Remembered before the handler runs: a one-shot runs at most once even if the
+    // process dies during the run.
+    shared.save_state(job, trigger, None).await;
     let ctx = JobContext {
         job: job.name.clone(),
         trigger,
@@ -93,6 +96,7 @@ async fn claim_and_run(
         instance: shared.instance.clone(),
         fencing_token,
         cancel: control.shutdown.child_token(),
+        payload: job.payload.clone(),
     };
     let started = shared.clock.now();
     let (outcome, error) = run_handler(shared, job, ctx, started, control).await;

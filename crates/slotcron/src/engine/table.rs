@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use super::misfire;
 use crate::job::Job;
 use crate::schedule::ScheduleKind;
+use crate::store::JobState;
 
 /// Something the engine must do now for one job.
 #[derive(Debug)]
@@ -55,6 +56,8 @@ pub(crate) struct Table {
     stale: usize,
     /// When the engine started; `None` until it runs, and jobs wait unqueued.
     started: Option<Timestamp>,
+    /// The stored state of each job, read when the engine starts.
+    states: HashMap<String, JobState>,
 }
 
 impl Table {
@@ -88,6 +91,11 @@ impl Table {
         true
     }
 
+    /// Sets the stored states that the first triggers resume from.
+    pub fn set_states(&mut self, states: HashMap<String, JobState>) {
+        self.states = states;
+    }
+
     /// Starts the clock for every job added so far.
     pub fn start(&mut self, now: Timestamp) {
         self.started = Some(now);
@@ -97,25 +105,35 @@ impl Table {
         }
     }
 
+    /// Queues a job's first trigger: resumed from its stored state if it has one (so
+    /// triggers missed while down are misfires), else the first fire time after `now`.
     fn queue_first(&mut self, name: &Arc<str>, now: Timestamp) {
         let Some(entry) = self.jobs.get_mut(name) else { return };
         let job = &entry.job;
-        let first = match job.schedule.kind() {
+        let kind = job.schedule.kind();
+        let state = self.states.get(&**name);
+        if kind.is_one_shot() && state.is_some_and(|s| s.one_shot_done) {
+            tracing::info!(job = &**name, "one-shot job already ran; it is not queued again");
+            return;
+        }
+        let resume_from = state.map(|s| s.last_trigger);
+        let first = match kind {
             ScheduleKind::At(at) => Some(at),
             ScheduleKind::After(delay) => now.checked_add(delay).ok(),
-            ScheduleKind::Interval { .. } | ScheduleKind::Recurring => job.schedule.next_after(now),
+            // A start-up run stands for the current slot and any missed before it.
+            ScheduleKind::Interval { .. } if job.run_on_start => job.schedule.next_after(now),
+            ScheduleKind::Interval { .. } | ScheduleKind::Recurring => {
+                job.schedule.next_after(resume_from.unwrap_or(now))
+            }
         };
         let generation = entry.generation;
         entry.next = first;
-        let start_up = match (job.run_on_start, job.schedule.kind()) {
-            (true, ScheduleKind::Interval { period }) => {
-                // The slot `now` falls in: the fire time before `first`.
-                first.and_then(|f| f.checked_sub(period).ok())
+        if let (true, ScheduleKind::Interval { period }, Some(first)) = (job.run_on_start, kind, first) {
+            // The slot `now` falls in: the fire time before `first`.
+            if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
+            {
+                self.queue.push(Reverse(Queued { at, generation, start_up: true, name: name.clone() }));
             }
-            _ => None,
-        };
-        if let Some(at) = start_up {
-            self.queue.push(Reverse(Queued { at, generation, start_up: true, name: name.clone() }));
         }
         match first {
             Some(at) => {

@@ -1,0 +1,60 @@
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::{JobDefinition, JobState, Store, StoreError, merge_state};
+
+/// A store in memory: state survives a scheduler but not the process. The library's
+/// default; share one between schedulers to simulate restarts in tests.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    states: HashMap<String, JobState>,
+    definitions: HashMap<String, JobDefinition>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError> {
+        Ok(self.lock().states.clone())
+    }
+
+    async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(merged) = merge_state(inner.states.get(job), state) {
+            inner.states.insert(job.to_owned(), merged);
+        }
+        Ok(())
+    }
+
+    async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {
+        let mut definitions: Vec<_> = self.lock().definitions.values().cloned().collect();
+        definitions.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(definitions)
+    }
+
+    async fn save_definition(&self, definition: &JobDefinition) -> Result<(), StoreError> {
+        self.lock().definitions.insert(definition.name.clone(), definition.clone());
+        Ok(())
+    }
+
+    async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().definitions.remove(job).is_some())
+    }
+}

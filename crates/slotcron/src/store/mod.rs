@@ -1,0 +1,120 @@
+//! The store: durable per-job state and job definitions, so a process that dies does
+//! not forget what it was scheduled to do.
+
+mod definition;
+mod memory;
+
+pub use definition::{HandlerRegistry, JobDefinition, ScheduleSpec};
+pub use memory::MemoryStore;
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::job::BoxError;
+use crate::ledger::Outcome;
+
+/// What the store remembers about one job (across the fleet, when the store is shared).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobState {
+    /// The newest trigger handled: claimed (and run or being run), lost to another
+    /// replica, or dropped by the misfire policy. After a restart the job's schedule
+    /// resumes from here, so the triggers missed while down are misfires.
+    pub last_trigger: Timestamp,
+    /// How that trigger ended; `None` while it runs (or if the process died running it).
+    pub last_outcome: Option<Outcome>,
+    /// A one-shot (`at`, `after`) that was claimed: it never runs again.
+    pub one_shot_done: bool,
+}
+
+/// Durable job state and definitions.
+///
+/// Implementations: [`MemoryStore`] (the library's default; nothing survives the process),
+/// and the SQLite and PostgreSQL stores in their own crates.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Every job's state, by job name.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError>;
+
+    /// Records a job's state. Never moves `last_trigger` backwards: a state older than
+    /// the stored one is ignored, one for the same trigger updates the outcome, and
+    /// `one_shot_done` once set stays set.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError>;
+
+    /// Every stored job definition.
+    ///
+    /// # Errors
+    /// The backend failed, or a stored definition cannot be read.
+    async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError>;
+
+    /// Stores a definition, replacing the one of the same name.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn save_definition(&self, definition: &JobDefinition) -> Result<(), StoreError>;
+
+    /// Deletes the definition of a job; `false` if there was none.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn delete_definition(&self, job: &str) -> Result<bool, StoreError>;
+}
+
+/// A store backend failure.
+#[derive(Debug, thiserror::Error)]
+#[error("store: {0}")]
+pub struct StoreError(#[source] pub BoxError);
+
+impl StoreError {
+    /// Wraps any error.
+    pub fn new(error: impl Into<BoxError>) -> Self {
+        Self(error.into())
+    }
+}
+
+/// Merges a new state into a stored one with the rules of [`Store::save_state`]; `None`
+/// when the stored state must be kept as it is. For implementations.
+pub fn merge_state(stored: Option<&JobState>, new: &JobState) -> Option<JobState> {
+    let Some(stored) = stored else { return Some(new.clone()) };
+    if new.last_trigger < stored.last_trigger {
+        return None;
+    }
+    let mut merged = new.clone();
+    merged.one_shot_done |= stored.one_shot_done;
+    if new.last_trigger == stored.last_trigger && new.last_outcome.is_none() {
+        merged.last_outcome = stored.last_outcome;
+    }
+    (merged != *stored).then_some(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(at: &str, outcome: Option<Outcome>, done: bool) -> JobState {
+        JobState { last_trigger: at.parse().unwrap(), last_outcome: outcome, one_shot_done: done }
+    }
+
+    #[test]
+    fn merging_never_moves_backwards_and_keeps_done() {
+        let stored = state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true);
+        assert_eq!(merge_state(Some(&stored), &state("2024-01-01T00:00:00Z", None, false)), None);
+        assert_eq!(merge_state(Some(&stored), &state("2024-01-01T00:01:00Z", None, false)), None);
+        assert_eq!(
+            merge_state(Some(&stored), &state("2024-01-01T00:02:00Z", None, false)),
+            Some(state("2024-01-01T00:02:00Z", None, true))
+        );
+        let running = state("2024-01-01T00:02:00Z", None, false);
+        assert_eq!(
+            merge_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false)),
+            Some(state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false))
+        );
+    }
+}
