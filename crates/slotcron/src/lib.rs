@@ -24,7 +24,7 @@ pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
 pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
-pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, RunRecord};
+pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
 pub use policy::Misfire;
 pub use schedule::{Schedule, ScheduleKind};
 pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError};

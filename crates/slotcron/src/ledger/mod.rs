@@ -6,6 +6,8 @@ mod record;
 pub use memory::MemoryLedger;
 pub use record::{Outcome, RunRecord};
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use jiff::Timestamp;
 
@@ -56,6 +58,23 @@ impl LedgerQuery {
             && self.since.is_none_or(|since| record.trigger >= since)
             && self.until.is_none_or(|until| record.trigger < until)
             && self.outcome.is_none_or(|outcome| record.outcome == outcome)
+    }
+}
+
+/// How much history a durable ledger keeps; it prunes as it appends, so the database
+/// stays bounded without a timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Drop records whose trigger is older than this.
+    pub max_age: Option<Duration>,
+    /// Keep at most this many records per job (the newest triggers).
+    pub max_records_per_job: Option<u64>,
+}
+
+impl Default for Retention {
+    /// 30 days, and at most 10,000 records per job.
+    fn default() -> Self {
+        Self { max_age: Some(Duration::from_secs(30 * 86_400)), max_records_per_job: Some(10_000) }
     }
 }
 
