@@ -1,5 +1,6 @@
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 
@@ -9,7 +10,8 @@ use super::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 /// of each job since this process started.
 #[derive(Debug, Default)]
 pub struct InProcessCoordinator {
-    tokens: Mutex<HashMap<String, u64>>,
+    /// Per-job counters; the write lock is taken only for a job's first claim.
+    tokens: RwLock<HashMap<String, AtomicU64>>,
 }
 
 impl InProcessCoordinator {
@@ -17,18 +19,20 @@ impl InProcessCoordinator {
     pub fn new() -> Self {
         Self::default()
     }
+
+    fn next_token(&self, job: &str) -> u64 {
+        if let Some(counter) = self.tokens.read().unwrap_or_else(|p| p.into_inner()).get(job) {
+            return counter.fetch_add(1, Ordering::Relaxed) + 1;
+        }
+        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
+        tokens.entry(job.to_owned()).or_default().fetch_add(1, Ordering::Relaxed) + 1
+    }
 }
 
 #[async_trait]
 impl Coordinator for InProcessCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let mut tokens = self.tokens.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let token = match tokens.get_mut(claim.job) {
-            Some(token) => token,
-            None => tokens.entry(claim.job.to_owned()).or_default(),
-        };
-        *token += 1;
-        Ok(ClaimOutcome::Won { fencing_token: *token })
+        Ok(ClaimOutcome::Won { fencing_token: self.next_token(claim.job) })
     }
 
     fn name(&self) -> &'static str {

@@ -59,6 +59,9 @@ pub(crate) struct Shared {
     pub coordinator: Arc<dyn Coordinator>,
     pub ledger: Arc<dyn Ledger>,
     pub store: Arc<dyn Store>,
+    /// Whether a store was configured: without one, per-trigger state is not saved
+    /// (nothing would read it back).
+    persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
     handlers: HandlerRegistry,
@@ -91,10 +94,12 @@ impl Scheduler {
     /// [`JobError::Duplicate`] if a job with this name exists.
     pub fn add(&self, job: Job) -> Result<(), JobError> {
         let name = job.name.to_string();
-        if !self.shared.table().insert(job, self.shared.clock.now()) {
+        let Some(earliest) = self.shared.table().insert(job, self.shared.clock.now()) else {
             return Err(JobError::Duplicate { job: name });
+        };
+        if earliest {
+            self.shared.wake.notify_one();
         }
-        self.shared.wake.notify_one();
         Ok(())
     }
 
@@ -102,9 +107,11 @@ impl Scheduler {
     pub fn replace(&self, job: Job) {
         let mut table = self.shared.table();
         table.remove(&job.name);
-        table.insert(job, self.shared.clock.now());
+        let earliest = table.insert(job, self.shared.clock.now()) == Some(true);
         drop(table);
-        self.shared.wake.notify_one();
+        if earliest {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Removes a job: none of its triggers fires from now on (runs already started
@@ -322,6 +329,9 @@ impl Shared {
 
     /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
+        if !self.persist_state {
+            return;
+        }
         let state = JobState {
             last_trigger: trigger,
             last_outcome: outcome,
@@ -361,7 +371,7 @@ pub struct SchedulerBuilder {
     clock: Arc<dyn Clock>,
     coordinator: Arc<dyn Coordinator>,
     ledger: Arc<dyn Ledger>,
-    store: Arc<dyn Store>,
+    store: Option<Arc<dyn Store>>,
     instance: Option<String>,
     settings: Settings,
 }
@@ -372,7 +382,7 @@ impl Default for SchedulerBuilder {
             clock: Arc::new(SystemClock),
             coordinator: Arc::new(InProcessCoordinator::new()),
             ledger: Arc::new(MemoryLedger::default()),
-            store: Arc::new(MemoryStore::new()),
+            store: None,
             instance: None,
             settings: Settings {
                 claim_timeout: Duration::from_secs(1),
@@ -405,10 +415,11 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Where job state and definitions are kept (default: a [`MemoryStore`], so nothing
-    /// survives the process).
+    /// Where job state and definitions are kept. Without one, definitions live in a
+    /// private [`MemoryStore`] and no per-trigger state is saved: nothing survives the
+    /// scheduler. Share a [`MemoryStore`] between schedulers to keep state in-process.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
-        self.store = store;
+        self.store = Some(store);
         self
     }
 
@@ -461,7 +472,8 @@ impl SchedulerBuilder {
                 clock: self.clock,
                 coordinator: self.coordinator,
                 ledger: self.ledger,
-                store: self.store,
+                persist_state: self.store.is_some(),
+                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 instance: instance.into(),
                 settings: self.settings,
                 handlers: HandlerRegistry::default(),

@@ -27,7 +27,14 @@ pub(crate) struct RunControl {
 }
 
 /// Handles one due item to the end, including its ledger record and log line.
+///
+/// The run's state is boxed when it starts, so a task that waits in the runtime's queue
+/// holds only its arguments: a burst of thousands of triggers stays small in memory.
 pub(crate) async fn execute(shared: Arc<Shared>, due: Due, control: RunControl) {
+    Box::pin(execute_started(shared, due, control)).await;
+}
+
+async fn execute_started(shared: Arc<Shared>, due: Due, control: RunControl) {
     let Due { job, trigger, next, action } = due;
     let record = match action {
         Action::Missed { count } => {
@@ -68,11 +75,18 @@ async fn claim_and_run(
         ttl: claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack),
     };
     let asked = shared.clock.now();
-    let claimed = tokio::select! {
-        biased;
-        claimed = shared.coordinator.claim(&claim) => claimed.map_err(|e| e.to_string()),
-        () = shared.clock.sleep_until(asked + shared.settings.claim_timeout) => {
-            Err(format!("no answer within the claim timeout of {:?}", shared.settings.claim_timeout))
+    let claimed = {
+        let mut claiming = shared.coordinator.claim(&claim);
+        // Most claims answer at once (always, in-process): arm the timeout only if not.
+        match (&mut claiming).now_or_never() {
+            Some(claimed) => claimed.map_err(|e| e.to_string()),
+            None => tokio::select! {
+                biased;
+                claimed = claiming => claimed.map_err(|e| e.to_string()),
+                () = shared.clock.sleep_until(asked + shared.settings.claim_timeout) => {
+                    Err(format!("no answer within the claim timeout of {:?}", shared.settings.claim_timeout))
+                }
+            },
         }
     };
     let fencing_token = match claimed {
@@ -95,7 +109,8 @@ async fn claim_and_run(
         trigger_key: key.into(),
         instance: shared.instance.clone(),
         fencing_token,
-        cancel: control.shutdown.child_token(),
+        // Only a run with a timeout can be cancelled on its own.
+        cancel: if job.timeout.is_some() { control.shutdown.child_token() } else { control.shutdown.clone() },
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();

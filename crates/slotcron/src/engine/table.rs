@@ -32,24 +32,29 @@ pub(crate) enum Action {
 #[derive(Debug)]
 struct Entry {
     job: Arc<Job>,
-    /// Tells this entry's queue items from those of a removed job of the same name.
+    /// Tells this entry's queue items from those of a removed job in the same slot.
     generation: u64,
     next: Option<Timestamp>,
 }
 
+/// A queued trigger: small and cheap to compare, since a burst moves thousands of them.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Queued {
     at: Timestamp,
     generation: u64,
+    /// The job's index in `Table::slots`.
+    slot: u32,
     /// A start-up run (`run_on_start`), which does not advance the schedule.
     start_up: bool,
-    name: Arc<str>,
 }
 
 /// Jobs by name and their queued triggers, earliest first.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    jobs: HashMap<Arc<str>, Entry>,
+    /// Jobs by slot; a removed job leaves `None` until the slot is reused.
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    by_name: HashMap<Arc<str>, u32>,
     queue: BinaryHeap<Reverse<Queued>>,
     last_generation: u64,
     /// Queue items whose job was removed or replaced.
@@ -61,31 +66,47 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Adds a job; queues its first trigger if the engine runs. `false` if the name is
-    /// taken.
-    pub fn insert(&mut self, job: Job, now: Timestamp) -> bool {
-        if self.jobs.contains_key(&job.name) {
-            return false;
+    /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
+    /// taken, else whether the job's trigger is now the earliest (the engine must wake).
+    pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
+        if self.by_name.contains_key(&job.name) {
+            return None;
         }
+        let earliest_before = self.next_deadline();
         self.last_generation += 1;
+        let name = job.name.clone();
         let entry = Entry { job: Arc::new(job), generation: self.last_generation, next: None };
-        let name = entry.job.name.clone();
-        self.jobs.insert(name.clone(), entry);
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(entry);
+                slot
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.by_name.insert(name, slot);
         if self.started.is_some() {
-            self.queue_first(&name, now);
+            self.queue_first(slot, now);
         }
-        true
+        Some(self.next_deadline() != earliest_before)
     }
 
     /// Removes a job; its queued triggers are dropped. `false` if there is none.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(entry) = self.jobs.remove(name) else { return false };
-        if entry.next.is_some() {
+        let Some(slot) = self.by_name.remove(name) else { return false };
+        if let Some(entry) = self.slots[slot as usize].take()
+            && entry.next.is_some()
+        {
             self.stale += 1;
         }
-        if self.stale > 1024 && self.stale > self.jobs.len() {
-            let jobs = &self.jobs;
-            self.queue.retain(|Reverse(q)| jobs.get(&q.name).is_some_and(|e| e.generation == q.generation));
+        self.free.push(slot);
+        if self.stale > 1024 && self.stale > self.by_name.len() {
+            let slots = &self.slots;
+            self.queue.retain(|Reverse(q)| {
+                slots[q.slot as usize].as_ref().is_some_and(|e| e.generation == q.generation)
+            });
             self.stale = 0;
         }
         true
@@ -99,21 +120,21 @@ impl Table {
     /// Starts the clock for every job added so far.
     pub fn start(&mut self, now: Timestamp) {
         self.started = Some(now);
-        let names: Vec<Arc<str>> = self.jobs.keys().cloned().collect();
-        for name in names {
-            self.queue_first(&name, now);
+        for slot in 0..self.slots.len() as u32 {
+            self.queue_first(slot, now);
         }
     }
 
     /// Queues a job's first trigger: resumed from its stored state if it has one (so
     /// triggers missed while down are misfires), else the first fire time after `now`.
-    fn queue_first(&mut self, name: &Arc<str>, now: Timestamp) {
-        let Some(entry) = self.jobs.get_mut(name) else { return };
+    fn queue_first(&mut self, slot: u32, now: Timestamp) {
+        let Some(entry) = self.slots[slot as usize].as_mut() else { return };
         let job = &entry.job;
+        let name = &*job.name;
         let kind = job.schedule.kind();
-        let state = self.states.get(&**name);
+        let state = self.states.get(name);
         if kind.is_one_shot() && state.is_some_and(|s| s.one_shot_done) {
-            tracing::info!(job = &**name, "one-shot job already ran; it is not queued again");
+            tracing::info!(job = name, "one-shot job already ran; it is not queued again");
             return;
         }
         let resume_from = state.map(|s| s.last_trigger);
@@ -132,13 +153,11 @@ impl Table {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
             {
-                self.queue.push(Reverse(Queued { at, generation, start_up: true, name: name.clone() }));
+                self.queue.push(Reverse(Queued { at, generation, slot, start_up: true }));
             }
         }
         match first {
-            Some(at) => {
-                self.queue.push(Reverse(Queued { at, generation, start_up: false, name: name.clone() }))
-            }
+            Some(at) => self.queue.push(Reverse(Queued { at, generation, slot, start_up: false })),
             None => exhausted(name),
         }
     }
@@ -150,12 +169,12 @@ impl Table {
 
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
-        self.jobs.get(name)?.next
+        self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
     }
 
     /// The names of the jobs.
     pub fn names(&self) -> Vec<Arc<str>> {
-        self.jobs.keys().cloned().collect()
+        self.by_name.keys().cloned().collect()
     }
 
     /// Takes everything due at `now` and queues each job's next trigger.
@@ -165,14 +184,12 @@ impl Table {
                 break;
             }
             let Some(Reverse(top)) = self.queue.pop() else { break };
-            let Some(entry) = self.jobs.get_mut(&top.name) else {
+            let Some(entry) =
+                self.slots[top.slot as usize].as_mut().filter(|e| e.generation == top.generation)
+            else {
                 self.stale = self.stale.saturating_sub(1);
                 continue;
             };
-            if entry.generation != top.generation {
-                self.stale = self.stale.saturating_sub(1);
-                continue;
-            }
             let job = entry.job.clone();
             if top.start_up {
                 due.push(Due { job, trigger: top.at, next: entry.next, action: Action::Run });
@@ -206,7 +223,7 @@ impl Table {
             entry.next = next;
             match next {
                 Some(at) => self.queue.push(Reverse(Queued { at, start_up: false, ..top })),
-                None => exhausted(&top.name),
+                None => exhausted(&job.name),
             }
         }
     }

@@ -37,8 +37,15 @@ impl Store for MemoryStore {
 
     async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        if let Some(merged) = merge_state(inner.states.get(job), state) {
-            inner.states.insert(job.to_owned(), merged);
+        match inner.states.get_mut(job) {
+            Some(stored) => {
+                if let Some(merged) = merge_state(Some(stored), state) {
+                    *stored = merged;
+                }
+            }
+            None => {
+                inner.states.insert(job.to_owned(), state.clone());
+            }
         }
         Ok(())
     }
