@@ -1,0 +1,181 @@
+//! The engine and its coordinator: one claim per trigger before the handler, lost claims
+//! skipped, backend failures and slow claims skipped too (fail closed).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use slotcron::jiff::Timestamp;
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Job, JobContext, Outcome};
+use support::{Harness, settle, ts};
+
+/// What a scripted coordinator answers.
+#[derive(Clone, Copy)]
+enum Answer {
+    Win,
+    Lose,
+    Fail,
+    Hang,
+}
+
+/// A claim as the coordinator received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    job: String,
+    trigger: Timestamp,
+    key: String,
+    instance: String,
+    ttl: Option<Duration>,
+}
+
+/// Answers every claim the same way and remembers what it was asked.
+struct Scripted {
+    answer: Answer,
+    seen: Mutex<Vec<Seen>>,
+    /// How many handlers had run when each claim arrived.
+    runs_at_claim: Mutex<Vec<usize>>,
+    runs: Arc<AtomicUsize>,
+}
+
+impl Scripted {
+    fn new(answer: Answer, runs: Arc<AtomicUsize>) -> Arc<Self> {
+        Arc::new(Self { answer, seen: Mutex::default(), runs_at_claim: Mutex::default(), runs })
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Coordinator for Scripted {
+    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        self.seen.lock().unwrap().push(Seen {
+            job: claim.job.to_owned(),
+            trigger: claim.trigger,
+            key: claim.key.to_owned(),
+            instance: claim.instance.to_owned(),
+            ttl: claim.ttl,
+        });
+        self.runs_at_claim.lock().unwrap().push(self.runs.load(Ordering::SeqCst));
+        match self.answer {
+            Answer::Win => Ok(ClaimOutcome::Won { fencing_token: 7 }),
+            Answer::Lose => Ok(ClaimOutcome::Lost),
+            Answer::Fail => Err(CoordinatorError::new("connection refused")),
+            Answer::Hang => std::future::pending().await,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+}
+
+/// A harness whose coordinator answers `answer`, with an interval job `tick` (every 10 s)
+/// and a one-shot `once` at 00:00:15, both counting their runs.
+async fn harness(answer: Answer) -> (Harness, Arc<Scripted>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let coordinator = Scripted::new(answer, runs.clone());
+    let mut h = Harness::with("2024-05-17T00:00:00Z", |b| {
+        b.coordinator(coordinator.clone()).slack(Duration::from_secs(3)).claim_timeout(Duration::from_secs(2))
+    });
+    let counting = |runs: Arc<AtomicUsize>| {
+        move |_ctx: JobContext| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<_, std::io::Error>(()) }
+        }
+    };
+    h.add(
+        Job::builder("tick").every(Duration::from_secs(10)).handler(counting(runs.clone())).build().unwrap(),
+    );
+    h.add(
+        Job::builder("once").at(ts("2024-05-17T00:00:15Z")).handler(counting(runs.clone())).build().unwrap(),
+    );
+    h.start().await;
+    (h, coordinator, runs)
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_trigger_is_claimed_once_before_its_handler_with_key_instance_and_ttl() {
+    let (mut h, coordinator, runs) = harness(Answer::Win).await;
+    h.advance_to(ts("2024-05-17T00:00:20Z")).await;
+    let seen = coordinator.seen();
+    let claim = |job: &str, trigger: &str, key: &str, ttl| Seen {
+        job: job.into(),
+        trigger: ts(trigger),
+        key: key.into(),
+        instance: "test".into(),
+        ttl,
+    };
+    assert_eq!(
+        seen,
+        [
+            // The slot (10 s) plus the slack (3 s).
+            claim("tick", "2024-05-17T00:00:10Z", "tick:2024-05-17T00:00:10Z", Some(Duration::from_secs(13))),
+            // One-shots never expire.
+            claim("once", "2024-05-17T00:00:15Z", "once:2024-05-17T00:00:15Z", None),
+            claim("tick", "2024-05-17T00:00:20Z", "tick:2024-05-17T00:00:20Z", Some(Duration::from_secs(13))),
+        ]
+    );
+    assert_eq!(*coordinator.runs_at_claim.lock().unwrap(), [0, 1, 2], "each claim precedes its run");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    let tick = h.records("tick");
+    assert_eq!(
+        tick.iter().map(|r| (r.outcome, r.fencing_token)).collect::<Vec<_>>(),
+        [(Outcome::Succeeded, Some(7)), (Outcome::Succeeded, Some(7))]
+    );
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_claim_is_recorded_skipped_lost_and_the_handler_does_not_run() {
+    let (mut h, coordinator, runs) = harness(Answer::Lose).await;
+    h.advance_to(ts("2024-05-17T00:00:20Z")).await;
+    assert_eq!(coordinator.seen().len(), 3);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        h.triggers("tick", Outcome::SkippedLost),
+        ["2024-05-17T00:00:10Z", "2024-05-17T00:00:20Z"].map(ts)
+    );
+    assert_eq!(h.triggers("once", Outcome::SkippedLost), [ts("2024-05-17T00:00:15Z")]);
+    assert!(h.records("tick").iter().all(|r| r.fencing_token.is_none() && r.error.is_none()));
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_coordinator_error_skips_the_trigger_as_backend_unavailable_and_the_handler_does_not_run() {
+    let (mut h, _coordinator, runs) = harness(Answer::Fail).await;
+    h.advance_to(ts("2024-05-17T00:00:20Z")).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let tick = h.records("tick");
+    assert_eq!(tick.len(), 2);
+    for record in &tick {
+        assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable);
+        assert_eq!(record.error.as_deref(), Some("scripted coordinator: connection refused"));
+    }
+    assert_eq!(h.triggers("once", Outcome::SkippedBackendUnavailable), [ts("2024-05-17T00:00:15Z")]);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_slower_than_the_claim_timeout_skips_the_trigger_and_the_handler_does_not_run() {
+    let (mut h, _coordinator, runs) = harness(Answer::Hang).await;
+    h.advance_to(ts("2024-05-17T00:00:10Z")).await;
+    assert!(h.records("tick").is_empty(), "still waiting for the claim");
+    h.advance(Duration::from_millis(1999)).await;
+    assert!(h.records("tick").is_empty(), "the claim timeout (2 s) has not passed");
+    h.advance(Duration::from_millis(1)).await;
+    settle().await;
+    let tick = h.records("tick");
+    assert_eq!(tick.len(), 1);
+    assert_eq!(tick[0].outcome, Outcome::SkippedBackendUnavailable);
+    assert_eq!(
+        tick[0].error.as_deref(),
+        Some("scripted coordinator: no answer within the claim timeout of 2s")
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    h.stop().await;
+}
