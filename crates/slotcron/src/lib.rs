@@ -8,6 +8,8 @@
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
 //!   last trigger in a [`Store`].
+//! - `testkit` (cargo feature `testkit`): the conformance suite every coordinator
+//!   backend runs in its tests.
 
 pub mod clock;
 pub mod context;
@@ -18,6 +20,8 @@ pub mod ledger;
 pub mod policy;
 pub mod schedule;
 pub mod store;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;

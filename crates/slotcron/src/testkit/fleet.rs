@@ -1,0 +1,220 @@
+//! A simulated fleet: replicas on skewed manual clocks that follow one shared time.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::Replica;
+use crate::coordinator::Coordinator;
+use crate::engine::trigger_key;
+use crate::job::Job;
+use crate::ledger::{Outcome, RunRecord};
+use crate::schedule::ScheduleKind;
+
+/// How a step of fleet time reaches the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Move every replica's clock, then wait for all of them: claims on the same trigger
+    /// race.
+    Together,
+    /// Move one replica's clock and wait until it has recorded what came due (its run
+    /// finished), then the next: a claim released after a run would let the next
+    /// replica run the trigger again.
+    InTurn,
+}
+
+/// Replicas of one service on their own [`ManualClock`](crate::ManualClock)s, each
+/// reading the fleet's time plus its skew.
+///
+/// The fleet only moves time when told to, and after each step it waits, in real time,
+/// until every replica has a ledger record for every trigger that came due on its clock:
+/// claims travel over real networks, so there is no instant "settle". A wait longer than
+/// the fleet's timeout fails the test with the missing triggers.
+///
+/// It runs on a tokio runtime whose time is not paused (the coordinator's I/O and the
+/// waits are real).
+pub struct Fleet {
+    now: Timestamp,
+    timeout: Duration,
+    replicas: Vec<Replica>,
+}
+
+impl Fleet {
+    /// The default bound on each wait: generous, since it only fails a broken test.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// An empty fleet whose time reads `now`.
+    pub fn new(now: Timestamp) -> Self {
+        Self { now, timeout: Self::DEFAULT_TIMEOUT, replicas: Vec::new() }
+    }
+
+    /// Sets how long a wait may take before the test fails.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The fleet's time.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Adds a stopped replica whose clock reads the fleet's time plus `skew`; returns its
+    /// index.
+    pub fn add_replica(&mut self, instance: &str, skew: SignedDuration, jobs: Vec<Job>) -> usize {
+        self.replicas.push(Replica::new(instance, skew, self.now, jobs));
+        self.replicas.len() - 1
+    }
+
+    /// The replica at `index`.
+    pub fn replica(&self, index: usize) -> &Replica {
+        &self.replicas[index]
+    }
+
+    /// Every replica.
+    pub fn replicas(&self) -> &[Replica] {
+        &self.replicas
+    }
+
+    /// Starts replica `index` with `coordinator` and waits until it has recorded what is
+    /// due at once.
+    pub async fn start(&mut self, index: usize, coordinator: Arc<dyn Coordinator>) {
+        let replica = &mut self.replicas[index];
+        replica.start(coordinator, self.timeout).await;
+        replica.wait_recorded(self.timeout).await;
+    }
+
+    /// Stops replica `index`; its clock keeps following the fleet's time.
+    pub async fn stop(&mut self, index: usize) {
+        self.replicas[index].stop(self.timeout).await;
+    }
+
+    /// Moves the fleet's time to `until`, stopping at every instant a trigger of a running
+    /// replica comes due, and waits for the records after each step.
+    pub async fn advance_to(&mut self, until: Timestamp, delivery: Delivery) {
+        loop {
+            let next = self.replicas.iter().filter_map(Replica::next_due).min().filter(|at| *at <= until);
+            let step = next.unwrap_or(until).max(self.now);
+            self.now = step;
+            match delivery {
+                Delivery::Together => {
+                    self.replicas.iter_mut().for_each(|r| r.set_time(step));
+                    for replica in &mut self.replicas {
+                        replica.wait_recorded(self.timeout).await;
+                    }
+                }
+                Delivery::InTurn => {
+                    for replica in &mut self.replicas {
+                        replica.set_time(step);
+                        replica.wait_recorded(self.timeout).await;
+                    }
+                }
+            }
+            if next.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// Moves the fleet's time forwards by `by`; see [`Fleet::advance_to`].
+    pub async fn advance(&mut self, by: Duration, delivery: Delivery) {
+        let until = self.now.checked_add(by).expect("fleet time in range");
+        self.advance_to(until, delivery).await;
+    }
+
+    /// Stops every replica.
+    pub async fn stop_all(&mut self) {
+        for replica in &mut self.replicas {
+            replica.stop(self.timeout).await;
+        }
+    }
+
+    /// The records of every replica.
+    pub fn records(&self) -> Vec<RunRecord> {
+        self.replicas.iter().flat_map(Replica::records).collect()
+    }
+
+    /// Asserts the fleet's promise over everything that came due so far: every replica
+    /// recorded each trigger exactly once each time it came due, as a success or a lost claim; each
+    /// trigger key that came due on any replica has exactly one success across the fleet;
+    /// and each job's fencing tokens strictly increase in the order its claims were won
+    /// (fleet time).
+    ///
+    /// # Panics
+    /// On the first broken promise, naming the job and trigger.
+    pub fn assert_exactly_once(&self) {
+        // Per trigger key: each success and the fleet time its claim was won.
+        let mut successes: BTreeMap<String, Vec<(RunRecord, Timestamp)>> = BTreeMap::new();
+        let mut keys_due: BTreeSet<String> = BTreeSet::new();
+        let kinds: HashMap<&str, ScheduleKind> =
+            self.replicas.iter().flat_map(Replica::jobs).map(|j| (j.name(), j.schedule().kind())).collect();
+        for replica in &self.replicas {
+            // A restarted replica sees a past `at` again: once per start.
+            let mut seen: HashMap<(&str, Timestamp), usize> = HashMap::new();
+            for (job, trigger) in replica.due() {
+                *seen.entry((job.name(), *trigger)).or_default() += 1;
+                keys_due.insert(trigger_key(job.name(), job.schedule().kind(), *trigger));
+            }
+            for ((job, trigger), times) in seen {
+                let count = replica.ledger().count(job, trigger);
+                assert_eq!(
+                    count,
+                    times,
+                    "replica {}: {job}@{trigger} came due {times} time(s) but has {count} record(s)",
+                    replica.instance()
+                );
+            }
+            let records = replica.records();
+            assert_eq!(
+                records.len(),
+                replica.due().len(),
+                "replica {}: records for triggers that never came due",
+                replica.instance()
+            );
+            for record in records {
+                assert!(
+                    matches!(record.outcome, Outcome::Succeeded | Outcome::SkippedLost),
+                    "replica {}: {}@{} ended {}: {:?}",
+                    replica.instance(),
+                    record.job,
+                    record.trigger,
+                    record.outcome,
+                    record.error
+                );
+                if record.outcome == Outcome::Succeeded {
+                    let key = trigger_key(&record.job, kinds[&*record.job], record.trigger);
+                    let won_at = record.started.saturating_sub(replica.skew()).expect("in range");
+                    successes.entry(key).or_default().push((record, won_at));
+                }
+            }
+        }
+        for key in &keys_due {
+            let won = successes.get(key).map_or(0, Vec::len);
+            assert_eq!(won, 1, "trigger {key} ran {won} times across the fleet: {:?}", successes.get(key));
+        }
+        // Fencing tokens grow in the order claims are won, which is not trigger order when
+        // clocks are skewed by more than a slot. Claims won at the same fleet instant may
+        // be in any order, but their tokens differ.
+        let mut by_job: BTreeMap<&str, Vec<&(RunRecord, Timestamp)>> = BTreeMap::new();
+        for success in successes.values().flatten() {
+            by_job.entry(&success.0.job).or_default().push(success);
+        }
+        for (job, mut runs) in by_job {
+            runs.sort_by_key(|(record, won_at)| (*won_at, record.fencing_token));
+            for pair in runs.windows(2) {
+                let ((a, a_at), (b, b_at)) = (pair[0], pair[1]);
+                assert!(
+                    a.fencing_token < b.fencing_token,
+                    "job {job}: fencing token {:?} of {} (won at fleet time {a_at}) is not below {:?} of {} \
+                     (won at {b_at})",
+                    a.fencing_token,
+                    a.trigger,
+                    b.fencing_token,
+                    b.trigger
+                );
+            }
+        }
+    }
+}

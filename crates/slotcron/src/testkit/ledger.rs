@@ -1,0 +1,74 @@
+//! A ledger that tells waiters when records arrive.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use tokio::sync::watch;
+
+use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+
+/// An unbounded in-memory ledger that counts records per `(job, trigger)` and wakes
+/// [`WatchedLedger::changed`] waiters on every append.
+#[derive(Debug)]
+pub struct WatchedLedger {
+    state: Mutex<State>,
+    appended: watch::Sender<usize>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    records: Vec<RunRecord>,
+    counts: HashMap<(Arc<str>, Timestamp), usize>,
+}
+
+impl Default for WatchedLedger {
+    fn default() -> Self {
+        Self { state: Mutex::default(), appended: watch::Sender::new(0) }
+    }
+}
+
+impl WatchedLedger {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Every record, in the order appended.
+    pub fn records(&self) -> Vec<RunRecord> {
+        self.lock().records.clone()
+    }
+
+    /// How many records there are for one trigger of one job.
+    pub fn count(&self, job: &str, trigger: Timestamp) -> usize {
+        let key: (Arc<str>, Timestamp) = (job.into(), trigger);
+        self.lock().counts.get(&key).copied().unwrap_or(0)
+    }
+
+    /// A receiver that sees a change after every append.
+    pub fn changed(&self) -> watch::Receiver<usize> {
+        self.appended.subscribe()
+    }
+}
+
+#[async_trait]
+impl Ledger for WatchedLedger {
+    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        let len = {
+            let mut state = self.lock();
+            *state.counts.entry((record.job.clone(), record.trigger)).or_default() += 1;
+            state.records.push(record.clone());
+            state.records.len()
+        };
+        self.appended.send_replace(len);
+        Ok(())
+    }
+
+    async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
+        let mut found: Vec<RunRecord> =
+            self.lock().records.iter().filter(|r| query.matches(r)).cloned().collect();
+        found.sort_by(|a, b| b.trigger.cmp(&a.trigger).then(b.started.cmp(&a.started)));
+        found.truncate(query.limit);
+        Ok(found)
+    }
+}

@@ -1,0 +1,70 @@
+//! A conformance suite for [`Coordinator`] backends (cargo feature `testkit`).
+//!
+//! Every backend must keep the promise of DESIGN.md's "Exactly once across replicas"
+//! under the same tests. A backend crate enables this feature in its dev-dependencies
+//! and calls each suite function from its own test, with a factory that builds a fresh
+//! coordinator — its own connection, as a separate replica would have — on a namespace
+//! (a Redis key prefix, a PostgreSQL schema):
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//! use slotcron::{Coordinator, testkit};
+//!
+//! async fn coordinator(namespace: String) -> Arc<dyn Coordinator> {
+//!     Arc::new(MyCoordinator::connect(&format!("{namespace}:")).await.unwrap())
+//! }
+//!
+//! #[tokio::test]
+//! async fn skewed_clocks() {
+//!     testkit::skewed_clocks(&coordinator).await;
+//! }
+//! ```
+//!
+//! The suite drives whole schedulers through a [`Fleet`] of replicas on manual clocks
+//! and checks their ledgers; its waits are real, bounded by [`Fleet::DEFAULT_TIMEOUT`],
+//! so it runs on a tokio runtime whose time is not paused. It never asserts on elapsed
+//! time.
+
+mod fleet;
+mod ledger;
+mod replica;
+mod suite;
+
+pub use fleet::{Delivery, Fleet};
+pub use ledger::WatchedLedger;
+pub use replica::Replica;
+pub use suite::{
+    claim_contract, namespaces_are_isolated, one_shots_survive_restarts, racing_replicas, skewed_clocks,
+    staggered_starts,
+};
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
+
+use crate::coordinator::Coordinator;
+
+/// Builds coordinators for the suite.
+///
+/// Implemented by every `Fn(String) -> impl Future<Output = Arc<dyn Coordinator>>`.
+pub trait CoordinatorFactory {
+    /// A new coordinator with its own connection on `namespace`: coordinators built for
+    /// the same namespace arbitrate the same claims, and those of different namespaces
+    /// share nothing. The suite makes each namespace unique per run (ASCII lowercase
+    /// letters, digits and `_`, at most 40 characters), so a backend that keeps state
+    /// between runs needs no cleanup for the suite to pass. A factory panics when it
+    /// cannot connect.
+    fn coordinator(&self, namespace: &str) -> LocalBoxFuture<'static, Arc<dyn Coordinator>>;
+}
+
+impl<F, Fut> CoordinatorFactory for F
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Arc<dyn Coordinator>> + 'static,
+{
+    fn coordinator(&self, namespace: &str) -> LocalBoxFuture<'static, Arc<dyn Coordinator>> {
+        self(namespace.to_owned()).boxed_local()
+    }
+}

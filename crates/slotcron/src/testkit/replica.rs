@@ -1,0 +1,218 @@
+//! One replica of a simulated fleet: a scheduler on its own skewed manual clock, and the
+//! triggers it must have recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::WatchedLedger;
+use crate::clock::{Clock, ManualClock};
+use crate::coordinator::Coordinator;
+use crate::engine::Scheduler;
+use crate::job::Job;
+use crate::ledger::RunRecord;
+use crate::schedule::ScheduleKind;
+
+/// A scheduler instance on its own [`ManualClock`], which reads the fleet's time plus a
+/// fixed skew. Its ledger outlives restarts, as a durable ledger would.
+pub struct Replica {
+    instance: String,
+    skew: SignedDuration,
+    clock: ManualClock,
+    jobs: Vec<Job>,
+    ledger: Arc<WatchedLedger>,
+    running: Option<Running>,
+    /// Triggers that came due on this replica's clock and are not yet in its ledger.
+    pending: Vec<(Arc<str>, Timestamp)>,
+    /// Every trigger that came due on this replica, across restarts.
+    due: Vec<(Job, Timestamp)>,
+}
+
+/// A running scheduler and, per job, its next trigger not yet due.
+struct Running {
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+    cursors: Vec<(Job, Option<Timestamp>)>,
+}
+
+impl Replica {
+    pub(super) fn new(instance: &str, skew: SignedDuration, fleet_now: Timestamp, jobs: Vec<Job>) -> Self {
+        assert!(!jobs.is_empty(), "replica {instance}: a replica needs at least one job");
+        Self {
+            instance: instance.to_owned(),
+            skew,
+            clock: ManualClock::new(fleet_now.saturating_add(skew).expect("skewed start in range")),
+            jobs,
+            ledger: Arc::new(WatchedLedger::default()),
+            running: None,
+            pending: Vec::new(),
+            due: Vec::new(),
+        }
+    }
+
+    /// The instance id.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// How far this replica's clock is ahead of the fleet's time (negative: behind).
+    pub fn skew(&self) -> SignedDuration {
+        self.skew
+    }
+
+    /// This replica's clock.
+    pub fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    /// The jobs it runs.
+    pub fn jobs(&self) -> &[Job] {
+        &self.jobs
+    }
+
+    /// The ledger of every incarnation of this replica.
+    pub fn ledger(&self) -> &Arc<WatchedLedger> {
+        &self.ledger
+    }
+
+    /// Every record of this replica, in the order appended.
+    pub fn records(&self) -> Vec<RunRecord> {
+        self.ledger.records()
+    }
+
+    /// Every `(job, trigger)` that came due on this replica's clock while it ran.
+    pub fn due(&self) -> &[(Job, Timestamp)] {
+        &self.due
+    }
+
+    /// Whether a scheduler runs.
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Starts a scheduler with a fresh coordinator, waits until it has read its clock,
+    /// and queues what is due at once (a past `at`).
+    pub(super) async fn start(&mut self, coordinator: Arc<dyn Coordinator>, timeout: Duration) {
+        assert!(self.running.is_none(), "replica {} is already running", self.instance);
+        let scheduler = Scheduler::builder()
+            .clock(self.clock.clone())
+            .coordinator(coordinator)
+            .ledger(self.ledger.clone())
+            .instance(self.instance.clone())
+            .build();
+        for job in &self.jobs {
+            scheduler.add(job.clone()).expect("distinct job names");
+        }
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (scheduler, cancel) = (scheduler.clone(), cancel.clone());
+            async move { scheduler.run(cancel).await }
+        });
+        let records_before = self.ledger.records().len();
+        let started = || {
+            self.jobs.iter().any(|job| scheduler.next_trigger(job.name()).is_some())
+                || self.ledger.records().len() > records_before
+        };
+        wait_until(timeout, started, || format!("replica {} did not start", self.instance)).await;
+        let start = self.clock.now();
+        let cursors = self.jobs.iter().map(|job| (job.clone(), first_trigger(job, start))).collect();
+        self.running = Some(Running { cancel, task, cursors });
+        self.collect_due();
+    }
+
+    /// Stops the scheduler and waits for it to return.
+    pub(super) async fn stop(&mut self, timeout: Duration) {
+        let Some(running) = self.running.take() else { return };
+        running.cancel.cancel();
+        let stopped = tokio::time::timeout(timeout, running.task).await;
+        let joined = stopped.unwrap_or_else(|_| panic!("replica {} did not stop", self.instance));
+        joined.unwrap_or_else(|e| panic!("replica {} panicked: {e}", self.instance));
+    }
+
+    /// Moves this replica's clock to the fleet's time plus its skew and notes what comes
+    /// due.
+    pub(super) fn set_time(&mut self, fleet_now: Timestamp) {
+        self.clock.set(fleet_now.saturating_add(self.skew).expect("skewed time in range"));
+        self.collect_due();
+    }
+
+    /// The fleet time at which this replica's next trigger comes due.
+    pub(super) fn next_due(&self) -> Option<Timestamp> {
+        let running = self.running.as_ref()?;
+        let next = running.cursors.iter().filter_map(|(_, at)| *at).min()?;
+        next.saturating_sub(self.skew).ok()
+    }
+
+    fn collect_due(&mut self) {
+        let now = self.clock.now();
+        let Some(running) = self.running.as_mut() else { return };
+        for (job, cursor) in &mut running.cursors {
+            while let Some(at) = cursor.filter(|at| *at <= now) {
+                self.pending.push((job.name().into(), at));
+                self.due.push((job.clone(), at));
+                *cursor = next_trigger(job, at);
+            }
+        }
+    }
+
+    /// Waits until every trigger that came due has a record in the ledger.
+    ///
+    /// # Panics
+    /// After `timeout`, naming the triggers still missing.
+    pub(super) async fn wait_recorded(&mut self, timeout: Duration) {
+        let mut changed = self.ledger.changed();
+        let ledger = &self.ledger;
+        let complete =
+            |pending: &[(Arc<str>, Timestamp)]| pending.iter().all(|(j, t)| ledger.count(j, *t) > 0);
+        let waited = tokio::time::timeout(timeout, changed.wait_for(|_| complete(&self.pending))).await;
+        if waited.is_err() {
+            let missing: Vec<String> = self
+                .pending
+                .iter()
+                .filter(|(j, t)| ledger.count(j, *t) == 0)
+                .map(|(j, t)| format!("{j}@{t}"))
+                .collect();
+            panic!("replica {}: no record within {timeout:?} for {}", self.instance, missing.join(", "));
+        }
+        self.pending.clear();
+    }
+}
+
+/// The first trigger of a job on a scheduler that started at `start`, as the engine
+/// queues it.
+fn first_trigger(job: &Job, start: Timestamp) -> Option<Timestamp> {
+    match job.schedule().kind() {
+        ScheduleKind::At(at) => Some(at),
+        ScheduleKind::After(delay) => start.checked_add(delay).ok(),
+        ScheduleKind::Interval { period } if job.run_on_start() => {
+            job.schedule().next_after(start).and_then(|first| first.checked_sub(period).ok())
+        }
+        _ => job.schedule().next_after(start),
+    }
+}
+
+fn next_trigger(job: &Job, after: Timestamp) -> Option<Timestamp> {
+    if job.schedule().kind().is_one_shot() { None } else { job.schedule().next_after(after) }
+}
+
+/// Polls `condition` every millisecond (real time) until it holds.
+///
+/// # Panics
+/// With `what()` once `timeout` has passed.
+pub(super) async fn wait_until(
+    timeout: Duration,
+    mut condition: impl FnMut() -> bool,
+    what: impl FnOnce() -> String,
+) {
+    let poll = async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    if tokio::time::timeout(timeout, poll).await.is_err() {
+        panic!("{} within {timeout:?}", what());
+    }
+}

@@ -1,0 +1,251 @@
+//! The suite's cases: each one a promise of DESIGN.md's "Exactly once across replicas".
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use futures_util::future::join_all;
+use jiff::{SignedDuration, Timestamp};
+
+use super::{CoordinatorFactory, Delivery, Fleet};
+use crate::context::JobContext;
+use crate::coordinator::{Claim, ClaimOutcome};
+use crate::engine::trigger_key;
+use crate::job::Job;
+use crate::ledger::Outcome;
+use crate::schedule::ScheduleKind;
+
+/// A namespace no earlier run used: the case's name and a random suffix.
+fn namespace(case: &str) -> String {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let seed = (std::process::id(), nanos, SEQUENCE.fetch_add(1, Ordering::Relaxed));
+    let suffix = RandomState::new().hash_one(seed);
+    format!("{case}_{suffix:016x}")
+}
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("a valid instant")
+}
+
+fn ms(ms: i64) -> SignedDuration {
+    SignedDuration::from_millis(ms)
+}
+
+async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+/// A handler that works for 5 ms of real time.
+async fn busy(_ctx: JobContext) -> Result<(), std::io::Error> {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    Ok(())
+}
+
+fn every_second(name: &str) -> Job {
+    Job::builder(name).every(Duration::from_secs(1)).handler(ok).build().expect("a valid job")
+}
+
+fn succeeded(fleet: &Fleet, job: &str) -> Vec<Timestamp> {
+    let mut triggers: Vec<Timestamp> = fleet
+        .records()
+        .into_iter()
+        .filter(|r| &*r.job == job && r.outcome == Outcome::Succeeded)
+        .map(|r| r.trigger)
+        .collect();
+    triggers.sort();
+    triggers
+}
+
+fn seconds(from: Timestamp, count: i64) -> Vec<Timestamp> {
+    (0..count).map(|k| from + SignedDuration::from_secs(k)).collect()
+}
+
+/// A claim on `job`'s trigger at `trigger` by `instance`.
+fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, ttl: Option<Duration>) -> Claim<'a> {
+    Claim { job, trigger, key, instance: "suite", ttl }
+}
+
+fn won(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Won { fencing_token } => fencing_token,
+        ClaimOutcome::Lost => panic!("expected a won claim, got a lost one"),
+    }
+}
+
+/// The coordinator contract without a scheduler: the first claim of a trigger wins and
+/// every later one loses, from any coordinator; fencing tokens grow per job; a one-shot
+/// claim (no TTL) holds; of many simultaneous claims exactly one wins.
+pub async fn claim_contract(factory: &impl CoordinatorFactory) {
+    let ns = namespace("claim_contract");
+    let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    let ttl = Some(Duration::from_secs(60));
+    let kind = ScheduleKind::Recurring;
+    let t1 = ts("2024-05-17T00:00:01Z");
+    let t2 = ts("2024-05-17T00:00:02Z");
+    let (k1, k2) = (trigger_key("job", kind, t1), trigger_key("job", kind, t2));
+
+    let first = won(a.claim(&claim("job", &k1, t1, ttl)).await.expect("claim"));
+    for coordinator in [&a, &b] {
+        let again = coordinator.claim(&claim("job", &k1, t1, ttl)).await.expect("claim");
+        assert_eq!(again, ClaimOutcome::Lost, "a claimed trigger stays taken");
+    }
+    let second = won(b.claim(&claim("job", &k2, t2, ttl)).await.expect("claim"));
+    assert!(second > first, "fencing tokens grow per job: {first} then {second}");
+    let other = trigger_key("other", kind, t1);
+    won(a.claim(&claim("other", &other, t1, ttl)).await.expect("another job's claim"));
+
+    let once = trigger_key("once", ScheduleKind::At(t1), t1);
+    won(a.claim(&claim("once", &once, t1, None)).await.expect("one-shot claim"));
+    let again = b.claim(&claim("once", &once, t1, None)).await.expect("one-shot claim");
+    assert_eq!(again, ClaimOutcome::Lost, "a one-shot claim holds");
+
+    let racers = join_all((0..8).map(|_| factory.coordinator(&ns))).await;
+    let t3 = ts("2024-05-17T00:00:03Z");
+    let k3 = trigger_key("job", kind, t3);
+    let race = claim("job", &k3, t3, ttl);
+    let outcomes = join_all(racers.iter().map(|c| c.claim(&race))).await;
+    let winners: Vec<u64> = outcomes
+        .into_iter()
+        .filter_map(|o| match o.expect("claim") {
+            ClaimOutcome::Won { fencing_token } => Some(fencing_token),
+            ClaimOutcome::Lost => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1, "exactly one of 8 simultaneous claims wins: {winners:?}");
+    assert!(winners[0] > second, "fencing tokens grow per job");
+}
+
+/// Coordinators on different namespaces share no claims.
+pub async fn namespaces_are_isolated(factory: &impl CoordinatorFactory) {
+    let (ns_a, ns_b) = (namespace("isolated_a"), namespace("isolated_b"));
+    let a = factory.coordinator(&ns_a).await;
+    let b = factory.coordinator(&ns_b).await;
+    let t = ts("2024-05-17T00:00:00Z");
+    let key = trigger_key("job", ScheduleKind::Recurring, t);
+    let c = claim("job", &key, t, Some(Duration::from_secs(60)));
+    won(a.claim(&c).await.expect("claim in the first namespace"));
+    won(b.claim(&c).await.expect("claim in the second namespace"));
+    for ns in [&ns_a, &ns_b] {
+        let again = factory.coordinator(ns).await.claim(&c).await.expect("claim");
+        assert_eq!(again, ClaimOutcome::Lost, "namespace {ns} holds its own claim");
+    }
+}
+
+/// Three schedulers with clocks skewed by 0, +400 ms and −700 ms run an interval (1 s),
+/// a cron (`* * * * * *`), an `at` and an `after` job over 10 simulated minutes: every
+/// trigger runs exactly once across them, none is missing, and fencing tokens strictly
+/// increase per job in the order the claims were won (with a skew spread of 1.1 s, the
+/// fast replica wins 00:00:01 before the slow one wins 00:00:00, the trigger only it saw).
+pub async fn skewed_clocks(factory: &impl CoordinatorFactory) {
+    let ns = namespace("skewed_clocks");
+    let start = ts("2024-05-17T00:00:00Z");
+    let jobs = || {
+        vec![
+            every_second("interval"),
+            Job::builder("cron").cron("* * * * * *").handler(ok).build().expect("a valid job"),
+            Job::builder("at").at(start + Duration::from_secs(300)).handler(ok).build().expect("a valid job"),
+            Job::builder("after").after(Duration::from_secs(90)).handler(ok).build().expect("a valid job"),
+        ]
+    };
+    let mut fleet = Fleet::new(start);
+    for (instance, skew) in [("replica-0", 0), ("replica-plus-400", 400), ("replica-minus-700", -700)] {
+        let index = fleet.add_replica(instance, ms(skew), jobs());
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    fleet.advance(Duration::from_secs(600), Delivery::Together).await;
+    fleet.assert_exactly_once();
+    // The −700 ms replica saw 00:00:00, the +400 ms one 00:10:00.
+    for job in ["interval", "cron"] {
+        assert_eq!(succeeded(&fleet, job), seconds(start, 601), "job {job}");
+    }
+    assert_eq!(succeeded(&fleet, "at"), [start + Duration::from_secs(300)]);
+    assert_eq!(succeeded(&fleet, "after").len(), 1);
+    fleet.stop_all().await;
+}
+
+/// Replicas started 300 ms apart run a 1 s job whose handler takes 5 ms; each replica
+/// claims a trigger only after the previous one finished running it: still one run per
+/// trigger (a claim released after a fast run would let every later replica run).
+pub async fn staggered_starts(factory: &impl CoordinatorFactory) {
+    let ns = namespace("staggered_starts");
+    let start = ts("2024-05-17T00:00:00.800Z");
+    let job = || {
+        vec![Job::builder("tick").every(Duration::from_secs(1)).handler(busy).build().expect("a valid job")]
+    };
+    let mut fleet = Fleet::new(start);
+    for (k, instance) in ["replica-0", "replica-1", "replica-2"].into_iter().enumerate() {
+        if k > 0 {
+            fleet.advance(Duration::from_millis(300), Delivery::InTurn).await;
+        }
+        let index = fleet.add_replica(instance, SignedDuration::ZERO, job());
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    fleet.advance(Duration::from_secs(120), Delivery::InTurn).await;
+    fleet.assert_exactly_once();
+    let first = ts("2024-05-17T00:00:01Z");
+    assert_eq!(succeeded(&fleet, "tick"), seconds(first, 121));
+    // From 00:00:02 on every replica saw every trigger: one ran it, two lost the claim.
+    let lost = fleet.records().into_iter().filter(|r| r.outcome == Outcome::SkippedLost && r.trigger > first);
+    assert_eq!(lost.count(), 2 * 120);
+    fleet.stop_all().await;
+}
+
+/// Three schedulers on the same clock race for the same triggers of eight jobs for
+/// one simulated minute: one run per trigger.
+pub async fn racing_replicas(factory: &impl CoordinatorFactory) {
+    let ns = namespace("racing_replicas");
+    let start = ts("2024-05-17T00:00:00Z");
+    let jobs = || (0..8).map(|k| every_second(&format!("job-{k}"))).collect::<Vec<_>>();
+    let mut fleet = Fleet::new(start);
+    for instance in ["replica-0", "replica-1", "replica-2"] {
+        let index = fleet.add_replica(instance, SignedDuration::ZERO, jobs());
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    fleet.advance(Duration::from_secs(60), Delivery::Together).await;
+    fleet.assert_exactly_once();
+    for k in 0..8 {
+        assert_eq!(succeeded(&fleet, &format!("job-{k}")), seconds(start + Duration::from_secs(1), 60));
+    }
+    fleet.stop_all().await;
+}
+
+/// An `at` and an `after` job run once across three replicas, and still once after
+/// every replica restarts (with a new coordinator connection) once they ran: the
+/// restarted replicas find the claims taken.
+pub async fn one_shots_survive_restarts(factory: &impl CoordinatorFactory) {
+    let ns = namespace("one_shots_restart");
+    let start = ts("2024-05-17T00:00:00Z");
+    let at = start + Duration::from_secs(10);
+    let jobs = || {
+        vec![
+            Job::builder("at").at(at).handler(ok).build().expect("a valid job"),
+            Job::builder("after").after(Duration::from_secs(5)).handler(ok).build().expect("a valid job"),
+            every_second("tick"),
+        ]
+    };
+    let mut fleet = Fleet::new(start);
+    let skews = [("replica-0", 0), ("replica-plus-400", 400), ("replica-minus-700", -700)];
+    for (instance, skew) in skews {
+        let index = fleet.add_replica(instance, ms(skew), jobs());
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    fleet.advance(Duration::from_secs(20), Delivery::Together).await;
+    assert_eq!(succeeded(&fleet, "at"), [at]);
+    assert_eq!(succeeded(&fleet, "after").len(), 1);
+    for index in 0..skews.len() {
+        fleet.stop(index).await;
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    fleet.advance(Duration::from_secs(20), Delivery::Together).await;
+    fleet.assert_exactly_once();
+    assert_eq!(succeeded(&fleet, "at"), [at], "the restarted replicas found `at` claimed");
+    assert_eq!(succeeded(&fleet, "after").len(), 1, "and `after`, whose key is its name");
+    let lost_after_restart = fleet
+        .records()
+        .into_iter()
+        .filter(|r| &*r.job != "tick" && r.outcome == Outcome::SkippedLost)
+        .count();
+    assert_eq!(lost_after_restart, 2 * 2 + 3 * 2, "2 losers before, 3 restarted replicas after, 2 jobs");
+    fleet.stop_all().await;
+}
