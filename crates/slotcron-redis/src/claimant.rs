@@ -1,0 +1,84 @@
+//! The value a won claim leaves in its trigger key, `{fencing token} {token} {instance}`,
+//! and what a claimant whose reply was lost concludes from reading it back.
+
+use std::fmt;
+
+/// A random token that tells this claim from every other, even from the same instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Token(String);
+
+impl Token {
+    /// 64 bits from the operating system's random source, in hex.
+    pub fn random() -> Result<Self, getrandom::Error> {
+        let mut bytes = [0u8; 8];
+        getrandom::getrandom(&mut bytes)?;
+        Ok(Self(format!("{:016x}", u64::from_le_bytes(bytes))))
+    }
+
+    /// The script's claimant argument: `{token} {instance}`.
+    pub fn claimant(&self, instance: &str) -> String {
+        format!("{} {instance}", self.0)
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who holds a trigger, as read back from its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// Our claim: won, with this fencing token.
+    Us { fencing_token: u64 },
+    /// Another claim (or a value slotcron did not write): lost.
+    Other,
+    /// Nobody: the script did not run.
+    Nobody,
+}
+
+/// Reads the holder of a trigger from its key's value (`None`: no key).
+pub(crate) fn holder(value: Option<&str>, ours: &Token) -> Holder {
+    let Some(value) = value else { return Holder::Nobody };
+    let mut parts = value.splitn(3, ' ');
+    let (fencing, token) = (parts.next(), parts.next());
+    match (fencing.and_then(|f| f.parse().ok()), token) {
+        (Some(fencing_token), Some(token)) if token == ours.0 => Holder::Us { fencing_token },
+        _ => Holder::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(s: &str) -> Token {
+        Token(s.to_owned())
+    }
+
+    #[test]
+    fn our_token_wins_with_the_stored_fencing_token() {
+        let ours = token("00000000000000aa");
+        let value = format!("17 {}", ours.claimant("host-1 pid 42"));
+        assert_eq!(holder(Some(&value), &ours), Holder::Us { fencing_token: 17 });
+    }
+
+    #[test]
+    fn another_token_or_a_foreign_value_loses_and_no_key_means_nobody() {
+        let ours = token("00000000000000aa");
+        assert_eq!(holder(Some("17 00000000000000bb host-1"), &ours), Holder::Other);
+        // Same instance, another claim (a restarted process with the same id).
+        assert_eq!(holder(Some("18 00000000000000bb host-1"), &token("00000000000000cc")), Holder::Other);
+        assert_eq!(holder(Some("not a claim"), &ours), Holder::Other);
+        assert_eq!(holder(Some("x 00000000000000aa host-1"), &ours), Holder::Other);
+        assert_eq!(holder(None, &ours), Holder::Nobody);
+    }
+
+    #[test]
+    fn random_tokens_differ() {
+        let (a, b) = (Token::random().unwrap(), Token::random().unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.to_string().len(), 16);
+    }
+}

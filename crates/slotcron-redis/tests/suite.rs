@@ -1,0 +1,59 @@
+//! The coordinator conformance suite (`slotcron::testkit`) against a real `redis-server`
+//! per test.
+
+mod support;
+
+use slotcron::testkit;
+use support::{RedisServer, factory};
+
+#[tokio::test]
+async fn claim_contract() {
+    let server = RedisServer::tcp();
+    testkit::claim_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn namespaces_are_isolated() {
+    let server = RedisServer::tcp();
+    testkit::namespaces_are_isolated(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn skewed_clocks() {
+    let server = RedisServer::tcp();
+    testkit::skewed_clocks(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn staggered_starts() {
+    let server = RedisServer::tcp();
+    testkit::staggered_starts(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn racing_replicas() {
+    let server = RedisServer::tcp();
+    testkit::racing_replicas(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn one_shots_survive_restarts() {
+    let server = RedisServer::tcp();
+    testkit::one_shots_survive_restarts(&factory(server.config())).await;
+}
+
+/// The suite over a Unix socket.
+#[tokio::test]
+async fn racing_replicas_over_a_unix_socket() {
+    let server = RedisServer::unix();
+    assert!(server.url().starts_with("redis+unix:///"));
+    testkit::racing_replicas(&factory(server.config())).await;
+}
+
+/// The suite over TLS (`rediss://`), trusting the test CA.
+#[tokio::test]
+async fn racing_replicas_over_tls() {
+    let server = RedisServer::tls();
+    assert!(server.url().starts_with("rediss://"));
+    testkit::racing_replicas(&factory(server.config())).await;
+}
