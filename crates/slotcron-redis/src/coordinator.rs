@@ -149,3 +149,28 @@ impl Coordinator for RedisCoordinator {
         "redis"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_connections_timeouts_and_garbled_replies_leave_the_outcome_unknown() {
+        for kind in [
+            std::io::ErrorKind::TimedOut,
+            std::io::ErrorKind::ConnectionReset,
+            std::io::ErrorKind::BrokenPipe,
+        ] {
+            assert!(outcome_unknown(&RedisError::from(std::io::Error::from(kind))), "{kind:?}");
+        }
+        assert!(outcome_unknown(&RedisError::from((ErrorKind::Parse, "garbled reply"))));
+    }
+
+    #[test]
+    fn an_answer_from_redis_means_the_script_did_not_run() {
+        let refused = RedisError::from((ErrorKind::Client, "refused before sending"));
+        assert!(!outcome_unknown(&refused));
+        let wrong_type = RedisError::from((ErrorKind::UnexpectedReturnType, "not an integer"));
+        assert!(!outcome_unknown(&wrong_type));
+    }
+}
