@@ -1,0 +1,101 @@
+//! Connecting: URL forms (password, database number, Unix socket), and clear errors for
+//! bad settings and unreachable or refusing servers.
+
+mod support;
+
+use std::time::Duration;
+
+use redis::Commands;
+use slotcron::jiff::Timestamp;
+use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
+use support::{Listen, RedisServer, free_port};
+
+const KEY: &str = "job:2024-05-17T00:00:00Z";
+
+fn claim() -> Claim<'static> {
+    let trigger: Timestamp = "2024-05-17T00:00:00Z".parse().unwrap();
+    Claim { job: "job", trigger, key: KEY, instance: "test", ttl: Some(Duration::from_secs(60)) }
+}
+
+/// Whether database `db` holds the claim's key.
+fn claimed_in(server: &RedisServer, db: i64) -> bool {
+    let mut admin = server.admin_connection().unwrap();
+    redis::cmd("SELECT").arg(db).exec(&mut admin).unwrap();
+    admin.exists(format!("slotcron:{KEY}")).unwrap()
+}
+
+fn password_server(listen: impl Fn(&std::path::Path) -> Listen) -> RedisServer {
+    RedisServer::with_args(listen, &["--requirepass", "s3cret"])
+}
+
+#[tokio::test]
+async fn a_tcp_url_with_user_password_and_database_claims_in_that_database() {
+    let server = password_server(|_| Listen::Tcp(free_port()));
+    let Listen::Tcp(port) = *server.listen() else { unreachable!() };
+    let url = format!("redis://default:s3cret@127.0.0.1:{port}/3");
+    let coordinator = RedisCoordinator::connect(RedisConfig::new(url)).await.unwrap();
+    assert_eq!(coordinator.claim(&claim()).await.unwrap(), ClaimOutcome::Won { fencing_token: 1 });
+    assert!(claimed_in(&server, 3));
+    assert!(!claimed_in(&server, 0));
+}
+
+#[tokio::test]
+async fn a_unix_socket_url_with_password_and_database_claims_in_that_database() {
+    let server = password_server(|dir| Listen::Unix(dir.join("redis.sock")));
+    let url = format!("{}?db=5&pass=s3cret", server.url());
+    assert!(url.starts_with("redis+unix:///"), "{url}");
+    let coordinator = RedisCoordinator::connect(RedisConfig::new(url)).await.unwrap();
+    assert_eq!(coordinator.claim(&claim()).await.unwrap(), ClaimOutcome::Won { fencing_token: 1 });
+    assert!(claimed_in(&server, 5));
+    assert!(!claimed_in(&server, 0));
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_a_connect_error() {
+    let server = password_server(|_| Listen::Tcp(free_port()));
+    let Listen::Tcp(port) = *server.listen() else { unreachable!() };
+    let url = format!("redis://:wrong@127.0.0.1:{port}");
+    let error = RedisCoordinator::connect(RedisConfig::new(url)).await.err().expect("refused");
+    assert!(matches!(error, RedisCoordinatorError::Connect(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.starts_with("redis coordinator: cannot connect: "), "{message}");
+    assert!(!message.contains("wrong"), "the password stays out of messages: {message}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_connect_error() {
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let error = RedisCoordinator::connect(RedisConfig::new(url)).await.err().expect("nobody listens");
+    assert!(matches!(error, RedisCoordinatorError::Connect(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn invalid_settings_are_errors_naming_the_setting() {
+    let cases = [
+        (RedisConfig::new("http://127.0.0.1:6379"), "redis coordinator: url: "),
+        (RedisConfig::new("redis://127.0.0.1:6379/not-a-number"), "redis coordinator: url: "),
+        (
+            RedisConfig::new("redis://:s3cret@127.0.0.1:6379").connection_timeout(Duration::ZERO),
+            "redis coordinator: connection_timeout: must be longer than zero",
+        ),
+        (
+            RedisConfig::new("redis://127.0.0.1:6379").response_timeout(Duration::ZERO),
+            "redis coordinator: response_timeout: must be longer than zero",
+        ),
+        (
+            RedisConfig::new("redis://127.0.0.1:6379").one_shot_retention(Duration::ZERO),
+            "redis coordinator: one_shot_retention: must be longer than zero",
+        ),
+        (
+            RedisConfig::new("redis://127.0.0.1:6379").tls_root_certificate(support::test_ca()),
+            "redis coordinator: url: ",
+        ),
+    ];
+    for (config, expected) in cases {
+        assert!(!format!("{config:?}").contains("s3cret"), "Debug leaves the URL out");
+        let error = RedisCoordinator::connect(config).await.err().expect("invalid").to_string();
+        assert!(error.starts_with(expected), "{error:?} should start with {expected:?}");
+        assert!(!error.contains("s3cret"));
+    }
+}

@@ -1,0 +1,121 @@
+//! What a claim leaves in Redis: keys under the prefix, the TTLs, the stored claimant,
+//! and one round trip per claim.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use redis::Commands;
+use slotcron::jiff::Timestamp;
+use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron_redis::RedisCoordinator;
+use support::RedisServer;
+
+fn claim<'a>(job: &'a str, key: &'a str, ttl: Option<Duration>) -> Claim<'a> {
+    let trigger: Timestamp = "2024-05-17T00:00:00Z".parse().unwrap();
+    Claim { job, trigger, key, instance: "host-1 pid 42", ttl }
+}
+
+fn won(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Won { fencing_token } => fencing_token,
+        ClaimOutcome::Lost => panic!("lost"),
+    }
+}
+
+fn keys(server: &RedisServer) -> BTreeSet<String> {
+    server.admin_connection().unwrap().keys("*").unwrap()
+}
+
+#[tokio::test]
+async fn prefixes_isolate_applications_sharing_one_redis() {
+    let server = RedisServer::tcp();
+    let default = RedisCoordinator::connect(server.config()).await.unwrap();
+    let a = RedisCoordinator::connect(server.config().key_prefix("app-a:")).await.unwrap();
+    let b = RedisCoordinator::connect(server.config().key_prefix("app-b:")).await.unwrap();
+    let key = "job:2024-05-17T00:00:00Z";
+    let ttl = Some(Duration::from_secs(60));
+    for coordinator in [&default, &a, &b] {
+        assert_eq!(won(coordinator.claim(&claim("job", key, ttl)).await.unwrap()), 1);
+    }
+    let expected: BTreeSet<String> = ["slotcron:", "app-a:", "app-b:"]
+        .into_iter()
+        .flat_map(|p| [format!("{p}{key}"), format!("{p}fencing:job")])
+        .collect();
+    assert_eq!(keys(&server), expected);
+}
+
+#[tokio::test]
+async fn recurring_claims_expire_after_their_ttl_and_one_shot_claims_never_unless_retained() {
+    let server = RedisServer::tcp();
+    let plain = RedisCoordinator::connect(server.config()).await.unwrap();
+    let retained = RedisCoordinator::connect(
+        server.config().key_prefix("retained:").one_shot_retention(Duration::from_secs(30 * 24 * 3600)),
+    )
+    .await
+    .unwrap();
+    won(plain
+        .claim(&claim("tick", "tick:2024-05-17T00:00:00Z", Some(Duration::from_millis(65_000))))
+        .await
+        .unwrap());
+    won(plain.claim(&claim("once", "once", None)).await.unwrap());
+    won(retained.claim(&claim("once", "once", None)).await.unwrap());
+    let mut admin = server.admin_connection().unwrap();
+    let pttl = |admin: &mut redis::Connection, key: &str| -> i64 { admin.pttl(key).unwrap() };
+    let tick = pttl(&mut admin, "slotcron:tick:2024-05-17T00:00:00Z");
+    assert!(tick > 0 && tick <= 65_000, "the slot plus the slack: {tick} ms");
+    assert_eq!(pttl(&mut admin, "slotcron:once"), -1, "a one-shot claim never expires");
+    let once = pttl(&mut admin, "retained:once");
+    assert!(once > 0 && once <= 30 * 24 * 3600 * 1000, "the configured retention: {once} ms");
+    assert_eq!(pttl(&mut admin, "slotcron:fencing:tick"), -1, "fencing counters are kept");
+}
+
+#[tokio::test]
+async fn a_won_claim_stores_its_fencing_token_random_token_and_instance() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let key = "job:2024-05-17T00:00:00Z";
+    let token = won(coordinator.claim(&claim("job", key, None)).await.unwrap());
+    let value: String = server.admin_connection().unwrap().get(format!("slotcron:{key}")).unwrap();
+    let parts: Vec<&str> = value.splitn(3, ' ').collect();
+    assert_eq!(parts[0], token.to_string());
+    assert!(parts[1].len() == 16 && parts[1].chars().all(|c| c.is_ascii_hexdigit()), "{value}");
+    assert_eq!(parts[2], "host-1 pid 42");
+}
+
+#[tokio::test]
+async fn each_claim_is_one_round_trip() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    // The first claim on a fresh server also loads the script.
+    won(coordinator.claim(&claim("job", "job:warm-up", None)).await.unwrap());
+    let mut admin = server.admin_connection().unwrap();
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut admin).unwrap();
+    let keys: Vec<String> = (0..50).map(|k| format!("job:2024-05-17T00:00:{k:02}Z")).collect();
+    for key in &keys {
+        won(coordinator.claim(&claim("job", key, Some(Duration::from_secs(60)))).await.unwrap());
+    }
+    for key in &keys[..10] {
+        let lost = coordinator.claim(&claim("job", key, Some(Duration::from_secs(60)))).await.unwrap();
+        assert_eq!(lost, ClaimOutcome::Lost);
+    }
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
+    let calls: Vec<(String, u64)> = stats
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .filter(|(name, _)| !name.starts_with("config") && !name.starts_with("info"))
+        .collect();
+    // Redis counts the script's own commands too: 60 EXISTS, and INCR and SET for the 50
+    // wins. The client sent nothing but the 60 EVALSHA (no GET, no SCRIPT LOAD).
+    let expected = [("evalsha", 60), ("exists", 60), ("set", 50), ("incr", 50)];
+    let mut calls = calls;
+    calls.sort();
+    let mut expected: Vec<(String, u64)> = expected.into_iter().map(|(n, c)| (n.to_owned(), c)).collect();
+    expected.sort();
+    assert_eq!(calls, expected, "{stats}");
+}
