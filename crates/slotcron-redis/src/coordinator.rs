@@ -131,7 +131,7 @@ impl Coordinator for RedisCoordinator {
                     "claim of {key}: outcome unknown after \"{lost_reply}\", and reading it back failed: {e}"
                 ))
             })?;
-            tracing::debug!(%key, %token, ?read, "claim reply lost ({lost_reply}); read the claim back");
+            tracing::warn!(%key, %token, ?read, "claim reply lost ({lost_reply}); read the claim back");
             match read {
                 Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
                 Holder::Other => return Ok(ClaimOutcome::Lost),

@@ -61,7 +61,7 @@ fn seconds(from: Timestamp, count: i64) -> Vec<Timestamp> {
     (0..count).map(|k| from + SignedDuration::from_secs(k)).collect()
 }
 
-/// A claim on `job`'s trigger at `trigger` by `instance`.
+/// A claim on `job`'s trigger at `trigger`, by the instance `suite`.
 fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, ttl: Option<Duration>) -> Claim<'a> {
     Claim { job, trigger, key, instance: "suite", ttl }
 }
