@@ -1,1 +1,34 @@
-fn main() {}
+//! `slotcron`: runs shell jobs from a TOML jobs file or a crontab, and inspects
+//! schedules. See the README for the file formats.
+
+mod check;
+mod cli;
+mod command;
+mod cron_error;
+mod duration;
+mod jobs_file;
+mod logging;
+mod next;
+mod process_group;
+mod run;
+mod zone;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// The exit status for invalid input: a bad file, expression or zone (as clap uses for
+/// bad arguments).
+const INVALID_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init();
+    match &cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Next(args) => next::run(args),
+        Command::Check(args) => check::run(&args.file),
+    }
+}

@@ -1,0 +1,308 @@
+//! The crontab format: a user crontab as cronie reads it.
+//!
+//! ```text
+//! # comments and blank lines are ignored
+//! MAILTO=""                      # NAME=value: passed to the commands of later lines
+//! CRON_TZ=Europe/Berlin          # CRON_TZ= or TZ=: the zone of later lines (default UTC)
+//! # name: nightly-backup         # names the job on the next line
+//! 0 3 * * *   pg_dump app > /var/backups/app.sql
+//! @hourly     date +\%H >> /tmp/hours.log
+//! @every 30s  echo heartbeat
+//! @reboot     echo started       # once, when the daemon starts
+//! ```
+//!
+//! A job line is 5 time fields (minute hour day-of-month month day-of-week) or a
+//! descriptor (`@yearly @annually @monthly @weekly @daily @midnight @hourly`,
+//! `@every <duration>`, `@reboot`), then the command, which runs under `/bin/sh -c`.
+//! As in cron, an unescaped `%` in the command ends it: the text after it is the
+//! command's standard input, with each further `%` a newline; `\%` is a literal `%`.
+//!
+//! `@reboot` runs once when the daemon starts: it is a job with an `after` of zero.
+//! Like every `after` job, with a shared coordinator it runs once across the fleet.
+//!
+//! A job without a `# name:` comment is named from its line ([`super::job_name`]).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::tz::TimeZone;
+use slotcron::schedule::CronSchedule;
+
+use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
+use crate::command::ShellCommand;
+use crate::{cron_error, zone};
+
+/// The fields of a job line that problems name.
+const SCHEDULE: &str = "schedule";
+const COMMAND: &str = "command";
+
+/// Parses a crontab, collecting every problem.
+pub(super) fn parse(source: &str) -> Parsed {
+    let mut reader = Reader::default();
+    for (index, raw) in source.lines().enumerate() {
+        reader.line(index + 1, raw.trim_end_matches('\r'));
+    }
+    reader.end();
+    reader.parsed
+}
+
+/// The state carried from line to line.
+struct Reader {
+    parsed: Parsed,
+    /// The environment set by the lines so far, in order.
+    env: Vec<(String, String)>,
+    /// The same, shared by the commands of the following lines.
+    env_snapshot: Arc<[(String, String)]>,
+    /// The zone of the following lines, as written, and the zone itself (`None` when
+    /// invalid: reported once, on its own line).
+    zone: (String, Option<TimeZone>),
+    /// A `# name:` comment waiting for its job line: the name and its line.
+    pending_name: Option<(String, usize)>,
+    /// How often each derived name has been seen.
+    derived: HashMap<String, usize>,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Self {
+            parsed: Parsed::default(),
+            env: Vec::new(),
+            env_snapshot: Arc::from([]),
+            zone: ("UTC".into(), Some(TimeZone::UTC)),
+            pending_name: None,
+            derived: HashMap::new(),
+        }
+    }
+}
+
+impl Reader {
+    fn line(&mut self, number: usize, line: &str) {
+        let text = line.trim();
+        if let Some(comment) = text.strip_prefix('#') {
+            self.dangling_name();
+            if let Some(name) = comment.trim_start().strip_prefix("name:") {
+                self.pending_name = Some((name.trim().to_owned(), number));
+            }
+        } else if text.is_empty() {
+            self.dangling_name();
+        } else if text.starts_with(|c: char| c.is_ascii_digit() || c == '*' || c == '@') {
+            let name = self.pending_name.take();
+            self.job(number, line, name);
+        } else if let Some((name, value)) = env_assignment(text) {
+            self.dangling_name();
+            self.set_env(number, name, value);
+        } else {
+            self.dangling_name();
+            let reason = "neither a job (5 time fields or an @descriptor, then a command) \
+                          nor an environment setting (NAME=value)";
+            self.parsed.problems.push(Problem::line(number, reason));
+        }
+    }
+
+    fn end(&mut self) {
+        self.dangling_name();
+    }
+
+    /// A `# name:` comment not directly followed by a job line.
+    fn dangling_name(&mut self) {
+        if let Some((name, line)) = self.pending_name.take() {
+            let reason = "a `# name:` comment must be directly followed by the job line it names";
+            self.parsed.problems.push(Problem::field(line, Some(&name), "name", reason));
+        }
+    }
+
+    fn set_env(&mut self, line: usize, name: &str, value: &str) {
+        if name == "CRON_TZ" || name == "TZ" {
+            let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
+            self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
+        }
+        self.env.retain(|(existing, _)| existing != name);
+        self.env.push((name.to_owned(), value.to_owned()));
+        self.env_snapshot = self.env.clone().into();
+    }
+
+    fn job(&mut self, number: usize, line: &str, explicit_name: Option<(String, usize)>) {
+        let (schedule_text, schedule, command) = match split_job_line(line) {
+            Ok(parts) => parts,
+            Err(reason) => {
+                let name = explicit_name.as_ref().map(|(name, _)| name.as_str());
+                self.parsed.problems.push(Problem::field(number, name, SCHEDULE, reason));
+                return;
+            }
+        };
+        let (zone_name, zone) = &self.zone;
+        let name = match explicit_name {
+            Some((name, _)) => name,
+            None => {
+                let base = job_name::derive(zone_name, &schedule_text, command);
+                let seen = self.derived.entry(base.clone()).or_default();
+                *seen += 1;
+                job_name::nth(&base, *seen)
+            }
+        };
+        self.parsed.names.push((name.clone(), number));
+        let spec = match schedule {
+            LineSchedule::Reboot => Ok(ScheduleSpec::After(Duration::ZERO)),
+            LineSchedule::Cron(range) => CronSchedule::parse(&line[range.clone()])
+                .map_err(|e| cron_error::reason(&e, line[..range.start].chars().count()))
+                .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC)))),
+        };
+        let spec = match spec {
+            Ok(spec) => spec,
+            Err(reason) => {
+                self.parsed.problems.push(Problem::field(number, Some(&name), SCHEDULE, reason));
+                return;
+            }
+        };
+        if command.is_empty() {
+            self.parsed.problems.push(Problem::field(
+                number,
+                Some(&name),
+                COMMAND,
+                "missing after the schedule",
+            ));
+            return;
+        }
+        if zone.is_none() {
+            return; // its zone line is reported
+        }
+        let (script, stdin) = split_percent(command);
+        self.parsed.drafts.push(Draft {
+            name,
+            name_line: number,
+            line: number,
+            schedule: spec,
+            schedule_field: SCHEDULE,
+            command: ShellCommand { script, env: self.env_snapshot.clone(), stdin },
+            timeout: None,
+            run_on_start: false,
+            field_lines: Vec::new(),
+        });
+    }
+}
+
+/// A job line's schedule.
+enum LineSchedule {
+    /// `@reboot`.
+    Reboot,
+    /// A cron expression (5 fields or a descriptor): its byte range in the line.
+    Cron(Range<usize>),
+}
+
+/// Splits a job line into its schedule (normalized to single spaces, for naming), the
+/// schedule's place in the line, and the command.
+fn split_job_line(line: &str) -> Result<(String, LineSchedule, &str), String> {
+    let first = fields(line, 1).ok_or("missing schedule")?.0;
+    let descriptor = line[first.clone()].to_ascii_lowercase();
+    let (range, rest, schedule) = if descriptor == "@reboot" {
+        (first.clone(), &line[first.end..], LineSchedule::Reboot)
+    } else {
+        let count = match descriptor.as_str() {
+            "@every" => 2,
+            d if d.starts_with('@') => 1,
+            _ => 5,
+        };
+        let (range, rest) = fields(line, count).ok_or(match count {
+            2 => "@every needs a duration, e.g. `@every 30s command`",
+            _ => "expected 5 time fields (minute hour day-of-month month day-of-week) or a descriptor such as @daily, then the command",
+        })?;
+        (range.clone(), rest, LineSchedule::Cron(range))
+    };
+    let text = line[range].split_ascii_whitespace().collect::<Vec<_>>().join(" ");
+    Ok((text, schedule, rest.trim()))
+}
+
+/// The byte range spanning the first `count` white-space separated fields of `line`,
+/// and the text after them; `None` if the line has fewer fields.
+fn fields(line: &str, count: usize) -> Option<(Range<usize>, &str)> {
+    let bytes = line.as_bytes();
+    let blank = |i: usize| bytes[i] == b' ' || bytes[i] == b'\t';
+    let (mut pos, mut start) = (0, None);
+    for _ in 0..count {
+        while pos < bytes.len() && blank(pos) {
+            pos += 1;
+        }
+        if pos == bytes.len() {
+            return None;
+        }
+        start.get_or_insert(pos);
+        while pos < bytes.len() && !blank(pos) {
+            pos += 1;
+        }
+    }
+    Some((start.unwrap_or(0)..pos, &line[pos..]))
+}
+
+/// A `NAME=value` line (cronie's `load_env`): spaces around `=` are allowed, and a value
+/// in matching single or double quotes loses them. `None` if `text` is not one.
+fn env_assignment(text: &str) -> Option<(&str, &str)> {
+    let (name, value) = text.split_once('=')?;
+    let name = name.trim();
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return None;
+    }
+    let value = value.trim();
+    let unquoted = ['"', '\'']
+        .into_iter()
+        .find_map(|q| value.strip_prefix(q).and_then(|v| v.strip_suffix(q)))
+        .unwrap_or(value);
+    Some((name, unquoted))
+}
+
+/// Cron's `%` rule: the command ends at the first unescaped `%`; the rest, with each
+/// `%` turned into a newline, is its standard input. `\%` stands for `%`.
+fn split_percent(command: &str) -> (String, Option<String>) {
+    let mut script = String::new();
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'%') => {
+                script.push('%');
+                chars.next();
+            }
+            '%' => {
+                let input: String = chars.map(|c| if c == '%' { '\n' } else { c }).collect();
+                return (script, Some(input + "\n"));
+            }
+            c => script.push(c),
+        }
+    }
+    (script, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_splits_command_and_input() {
+        assert_eq!(split_percent("date +\\%H"), ("date +%H".into(), None));
+        assert_eq!(
+            split_percent("mail -s hi root%line 1%line 2"),
+            ("mail -s hi root".into(), Some("line 1\nline 2\n".into()))
+        );
+    }
+
+    #[test]
+    fn env_lines_as_cronie_reads_them() {
+        assert_eq!(env_assignment("MAILTO = \"ops@example.com\""), Some(("MAILTO", "ops@example.com")));
+        assert_eq!(env_assignment("PATH=/usr/bin:/bin"), Some(("PATH", "/usr/bin:/bin")));
+        assert_eq!(env_assignment("EMPTY=''"), Some(("EMPTY", "")));
+        assert_eq!(env_assignment("not an=assignment"), None);
+        assert_eq!(env_assignment("no assignment"), None);
+    }
+
+    #[test]
+    fn fields_keep_their_place_in_the_line() {
+        let line = "  */5  * * * *   echo hi";
+        let (range, rest) = fields(line, 5).unwrap();
+        assert_eq!(&line[range], "*/5  * * * *");
+        assert_eq!(rest.trim(), "echo hi");
+        assert!(fields("* * *", 5).is_none());
+    }
+}

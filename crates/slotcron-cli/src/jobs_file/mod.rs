@@ -1,0 +1,178 @@
+//! Jobs files: a TOML jobs file (`*.toml`, see [`toml_format`]) or a crontab (any other
+//! name, see [`crontab`]), loaded into validated [`slotcron::Job`]s — or into every
+//! problem found, each with its line, job and field.
+
+mod crontab;
+mod job_name;
+mod problem;
+mod schedule_spec;
+mod toml_format;
+
+pub use problem::{Problem, Problems};
+pub use schedule_spec::{NextFire, ScheduleSpec};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use slotcron::schedule::ScheduleError;
+use slotcron::{Job, JobError};
+
+use crate::command::ShellCommand;
+
+/// The two formats `slotcron` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A TOML jobs file.
+    Toml,
+    /// A user crontab, as cronie reads it.
+    Crontab,
+}
+
+impl Format {
+    /// The format of `path`: TOML if its name ends in `.toml`, a crontab otherwise.
+    pub fn of(path: &Path) -> Self {
+        match path.extension() {
+            Some(ext) if ext == "toml" => Self::Toml,
+            _ => Self::Crontab,
+        }
+    }
+}
+
+/// A loaded file: every job validated and ready for [`slotcron::Scheduler::add`].
+#[derive(Debug)]
+pub struct JobsFile {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// The format it was read as.
+    pub format: Format,
+    /// Its jobs, in file order.
+    pub jobs: Vec<JobEntry>,
+}
+
+/// One job of a file.
+#[derive(Debug)]
+pub struct JobEntry {
+    /// The line the job starts on.
+    pub line: usize,
+    /// Its schedule as the file states it.
+    pub schedule: ScheduleSpec,
+    /// The validated job; its handler runs the job's shell command.
+    pub job: Job,
+}
+
+/// Reads and validates the jobs file or crontab at `path` (the format by its name,
+/// see [`Format::of`]).
+///
+/// # Errors
+/// Every problem found: an unreadable file, syntax errors, invalid fields, duplicate
+/// names, no jobs at all.
+pub fn load(path: &Path) -> Result<JobsFile, Problems> {
+    let format = Format::of(path);
+    let source = std::fs::read_to_string(path).map_err(|e| {
+        let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
+        Problems::new(path, vec![problem])
+    })?;
+    let jobs = parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    Ok(JobsFile { path: path.to_owned(), format, jobs })
+}
+
+/// Parses and validates the text of a jobs file or crontab.
+///
+/// # Errors
+/// Every problem found, in no particular order.
+pub fn parse(source: &str, format: Format) -> Result<Vec<JobEntry>, Vec<Problem>> {
+    let Parsed { names, drafts, mut problems } = match format {
+        Format::Toml => toml_format::parse(source),
+        Format::Crontab => crontab::parse(source),
+    };
+    let mut first_line: HashMap<&str, usize> = HashMap::new();
+    for (name, line) in &names {
+        match first_line.get(name.as_str()) {
+            Some(first) => problems.push(Problem::field(
+                *line,
+                Some(name),
+                "name",
+                format!("the job on line {first} has the same name; names must be unique"),
+            )),
+            None => {
+                first_line.insert(name, *line);
+            }
+        }
+    }
+    let mut jobs = Vec::new();
+    for draft in drafts {
+        if first_line.get(draft.name.as_str()) != Some(&draft.name_line) {
+            continue; // a duplicate, reported above
+        }
+        match draft.build() {
+            Ok(entry) => jobs.push(entry),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if problems.is_empty() && jobs.is_empty() {
+        let reason = match format {
+            Format::Toml => "no jobs: add [[job]] tables",
+            Format::Crontab => "no jobs: add lines such as `*/5 * * * * command`",
+        };
+        problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
+    }
+    if problems.is_empty() { Ok(jobs) } else { Err(problems) }
+}
+
+/// What a format parser found: the name and line of every job (valid or not, for the
+/// duplicate check), a draft of every job without problems, and the problems.
+#[derive(Debug, Default)]
+struct Parsed {
+    names: Vec<(String, usize)>,
+    drafts: Vec<Draft>,
+    problems: Vec<Problem>,
+}
+
+/// A job as a file defines it, before the core validates it.
+#[derive(Debug)]
+struct Draft {
+    name: String,
+    /// The line of the job's name (its table or crontab line for derived names).
+    name_line: usize,
+    /// The line the job starts on.
+    line: usize,
+    schedule: ScheduleSpec,
+    /// What problems with the schedule are reported against (`cron`, `every`...).
+    schedule_field: &'static str,
+    command: ShellCommand,
+    timeout: Option<Duration>,
+    run_on_start: bool,
+    /// The line of each field given, for problems the core finds.
+    field_lines: Vec<(&'static str, usize)>,
+}
+
+impl Draft {
+    /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
+    /// word on names, schedules and policies.
+    fn build(self) -> Result<JobEntry, Problem> {
+        let mut builder = Job::builder(&self.name)
+            .handler(self.command.clone().into_handler())
+            .run_on_start(self.run_on_start);
+        if let Some(timeout) = self.timeout {
+            builder = builder.timeout(timeout);
+        }
+        match self.schedule.apply(builder).build() {
+            Ok(job) => Ok(JobEntry { line: self.line, schedule: self.schedule, job }),
+            Err(error) => Err(self.problem(error)),
+        }
+    }
+
+    fn problem(&self, error: JobError) -> Problem {
+        let schedule_field = self.schedule_field;
+        let (field, reason) = match error {
+            JobError::Invalid { field, reason, .. } => (field, reason),
+            JobError::Schedule { source: ScheduleError::Invalid { field, reason }, .. } => (field, reason),
+            JobError::Schedule { source, .. } => (schedule_field, source.to_string()),
+            other => (schedule_field, other.to_string()),
+        };
+        let field = if field == "schedule" { schedule_field } else { field };
+        let line = self.field_lines.iter().find(|(f, _)| *f == field).map_or(self.line, |(_, line)| *line);
+        Problem::field(line, Some(&self.name), field, reason)
+    }
+}

@@ -1,0 +1,78 @@
+//! What is wrong with a jobs file: every problem, with its line, job and field.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One problem in a jobs file or crontab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The line (from 1) the problem is on; `None` for the file as a whole.
+    pub line: Option<usize>,
+    /// The job's name, when known.
+    pub job: Option<String>,
+    /// The field at fault (`cron`, `timezone`, `schedule`...), when there is one.
+    pub field: Option<String>,
+    /// Why it is rejected.
+    pub reason: String,
+}
+
+impl Problem {
+    /// A problem with a field of a job.
+    pub fn field(line: usize, job: Option<&str>, field: &str, reason: impl Into<String>) -> Self {
+        Self {
+            line: Some(line),
+            job: job.map(str::to_owned),
+            field: Some(field.to_owned()),
+            reason: reason.into(),
+        }
+    }
+
+    /// A problem with a line that is not a job's field (syntax, an unknown key).
+    pub fn line(line: usize, reason: impl Into<String>) -> Self {
+        Self { line: Some(line), job: None, field: None, reason: reason.into() }
+    }
+}
+
+/// Every problem found in one file; its `Display` writes one problem per line as
+/// `FILE:LINE: job "NAME": FIELD: REASON`.
+#[derive(Debug, Clone)]
+pub struct Problems {
+    /// The file they are in.
+    pub file: PathBuf,
+    /// The problems, in the order of the file.
+    pub list: Vec<Problem>,
+}
+
+impl Problems {
+    /// The problems of `file`, sorted by line.
+    pub fn new(file: &Path, mut list: Vec<Problem>) -> Self {
+        list.sort_by_key(|p| p.line);
+        Self { file: file.to_owned(), list }
+    }
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for problem in &self.list {
+            write!(f, "{}", self.file.display())?;
+            if let Some(line) = problem.line {
+                write!(f, ":{line}")?;
+            }
+            f.write_str(": ")?;
+            if let Some(job) = &problem.job {
+                write!(f, "job {job:?}: ")?;
+            }
+            if let Some(field) = &problem.field {
+                write!(f, "{field}: ")?;
+            }
+            writeln!(f, "{}", problem.reason)?;
+        }
+        let n = self.list.len();
+        write!(f, "{n} problem{} in {}", if n == 1 { "" } else { "s" }, self.file.display())
+    }
+}
+
+/// The line (from 1) of byte `offset` in `source`.
+pub fn line_of(source: &str, offset: usize) -> usize {
+    source.as_bytes()[..offset.min(source.len())].iter().filter(|b| **b == b'\n').count() + 1
+}

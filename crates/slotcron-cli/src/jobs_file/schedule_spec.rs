@@ -1,0 +1,95 @@
+//! A job's schedule as a jobs file states it, before it becomes a [`slotcron::Job`].
+
+use std::fmt;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use slotcron::schedule::{CronSchedule, ScheduleKind};
+use slotcron::{Job, JobBuilder};
+
+use crate::duration;
+use crate::zone;
+
+/// The one schedule of a job.
+#[derive(Debug, Clone)]
+pub enum ScheduleSpec {
+    /// `every = "10s"`: an interval anchored to the Unix epoch.
+    Every(Duration),
+    /// `cron = "..."` (or a crontab line): an expression in its time zone.
+    Cron(CronSchedule),
+    /// `at = "RFC 3339"`: once at this instant.
+    At(Timestamp),
+    /// `after = "5s"` (or a crontab `@reboot`): once, this long after start-up.
+    After(Duration),
+}
+
+/// When a schedule fires next, as `slotcron check` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextFire {
+    /// At this instant, written in the schedule's zone.
+    At(String),
+    /// This long after the daemon starts.
+    AfterStart(Duration),
+    /// At start-up, because its instant is already past.
+    AtStartUp,
+    /// Never again: the schedule is exhausted.
+    Never,
+}
+
+impl ScheduleSpec {
+    /// Sets this schedule on a job being built.
+    pub fn apply(&self, builder: JobBuilder) -> JobBuilder {
+        match self {
+            Self::Every(period) => builder.every(*period),
+            Self::Cron(cron) => builder.schedule(cron.clone()),
+            Self::At(instant) => builder.at(*instant),
+            Self::After(delay) => builder.after(*delay),
+        }
+    }
+
+    /// The zone fire times are written in: the cron expression's, UTC otherwise.
+    pub fn zone(&self) -> TimeZone {
+        match self {
+            Self::Cron(cron) => cron.time_zone().clone(),
+            _ => TimeZone::UTC,
+        }
+    }
+}
+
+impl NextFire {
+    /// The first fire time of `job` after `now`, for a daemon started at `now`,
+    /// written in `zone`.
+    pub fn of(job: &Job, zone: &TimeZone, now: Timestamp) -> Self {
+        match job.schedule().kind() {
+            ScheduleKind::After(delay) => Self::AfterStart(delay),
+            ScheduleKind::At(at) if at <= now => Self::AtStartUp,
+            _ => job.schedule().next_after(now).map_or(Self::Never, |t| Self::At(zone::rfc3339(t, zone))),
+        }
+    }
+}
+
+impl fmt::Display for ScheduleSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Every(period) => write!(f, "every {}", duration::display(*period)),
+            Self::Cron(cron) => {
+                let zone = cron.time_zone().iana_name().unwrap_or("fixed offset");
+                write!(f, "cron {:?} in {zone}", cron.expression())
+            }
+            Self::At(at) => write!(f, "at {at}"),
+            Self::After(delay) => write!(f, "after {}", duration::display(*delay)),
+        }
+    }
+}
+
+impl fmt::Display for NextFire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::At(at) => f.write_str(at),
+            Self::AfterStart(delay) => write!(f, "{} after start-up", duration::display(*delay)),
+            Self::AtStartUp => f.write_str("at start-up (the instant is past)"),
+            Self::Never => f.write_str("never (no fire time left)"),
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! `slotcron check`: the TOML jobs file and the crontab, as a user sees them — job
+//! listings, and every problem with its file, line, job and field.
+
+mod support;
+
+use support::{run_in, scratch, stderr, stdout, write};
+
+/// Runs `slotcron check NAME` on a file holding `text`; (exit code, stdout, stderr).
+fn check(test: &str, name: &str, text: &str) -> (Option<i32>, String, String) {
+    let dir = scratch(test);
+    write(&dir, name, text);
+    let out = run_in(&dir, &["check", name]);
+    (out.status.code(), stdout(&out), stderr(&out))
+}
+
+/// The listing row of job `name`: its columns split on runs of two or more spaces.
+fn row<'a>(listing: &'a str, name: &str) -> Vec<&'a str> {
+    let line = listing
+        .lines()
+        .find(|line| line.split("  ").any(|cell| cell.trim() == name))
+        .unwrap_or_else(|| panic!("no job {name} in:\n{listing}"));
+    line.split("  ").map(str::trim).filter(|cell| !cell.is_empty()).collect()
+}
+
+/// The job names a crontab listing shows, in order.
+fn names(listing: &str) -> Vec<String> {
+    listing
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.split_whitespace();
+            cells.next()?.parse::<usize>().ok()?;
+            cells.next().map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn reports_all_four_problems_and_exits_2() {
+    let (code, out, err) = check(
+        "four_problems",
+        "jobs.toml",
+        r#"timezone = "Europe/Berlin"
+
+[[job]]
+name = "report"
+cron = "0 25 * * *"
+command = "echo report"
+
+[[job]]
+name = "standup"
+cron = "0 9 * * MON-FRI"
+timezone = "Europe/Berln"
+command = "echo standup"
+
+[[job]]
+name = "sync"
+every = "10s"
+cron = "*/5 * * * *"
+command = "echo sync"
+
+[[job]]
+name = "cleanup"
+every = "1m"
+command = "echo one"
+
+[[job]]
+name = "cleanup"
+after = "5s"
+command = "echo two"
+"#,
+    );
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty(), "{out}");
+    let expected = [
+        r#"jobs.toml:5: job "report": cron: hour field "25" (column 3): 25 is out of range 0-23"#,
+        r#"jobs.toml:11: job "standup": timezone: unknown time zone "Europe/Berln""#,
+        r#"jobs.toml:17: job "sync": cron: cron and every (line 16) both set; a job has exactly one of every, cron, at, after"#,
+        r#"jobs.toml:26: job "cleanup": name: the job on line 21 has the same name; names must be unique"#,
+    ];
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    for (line, expected) in lines.iter().zip(expected) {
+        assert!(line.starts_with(expected), "expected {expected:?}, got {line:?}");
+    }
+    assert_eq!(lines[4], "4 problems in jobs.toml");
+}
+
+#[test]
+fn valid_jobs_file_lists_every_job_with_its_next_fire_time() {
+    let (code, out, err) = check(
+        "valid_toml",
+        "jobs.toml",
+        r#"timezone = "America/New_York"
+
+[[job]]
+name = "heartbeat"
+every = "10s"
+run_on_start = true
+command = "echo alive"
+
+[[job]]
+name = "nightly"
+cron = "30 2 * * *"
+timeout = "1h30m"
+command = "echo nightly"
+
+[[job]]
+name = "tokyo-report"
+cron = "0 9 * * *"
+timezone = "Asia/Tokyo"
+command = "echo report"
+
+[[job]]
+name = "launch"
+at = "2020-01-01T00:00:00Z"
+command = "echo launch"
+
+[[job]]
+name = "warm-up"
+after = "1m30s"
+command = "echo warm"
+"#,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(row(&out, "heartbeat")[..3], ["3", "heartbeat", "every 10s"]);
+    let nightly = row(&out, "nightly");
+    assert_eq!(nightly[2], r#"cron "30 2 * * *" in America/New_York"#);
+    assert!(nightly[3].ends_with("T02:30:00-05:00") || nightly[3].ends_with("T02:30:00-04:00"), "{out}");
+    let tokyo = row(&out, "tokyo-report");
+    assert_eq!(tokyo[2], r#"cron "0 9 * * *" in Asia/Tokyo"#);
+    assert!(tokyo[3].ends_with("T09:00:00+09:00"), "{out}");
+    assert_eq!(row(&out, "launch")[3], "at start-up (the instant is past)");
+    assert_eq!(row(&out, "warm-up")[2..], ["after 1m 30s", "1m 30s after start-up"]);
+    assert!(out.ends_with("\njobs.toml: 5 job(s) in a TOML jobs file, all valid\n"), "{out}");
+}
+
+#[test]
+fn unknown_keys_are_errors_with_their_line() {
+    let (code, _, err) = check(
+        "unknown_key",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"10s\"\ncommand = \"true\"\ncolour = \"red\"\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("jobs.toml:5: unknown field `colour`"), "{err}");
+}
+
+#[test]
+fn toml_field_problems_name_job_field_and_line() {
+    let (code, _, err) = check(
+        "toml_fields",
+        "jobs.toml",
+        r#"[[job]]
+name = "a"
+cron = "*/5 * * * *"
+run_on_start = true
+command = "true"
+
+[[job]]
+name = "b"
+every = "soon"
+command = "true"
+
+[[job]]
+name = "c"
+at = "tomorrow"
+command = "true"
+
+[[job]]
+name = "d"
+every = "1m"
+timezone = "UTC"
+timeout = "0s"
+command = "true"
+
+[[job]]
+name = "e"
+every = "1m"
+"#,
+    );
+    assert_eq!(code, Some(2));
+    for expected in [
+        r#"jobs.toml:4: job "a": run_on_start: only interval schedules (every, @every) can run on start"#,
+        r#"jobs.toml:9: job "b": every: "soon" is not a duration"#,
+        r#"jobs.toml:14: job "c": at: "tomorrow" is not an RFC 3339 instant"#,
+        r#"jobs.toml:20: job "d": timezone: applies to cron schedules only, and this job's schedule is every"#,
+        r#"jobs.toml:24: job "e": command: missing: the shell command to run"#,
+    ] {
+        assert!(err.lines().any(|line| line.starts_with(expected)), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn crontab_lists_its_jobs_in_their_zones() {
+    let (code, out, err) = check(
+        "crontab_zones",
+        "crontab",
+        "\
+# a comment, then a blank line
+
+*/5 * * * * echo utc
+CRON_TZ=Asia/Shanghai
+# name: morning
+30 9 * * MON-FRI echo morning
+TZ=America/New_York
+@daily echo daily
+@every 30s echo often
+@reboot echo booted
+",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let utc = names(&out)[0].clone();
+    assert_eq!(row(&out, &utc)[2], r#"cron "*/5 * * * *" in UTC"#);
+    let morning = row(&out, "morning");
+    assert_eq!(morning[..3], ["6", "morning", r#"cron "30 9 * * MON-FRI" in Asia/Shanghai"#]);
+    assert!(morning[3].ends_with("T09:30:00+08:00"), "{out}");
+    let daily = names(&out)[2].clone();
+    assert_eq!(row(&out, &daily)[2], r#"cron "@daily" in America/New_York"#);
+    let reboot = names(&out)[4].clone();
+    assert_eq!(row(&out, &reboot)[2..], ["after 0s", "0s after start-up"]);
+    assert!(out.ends_with("\ncrontab: 5 job(s) in a crontab, all valid\n"), "{out}");
+}
+
+#[test]
+fn crontab_names_are_stable_when_lines_are_added() {
+    let before = "0 3 * * * /usr/local/bin/backup.sh --full\n*/10 * * * * echo poll\n";
+    let after = "\
+MAILTO=ops@example.com
+# new job first
+0 * * * * echo hourly
+0 3 * * * /usr/local/bin/backup.sh --full
+15 * * * * echo another
+*/10 * * * * echo poll
+";
+    let (code, out_before, err) = check("names_before", "crontab", before);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out_after, err) = check("names_after", "crontab", after);
+    assert_eq!(code, Some(0), "{err}");
+    let (before, after) = (names(&out_before), names(&out_after));
+    assert_eq!(before.len(), 2);
+    assert!(before[0].starts_with("usr-local-bin-backup-sh-full-"), "{}", before[0]);
+    assert!(before[1].starts_with("echo-poll-"), "{}", before[1]);
+    assert_eq!(after[1], before[0]);
+    assert_eq!(after[3], before[1]);
+}
+
+#[test]
+fn crontab_names_depend_on_the_zone() {
+    let (_, utc, _) = check("names_utc", "crontab", "0 3 * * * echo x\n");
+    let (_, berlin, _) = check("names_berlin", "crontab", "CRON_TZ=Europe/Berlin\n0 3 * * * echo x\n");
+    assert_ne!(names(&utc), names(&berlin));
+}
+
+#[test]
+fn identical_crontab_lines_get_a_stable_suffix() {
+    let (code, out, err) =
+        check("identical", "crontab", "@hourly echo x\n@hourly   echo x\n@hourly echo x\n");
+    assert_eq!(code, Some(0), "{err}");
+    let names = names(&out);
+    assert_eq!(names[1], format!("{}-2", names[0]));
+    assert_eq!(names[2], format!("{}-3", names[0]));
+}
+
+#[test]
+fn crontab_problems_name_line_and_field() {
+    let (code, _, err) = check(
+        "crontab_problems",
+        "crontab",
+        "\
+0 25 * * * echo bad hour
+CRON_TZ=Mars/Base
+0 1 * * * echo in an unknown zone
+CRON_TZ=UTC
+* * * *
+this is not a line
+# name: orphan
+
+# name: twice
+@hourly echo one
+# name: twice
+@daily echo two
+@every
+@fortnightly echo unknown
+*/5 * * * *
+",
+    );
+    assert_eq!(code, Some(2));
+    for expected in [
+        r#"crontab:1: job "echo-bad-hour-"#,
+        r#"crontab:2: CRON_TZ: unknown time zone "Mars/Base""#,
+        "crontab:5: schedule: expected 5 time fields",
+        "crontab:6: neither a job",
+        r#"crontab:7: job "orphan": name: a `# name:` comment must be directly followed by the job line it names"#,
+        r#"crontab:12: job "twice": name: the job on line 10 has the same name"#,
+        "crontab:13: schedule: @every needs a duration",
+        r#"crontab:14: job "echo-unknown-"#,
+        r#"crontab:15: job "job-"#,
+    ] {
+        assert!(err.lines().any(|line| line.starts_with(expected)), "missing {expected:?} in:\n{err}");
+    }
+    assert!(err.contains(r#"schedule: hour field "25" (column 3): 25 is out of range 0-23"#), "{err}");
+    assert!(err.contains("unknown descriptor \"@fortnightly\""), "{err}");
+    assert!(
+        err.contains("crontab:15: job \"job-") && err.contains("command: missing after the schedule"),
+        "{err}"
+    );
+    assert!(err.ends_with("9 problems in crontab\n"), "{err}");
+}
+
+#[test]
+fn an_empty_file_has_no_jobs() {
+    let (code, _, err) = check("empty", "crontab", "# nothing yet\n");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("crontab: no jobs"), "{err}");
+}
+
+#[test]
+fn a_missing_file_is_reported() {
+    let dir = scratch("missing_file");
+    let out = run_in(&dir, &["check", "absent.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("absent.toml: cannot read"), "{}", stderr(&out));
+}

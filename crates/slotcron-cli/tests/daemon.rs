@@ -1,0 +1,148 @@
+//! `slotcron run`: the daemon running real shell commands, stopped by signals.
+//!
+//! The tests wait for log lines (each wait bounded by `support::PATIENCE`) and never
+//! assert how long anything took.
+
+mod support;
+
+use nix::sys::signal::Signal;
+use slotcron::jiff::Timestamp;
+use support::{Daemon, has_ended, scratch, wait_until_ended, write};
+
+#[test]
+fn sigterm_lets_the_running_command_finish_and_exits_0() {
+    let dir = scratch("drain");
+    write(
+        &dir,
+        "crontab",
+        "\
+* * * * * echo every minute
+# name: sleeper
+@every 2s echo started; sleep 3; echo \"$SLOTCRON_TRIGGER\" >> marker; echo finished
+",
+    );
+    let mut daemon = Daemon::start(&dir, "crontab");
+    daemon.wait_for("for the start of a sleeper run", |line| {
+        line.contains("command started") && line.contains(r#"job="sleeper""#)
+    });
+    daemon.signal(Signal::SIGTERM);
+    let status = daemon.wait_exit();
+    assert_eq!(status.code(), Some(0), "{}", daemon.log());
+
+    let started = daemon.lines_with(&["command started", r#"job="sleeper""#]).len();
+    let succeeded = daemon.lines_with(&["run finished", r#"job="sleeper""#, r#"outcome="succeeded""#]).len();
+    assert!(started >= 1);
+    assert_eq!(succeeded, started, "every started run finished:\n{}", daemon.log());
+    let finished_output = daemon.lines_with(&["finished", r#"job="sleeper""#, r#"stream="stdout""#]).len();
+    assert_eq!(finished_output, started, "the command's output is logged with its job name");
+    let marker = std::fs::read_to_string(dir.join("marker")).expect("the marker was written");
+    assert_eq!(marker.lines().count(), started);
+    assert!(daemon.log().contains("signal=\"SIGTERM\""), "{}", daemon.log());
+}
+
+#[test]
+fn sigint_stops_the_daemon_too() {
+    let dir = scratch("sigint");
+    write(&dir, "crontab", "# name: hello\n@reboot echo hello\n");
+    let mut daemon = Daemon::start(&dir, "crontab");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished") && line.contains("hello"));
+    daemon.signal(Signal::SIGINT);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
+fn commands_get_the_crontab_environment_and_the_slotcron_variables() {
+    let dir = scratch("environment");
+    write(
+        &dir,
+        "crontab",
+        "\
+GREETING = \"hello from cron\"
+# name: greet
+@reboot echo \"$GREETING|$SLOTCRON_JOB|$SLOTCRON_TRIGGER|$SLOTCRON_INSTANCE\"
+GREETING=changed later
+# name: fail
+@reboot echo first; echo last words >&2; exit 3
+# name: feed
+@reboot tr a-z A-Z%first line%second line
+",
+    );
+    let mut daemon = Daemon::start(&dir, "crontab");
+    for job in ["greet", "fail", "feed"] {
+        daemon.wait_for("for every run to finish", |line| {
+            line.contains("run finished") && line.contains(&format!("job=\"{job}\""))
+        });
+    }
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+
+    let output = daemon.lines_with(&[r#"job="greet""#, r#"stream="stdout""#]);
+    assert_eq!(output.len(), 1, "{}", daemon.log());
+    let text = output[0].split(" slotcron::command: ").nth(1).unwrap();
+    let fields: Vec<&str> = text.split(" job=").next().unwrap().split('|').collect();
+    assert_eq!(fields[..2], ["hello from cron", "greet"]);
+    assert!(fields[2].ends_with('Z'), "RFC 3339 UTC: {}", fields[2]);
+    fields[2].parse::<Timestamp>().expect("SLOTCRON_TRIGGER is RFC 3339");
+    assert!(fields[3].ends_with(&format!("-{}", daemon.pid())), "hostname-pid: {}", fields[3]);
+
+    let failed = daemon.lines_with(&["run finished", r#"job="fail""#]);
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].contains(r#"outcome="failed""#), "{}", failed[0]);
+    assert!(
+        failed[0].contains("command failed: exit status: 3; last stderr line: last words"),
+        "{}",
+        failed[0]
+    );
+    assert_eq!(daemon.lines_with(&["FIRST LINE", r#"job="feed""#]).len(), 1, "{}", daemon.log());
+    assert_eq!(daemon.lines_with(&["SECOND LINE", r#"job="feed""#]).len(), 1, "{}", daemon.log());
+}
+
+#[test]
+fn a_command_past_its_timeout_is_terminated_and_recorded_as_timed_out() {
+    let dir = scratch("timeout");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[job]]
+name = "slow"
+after = "0s"
+timeout = "1s"
+command = "echo $$ > pid; exec sleep 30"
+"#,
+    );
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    let finished = daemon.wait_for("for the run to finish", |line| {
+        line.contains("run finished") && line.contains(r#"job="slow""#)
+    });
+    assert!(finished.contains(r#"outcome="timed-out""#), "{finished}");
+    assert!(finished.contains("timed out after 1s"), "{finished}");
+    let pid: u32 = std::fs::read_to_string(dir.join("pid")).unwrap().trim().parse().unwrap();
+    assert!(has_ended(pid), "SIGTERM ended `sleep 30`, and the run waited for it");
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let dir = scratch("sigkill");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[job]]
+name = "stubborn"
+after = "0s"
+timeout = "1s"
+command = "trap '' TERM; echo $$ > shell.pid; sleep 600 & echo $! > sleep.pid; wait"
+"#,
+    );
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    let finished = daemon.wait_for("for the run to finish", |line| {
+        line.contains("run finished") && line.contains(r#"job="stubborn""#)
+    });
+    assert!(finished.contains(r#"outcome="timed-out""#), "{finished}");
+    // SIGKILL went to the whole process group: the shell and its background job.
+    wait_until_ended(&dir.join("shell.pid"));
+    wait_until_ended(&dir.join("sleep.pid"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}

@@ -1,0 +1,184 @@
+//! Running the built `slotcron` binary from tests.
+//!
+//! Every wait is bounded by [`PATIENCE`], so a broken daemon fails the test instead of
+//! hanging it; no test asserts how long anything took.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// The longest any wait may take before the test fails.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The binary under test.
+pub fn slotcron() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_slotcron"));
+    command.env_remove("RUST_LOG");
+    command
+}
+
+/// Runs `slotcron ARGS` to completion in `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    slotcron().args(args).current_dir(dir).output().expect("the slotcron binary runs")
+}
+
+/// Runs `slotcron ARGS` to completion.
+pub fn run(args: &[&str]) -> Output {
+    slotcron().args(args).output().expect("the slotcron binary runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// An empty directory of this test's own.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slotcron-cli").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A `slotcron run` daemon whose log lines (standard error) the test reads.
+pub struct Daemon {
+    child: Child,
+    lines: Receiver<String>,
+    /// Every log line read so far.
+    pub log: Vec<String>,
+}
+
+impl Daemon {
+    /// Starts `slotcron run FILE` in `dir`.
+    pub fn start(dir: &Path, file: &str) -> Self {
+        let mut child = slotcron()
+            .args(["run", file])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the daemon starts");
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines, log: Vec::new() }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reads log lines until one satisfies `wanted` and returns it.
+    pub fn wait_for(&mut self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.log.push(line.clone());
+                    if wanted(&line) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no log line {what} within {PATIENCE:?}:\n{}", self.log())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the daemon closed its log before {what}:\n{}", self.log())
+                }
+            }
+        }
+    }
+
+    /// Sends `signal` to the daemon.
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), signal).unwrap();
+    }
+
+    /// Waits for the daemon to exit, reads the rest of its log, and returns its status.
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not exit within {PATIENCE:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // The reader thread ends at the end of the log.
+        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
+            self.log.push(line);
+        }
+        status
+    }
+
+    /// The log lines read so far that contain every one of `parts`.
+    pub fn lines_with(&self, parts: &[&str]) -> Vec<&str> {
+        self.log
+            .iter()
+            .map(String::as_str)
+            .filter(|line| parts.iter().all(|part| line.contains(part)))
+            .collect()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.join("\n")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Whether the process `pid` has ended (gone, or a zombie waiting to be reaped).
+pub fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// Waits until the process whose pid is in `file` has ended; panics after [`PATIENCE`].
+pub fn wait_until_ended(file: &Path) {
+    let pid: u32 = std::fs::read_to_string(file).unwrap().trim().parse().unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while !has_ended(pid) {
+        assert!(Instant::now() < deadline, "process {pid} still running after {PATIENCE:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
