@@ -305,4 +305,48 @@ mod tests {
         assert_eq!(rest.trim(), "echo hi");
         assert!(fields("* * *", 5).is_none());
     }
+
+    fn drafts(source: &str) -> Vec<Draft> {
+        let parsed = parse(source);
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        parsed.drafts
+    }
+
+    fn env(draft: &Draft) -> Vec<(&str, &str)> {
+        draft.command.env.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
+    }
+
+    #[test]
+    fn env_lines_reach_the_commands_of_later_lines_only() {
+        let drafts = drafts(
+            "@hourly echo before\nA=1\nB = 'two words'\n@hourly echo middle\nA=3\n@hourly echo after\n",
+        );
+        assert_eq!(env(&drafts[0]), []);
+        assert_eq!(env(&drafts[1]), [("A", "1"), ("B", "two words")]);
+        assert_eq!(env(&drafts[2]), [("B", "two words"), ("A", "3")]);
+    }
+
+    #[test]
+    fn cron_tz_and_tz_set_the_zone_of_later_lines() {
+        let drafts = drafts(
+            "0 9 * * * echo a\nCRON_TZ=Asia/Tokyo\n0 9 * * * echo b\nTZ=Europe/Paris\n0 9 * * * echo c\n",
+        );
+        let zones: Vec<_> = drafts
+            .iter()
+            .map(|d| match &d.schedule {
+                ScheduleSpec::Cron(cron) => cron.time_zone().iana_name().unwrap().to_owned(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(zones, ["UTC", "Asia/Tokyo", "Europe/Paris"]);
+        // As cronie does, the zone variables are also in the commands' environment.
+        assert_eq!(env(&drafts[2]), [("CRON_TZ", "Asia/Tokyo"), ("TZ", "Europe/Paris")]);
+    }
+
+    #[test]
+    fn reboot_runs_once_at_start_up() {
+        let drafts = drafts("@reboot echo up\n");
+        assert!(matches!(drafts[0].schedule, ScheduleSpec::After(d) if d == Duration::ZERO));
+        assert_eq!(drafts[0].command.script, "echo up");
+    }
 }
