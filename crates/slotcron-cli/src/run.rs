@@ -30,7 +30,8 @@ impl Settings {
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-    /// The settings for `slotcron run` with these arguments.
+    /// The settings for `slotcron run` with these arguments: the place where options
+    /// such as an instance id or a coordinator URL become settings.
     pub fn from_args(_args: &RunArgs) -> Self {
         Self {
             instance: default_instance(),
