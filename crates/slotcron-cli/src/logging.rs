@@ -18,5 +18,11 @@ pub fn init() {
             EnvFilter::new(DEFAULT_FILTER)
         }
     };
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // When standard error is gone (a closed pipe), lose the lines quietly: the
+        // fallback message would panic in whatever task logged.
+        .log_internal_errors(false)
+        .init();
 }

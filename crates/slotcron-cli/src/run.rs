@@ -121,10 +121,10 @@ impl StopSignals {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
         };
+        cancel.cancel();
         tracing::info!(
             signal = name,
             "stopping: no new runs; running commands get up to {shutdown_timeout} to finish"
         );
-        cancel.cancel();
     }
 }

@@ -5,9 +5,16 @@
 
 mod support;
 
-use nix::sys::signal::Signal;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use slotcron::jiff::Timestamp;
-use support::{Daemon, has_ended, scratch, wait_until_ended, write};
+use support::{
+    Daemon, KillOnDrop, PATIENCE, has_ended, scratch, slotcron, wait_exit, wait_until_ended, write,
+};
 
 #[test]
 fn sigterm_lets_the_running_command_finish_and_exits_0() {
@@ -143,4 +150,35 @@ command = "trap '' TERM; echo $$ > shell.pid; sleep 600 & echo $! > sleep.pid; w
     wait_until_ended(&dir.join("sleep.pid"));
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
+fn a_closed_log_pipe_neither_fails_runs_nor_blocks_shutdown() {
+    let dir = scratch("closed_log");
+    write(&dir, "crontab", "# name: tick\n@every 1s sleep 0.2; echo done >> marker\n");
+    let mut daemon = KillOnDrop(
+        slotcron()
+            .args(["run", "crontab"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut log = BufReader::new(daemon.0.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("scheduler started") {
+        line.clear();
+        assert!(log.read_line(&mut line).unwrap() > 0, "the daemon ended before starting");
+    }
+    drop(log); // as in `slotcron run crontab 2>&1 | head`
+    let deadline = Instant::now() + PATIENCE;
+    let finished_runs = || std::fs::read_to_string(dir.join("marker")).map_or(0, |m| m.lines().count());
+    while finished_runs() < 2 {
+        assert!(Instant::now() < deadline, "no runs finished after the log pipe closed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(wait_exit(&mut daemon.0).code(), Some(0));
 }

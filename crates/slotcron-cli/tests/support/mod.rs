@@ -164,6 +164,30 @@ impl Drop for Daemon {
     }
 }
 
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves none behind.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Waits for `child` to exit; panics after [`PATIENCE`].
+pub fn wait_exit(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "process {} did not exit within {PATIENCE:?}", child.id());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Whether the process `pid` has ended (gone, or a zombie waiting to be reaped).
 pub fn has_ended(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
