@@ -24,6 +24,15 @@
 //! and checks their ledgers; its waits are real, bounded by [`Fleet::DEFAULT_TIMEOUT`],
 //! so it runs on a tokio runtime whose time is not paused. It never asserts on elapsed
 //! time.
+//!
+//! Stores and ledgers have suites of their own, [`store_suite`] and [`ledger_suite`]: a
+//! backend crate runs them with a factory of fresh, empty stores or ledgers, so the
+//! in-memory, SQLite and PostgreSQL implementations behave alike. They panic on the first
+//! case that fails; instants in them have microsecond precision, the precision the SQL
+//! backends keep.
+
+pub mod ledger_suite;
+pub mod store_suite;
 
 mod fleet;
 mod ledger;

@@ -1,0 +1,194 @@
+//! The [`Ledger`] conformance suite: record round trips, query filters, order and limit
+//! ([`run`], for every ledger), and retention ([`run_retention`], for durable ledgers).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::ledger::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+
+/// Runs the query cases, each on a fresh, empty ledger made by `make`.
+pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
+    starts_empty(&make().await).await;
+    records_round_trip(&make().await).await;
+    newest_trigger_first_with_a_limit(&make().await).await;
+    filters(&make().await).await;
+}
+
+/// Runs the retention cases. `make` returns a fresh, empty ledger with the given
+/// retention that prunes on every append.
+pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L) {
+    keeps_the_newest_records_per_job(&make(count(3)).await).await;
+    drops_records_older_than_the_max_age(&make(age(Duration::from_secs(3600))).await).await;
+    keeps_everything_without_limits(&make(Retention { max_age: None, max_records_per_job: None }).await)
+        .await;
+}
+
+fn count(n: u64) -> Retention {
+    Retention { max_age: None, max_records_per_job: Some(n) }
+}
+
+fn age(max_age: Duration) -> Retention {
+    Retention { max_age: Some(max_age), max_records_per_job: None }
+}
+
+const T0: &str = "2024-05-17T00:00:00Z";
+
+fn at(seconds: i64) -> Timestamp {
+    T0.parse::<Timestamp>().expect("a valid instant") + SignedDuration::from_secs(seconds)
+}
+
+/// A record of `job` for the trigger `seconds` after [`T0`], started one second later.
+fn record(job: &str, seconds: i64, outcome: Outcome) -> RunRecord {
+    RunRecord {
+        job: Arc::from(job),
+        trigger: at(seconds),
+        instance: Arc::from("replica-1"),
+        outcome,
+        fencing_token: outcome.ran().then_some(seconds.unsigned_abs() + 1),
+        started: at(seconds + 1),
+        duration: Duration::from_millis(250),
+        error: (outcome == Outcome::Failed).then(|| "exit status 1".to_owned()),
+    }
+}
+
+async fn append_all(ledger: &dyn Ledger, records: &[RunRecord]) {
+    for record in records {
+        ledger.append(record).await.unwrap();
+    }
+}
+
+fn query(job: Option<&str>) -> LedgerQuery {
+    LedgerQuery { job: job.map(str::to_owned), limit: usize::MAX, ..LedgerQuery::default() }
+}
+
+fn triggers(records: &[RunRecord]) -> Vec<i64> {
+    records.iter().map(|r| r.trigger.duration_since(at(0)).as_secs()).collect()
+}
+
+/// A new ledger has no records.
+pub async fn starts_empty(ledger: &dyn Ledger) {
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), []);
+}
+
+/// Every field of a record comes back as appended: each outcome, with and without a
+/// fencing token (up to `u64::MAX`) and an error, microsecond instants and durations.
+pub async fn records_round_trip(ledger: &dyn Ledger) {
+    let mut appended = Vec::new();
+    for (i, outcome) in Outcome::ALL.into_iter().enumerate() {
+        let i = i as i64;
+        appended.push(RunRecord {
+            job: Arc::from("report 'quoted' \"ünï\""),
+            trigger: at(i * 60) + SignedDuration::from_micros(123_456),
+            instance: Arc::from(format!("host-{i}:4242").as_str()),
+            outcome,
+            fencing_token: (i % 2 == 0).then_some(if i == 2 { u64::MAX } else { i as u64 * 1_000_000_007 }),
+            started: at(i * 60 + 1) + SignedDuration::from_micros(654_321),
+            duration: Duration::from_micros(i as u64 * 1_500_001),
+            error: (i % 3 != 0).then(|| format!("error {i}: ünï 'quoted'\nsecond line")),
+        });
+    }
+    append_all(ledger, &appended).await;
+    appended.reverse();
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), appended);
+}
+
+/// Newest trigger first, ties broken by the newest start; at most `limit` records.
+pub async fn newest_trigger_first_with_a_limit(ledger: &dyn Ledger) {
+    let mut late_start = record("tick", 20, Outcome::Succeeded);
+    late_start.started = at(40);
+    late_start.instance = Arc::from("replica-2");
+    let records = [
+        record("tick", 20, Outcome::SkippedLost),
+        record("tick", 0, Outcome::Succeeded),
+        record("tick", 30, Outcome::Succeeded),
+        late_start.clone(),
+        record("tick", 10, Outcome::Succeeded),
+    ];
+    append_all(ledger, &records).await;
+    let all = ledger.query(&query(Some("tick"))).await.unwrap();
+    assert_eq!(triggers(&all), [30, 20, 20, 10, 0]);
+    assert_eq!(all[1], late_start, "the later start first among equal triggers");
+    for limit in [0, 1, 3, 5, 6] {
+        let limited = ledger.query(&LedgerQuery { limit, ..query(Some("tick")) }).await.unwrap();
+        assert_eq!(limited, all[..limit.min(all.len())], "limit {limit}");
+    }
+}
+
+/// Job, time range (since inclusive, until exclusive) and outcome filters, alone and
+/// together.
+pub async fn filters(ledger: &dyn Ledger) {
+    let mut ab = record("ab", 20, Outcome::Succeeded);
+    ab.started = at(22);
+    let records = [
+        record("a", 0, Outcome::Succeeded),
+        record("b", 0, Outcome::Succeeded),
+        record("a", 10, Outcome::Failed),
+        record("a", 20, Outcome::Succeeded),
+        ab,
+        record("b", 30, Outcome::Missed),
+        record("a", 40, Outcome::Succeeded),
+    ];
+    append_all(ledger, &records).await;
+    let find = async |q: LedgerQuery| {
+        let found = ledger.query(&q).await.unwrap();
+        found
+            .iter()
+            .map(|r| format!("{}@{}", r.job, r.trigger.duration_since(at(0)).as_secs()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(find(query(Some("a"))).await, ["a@40", "a@20", "a@10", "a@0"]);
+    assert_eq!(find(query(Some("nobody"))).await, Vec::<String>::new());
+    let range = LedgerQuery { since: Some(at(10)), until: Some(at(40)), ..query(None) };
+    assert_eq!(find(range.clone()).await, ["b@30", "ab@20", "a@20", "a@10"]);
+    assert_eq!(find(LedgerQuery { since: Some(at(30)), ..query(None) }).await, ["a@40", "b@30"]);
+    assert_eq!(find(LedgerQuery { until: Some(at(10)), ..query(Some("b")) }).await, ["b@0"]);
+    assert_eq!(find(LedgerQuery { outcome: Some(Outcome::Failed), ..query(None) }).await, ["a@10"]);
+    let all_filters = LedgerQuery { outcome: Some(Outcome::Succeeded), job: Some("a".into()), ..range };
+    assert_eq!(find(all_filters).await, ["a@20"]);
+}
+
+fn started_at(mut record: RunRecord, seconds: i64) -> RunRecord {
+    record.started = at(seconds);
+    record
+}
+
+/// `max_records_per_job`: each job keeps its newest triggers, however they arrive.
+pub async fn keeps_the_newest_records_per_job(ledger: &dyn Ledger) {
+    for seconds in [0, 10, 20, 30, 40] {
+        ledger.append(&record("tick", seconds, Outcome::Succeeded)).await.unwrap();
+    }
+    append_all(ledger, &[record("other", 0, Outcome::Succeeded), record("other", 10, Outcome::Failed)]).await;
+    assert_eq!(triggers(&ledger.query(&query(Some("tick"))).await.unwrap()), [40, 30, 20]);
+    assert_eq!(triggers(&ledger.query(&query(Some("other"))).await.unwrap()), [10, 0]);
+    // A late record for an older trigger is not among the newest three.
+    ledger.append(&record("tick", -10, Outcome::Succeeded)).await.unwrap();
+    assert_eq!(triggers(&ledger.query(&query(Some("tick"))).await.unwrap()), [40, 30, 20]);
+}
+
+/// `max_age` (one hour here): records whose trigger is older than the appended record's
+/// start minus the age are dropped, for every job; one exactly that old is kept.
+pub async fn drops_records_older_than_the_max_age(ledger: &dyn Ledger) {
+    let all = async || ledger.query(&query(None)).await.unwrap();
+    let a = |seconds| record("a", seconds, Outcome::Succeeded);
+    let b = |seconds| record("b", seconds, Outcome::Succeeded);
+    append_all(ledger, &[a(0), a(1800), b(1000)]).await;
+    assert_eq!(triggers(&all().await), [1800, 1000, 0]);
+    ledger.append(&a(7200)).await.unwrap();
+    assert_eq!(triggers(&all().await), [7200]);
+    ledger.append(&started_at(b(3601), 7201)).await.unwrap();
+    assert_eq!(triggers(&all().await), [7200, 3601]);
+    ledger.append(&started_at(b(3600), 7201)).await.unwrap();
+    assert_eq!(triggers(&all().await), [7200, 3601]);
+}
+
+/// Without limits nothing is dropped.
+pub async fn keeps_everything_without_limits(ledger: &dyn Ledger) {
+    const YEAR: i64 = 366 * 86_400;
+    let records: Vec<_> = (0..30).map(|i| record("tick", i * YEAR, Outcome::Succeeded)).collect();
+    append_all(ledger, &records).await;
+    let kept = ledger.query(&query(None)).await.unwrap();
+    assert_eq!(kept.len(), 30);
+    assert_eq!(kept.last(), records.first());
+}

@@ -1,0 +1,152 @@
+//! The [`Store`] conformance suite: state merge rules and definition round trips.
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+
+use crate::ledger::Outcome;
+use crate::policy::Misfire;
+use crate::store::{JobDefinition, JobState, ScheduleSpec, Store};
+
+/// Runs every case of this module, each on a fresh, empty store made by `make`.
+pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
+    starts_empty(&make().await).await;
+    states_round_trip(&make().await).await;
+    state_merge_rules(&make().await).await;
+    definitions_round_trip(&make().await).await;
+    definitions_replace_and_delete(&make().await).await;
+}
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("a valid test instant")
+}
+
+fn state(at: &str, outcome: Option<Outcome>, one_shot_done: bool) -> JobState {
+    JobState { last_trigger: ts(at), last_outcome: outcome, one_shot_done }
+}
+
+/// A new store has no state and no definitions.
+pub async fn starts_empty(store: &dyn Store) {
+    assert_eq!(store.load_states().await.unwrap(), HashMap::new());
+    assert_eq!(store.load_definitions().await.unwrap(), []);
+    assert!(!store.delete_definition("nothing").await.unwrap(), "deleting a missing definition");
+}
+
+/// Every outcome (and none), both `one_shot_done` values, instants before and after the
+/// epoch and awkward job names come back as saved.
+pub async fn states_round_trip(store: &dyn Store) {
+    let instants = [
+        "2024-05-17T00:00:00.123456Z",
+        "1969-12-31T23:59:59.999999Z",
+        "2400-02-29T12:00:00Z",
+        "2024-05-17T00:00:00Z",
+    ];
+    let outcomes = Outcome::ALL.into_iter().map(Some).chain([None]);
+    let mut expected = HashMap::new();
+    for (i, outcome) in outcomes.enumerate() {
+        let job = format!("job {i} 'quoted' \"ünï\"");
+        let state = state(instants[i % instants.len()], outcome, i % 2 == 0);
+        store.save_state(&job, &state).await.unwrap();
+        expected.insert(job, state);
+    }
+    assert_eq!(store.load_states().await.unwrap(), expected);
+}
+
+/// [`Store::save_state`]'s rules, as [`merge_state`](crate::store::merge_state) states them.
+pub async fn state_merge_rules(store: &dyn Store) {
+    let load = async |job: &str| store.load_states().await.unwrap().remove(job);
+    store.save_state("a", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();
+    store.save_state("b", &state("2024-01-01T00:05:00Z", Some(Outcome::Failed), false)).await.unwrap();
+
+    // Same trigger with an outcome: the outcome is recorded.
+    store.save_state("a", &state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)).await.unwrap();
+    assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
+
+    // Same trigger without an outcome (a run starting again): the outcome is kept.
+    store.save_state("a", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();
+    assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
+
+    // An older trigger is ignored.
+    store.save_state("a", &state("2024-01-01T00:00:00Z", Some(Outcome::Failed), false)).await.unwrap();
+    assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
+
+    // A newer trigger replaces the state, but `one_shot_done` stays set.
+    store.save_state("a", &state("2024-01-01T00:02:00Z", None, false)).await.unwrap();
+    assert_eq!(load("a").await, Some(state("2024-01-01T00:02:00Z", None, true)));
+
+    // Other jobs are untouched.
+    assert_eq!(load("b").await, Some(state("2024-01-01T00:05:00Z", Some(Outcome::Failed), false)));
+    assert_eq!(store.load_states().await.unwrap().len(), 2);
+}
+
+fn full_definition(name: &str) -> JobDefinition {
+    JobDefinition {
+        name: name.into(),
+        schedule: ScheduleSpec::Cron {
+            expression: "0 9 * * MON-FRI".into(),
+            timezone: Some("Europe/Paris".into()),
+        },
+        handler: "send".into(),
+        payload: serde_json::json!({
+            "to": ["ops@example.com", "ünï"],
+            "retries": 3,
+            "ratio": 0.25,
+            "big": 12_345_678_901_234_567_u64,
+            "nested": {"ok": true, "none": null},
+        }),
+        timeout_ms: Some(90_000),
+        run_on_start: false,
+        misfire: Some(Misfire::RunAll { cap: 3 }),
+        grace_ms: Some(30_000),
+    }
+}
+
+fn minimal_definition(name: &str, schedule: ScheduleSpec) -> JobDefinition {
+    JobDefinition {
+        name: name.into(),
+        schedule,
+        handler: "noop".into(),
+        payload: serde_json::Value::Null,
+        timeout_ms: None,
+        run_on_start: false,
+        misfire: None,
+        grace_ms: None,
+    }
+}
+
+fn sorted(mut definitions: Vec<JobDefinition>) -> Vec<JobDefinition> {
+    definitions.sort_by(|a, b| a.name.cmp(&b.name));
+    definitions
+}
+
+/// Definitions of every schedule kind, with every field set or absent, come back equal.
+pub async fn definitions_round_trip(store: &dyn Store) {
+    let mut every = minimal_definition("every", ScheduleSpec::Every { period_ms: 2_000, offset_ms: -500 });
+    every.run_on_start = true;
+    let definitions = vec![
+        full_definition("cron 'quoted' \"ünï\""),
+        every,
+        minimal_definition("at", ScheduleSpec::At { instant: "2030-01-01T00:00:00Z".into() }),
+        minimal_definition("after", ScheduleSpec::After { delay_ms: 5_000 }),
+    ];
+    for definition in &definitions {
+        store.save_definition(definition).await.unwrap();
+    }
+    assert_eq!(sorted(store.load_definitions().await.unwrap()), sorted(definitions));
+}
+
+/// Saving a definition under an existing name replaces it; deleting removes only it.
+pub async fn definitions_replace_and_delete(store: &dyn Store) {
+    let every = minimal_definition("tick", ScheduleSpec::Every { period_ms: 1_000, offset_ms: 0 });
+    store.save_definition(&full_definition("mail")).await.unwrap();
+    store.save_definition(&every).await.unwrap();
+    let mut replaced = full_definition("mail");
+    replaced.payload = serde_json::json!({"to": "someone else"});
+    replaced.misfire = Some(Misfire::Skip);
+    store.save_definition(&replaced).await.unwrap();
+    assert_eq!(sorted(store.load_definitions().await.unwrap()), [replaced, every.clone()]);
+
+    assert!(store.delete_definition("mail").await.unwrap());
+    assert!(!store.delete_definition("mail").await.unwrap(), "deleted twice");
+    assert_eq!(store.load_definitions().await.unwrap(), [every]);
+}
