@@ -1,0 +1,77 @@
+use std::fmt;
+
+/// Why [`SqliteDatabase::open`](crate::SqliteDatabase::open) failed. Every variant names
+/// the database's URL; none has written anything to an existing file.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The URL is not `sqlite:PATH`.
+    #[error("{url:?}: not a SQLite URL: expected sqlite:PATH")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+    },
+    /// The file cannot be opened, read or written: missing directory, permissions, a
+    /// file that is not a database or is corrupted.
+    #[error("{url}: cannot {action}: {source}{hint}")]
+    Io {
+        /// The URL.
+        url: String,
+        /// What failed: `open`, `read the database`, `write the database`.
+        action: &'static str,
+        /// SQLite's error.
+        source: Box<rusqlite::Error>,
+        /// What the file system says about the path, when that explains the error.
+        hint: Hint,
+    },
+    /// The file is a SQLite database of another application.
+    #[error("{url}: not a slotcron database (application_id {found:#x}); refusing to change it")]
+    ForeignDatabase {
+        /// The URL.
+        url: String,
+        /// The file's `PRAGMA application_id`.
+        found: i32,
+    },
+    /// The file was written by a newer slotcron release; this one cannot read it.
+    #[error(
+        "{url}: schema version {found} is newer than this release knows ({known}); \
+         upgrade slotcron to use this database"
+    )]
+    NewerSchema {
+        /// The URL.
+        url: String,
+        /// The file's schema version.
+        found: i64,
+        /// The newest version this release knows.
+        known: i64,
+    },
+    /// The tokio runtime shut down while the database was being opened.
+    #[error("{url}: the runtime shut down while opening the database")]
+    Shutdown {
+        /// The URL.
+        url: String,
+    },
+}
+
+/// A hint appended to an [`OpenError::Io`] message: empty, or ` (…)`.
+#[derive(Debug, Default)]
+pub struct Hint(pub Option<String>);
+
+impl fmt::Display for Hint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(hint) => write!(f, " ({hint})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A failed operation on an open database; its message names the URL.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: {source}")]
+pub struct DbError {
+    /// The database's URL.
+    pub url: String,
+    /// The cause.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}

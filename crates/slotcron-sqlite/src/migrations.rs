@@ -1,0 +1,106 @@
+//! Versioned schema migrations. `PRAGMA user_version` holds the schema version and
+//! `PRAGMA application_id` marks the file as slotcron's; both change in the same
+//! transaction as the migration, so a file is at one version or the next, never between.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::OpenError;
+
+/// `PRAGMA application_id` of a slotcron database: "SLOT" in ASCII.
+const APPLICATION_ID: i32 = 0x534c_4f54;
+
+/// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
+/// Append only: a released migration never changes.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Instants are microseconds since the Unix epoch (UTC), durations microseconds.
+const V1: &str = "
+CREATE TABLE job_state (
+    job             TEXT PRIMARY KEY NOT NULL,
+    last_trigger_us INTEGER NOT NULL,
+    last_outcome    TEXT,
+    one_shot_done   INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE job_definition (
+    job        TEXT PRIMARY KEY NOT NULL,
+    definition TEXT NOT NULL -- JSON
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE run_record (
+    id            INTEGER PRIMARY KEY,
+    job           TEXT NOT NULL,
+    trigger_us    INTEGER NOT NULL,
+    instance      TEXT NOT NULL,
+    outcome       TEXT NOT NULL,
+    fencing_token INTEGER,
+    started_us    INTEGER NOT NULL,
+    duration_us   INTEGER NOT NULL,
+    error         TEXT
+) STRICT;
+
+-- The last runs of a job, and pruning a job to its newest records.
+CREATE INDEX run_record_by_job ON run_record (job, trigger_us DESC, started_us DESC);
+-- The last runs of every job, and pruning by age.
+CREATE INDEX run_record_by_trigger ON run_record (trigger_us DESC, started_us DESC);
+";
+
+/// The newest schema version this release knows.
+pub(crate) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// What an open file says about itself.
+pub(crate) struct Header {
+    application_id: i32,
+    version: i64,
+    /// Tables, indexes, views and triggers in the file.
+    objects: i64,
+}
+
+pub(crate) fn read_header(connection: &Connection) -> rusqlite::Result<Header> {
+    Ok(Header {
+        application_id: connection.pragma_query_value(None, "application_id", |row| row.get(0))?,
+        version: connection.pragma_query_value(None, "user_version", |row| row.get(0))?,
+        objects: connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?,
+    })
+}
+
+/// Refuses a file of another application or of a newer release.
+pub(crate) fn check(url: &str, header: &Header) -> Result<(), OpenError> {
+    if header.objects > 0 && header.application_id != APPLICATION_ID {
+        return Err(OpenError::ForeignDatabase { url: url.to_owned(), found: header.application_id });
+    }
+    if header.version > VERSION {
+        return Err(OpenError::NewerSchema { url: url.to_owned(), found: header.version, known: VERSION });
+    }
+    Ok(())
+}
+
+pub(crate) enum MigrateError {
+    Sqlite(rusqlite::Error),
+    Refused(OpenError),
+}
+
+impl From<rusqlite::Error> for MigrateError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sqlite(e)
+    }
+}
+
+/// Applies the migrations the file lacks, in one transaction that holds the write lock
+/// (another process may be migrating the same file).
+pub(crate) fn migrate(url: &str, connection: &mut Connection) -> Result<(), MigrateError> {
+    if read_header(connection)?.version == VERSION {
+        return Ok(());
+    }
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let header = read_header(&transaction)?;
+    check(url, &header).map_err(MigrateError::Refused)?;
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(header.version.max(0) as usize) {
+        tracing::info!(url, from, to = from + 1, "migrating the SQLite schema");
+        transaction.execute_batch(migration)?;
+    }
+    transaction.pragma_update(None, "application_id", APPLICATION_ID)?;
+    transaction.pragma_update(None, "user_version", VERSION)?;
+    transaction.commit()?;
+    Ok(())
+}

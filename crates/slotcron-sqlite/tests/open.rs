@@ -1,0 +1,214 @@
+//! Opening a database file: what survives, and clear errors that leave the file alone.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use slotcron::jiff::Timestamp;
+use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, RunRecord, ScheduleSpec, Store};
+use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
+
+fn url(path: &Path) -> String {
+    format!("sqlite:{}", path.display())
+}
+
+fn record(job: &str, trigger: &str) -> RunRecord {
+    let trigger: Timestamp = trigger.parse().unwrap();
+    RunRecord {
+        job: Arc::from(job),
+        trigger,
+        instance: Arc::from("test"),
+        outcome: Outcome::Succeeded,
+        fencing_token: Some(1),
+        started: trigger,
+        duration: Duration::from_millis(5),
+        error: None,
+    }
+}
+
+fn all(job: &str) -> LedgerQuery {
+    LedgerQuery { job: Some(job.into()), limit: usize::MAX, ..LedgerQuery::default() }
+}
+
+/// Opens `path`, expecting an error; checks the file's bytes did not change.
+async fn refused(path: &Path) -> String {
+    let before = std::fs::read(path).ok();
+    let err = SqliteDatabase::open(&url(path)).await.unwrap_err();
+    assert_eq!(std::fs::read(path).ok(), before, "the file's bytes are untouched");
+    err.to_string()
+}
+
+#[tokio::test]
+async fn state_and_history_survive_reopening_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let state = JobState {
+        last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
+        last_outcome: Some(Outcome::Succeeded),
+        one_shot_done: true,
+    };
+    {
+        let database = SqliteDatabase::open(&url(&path)).await.unwrap();
+        SqliteStore::new(database.clone()).save_state("migrate", &state).await.unwrap();
+        let ledger = SqliteLedger::new(database, Retention::default());
+        ledger.append(&record("migrate", "2024-05-17T00:00:05Z")).await.unwrap();
+    }
+    let database = SqliteDatabase::open(&url(&path)).await.unwrap();
+    assert_eq!(SqliteStore::new(database.clone()).load_states().await.unwrap()["migrate"], state);
+    let ledger = SqliteLedger::new(database, Retention::default());
+    assert_eq!(ledger.query(&all("migrate")).await.unwrap(), [record("migrate", "2024-05-17T00:00:05Z")]);
+}
+
+#[tokio::test]
+async fn a_new_file_is_a_versioned_slotcron_database_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteDatabase::open(&url(&path)).await.unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let pragma =
+        |name: &str| raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0));
+    assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
+    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(1));
+    assert_eq!(pragma("application_id").unwrap(), rusqlite::types::Value::Integer(0x534c_4f54));
+}
+
+#[tokio::test]
+async fn an_empty_existing_file_becomes_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, b"").unwrap();
+    let database = SqliteDatabase::open(&url(&path)).await.unwrap();
+    assert!(SqliteStore::new(database).load_states().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_corrupted_file_is_refused_with_its_path_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, "this is not a database, but somebody's notes\n".repeat(200)).unwrap();
+    let message = refused(&path).await;
+    assert_eq!(message, format!("{}: cannot read the database: file is not a database", url(&path)));
+}
+
+#[tokio::test]
+async fn a_path_under_a_regular_file_is_refused_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "notes").unwrap();
+    let path = file.join("state.db");
+    let message = refused(&path).await;
+    assert_eq!(
+        message,
+        format!(
+            "{}: cannot open: unable to open database file: {} (Not a directory (os error 20))",
+            url(&path),
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"notes");
+}
+
+#[tokio::test]
+async fn a_missing_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let message = refused(&missing.join("state.db")).await;
+    assert!(
+        message.ends_with(&format!("({}: No such file or directory (os error 2))", missing.display())),
+        "{message}"
+    );
+    assert!(!missing.exists(), "nothing created");
+}
+
+#[tokio::test]
+async fn a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = refused(dir.path()).await;
+    assert!(message.starts_with(&format!("{}: cannot ", url(dir.path()))), "{message}");
+    assert!(message.ends_with("(it is a directory)"), "{message}");
+}
+
+#[tokio::test]
+async fn a_file_of_a_newer_release_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteDatabase::open(&url(&path)).await.unwrap());
+    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 2).unwrap();
+    let message = refused(&path).await;
+    assert_eq!(
+        message,
+        format!(
+            "{}: schema version 2 is newer than this release knows (1); upgrade slotcron to use this database",
+            url(&path)
+        )
+    );
+}
+
+#[tokio::test]
+async fn another_applications_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    rusqlite::Connection::open(&path).unwrap().execute_batch("CREATE TABLE notes (body TEXT)").unwrap();
+    let message = refused(&path).await;
+    assert_eq!(
+        message,
+        format!("{}: not a slotcron database (application_id 0x0); refusing to change it", url(&path))
+    );
+}
+
+#[tokio::test]
+async fn a_url_without_the_scheme_is_refused() {
+    let err = SqliteDatabase::open("slotcron.db").await.unwrap_err();
+    assert!(matches!(err, OpenError::InvalidUrl { .. }));
+    assert_eq!(err.to_string(), "\"slotcron.db\": not a SQLite URL: expected sqlite:PATH");
+}
+
+#[tokio::test]
+async fn the_ledger_prunes_every_n_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = SqliteDatabase::open(&url(&dir.path().join("state.db"))).await.unwrap();
+    let retention = Retention { max_age: None, max_records_per_job: Some(1) };
+    let ledger = SqliteLedger::new(database, retention).prune_every(3);
+    let count = async || ledger.query(&all("tick")).await.unwrap().len();
+    ledger.append(&record("tick", "2024-05-17T00:00:01Z")).await.unwrap();
+    ledger.append(&record("tick", "2024-05-17T00:00:02Z")).await.unwrap();
+    assert_eq!(count().await, 2, "no pruning before the third append");
+    ledger.append(&record("tick", "2024-05-17T00:00:03Z")).await.unwrap();
+    assert_eq!(ledger.query(&all("tick")).await.unwrap(), [record("tick", "2024-05-17T00:00:03Z")]);
+}
+
+#[tokio::test]
+async fn two_handles_on_one_file_see_each_others_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let (a, b) =
+        (SqliteDatabase::open(&url(&path)).await.unwrap(), SqliteDatabase::open(&url(&path)).await.unwrap());
+    let definition = slotcron::JobDefinition {
+        name: "mail".into(),
+        schedule: ScheduleSpec::After { delay_ms: 10 },
+        handler: "send".into(),
+        payload: serde_json::Value::Null,
+        timeout_ms: None,
+        run_on_start: false,
+        misfire: None,
+        grace_ms: None,
+    };
+    SqliteStore::new(a).save_definition(&definition).await.unwrap();
+    assert_eq!(SqliteStore::new(b).load_definitions().await.unwrap(), [definition]);
+}
+
+#[tokio::test]
+async fn a_database_with_a_damaged_schema_page_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteDatabase::open(&url(&path)).await.unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Keep the 100-byte file header, scribble over the rest of the first page (the schema).
+    bytes[100..4096].fill(0xA5);
+    std::fs::write(&path, bytes).unwrap();
+    let message = refused(&path).await;
+    assert_eq!(
+        message,
+        format!("{}: cannot read the database: database disk image is malformed", url(&path))
+    );
+}
