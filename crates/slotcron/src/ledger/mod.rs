@@ -1,9 +1,11 @@
 //! The ledger: the run history, one [`RunRecord`] per trigger per replica that saw it.
 
 mod memory;
+mod prune;
 mod record;
 
 pub use memory::MemoryLedger;
+pub use prune::{Prune, PruneSchedule};
 pub use record::{Outcome, RunRecord};
 
 use std::time::Duration;
@@ -61,8 +63,8 @@ impl LedgerQuery {
     }
 }
 
-/// How much history a durable ledger keeps; it prunes as it appends, so the database
-/// stays bounded without a timer.
+/// How much history a durable ledger keeps; it prunes as it appends (see
+/// [`PruneSchedule`]), so the database stays bounded without a timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// Drop records whose trigger is older than this.

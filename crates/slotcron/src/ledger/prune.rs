@@ -1,0 +1,124 @@
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::{Retention, RunRecord};
+
+/// When a durable ledger prunes, and what: for implementations of [`Ledger`](super::Ledger)
+/// that apply a [`Retention`] as they append.
+///
+/// Every `every` appends it hands out a [`Prune`]: the age cutoff is measured from the
+/// appended record's `started` instant — the scheduler's clock, not the host's, so a
+/// scheduler on a manual clock prunes by its own time — and the count limit applies to
+/// the jobs appended to since the previous pruning (the others have not grown).
+#[derive(Debug)]
+pub struct PruneSchedule {
+    retention: Retention,
+    every: u64,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    appends: u64,
+    jobs: HashSet<Arc<str>>,
+}
+
+/// One pruning to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prune {
+    /// Drop every job's records whose trigger is strictly older than this.
+    pub older_than: Option<Timestamp>,
+    /// Keep at most this many records (the newest triggers) of each of [`Prune::jobs`].
+    pub keep_per_job: Option<u64>,
+    /// The jobs to hold to [`Prune::keep_per_job`].
+    pub jobs: Vec<Arc<str>>,
+}
+
+impl PruneSchedule {
+    /// The default number of appends between two prunings.
+    pub const DEFAULT_EVERY: u64 = 100;
+
+    /// Prunes by `retention` every `every` appends (at least 1).
+    pub fn new(retention: Retention, every: u64) -> Self {
+        Self { retention, every: every.max(1), pending: Mutex::default() }
+    }
+
+    /// Counts the append of `record`; the pruning due now, if any. Nothing is ever due
+    /// for a retention without limits.
+    pub fn on_append(&self, record: &RunRecord) -> Option<Prune> {
+        let Retention { max_age, max_records_per_job } = self.retention;
+        if max_age.is_none() && max_records_per_job.is_none() {
+            return None;
+        }
+        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        pending.appends += 1;
+        if max_records_per_job.is_some() && !pending.jobs.contains(&record.job) {
+            pending.jobs.insert(record.job.clone());
+        }
+        if pending.appends < self.every {
+            return None;
+        }
+        pending.appends = 0;
+        let mut jobs: Vec<_> = pending.jobs.drain().collect();
+        jobs.sort();
+        Some(Prune {
+            // An age too large to subtract drops nothing.
+            older_than: max_age
+                .and_then(|age| SignedDuration::try_from(age).ok())
+                .and_then(|age| record.started.checked_sub(age).ok()),
+            keep_per_job: max_records_per_job,
+            jobs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::ledger::Outcome;
+
+    fn record(job: &str, started: &str) -> RunRecord {
+        RunRecord {
+            job: Arc::from(job),
+            trigger: started.parse().unwrap(),
+            instance: Arc::from("test"),
+            outcome: Outcome::Succeeded,
+            fencing_token: None,
+            started: started.parse().unwrap(),
+            duration: Duration::ZERO,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn prunes_every_n_appends_the_jobs_appended_to() {
+        let retention = Retention { max_age: Some(Duration::from_secs(60)), max_records_per_job: Some(5) };
+        let schedule = PruneSchedule::new(retention, 3);
+        assert_eq!(schedule.on_append(&record("b", "2024-01-01T00:00:00Z")), None);
+        assert_eq!(schedule.on_append(&record("a", "2024-01-01T00:00:01Z")), None);
+        assert_eq!(
+            schedule.on_append(&record("b", "2024-01-01T00:10:00Z")),
+            Some(Prune {
+                older_than: Some("2024-01-01T00:09:00Z".parse().unwrap()),
+                keep_per_job: Some(5),
+                jobs: vec![Arc::from("a"), Arc::from("b")],
+            })
+        );
+        assert_eq!(schedule.on_append(&record("c", "2024-01-01T00:10:00Z")), None);
+    }
+
+    #[test]
+    fn without_limits_nothing_is_due_and_a_huge_age_drops_nothing() {
+        let unlimited = PruneSchedule::new(Retention { max_age: None, max_records_per_job: None }, 1);
+        assert_eq!(unlimited.on_append(&record("a", "2024-01-01T00:00:00Z")), None);
+        let forever = Retention { max_age: Some(Duration::MAX), max_records_per_job: None };
+        assert_eq!(
+            PruneSchedule::new(forever, 1).on_append(&record("a", "2024-01-01T00:00:00Z")),
+            Some(Prune { older_than: None, keep_per_job: None, jobs: vec![] })
+        );
+    }
+}
