@@ -1,85 +1,36 @@
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-
 use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, TransactionBehavior};
-use slotcron::ledger::LedgerError;
+use slotcron::ledger::{LedgerError, Prune, PruneSchedule};
 use slotcron::{Ledger, LedgerQuery, Retention, RunRecord};
 
 use crate::SqliteDatabase;
 use crate::codec::{self, BoxError};
 
 /// A [`Ledger`] in a SQLite file. It prunes as it appends: every
-/// [`prune_every`](SqliteLedger::prune_every) appends it applies its [`Retention`], so the
-/// file stays bounded without a timer (SQLite reuses the freed pages).
+/// [`prune_every`](SqliteLedger::prune_every) appends it applies its [`Retention`] as
+/// [`PruneSchedule`] says, so the file stays bounded without a timer (SQLite reuses the
+/// freed pages).
 ///
 /// Instants and durations are kept to the microsecond.
 #[derive(Debug)]
 pub struct SqliteLedger {
     database: SqliteDatabase,
     retention: Retention,
-    prune_every: u64,
-    pending: Mutex<Pending>,
-}
-
-/// What was appended since the last pruning.
-#[derive(Debug, Default)]
-struct Pending {
-    appends: u64,
-    jobs: HashSet<Arc<str>>,
-}
-
-/// One pruning: by age from `cutoff`, by count for `jobs`.
-struct Prune {
-    /// Records whose trigger is older than this (µs since the epoch) go.
-    cutoff: Option<i64>,
-    /// Each of these jobs keeps its newest `keep` records.
-    jobs: Vec<Arc<str>>,
-    keep: Option<u64>,
+    prune: PruneSchedule,
 }
 
 impl SqliteLedger {
-    /// The default number of appends between two prunings.
-    pub const DEFAULT_PRUNE_EVERY: u64 = 100;
-
     /// The ledger in `database`, keeping what `retention` says.
     pub fn new(database: SqliteDatabase, retention: Retention) -> Self {
-        Self { database, retention, prune_every: Self::DEFAULT_PRUNE_EVERY, pending: Mutex::default() }
+        Self { database, retention, prune: PruneSchedule::new(retention, PruneSchedule::DEFAULT_EVERY) }
     }
 
-    /// Prunes every `appends` appends (at least 1; default [`Self::DEFAULT_PRUNE_EVERY`]).
-    /// A pruning drops, for every job, the records whose trigger is older than the
-    /// appended record's start minus `max_age` (the scheduler's clock, not the host's),
-    /// and keeps the newest `max_records_per_job` records of each job appended to since
-    /// the previous pruning.
+    /// Prunes every `appends` appends (at least 1; default [`PruneSchedule::DEFAULT_EVERY`]).
     #[must_use]
     pub fn prune_every(mut self, appends: u64) -> Self {
-        self.prune_every = appends.max(1);
+        self.prune = PruneSchedule::new(self.retention, appends);
         self
-    }
-
-    /// Counts an append of `record`; the pruning that is due with it, if any.
-    fn due(&self, record: &RunRecord) -> Option<Prune> {
-        let Retention { max_age, max_records_per_job } = self.retention;
-        if max_age.is_none() && max_records_per_job.is_none() {
-            return None;
-        }
-        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        pending.appends += 1;
-        if max_records_per_job.is_some() {
-            pending.jobs.insert(record.job.clone());
-        }
-        if pending.appends < self.prune_every {
-            return None;
-        }
-        pending.appends = 0;
-        let max_age = max_age.map(|age| i64::try_from(age.as_micros()).unwrap_or(i64::MAX));
-        Some(Prune {
-            cutoff: max_age.map(|age| codec::micros(record.started).saturating_sub(age)),
-            jobs: pending.jobs.drain().collect(),
-            keep: max_records_per_job,
-        })
     }
 }
 
@@ -89,29 +40,28 @@ const INSERT: &str = "INSERT INTO run_record
 
 const COLUMNS: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error";
 
-impl Prune {
-    fn run(&self, connection: &mut Connection) -> rusqlite::Result<usize> {
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut deleted = 0;
-        if let Some(cutoff) = self.cutoff {
-            deleted += transaction
-                .prepare_cached("DELETE FROM run_record WHERE trigger_us < ?1")?
-                .execute([cutoff])?;
-        }
-        if let Some(keep) = self.keep {
-            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-            let mut statement = transaction.prepare_cached(
-                "DELETE FROM run_record WHERE id IN (
-                    SELECT id FROM run_record WHERE job = ?1
-                    ORDER BY trigger_us DESC, started_us DESC LIMIT -1 OFFSET ?2)",
-            )?;
-            for job in &self.jobs {
-                deleted += statement.execute((&**job, keep))?;
-            }
-        }
-        transaction.commit()?;
-        Ok(deleted)
+/// Carries out one pruning in one transaction; the number of records deleted.
+fn prune(connection: &mut Connection, prune: &Prune) -> rusqlite::Result<usize> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut deleted = 0;
+    if let Some(cutoff) = prune.older_than {
+        deleted += transaction
+            .prepare_cached("DELETE FROM run_record WHERE trigger_us < ?1")?
+            .execute([codec::micros(cutoff)])?;
     }
+    if let Some(keep) = prune.keep_per_job {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let mut statement = transaction.prepare_cached(
+            "DELETE FROM run_record WHERE id IN (
+                SELECT id FROM run_record WHERE job = ?1
+                ORDER BY trigger_us DESC, started_us DESC LIMIT -1 OFFSET ?2)",
+        )?;
+        for job in &prune.jobs {
+            deleted += statement.execute((&**job, keep))?;
+        }
+    }
+    transaction.commit()?;
+    Ok(deleted)
 }
 
 #[async_trait]
@@ -127,14 +77,14 @@ impl Ledger for SqliteLedger {
             codec::duration_micros(record.duration).map_err(LedgerError)?,
             record.error.clone(),
         );
-        let prune = self.due(record);
+        let due = self.prune.on_append(record);
         let url = self.database.url().to_owned();
         self.database
             .call(move |c| {
                 c.prepare_cached(INSERT)?.execute(row)?;
-                if let Some(prune) = prune {
+                if let Some(due) = due {
                     // The record is stored; a failed pruning is retried at the next one.
-                    match prune.run(c) {
+                    match prune(c, &due) {
                         Ok(deleted) => tracing::debug!(url, deleted, "ledger pruned"),
                         Err(e) => tracing::warn!(url, "ledger pruning failed: {e}"),
                     }
