@@ -1,8 +1,10 @@
+use std::time::Duration;
+
 use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, TransactionBehavior};
 use slotcron::ledger::{LedgerError, Prune, PruneSchedule};
-use slotcron::{Ledger, LedgerQuery, Retention, RunRecord};
+use slotcron::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
 
 use crate::SqliteDatabase;
 use crate::codec::{self, BoxError};
@@ -72,9 +74,10 @@ impl Ledger for SqliteLedger {
             codec::micros(record.trigger),
             record.instance.to_string(),
             record.outcome.as_str(),
-            record.fencing_token.map(codec::token_column).transpose().map_err(LedgerError)?,
+            // The token's 64 bits: tokens above i64::MAX read back unchanged.
+            record.fencing_token.map(|token| token as i64),
             codec::micros(record.started),
-            codec::duration_micros(record.duration).map_err(LedgerError)?,
+            i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX),
             record.error.clone(),
         );
         let due = self.prune.on_append(record);
@@ -142,10 +145,10 @@ impl Row {
             job: self.job.into(),
             trigger: codec::instant(self.trigger)?,
             instance: self.instance.into(),
-            outcome: codec::outcome(&self.outcome)?,
-            fencing_token: self.fencing_token.map(codec::token).transpose()?,
+            outcome: self.outcome.parse::<Outcome>()?,
+            fencing_token: self.fencing_token.map(|token| token as u64),
             started: codec::instant(self.started)?,
-            duration: codec::duration(self.duration)?,
+            duration: Duration::from_micros(u64::try_from(self.duration)?),
             error: self.error,
         })
     }

@@ -13,7 +13,8 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 /// Append only: a released migration never changes.
 const MIGRATIONS: &[&str] = &[V1];
 
-/// Instants are microseconds since the Unix epoch (UTC), durations microseconds.
+/// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
+/// tokens the 64 bits of the unsigned token.
 const V1: &str = "
 CREATE TABLE job_state (
     job             TEXT PRIMARY KEY NOT NULL,

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use slotcron::{JobDefinition, JobState, Store, StoreError};
+use slotcron::{JobDefinition, JobState, Outcome, Store, StoreError};
 
 use crate::SqliteDatabase;
 use crate::codec;
@@ -56,7 +56,7 @@ impl Store for SqliteStore {
         let state = |(job, trigger, outcome, done): (String, i64, Option<String>, bool)| {
             let state = JobState {
                 last_trigger: codec::instant(trigger)?,
-                last_outcome: outcome.as_deref().map(codec::outcome).transpose()?,
+                last_outcome: outcome.map(|name| name.parse::<Outcome>()).transpose()?,
                 one_shot_done: done,
             };
             Ok((job, state))

@@ -1,0 +1,144 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::error::{DbError, OpenError, chain};
+use crate::{migrations, url};
+
+/// A connection pool to one PostgreSQL database and one schema in it, holding a slotcron
+/// store, ledger and claims. Clone it to share it between a
+/// [`PostgresStore`](crate::PostgresStore), a [`PostgresLedger`](crate::PostgresLedger)
+/// and a [`PostgresCoordinator`](crate::PostgresCoordinator).
+///
+/// Connections are plain TCP or Unix sockets (no TLS), made on demand up to
+/// [`PostgresDatabase::POOL_SIZE`]; a connection that broke is replaced on next use.
+#[derive(Clone)]
+pub struct PostgresDatabase {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    /// The URL without its password.
+    url: String,
+    /// The schema name, double-quoted for statements.
+    quoted_schema: String,
+}
+
+impl std::fmt::Debug for PostgresDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresDatabase")
+            .field("url", &self.inner.url)
+            .field("schema", &self.inner.quoted_schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresDatabase {
+    /// The schema slotcron uses unless told otherwise.
+    pub const DEFAULT_SCHEMA: &str = "slotcron";
+    /// How long connecting may take, unless the URL sets `connect_timeout`; also the
+    /// longest wait for a free connection of the pool.
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The most connections open at once.
+    pub const POOL_SIZE: usize = 8;
+
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?…]`, or a
+    /// libpq `key=value` string), creates `schema` if it is absent and migrates it to this
+    /// release's version. Replicas may open the same schema at once: migrations take an
+    /// advisory lock.
+    ///
+    /// `schema` is 1 to 63 of `a-z`, `0-9` and `_`, not starting with a digit (tests use
+    /// one schema each to stay apart).
+    ///
+    /// # Errors
+    /// [`OpenError`]: a malformed URL or schema name, an unreachable server, a refused
+    /// login, or a schema written by a newer release (left untouched). Messages name the
+    /// URL without its password.
+    pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
+        let redacted = url::redact(url);
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) })?;
+        if !valid_schema(schema) {
+            return Err(OpenError::InvalidSchema { url: redacted, schema: schema.to_owned() });
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Self::CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("slotcron");
+        }
+        let manager =
+            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(Self::POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(Self::CONNECT_TIMEOUT))
+            .create_timeout(Some(Self::CONNECT_TIMEOUT))
+            .recycle_timeout(Some(Self::CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| OpenError::InvalidUrl { url: redacted.clone(), cause: e.to_string() })?;
+        let mut client = pool.get().await.map_err(|e| OpenError::Server {
+            url: redacted.clone(),
+            action: "connect".to_owned(),
+            cause: pool_error(&e),
+        })?;
+        let database = Self { inner: Arc::new(Inner { pool, url: redacted, quoted_schema: format!("\"{schema}\"") }) };
+        migrations::migrate(&mut client, &database, schema).await?;
+        Ok(database)
+    }
+
+    /// The URL it was opened with, without the password.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// `template` with `{schema}` replaced by the quoted schema name.
+    pub(crate) fn sql(&self, template: &str) -> String {
+        template.replace("{schema}", &self.inner.quoted_schema)
+    }
+
+    /// A connection from the pool.
+    pub(crate) async fn client(&self) -> Result<Object, DbError> {
+        self.inner.pool.get().await.map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e) })
+    }
+
+    /// `error` as a [`DbError`] naming this database.
+    pub(crate) fn error(&self, error: &tokio_postgres::Error) -> DbError {
+        DbError { url: self.inner.url.clone(), cause: chain(error) }
+    }
+}
+
+fn valid_schema(name: &str) -> bool {
+    (1..=63).contains(&name.len())
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn pool_error(error: &PoolError) -> String {
+    match error {
+        PoolError::Backend(e) => chain(e),
+        PoolError::Timeout(_) => {
+            format!("no connection within {:?}", PostgresDatabase::CONNECT_TIMEOUT)
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_schema;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for good in ["slotcron", "t_1", "_x", &"a".repeat(63)] {
+            assert!(valid_schema(good), "{good}");
+        }
+        for bad in ["", "1x", "Slotcron", "a-b", "a\"b", "a b", &"a".repeat(64)] {
+            assert!(!valid_schema(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,76 @@
+use std::error::Error;
+
+/// Why [`PostgresDatabase::open`](crate::PostgresDatabase::open) failed. Every message
+/// names the connection URL without its password.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The connection string cannot be parsed.
+    #[error("{url}: invalid PostgreSQL URL: {cause}")]
+    InvalidUrl {
+        /// The URL without its password.
+        url: String,
+        /// Why.
+        cause: String,
+    },
+    /// The schema name is not a plain lower-case identifier.
+    #[error(
+        "{url}: invalid schema name {schema:?}: expected 1 to 63 of a-z, 0-9 and _, not starting with a digit"
+    )]
+    InvalidSchema {
+        /// The URL without its password.
+        url: String,
+        /// The name as given.
+        schema: String,
+    },
+    /// The server cannot be reached, refused the login, or failed a statement.
+    #[error("{url}: cannot {action}: {cause}")]
+    Server {
+        /// The URL without its password.
+        url: String,
+        /// What failed: `connect`, `migrate schema "…"`.
+        action: String,
+        /// The error and its causes.
+        cause: String,
+    },
+    /// The schema was written by a newer slotcron release; this one cannot use it.
+    #[error(
+        "{url}: schema {schema:?} is at version {found}, newer than this release knows ({known}); \
+         upgrade slotcron to use it"
+    )]
+    NewerSchema {
+        /// The URL without its password.
+        url: String,
+        /// The schema.
+        schema: String,
+        /// Its version.
+        found: i32,
+        /// The newest version this release knows.
+        known: i32,
+    },
+}
+
+/// A failed operation on an open database; its message names the URL (without password)
+/// and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: {cause}")]
+pub struct DbError {
+    /// The URL without its password.
+    pub url: String,
+    /// The error and its causes.
+    pub cause: String,
+}
+
+/// An error and its sources on one line: `error connecting to server: Connection refused
+/// (os error 111)` rather than tokio-postgres's bare `error connecting to server`.
+pub(crate) fn chain(error: &dyn Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.ends_with(&text) {
+            message = format!("{message}: {text}");
+        }
+        source = cause.source();
+    }
+    message
+}

@@ -1,0 +1,122 @@
+//! Versioned schema migrations: `{schema}.schema_version` holds the version, changed in
+//! the same transaction as the migration, under an advisory lock per schema so replicas
+//! starting together migrate once.
+
+use deadpool_postgres::Object;
+
+use crate::PostgresDatabase;
+use crate::error::{OpenError, chain};
+
+/// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
+/// Append only: a released migration never changes.
+const MIGRATIONS: &[&str] = &[V1];
+
+const V1: &str = "
+CREATE TABLE {schema}.job_state (
+    job           text PRIMARY KEY,
+    last_trigger  timestamptz NOT NULL,
+    last_outcome  text,
+    one_shot_done boolean NOT NULL
+);
+
+CREATE TABLE {schema}.job_definition (
+    job        text PRIMARY KEY,
+    definition jsonb NOT NULL
+);
+
+CREATE TABLE {schema}.run_record (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job           text NOT NULL,
+    trigger_at    timestamptz NOT NULL,
+    instance      text NOT NULL,
+    outcome       text NOT NULL,
+    fencing_token bigint,
+    started_at    timestamptz NOT NULL,
+    duration_us   bigint NOT NULL,
+    error         text
+);
+-- The last runs of a job, and pruning a job to its newest records.
+CREATE INDEX run_record_by_job ON {schema}.run_record (job, trigger_at DESC, started_at DESC);
+-- The last runs of every job, and pruning by age.
+CREATE INDEX run_record_by_trigger ON {schema}.run_record (trigger_at DESC, started_at DESC);
+
+-- One row per claimed trigger; expires_at NULL: never expires (one-shots).
+CREATE TABLE {schema}.claim (
+    job         text NOT NULL,
+    trigger_key text NOT NULL,
+    trigger_at  timestamptz NOT NULL,
+    instance    text NOT NULL,
+    claimed_at  timestamptz NOT NULL,
+    expires_at  timestamptz,
+    PRIMARY KEY (job, trigger_key)
+);
+CREATE INDEX claim_expiry ON {schema}.claim (expires_at) WHERE expires_at IS NOT NULL;
+
+-- The last fencing token handed out per job.
+CREATE TABLE {schema}.fencing (
+    job   text PRIMARY KEY,
+    token bigint NOT NULL
+);
+";
+
+/// The newest schema version this release knows.
+const VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Creates the schema if absent and applies the migrations it lacks, or refuses (changing
+/// nothing) a schema of a newer release.
+pub(crate) async fn migrate(
+    client: &mut Object,
+    database: &PostgresDatabase,
+    schema: &str,
+) -> Result<(), OpenError> {
+    let failed = |e: tokio_postgres::Error| OpenError::Server {
+        url: database.url().to_owned(),
+        action: format!("migrate schema {schema:?}"),
+        cause: chain(&e),
+    };
+    let transaction = client.transaction().await.map_err(failed)?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock(hashtextextended('slotcron schema ' || $1, 0))", &[&schema])
+        .await
+        .map_err(failed)?;
+    let exists: bool = transaction
+        .query_one("SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", &[&schema])
+        .await
+        .map_err(failed)?
+        .get(0);
+    if !exists {
+        transaction.batch_execute(&database.sql("CREATE SCHEMA {schema}")).await.map_err(failed)?;
+    }
+    transaction
+        .batch_execute(&database.sql("CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer NOT NULL)"))
+        .await
+        .map_err(failed)?;
+    let found: Option<i32> = transaction
+        .query_opt(&database.sql("SELECT version FROM {schema}.schema_version"), &[])
+        .await
+        .map_err(failed)?
+        .map(|row| row.get(0));
+    let found_version = found.unwrap_or(0);
+    if found_version > VERSION {
+        // Dropping the transaction rolls it back: nothing changed.
+        return Err(OpenError::NewerSchema {
+            url: database.url().to_owned(),
+            schema: schema.to_owned(),
+            found: found_version,
+            known: VERSION,
+        });
+    }
+    if found_version == VERSION {
+        return Ok(());
+    }
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(found_version.max(0) as usize) {
+        tracing::info!(url = database.url(), schema, from, to = from + 1, "migrating the PostgreSQL schema");
+        transaction.batch_execute(&database.sql(migration)).await.map_err(failed)?;
+    }
+    let record = match found {
+        Some(_) => "UPDATE {schema}.schema_version SET version = $1",
+        None => "INSERT INTO {schema}.schema_version (version) VALUES ($1)",
+    };
+    transaction.execute(&database.sql(record), &[&VERSION]).await.map_err(failed)?;
+    transaction.commit().await.map_err(failed)
+}
