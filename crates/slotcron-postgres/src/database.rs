@@ -2,7 +2,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
 
 use crate::error::{DbError, OpenError, chain};
 use crate::{migrations, url};
@@ -59,9 +60,9 @@ impl PostgresDatabase {
     /// URL without its password.
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
         let redacted = url::redact(url);
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) })?;
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+            OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) }
+        })?;
         if !valid_schema(schema) {
             return Err(OpenError::InvalidSchema { url: redacted, schema: schema.to_owned() });
         }
@@ -86,7 +87,8 @@ impl PostgresDatabase {
             action: "connect".to_owned(),
             cause: pool_error(&e),
         })?;
-        let database = Self { inner: Arc::new(Inner { pool, url: redacted, quoted_schema: format!("\"{schema}\"") }) };
+        let database =
+            Self { inner: Arc::new(Inner { pool, url: redacted, quoted_schema: format!("\"{schema}\"") }) };
         migrations::migrate(&mut client, &database, schema).await?;
         Ok(database)
     }
@@ -101,13 +103,30 @@ impl PostgresDatabase {
         template.replace("{schema}", &self.inner.quoted_schema)
     }
 
-    /// A connection from the pool.
-    pub(crate) async fn client(&self) -> Result<Object, DbError> {
-        self.inner.pool.get().await.map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e) })
+    /// Runs `sql` (a prepared statement cached per connection: one round trip once
+    /// prepared) and returns its rows.
+    pub(crate) async fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, DbError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(|e| self.error(&e))?;
+        client.query(&statement, params).await.map_err(|e| self.error(&e))
     }
 
-    /// `error` as a [`DbError`] naming this database.
-    pub(crate) fn error(&self, error: &tokio_postgres::Error) -> DbError {
+    /// Runs `sql` (cached as [`Self::query`] does) and returns the number of rows changed.
+    pub(crate) async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(|e| self.error(&e))?;
+        client.execute(&statement, params).await.map_err(|e| self.error(&e))
+    }
+
+    async fn client(&self) -> Result<Object, DbError> {
+        self.inner
+            .pool
+            .get()
+            .await
+            .map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e) })
+    }
+
+    fn error(&self, error: &tokio_postgres::Error) -> DbError {
         DbError { url: self.inner.url.clone(), cause: chain(error) }
     }
 }

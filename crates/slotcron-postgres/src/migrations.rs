@@ -88,7 +88,9 @@ pub(crate) async fn migrate(
         transaction.batch_execute(&database.sql("CREATE SCHEMA {schema}")).await.map_err(failed)?;
     }
     transaction
-        .batch_execute(&database.sql("CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer NOT NULL)"))
+        .batch_execute(
+            &database.sql("CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer NOT NULL)"),
+        )
         .await
         .map_err(failed)?;
     let found: Option<i32> = transaction

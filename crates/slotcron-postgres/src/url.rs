@@ -74,8 +74,14 @@ mod tests {
 
     #[test]
     fn urls_lose_their_password() {
-        assert_eq!(redact("postgres://app:s3cr:et@db.example:5432/prod"), "postgres://app@db.example:5432/prod");
-        assert_eq!(redact("postgresql://app:p%40ss@h1,h2/db?sslmode=disable"), "postgresql://app@h1,h2/db?sslmode=disable");
+        assert_eq!(
+            redact("postgres://app:s3cr:et@db.example:5432/prod"),
+            "postgres://app@db.example:5432/prod"
+        );
+        assert_eq!(
+            redact("postgresql://app:p%40ss@h1,h2/db?sslmode=disable"),
+            "postgresql://app@h1,h2/db?sslmode=disable"
+        );
         assert_eq!(redact("postgres://app@localhost/db"), "postgres://app@localhost/db");
         assert_eq!(redact("postgres://localhost"), "postgres://localhost");
         assert_eq!(

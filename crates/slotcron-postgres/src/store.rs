@@ -1,0 +1,118 @@
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use slotcron::{JobDefinition, JobState, Outcome, Store, StoreError};
+
+use crate::PostgresDatabase;
+use crate::codec::{self, BoxError};
+
+/// A [`Store`] in PostgreSQL, shared by every replica: job state and job definitions
+/// survive any process. Each operation is one statement (one round trip).
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    database: PostgresDatabase,
+    sql: Sql,
+}
+
+#[derive(Debug, Clone)]
+struct Sql {
+    load_states: String,
+    save_state: String,
+    load_definitions: String,
+    save_definition: String,
+    delete_definition: String,
+}
+
+/// [`slotcron::store::merge_state`]'s rules as one atomic upsert: an older trigger
+/// changes nothing, the same trigger without an outcome keeps the stored one,
+/// `one_shot_done` stays set.
+const SAVE_STATE: &str = "
+INSERT INTO {schema}.job_state AS stored (job, last_trigger, last_outcome, one_shot_done)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (job) DO UPDATE SET
+    last_outcome = CASE
+        WHEN EXCLUDED.last_trigger = stored.last_trigger AND EXCLUDED.last_outcome IS NULL
+        THEN stored.last_outcome ELSE EXCLUDED.last_outcome END,
+    one_shot_done = stored.one_shot_done OR EXCLUDED.one_shot_done,
+    last_trigger = EXCLUDED.last_trigger
+WHERE EXCLUDED.last_trigger >= stored.last_trigger";
+
+impl PostgresStore {
+    /// The store in `database`'s schema.
+    pub fn new(database: PostgresDatabase) -> Self {
+        let sql = Sql {
+            load_states: database
+                .sql("SELECT job, last_trigger, last_outcome, one_shot_done FROM {schema}.job_state"),
+            save_state: database.sql(SAVE_STATE),
+            load_definitions: database
+                .sql("SELECT job, definition::text FROM {schema}.job_definition ORDER BY job"),
+            save_definition: database.sql(
+                "INSERT INTO {schema}.job_definition (job, definition) VALUES ($1, $2::text::jsonb)
+                 ON CONFLICT (job) DO UPDATE SET definition = EXCLUDED.definition",
+            ),
+            delete_definition: database.sql("DELETE FROM {schema}.job_definition WHERE job = $1"),
+        };
+        Self { database, sql }
+    }
+
+    fn corrupt(&self, what: String, e: BoxError) -> StoreError {
+        StoreError::new(format!("{}: {what}: {e}", self.database.url()))
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError> {
+        let rows = self.database.query(&self.sql.load_states, &[]).await.map_err(StoreError::new)?;
+        rows.iter()
+            .map(|row| {
+                let job: String = row.get(0);
+                let decode = || -> Result<JobState, BoxError> {
+                    Ok(JobState {
+                        last_trigger: codec::instant(row.get(1))?,
+                        last_outcome: row.get::<_, Option<&str>>(2).map(str::parse::<Outcome>).transpose()?,
+                        one_shot_done: row.get(3),
+                    })
+                };
+                let state = decode().map_err(|e| self.corrupt(format!("state of job {job:?}"), e))?;
+                Ok((job, state))
+            })
+            .collect()
+    }
+
+    async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError> {
+        let trigger: SystemTime =
+            codec::timestamptz(state.last_trigger).map_err(|e| self.corrupt(format!("job {job:?}"), e))?;
+        let outcome = state.last_outcome.map(Outcome::as_str);
+        self.database
+            .execute(&self.sql.save_state, &[&job, &trigger, &outcome, &state.one_shot_done])
+            .await
+            .map_err(StoreError::new)?;
+        Ok(())
+    }
+
+    async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {
+        let rows = self.database.query(&self.sql.load_definitions, &[]).await.map_err(StoreError::new)?;
+        rows.iter()
+            .map(|row| {
+                let job: &str = row.get(0);
+                serde_json::from_str(row.get(1))
+                    .map_err(|e| self.corrupt(format!("definition of job {job:?}"), e.into()))
+            })
+            .collect()
+    }
+
+    async fn save_definition(&self, definition: &JobDefinition) -> Result<(), StoreError> {
+        let json = serde_json::to_string(definition).map_err(StoreError::new)?;
+        self.database
+            .execute(&self.sql.save_definition, &[&definition.name, &json])
+            .await
+            .map_err(StoreError::new)?;
+        Ok(())
+    }
+
+    async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
+        Ok(self.database.execute(&self.sql.delete_definition, &[&job]).await.map_err(StoreError::new)? > 0)
+    }
+}

@@ -1,0 +1,73 @@
+//! Tests on the real PostgreSQL server at `DATABASE_URL` (default the local `test`
+//! database), each in schemas of its own that are dropped at the end, also on failure.
+
+#![allow(dead_code)]
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use futures_util::FutureExt;
+use slotcron_postgres::PostgresDatabase;
+
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// The schemas one test made.
+#[derive(Default)]
+pub struct Schemas {
+    names: Vec<String>,
+}
+
+impl Schemas {
+    /// A new schema, unique across tests and test processes.
+    pub fn name(&mut self) -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!("slotcron_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        self.names.push(name.clone());
+        name
+    }
+
+    /// The database in a new schema.
+    pub async fn open(&mut self) -> PostgresDatabase {
+        let schema = self.name();
+        PostgresDatabase::open(&database_url(), &schema).await.unwrap()
+    }
+
+    /// Runs `sql` with `{schema}` replaced by `schema`, on a connection of its own.
+    pub async fn execute(&self, schema: &str, sql: &str) {
+        let client = connect().await;
+        client.batch_execute(&sql.replace("{schema}", &format!("\"{schema}\""))).await.unwrap();
+    }
+
+    /// The `bigint` that `sql` (with `{schema}` replaced) selects.
+    pub async fn scalar(&self, schema: &str, sql: &str) -> i64 {
+        let client = connect().await;
+        client.query_one(&sql.replace("{schema}", &format!("\"{schema}\"")), &[]).await.unwrap().get(0)
+    }
+
+    /// The names of the schemas made so far.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+async fn connect() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Runs `test` with a [`Schemas`], then drops every schema it made, whether it passed or
+/// panicked.
+pub async fn isolated(test: impl AsyncFnOnce(&mut Schemas)) {
+    let mut schemas = Schemas::default();
+    let result = AssertUnwindSafe(test(&mut schemas)).catch_unwind().await;
+    let client = connect().await;
+    for name in &schemas.names {
+        client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE")).await.unwrap();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -1,0 +1,35 @@
+//! The PostgreSQL store and ledger against the shared conformance suites, each case in a
+//! new schema.
+
+mod common;
+
+use common::isolated;
+use slotcron::testkit;
+use slotcron_postgres::{PostgresLedger, PostgresStore};
+
+#[tokio::test]
+async fn postgres_store_conforms() {
+    isolated(async |schemas| {
+        testkit::store::run(async || PostgresStore::new(schemas.open().await)).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn postgres_ledger_conforms() {
+    isolated(async |schemas| {
+        testkit::ledger::run(async || PostgresLedger::new(schemas.open().await, Default::default())).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn postgres_ledger_retention_conforms() {
+    isolated(async |schemas| {
+        testkit::ledger::run_retention(async |retention| {
+            PostgresLedger::new(schemas.open().await, retention).prune_every(1)
+        })
+        .await;
+    })
+    .await;
+}

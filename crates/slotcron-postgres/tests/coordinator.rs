@@ -1,0 +1,165 @@
+//! The PostgreSQL coordinator on the real server: exactly one winner, fencing, expiry,
+//! one-shots, isolation by schema, and errors that are never wins.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Schemas, isolated};
+use slotcron::jiff::Timestamp;
+use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+/// Claims `job`'s trigger at `trigger` as `instance` with `ttl` (`None`: a one-shot).
+async fn claim(
+    coordinator: &PostgresCoordinator,
+    job: &str,
+    trigger: &str,
+    instance: &str,
+    ttl: Option<Duration>,
+) -> ClaimOutcome {
+    let trigger = ts(trigger);
+    let key = trigger_key(job, trigger);
+    coordinator.claim(&Claim { job, trigger, key: &key, instance, ttl }).await.unwrap()
+}
+
+/// The trigger key, as the engine makes it for a recurring job.
+fn trigger_key(job: &str, trigger: Timestamp) -> String {
+    format!("{job}:{trigger}")
+}
+
+fn won(fencing_token: u64) -> ClaimOutcome {
+    ClaimOutcome::Won { fencing_token }
+}
+
+const MINUTE: Option<Duration> = Some(Duration::from_secs(60));
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_of_several_replicas_wins_each_trigger() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        let mut replicas = Vec::new();
+        for _ in 0..6 {
+            let database = PostgresDatabase::open(&common::database_url(), &schema).await.unwrap();
+            replicas.push(Arc::new(PostgresCoordinator::new(database)));
+        }
+        for second in 0..30 {
+            let trigger = Timestamp::from_second(1_715_904_000 + second).unwrap();
+            let key = trigger_key("tick", trigger);
+            let contenders: Vec<_> = replicas
+                .iter()
+                .enumerate()
+                .map(|(i, replica)| {
+                    let (replica, key) = (replica.clone(), key.clone());
+                    tokio::spawn(async move {
+                        let instance = format!("replica-{i}");
+                        let claim =
+                            Claim { job: "tick", trigger, key: &key, instance: &instance, ttl: MINUTE };
+                        replica.claim(&claim).await.unwrap()
+                    })
+                })
+                .collect();
+            let mut winners = Vec::new();
+            for contender in contenders {
+                if let ClaimOutcome::Won { fencing_token } = contender.await.unwrap() {
+                    winners.push(fencing_token);
+                }
+            }
+            assert_eq!(winners, [second as u64 + 1], "trigger {trigger}: one winner, the next token");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_grow_with_every_won_claim_of_a_job() {
+    isolated(async |schemas: &mut Schemas| {
+        let coordinator = PostgresCoordinator::new(schemas.open().await);
+        assert_eq!(coordinator.name(), "postgres");
+        assert_eq!(claim(&coordinator, "a", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
+        assert_eq!(claim(&coordinator, "a", "2024-05-17T00:01:00Z", "r1", MINUTE).await, won(2));
+        assert_eq!(claim(&coordinator, "b", "2024-05-17T00:01:00Z", "r1", MINUTE).await, won(1));
+        // A lost claim does not use up a token.
+        assert_eq!(claim(&coordinator, "a", "2024-05-17T00:01:00Z", "r2", MINUTE).await, ClaimOutcome::Lost);
+        assert_eq!(claim(&coordinator, "a", "2024-05-17T00:02:00Z", "r2", MINUTE).await, won(3));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_expired_claim_is_taken_over_with_a_higher_token() {
+    isolated(async |schemas: &mut Schemas| {
+        let database = schemas.open().await;
+        let schema = schemas.names()[0].clone();
+        let coordinator = PostgresCoordinator::new(database);
+        let trigger = "2024-05-17T00:00:00Z";
+        assert_eq!(claim(&coordinator, "tick", trigger, "r1", MINUTE).await, won(1));
+        assert_eq!(claim(&coordinator, "tick", trigger, "r2", MINUTE).await, ClaimOutcome::Lost);
+        // The minute passes on the server's clock.
+        schemas.execute(&schema, "UPDATE {schema}.claim SET expires_at = now() - interval '1 second'").await;
+        assert_eq!(claim(&coordinator, "tick", trigger, "r2", MINUTE).await, won(2));
+        assert_eq!(claim(&coordinator, "tick", trigger, "r3", MINUTE).await, ClaimOutcome::Lost);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_one_shot_claim_never_expires_and_expired_claims_are_removed() {
+    isolated(async |schemas: &mut Schemas| {
+        let database = schemas.open().await;
+        let schema = schemas.names()[0].clone();
+        let coordinator = PostgresCoordinator::new(database);
+        assert_eq!(claim(&coordinator, "migrate", "2024-05-17T00:00:00Z", "r1", None).await, won(1));
+        assert_eq!(claim(&coordinator, "tick", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
+        // A century passes on the server's clock.
+        schemas
+            .execute(
+                &schema,
+                "UPDATE {schema}.claim SET claimed_at = claimed_at - interval '100 years',
+                 expires_at = expires_at - interval '100 years'",
+            )
+            .await;
+        assert_eq!(coordinator.remove_expired().await.unwrap(), 1, "the interval job's claim");
+        assert_eq!(coordinator.remove_expired().await.unwrap(), 0);
+        assert_eq!(
+            claim(&coordinator, "migrate", "2024-05-17T00:00:00Z", "r2", None).await,
+            ClaimOutcome::Lost
+        );
+        assert_eq!(claim(&coordinator, "tick", "2024-05-17T00:00:00Z", "r2", MINUTE).await, won(2));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn schemas_keep_fleets_apart() {
+    isolated(async |schemas: &mut Schemas| {
+        let first = PostgresCoordinator::new(schemas.open().await);
+        let second = PostgresCoordinator::new(schemas.open().await);
+        assert_eq!(claim(&first, "tick", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
+        assert_eq!(claim(&second, "tick", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
+        assert_eq!(claim(&first, "tick", "2024-05-17T00:00:00Z", "r2", MINUTE).await, ClaimOutcome::Lost);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_claim_that_fails_is_an_error_never_a_win() {
+    isolated(async |schemas: &mut Schemas| {
+        let database = schemas.open().await;
+        let schema = schemas.names()[0].clone();
+        let coordinator = PostgresCoordinator::new(database);
+        schemas.execute(&schema, "DROP TABLE {schema}.fencing").await;
+        let trigger = ts("2024-05-17T00:00:00Z");
+        let key = trigger_key("tick", trigger);
+        let claim = Claim { job: "tick", trigger, key: &key, instance: "r1", ttl: MINUTE };
+        let err = coordinator.claim(&claim).await.unwrap_err().to_string();
+        assert!(err.starts_with("postgres://postgres@"), "{err}");
+        assert!(err.ends_with(&format!("relation \"{schema}.fencing\" does not exist")), "{err}");
+    })
+    .await;
+}

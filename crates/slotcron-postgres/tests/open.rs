@@ -1,0 +1,109 @@
+//! Opening a PostgreSQL database: migrations, and clear errors that name the URL without
+//! its password and change nothing.
+
+mod common;
+
+use common::{Schemas, database_url, isolated};
+use slotcron::{JobState, Outcome, Store};
+use slotcron_postgres::{OpenError, PostgresDatabase, PostgresStore};
+
+/// A local port nobody listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_named_without_the_password() {
+    let port = closed_port();
+    let err = PostgresDatabase::open(&format!("postgres://app:s3cret@127.0.0.1:{port}/test"), "slotcron")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OpenError::Server { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "postgres://app@127.0.0.1:{port}/test: cannot connect: \
+             error connecting to server: Connection refused (os error 111)"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_refused_login_gives_the_servers_reason() {
+    let url = database_url();
+    let (_, rest) = url.split_once('@').expect("DATABASE_URL has a user");
+    let err = PostgresDatabase::open(&format!("postgres://nobody_here:pw@{rest}"), "slotcron")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with(&format!("postgres://nobody_here@{rest}: cannot connect: ")), "{err}");
+    assert!(err.ends_with("role \"nobody_here\" does not exist"), "{err}");
+    assert!(!err.contains("pw"), "{err}");
+}
+
+#[tokio::test]
+async fn a_bad_url_or_schema_name_is_refused() {
+    let err =
+        PostgresDatabase::open("postgres://app:pw@127.0.0.1:notaport/test", "slotcron").await.unwrap_err();
+    assert!(matches!(err, OpenError::InvalidUrl { .. }), "{err}");
+    assert!(err.to_string().starts_with("postgres://app@127.0.0.1:notaport/test: invalid PostgreSQL URL: "));
+    let err = PostgresDatabase::open(&database_url(), "Robert'); DROP TABLE x;--").await.unwrap_err();
+    assert!(matches!(err, OpenError::InvalidSchema { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn state_survives_reopening_and_replicas_may_migrate_together() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        let opens: Vec<_> = (0..4)
+            .map(|_| {
+                let schema = schema.clone();
+                tokio::spawn(async move { PostgresDatabase::open(&database_url(), &schema).await })
+            })
+            .collect();
+        let mut databases = Vec::new();
+        for open in opens {
+            databases.push(open.await.unwrap().unwrap());
+        }
+        let state = JobState {
+            last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
+            last_outcome: Some(Outcome::Succeeded),
+            one_shot_done: true,
+        };
+        PostgresStore::new(databases.pop().unwrap()).save_state("migrate", &state).await.unwrap();
+        drop(databases);
+        let reopened = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
+        assert_eq!(PostgresStore::new(reopened).load_states().await.unwrap()["migrate"], state);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_schema_of_a_newer_release_is_refused_untouched() {
+    isolated(async |schemas: &mut Schemas| {
+        let database = schemas.open().await;
+        let schema = schemas.names()[0].clone();
+        let store = PostgresStore::new(database);
+        let state = JobState {
+            last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
+            last_outcome: None,
+            one_shot_done: false,
+        };
+        store.save_state("tick", &state).await.unwrap();
+        schemas.execute(&schema, "UPDATE {schema}.schema_version SET version = 99").await;
+        let err = PostgresDatabase::open(&database_url(), &schema).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (1); \
+                 upgrade slotcron to use it",
+                database_url()
+            )
+        );
+        let version = "SELECT version::bigint FROM {schema}.schema_version";
+        assert_eq!(schemas.scalar(&schema, version).await, 99, "the version is untouched");
+        assert_eq!(store.load_states().await.unwrap()["tick"], state, "the state is untouched");
+    })
+    .await;
+}
