@@ -10,7 +10,7 @@ use slotcron_postgres::{PostgresLedger, PostgresStore};
 #[tokio::test]
 async fn postgres_store_conforms() {
     isolated(async |schemas| {
-        testkit::store::run(async || PostgresStore::new(schemas.open().await)).await;
+        testkit::store_suite::run(async || PostgresStore::new(schemas.open().await)).await;
     })
     .await;
 }
@@ -18,7 +18,8 @@ async fn postgres_store_conforms() {
 #[tokio::test]
 async fn postgres_ledger_conforms() {
     isolated(async |schemas| {
-        testkit::ledger::run(async || PostgresLedger::new(schemas.open().await, Default::default())).await;
+        testkit::ledger_suite::run(async || PostgresLedger::new(schemas.open().await, Default::default()))
+            .await;
     })
     .await;
 }
@@ -26,7 +27,7 @@ async fn postgres_ledger_conforms() {
 #[tokio::test]
 async fn postgres_ledger_retention_conforms() {
     isolated(async |schemas| {
-        testkit::ledger::run_retention(async |retention| {
+        testkit::ledger_suite::run_retention(async |retention| {
             PostgresLedger::new(schemas.open().await, retention).prune_every(1)
         })
         .await;

@@ -16,19 +16,19 @@ async fn fresh(dirs: &mut Vec<TempDir>) -> SqliteDatabase {
 #[tokio::test]
 async fn sqlite_store_conforms() {
     let mut dirs = Vec::new();
-    testkit::store::run(async || SqliteStore::new(fresh(&mut dirs).await)).await;
+    testkit::store_suite::run(async || SqliteStore::new(fresh(&mut dirs).await)).await;
 }
 
 #[tokio::test]
 async fn sqlite_ledger_conforms() {
     let mut dirs = Vec::new();
-    testkit::ledger::run(async || SqliteLedger::new(fresh(&mut dirs).await, Default::default())).await;
+    testkit::ledger_suite::run(async || SqliteLedger::new(fresh(&mut dirs).await, Default::default())).await;
 }
 
 #[tokio::test]
 async fn sqlite_ledger_retention_conforms() {
     let mut dirs = Vec::new();
-    testkit::ledger::run_retention(async |retention| {
+    testkit::ledger_suite::run_retention(async |retention| {
         SqliteLedger::new(fresh(&mut dirs).await, retention).prune_every(1)
     })
     .await;
