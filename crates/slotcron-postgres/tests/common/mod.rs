@@ -5,6 +5,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use slotcron_postgres::PostgresDatabase;
@@ -17,6 +18,8 @@ pub fn database_url() -> String {
 #[derive(Default)]
 pub struct Schemas {
     names: Vec<String>,
+    /// Schemas named by others (the coordinator suite's namespaces).
+    adopted: Arc<Mutex<Vec<String>>>,
 }
 
 impl Schemas {
@@ -46,6 +49,11 @@ impl Schemas {
         client.query_one(&sql.replace("{schema}", &format!("\"{schema}\"")), &[]).await.unwrap().get(0)
     }
 
+    /// A list to which others add the names of schemas they create, dropped with these.
+    pub fn adopter(&self) -> Arc<Mutex<Vec<String>>> {
+        self.adopted.clone()
+    }
+
     /// The names of the schemas made so far.
     pub fn names(&self) -> &[String] {
         &self.names
@@ -64,7 +72,8 @@ pub async fn isolated(test: impl AsyncFnOnce(&mut Schemas)) {
     let mut schemas = Schemas::default();
     let result = AssertUnwindSafe(test(&mut schemas)).catch_unwind().await;
     let client = connect().await;
-    for name in &schemas.names {
+    let adopted = schemas.adopted.lock().unwrap().clone();
+    for name in schemas.names.iter().chain(&adopted) {
         client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE")).await.unwrap();
     }
     if let Err(panic) = result {

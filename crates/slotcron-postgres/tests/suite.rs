@@ -1,0 +1,62 @@
+//! The coordinator conformance suite (`slotcron::testkit`) against the real PostgreSQL
+//! server: each namespace the suite asks for is a schema of its own, dropped at the end.
+
+mod common;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use common::{Schemas, database_url, isolated};
+use slotcron::{Coordinator, testkit};
+use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+
+/// Coordinators in the schema named by the suite's namespace, each with its own pool (a
+/// replica of its own); the schemas are recorded in `made` to be dropped.
+fn factory(
+    made: Arc<Mutex<Vec<String>>>,
+) -> impl Fn(String) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Coordinator>>>> {
+    move |namespace| {
+        made.lock().unwrap().push(namespace.clone());
+        Box::pin(async move {
+            let database = PostgresDatabase::open(&database_url(), &namespace).await.unwrap();
+            Arc::new(PostgresCoordinator::new(database)) as Arc<dyn Coordinator>
+        })
+    }
+}
+
+#[tokio::test]
+async fn claim_contract() {
+    isolated(async |schemas: &mut Schemas| testkit::claim_contract(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn namespaces_are_isolated() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::namespaces_are_isolated(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn skewed_clocks() {
+    isolated(async |schemas: &mut Schemas| testkit::skewed_clocks(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn staggered_starts() {
+    isolated(async |schemas: &mut Schemas| testkit::staggered_starts(&factory(schemas.adopter())).await)
+        .await;
+}
+
+#[tokio::test]
+async fn racing_replicas() {
+    isolated(async |schemas: &mut Schemas| testkit::racing_replicas(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn one_shots_survive_restarts() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::one_shots_survive_restarts(&factory(schemas.adopter())).await
+    })
+    .await;
+}
