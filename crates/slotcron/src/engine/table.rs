@@ -140,7 +140,11 @@ impl Table {
         let resume_from = state.map(|s| s.last_trigger);
         let first = match kind {
             ScheduleKind::At(at) => Some(at),
-            ScheduleKind::After(delay) => now.checked_add(delay).ok(),
+            // Trigger instants carry millisecond precision, like their keys.
+            ScheduleKind::After(delay) => now
+                .checked_add(delay)
+                .ok()
+                .and_then(|at| Timestamp::from_millisecond(at.as_millisecond()).ok()),
             // A start-up run stands for the current slot and any missed before it.
             ScheduleKind::Interval { .. } if job.run_on_start => job.schedule.next_after(now),
             ScheduleKind::Interval { .. } | ScheduleKind::Recurring => {
@@ -230,5 +234,5 @@ impl Table {
 }
 
 fn exhausted(name: &str) {
-    tracing::info!(job = name, "schedule has no more fire times; the job leaves the queue");
+    tracing::info!(job = name, "no more fire times: the job leaves the queue once its last run is done");
 }

@@ -1,0 +1,135 @@
+//! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::table::Table;
+use super::{Scheduler, Settings, Shared};
+use crate::clock::{Clock, SystemClock};
+use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::ledger::{Ledger, MemoryLedger};
+use crate::store::{HandlerRegistry, MemoryStore, Store};
+
+/// Configures a [`Scheduler`].
+#[must_use]
+pub struct SchedulerBuilder {
+    clock: Arc<dyn Clock>,
+    coordinator: Arc<dyn Coordinator>,
+    ledger: Arc<dyn Ledger>,
+    store: Option<Arc<dyn Store>>,
+    instance: Option<String>,
+    settings: Settings,
+}
+
+impl Default for SchedulerBuilder {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            coordinator: Arc::new(InProcessCoordinator::new()),
+            ledger: Arc::new(MemoryLedger::default()),
+            store: None,
+            instance: None,
+            settings: Settings {
+                claim_timeout: Duration::from_secs(1),
+                slack: Duration::from_secs(5),
+                cancel_grace: Duration::from_secs(5),
+                shutdown_timeout: Duration::from_secs(30),
+                drain_on_shutdown: false,
+            },
+        }
+    }
+}
+
+impl SchedulerBuilder {
+    /// The clock to read and sleep on (default: [`SystemClock`]).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The coordinator that arbitrates claims (default: [`InProcessCoordinator`], i.e.
+    /// single-replica mode).
+    pub fn coordinator(mut self, coordinator: Arc<dyn Coordinator>) -> Self {
+        self.coordinator = coordinator;
+        self
+    }
+
+    /// Where run records go (default: a [`MemoryLedger`] of 10,000 records).
+    pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// Where job state and definitions are kept. Without one, definitions live in a
+    /// private [`MemoryStore`] and no per-trigger state is saved: nothing survives the
+    /// scheduler. Share a [`MemoryStore`] between schedulers to keep state in-process.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// This scheduler's instance id, in logs, ledger records and claims (default:
+    /// `slotcron-{pid}`).
+    pub fn instance(mut self, id: impl Into<String>) -> Self {
+        self.instance = Some(id.into());
+        self
+    }
+
+    /// How long a claim may take before the trigger is skipped as
+    /// `skipped-backend-unavailable` (default 1 s).
+    pub fn claim_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.claim_timeout = timeout;
+        self
+    }
+
+    /// The clock-skew tolerance added to every recurring claim's TTL (default 5 s).
+    pub fn slack(mut self, slack: Duration) -> Self {
+        self.settings.slack = slack;
+        self
+    }
+
+    /// How long a cancelled run (timed out, or at shutdown) may take to stop before its
+    /// future is dropped (default 5 s).
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.settings.cancel_grace = grace;
+        self
+    }
+
+    /// How long [`Scheduler::run`] waits for running handlers after it is cancelled,
+    /// before cancelling them and, after the cancel grace, dropping them (default 30 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.shutdown_timeout = timeout;
+        self
+    }
+
+    /// At shutdown, let running handlers finish (up to the shutdown timeout) instead of
+    /// cancelling them at once (default `false`).
+    pub fn drain_on_shutdown(mut self, drain: bool) -> Self {
+        self.settings.drain_on_shutdown = drain;
+        self
+    }
+
+    /// Builds the scheduler.
+    pub fn build(self) -> Scheduler {
+        let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
+        Scheduler {
+            shared: Arc::new(Shared {
+                clock: self.clock,
+                coordinator: self.coordinator,
+                ledger: self.ledger,
+                persist_state: self.store.is_some(),
+                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                instance: instance.into(),
+                settings: self.settings,
+                handlers: HandlerRegistry::default(),
+                restored: AtomicBool::new(false),
+                table: Mutex::new(Table::default()),
+                wake: Notify::new(),
+                running: AtomicBool::new(false),
+            }),
+        }
+    }
+}
