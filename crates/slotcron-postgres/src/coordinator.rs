@@ -3,18 +3,34 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
+use tokio_postgres::Row;
 
+use crate::claimant::{ClaimRow, Holder, Token, holder};
 use crate::codec;
+use crate::database::QueryError;
+use crate::error::chain;
 use crate::{DbError, PostgresDatabase};
 
 /// A [`Coordinator`] on a claims table, so a fleet with only PostgreSQL needs no Redis.
 ///
-/// A claim is one statement (one round trip): it inserts the row keyed by (job, trigger
-/// key) if absent — or replaces it if its expiry has passed — and, only if it did, bumps
-/// the job's fencing counter and returns the new token. Concurrent claims of one trigger
-/// serialize on the row's key, so exactly one wins. Expiry is measured on the server's
-/// clock (`now()`), so replicas' clocks do not matter; one-shot claims (no TTL) never
-/// expire. A claim whose reply never arrives is an error, never a win.
+/// A claim is one call of the schema's `claim_trigger` function (one round trip, one
+/// transaction): it inserts the row keyed by (job, trigger key) if absent — or takes it
+/// over if its expiry has passed — and, only if it did, bumps the job's fencing counter
+/// and returns the new token. Concurrent claims of one trigger serialize on the row's
+/// key, so exactly one wins. Expiry is measured on the server's clock (`now()`), so
+/// replicas' clocks do not matter; one-shot claims (no TTL) never expire. Claims are never
+/// released. The row keeps the claimant's instance, a random 64-bit token drawn for each
+/// claim, and the fencing token it won.
+///
+/// When the reply is lost (the connection closed or broke, the server ended the session,
+/// or no reply within the [response timeout](Self::response_timeout)) the claim may have
+/// committed. The coordinator drops that connection and reads the row back on another
+/// (waiting for a claim of the row still in progress): its own token and instance mean
+/// won (with the stored fencing token), another's mean lost, no row means the claim did
+/// not happen and it is made once more, with the same token, so that a first attempt
+/// still running on the server is found rather than lost to. If the row cannot be read,
+/// the claim fails and the scheduler skips the trigger (fail closed). An error reported
+/// by the server (severity `ERROR`) rolled the claim back: it is an error at once.
 ///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
@@ -22,27 +38,11 @@ use crate::{DbError, PostgresDatabase};
 pub struct PostgresCoordinator {
     database: PostgresDatabase,
     claim_sql: String,
+    read_back_sql: String,
     remove_expired_sql: String,
+    response_timeout: Option<Duration>,
     claims: AtomicU64,
 }
-
-/// The claim: insert-if-absent-or-expired, then the fencing counter of a won claim.
-const CLAIM: &str = "
-WITH won AS (
-    INSERT INTO {schema}.claim AS held (job, trigger_key, trigger_at, instance, claimed_at, expires_at)
-    VALUES ($1, $2, $3, $4, now(), now() + $5::bigint * interval '1 microsecond')
-    ON CONFLICT (job, trigger_key) DO UPDATE SET
-        trigger_at = EXCLUDED.trigger_at,
-        instance = EXCLUDED.instance,
-        claimed_at = EXCLUDED.claimed_at,
-        expires_at = EXCLUDED.expires_at
-    WHERE held.expires_at <= now()
-    RETURNING held.job
-)
-INSERT INTO {schema}.fencing AS counter (job, token)
-SELECT job, 1 FROM won
-ON CONFLICT (job) DO UPDATE SET token = counter.token + 1
-RETURNING counter.token";
 
 impl PostgresCoordinator {
     /// How many claims of this process between two removals of expired claims.
@@ -50,15 +50,34 @@ impl PostgresCoordinator {
     /// TTLs are capped at this (a thousand years): longer is forever in practice, and
     /// the server's `timestamptz` has an end.
     pub const MAX_TTL: Duration = Duration::from_secs(1_000 * 365 * 86_400);
+    /// How long a claim waits for each reply unless told otherwise: shorter than the
+    /// scheduler's default claim timeout (1 s), so a lost reply can still be read back.
+    pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
     /// The coordinator on `database`'s schema.
     pub fn new(database: PostgresDatabase) -> Self {
         Self {
-            claim_sql: database.sql(CLAIM),
+            claim_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6)"),
+            // FOR SHARE waits for a claim of the row still in progress, then reads it.
+            read_back_sql: database.sql(
+                "SELECT claimant_token, instance, fencing_token FROM {schema}.claim
+                 WHERE job = $1 AND trigger_key = $2 FOR SHARE",
+            ),
             remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
             database,
+            response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
             claims: AtomicU64::new(0),
         }
+    }
+
+    /// Bounds each wait of a claim for the server (preparing a statement on a new
+    /// connection, the claim's reply, the reply of the read-back after a lost reply) to
+    /// `timeout`; `Duration::ZERO` removes the bound, as `0` does for PostgreSQL's own
+    /// `statement_timeout`. Default [`Self::DEFAULT_RESPONSE_TIMEOUT`]. Keep it below the
+    /// scheduler's claim timeout, which drops a claim without reading it back.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = (!timeout.is_zero()).then_some(timeout);
+        self
     }
 
     /// Removes the claims whose expiry has passed (they could be taken over anyway);
@@ -80,6 +99,49 @@ impl PostgresCoordinator {
             }
         });
     }
+
+    /// Makes the claim once: `Some(fencing token)` when won, `None` when taken.
+    async fn try_claim(
+        &self,
+        claim: &Claim<'_>,
+        trigger: &SystemTime,
+        ttl_us: &Option<i64>,
+        token: Token,
+    ) -> Result<Option<u64>, QueryError> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&claim.job, &claim.key, trigger, &claim.instance, ttl_us, &token.column()];
+        let rows = self.database.query_within(&self.claim_sql, &params, self.response_timeout).await?;
+        // One row: the fencing token, or NULL. Anything else is a reply not understood.
+        let fencing_token = match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
+            Some(Ok(fencing_token)) => fencing_token,
+            Some(Err(e)) => return Err(QueryError::OutcomeUnknown(self.error(chain(&e)))),
+            None => return Err(QueryError::OutcomeUnknown(self.error("no row in the reply".to_owned()))),
+        };
+        Ok(fencing_token.map(|token| token as u64))
+    }
+
+    /// Who holds the claim's row now.
+    async fn read_holder(&self, claim: &Claim<'_>, token: Token) -> Result<Holder, DbError> {
+        let rows = self
+            .database
+            .query_within(&self.read_back_sql, &[&claim.job, &claim.key], self.response_timeout)
+            .await
+            .map_err(QueryError::into_cause)?;
+        let row = rows.first().map(claim_row).transpose().map_err(|e| self.error(chain(&e)))?;
+        Ok(holder(row.as_ref(), token, claim.instance))
+    }
+
+    fn error(&self, cause: String) -> DbError {
+        DbError { url: self.database.url().to_owned(), cause }
+    }
+}
+
+fn claim_row(row: &Row) -> Result<ClaimRow, tokio_postgres::Error> {
+    Ok(ClaimRow {
+        claimant_token: row.try_get(0)?,
+        instance: row.try_get(1)?,
+        fencing_token: row.try_get(2)?,
+    })
 }
 
 #[async_trait]
@@ -87,22 +149,40 @@ impl Coordinator for PostgresCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError)?;
         let ttl_us = claim.ttl.map(|ttl| ttl.min(Self::MAX_TTL).as_micros() as i64);
-        let rows = self
-            .database
-            .query(&self.claim_sql, &[&claim.job, &claim.key, &trigger, &claim.instance, &ttl_us])
-            .await
-            .map_err(CoordinatorError::new)?;
+        let token =
+            Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
         if self.claims.fetch_add(1, Ordering::Relaxed) % Self::REMOVE_EXPIRED_EVERY
             == Self::REMOVE_EXPIRED_EVERY - 1
         {
             self.remove_expired_in_background();
         }
-        match rows.first() {
-            Some(row) => {
-                let token: i64 = row.try_get(0).map_err(CoordinatorError::new)?;
-                Ok(ClaimOutcome::Won { fencing_token: token as u64 })
+        let key = claim.key;
+        let mut tried_again = false;
+        loop {
+            let lost_reply = match self.try_claim(claim, &trigger, &ttl_us, token).await {
+                Ok(Some(fencing_token)) => return Ok(ClaimOutcome::Won { fencing_token }),
+                Ok(None) => return Ok(ClaimOutcome::Lost),
+                Err(QueryError::NotApplied(e)) => return Err(CoordinatorError::new(e)),
+                Err(QueryError::OutcomeUnknown(e)) => e,
+            };
+            let read = self.read_holder(claim, token).await.map_err(|e| {
+                CoordinatorError::new(format!(
+                    "{}: claim of {key}: outcome unknown after \"{}\", and reading it back failed: {}",
+                    e.url, lost_reply.cause, e.cause
+                ))
+            })?;
+            tracing::warn!(%key, %token, ?read, "claim reply lost ({}); read the claim back", lost_reply.cause);
+            match read {
+                Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
+                Holder::Other => return Ok(ClaimOutcome::Lost),
+                Holder::Nobody if !tried_again => tried_again = true,
+                Holder::Nobody => {
+                    return Err(CoordinatorError::new(format!(
+                        "{}: claim of {key} failed twice: {}; the row was never written",
+                        lost_reply.url, lost_reply.cause
+                    )));
+                }
             }
-            None => Ok(ClaimOutcome::Lost),
         }
     }
 

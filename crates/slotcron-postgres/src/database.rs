@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
@@ -118,6 +119,43 @@ impl PostgresDatabase {
         client.execute(&statement, params).await.map_err(|e| self.error(&e))
     }
 
+    /// Runs `sql` (cached as [`Self::query`] does) and, when it fails, tells whether it
+    /// can have changed anything. With `timeout`, preparing it and waiting for its reply
+    /// each stop after that long.
+    ///
+    /// A failure that leaves the outcome unknown — the connection closed or broke, the
+    /// reply was garbled, the server ended the session (`FATAL`), or no reply came within
+    /// `timeout` — also removes the connection from the pool, so the next statement runs
+    /// on another one.
+    pub(crate) async fn query_within(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Row>, QueryError> {
+        let client = self.client().await.map_err(QueryError::NotApplied)?;
+        let statement = match within(timeout, client.prepare_cached(sql)).await {
+            Some(Ok(statement)) => statement,
+            Some(Err(e)) => return Err(QueryError::NotApplied(self.error(&e))),
+            None => {
+                drop(Object::take(client));
+                return Err(QueryError::NotApplied(self.no_reply(timeout)));
+            }
+        };
+        match within(timeout, client.query(&statement, params)).await {
+            Some(Ok(rows)) => Ok(rows),
+            Some(Err(e)) if rolled_back(&e) => Err(QueryError::NotApplied(self.error(&e))),
+            Some(Err(e)) => {
+                drop(Object::take(client));
+                Err(QueryError::OutcomeUnknown(self.error(&e)))
+            }
+            None => {
+                drop(Object::take(client));
+                Err(QueryError::OutcomeUnknown(self.no_reply(timeout)))
+            }
+        }
+    }
+
     async fn client(&self) -> Result<Object, DbError> {
         self.inner
             .pool
@@ -129,6 +167,45 @@ impl PostgresDatabase {
     fn error(&self, error: &tokio_postgres::Error) -> DbError {
         DbError { url: self.inner.url.clone(), cause: chain(error) }
     }
+
+    fn no_reply(&self, timeout: Option<Duration>) -> DbError {
+        DbError { url: self.inner.url.clone(), cause: format!("no reply within {timeout:?}") }
+    }
+}
+
+/// How a statement run by [`PostgresDatabase::query_within`] failed.
+#[derive(Debug)]
+pub(crate) enum QueryError {
+    /// It changed nothing: no connection, a failure before it was sent, or an error
+    /// reported by the server (which rolls the statement's transaction back).
+    NotApplied(DbError),
+    /// It was sent but its reply was lost: it may have committed.
+    OutcomeUnknown(DbError),
+}
+
+impl QueryError {
+    /// The failure, whichever it was.
+    pub(crate) fn into_cause(self) -> DbError {
+        match self {
+            Self::NotApplied(e) | Self::OutcomeUnknown(e) => e,
+        }
+    }
+}
+
+/// `future`'s output, or `None` if `timeout` passed first.
+async fn within<F: Future>(timeout: Option<Duration>, future: F) -> Option<F::Output> {
+    match timeout {
+        Some(timeout) => tokio::time::timeout(timeout, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// Whether the server answered with an error (severity `ERROR`): the statement failed and
+/// its transaction (here, the statement's own) rolled back. A `FATAL` or `PANIC` ends the
+/// session and can come after the commit; other failures mean the reply never arrived
+/// whole.
+fn rolled_back(error: &tokio_postgres::Error) -> bool {
+    error.as_db_error().is_some_and(|e| matches!(e.parsed_severity(), Some(Severity::Error)))
 }
 
 fn valid_schema(name: &str) -> bool {

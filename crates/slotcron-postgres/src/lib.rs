@@ -24,6 +24,7 @@
 //! The schema is versioned (`schema_version` table) and migrated forward on open; a
 //! schema written by a newer release is refused, never changed.
 
+mod claimant;
 mod codec;
 mod coordinator;
 mod database;

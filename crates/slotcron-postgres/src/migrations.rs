@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -57,6 +57,55 @@ CREATE TABLE {schema}.fencing (
     job   text PRIMARY KEY,
     token bigint NOT NULL
 );
+";
+
+/// Claims that a claimant whose reply was lost can recognise: each row keeps the random
+/// token of the claim that made it and the fencing token it won, and claims are made by
+/// one function call (one round trip), which can write the fencing token into the row it
+/// has just claimed — a single statement cannot change a row it inserted.
+const V2: &str = "
+-- NULL in rows of version 1: such a claim is nobody's that reads it back.
+ALTER TABLE {schema}.claim ADD COLUMN claimant_token bigint, ADD COLUMN fencing_token bigint;
+
+-- Claims a trigger: inserts its row if absent, or takes over a row whose expiry has
+-- passed, then takes the job's next fencing token and keeps it in the row. Returns the
+-- fencing token when won, NULL when another claim holds the trigger. A claim made again
+-- with the same token and instance (after a lost reply) that finds its own row returns
+-- that row's fencing token: if the first attempt is still running, the second waits for
+-- it on the row and then finds it. p_ttl_us NULL: the claim never expires.
+CREATE FUNCTION {schema}.claim_trigger(
+    p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
+    p_ttl_us bigint, p_claimant_token bigint
+) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    won bigint;
+BEGIN
+    INSERT INTO {schema}.claim AS held
+        (job, trigger_key, trigger_at, instance, claimed_at, expires_at, claimant_token)
+    VALUES (p_job, p_trigger_key, p_trigger_at, p_instance, now(),
+            now() + p_ttl_us * interval '1 microsecond', p_claimant_token)
+    ON CONFLICT (job, trigger_key) DO UPDATE SET
+        trigger_at = EXCLUDED.trigger_at,
+        instance = EXCLUDED.instance,
+        claimed_at = EXCLUDED.claimed_at,
+        expires_at = EXCLUDED.expires_at,
+        claimant_token = EXCLUDED.claimant_token,
+        fencing_token = NULL
+    WHERE held.expires_at <= now();
+    IF NOT FOUND THEN
+        SELECT fencing_token INTO won FROM {schema}.claim
+        WHERE job = p_job AND trigger_key = p_trigger_key
+          AND claimant_token = p_claimant_token AND instance = p_instance;
+        RETURN won;
+    END IF;
+    INSERT INTO {schema}.fencing AS counter (job, token) VALUES (p_job, 1)
+    ON CONFLICT (job) DO UPDATE SET token = counter.token + 1
+    RETURNING token INTO won;
+    UPDATE {schema}.claim SET fencing_token = won
+    WHERE job = p_job AND trigger_key = p_trigger_key;
+    RETURN won;
+END
+$$;
 ";
 
 /// The newest schema version this release knows.

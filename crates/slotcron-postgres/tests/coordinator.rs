@@ -160,6 +160,10 @@ async fn a_claim_that_fails_is_an_error_never_a_win() {
         let err = coordinator.claim(&claim).await.unwrap_err().to_string();
         assert!(err.starts_with("postgres://postgres@"), "{err}");
         assert!(err.ends_with(&format!("relation \"{schema}.fencing\" does not exist")), "{err}");
+        // An error from the server rolled the claim back: nothing to read back.
+        assert!(!err.contains("outcome unknown"), "{err}");
+        let rows = "SELECT count(*) FROM {schema}.claim";
+        assert_eq!(schemas.scalar(&schema, rows).await, 0, "the claim was rolled back");
     })
     .await;
 }

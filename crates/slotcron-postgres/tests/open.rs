@@ -3,9 +3,11 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Schemas, database_url, isolated};
-use slotcron::{JobState, Outcome, Store};
-use slotcron_postgres::{OpenError, PostgresDatabase, PostgresStore};
+use slotcron::{Claim, ClaimOutcome, Coordinator, JobState, Ledger, LedgerQuery, Outcome, Store};
+use slotcron_postgres::{OpenError, PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresStore};
 
 /// A local port nobody listens on.
 fn closed_port() -> u16 {
@@ -96,7 +98,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (1); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (2); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -104,6 +106,49 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         let version = "SELECT version::bigint FROM {schema}.schema_version";
         assert_eq!(schemas.scalar(&schema, version).await, 99, "the version is untouched");
         assert_eq!(store.load_states().await.unwrap()["tick"], state, "the state is untouched");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_claims() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        // Version 1 as the previous release wrote it (see the file's header).
+        let fixture = include_str!("data/schema_v1.sql").replace("slotcron_v1_fixture", &schema);
+        schemas.execute(&schema, &fixture).await;
+        let version = "SELECT version::bigint FROM {schema}.schema_version";
+        assert_eq!(schemas.scalar(&schema, version).await, 1);
+
+        let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
+        assert_eq!(schemas.scalar(&schema, version).await, 2);
+        let tick_state = JobState {
+            last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
+            last_outcome: Some(Outcome::Succeeded),
+            one_shot_done: false,
+        };
+        assert_eq!(PostgresStore::new(database.clone()).load_states().await.unwrap()["tick"], tick_state);
+        let ledger = PostgresLedger::new(database.clone(), Default::default());
+        let runs =
+            ledger.query(&LedgerQuery { job: Some("tick".into()), ..Default::default() }).await.unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!((&*runs[0].instance, runs[0].fencing_token), ("old-replica", Some(2)));
+
+        // The old release's claims still hold, and fencing tokens go on from its counter.
+        let coordinator = PostgresCoordinator::new(database);
+        let claim = async |job: &str, key: &str, trigger: &str, ttl: Option<Duration>| {
+            let trigger = trigger.parse().unwrap();
+            coordinator.claim(&Claim { job, trigger, key, instance: "new-replica", ttl }).await.unwrap()
+        };
+        let minute = Some(Duration::from_secs(60));
+        let (at, next) = ("2024-05-17T00:01:00Z", "2024-05-17T00:02:00Z");
+        assert_eq!(claim("tick", "tick:2024-05-17T00:01:00Z", at, minute).await, ClaimOutcome::Lost);
+        assert_eq!(claim("migrate", "migrate", at, None).await, ClaimOutcome::Lost);
+        let won = claim("tick", "tick:2024-05-17T00:02:00Z", next, minute).await;
+        assert_eq!(won, ClaimOutcome::Won { fencing_token: 3 });
+        let recorded = "SELECT count(*) FROM {schema}.claim WHERE instance = 'new-replica'
+                        AND claimant_token IS NOT NULL AND fencing_token = 3";
+        assert_eq!(schemas.scalar(&schema, recorded).await, 1, "the new claim keeps its tokens");
     })
     .await;
 }
