@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,7 +62,8 @@ impl Schemas {
     }
 }
 
-async fn connect() -> tokio_postgres::Client {
+/// A connection of its own to [`database_url`].
+pub async fn connect() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     client
