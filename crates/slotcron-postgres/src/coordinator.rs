@@ -74,7 +74,8 @@ impl PostgresCoordinator {
     /// connection, the claim's reply, the reply of the read-back after a lost reply) to
     /// `timeout`; `Duration::ZERO` removes the bound, as `0` does for PostgreSQL's own
     /// `statement_timeout`. Default [`Self::DEFAULT_RESPONSE_TIMEOUT`]. Keep it below the
-    /// scheduler's claim timeout, which drops a claim without reading it back.
+    /// scheduler's claim timeout, which drops a claim without reading it back. Opening a
+    /// connection is bounded by [`PostgresDatabase::CONNECT_TIMEOUT`] instead.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = (!timeout.is_zero()).then_some(timeout);
         self

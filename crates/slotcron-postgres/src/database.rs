@@ -135,23 +135,23 @@ impl PostgresDatabase {
     ) -> Result<Vec<Row>, QueryError> {
         let client = self.client().await.map_err(QueryError::NotApplied)?;
         let statement = match within(timeout, client.prepare_cached(sql)).await {
-            Some(Ok(statement)) => statement,
-            Some(Err(e)) => return Err(QueryError::NotApplied(self.error(&e))),
-            None => {
+            Ok(Ok(statement)) => statement,
+            Ok(Err(e)) => return Err(QueryError::NotApplied(self.error(&e))),
+            Err(elapsed) => {
                 drop(Object::take(client));
-                return Err(QueryError::NotApplied(self.no_reply(timeout)));
+                return Err(QueryError::NotApplied(self.no_reply(elapsed)));
             }
         };
         match within(timeout, client.query(&statement, params)).await {
-            Some(Ok(rows)) => Ok(rows),
-            Some(Err(e)) if rolled_back(&e) => Err(QueryError::NotApplied(self.error(&e))),
-            Some(Err(e)) => {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) if rolled_back(&e) => Err(QueryError::NotApplied(self.error(&e))),
+            Ok(Err(e)) => {
                 drop(Object::take(client));
                 Err(QueryError::OutcomeUnknown(self.error(&e)))
             }
-            None => {
+            Err(elapsed) => {
                 drop(Object::take(client));
-                Err(QueryError::OutcomeUnknown(self.no_reply(timeout)))
+                Err(QueryError::OutcomeUnknown(self.no_reply(elapsed)))
             }
         }
     }
@@ -168,7 +168,7 @@ impl PostgresDatabase {
         DbError { url: self.inner.url.clone(), cause: chain(error) }
     }
 
-    fn no_reply(&self, timeout: Option<Duration>) -> DbError {
+    fn no_reply(&self, timeout: Duration) -> DbError {
         DbError { url: self.inner.url.clone(), cause: format!("no reply within {timeout:?}") }
     }
 }
@@ -192,18 +192,18 @@ impl QueryError {
     }
 }
 
-/// `future`'s output, or `None` if `timeout` passed first.
-async fn within<F: Future>(timeout: Option<Duration>, future: F) -> Option<F::Output> {
+/// `future`'s output, or the `timeout` that passed first.
+async fn within<F: Future>(timeout: Option<Duration>, future: F) -> Result<F::Output, Duration> {
     match timeout {
-        Some(timeout) => tokio::time::timeout(timeout, future).await.ok(),
-        None => Some(future.await),
+        Some(timeout) => tokio::time::timeout(timeout, future).await.map_err(|_| timeout),
+        None => Ok(future.await),
     }
 }
 
 /// Whether the server answered with an error (severity `ERROR`): the statement failed and
 /// its transaction (here, the statement's own) rolled back. A `FATAL` or `PANIC` ends the
-/// session and can come after the commit; other failures mean the reply never arrived
-/// whole.
+/// session and can come after the commit; any other failure is taken as unknown too (most
+/// mean that the reply never arrived whole).
 fn rolled_back(error: &tokio_postgres::Error) -> bool {
     error.as_db_error().is_some_and(|e| matches!(e.parsed_severity(), Some(Severity::Error)))
 }
