@@ -12,6 +12,7 @@
 //!   ORed otherwise (Vixie cron);
 //! - DST as cronie does it, see [`CronSchedule`].
 
+mod calendar;
 mod error;
 mod parse;
 mod search;
@@ -152,6 +153,7 @@ impl Schedule for CronSchedule {
     fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
         let spec = match &self.repr {
             Repr::Every(interval) => return interval.next_after(after),
+            Repr::Fields(spec) if spec.never => return None,
             Repr::Fields(spec) => spec,
         };
         // Fire times are whole seconds: search from the first whole second after `after`.

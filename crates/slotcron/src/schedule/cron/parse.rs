@@ -25,10 +25,6 @@ const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 /// Days in each month, counting February as 29 (for the impossible-day check).
 const MAX_DAYS: [u8; 13] = [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-const FIVE: [Field; 5] = [Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
-const SIX: [Field; 6] =
-    [Field::Second, Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
-
 pub(super) fn parse(expression: &str) -> Result<Parsed, CronError> {
     Parser { expression }.parse()
 }
@@ -45,7 +41,7 @@ struct Text<'a> {
     at: usize,
 }
 
-impl Text<'_> {
+impl<'a> Text<'a> {
     fn span(&self) -> Range<usize> {
         self.at..self.at + self.text.len()
     }
@@ -55,57 +51,82 @@ impl Text<'_> {
     }
 }
 
-impl<'a> Parser<'a> {
-    fn error(&self, field: Option<Field>, span: Range<usize>, kind: CronErrorKind) -> CronError {
-        CronError::new(field, self.expression, span, kind)
-    }
+/// The fields of an expression, split at runs of white space, with their byte offsets;
+/// the count goes on past the seven kept.
+struct Tokens<'a> {
+    kept: [(&'a str, usize); 7],
+    count: usize,
+}
 
-    fn parse(&self) -> Result<Parsed, CronError> {
-        let tokens = self.tokens();
-        let Some(&(first, first_at)) = tokens.first() else {
-            return Err(self.error(None, 0..0, CronErrorKind::Empty));
-        };
-        if first.starts_with('@') {
-            return self.descriptor(first, first_at, &tokens);
-        }
-        let fields: &[Field] = match tokens.len() {
-            5 => &FIVE,
-            6 => &SIX,
-            n => {
-                return Err(self.error(None, 0..self.expression.len(), CronErrorKind::FieldCount(n)));
-            }
-        };
-        let texts: Vec<Text<'_>> =
-            fields.iter().zip(&tokens).map(|(&field, &(text, at))| Text { field, text, at }).collect();
-        self.fields(&texts).map(Parsed::Fields)
-    }
-
-    /// The fields, split at runs of spaces and tabs, with their byte offsets.
-    fn tokens(&self) -> Vec<(&'a str, usize)> {
-        let mut tokens = Vec::with_capacity(6);
+impl<'a> Tokens<'a> {
+    fn split(expression: &'a str) -> Self {
+        let mut tokens = Self { kept: [("", 0); 7], count: 0 };
         let mut start = None;
-        for (i, c) in self.expression.char_indices() {
-            let separator = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        for (i, c) in expression.char_indices().chain([(expression.len(), ' ')]) {
+            let separator = matches!(c, ' ' | '\t' | '\n' | '\r');
             match (separator, start) {
                 (true, Some(s)) => {
-                    tokens.push((&self.expression[s..i], s));
+                    if let Some(slot) = tokens.kept.get_mut(tokens.count) {
+                        *slot = (&expression[s..i], s);
+                    }
+                    tokens.count += 1;
                     start = None;
                 }
                 (false, None) => start = Some(i),
                 _ => {}
             }
         }
-        if let Some(s) = start {
-            tokens.push((&self.expression[s..], s));
-        }
         tokens
     }
 
-    fn descriptor(&self, name: &str, at: usize, tokens: &[(&str, usize)]) -> Result<Parsed, CronError> {
+    /// The kept tokens.
+    fn kept(&self) -> &[(&'a str, usize)] {
+        &self.kept[..self.count.min(self.kept.len())]
+    }
+}
+
+impl<'a> Parser<'a> {
+    fn error(&self, field: Option<Field>, span: Range<usize>, kind: CronErrorKind) -> CronError {
+        CronError::new(field, self.expression, span, kind)
+    }
+
+    fn parse(&self) -> Result<Parsed, CronError> {
+        let tokens = Tokens::split(self.expression);
+        let Some(&(first, first_at)) = tokens.kept().first() else {
+            return Err(self.error(None, 0..0, CronErrorKind::Empty));
+        };
+        if first.starts_with('@') {
+            return self.descriptor(first, first_at, &tokens);
+        }
+        let text = |field, (text, at): (&'a str, usize)| Text { field, text, at };
+        let (second, rest) = match (tokens.count, tokens.kept()) {
+            (6, [second, rest @ ..]) => (Some(text(Field::Second, *second)), rest),
+            (_, rest) => (None, rest),
+        };
+        let &[minute, hour, dom, month, dow] = rest else {
+            // Point at the first field too many, or at the whole expression.
+            let end = self.expression.trim_end().len();
+            let span = match tokens.count {
+                7.. => tokens.kept[6].1..end,
+                _ => 0..end,
+            };
+            return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.count)));
+        };
+        let fields = [
+            text(Field::Minute, minute),
+            text(Field::Hour, hour),
+            text(Field::DayOfMonth, dom),
+            text(Field::Month, month),
+            text(Field::DayOfWeek, dow),
+        ];
+        self.fields(second, fields).map(Parsed::Fields)
+    }
+
+    fn descriptor(&self, name: &str, at: usize, tokens: &Tokens<'_>) -> Result<Parsed, CronError> {
         let span = at..at + name.len();
         let lower = name.to_ascii_lowercase();
         if lower == "@every" {
-            return self.every(tokens, span);
+            return self.every(tokens.kept(), span);
         }
         let expansion = match lower.as_str() {
             "@yearly" | "@annually" => "0 0 1 1 *",
@@ -118,9 +139,9 @@ impl<'a> Parser<'a> {
                 return Err(self.error(None, span, CronErrorKind::UnknownDescriptor(name.to_owned())));
             }
         };
-        if let Some(&(extra, extra_at)) = tokens.get(1) {
-            let span = extra_at..extra_at + extra.len();
-            return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.len())));
+        if let Some(&(_, extra_at)) = tokens.kept().get(1) {
+            let span = extra_at..self.expression.trim_end().len();
+            return Err(self.error(None, span, CronErrorKind::AfterDescriptor(lower)));
         }
         Parser { expression: expansion }.parse()
     }
@@ -144,30 +165,33 @@ impl<'a> Parser<'a> {
         Ok(Parsed::Every(interval))
     }
 
-    fn fields(&self, texts: &[Text<'_>]) -> Result<Spec, CronError> {
-        let [.., minute, hour, dom, month, dow] = texts else { unreachable!("5 or 6 fields") };
-        let seconds = match texts.len() {
-            6 => self.plain(&texts[0])?,
-            _ => 1,
+    /// The five (or, with `second`, six) fields, checked from left to right.
+    fn fields(&self, second: Option<Text<'_>>, texts: [Text<'_>; 5]) -> Result<Spec, CronError> {
+        let [minute, hour, dom, month, dow] = texts;
+        let seconds = match &second {
+            Some(second) => self.plain(second)?,
+            None => 1,
         };
-        let days = self.days(dom, dow)?;
-        let spec = Spec {
-            seconds,
-            minutes: self.plain(minute)?,
-            hours: self.plain(hour)?,
-            months: self.plain(month)?,
-            days,
-            fixed_time: texts[..texts.len() - 3].iter().all(|t| !t.starts_with_star()),
-        };
-        self.check_possible_day(&spec, dom)?;
-        Ok(spec)
+        let minutes = self.plain(&minute)?;
+        let hours = self.plain(&hour)?;
+        let mut days =
+            DayRule { and: dom.starts_with_star() || dow.starts_with_star(), ..DayRule::default() };
+        self.day_of_month(&mut days, &dom)?;
+        let months = self.plain(&month)?;
+        self.day_of_week(&mut days, &dow)?;
+        self.check_possible_day(&days, months, &dom)?;
+        let fixed_time = second.iter().chain([&minute, &hour]).all(|t| !t.starts_with_star());
+        Ok(Spec::new(seconds, minutes, hours, months, days, fixed_time))
     }
 
     /// A field without special forms: a list of values, ranges and steps.
     fn plain(&self, text: &Text<'_>) -> Result<u64, CronError> {
         let mut bits = 0;
-        for (item, at) in self.items(text)? {
-            if text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w', '#']) {
+        for item in self.items(text) {
+            let (item, at) = item?;
+            if text.field != Field::DayOfWeek && item.contains('#')
+                || text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w'])
+            {
                 let kind = CronErrorKind::BadSpecial("L, W and # are allowed only in the day fields");
                 return Err(self.error(Some(text.field), at..at + item.len(), kind));
             }
@@ -176,27 +200,28 @@ impl<'a> Parser<'a> {
         Ok(bits)
     }
 
-    /// The comma-separated items of a field with their offsets; `?` checked here.
-    fn items<'t>(&self, text: &Text<'t>) -> Result<Vec<(&'t str, usize)>, CronError> {
-        let mut items = Vec::new();
+    /// The comma-separated items of a field with their offsets; empty items and `?`
+    /// are errors.
+    fn items<'t>(&self, text: &Text<'t>) -> impl Iterator<Item = Result<(&'t str, usize), CronError>> {
         let mut at = text.at;
-        for item in text.text.split(',') {
+        let field = Some(text.field);
+        text.text.split(',').map(move |item| {
             let span = at..at + item.len();
+            at = span.end + 1;
             if item.is_empty() {
-                return Err(self.error(Some(text.field), text.span(), CronErrorKind::EmptyItem));
+                // Point at the comma (or at the field when it is empty).
+                let comma = span.start.saturating_sub(1).max(text.at)..span.start.max(text.at + 1);
+                return Err(self.error(field, comma, CronErrorKind::EmptyItem));
             }
             if item.contains('?') {
-                return Err(self.error(Some(text.field), span, CronErrorKind::MisplacedQuestionMark));
+                return Err(self.error(field, span, CronErrorKind::MisplacedQuestionMark));
             }
-            items.push((item, at));
-            at = span.end + 1;
-        }
-        Ok(items)
+            Ok((item, span.start))
+        })
     }
 
     /// `*`, `a`, `a-b`, each optionally with `/n`, as a bit set of raw values.
     fn range_item(&self, field: Field, item: &str, at: usize) -> Result<u64, CronError> {
-        let error = |kind| self.error(Some(field), at..at + item.len(), kind);
         let (min, max) = field.range();
         let (base, step) = match item.split_once('/') {
             Some((base, step)) => (base, Some(step)),
@@ -206,12 +231,13 @@ impl<'a> Parser<'a> {
             (min, max)
         } else if let Some((a, b)) = base.split_once('-') {
             if a.is_empty() || b.is_empty() || b.contains('-') {
-                return Err(error(CronErrorKind::BadRange));
+                return Err(self.error(Some(field), at..at + base.len(), CronErrorKind::BadRange));
             }
             let start = self.value(field, a, at)?;
             let end = self.value(field, b, at + a.len() + 1)?;
             if start > end {
-                return Err(error(CronErrorKind::ReversedRange { start, end }));
+                let kind = CronErrorKind::ReversedRange { start, end };
+                return Err(self.error(Some(field), at..at + base.len(), kind));
             }
             (start, end)
         } else {
@@ -221,15 +247,18 @@ impl<'a> Parser<'a> {
         };
         let step = match step {
             None => 1,
-            Some(step) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(step) => {
+                let span = at + base.len() + 1..at + item.len();
+                if step.is_empty() || !step.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(self.error(Some(field), span, CronErrorKind::BadStep));
+                }
                 match saturating_number(step) {
-                    0 => return Err(error(CronErrorKind::StepZero)),
-                    n => n,
+                    0 => return Err(self.error(Some(field), span, CronErrorKind::StepZero)),
+                    n => n as usize,
                 }
             }
-            Some(_) => return Err(error(CronErrorKind::BadStep)),
         };
-        Ok((u32::from(start)..=u32::from(end)).step_by(step as usize).fold(0, |bits, v| bits | 1 << v))
+        Ok((start..=end).step_by(step).fold(0, |bits, v| bits | 1 << v))
     }
 
     /// A number or a name, checked against the field's range.
@@ -248,18 +277,15 @@ impl<'a> Parser<'a> {
             Field::DayOfWeek => &DAYS,
             _ => &[],
         };
-        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphabetic()) {
-            let upper = text.to_ascii_uppercase();
-            if let Some(i) = names.iter().position(|n| *n == upper) {
-                // Months count from 1, days from 0 (SUN).
-                return Ok(i as u8 + min);
-            }
-            if MONTHS.contains(&upper.as_str()) || DAYS.contains(&upper.as_str()) {
-                return Err(error(CronErrorKind::NameInWrongField(upper)));
-            }
-            if !names.is_empty() {
-                return Err(error(CronErrorKind::UnknownName(text.to_owned())));
-            }
+        if let Some(i) = names.iter().position(|name| name.eq_ignore_ascii_case(text)) {
+            // Months count from 1, days from 0 (SUN).
+            return Ok(i as u8 + min);
+        }
+        if MONTHS.iter().chain(&DAYS).any(|name| name.eq_ignore_ascii_case(text)) {
+            return Err(error(CronErrorKind::NameInWrongField(text.to_ascii_uppercase())));
+        }
+        if !names.is_empty() && !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(error(CronErrorKind::UnknownName(text.to_owned())));
         }
         let names = match field {
             Field::Month => ", or a name (JAN-DEC)",
@@ -269,50 +295,52 @@ impl<'a> Parser<'a> {
         Err(error(CronErrorKind::NotANumber { names }))
     }
 
-    fn days(&self, dom: &Text<'_>, dow: &Text<'_>) -> Result<DayRule, CronError> {
-        let mut rule =
-            DayRule { and: dom.starts_with_star() || dow.starts_with_star(), ..DayRule::default() };
+    fn day_of_month(&self, rule: &mut DayRule, dom: &Text<'_>) -> Result<(), CronError> {
         if dom.text == "?" {
             rule.dom = self.range_item(Field::DayOfMonth, "*", dom.at)?;
-        } else {
-            for (item, at) in self.items(dom)? {
-                self.dom_item(&mut rule, item, at)?;
-            }
+            return Ok(());
         }
+        for item in self.items(dom) {
+            let (item, at) = item?;
+            self.dom_item(rule, item, at)?;
+        }
+        Ok(())
+    }
+
+    fn day_of_week(&self, rule: &mut DayRule, dow: &Text<'_>) -> Result<(), CronError> {
         if dow.text == "?" {
             rule.dow = 0x7F;
-        } else {
-            for (item, at) in self.items(dow)? {
-                self.dow_item(&mut rule, item, at)?;
-            }
+            return Ok(());
         }
-        Ok(rule)
+        for item in self.items(dow) {
+            let (item, at) = item?;
+            self.dow_item(rule, item, at)?;
+        }
+        Ok(())
     }
 
     fn dom_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
             self.error(Some(Field::DayOfMonth), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
-        let upper = item.to_ascii_uppercase();
-        match upper.as_str() {
-            "L" => rule.last_day = true,
-            "LW" => rule.last_weekday = true,
-            u if u.starts_with('L') => {
+        if item.eq_ignore_ascii_case("L") {
+            rule.last_day = true;
+        } else if item.eq_ignore_ascii_case("LW") {
+            rule.last_weekday = true;
+        } else if item.starts_with(['L', 'l']) {
+            return Err(special(
+                "only L (last day) and LW (last weekday) start with L; offsets such as L-2 are not supported",
+            ));
+        } else if let Some(day) = item.strip_suffix(['W', 'w']) {
+            if day.is_empty() || !day.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(special(
-                    "only L (last day) and LW (last weekday) start with L; offsets such as L-2 are not supported",
+                    "W follows a single day number (nW, e.g. 15W); ranges, steps and lists within W are not supported",
                 ));
             }
-            u if u.ends_with('W') => {
-                let day = &item[..item.len() - 1];
-                if day.is_empty() || !day.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(special(
-                        "W follows a single day number (nW, e.g. 15W); ranges and steps with W are not supported",
-                    ));
-                }
-                let day = self.value(Field::DayOfMonth, day, at)?;
-                rule.nearest_weekday |= 1 << day;
-            }
-            _ => rule.dom |= self.range_item(Field::DayOfMonth, item, at)?,
+            let day = self.value(Field::DayOfMonth, day, at)?;
+            rule.nearest_weekday |= 1 << day;
+        } else {
+            rule.dom |= self.range_item(Field::DayOfMonth, item, at)?;
         }
         Ok(())
     }
@@ -323,10 +351,15 @@ impl<'a> Parser<'a> {
         };
         if let Some((weekday, nth)) = item.split_once('#') {
             let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
-            if nth.len() != 1 || !matches!(nth.as_bytes()[0], b'1'..=b'5') {
-                return Err(special("in w#k, k counts the weeks of the month: 1 to 5"));
-            }
-            rule.nth[weekday as usize] |= 1 << (nth.as_bytes()[0] - b'0');
+            let k = match nth.as_bytes() {
+                [k @ b'1'..=b'5'] => k - b'0',
+                _ => {
+                    let span = at + item.len() - nth.len()..at + item.len();
+                    let kind = CronErrorKind::BadSpecial("in w#k, k counts the weeks of the month: 1 to 5");
+                    return Err(self.error(Some(Field::DayOfWeek), span, kind));
+                }
+            };
+            rule.nth[usize::from(weekday)] |= 1 << k;
             return Ok(());
         }
         if let Some(weekday) = item.strip_suffix(['L', 'l']) {
@@ -350,14 +383,12 @@ impl<'a> Parser<'a> {
 
     /// Under the AND rule, a day-of-month that none of the selected months has is an
     /// error rather than an expression that never fires.
-    fn check_possible_day(&self, spec: &Spec, dom: &Text<'_>) -> Result<(), CronError> {
-        let days = &spec.days;
+    fn check_possible_day(&self, days: &DayRule, months: u64, dom: &Text<'_>) -> Result<(), CronError> {
         if !days.and || dom.starts_with_star() || days.last_day || days.last_weekday {
             return Ok(());
         }
         let plain = days.dom | days.nearest_weekday;
-        let longest =
-            (1..=12).filter(|m| spec.months & (1 << m) != 0).map(|m| MAX_DAYS[m]).max().unwrap_or(31);
+        let longest = (1..=12).filter(|m| months & (1 << m) != 0).map(|m| MAX_DAYS[m]).max().unwrap_or(31);
         let smallest = plain.trailing_zeros() as u8;
         if plain != 0 && smallest > longest {
             let kind = CronErrorKind::ImpossibleDay { day: smallest };

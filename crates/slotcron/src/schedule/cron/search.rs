@@ -2,6 +2,7 @@
 
 use jiff::civil::DateTime;
 
+use super::calendar::YearKind;
 use super::spec::Spec;
 
 /// The Gregorian calendar repeats every 400 years (146,097 days, a whole number of
@@ -57,13 +58,16 @@ impl Spec {
     /// further than the end of year `last_year`.
     pub(crate) fn next_match(&self, from: Wall, last_year: i16) -> Option<Wall> {
         let Wall { mut year, mut month, mut day, mut hour, mut minute, mut second } = from;
-        // The day mask of (year, month), computed once per month visited.
-        let mut cached: Option<(i16, i8, u64)> = None;
+        let mut kind = (year, YearKind::of(i32::from(year)));
         loop {
             if year > last_year {
                 return None;
             }
-            let months = self.months >> month;
+            if kind.0 != year {
+                kind = (year, YearKind::of(i32::from(year)));
+            }
+            // Only months with a matching day: a year without any is skipped at once.
+            let months = u64::from(self.table.months(kind.1)) >> month;
             if months == 0 {
                 (year, month, day, hour, minute, second) = (year + 1, 1, 1, 0, 0, 0);
                 continue;
@@ -73,15 +77,7 @@ impl Spec {
                 (month, day, hour, minute, second) = (month + skip, 1, 0, 0, 0);
             }
 
-            let mask = match cached {
-                Some((y, m, mask)) if (y, m) == (year, month) => mask,
-                _ => {
-                    let mask = self.days.mask(year, month);
-                    cached = Some((year, month, mask));
-                    mask
-                }
-            };
-            let days = mask >> day;
+            let days = u64::from(self.table.days(kind.1, month)) >> day;
             if days == 0 {
                 (month, day, hour, minute, second) = (month + 1, 1, 0, 0, 0);
                 continue;
