@@ -28,6 +28,11 @@ impl YearKind {
         Self { leap: is_leap_year(year), jan_1: weekday(year, 1, 1) }
     }
 
+    /// The kind of the year after a year of this kind, which is `year`.
+    pub fn next(self, year: i32) -> Self {
+        Self { leap: is_leap_year(year + 1), jan_1: (self.jan_1 + 1 + u8::from(self.leap)) % 7 }
+    }
+
     /// All kinds, in the order of [`YearKind::index`].
     pub fn all() -> impl Iterator<Item = Self> {
         [false, true].into_iter().flat_map(|leap| (0..7).map(move |jan_1| Self { leap, jan_1 }))
@@ -88,6 +93,7 @@ mod tests {
                 assert_eq!(kind.first_weekday(month), weekday, "{date}");
                 let days = (date - epoch).get_days();
                 assert_eq!(days_from_civil(year, month, 1), days, "{date}");
+                assert_eq!(YearKind::of(year - 1).next(year - 1), kind, "{date}");
             }
         }
     }

@@ -58,18 +58,19 @@ impl Spec {
     /// further than the end of year `last_year`.
     pub(crate) fn next_match(&self, from: Wall, last_year: i16) -> Option<Wall> {
         let Wall { mut year, mut month, mut day, mut hour, mut minute, mut second } = from;
-        let mut kind = (year, YearKind::of(i32::from(year)));
+        let mut kind = YearKind::of(i32::from(year));
         loop {
             if year > last_year {
                 return None;
             }
-            if kind.0 != year {
-                kind = (year, YearKind::of(i32::from(year)));
-            }
-            // Only months with a matching day: a year without any is skipped at once.
-            let months = u64::from(self.table.months(kind.1)) >> month;
+            // Only months with a matching day count; years without any are skipped.
+            let months = u64::from(self.table.months(kind)) >> month;
             if months == 0 {
-                (year, month, day, hour, minute, second) = (year + 1, 1, 1, 0, 0, 0);
+                (kind, year) = (kind.next(i32::from(year)), year + 1);
+                while self.table.months(kind) == 0 && year <= last_year {
+                    (kind, year) = (kind.next(i32::from(year)), year + 1);
+                }
+                (month, day, hour, minute, second) = (1, 1, 0, 0, 0);
                 continue;
             }
             let skip = months.trailing_zeros() as i8;
@@ -77,7 +78,7 @@ impl Spec {
                 (month, day, hour, minute, second) = (month + skip, 1, 0, 0, 0);
             }
 
-            let days = u64::from(self.table.days(kind.1, month)) >> day;
+            let days = u64::from(self.table.days(kind, month)) >> day;
             if days == 0 {
                 (month, day, hour, minute, second) = (month + 1, 1, 0, 0, 0);
                 continue;
