@@ -14,6 +14,7 @@
 
 mod calendar;
 mod error;
+mod explain;
 mod parse;
 mod search;
 mod spec;
@@ -202,6 +203,18 @@ impl fmt::Debug for CronSchedule {
 }
 
 impl CronSchedule {
+    /// One line of English describing when the schedule fires, as crontab editors show
+    /// it: "At 09:30 on Monday through Friday", "Every 15 minutes between 09:00 and
+    /// 17:59", "Every 5 minutes, anchored to the Unix epoch". Times are wall-clock times
+    /// in the schedule's time zone, which the text does not name. Equivalent spellings
+    /// read alike (`*/15` and `0,15,30,45`; `@daily` and `0 0 * * *`).
+    pub fn explain(&self) -> String {
+        match &self.repr {
+            Repr::Fields(spec) => explain::explain(spec),
+            Repr::Every(interval) => explain::explain_every(interval.period()),
+        }
+    }
+
     /// The period of an `@every` expression, if it is one.
     pub fn every_period(&self) -> Option<Duration> {
         match &self.repr {
