@@ -402,3 +402,206 @@ impl<'a> Parser<'a> {
 fn saturating_number(digits: &str) -> u32 {
     digits.bytes().fold(0u32, |n, b| (n * 10 + u32::from(b - b'0')).min(9999))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::error::{CronError, CronErrorKind, Field};
+    use super::parse;
+
+    fn error(expression: &str) -> CronError {
+        match parse(expression) {
+            Ok(parsed) => panic!("{expression:?} was accepted: {parsed:?}"),
+            Err(error) => error,
+        }
+    }
+
+    /// The field, the offending text, its column and the reason.
+    fn rejects(expression: &str, field: Option<Field>, token: &str, column: usize, kind: CronErrorKind) {
+        let error = error(expression);
+        assert_eq!(
+            (error.field(), error.token(), error.column(), error.kind()),
+            (field, token, column, &kind),
+            "{expression:?}: {error}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_names_field_value_range_and_column() {
+        let error = error("0 24 * * *");
+        assert_eq!(error.to_string(), r#"hour field "24" (column 3): 24 is out of range 0-23"#);
+        rejects(
+            "0 0 1 13 *",
+            Some(Field::Month),
+            "13",
+            7,
+            CronErrorKind::OutOfRange { value: 13, min: 1, max: 12 },
+        );
+        rejects(
+            "60 * * * * *",
+            Some(Field::Second),
+            "60",
+            1,
+            CronErrorKind::OutOfRange { value: 60, min: 0, max: 59 },
+        );
+        rejects(
+            "0 0 1-32 * *",
+            Some(Field::DayOfMonth),
+            "32",
+            7,
+            CronErrorKind::OutOfRange { value: 32, min: 1, max: 31 },
+        );
+        rejects(
+            "0 0 * * 8",
+            Some(Field::DayOfWeek),
+            "8",
+            9,
+            CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
+        );
+        rejects(
+            "0 0 0 * *",
+            Some(Field::DayOfMonth),
+            "0",
+            5,
+            CronErrorKind::OutOfRange { value: 0, min: 1, max: 31 },
+        );
+    }
+
+    #[test]
+    fn ranges_do_not_wrap_around() {
+        rejects(
+            "0 22-2 * * *",
+            Some(Field::Hour),
+            "22-2",
+            3,
+            CronErrorKind::ReversedRange { start: 22, end: 2 },
+        );
+        rejects(
+            "0 0 * * SAT-SUN",
+            Some(Field::DayOfWeek),
+            "SAT-SUN",
+            9,
+            CronErrorKind::ReversedRange { start: 6, end: 0 },
+        );
+        rejects("0 1- * * *", Some(Field::Hour), "1-", 3, CronErrorKind::BadRange);
+        rejects("0 1-2-3 * * *", Some(Field::Hour), "1-2-3", 3, CronErrorKind::BadRange);
+    }
+
+    #[test]
+    fn steps_point_at_the_step() {
+        rejects("*/0 * * * *", Some(Field::Minute), "0", 3, CronErrorKind::StepZero);
+        rejects("0 1-5/x * * *", Some(Field::Hour), "x", 7, CronErrorKind::BadStep);
+        rejects("*/ * * * *", Some(Field::Minute), "", 3, CronErrorKind::BadStep);
+    }
+
+    #[test]
+    fn names_only_in_their_own_field() {
+        rejects(
+            "* * * * JAN",
+            Some(Field::DayOfWeek),
+            "JAN",
+            9,
+            CronErrorKind::NameInWrongField("JAN".into()),
+        );
+        rejects("* * * mon *", Some(Field::Month), "mon", 7, CronErrorKind::NameInWrongField("MON".into()));
+        rejects(
+            "* * * * MONDAY",
+            Some(Field::DayOfWeek),
+            "MONDAY",
+            9,
+            CronErrorKind::UnknownName("MONDAY".into()),
+        );
+        rejects("0 noon * * *", Some(Field::Hour), "noon", 3, CronErrorKind::NotANumber { names: "" });
+    }
+
+    #[test]
+    fn a_day_no_selected_month_has() {
+        rejects("0 0 30 2 *", Some(Field::DayOfMonth), "30", 5, CronErrorKind::ImpossibleDay { day: 30 });
+        rejects(
+            "0 0 31 2,4,6,9,11 *",
+            Some(Field::DayOfMonth),
+            "31",
+            5,
+            CronErrorKind::ImpossibleDay { day: 31 },
+        );
+        rejects(
+            "0 0 30-31 2 *",
+            Some(Field::DayOfMonth),
+            "30-31",
+            5,
+            CronErrorKind::ImpossibleDay { day: 30 },
+        );
+        // Under the OR rule the weekday can still match.
+        assert!(parse("0 0 30 2 1").is_ok());
+        assert!(parse("0 0 29 2 *").is_ok());
+    }
+
+    #[test]
+    fn field_counts() {
+        rejects("0 0 * * * * 2024", None, "2024", 13, CronErrorKind::FieldCount(7));
+        rejects("0 0 * *", None, "0 0 * *", 1, CronErrorKind::FieldCount(4));
+        rejects("   ", None, "", 1, CronErrorKind::Empty);
+    }
+
+    #[test]
+    fn special_forms_out_of_place() {
+        for (expression, field, token, column) in [
+            ("L * * * *", Field::Minute, "L", 1),
+            ("0 0 * 1#2 *", Field::Month, "1#2", 7),
+            ("0 0 L-2 * *", Field::DayOfMonth, "L-2", 5),
+            ("0 0 1-5W * *", Field::DayOfMonth, "1-5W", 5),
+            ("0 0 * * L", Field::DayOfWeek, "L", 9),
+            ("0 0 * * MONL", Field::DayOfWeek, "MONL", 9),
+            ("0 0 * * 1#0", Field::DayOfWeek, "0", 11),
+            ("0 0 * * 1#6", Field::DayOfWeek, "6", 11),
+        ] {
+            let e = error(expression);
+            assert!(matches!(e.kind(), CronErrorKind::BadSpecial(_)), "{expression:?}: {e}");
+            assert_eq!(
+                (e.field(), e.token(), e.column()),
+                (Some(field), token, column),
+                "{expression:?}: {e}"
+            );
+        }
+        rejects(
+            "0 0 * * 8#1",
+            Some(Field::DayOfWeek),
+            "8",
+            9,
+            CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
+        );
+        rejects("0 0 ? * ?,1", Some(Field::DayOfWeek), "?", 9, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 ? * * *", Some(Field::Hour), "?", 3, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 1,,2 * * *", Some(Field::Hour), ",", 4, CronErrorKind::EmptyItem);
+    }
+
+    #[test]
+    fn descriptors() {
+        rejects("@daily 5", None, "5", 8, CronErrorKind::AfterDescriptor("@daily".into()));
+        rejects("@sometimes", None, "@sometimes", 1, CronErrorKind::UnknownDescriptor("@sometimes".into()));
+        rejects("@reboot", None, "@reboot", 1, CronErrorKind::Reboot);
+        assert!(matches!(error("@every 0s").kind(), CronErrorKind::BadEvery(_)));
+        assert!(matches!(error("@every").kind(), CronErrorKind::BadEvery(_)));
+        assert!(matches!(error("@every soon").kind(), CronErrorKind::BadEvery(_)));
+    }
+
+    #[test]
+    fn errors_are_checked_from_left_to_right() {
+        assert_eq!(error("0 24 32 13 *").field(), Some(Field::Hour));
+        assert_eq!(error("0 0 32 13 *").field(), Some(Field::DayOfMonth));
+        assert_eq!(error("0 0 1 13 8").field(), Some(Field::Month));
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        rejects(
+            "0 0 * * é",
+            Some(Field::DayOfWeek),
+            "é",
+            9,
+            CronErrorKind::NotANumber { names: ", or a name (SUN-SAT)" },
+        );
+        rejects("\u{e9} 0 * * *", Some(Field::Minute), "\u{e9}", 1, CronErrorKind::NotANumber { names: "" });
+        let month = CronErrorKind::NotANumber { names: ", or a name (JAN-DEC)" };
+        rejects("0 0 * *\t\u{e9}\u{e9} 1", Some(Field::Month), "\u{e9}\u{e9}", 9, month);
+    }
+}
