@@ -121,18 +121,17 @@ fn window(expr: &Expr) -> i64 {
 fn check(expr: &Expr, zone: &TimeZone, start: Timestamp) -> Result<(), TestCaseError> {
     let Some(schedule) = parse(expr) else { return Ok(()) };
     let schedule = schedule.with_time_zone(zone.clone());
-    let (expr, zone) = (expr, zone);
     let text = expr.render();
     let mut after = start;
     for _ in 0..4 {
         let next = schedule.next_after(after);
-        let until = Timestamp::from_second(after.as_second() + window(&expr)).unwrap();
-        let brute = brute_force_next(&expr, &zone, after, next.map_or(until, |n| n.min(until)));
+        let until = Timestamp::from_second(after.as_second() + window(expr)).unwrap();
+        let brute = brute_force_next(expr, zone, after, next.map_or(until, |n| n.min(until)));
         match next {
             Some(next) => {
                 prop_assert!(next > after, "{text:?}: {next} is not after {after}");
                 prop_assert!(
-                    is_fire_time(&expr, &zone, next),
+                    is_fire_time(expr, zone, next),
                     "{text:?} in {zone:?}: {} is not a fire time",
                     zone.to_datetime(next)
                 );

@@ -217,7 +217,7 @@ fn item_contains(item: &Item, v: u8, (min, max): (u8, u8)) -> bool {
         Item::RangeStep(a, b, n) => (a, b, n),
         Item::FromStep(a, n) => (a, max, n),
     };
-    v >= start && v <= end && (v - start) % step == 0
+    v >= start && v <= end && (v - start).is_multiple_of(step)
 }
 
 fn weekday_name(v: u8, spelling: Spelling) -> String {
