@@ -305,6 +305,16 @@ impl Expr {
         !matches!(self.dom, Days::Star) && !matches!(self.dow, Days::Star) && self.days_anded()
     }
 
+    /// Whether a day-of-week range ends on a day spelled `SUN` (`SUN-SUN`, `MON-SUN`):
+    /// Sunday is 0 here, while croner reads such an end as 7.
+    pub fn range_ends_on_named_sunday(&self) -> bool {
+        let Days::Items(items) = &self.dow else { return false };
+        self.dow_spelling != Spelling::Number
+            && items
+                .iter()
+                .any(|item| matches!(item, DowItem::Plain(Item::Range(_, 0) | Item::RangeStep(_, 0, _))))
+    }
+
     /// A fixed-time job: seconds (6 fields), minute and hour do not start with `*`.
     pub fn fixed_time(&self) -> bool {
         self.second.iter().chain([&self.minute, &self.hour]).all(|field| !field.starts_with_star())
