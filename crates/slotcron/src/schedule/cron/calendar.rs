@@ -33,29 +33,29 @@ impl YearKind {
         Self { leap: is_leap_year(year + 1), jan_1: (self.jan_1 + 1 + u8::from(self.leap)) % 7 }
     }
 
-    /// All kinds, in the order of [`YearKind::index`].
-    pub fn all() -> impl Iterator<Item = Self> {
-        [false, true].into_iter().flat_map(|leap| (0..7).map(move |jan_1| Self { leap, jan_1 }))
+    /// A dense index in `0..COUNT`.
+    pub const fn index(self) -> usize {
+        self.leap as usize * 7 + self.jan_1 as usize
     }
 
-    /// A dense index in `0..COUNT`.
-    pub fn index(self) -> usize {
-        usize::from(self.leap) * 7 + usize::from(self.jan_1)
+    /// The kind whose [`YearKind::index`] is `index`.
+    pub const fn from_index(index: usize) -> Self {
+        Self { leap: index >= 7, jan_1: (index % 7) as u8 }
     }
 
     /// Days in `month` (1-12).
-    pub fn days_in_month(self, month: i8) -> u8 {
+    pub const fn days_in_month(self, month: i8) -> u8 {
         match month {
-            2 => 28 + u8::from(self.leap),
+            2 => 28 + self.leap as u8,
             4 | 6 | 9 | 11 => 30,
             _ => 31,
         }
     }
 
     /// The weekday of the 1st of `month` (1-12), 0 for Sunday.
-    pub fn first_weekday(self, month: i8) -> u8 {
-        let before = DAYS_BEFORE[month as usize] + u16::from(self.leap && month > 2);
-        ((u16::from(self.jan_1) + before) % 7) as u8
+    pub const fn first_weekday(self, month: i8) -> u8 {
+        let before = DAYS_BEFORE[month as usize] + (self.leap && month > 2) as u16;
+        ((self.jan_1 as u16 + before) % 7) as u8
     }
 }
 
@@ -94,6 +94,7 @@ mod tests {
                 let days = (date - epoch).get_days();
                 assert_eq!(days_from_civil(year, month, 1), days, "{date}");
                 assert_eq!(YearKind::of(year - 1).next(year - 1), kind, "{date}");
+                assert_eq!(YearKind::from_index(kind.index()), kind, "{date}");
             }
         }
     }

@@ -223,3 +223,15 @@ impl CronSchedule {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine keeps one schedule per job; its budget is 1 KB per job in all.
+    #[test]
+    fn a_schedule_stays_small() {
+        let size = size_of::<CronSchedule>() + size_of::<Spec>();
+        assert!(size <= 384, "{size} bytes");
+    }
+}

@@ -8,6 +8,24 @@ const ALL_DAYS: u64 = 0xFFFF_FFFE;
 /// Bit 0 of each of five weeks: multiplying a week's seven bits by it repeats them.
 const EVERY_WEEK: u64 = 1 | 1 << 7 | 1 << 14 | 1 << 21 | 1 << 28;
 
+/// `MONTH_SHAPES[kind][month]`: the [`DayTable::shape`] of `month` (1-12) in a year of
+/// kind `kind` ([`YearKind::index`]).
+const MONTH_SHAPES: [[u8; 13]; YearKind::COUNT] = {
+    let mut table = [[0; 13]; YearKind::COUNT];
+    let mut kind = 0;
+    while kind < YearKind::COUNT {
+        let year = YearKind::from_index(kind);
+        let mut month = 1;
+        while month <= 12 {
+            let shape = DayTable::shape(year.days_in_month(month), year.first_weekday(month));
+            table[kind][month as usize] = shape as u8;
+            month += 1;
+        }
+        kind += 1;
+    }
+    table
+};
+
 /// A compiled cron expression (not `@every`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Spec {
@@ -61,17 +79,20 @@ impl DayTable {
                     rule.mask(u32::from(length), first_weekday) as u32;
             }
         }
-        let mut table = Self { by_shape, months_by_year: [0; YearKind::COUNT] };
-        for kind in YearKind::all() {
-            table.months_by_year[kind.index()] = (1..=12i8)
-                .filter(|&m| months & (1 << m) != 0 && table.days(kind, m) != 0)
+        // Bit s for each shape s with a matching day.
+        let shapes =
+            by_shape.iter().enumerate().fold(0u32, |bits, (s, &days)| bits | u32::from(days != 0) << s);
+        let mut months_by_year = [0; YearKind::COUNT];
+        for (kind, months_of_kind) in months_by_year.iter_mut().enumerate() {
+            *months_of_kind = (1..=12)
+                .filter(|&m| months & (1 << m) != 0 && shapes & (1 << MONTH_SHAPES[kind][m]) != 0)
                 .fold(0, |bits, m| bits | 1 << m);
         }
-        table
+        Self { by_shape, months_by_year }
     }
 
-    fn shape(length: u8, first_weekday: u8) -> usize {
-        usize::from(length - 28) * 7 + usize::from(first_weekday)
+    const fn shape(length: u8, first_weekday: u8) -> usize {
+        (length as usize - 28) * 7 + first_weekday as usize
     }
 
     /// Bit m for each selected month m that has a matching day in a year of `kind`.
@@ -81,7 +102,7 @@ impl DayTable {
 
     /// Bit d for each matching day d of `month` in a year of `kind`.
     pub fn days(&self, kind: YearKind, month: i8) -> u32 {
-        self.by_shape[Self::shape(kind.days_in_month(month), kind.first_weekday(month))]
+        self.by_shape[usize::from(MONTH_SHAPES[kind.index()][month as usize])]
     }
 
     /// Whether no year has a matching day: every kind of year occurs in each 400-year
