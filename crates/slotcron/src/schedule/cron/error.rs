@@ -120,6 +120,9 @@ pub enum CronErrorKind {
         "unknown descriptor {0:?}; known: @yearly @annually @monthly @weekly @daily @midnight @hourly @every <duration>"
     )]
     UnknownDescriptor(String),
+    /// Text after a descriptor such as `@daily`, which stands for all five fields.
+    #[error("{0} stands for all five fields: nothing may follow it")]
+    AfterDescriptor(String),
     /// `@reboot`, which has no fire times.
     #[error("@reboot is not a schedule: it has no fire times")]
     Reboot,

@@ -12,7 +12,9 @@
 //!   ORed otherwise (Vixie cron);
 //! - DST as cronie does it, see [`CronSchedule`].
 
+mod calendar;
 mod error;
+mod explain;
 mod parse;
 mod search;
 mod spec;
@@ -152,6 +154,7 @@ impl Schedule for CronSchedule {
     fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
         let spec = match &self.repr {
             Repr::Every(interval) => return interval.next_after(after),
+            Repr::Fields(spec) if spec.never => return None,
             Repr::Fields(spec) => spec,
         };
         // Fire times are whole seconds: search from the first whole second after `after`.
@@ -200,11 +203,35 @@ impl fmt::Debug for CronSchedule {
 }
 
 impl CronSchedule {
+    /// One line of English describing when the schedule fires, as crontab editors show
+    /// it: "At 09:30 on Monday through Friday", "Every 15 minutes between 09:00 and
+    /// 17:59", "Every 5 minutes, anchored to the Unix epoch". Times are wall-clock times
+    /// in the schedule's time zone, which the text does not name. Equivalent spellings
+    /// read alike (`*/15` and `0,15,30,45`; `@daily` and `0 0 * * *`).
+    pub fn explain(&self) -> String {
+        match &self.repr {
+            Repr::Fields(spec) => explain::explain(spec),
+            Repr::Every(interval) => explain::explain_every(interval.period()),
+        }
+    }
+
     /// The period of an `@every` expression, if it is one.
     pub fn every_period(&self) -> Option<Duration> {
         match &self.repr {
             Repr::Every(interval) => Some(interval.period()),
             Repr::Fields(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine keeps one schedule per job; its budget is 1 KB per job in all.
+    #[test]
+    fn a_schedule_stays_small() {
+        let size = size_of::<CronSchedule>() + size_of::<Spec>();
+        assert!(size <= 384, "{size} bytes");
     }
 }

@@ -25,10 +25,6 @@ const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 /// Days in each month, counting February as 29 (for the impossible-day check).
 const MAX_DAYS: [u8; 13] = [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-const FIVE: [Field; 5] = [Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
-const SIX: [Field; 6] =
-    [Field::Second, Field::Minute, Field::Hour, Field::DayOfMonth, Field::Month, Field::DayOfWeek];
-
 pub(super) fn parse(expression: &str) -> Result<Parsed, CronError> {
     Parser { expression }.parse()
 }
@@ -45,7 +41,7 @@ struct Text<'a> {
     at: usize,
 }
 
-impl Text<'_> {
+impl<'a> Text<'a> {
     fn span(&self) -> Range<usize> {
         self.at..self.at + self.text.len()
     }
@@ -55,57 +51,82 @@ impl Text<'_> {
     }
 }
 
-impl<'a> Parser<'a> {
-    fn error(&self, field: Option<Field>, span: Range<usize>, kind: CronErrorKind) -> CronError {
-        CronError::new(field, self.expression, span, kind)
-    }
+/// The fields of an expression, split at runs of white space, with their byte offsets;
+/// the count goes on past the seven kept.
+struct Tokens<'a> {
+    kept: [(&'a str, usize); 7],
+    count: usize,
+}
 
-    fn parse(&self) -> Result<Parsed, CronError> {
-        let tokens = self.tokens();
-        let Some(&(first, first_at)) = tokens.first() else {
-            return Err(self.error(None, 0..0, CronErrorKind::Empty));
-        };
-        if first.starts_with('@') {
-            return self.descriptor(first, first_at, &tokens);
-        }
-        let fields: &[Field] = match tokens.len() {
-            5 => &FIVE,
-            6 => &SIX,
-            n => {
-                return Err(self.error(None, 0..self.expression.len(), CronErrorKind::FieldCount(n)));
-            }
-        };
-        let texts: Vec<Text<'_>> =
-            fields.iter().zip(&tokens).map(|(&field, &(text, at))| Text { field, text, at }).collect();
-        self.fields(&texts).map(Parsed::Fields)
-    }
-
-    /// The fields, split at runs of spaces and tabs, with their byte offsets.
-    fn tokens(&self) -> Vec<(&'a str, usize)> {
-        let mut tokens = Vec::with_capacity(6);
+impl<'a> Tokens<'a> {
+    fn split(expression: &'a str) -> Self {
+        let mut tokens = Self { kept: [("", 0); 7], count: 0 };
         let mut start = None;
-        for (i, c) in self.expression.char_indices() {
-            let separator = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        for (i, c) in expression.char_indices().chain([(expression.len(), ' ')]) {
+            let separator = matches!(c, ' ' | '\t' | '\n' | '\r');
             match (separator, start) {
                 (true, Some(s)) => {
-                    tokens.push((&self.expression[s..i], s));
+                    if let Some(slot) = tokens.kept.get_mut(tokens.count) {
+                        *slot = (&expression[s..i], s);
+                    }
+                    tokens.count += 1;
                     start = None;
                 }
                 (false, None) => start = Some(i),
                 _ => {}
             }
         }
-        if let Some(s) = start {
-            tokens.push((&self.expression[s..], s));
-        }
         tokens
     }
 
-    fn descriptor(&self, name: &str, at: usize, tokens: &[(&str, usize)]) -> Result<Parsed, CronError> {
+    /// The kept tokens.
+    fn kept(&self) -> &[(&'a str, usize)] {
+        &self.kept[..self.count.min(self.kept.len())]
+    }
+}
+
+impl<'a> Parser<'a> {
+    fn error(&self, field: Option<Field>, span: Range<usize>, kind: CronErrorKind) -> CronError {
+        CronError::new(field, self.expression, span, kind)
+    }
+
+    fn parse(&self) -> Result<Parsed, CronError> {
+        let tokens = Tokens::split(self.expression);
+        let Some(&(first, first_at)) = tokens.kept().first() else {
+            return Err(self.error(None, 0..0, CronErrorKind::Empty));
+        };
+        if first.starts_with('@') {
+            return self.descriptor(first, first_at, &tokens);
+        }
+        let text = |field, (text, at): (&'a str, usize)| Text { field, text, at };
+        let (second, rest) = match (tokens.count, tokens.kept()) {
+            (6, [second, rest @ ..]) => (Some(text(Field::Second, *second)), rest),
+            (_, rest) => (None, rest),
+        };
+        let &[minute, hour, dom, month, dow] = rest else {
+            // Point at the first field too many, or at the whole expression.
+            let end = self.expression.trim_end().len();
+            let span = match tokens.count {
+                7.. => tokens.kept[6].1..end,
+                _ => 0..end,
+            };
+            return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.count)));
+        };
+        let fields = [
+            text(Field::Minute, minute),
+            text(Field::Hour, hour),
+            text(Field::DayOfMonth, dom),
+            text(Field::Month, month),
+            text(Field::DayOfWeek, dow),
+        ];
+        self.fields(second, fields).map(Parsed::Fields)
+    }
+
+    fn descriptor(&self, name: &str, at: usize, tokens: &Tokens<'_>) -> Result<Parsed, CronError> {
         let span = at..at + name.len();
         let lower = name.to_ascii_lowercase();
         if lower == "@every" {
-            return self.every(tokens, span);
+            return self.every(tokens.kept(), span);
         }
         let expansion = match lower.as_str() {
             "@yearly" | "@annually" => "0 0 1 1 *",
@@ -118,9 +139,9 @@ impl<'a> Parser<'a> {
                 return Err(self.error(None, span, CronErrorKind::UnknownDescriptor(name.to_owned())));
             }
         };
-        if let Some(&(extra, extra_at)) = tokens.get(1) {
-            let span = extra_at..extra_at + extra.len();
-            return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.len())));
+        if let Some(&(_, extra_at)) = tokens.kept().get(1) {
+            let span = extra_at..self.expression.trim_end().len();
+            return Err(self.error(None, span, CronErrorKind::AfterDescriptor(lower)));
         }
         Parser { expression: expansion }.parse()
     }
@@ -144,30 +165,33 @@ impl<'a> Parser<'a> {
         Ok(Parsed::Every(interval))
     }
 
-    fn fields(&self, texts: &[Text<'_>]) -> Result<Spec, CronError> {
-        let [.., minute, hour, dom, month, dow] = texts else { unreachable!("5 or 6 fields") };
-        let seconds = match texts.len() {
-            6 => self.plain(&texts[0])?,
-            _ => 1,
+    /// The five (or, with `second`, six) fields, checked from left to right.
+    fn fields(&self, second: Option<Text<'_>>, texts: [Text<'_>; 5]) -> Result<Spec, CronError> {
+        let [minute, hour, dom, month, dow] = texts;
+        let seconds = match &second {
+            Some(second) => self.plain(second)?,
+            None => 1,
         };
-        let days = self.days(dom, dow)?;
-        let spec = Spec {
-            seconds,
-            minutes: self.plain(minute)?,
-            hours: self.plain(hour)?,
-            months: self.plain(month)?,
-            days,
-            fixed_time: texts[..texts.len() - 3].iter().all(|t| !t.starts_with_star()),
-        };
-        self.check_possible_day(&spec, dom)?;
-        Ok(spec)
+        let minutes = self.plain(&minute)?;
+        let hours = self.plain(&hour)?;
+        let mut days =
+            DayRule { and: dom.starts_with_star() || dow.starts_with_star(), ..DayRule::default() };
+        self.day_of_month(&mut days, &dom)?;
+        let months = self.plain(&month)?;
+        self.day_of_week(&mut days, &dow)?;
+        self.check_possible_day(&days, months, &dom)?;
+        let fixed_time = second.iter().chain([&minute, &hour]).all(|t| !t.starts_with_star());
+        Ok(Spec::new(seconds, minutes, hours, months, days, fixed_time))
     }
 
     /// A field without special forms: a list of values, ranges and steps.
     fn plain(&self, text: &Text<'_>) -> Result<u64, CronError> {
         let mut bits = 0;
-        for (item, at) in self.items(text)? {
-            if text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w', '#']) {
+        for item in self.items(text) {
+            let (item, at) = item?;
+            if text.field != Field::DayOfWeek && item.contains('#')
+                || text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w'])
+            {
                 let kind = CronErrorKind::BadSpecial("L, W and # are allowed only in the day fields");
                 return Err(self.error(Some(text.field), at..at + item.len(), kind));
             }
@@ -176,27 +200,28 @@ impl<'a> Parser<'a> {
         Ok(bits)
     }
 
-    /// The comma-separated items of a field with their offsets; `?` checked here.
-    fn items<'t>(&self, text: &Text<'t>) -> Result<Vec<(&'t str, usize)>, CronError> {
-        let mut items = Vec::new();
+    /// The comma-separated items of a field with their offsets; empty items and `?`
+    /// are errors.
+    fn items<'t>(&self, text: &Text<'t>) -> impl Iterator<Item = Result<(&'t str, usize), CronError>> {
         let mut at = text.at;
-        for item in text.text.split(',') {
+        let field = Some(text.field);
+        text.text.split(',').map(move |item| {
             let span = at..at + item.len();
+            at = span.end + 1;
             if item.is_empty() {
-                return Err(self.error(Some(text.field), text.span(), CronErrorKind::EmptyItem));
+                // Point at the comma (or at the field when it is empty).
+                let comma = span.start.saturating_sub(1).max(text.at)..span.start.max(text.at + 1);
+                return Err(self.error(field, comma, CronErrorKind::EmptyItem));
             }
             if item.contains('?') {
-                return Err(self.error(Some(text.field), span, CronErrorKind::MisplacedQuestionMark));
+                return Err(self.error(field, span, CronErrorKind::MisplacedQuestionMark));
             }
-            items.push((item, at));
-            at = span.end + 1;
-        }
-        Ok(items)
+            Ok((item, span.start))
+        })
     }
 
     /// `*`, `a`, `a-b`, each optionally with `/n`, as a bit set of raw values.
     fn range_item(&self, field: Field, item: &str, at: usize) -> Result<u64, CronError> {
-        let error = |kind| self.error(Some(field), at..at + item.len(), kind);
         let (min, max) = field.range();
         let (base, step) = match item.split_once('/') {
             Some((base, step)) => (base, Some(step)),
@@ -206,12 +231,13 @@ impl<'a> Parser<'a> {
             (min, max)
         } else if let Some((a, b)) = base.split_once('-') {
             if a.is_empty() || b.is_empty() || b.contains('-') {
-                return Err(error(CronErrorKind::BadRange));
+                return Err(self.error(Some(field), at..at + base.len(), CronErrorKind::BadRange));
             }
             let start = self.value(field, a, at)?;
             let end = self.value(field, b, at + a.len() + 1)?;
             if start > end {
-                return Err(error(CronErrorKind::ReversedRange { start, end }));
+                let kind = CronErrorKind::ReversedRange { start, end };
+                return Err(self.error(Some(field), at..at + base.len(), kind));
             }
             (start, end)
         } else {
@@ -221,15 +247,18 @@ impl<'a> Parser<'a> {
         };
         let step = match step {
             None => 1,
-            Some(step) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(step) => {
+                let span = at + base.len() + 1..at + item.len();
+                if step.is_empty() || !step.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(self.error(Some(field), span, CronErrorKind::BadStep));
+                }
                 match saturating_number(step) {
-                    0 => return Err(error(CronErrorKind::StepZero)),
-                    n => n,
+                    0 => return Err(self.error(Some(field), span, CronErrorKind::StepZero)),
+                    n => n as usize,
                 }
             }
-            Some(_) => return Err(error(CronErrorKind::BadStep)),
         };
-        Ok((u32::from(start)..=u32::from(end)).step_by(step as usize).fold(0, |bits, v| bits | 1 << v))
+        Ok((start..=end).step_by(step).fold(0, |bits, v| bits | 1 << v))
     }
 
     /// A number or a name, checked against the field's range.
@@ -248,18 +277,15 @@ impl<'a> Parser<'a> {
             Field::DayOfWeek => &DAYS,
             _ => &[],
         };
-        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphabetic()) {
-            let upper = text.to_ascii_uppercase();
-            if let Some(i) = names.iter().position(|n| *n == upper) {
-                // Months count from 1, days from 0 (SUN).
-                return Ok(i as u8 + min);
-            }
-            if MONTHS.contains(&upper.as_str()) || DAYS.contains(&upper.as_str()) {
-                return Err(error(CronErrorKind::NameInWrongField(upper)));
-            }
-            if !names.is_empty() {
-                return Err(error(CronErrorKind::UnknownName(text.to_owned())));
-            }
+        if let Some(i) = names.iter().position(|name| name.eq_ignore_ascii_case(text)) {
+            // Months count from 1, days from 0 (SUN).
+            return Ok(i as u8 + min);
+        }
+        if MONTHS.iter().chain(&DAYS).any(|name| name.eq_ignore_ascii_case(text)) {
+            return Err(error(CronErrorKind::NameInWrongField(text.to_ascii_uppercase())));
+        }
+        if !names.is_empty() && !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(error(CronErrorKind::UnknownName(text.to_owned())));
         }
         let names = match field {
             Field::Month => ", or a name (JAN-DEC)",
@@ -269,50 +295,52 @@ impl<'a> Parser<'a> {
         Err(error(CronErrorKind::NotANumber { names }))
     }
 
-    fn days(&self, dom: &Text<'_>, dow: &Text<'_>) -> Result<DayRule, CronError> {
-        let mut rule =
-            DayRule { and: dom.starts_with_star() || dow.starts_with_star(), ..DayRule::default() };
+    fn day_of_month(&self, rule: &mut DayRule, dom: &Text<'_>) -> Result<(), CronError> {
         if dom.text == "?" {
             rule.dom = self.range_item(Field::DayOfMonth, "*", dom.at)?;
-        } else {
-            for (item, at) in self.items(dom)? {
-                self.dom_item(&mut rule, item, at)?;
-            }
+            return Ok(());
         }
+        for item in self.items(dom) {
+            let (item, at) = item?;
+            self.dom_item(rule, item, at)?;
+        }
+        Ok(())
+    }
+
+    fn day_of_week(&self, rule: &mut DayRule, dow: &Text<'_>) -> Result<(), CronError> {
         if dow.text == "?" {
             rule.dow = 0x7F;
-        } else {
-            for (item, at) in self.items(dow)? {
-                self.dow_item(&mut rule, item, at)?;
-            }
+            return Ok(());
         }
-        Ok(rule)
+        for item in self.items(dow) {
+            let (item, at) = item?;
+            self.dow_item(rule, item, at)?;
+        }
+        Ok(())
     }
 
     fn dom_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
             self.error(Some(Field::DayOfMonth), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
-        let upper = item.to_ascii_uppercase();
-        match upper.as_str() {
-            "L" => rule.last_day = true,
-            "LW" => rule.last_weekday = true,
-            u if u.starts_with('L') => {
+        if item.eq_ignore_ascii_case("L") {
+            rule.last_day = true;
+        } else if item.eq_ignore_ascii_case("LW") {
+            rule.last_weekday = true;
+        } else if item.starts_with(['L', 'l']) {
+            return Err(special(
+                "only L (last day) and LW (last weekday) start with L; offsets such as L-2 are not supported",
+            ));
+        } else if let Some(day) = item.strip_suffix(['W', 'w']) {
+            if day.is_empty() || !day.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(special(
-                    "only L (last day) and LW (last weekday) start with L; offsets such as L-2 are not supported",
+                    "W follows a single day number (nW, e.g. 15W); ranges, steps and lists within W are not supported",
                 ));
             }
-            u if u.ends_with('W') => {
-                let day = &item[..item.len() - 1];
-                if day.is_empty() || !day.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(special(
-                        "W follows a single day number (nW, e.g. 15W); ranges and steps with W are not supported",
-                    ));
-                }
-                let day = self.value(Field::DayOfMonth, day, at)?;
-                rule.nearest_weekday |= 1 << day;
-            }
-            _ => rule.dom |= self.range_item(Field::DayOfMonth, item, at)?,
+            let day = self.value(Field::DayOfMonth, day, at)?;
+            rule.nearest_weekday |= 1 << day;
+        } else {
+            rule.dom |= self.range_item(Field::DayOfMonth, item, at)?;
         }
         Ok(())
     }
@@ -323,10 +351,15 @@ impl<'a> Parser<'a> {
         };
         if let Some((weekday, nth)) = item.split_once('#') {
             let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
-            if nth.len() != 1 || !matches!(nth.as_bytes()[0], b'1'..=b'5') {
-                return Err(special("in w#k, k counts the weeks of the month: 1 to 5"));
-            }
-            rule.nth[weekday as usize] |= 1 << (nth.as_bytes()[0] - b'0');
+            let k = match nth.as_bytes() {
+                [k @ b'1'..=b'5'] => k - b'0',
+                _ => {
+                    let span = at + item.len() - nth.len()..at + item.len();
+                    let kind = CronErrorKind::BadSpecial("in w#k, k counts the weeks of the month: 1 to 5");
+                    return Err(self.error(Some(Field::DayOfWeek), span, kind));
+                }
+            };
+            rule.nth[usize::from(weekday)] |= 1 << k;
             return Ok(());
         }
         if let Some(weekday) = item.strip_suffix(['L', 'l']) {
@@ -350,14 +383,12 @@ impl<'a> Parser<'a> {
 
     /// Under the AND rule, a day-of-month that none of the selected months has is an
     /// error rather than an expression that never fires.
-    fn check_possible_day(&self, spec: &Spec, dom: &Text<'_>) -> Result<(), CronError> {
-        let days = &spec.days;
+    fn check_possible_day(&self, days: &DayRule, months: u64, dom: &Text<'_>) -> Result<(), CronError> {
         if !days.and || dom.starts_with_star() || days.last_day || days.last_weekday {
             return Ok(());
         }
         let plain = days.dom | days.nearest_weekday;
-        let longest =
-            (1..=12).filter(|m| spec.months & (1 << m) != 0).map(|m| MAX_DAYS[m]).max().unwrap_or(31);
+        let longest = (1..=12).filter(|m| months & (1 << m) != 0).map(|m| MAX_DAYS[m]).max().unwrap_or(31);
         let smallest = plain.trailing_zeros() as u8;
         if plain != 0 && smallest > longest {
             let kind = CronErrorKind::ImpossibleDay { day: smallest };
@@ -370,4 +401,207 @@ impl<'a> Parser<'a> {
 /// A run of ASCII digits as a number, saturating at 9999.
 fn saturating_number(digits: &str) -> u32 {
     digits.bytes().fold(0u32, |n, b| (n * 10 + u32::from(b - b'0')).min(9999))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::error::{CronError, CronErrorKind, Field};
+    use super::parse;
+
+    fn error(expression: &str) -> CronError {
+        match parse(expression) {
+            Ok(parsed) => panic!("{expression:?} was accepted: {parsed:?}"),
+            Err(error) => error,
+        }
+    }
+
+    /// The field, the offending text, its column and the reason.
+    fn rejects(expression: &str, field: Option<Field>, token: &str, column: usize, kind: CronErrorKind) {
+        let error = error(expression);
+        assert_eq!(
+            (error.field(), error.token(), error.column(), error.kind()),
+            (field, token, column, &kind),
+            "{expression:?}: {error}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_names_field_value_range_and_column() {
+        let error = error("0 24 * * *");
+        assert_eq!(error.to_string(), r#"hour field "24" (column 3): 24 is out of range 0-23"#);
+        rejects(
+            "0 0 1 13 *",
+            Some(Field::Month),
+            "13",
+            7,
+            CronErrorKind::OutOfRange { value: 13, min: 1, max: 12 },
+        );
+        rejects(
+            "60 * * * * *",
+            Some(Field::Second),
+            "60",
+            1,
+            CronErrorKind::OutOfRange { value: 60, min: 0, max: 59 },
+        );
+        rejects(
+            "0 0 1-32 * *",
+            Some(Field::DayOfMonth),
+            "32",
+            7,
+            CronErrorKind::OutOfRange { value: 32, min: 1, max: 31 },
+        );
+        rejects(
+            "0 0 * * 8",
+            Some(Field::DayOfWeek),
+            "8",
+            9,
+            CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
+        );
+        rejects(
+            "0 0 0 * *",
+            Some(Field::DayOfMonth),
+            "0",
+            5,
+            CronErrorKind::OutOfRange { value: 0, min: 1, max: 31 },
+        );
+    }
+
+    #[test]
+    fn ranges_do_not_wrap_around() {
+        rejects(
+            "0 22-2 * * *",
+            Some(Field::Hour),
+            "22-2",
+            3,
+            CronErrorKind::ReversedRange { start: 22, end: 2 },
+        );
+        rejects(
+            "0 0 * * SAT-SUN",
+            Some(Field::DayOfWeek),
+            "SAT-SUN",
+            9,
+            CronErrorKind::ReversedRange { start: 6, end: 0 },
+        );
+        rejects("0 1- * * *", Some(Field::Hour), "1-", 3, CronErrorKind::BadRange);
+        rejects("0 1-2-3 * * *", Some(Field::Hour), "1-2-3", 3, CronErrorKind::BadRange);
+    }
+
+    #[test]
+    fn steps_point_at_the_step() {
+        rejects("*/0 * * * *", Some(Field::Minute), "0", 3, CronErrorKind::StepZero);
+        rejects("0 1-5/x * * *", Some(Field::Hour), "x", 7, CronErrorKind::BadStep);
+        rejects("*/ * * * *", Some(Field::Minute), "", 3, CronErrorKind::BadStep);
+    }
+
+    #[test]
+    fn names_only_in_their_own_field() {
+        rejects(
+            "* * * * JAN",
+            Some(Field::DayOfWeek),
+            "JAN",
+            9,
+            CronErrorKind::NameInWrongField("JAN".into()),
+        );
+        rejects("* * * mon *", Some(Field::Month), "mon", 7, CronErrorKind::NameInWrongField("MON".into()));
+        rejects(
+            "* * * * MONDAY",
+            Some(Field::DayOfWeek),
+            "MONDAY",
+            9,
+            CronErrorKind::UnknownName("MONDAY".into()),
+        );
+        rejects("0 noon * * *", Some(Field::Hour), "noon", 3, CronErrorKind::NotANumber { names: "" });
+    }
+
+    #[test]
+    fn a_day_no_selected_month_has() {
+        rejects("0 0 30 2 *", Some(Field::DayOfMonth), "30", 5, CronErrorKind::ImpossibleDay { day: 30 });
+        rejects(
+            "0 0 31 2,4,6,9,11 *",
+            Some(Field::DayOfMonth),
+            "31",
+            5,
+            CronErrorKind::ImpossibleDay { day: 31 },
+        );
+        rejects(
+            "0 0 30-31 2 *",
+            Some(Field::DayOfMonth),
+            "30-31",
+            5,
+            CronErrorKind::ImpossibleDay { day: 30 },
+        );
+        // Under the OR rule the weekday can still match.
+        assert!(parse("0 0 30 2 1").is_ok());
+        assert!(parse("0 0 29 2 *").is_ok());
+    }
+
+    #[test]
+    fn field_counts() {
+        rejects("0 0 * * * * 2024", None, "2024", 13, CronErrorKind::FieldCount(7));
+        rejects("0 0 * *", None, "0 0 * *", 1, CronErrorKind::FieldCount(4));
+        rejects("   ", None, "", 1, CronErrorKind::Empty);
+    }
+
+    #[test]
+    fn special_forms_out_of_place() {
+        for (expression, field, token, column) in [
+            ("L * * * *", Field::Minute, "L", 1),
+            ("0 0 * 1#2 *", Field::Month, "1#2", 7),
+            ("0 0 L-2 * *", Field::DayOfMonth, "L-2", 5),
+            ("0 0 1-5W * *", Field::DayOfMonth, "1-5W", 5),
+            ("0 0 * * L", Field::DayOfWeek, "L", 9),
+            ("0 0 * * MONL", Field::DayOfWeek, "MONL", 9),
+            ("0 0 * * 1#0", Field::DayOfWeek, "0", 11),
+            ("0 0 * * 1#6", Field::DayOfWeek, "6", 11),
+        ] {
+            let e = error(expression);
+            assert!(matches!(e.kind(), CronErrorKind::BadSpecial(_)), "{expression:?}: {e}");
+            assert_eq!(
+                (e.field(), e.token(), e.column()),
+                (Some(field), token, column),
+                "{expression:?}: {e}"
+            );
+        }
+        rejects(
+            "0 0 * * 8#1",
+            Some(Field::DayOfWeek),
+            "8",
+            9,
+            CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
+        );
+        rejects("0 0 ? * ?,1", Some(Field::DayOfWeek), "?", 9, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 ? * * *", Some(Field::Hour), "?", 3, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 1,,2 * * *", Some(Field::Hour), ",", 4, CronErrorKind::EmptyItem);
+    }
+
+    #[test]
+    fn descriptors() {
+        rejects("@daily 5", None, "5", 8, CronErrorKind::AfterDescriptor("@daily".into()));
+        rejects("@sometimes", None, "@sometimes", 1, CronErrorKind::UnknownDescriptor("@sometimes".into()));
+        rejects("@reboot", None, "@reboot", 1, CronErrorKind::Reboot);
+        assert!(matches!(error("@every 0s").kind(), CronErrorKind::BadEvery(_)));
+        assert!(matches!(error("@every").kind(), CronErrorKind::BadEvery(_)));
+        assert!(matches!(error("@every soon").kind(), CronErrorKind::BadEvery(_)));
+    }
+
+    #[test]
+    fn errors_are_checked_from_left_to_right() {
+        assert_eq!(error("0 24 32 13 *").field(), Some(Field::Hour));
+        assert_eq!(error("0 0 32 13 *").field(), Some(Field::DayOfMonth));
+        assert_eq!(error("0 0 1 13 8").field(), Some(Field::Month));
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        rejects(
+            "0 0 * * é",
+            Some(Field::DayOfWeek),
+            "é",
+            9,
+            CronErrorKind::NotANumber { names: ", or a name (SUN-SAT)" },
+        );
+        rejects("\u{e9} 0 * * *", Some(Field::Minute), "\u{e9}", 1, CronErrorKind::NotANumber { names: "" });
+        let month = CronErrorKind::NotANumber { names: ", or a name (JAN-DEC)" };
+        rejects("0 0 * *\t\u{e9}\u{e9} 1", Some(Field::Month), "\u{e9}\u{e9}", 9, month);
+    }
 }

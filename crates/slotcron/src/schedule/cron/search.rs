@@ -2,6 +2,7 @@
 
 use jiff::civil::DateTime;
 
+use super::calendar::YearKind;
 use super::spec::Spec;
 
 /// The Gregorian calendar repeats every 400 years (146,097 days, a whole number of
@@ -57,15 +58,19 @@ impl Spec {
     /// further than the end of year `last_year`.
     pub(crate) fn next_match(&self, from: Wall, last_year: i16) -> Option<Wall> {
         let Wall { mut year, mut month, mut day, mut hour, mut minute, mut second } = from;
-        // The day mask of (year, month), computed once per month visited.
-        let mut cached: Option<(i16, i8, u64)> = None;
+        let mut kind = YearKind::of(i32::from(year));
         loop {
             if year > last_year {
                 return None;
             }
-            let months = self.months >> month;
+            // Only months with a matching day count; years without any are skipped.
+            let months = u64::from(self.table.months(kind)) >> month;
             if months == 0 {
-                (year, month, day, hour, minute, second) = (year + 1, 1, 1, 0, 0, 0);
+                (kind, year) = (kind.next(i32::from(year)), year + 1);
+                while self.table.months(kind) == 0 && year <= last_year {
+                    (kind, year) = (kind.next(i32::from(year)), year + 1);
+                }
+                (month, day, hour, minute, second) = (1, 1, 0, 0, 0);
                 continue;
             }
             let skip = months.trailing_zeros() as i8;
@@ -73,15 +78,7 @@ impl Spec {
                 (month, day, hour, minute, second) = (month + skip, 1, 0, 0, 0);
             }
 
-            let mask = match cached {
-                Some((y, m, mask)) if (y, m) == (year, month) => mask,
-                _ => {
-                    let mask = self.days.mask(year, month);
-                    cached = Some((year, month, mask));
-                    mask
-                }
-            };
-            let days = mask >> day;
+            let days = u64::from(self.table.days(kind, month)) >> day;
             if days == 0 {
                 (month, day, hour, minute, second) = (month + 1, 1, 0, 0, 0);
                 continue;
