@@ -5,13 +5,16 @@ mod common;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::{Schemas, database_url, isolated};
 use slotcron::{Coordinator, testkit};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
 /// Coordinators in the schema named by the suite's namespace, each with its own pool (a
-/// replica of its own); the schemas are recorded in `made` to be dropped.
+/// replica of its own); the schemas are recorded in `made` to be dropped. A loaded CI
+/// machine can take longer than the 500 ms default response timeout, and the suite checks
+/// exactly-once semantics, not latency: replies get 10 s here.
 fn factory(
     made: Arc<Mutex<Vec<String>>>,
 ) -> impl Fn(String) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Coordinator>>>> {
@@ -19,7 +22,8 @@ fn factory(
         made.lock().unwrap().push(namespace.clone());
         Box::pin(async move {
             let database = PostgresDatabase::open(&database_url(), &namespace).await.unwrap();
-            Arc::new(PostgresCoordinator::new(database)) as Arc<dyn Coordinator>
+            let coordinator = PostgresCoordinator::new(database).response_timeout(Duration::from_secs(10));
+            Arc::new(coordinator) as Arc<dyn Coordinator>
         })
     }
 }

@@ -201,13 +201,19 @@ pub fn test_ca() -> Vec<u8> {
     std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls/ca.crt")).expect("test CA")
 }
 
+/// How long the suite's coordinators wait for a reply. A loaded CI machine can take longer
+/// than the 500 ms default to answer, and the suite checks exactly-once semantics, not
+/// latency: a reply slower than the default must not read as an outage there.
+pub const SUITE_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A factory for the testkit: a new coordinator on `config`, with the namespace as key
-/// prefix.
+/// prefix and [`SUITE_RESPONSE_TIMEOUT`].
 pub fn factory(
     config: RedisConfig,
 ) -> impl Fn(String) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Coordinator>>>> {
     move |namespace| {
-        let config = config.clone().key_prefix(format!("{namespace}:"));
+        let config =
+            config.clone().key_prefix(format!("{namespace}:")).response_timeout(SUITE_RESPONSE_TIMEOUT);
         Box::pin(async move {
             let coordinator = RedisCoordinator::connect(config).await.expect("connect to the test server");
             Arc::new(coordinator) as Arc<dyn Coordinator>
