@@ -85,7 +85,8 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 ///
 /// # Errors
 /// The reason, naming the URL (without its password), where it was given, and the
-/// cause: a malformed URL, an unreachable server, a refused password or TLS handshake.
+/// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
+/// is checked earlier, by [`check_redis_url`]).
 pub async fn connect(redis: Option<&RedisUrl>, state: &State) -> Result<Arc<dyn Coordinator>, String> {
     if let Some(RedisUrl { url, source }) = redis {
         let shown = redact(url);

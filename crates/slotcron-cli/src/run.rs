@@ -80,7 +80,7 @@ impl Settings {
     /// its password) and the cause.
     pub async fn backends(&self) -> Result<Backends, String> {
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
-        tracing::info!(state = %self.state, "job state and run history");
+        tracing::info!(state = %self.state, "keeping job state and run history");
         let coordinator = coordination::connect(self.redis.as_ref(), &state).await?;
         Ok(Backends { state, coordinator })
     }

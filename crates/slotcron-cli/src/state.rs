@@ -12,8 +12,9 @@ use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
 
 use crate::redact::redact;
 
-/// Where state lives, as `--state` names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where state lives, as `--state` names it. `Display` and `Debug` leave the password
+/// out.
+#[derive(Clone, PartialEq, Eq)]
 pub enum StateUrl {
     /// `sqlite:PATH` (also `sqlite://PATH`; `sqlite:///abs/path`): one file on this
     /// machine, for one daemon.
@@ -99,6 +100,12 @@ impl fmt::Display for StateUrl {
             }
             Self::Memory => f.write_str("memory"),
         }
+    }
+}
+
+impl fmt::Debug for StateUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StateUrl({self})")
     }
 }
 
