@@ -1,8 +1,12 @@
-//! The command line: `slotcron run | next | check` (clap derive).
+//! The command line: `slotcron run | next | check | history` (clap derive).
 
 use std::path::PathBuf;
 
+use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand};
+use jiff::Timestamp;
+
+use crate::state::StateUrl;
 
 /// Cron for a fleet: runs shell jobs from a TOML jobs file or a crontab.
 #[derive(Debug, Parser)]
@@ -22,6 +26,8 @@ pub enum Command {
     Next(NextArgs),
     /// Validate FILE and list its jobs with their next fire times.
     Check(CheckArgs),
+    /// Print the run history kept in the state, newest trigger first.
+    History(HistoryArgs),
 }
 
 /// `slotcron run`.
@@ -29,6 +35,29 @@ pub enum Command {
 pub struct RunArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+    /// Claim every trigger in this Redis, so that each runs once across the daemons
+    /// sharing it: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://… (TLS) or
+    /// redis+unix:///PATH. Takes precedence over the SLOTCRON_REDIS_URL environment
+    /// variable, which takes precedence over `redis` in the jobs file's [coordination]
+    /// table. Without any, a postgres:// state coordinates; else single-replica mode.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// This daemon's id in logs, claims, run history and SLOTCRON_INSTANCE; unique in
+    /// the fleet [default: HOSTNAME-PID].
+    #[arg(long, value_name = "ID", value_parser = NonEmptyStringValueParser::new())]
+    pub instance: Option<String>,
+    #[command(flatten)]
+    pub state: StateArg,
+}
+
+/// `--state URL`, shared by `run` and `history`.
+#[derive(Debug, Args)]
+pub struct StateArg {
+    /// Where job state and run history are kept: sqlite:PATH (a file on this machine,
+    /// created if absent), postgres://USER@HOST/DATABASE[?schema=NAME] (shared by a
+    /// fleet; schema default `slotcron`), or memory (nothing kept).
+    #[arg(long = "state", value_name = "URL", default_value = StateUrl::DEFAULT)]
+    pub url: String,
 }
 
 /// `slotcron next`.
@@ -53,4 +82,28 @@ pub struct NextArgs {
 pub struct CheckArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+}
+
+/// `slotcron history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only the runs of this job.
+    pub job: Option<String>,
+    #[command(flatten)]
+    pub state: StateArg,
+    /// At most this many runs (the newest triggers).
+    #[arg(long, value_name = "COUNT", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub limit: u32,
+    /// Only triggers at or after this RFC 3339 instant, e.g. 2026-12-04T16:00:00Z.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub since: Option<Timestamp>,
+    /// One JSON object per line instead of columns.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_instant(text: &str) -> Result<Timestamp, String> {
+    text.parse()
+        .map_err(|e| format!("not an RFC 3339 instant with an offset, e.g. 2026-12-04T16:50:00Z: {e}"))
 }

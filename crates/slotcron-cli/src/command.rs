@@ -78,8 +78,9 @@ impl ShellCommand {
     /// Runs the command for one trigger.
     ///
     /// The command gets `SLOTCRON_JOB` (the job's name), `SLOTCRON_TRIGGER` (the
-    /// scheduled instant, RFC 3339 UTC) and `SLOTCRON_INSTANCE` (the scheduler's
-    /// instance id) in its environment. Each line it writes is logged with the job's
+    /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
+    /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
+    /// that grows with every won claim of the job across the fleet) in its environment. Each line it writes is logged with the job's
     /// name. When the run's cancellation token fires (timeout, shutdown) the process
     /// group gets SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -95,6 +96,7 @@ impl ShellCommand {
             .env("SLOTCRON_JOB", job)
             .env("SLOTCRON_TRIGGER", ctx.trigger().to_string())
             .env("SLOTCRON_INSTANCE", ctx.instance())
+            .env("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string())
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,13 +4,18 @@
 mod check;
 mod cli;
 mod command;
+mod coordination;
 mod cron_error;
 mod duration;
+mod history;
 mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod redact;
 mod run;
+mod state;
+mod table;
 mod zone;
 
 use std::process::ExitCode;
@@ -19,8 +24,8 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
-/// The exit status for invalid input: a bad file, expression or zone (as clap uses for
-/// bad arguments).
+/// The exit status for invalid input — a bad file, expression, zone or URL — and for a
+/// state or coordinator that cannot be used at start (as clap uses for bad arguments).
 const INVALID_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
@@ -30,5 +35,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(&args.file),
+        Command::History(args) => history::run(args),
     }
 }

@@ -1,27 +1,44 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::env::VarError;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::{CancellationToken, Scheduler, SchedulerBuilder};
+use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
-use crate::jobs_file::{self, JobsFile};
+use crate::coordination::{self, REDIS_URL_VAR, RedisUrl};
+use crate::jobs_file::{self, Coordination, JobsFile};
+use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration};
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// This daemon's instance id, in logs, run records and `SLOTCRON_INSTANCE`
-    /// (default `{hostname}-{pid}`).
+    /// This daemon's instance id, in logs, claims, run records and `SLOTCRON_INSTANCE`
+    /// (`--instance`, default `{hostname}-{pid}`).
     pub instance: String,
+    /// Where job state and run history are kept (`--state`).
+    pub state: StateUrl,
+    /// The Redis to claim triggers in (`--redis`, `SLOTCRON_REDIS_URL` or the file's
+    /// `[coordination] redis`, in that order), if any.
+    pub redis: Option<RedisUrl>,
     /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+}
+
+/// What the scheduler works with, opened and connected at start-up.
+pub struct Backends {
+    /// The store and the ledger.
+    pub state: State,
+    /// The coordinator that arbitrates claims.
+    pub coordinator: Arc<dyn Coordinator>,
 }
 
 impl Settings {
@@ -30,24 +47,58 @@ impl Settings {
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-    /// The settings for `slotcron run` with these arguments: the place where options
-    /// such as an instance id or a coordinator URL become settings.
-    pub fn from_args(_args: &RunArgs) -> Self {
-        Self {
-            instance: default_instance(),
+    /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_URL`
+    /// environment variable and the jobs file's `[coordination]` table: the place where
+    /// options become settings.
+    ///
+    /// # Errors
+    /// An invalid `--state` URL, a malformed Redis URL, or a `SLOTCRON_REDIS_URL` that is
+    /// not UTF-8.
+    pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
+        let env = match std::env::var(REDIS_URL_VAR) {
+            Ok(url) => Some(url),
+            Err(VarError::NotPresent) => None,
+            Err(VarError::NotUnicode(_)) => return Err(format!("{REDIS_URL_VAR} is not valid UTF-8")),
+        };
+        let redis = RedisUrl::choose(args.redis.as_deref(), env.as_deref(), file.redis.as_deref());
+        if let Some(RedisUrl { url, source }) = &redis {
+            coordination::check_redis_url(url).map_err(|e| format!("{source}: {e}"))?;
+        }
+        Ok(Self {
+            instance: args.instance.clone().unwrap_or_else(default_instance),
+            state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
+            redis,
             shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
             cancel_grace: Self::CANCEL_GRACE,
-        }
+        })
     }
 
-    /// The scheduler these settings describe: single-replica mode (in-process
-    /// coordinator, in-memory ledger), draining running commands at shutdown.
-    pub fn scheduler(&self) -> SchedulerBuilder {
-        Scheduler::builder()
+    /// Opens the state and connects the coordinator (see [`coordination::connect`]).
+    ///
+    /// # Errors
+    /// The state or the coordinator cannot be used; the message names the URL (without
+    /// its password) and the cause.
+    pub async fn backends(&self) -> Result<Backends, String> {
+        let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+        tracing::info!(state = %self.state, "keeping job state and run history");
+        let coordinator = coordination::connect(self.redis.as_ref(), &state).await?;
+        Ok(Backends { state, coordinator })
+    }
+
+    /// The scheduler these settings describe on `backends`, draining running commands at
+    /// shutdown.
+    pub fn scheduler(&self, backends: &Backends) -> SchedulerBuilder {
+        let builder = Scheduler::builder()
             .instance(&self.instance)
+            .coordinator(backends.coordinator.clone())
+            .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
-            .cancel_grace(self.cancel_grace)
+            .cancel_grace(self.cancel_grace);
+        match &backends.state.store {
+            Some(store) => builder.store(store.clone()),
+            None => builder,
+        }
     }
 }
 
@@ -59,7 +110,9 @@ fn default_instance() -> String {
 
 /// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
 /// finish (bounded by the shutdown timeout) and exits with status 0. An invalid file:
-/// every problem on standard error, exit status 2.
+/// every problem on standard error, exit status 2. A state or coordinator that cannot be
+/// used at start (see [`Settings::backends`]): the reason on standard error, exit
+/// status 2.
 pub fn run(args: &RunArgs) -> ExitCode {
     let loaded = match jobs_file::load(&args.file) {
         Ok(loaded) => loaded,
@@ -68,7 +121,10 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(INVALID_INPUT);
         }
     };
-    let settings = Settings::from_args(args);
+    let settings = match Settings::from_args(args, &loaded.coordination) {
+        Ok(settings) => settings,
+        Err(e) => return start_failed(&e),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -87,7 +143,11 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let scheduler = settings.scheduler().build();
+    let backends = match settings.backends().await {
+        Ok(backends) => backends,
+        Err(e) => return start_failed(&e),
+    };
+    let scheduler = settings.scheduler(&backends).build();
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
         if let Err(e) = scheduler.add(entry.job) {
@@ -96,12 +156,23 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
         }
         tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
     }
+    // Read each job's last trigger now, so that a state that cannot be read stops the
+    // daemon here rather than jobs starting without it.
+    if let Err(e) = scheduler.restore().await {
+        return start_failed(&format!("cannot read the state {}: {e}", settings.state));
+    }
     tracing::info!(file = %loaded.path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C or SIGTERM");
     let cancel = CancellationToken::new();
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     scheduler.run(cancel).await;
     ExitCode::SUCCESS
+}
+
+/// Reports why the daemon cannot start: exit status 2.
+fn start_failed(reason: &str) -> ExitCode {
+    eprintln!("slotcron run: {reason}");
+    ExitCode::from(INVALID_INPUT)
 }
 
 /// SIGINT and SIGTERM, installed before the first job starts.

@@ -191,6 +191,112 @@ every = "1m"
 }
 
 #[test]
+fn misfire_keys_and_the_coordination_table_are_checked_with_their_lines() {
+    let (code, out, err) = check(
+        "misfire_keys",
+        "jobs.toml",
+        r#"[coordination]
+redis = "http://:hunter2@cache:6379"
+
+[[job]]
+name = "a"
+every = "2s"
+misfire = "sometimes"
+command = "true"
+
+[[job]]
+name = "b"
+every = "2s"
+misfire = "skip"
+misfire_cap = 3
+command = "true"
+
+[[job]]
+name = "c"
+every = "2s"
+misfire_cap = 3
+command = "true"
+
+[[job]]
+name = "d"
+every = "2s"
+misfire = "run_all"
+misfire_cap = 0
+command = "true"
+
+[[job]]
+name = "e"
+every = "2s"
+misfire = "run_all"
+misfire_cap = -1
+command = "true"
+
+[[job]]
+name = "f"
+every = "2s"
+grace = "a while"
+command = "true"
+"#,
+    );
+    assert_eq!(code, Some(2), "{out}");
+    for expected in [
+        r#"jobs.toml:2: coordination.redis: "http://cache:6379" is not a Redis URL"#,
+        r#"jobs.toml:7: job "a": misfire: "sometimes" is not a misfire policy: write skip, run_once or run_all"#,
+        r#"jobs.toml:14: job "b": misfire_cap: applies to misfire = "run_all" only"#,
+        r#"jobs.toml:20: job "c": misfire_cap: applies to misfire = "run_all" only"#,
+        r#"jobs.toml:27: job "d": misfire_cap: must be at least 1"#,
+        r#"jobs.toml:34: job "e": misfire_cap: -1 is out of range: write a number from 1 to 4294967295"#,
+        r#"jobs.toml:40: job "f": grace: "a while" is not a duration"#,
+    ] {
+        assert!(err.lines().any(|line| line.starts_with(expected)), "missing {expected:?} in:\n{err}");
+    }
+    assert!(!err.contains("hunter2"), "the password is not shown:\n{err}");
+    assert!(err.ends_with("7 problems in jobs.toml\n"), "{err}");
+
+    let (code, _, err) = check(
+        "misfire_cap_type",
+        "jobs.toml",
+        "[[job]]\nname = \"g\"\nevery = \"2s\"\nmisfire = \"run_all\"\nmisfire_cap = \"3\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("jobs.toml:5: invalid type: string \"3\", expected i64"), "{err}");
+}
+
+#[test]
+fn valid_misfire_keys_and_coordination_pass() {
+    let (code, out, err) = check(
+        "misfire_valid",
+        "jobs.toml",
+        r#"[coordination]
+redis = "redis://:secret@10.0.0.5:6379/2"
+
+[[job]]
+name = "catch-up"
+every = "2s"
+misfire = "run_all"
+misfire_cap = 3
+grace = "30s"
+command = "true"
+
+[[job]]
+name = "coalesce"
+cron = "0 * * * *"
+misfire = "run_once"
+command = "true"
+
+[[job]]
+name = "drop"
+at = "2020-01-01T00:00:00Z"
+misfire = "skip"
+grace = "1m"
+command = "true"
+"#,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.ends_with("jobs.toml: 3 job(s) in a TOML jobs file, all valid\n"), "{out}");
+}
+
+#[test]
 fn crontab_lists_its_jobs_in_their_zones() {
     let (code, out, err) = check(
         "crontab_zones",

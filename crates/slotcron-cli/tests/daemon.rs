@@ -66,7 +66,7 @@ fn commands_get_the_crontab_environment_and_the_slotcron_variables() {
         "\
 GREETING = \"hello from cron\"
 # name: greet
-@reboot echo \"$GREETING|$SLOTCRON_JOB|$SLOTCRON_TRIGGER|$SLOTCRON_INSTANCE\"
+@reboot echo \"$GREETING|$SLOTCRON_JOB|$SLOTCRON_TRIGGER|$SLOTCRON_INSTANCE|$SLOTCRON_FENCING_TOKEN\"
 GREETING=changed later
 # name: fail
 @reboot echo first; echo last words >&2; exit 3
@@ -89,6 +89,7 @@ GREETING=changed later
     assert!(fields[2].ends_with('Z'), "RFC 3339 UTC: {}", fields[2]);
     fields[2].parse::<Timestamp>().expect("SLOTCRON_TRIGGER is RFC 3339");
     assert!(fields[3].ends_with(&format!("-{}", daemon.pid())), "hostname-pid: {}", fields[3]);
+    assert_eq!(fields[4], "1", "the job's first won claim");
 
     let failed = daemon.lines_with(&["run finished", r#"job="fail""#]);
     assert_eq!(failed.len(), 1);

@@ -178,6 +178,8 @@ impl Reader {
             command: ShellCommand { script, env: self.env_snapshot.clone(), stdin },
             timeout: None,
             run_on_start: false,
+            misfire: None,
+            grace: None,
             field_lines: Vec::new(),
         });
     }

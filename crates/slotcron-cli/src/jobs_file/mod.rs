@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::schedule::ScheduleError;
-use slotcron::{Job, JobError};
+use slotcron::{Job, JobError, Misfire};
 
 use crate::command::ShellCommand;
 
@@ -48,6 +48,16 @@ pub struct JobsFile {
     pub format: Format,
     /// Its jobs, in file order.
     pub jobs: Vec<JobEntry>,
+    /// Its `[coordination]` table (empty for a crontab).
+    pub coordination: Coordination,
+}
+
+/// A TOML jobs file's `[coordination]` table: how the daemons of a fleet share triggers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Coordination {
+    /// `redis = "URL"`: the Redis in which the daemons claim triggers (the `--redis` flag
+    /// and the `SLOTCRON_REDIS_URL` variable take precedence).
+    pub redis: Option<String>,
 }
 
 /// One job of a file.
@@ -73,16 +83,17 @@ pub fn load(path: &Path) -> Result<JobsFile, Problems> {
         let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
         Problems::new(path, vec![problem])
     })?;
-    let jobs = parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    Ok(JobsFile { path: path.to_owned(), format, jobs })
+    let (jobs, coordination) = parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination })
 }
 
-/// Parses and validates the text of a jobs file or crontab.
+/// Parses and validates the text of a jobs file or crontab: its jobs and its
+/// `[coordination]` table.
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-pub fn parse(source: &str, format: Format) -> Result<Vec<JobEntry>, Vec<Problem>> {
-    let Parsed { names, drafts, mut problems } = match format {
+pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordination), Vec<Problem>> {
+    let Parsed { names, drafts, coordination, mut problems } = match format {
         Format::Toml => toml_format::parse(source),
         Format::Crontab => crontab::parse(source),
     };
@@ -117,15 +128,17 @@ pub fn parse(source: &str, format: Format) -> Result<Vec<JobEntry>, Vec<Problem>
         };
         problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
-    if problems.is_empty() { Ok(jobs) } else { Err(problems) }
+    if problems.is_empty() { Ok((jobs, coordination)) } else { Err(problems) }
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
-/// duplicate check), a draft of every job without problems, and the problems.
+/// duplicate check), a draft of every job without problems, the coordination settings,
+/// and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
+    coordination: Coordination,
     problems: Vec<Problem>,
 }
 
@@ -143,6 +156,10 @@ struct Draft {
     command: ShellCommand,
     timeout: Option<Duration>,
     run_on_start: bool,
+    /// The misfire policy; `None` for the core's default (by schedule kind).
+    misfire: Option<Misfire>,
+    /// The misfire grace window; `None` for [`Misfire::DEFAULT_GRACE`].
+    grace: Option<Duration>,
     /// The line of each field given, for problems the core finds.
     field_lines: Vec<(&'static str, usize)>,
 }
@@ -156,6 +173,12 @@ impl Draft {
             .run_on_start(self.run_on_start);
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
+        }
+        if let Some(misfire) = self.misfire {
+            builder = builder.misfire(misfire);
+        }
+        if let Some(grace) = self.grace {
+            builder = builder.grace(grace);
         }
         match self.schedule.apply(builder).build() {
             Ok(job) => Ok(JobEntry { line: self.line, schedule: self.schedule, job }),

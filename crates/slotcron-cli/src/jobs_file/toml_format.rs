@@ -3,17 +3,25 @@
 //! ```toml
 //! timezone = "Europe/Berlin"     # default zone of cron jobs (default UTC)
 //!
+//! [coordination]                 # optional
+//! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
+//!                                # SLOTCRON_REDIS_URL take precedence)
+//!
 //! [[job]]
 //! name = "backup"
 //! cron = "0 3 * * *"             # exactly one of every, cron, at, after
 //! command = "pg_dump app > /var/backups/app.sql"
 //! timeout = "1h30m"              # optional
 //! timezone = "UTC"               # optional, cron jobs only
+//! misfire = "run_once"           # optional: skip, run_once or run_all
+//! grace = "5m"                   # optional (default 1s)
 //!
 //! [[job]]
 //! name = "heartbeat"
 //! every = "10s"
 //! run_on_start = true            # optional, interval jobs only
+//! misfire = "run_all"
+//! misfire_cap = 3                # optional, run_all only (default 100)
 //! command = "echo alive"
 //! ```
 //!
@@ -22,24 +30,33 @@
 //! keys are errors.
 
 use std::ops::Range;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
+use slotcron::Misfire;
 use slotcron::schedule::CronSchedule;
 use toml::Spanned;
 
 use super::problem::line_of;
-use super::{Draft, Parsed, Problem, ScheduleSpec};
+use super::{Coordination, Draft, Parsed, Problem, ScheduleSpec};
 use crate::command::ShellCommand;
-use crate::{cron_error, duration, zone};
+use crate::{coordination, cron_error, duration, zone};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
     timezone: Option<Spanned<String>>,
+    coordination: Option<CoordinationTable>,
     #[serde(default)]
     job: Vec<Spanned<JobTable>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CoordinationTable {
+    redis: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +71,9 @@ struct JobTable {
     timeout: Option<Spanned<String>>,
     run_on_start: Option<Spanned<bool>>,
     timezone: Option<Spanned<String>>,
+    misfire: Option<Spanned<String>>,
+    misfire_cap: Option<Spanned<i64>>,
+    grace: Option<Spanned<String>>,
 }
 
 /// Parses a TOML jobs file, collecting every problem.
@@ -78,6 +98,15 @@ pub(super) fn parse(source: &str) -> Parsed {
             }
         },
     };
+    if let Some(redis) = document.coordination.and_then(|table| table.redis) {
+        match coordination::check_redis_url(redis.get_ref()) {
+            Ok(()) => parsed.coordination = Coordination { redis: Some(redis.into_inner()) },
+            Err(reason) => {
+                let line = line_of(source, redis.span().start);
+                parsed.problems.push(Problem::field(line, None, "coordination.redis", reason));
+            }
+        }
+    }
     for table in &document.job {
         let mut job =
             JobReader { source, problems: &mut parsed.problems, table, default_zone: &default_zone };
@@ -131,21 +160,25 @@ impl JobReader<'_> {
                 None
             }
         };
-        let timeout = table.timeout.as_ref().and_then(|timeout| {
-            duration::parse(timeout.get_ref())
-                .map_err(|reason| self.problem(timeout.span(), job, "timeout", reason))
-                .ok()
-        });
+        let timeout = self.duration("timeout", &table.timeout, job);
+        let grace = self.duration("grace", &table.grace, job);
+        let misfire = self.misfire(job);
         if self.problems.len() > before {
             return None;
         }
         let (name, command, (schedule, schedule_field, schedule_line)) = (name?, command?, schedule?);
         let mut field_lines = vec![("name", self.line(name.span())), (schedule_field, schedule_line)];
-        if let Some(timeout) = &table.timeout {
-            field_lines.push(("timeout", self.line(timeout.span())));
-        }
-        if let Some(run_on_start) = &table.run_on_start {
-            field_lines.push(("run_on_start", self.line(run_on_start.span())));
+        let spans = [
+            ("timeout", table.timeout.as_ref().map(Spanned::span)),
+            ("run_on_start", table.run_on_start.as_ref().map(Spanned::span)),
+            ("misfire", table.misfire.as_ref().map(Spanned::span)),
+            ("misfire_cap", table.misfire_cap.as_ref().map(Spanned::span)),
+            ("grace", table.grace.as_ref().map(Spanned::span)),
+        ];
+        for (field, span) in spans {
+            if let Some(span) = span {
+                field_lines.push((field, self.line(span)));
+            }
         }
         Some(Draft {
             name: name.get_ref().clone(),
@@ -156,8 +189,57 @@ impl JobReader<'_> {
             command: ShellCommand::new(command.get_ref().trim()),
             timeout,
             run_on_start: table.run_on_start.as_ref().is_some_and(|r| *r.get_ref()),
+            misfire,
+            grace,
             field_lines,
         })
+    }
+
+    /// The duration in `value` (the key `field`), if given and valid; a problem if invalid.
+    fn duration(
+        &mut self,
+        field: &str,
+        value: &Option<Spanned<String>>,
+        job: Option<&str>,
+    ) -> Option<Duration> {
+        let value = value.as_ref()?;
+        duration::parse(value.get_ref()).map_err(|reason| self.problem(value.span(), job, field, reason)).ok()
+    }
+
+    /// The misfire policy from `misfire` and `misfire_cap`, if given and valid (problems
+    /// are recorded).
+    fn misfire(&mut self, job: Option<&str>) -> Option<Misfire> {
+        let spanned = self.table;
+        let table = spanned.get_ref();
+        let policy = table.misfire.as_ref().and_then(|policy| match policy.get_ref().as_str() {
+            "skip" => Some(Misfire::Skip),
+            "run_once" => Some(Misfire::RunOnce),
+            "run_all" => Some(Misfire::RunAll { cap: Misfire::DEFAULT_CAP }),
+            other => {
+                let reason = format!("{other:?} is not a misfire policy: write skip, run_once or run_all");
+                self.problem(policy.span(), job, "misfire", reason);
+                None
+            }
+        });
+        let Some(cap) = &table.misfire_cap else { return policy };
+        match policy {
+            Some(Misfire::RunAll { .. }) => match u32::try_from(*cap.get_ref()) {
+                Ok(cap) => Some(Misfire::RunAll { cap }),
+                Err(_) => {
+                    let reason =
+                        format!("{} is out of range: write a number from 1 to {}", cap.get_ref(), u32::MAX);
+                    self.problem(cap.span(), job, "misfire_cap", reason);
+                    None
+                }
+            },
+            // An invalid policy is reported on its own line.
+            None if table.misfire.is_some() => None,
+            _ => {
+                let reason = "applies to misfire = \"run_all\" only";
+                self.problem(cap.span(), job, "misfire_cap", reason);
+                None
+            }
+        }
     }
 
     /// The one schedule of the job, its key and its line.

@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+pub mod postgres;
+pub mod redis_server;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -13,14 +16,16 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use serde::Deserialize;
+use slotcron::jiff::Timestamp;
 
 /// The longest any wait may take before the test fails.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// The binary under test.
+/// The binary under test, with none of the environment variables it reads.
 pub fn slotcron() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_slotcron"));
-    command.env_remove("RUST_LOG");
+    command.env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
     command
 }
 
@@ -68,8 +73,19 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `slotcron run FILE` in `dir`.
     pub fn start(dir: &Path, file: &str) -> Self {
-        let mut child = slotcron()
-            .args(["run", file])
+        Self::run(dir, &[file])
+    }
+
+    /// Starts `slotcron run ARGS` in `dir`.
+    pub fn run(dir: &Path, args: &[&str]) -> Self {
+        let mut command = slotcron();
+        command.arg("run").args(args);
+        Self::spawn(command, dir)
+    }
+
+    /// Starts `command` (a `slotcron run`) in `dir`.
+    pub fn spawn(mut command: Command, dir: &Path) -> Self {
+        let mut child = command
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -195,6 +211,62 @@ pub fn has_ended(pid: u32) -> bool {
         Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
         Err(_) => true,
     }
+}
+
+/// Waits until `done` holds, checking every 100 ms; panics after [`PATIENCE`] with `what`.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "not {what} within {PATIENCE:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One run as `slotcron history --json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Run {
+    pub job: String,
+    #[serde(deserialize_with = "instant")]
+    pub trigger: Timestamp,
+    pub instance: String,
+    pub outcome: String,
+    pub fencing_token: Option<u64>,
+    #[serde(deserialize_with = "instant")]
+    pub started: Timestamp,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+}
+
+/// An RFC 3339 instant in JSON.
+fn instant<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+impl Run {
+    /// Whether the command ran (whatever its result), as opposed to a skipped or missed
+    /// trigger.
+    pub fn ran(&self) -> bool {
+        ["succeeded", "failed", "timed-out", "aborted"].contains(&self.outcome.as_str())
+    }
+}
+
+/// `slotcron history --json ARGS` in `dir` (with `--limit 1000000` unless ARGS set a
+/// limit): the runs, oldest trigger first (the command prints newest first).
+pub fn history(dir: &Path, args: &[&str]) -> Vec<Run> {
+    let mut all = vec!["history", "--json"];
+    if !args.contains(&"--limit") {
+        all.extend(["--limit", "1000000"]);
+    }
+    all.extend_from_slice(args);
+    let out = run_in(dir, &all);
+    assert_eq!(out.status.code(), Some(0), "slotcron history failed: {}", stderr(&out));
+    let mut runs: Vec<Run> = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    runs.reverse();
+    runs
 }
 
 /// Waits until the process whose pid is in `file` has ended; panics after [`PATIENCE`].

@@ -1,0 +1,124 @@
+//! `slotcron history [JOB]`: the run history kept in a state, newest trigger first.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+use slotcron::{LedgerQuery, RunRecord};
+
+use crate::cli::HistoryArgs;
+use crate::state::{State, StateUrl};
+use crate::{INVALID_INPUT, duration, table};
+
+/// One run as `--json` prints it: one object per line.
+#[derive(Debug, Serialize)]
+struct JsonRun<'a> {
+    job: &'a str,
+    /// The scheduled instant, RFC 3339 UTC.
+    trigger: String,
+    instance: &'a str,
+    /// `succeeded`, `failed`, `timed-out`, `panicked`, `aborted`, `skipped-lost`,
+    /// `skipped-backend-unavailable` or `missed`.
+    outcome: &'static str,
+    fencing_token: Option<u64>,
+    /// When the command started, or when the trigger was skipped; RFC 3339 UTC.
+    started: String,
+    duration_ms: u64,
+    error: Option<&'a str>,
+}
+
+/// Prints the runs of the state `args.state` that match the arguments, newest trigger
+/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME DURATION ERROR`
+/// (two spaces apart, no header), or with `--json` as one JSON object per line. No runs:
+/// nothing on standard output, a note on standard error, exit status 0.
+///
+/// Exit status 2 with the reason on standard error when the state cannot be read (a
+/// missing SQLite file is not created).
+pub fn run(args: &HistoryArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("slotcron history: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let query = LedgerQuery {
+        job: args.job.clone(),
+        since: args.since,
+        limit: args.limit as usize,
+        ..LedgerQuery::default()
+    };
+    match runtime.block_on(read(&args.state.url, &query)) {
+        Ok(runs) if runs.is_empty() => {
+            eprintln!(
+                "slotcron history: no runs recorded{}",
+                match &args.job {
+                    Some(job) => format!(" for job {job:?}"),
+                    None => String::new(),
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(runs) => {
+            if args.json {
+                print_json(&runs)
+            } else {
+                print_columns(&runs)
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("slotcron history: {e}");
+            ExitCode::from(INVALID_INPUT)
+        }
+    }
+}
+
+async fn read(state: &str, query: &LedgerQuery) -> Result<Vec<RunRecord>, String> {
+    let state = StateUrl::parse(state).map_err(|e| format!("--state: {e}"))?;
+    let ledger = State::open_ledger(&state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+    ledger.query(query).await.map_err(|e| format!("cannot read the history in {state}: {e}"))
+}
+
+/// Whole milliseconds: the history's precision.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn print_columns(runs: &[RunRecord]) {
+    let rows: Vec<[String; 6]> = runs
+        .iter()
+        .map(|run| {
+            [
+                run.job.to_string(),
+                run.trigger.to_string(),
+                run.instance.to_string(),
+                run.outcome.to_string(),
+                duration::display(Duration::from_millis(millis(run.duration))),
+                run.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table::print(None, &rows, 0);
+}
+
+fn print_json(runs: &[RunRecord]) {
+    let mut stdout = std::io::stdout().lock();
+    for run in runs {
+        let json = JsonRun {
+            job: &run.job,
+            trigger: run.trigger.to_string(),
+            instance: &run.instance,
+            outcome: run.outcome.as_str(),
+            fencing_token: run.fencing_token,
+            started: run.started.to_string(),
+            duration_ms: millis(run.duration),
+            error: run.error.as_deref(),
+        };
+        // A closed pipe (`slotcron history --json | head -1`) is not an error.
+        if serde_json::to_writer(&mut stdout, &json).is_err() || writeln!(stdout).is_err() {
+            return;
+        }
+    }
+}

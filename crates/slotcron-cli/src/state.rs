@@ -1,0 +1,222 @@
+//! The state URL (`--state`): where the daemon keeps job state (the store: each job's
+//! last trigger, one-shots done) and run history (the ledger), and where `slotcron
+//! history` reads it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use slotcron::{Ledger, MemoryLedger, Retention, Store};
+use slotcron_postgres::{PostgresDatabase, PostgresLedger, PostgresStore};
+use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
+
+use crate::redact::redact;
+
+/// Where state lives, as `--state` names it. `Display` and `Debug` leave the password
+/// out.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StateUrl {
+    /// `sqlite:PATH` (also `sqlite://PATH`; `sqlite:///abs/path`): one file on this
+    /// machine, for one daemon.
+    Sqlite {
+        /// The URL as given.
+        url: String,
+        /// The file it names.
+        path: PathBuf,
+    },
+    /// `postgres://…` or `postgresql://…`, with an optional `schema=NAME` query
+    /// parameter (default [`PostgresDatabase::DEFAULT_SCHEMA`]): shared by a fleet.
+    Postgres {
+        /// The connection URL without the `schema` parameter.
+        url: String,
+        /// The schema holding slotcron's tables.
+        schema: String,
+    },
+    /// `memory`: nothing survives the process.
+    Memory,
+}
+
+impl StateUrl {
+    /// The default: a SQLite file in the working directory.
+    pub const DEFAULT: &str = "sqlite:slotcron.db";
+
+    /// Reads a state URL.
+    ///
+    /// # Errors
+    /// The reason, naming the URL without its password: an unknown scheme, an empty
+    /// SQLite path, or an empty `schema` parameter.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text == "memory" {
+            return Ok(Self::Memory);
+        }
+        if let Some(rest) = text.strip_prefix("sqlite:") {
+            // As `SqliteDatabase::open` reads it.
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err(format!("{text:?}: no file after sqlite: (write e.g. sqlite:slotcron.db)"));
+            }
+            return Ok(Self::Sqlite { url: text.to_owned(), path: PathBuf::from(path) });
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Self::postgres(text);
+        }
+        Err(format!(
+            "{:?} is not a state URL: write sqlite:PATH, postgres://USER@HOST/DATABASE[?schema=NAME] or memory",
+            redact(text)
+        ))
+    }
+
+    /// Splits the `schema` parameter off a PostgreSQL URL.
+    fn postgres(text: &str) -> Result<Self, String> {
+        let (base, query) = text.split_once('?').unwrap_or((text, ""));
+        let mut schema = None;
+        let mut kept = Vec::new();
+        for param in query.split('&').filter(|p| !p.is_empty()) {
+            match param.strip_prefix("schema=") {
+                Some(name) => schema = Some(name.to_owned()),
+                None => kept.push(param),
+            }
+        }
+        let schema = match schema {
+            Some(name) if name.is_empty() => {
+                return Err(format!("{:?}: schema= is empty", redact(text)));
+            }
+            Some(name) => name,
+            None => PostgresDatabase::DEFAULT_SCHEMA.to_owned(),
+        };
+        let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        Ok(Self::Postgres { url, schema })
+    }
+}
+
+impl fmt::Display for StateUrl {
+    /// The URL without its password (PostgreSQL: with the schema).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Sqlite { url, .. } => f.write_str(url),
+            Self::Postgres { url, schema } => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                write!(f, "{}{separator}schema={schema}", redact(url))
+            }
+            Self::Memory => f.write_str("memory"),
+        }
+    }
+}
+
+impl fmt::Debug for StateUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StateUrl({self})")
+    }
+}
+
+/// An opened state: the store and the ledger, and the PostgreSQL database (for its
+/// coordinator) when the state is there.
+pub struct State {
+    /// Job state; `None` for `memory` (the scheduler keeps nothing then).
+    pub store: Option<Arc<dyn Store>>,
+    /// Run history.
+    pub ledger: Arc<dyn Ledger>,
+    /// The database of a `postgres://` state.
+    pub postgres: Option<PostgresDatabase>,
+}
+
+impl State {
+    /// Opens (creating it if absent) the state at `url`, migrating its schema. The
+    /// ledger keeps the default [`Retention`]: 30 days, at most 10,000 runs per job.
+    ///
+    /// # Errors
+    /// The reason, naming the URL (without its password) and the cause: a file that is
+    /// not a slotcron database, is corrupted or cannot be written, an unreachable
+    /// PostgreSQL. Nothing stored is changed then.
+    pub async fn open(url: &StateUrl) -> Result<Self, String> {
+        let retention = Retention::default();
+        match url {
+            StateUrl::Sqlite { url, .. } => {
+                let database = SqliteDatabase::open(url).await.map_err(|e| e.to_string())?;
+                Ok(Self {
+                    store: Some(Arc::new(SqliteStore::new(database.clone()))),
+                    ledger: Arc::new(SqliteLedger::new(database, retention)),
+                    postgres: None,
+                })
+            }
+            StateUrl::Postgres { url, schema } => {
+                let database = PostgresDatabase::open(url, schema).await.map_err(|e| e.to_string())?;
+                Ok(Self {
+                    store: Some(Arc::new(PostgresStore::new(database.clone()))),
+                    ledger: Arc::new(PostgresLedger::new(database.clone(), retention)),
+                    postgres: Some(database),
+                })
+            }
+            StateUrl::Memory => {
+                Ok(Self { store: None, ledger: Arc::new(MemoryLedger::default()), postgres: None })
+            }
+        }
+    }
+
+    /// Opens the ledger of an existing state, for reading: a SQLite file that does not
+    /// exist is an error rather than created.
+    ///
+    /// # Errors
+    /// As [`State::open`]; also a missing SQLite file, and `memory`, which keeps nothing
+    /// to read.
+    pub async fn open_ledger(url: &StateUrl) -> Result<Arc<dyn Ledger>, String> {
+        match url {
+            StateUrl::Sqlite { url, path } if !path.exists() => Err(format!(
+                "{url}: no such file: {} (a daemon run with --state {url} writes it)",
+                path.display()
+            )),
+            StateUrl::Memory => {
+                Err("memory: a memory state is gone with its daemon; there is no history to read".to_owned())
+            }
+            _ => Ok(Self::open(url).await?.ledger),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_three_kinds() {
+        assert_eq!(StateUrl::parse("memory"), Ok(StateUrl::Memory));
+        assert_eq!(
+            StateUrl::parse("sqlite:slotcron.db"),
+            Ok(StateUrl::Sqlite { url: "sqlite:slotcron.db".into(), path: "slotcron.db".into() })
+        );
+        assert_eq!(
+            StateUrl::parse("sqlite:///var/lib/slotcron/state.db"),
+            Ok(StateUrl::Sqlite {
+                url: "sqlite:///var/lib/slotcron/state.db".into(),
+                path: "/var/lib/slotcron/state.db".into()
+            })
+        );
+        assert_eq!(
+            StateUrl::parse("postgres://app@db/prod"),
+            Ok(StateUrl::Postgres { url: "postgres://app@db/prod".into(), schema: "slotcron".into() })
+        );
+    }
+
+    #[test]
+    fn the_schema_parameter_leaves_the_connection_url() {
+        let state = StateUrl::parse("postgresql://app:pw@db/prod?connect_timeout=3&schema=jobs").unwrap();
+        assert_eq!(
+            state,
+            StateUrl::Postgres {
+                url: "postgresql://app:pw@db/prod?connect_timeout=3".into(),
+                schema: "jobs".into()
+            }
+        );
+        assert_eq!(state.to_string(), "postgresql://app@db/prod?connect_timeout=3&schema=jobs");
+        assert!(StateUrl::parse("postgres://db/prod?schema=").unwrap_err().contains("schema= is empty"));
+    }
+
+    #[test]
+    fn other_urls_are_refused_without_their_password() {
+        let error = StateUrl::parse("mysql://root:hunter2@db/x").unwrap_err();
+        assert!(error.contains("\"mysql://root@db/x\" is not a state URL"), "{error}");
+        assert!(!error.contains("hunter2"));
+        assert!(StateUrl::parse("sqlite:").unwrap_err().contains("no file after sqlite:"));
+        assert!(StateUrl::parse("slotcron.db").is_err());
+    }
+}

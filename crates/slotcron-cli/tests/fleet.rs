@@ -1,0 +1,150 @@
+//! Several `slotcron run` daemons sharing a coordinator — a Redis the test starts, or a
+//! PostgreSQL state — run each trigger of a 1 s job exactly once between them.
+//!
+//! The daemons run together for a 10 s window; the assertions are about which triggers
+//! ran and how often, never about how long anything took. Every wait is bounded.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use slotcron::jiff::Timestamp;
+use support::postgres::Schema;
+use support::redis_server::RedisServer;
+use support::{Daemon, history, scratch, write};
+
+/// A 1 s job whose command appends its trigger, instance and fencing token to a file.
+/// The grace window is generous so that a loaded test machine noticing a trigger late
+/// does not turn it into a misfire: these tests are about claims.
+const JOBS: &str = r#"[[job]]
+name = "tick"
+every = "1s"
+grace = "30s"
+command = 'echo "$SLOTCRON_TRIGGER $SLOTCRON_INSTANCE $SLOTCRON_FENCING_TOKEN" >> runs.txt'
+"#;
+
+/// How long the daemons run together.
+const WINDOW: Duration = Duration::from_secs(10);
+
+/// One line of `runs.txt`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Line {
+    trigger: Timestamp,
+    instance: String,
+    fencing_token: u64,
+}
+
+/// Starts one daemon per entry of `daemons` (the arguments after `run jobs.toml`) in
+/// `dir`, waits until each has started with the coordinator whose log line contains
+/// `coordinator`, lets them run for [`WINDOW`], stops them with SIGTERM (exit status 0)
+/// and checks `runs.txt`: no trigger twice, none missing in the middle of the window,
+/// fencing tokens growing with the triggers. Returns its lines.
+fn run_fleet(dir: &Path, daemons: &[Vec<String>], coordinator: &str) -> Vec<Line> {
+    write(dir, "jobs.toml", JOBS);
+    let mut running: Vec<Daemon> = daemons
+        .iter()
+        .map(|args| {
+            let mut all = vec!["jobs.toml"];
+            all.extend(args.iter().map(String::as_str));
+            Daemon::run(dir, &all)
+        })
+        .collect();
+    for daemon in &mut running {
+        daemon.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
+        assert_eq!(daemon.lines_with(&[coordinator]).len(), 1, "{}", daemon.log());
+        assert!(daemon.lines_with(&["single-replica mode"]).is_empty(), "{}", daemon.log());
+    }
+    let start = Timestamp::now();
+    std::thread::sleep(WINDOW);
+    let end = Timestamp::now();
+    for daemon in &running {
+        daemon.signal(Signal::SIGTERM);
+    }
+    for daemon in &mut running {
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
+
+    let text = std::fs::read_to_string(dir.join("runs.txt")).expect("the job ran");
+    let lines: Vec<Line> = text
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            assert_eq!(fields.len(), 3, "{line:?}");
+            Line {
+                trigger: fields[0].parse().unwrap(),
+                instance: fields[1].to_owned(),
+                fencing_token: fields[2].parse().unwrap(),
+            }
+        })
+        .collect();
+    let mut by_trigger: BTreeMap<Timestamp, Vec<&Line>> = BTreeMap::new();
+    for line in &lines {
+        by_trigger.entry(line.trigger).or_default().push(line);
+    }
+    let twice: Vec<_> = by_trigger.values().filter(|runs| runs.len() > 1).collect();
+    assert!(twice.is_empty(), "triggers run more than once: {twice:?}");
+    // The middle of the window: whole seconds from 2 s after the start to 2 s before the
+    // end, when every daemon was running.
+    let first = start.as_second() + 2;
+    let last = end.as_second() - 2;
+    let missing: Vec<i64> =
+        (first..=last).filter(|s| !by_trigger.contains_key(&Timestamp::from_second(*s).unwrap())).collect();
+    assert!(missing.is_empty(), "triggers (Unix seconds) missing: {missing:?}\n{text}");
+    assert!(last - first >= 5, "the window holds at least 6 triggers");
+    let tokens: Vec<u64> = by_trigger.values().map(|runs| runs[0].fencing_token).collect();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens grow with the triggers: {tokens:?}");
+    lines
+}
+
+/// The (trigger, instance) pairs of the successful runs in `runs`.
+fn succeeded(runs: &[support::Run]) -> BTreeSet<(Timestamp, String)> {
+    runs.iter().filter(|r| r.outcome == "succeeded").map(|r| (r.trigger, r.instance.clone())).collect()
+}
+
+#[test]
+fn three_daemons_sharing_a_redis_run_each_trigger_once() {
+    let dir = scratch("fleet_redis");
+    let redis = RedisServer::start(&dir);
+    // Each daemon keeps its own SQLite state: Redis claims with SQL stores.
+    let daemons: Vec<Vec<String>> = (1..=3)
+        .map(|i| {
+            ["--redis", &redis.url(), "--instance", &format!("d{i}"), "--state", &format!("sqlite:d{i}.db")]
+                .map(String::from)
+                .to_vec()
+        })
+        .collect();
+    let lines = run_fleet(&dir, &daemons, "coordination through Redis");
+
+    // Each run is in the ledger of the daemon that ran it, and no ledger has another.
+    let mut recorded = BTreeSet::new();
+    for i in 1..=3 {
+        let runs = history(&dir, &["--state", &format!("sqlite:d{i}.db")]);
+        assert!(runs.iter().all(|r| r.instance == format!("d{i}")));
+        let outcomes: BTreeSet<&str> = runs.iter().map(|r| r.outcome.as_str()).collect();
+        assert!(outcomes.is_subset(&BTreeSet::from(["succeeded", "skipped-lost"])), "{outcomes:?}");
+        recorded.extend(succeeded(&runs));
+    }
+    let ran: BTreeSet<_> = lines.iter().map(|l| (l.trigger, l.instance.clone())).collect();
+    assert_eq!(recorded, ran);
+}
+
+#[test]
+fn two_daemons_sharing_a_postgres_state_run_each_trigger_once() {
+    let dir = scratch("fleet_postgres");
+    let schema = Schema::new("fleet");
+    let state = schema.state_url();
+    let daemons: Vec<Vec<String>> = (1..=2)
+        .map(|i| ["--state", state.as_str(), "--instance", &format!("p{i}")].map(String::from).to_vec())
+        .collect();
+    let lines = run_fleet(&dir, &daemons, "coordination through PostgreSQL");
+
+    // One shared ledger: every trigger's success once, and the other daemon's loss.
+    let runs = history(&dir, &["--state", &state]);
+    let ran: BTreeSet<_> = lines.iter().map(|l| (l.trigger, l.instance.clone())).collect();
+    assert_eq!(succeeded(&runs), ran);
+    let outcomes: BTreeSet<&str> = runs.iter().map(|r| r.outcome.as_str()).collect();
+    assert!(outcomes.is_subset(&BTreeSet::from(["succeeded", "skipped-lost"])), "{outcomes:?}");
+}

@@ -1,0 +1,142 @@
+//! `slotcron run` at start-up: the state and the coordinator it chooses, and the clear
+//! errors (exit status 2, the URL without its password, the cause) when it cannot use
+//! them — leaving what is stored untouched.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use nix::sys::signal::Signal;
+use support::redis_server::free_port;
+use support::{Daemon, history, run_in, scratch, slotcron, stderr, write};
+
+const JOBS: &str = "[[job]]\nname = \"hello\"\nafter = \"0s\"\ncommand = \"echo hello\"\n";
+
+/// `slotcron run jobs.toml ARGS` in `dir` when it is expected to fail at start.
+fn run_failing(dir: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["run", "jobs.toml"];
+    all.extend_from_slice(args);
+    run_in(dir, &all)
+}
+
+/// Checks a start-up failure: exit status 2, a message on standard error containing
+/// every one of `parts`, and not `hunter2` (the tests' password).
+fn assert_start_error(output: &Output, parts: &[&str]) -> String {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    let message =
+        err.lines().find(|line| line.starts_with("slotcron run: ")).unwrap_or_else(|| panic!("{err}"));
+    for part in parts {
+        assert!(message.contains(part), "{part:?} not in {message:?}");
+    }
+    assert!(!err.contains("hunter2"), "the password is shown: {err}");
+    message.to_owned()
+}
+
+#[test]
+fn without_a_coordinator_the_daemon_says_once_that_it_runs_alone() {
+    let dir = scratch("single_replica");
+    write(&dir, "jobs.toml", JOBS);
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    assert_eq!(daemon.lines_with(&["single-replica mode"]).len(), 1, "{}", daemon.log());
+    // The default state: slotcron.db in the working directory.
+    assert!(dir.join("slotcron.db").is_file());
+    assert_eq!(history(&dir, &[]).len(), 1);
+}
+
+#[test]
+fn a_corrupted_state_file_is_refused_untouched() {
+    let dir = scratch("corrupted_state");
+    write(&dir, "jobs.toml", JOBS);
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(dir.join("state.db"), &garbage).unwrap();
+    let out = run_failing(&dir, &["--state", "sqlite:state.db"]);
+    assert_start_error(&out, &["cannot open the state", "sqlite:state.db", "file is not a database"]);
+    assert_eq!(std::fs::read(dir.join("state.db")).unwrap(), garbage, "the file's bytes are unchanged");
+}
+
+#[test]
+fn an_unwritable_state_path_is_refused_with_the_cause() {
+    let dir = scratch("unwritable_state");
+    write(&dir, "jobs.toml", JOBS);
+    // Under a regular file: no process can create it, whoever runs the test.
+    let out = run_failing(&dir, &["--state", "sqlite:jobs.toml/state.db"]);
+    assert_start_error(&out, &["sqlite:jobs.toml/state.db", "cannot open", "Not a directory"]);
+    assert_eq!(std::fs::read_to_string(dir.join("jobs.toml")).unwrap(), JOBS);
+    // A directory.
+    std::fs::create_dir(dir.join("state.db")).unwrap();
+    let out = run_failing(&dir, &["--state", "sqlite:state.db"]);
+    assert_start_error(&out, &["sqlite:state.db", "cannot open", "it is a directory"]);
+}
+
+#[test]
+fn an_unreachable_postgres_is_named_without_its_password() {
+    let dir = scratch("unreachable_postgres");
+    write(&dir, "jobs.toml", JOBS);
+    let port = free_port();
+    let url = format!("postgres://postgres:hunter2@127.0.0.1:{port}/test?schema=nowhere");
+    let out = run_failing(&dir, &["--state", &url]);
+    let shown = format!("postgres://postgres@127.0.0.1:{port}/test");
+    assert_start_error(&out, &["cannot open the state", &shown, "cannot connect", "Connection refused"]);
+}
+
+#[test]
+fn an_unreachable_redis_is_a_start_up_error() {
+    let dir = scratch("unreachable_redis");
+    write(&dir, "jobs.toml", JOBS);
+    let port = free_port();
+    let out = run_failing(&dir, &["--redis", &format!("redis://:hunter2@127.0.0.1:{port}/0")]);
+    let shown = format!("Redis at redis://127.0.0.1:{port}/0 (from --redis)");
+    assert_start_error(&out, &[&shown, "cannot connect", "Connection refused"]);
+}
+
+#[test]
+fn a_malformed_redis_url_is_a_start_up_error() {
+    let dir = scratch("malformed_redis");
+    write(&dir, "jobs.toml", JOBS);
+    let out = run_failing(&dir, &["--redis", "http://:hunter2@cache:6379", "--state", "sqlite:state.db"]);
+    assert_start_error(&out, &["--redis", "\"http://cache:6379\" is not a Redis URL"]);
+    assert!(!dir.join("state.db").exists(), "the URL is checked before anything is opened");
+}
+
+#[test]
+fn the_redis_flag_wins_over_the_variable_which_wins_over_the_file() {
+    let dir = scratch("redis_precedence");
+    let [file, env, flag] = [free_port(), free_port(), free_port()].map(|p| format!("redis://127.0.0.1:{p}"));
+    write(&dir, "jobs.toml", &format!("[coordination]\nredis = \"{file}\"\n\n{JOBS}"));
+    let start = |env_url: Option<&str>, flag_url: Option<&str>| {
+        let mut command = slotcron();
+        command.args(["run", "jobs.toml", "--state", "memory"]).current_dir(&dir);
+        if let Some(url) = env_url {
+            command.env("SLOTCRON_REDIS_URL", url);
+        }
+        if let Some(url) = flag_url {
+            command.args(["--redis", url]);
+        }
+        command.output().unwrap()
+    };
+    assert_start_error(&start(None, None), &[&format!("Redis at {file} (from [coordination] redis)")]);
+    assert_start_error(&start(Some(""), None), &[&format!("Redis at {file} (from [coordination] redis)")]);
+    assert_start_error(&start(Some(&env), None), &[&format!("Redis at {env} (from SLOTCRON_REDIS_URL)")]);
+    assert_start_error(&start(Some(&env), Some(&flag)), &[&format!("Redis at {flag} (from --redis)")]);
+}
+
+#[test]
+fn a_failed_start_keeps_the_stored_history() {
+    let dir = scratch("failed_start_keeps");
+    write(&dir, "jobs.toml", JOBS);
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let before = history(&dir, &[]);
+    assert_eq!(before.len(), 1);
+
+    let out = run_failing(&dir, &["--redis", &format!("redis://127.0.0.1:{}", free_port())]);
+    assert_start_error(&out, &["cannot connect"]);
+    assert_eq!(history(&dir, &[]), before);
+}

@@ -1,0 +1,85 @@
+//! A `redis-server` of the test's own (from PATH) on a free port, as the Redis crate's
+//! tests start theirs: no persistence, killed when dropped.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::PATIENCE;
+
+/// A running `redis-server`.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port of 127.0.0.1, logging to `dir/redis.log`.
+    pub fn start(dir: &Path) -> Self {
+        // A free port can be taken by another test before the server binds it: try again.
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(dir)
+                .arg("--logfile")
+                .arg(dir.join("redis.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be on PATH to run these tests");
+            let deadline = Instant::now() + PATIENCE;
+            loop {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break; // the port was taken
+                }
+                if answers_ping(port) {
+                    return Self { child, port };
+                }
+                assert!(Instant::now() < deadline, "redis-server did not answer PING within {PATIENCE:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
+        panic!("redis-server did not start; its log:\n{log}");
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a server on `port` answers `PING` (the inline command) with `+PONG`.
+fn answers_ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0; 7];
+    stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
+}
