@@ -9,7 +9,7 @@ use crate::jobs_file::{self, Format, NextFire};
 use crate::{INVALID_INPUT, table};
 
 /// Loads `file` and prints one line per job — name, schedule, next fire time (for a
-/// daemon started now) — to standard output; exit status 0. On problems, prints every
+/// daemon started now), the schedule in English — to standard output; exit status 0. On problems, prints every
 /// one of them (file, line, job, field, reason) to standard error; exit status 2.
 pub fn run(file: &Path) -> ExitCode {
     let loaded = match jobs_file::load(file) {
@@ -20,7 +20,7 @@ pub fn run(file: &Path) -> ExitCode {
         }
     };
     let now = Timestamp::now();
-    let rows: Vec<[String; 4]> = loaded
+    let rows: Vec<[String; 5]> = loaded
         .jobs
         .iter()
         .map(|entry| {
@@ -30,10 +30,11 @@ pub fn run(file: &Path) -> ExitCode {
                 entry.job.name().to_owned(),
                 entry.schedule.to_string(),
                 next.to_string(),
+                entry.schedule.explain(),
             ]
         })
         .collect();
-    table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT"]), &rows, 1);
+    table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "DESCRIPTION"]), &rows, 1);
     let format = match loaded.format {
         Format::Toml => "a TOML jobs file",
         Format::Crontab => "a crontab",

@@ -75,6 +75,10 @@ pub struct NextArgs {
     #[arg(short = 'n', long, value_name = "COUNT", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub count: u32,
+    /// First print one line describing the schedule in English, e.g.
+    /// "At 09:30 on Monday through Friday (UTC)".
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// `slotcron check`.

@@ -8,10 +8,12 @@ use slotcron::Schedule;
 use slotcron::schedule::CronSchedule;
 
 use crate::cli::NextArgs;
+use crate::jobs_file::with_zone;
 use crate::{INVALID_INPUT, cron_error, zone};
 
 /// Prints the next `args.count` fire times of `args.expression` strictly after
-/// `args.from` (default now), one per line in RFC 3339 with the zone's offset.
+/// `args.from` (default now), one per line in RFC 3339 with the zone's offset; with
+/// `--explain`, first a line describing the schedule in English.
 ///
 /// Exit status 0, also when fewer fire times exist (said on standard error); 2 with a
 /// message on standard error for an invalid expression, zone or `--from`.
@@ -40,6 +42,9 @@ fn fire_times(args: &NextArgs) -> Result<(), String> {
     };
     let cron = cron.with_time_zone(zone.clone());
     let mut stdout = std::io::stdout().lock();
+    if args.explain && writeln!(stdout, "{}", with_zone(&cron.explain(), &zone)).is_err() {
+        return Ok(());
+    }
     let mut after = from;
     let mut printed = 0;
     while printed < args.count {

@@ -122,15 +122,22 @@ command = "echo warm"
 "#,
     );
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(row(&out, "heartbeat")[..3], ["3", "heartbeat", "every 10s"]);
+    assert_eq!(
+        row(&out, "heartbeat")[..],
+        ["3", "heartbeat", "every 10s", row(&out, "heartbeat")[3], "Every 10s, anchored to the Unix epoch"]
+    );
     let nightly = row(&out, "nightly");
     assert_eq!(nightly[2], r#"cron "30 2 * * *" in America/New_York"#);
     assert!(nightly[3].ends_with("T02:30:00-05:00") || nightly[3].ends_with("T02:30:00-04:00"), "{out}");
+    assert_eq!(nightly[4], "At 02:30 (America/New_York)");
     let tokyo = row(&out, "tokyo-report");
     assert_eq!(tokyo[2], r#"cron "0 9 * * *" in Asia/Tokyo"#);
     assert!(tokyo[3].ends_with("T09:00:00+09:00"), "{out}");
-    assert_eq!(row(&out, "launch")[3], "at start-up (the instant is past)");
-    assert_eq!(row(&out, "warm-up")[2..], ["after 1m 30s", "1m 30s after start-up"]);
+    assert_eq!(row(&out, "launch")[3..], ["at start-up", "Once, at 2020-01-01T00:00:00Z"]);
+    assert_eq!(
+        row(&out, "warm-up")[2..],
+        ["after 1m 30s", "1m 30s after start-up", "Once, 1m 30s after the daemon first starts"]
+    );
     assert!(out.ends_with("\njobs.toml: 5 job(s) in a TOML jobs file, all valid\n"), "{out}");
 }
 
@@ -320,10 +327,11 @@ TZ=America/New_York
     let morning = row(&out, "morning");
     assert_eq!(morning[..3], ["6", "morning", r#"cron "30 9 * * MON-FRI" in Asia/Shanghai"#]);
     assert!(morning[3].ends_with("T09:30:00+08:00"), "{out}");
+    assert_eq!(morning[4], "At 09:30 on Monday through Friday (Asia/Shanghai)");
     let daily = names(&out)[2].clone();
     assert_eq!(row(&out, &daily)[2], r#"cron "@daily" in America/New_York"#);
     let reboot = names(&out)[4].clone();
-    assert_eq!(row(&out, &reboot)[2..], ["after 0s", "0s after start-up"]);
+    assert_eq!(row(&out, &reboot)[2..], ["@reboot", "at start-up", "Once each time the daemon starts"]);
     assert!(out.ends_with("\ncrontab: 5 job(s) in a crontab, all valid\n"), "{out}");
 }
 

@@ -104,6 +104,23 @@ GREETING=changed later
 }
 
 #[test]
+fn reboot_runs_at_every_start_with_the_same_state() {
+    let dir = scratch("reboot");
+    write(&dir, "crontab", "# name: boot\n@reboot echo booted\n");
+    for start in 1..=2 {
+        let mut daemon = Daemon::start(&dir, "crontab");
+        daemon.wait_for("the @reboot run", |line| {
+            line.contains("run finished") && line.contains(r#"job="boot""#)
+        });
+        daemon.signal(Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+        let runs = daemon.lines_with(&["run finished", r#"job="boot""#, r#"outcome="succeeded""#]);
+        assert_eq!(runs.len(), 1, "start {start}: {}", daemon.log());
+    }
+    assert!(dir.join("slotcron.db").exists(), "both starts used the default state file");
+}
+
+#[test]
 fn a_command_past_its_timeout_is_terminated_and_recorded_as_timed_out() {
     let dir = scratch("timeout");
     write(

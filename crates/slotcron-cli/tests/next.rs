@@ -32,6 +32,16 @@ fn fixed_time_in_a_spring_forward_gap_fires_after_the_jump() {
 }
 
 #[test]
+fn explain_prints_the_schedule_in_english_first() {
+    let args = ["next", "*/15 9-17 * * MON-FRI", "--tz", "Europe/Paris", "--from", "2026-12-04T16:50:00Z"];
+    let out = run(&[&args[..], &["-n", "1", "--explain"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let expected = "Every 15 minutes between 09:00 and 17:59 on Monday through Friday (Europe/Paris)\n\
+                    2026-12-07T09:00:00+01:00\n";
+    assert_eq!(stdout(&out), expected);
+}
+
+#[test]
 fn default_count_is_five() {
     let out = run(&["next", "@hourly", "--from", "2026-01-01T00:00:00Z"]);
     assert_eq!(out.status.code(), Some(0));

@@ -185,3 +185,20 @@ async fn an_invalid_definition_is_rejected_and_a_stored_one_without_handler_is_k
         "the stored definition is kept"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_at_job_moved_to_a_later_instant_runs_again() {
+    let store = Arc::new(MemoryStore::new());
+    let job = |at: &str| Job::builder("migrate").at(ts(at)).handler(ok).build().unwrap();
+    let mut first = on(&store, "2024-05-17T00:00:00Z");
+    first.add(job("2024-05-17T00:00:05Z"));
+    first.start().await;
+    first.advance_to(ts("2024-05-17T00:00:06Z")).await;
+    first.stop().await;
+    let mut second = on(&store, "2024-05-17T00:00:07Z");
+    second.add(job("2024-05-17T00:01:00Z"));
+    second.start().await;
+    second.advance_to(ts("2024-05-17T00:02:00Z")).await;
+    assert_eq!(second.triggers("migrate", Outcome::Succeeded), [ts("2024-05-17T00:01:00Z")]);
+    second.stop().await;
+}

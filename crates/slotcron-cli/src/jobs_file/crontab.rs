@@ -17,7 +17,8 @@
 //! As in cron, an unescaped `%` in the command ends it: the text after it is the
 //! command's standard input, with each further `%` a newline; `\%` is a literal `%`.
 //!
-//! `@reboot` runs once when the daemon starts: it is a job with an `after` of zero.
+//! `@reboot` runs once each time the daemon starts, as in cron: a one-shot at the
+//! instant the crontab is loaded.
 //! Like every `after` job, with a shared coordinator it runs once across the fleet.
 //!
 //! A job without a `# name:` comment is named from its line ([`super::job_name`]).
@@ -25,7 +26,6 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
 use jiff::tz::TimeZone;
 use slotcron::schedule::CronSchedule;
@@ -144,7 +144,7 @@ impl Reader {
         };
         self.parsed.names.push((name.clone(), number));
         let spec = match schedule {
-            LineSchedule::Reboot => Ok(ScheduleSpec::After(Duration::ZERO)),
+            LineSchedule::Reboot => Ok(ScheduleSpec::AtStartUp),
             LineSchedule::Cron(range) => CronSchedule::parse(&line[range.clone()])
                 .map_err(|e| cron_error::reason(&e, line[..range.start].chars().count()))
                 .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC)))),
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn reboot_runs_once_at_start_up() {
         let drafts = drafts("@reboot echo up\n");
-        assert!(matches!(drafts[0].schedule, ScheduleSpec::After(d) if d == Duration::ZERO));
+        assert!(matches!(drafts[0].schedule, ScheduleSpec::AtStartUp));
         assert_eq!(drafts[0].command.script, "echo up");
     }
 }

@@ -9,7 +9,7 @@ mod schedule_spec;
 mod toml_format;
 
 pub use problem::{Problem, Problems};
-pub use schedule_spec::{NextFire, ScheduleSpec};
+pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

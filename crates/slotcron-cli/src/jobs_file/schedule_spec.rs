@@ -20,8 +20,13 @@ pub enum ScheduleSpec {
     Cron(CronSchedule),
     /// `at = "RFC 3339"`: once at this instant.
     At(Timestamp),
-    /// `after = "5s"` (or a crontab `@reboot`): once, this long after start-up.
+    /// `after = "5s"`: once across the fleet and the state's lifetime, this long after
+    /// start-up.
     After(Duration),
+    /// A crontab `@reboot`: once each time the daemon starts, as cron does: a one-shot at
+    /// the instant the jobs are loaded, so every start (and every replica) is a trigger
+    /// of its own.
+    AtStartUp,
 }
 
 /// When a schedule fires next, as `slotcron check` shows it.
@@ -45,6 +50,26 @@ impl ScheduleSpec {
             Self::Cron(cron) => builder.schedule(cron.clone()),
             Self::At(instant) => builder.at(*instant),
             Self::After(delay) => builder.after(*delay),
+            Self::AtStartUp => {
+                let now = Timestamp::now();
+                builder.at(Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now))
+            }
+        }
+    }
+
+    /// One line of English describing when the job fires, e.g. "At 09:30 on Monday
+    /// through Friday (Europe/Paris)", as crontab editors show it.
+    pub fn explain(&self) -> String {
+        match self {
+            Self::Every(period) => {
+                format!("Every {}, anchored to the Unix epoch", duration::display(*period))
+            }
+            Self::Cron(cron) => with_zone(&cron.explain(), cron.time_zone()),
+            Self::At(at) => format!("Once, at {at}"),
+            Self::After(delay) => {
+                format!("Once, {} after the daemon first starts", duration::display(*delay))
+            }
+            Self::AtStartUp => "Once each time the daemon starts".into(),
         }
     }
 
@@ -79,8 +104,14 @@ impl fmt::Display for ScheduleSpec {
             }
             Self::At(at) => write!(f, "at {at}"),
             Self::After(delay) => write!(f, "after {}", duration::display(*delay)),
+            Self::AtStartUp => f.write_str("@reboot"),
         }
     }
+}
+
+/// An explanation with the time zone it is read in, e.g. "At 09:30 (Europe/Paris)".
+pub fn with_zone(explanation: &str, zone: &TimeZone) -> String {
+    format!("{explanation} ({})", zone.iana_name().unwrap_or("fixed offset"))
 }
 
 impl fmt::Display for NextFire {
@@ -88,7 +119,7 @@ impl fmt::Display for NextFire {
         match self {
             Self::At(at) => f.write_str(at),
             Self::AfterStart(delay) => write!(f, "{} after start-up", duration::display(*delay)),
-            Self::AtStartUp => f.write_str("at start-up (the instant is past)"),
+            Self::AtStartUp => f.write_str("at start-up"),
             Self::Never => f.write_str("never (no fire time left)"),
         }
     }

@@ -133,7 +133,14 @@ impl Table {
         let name = &*job.name;
         let kind = job.schedule.kind();
         let state = self.states.get(name);
-        if kind.is_one_shot() && state.is_some_and(|s| s.one_shot_done) {
+        // An `after` job runs once per state; an `at` job once per instant (one moved to
+        // a later instant runs again).
+        let done = state.is_some_and(|s| match kind {
+            ScheduleKind::At(at) => s.one_shot_done && s.last_trigger >= at,
+            ScheduleKind::After(_) => s.one_shot_done,
+            _ => false,
+        });
+        if done {
             tracing::info!(job = name, "one-shot job already ran; it is not queued again");
             return;
         }

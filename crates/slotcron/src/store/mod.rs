@@ -24,7 +24,8 @@ pub struct JobState {
     pub last_trigger: Timestamp,
     /// How that trigger ended; `None` while it runs (or if the process died running it).
     pub last_outcome: Option<Outcome>,
-    /// A one-shot (`at`, `after`) that was claimed: it never runs again.
+    /// A one-shot (`at`, `after`) that was claimed: an `after` job never runs again, an
+    /// `at` job not for an instant at or before `last_trigger` (moved later, it runs).
     pub one_shot_done: bool,
 }
 
