@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use slotcron::{Coordinator, InProcessCoordinator};
+use slotcron::Coordinator;
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 
@@ -76,8 +76,8 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 }
 
 /// Connects the coordinator: Redis at `redis` if given; else the PostgreSQL of the state,
-/// if it is there; else the in-process coordinator, and the daemon says once that it runs
-/// in single-replica mode.
+/// if it is there; else none, and the daemon says once that it runs in single-replica
+/// mode.
 ///
 /// An unreachable Redis at start is an error (a misconfigured URL, host or password is
 /// caught at once); once running, the coordinator reconnects by itself and a trigger
@@ -87,24 +87,27 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 /// The reason, naming the URL (without its password), where it was given, and the
 /// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
 /// is checked earlier, by [`check_redis_url`]).
-pub async fn connect(redis: Option<&RedisUrl>, state: &State) -> Result<Arc<dyn Coordinator>, String> {
+pub async fn connect(
+    redis: Option<&RedisUrl>,
+    state: &State,
+) -> Result<Option<Arc<dyn Coordinator>>, String> {
     if let Some(RedisUrl { url, source }) = redis {
         let shown = redact(url);
         let coordinator = RedisCoordinator::connect(RedisConfig::new(url.as_str()))
             .await
             .map_err(|e| format!("Redis at {shown} (from {source}): {e}"))?;
         tracing::info!(url = %shown, from = %source, "coordination through Redis");
-        return Ok(Arc::new(coordinator));
+        return Ok(Some(Arc::new(coordinator)));
     }
     if let Some(database) = &state.postgres {
         tracing::info!(url = database.url(), "coordination through PostgreSQL (the state's database)");
-        return Ok(Arc::new(PostgresCoordinator::new(database.clone())));
+        return Ok(Some(Arc::new(PostgresCoordinator::new(database.clone()))));
     }
     tracing::info!(
         "single-replica mode: no coordinator (--redis, {REDIS_URL_VAR}, [coordination] redis, or a \
          postgres:// state), so every daemon runs every trigger"
     );
-    Ok(Arc::new(InProcessCoordinator::new()))
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -37,8 +37,8 @@ pub struct Settings {
 pub struct Backends {
     /// The store and the ledger.
     pub state: State,
-    /// The coordinator that arbitrates claims.
-    pub coordinator: Arc<dyn Coordinator>,
+    /// The coordinator that arbitrates claims; `None` in single-replica mode.
+    pub coordinator: Option<Arc<dyn Coordinator>>,
 }
 
 impl Settings {
@@ -88,9 +88,11 @@ impl Settings {
     /// The scheduler these settings describe on `backends`, draining running commands at
     /// shutdown.
     pub fn scheduler(&self, backends: &Backends) -> SchedulerBuilder {
-        let builder = Scheduler::builder()
-            .instance(&self.instance)
-            .coordinator(backends.coordinator.clone())
+        let mut builder = Scheduler::builder().instance(&self.instance);
+        if let Some(coordinator) = &backends.coordinator {
+            builder = builder.coordinator(coordinator.clone());
+        }
+        let builder = builder
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)

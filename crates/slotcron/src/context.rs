@@ -1,20 +1,39 @@
 //! What a handler learns about the run it performs.
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::{RunScope, trigger_key};
+use crate::schedule::ScheduleKind;
+
 /// The context of one run, handed to the job's handler.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JobContext {
     pub(crate) job: Arc<str>,
     pub(crate) trigger: Timestamp,
-    pub(crate) trigger_key: Arc<str>,
-    pub(crate) instance: Arc<str>,
+    pub(crate) kind: ScheduleKind,
+    /// Formatted when a claim needed it, or on the first call to `trigger_key`.
+    pub(crate) trigger_key: OnceLock<Box<str>>,
     pub(crate) fencing_token: u64,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) scope: Arc<RunScope>,
+    /// The run's own token, for a job with a timeout; else the scheduler's.
+    pub(crate) own_cancel: Option<CancellationToken>,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("job", &self.job)
+            .field("trigger", &self.trigger)
+            .field("instance", &self.instance())
+            .field("fencing_token", &self.fencing_token)
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
 }
 
 impl JobContext {
@@ -32,16 +51,18 @@ impl JobContext {
     /// name for an `after` job): identical on every replica, so it doubles as the run's
     /// idempotency key.
     pub fn trigger_key(&self) -> &str {
-        &self.trigger_key
+        self.trigger_key.get_or_init(|| trigger_key(&self.job, self.kind, self.trigger).into_boxed_str())
     }
 
     /// The id of the scheduler instance running this trigger.
     pub fn instance(&self) -> &str {
-        &self.instance
+        &self.scope.shared.instance
     }
 
     /// The fencing token of the claim this run won: it grows with every won claim of the
     /// job across the fleet, so a store can reject writes from a run that was overtaken.
+    /// In single-replica mode (no coordinator) it counts the job's runs since the
+    /// scheduler was built.
     pub fn fencing_token(&self) -> u64 {
         self.fencing_token
     }
@@ -49,7 +70,7 @@ impl JobContext {
     /// Fires when the run should stop: its timeout expired or the scheduler is shutting
     /// down. A handler that ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancel
+        self.own_cancel.as_ref().unwrap_or(&self.scope.shutdown)
     }
 
     /// The job's payload (JSON), if it has one.
@@ -59,6 +80,6 @@ impl JobContext {
 
     /// Whether the run has been asked to stop.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.cancellation_token().is_cancelled()
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -42,7 +43,6 @@ where
 pub const MAX_NAME_LEN: usize = 200;
 
 /// A validated job, ready for [`Scheduler::add`](crate::Scheduler::add).
-#[derive(Clone)]
 pub struct Job {
     pub(crate) name: Arc<str>,
     pub(crate) schedule: Arc<dyn Schedule>,
@@ -52,6 +52,25 @@ pub struct Job {
     pub(crate) misfire: Misfire,
     pub(crate) grace: Duration,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
+    /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
+    pub(crate) local_fencing: AtomicU64,
+}
+
+impl Clone for Job {
+    /// A copy whose single-replica fencing tokens continue from the original's.
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            schedule: self.schedule.clone(),
+            handler: self.handler.clone(),
+            timeout: self.timeout,
+            run_on_start: self.run_on_start,
+            misfire: self.misfire,
+            grace: self.grace,
+            payload: self.payload.clone(),
+            local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl Job {
@@ -252,6 +271,7 @@ impl JobBuilder {
             misfire,
             grace: self.grace,
             payload: self.payload,
+            local_fencing: AtomicU64::new(0),
         })
     }
 }

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
-use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::coordinator::Coordinator;
 use crate::ledger::{Ledger, MemoryLedger};
 use crate::store::{HandlerRegistry, MemoryStore, Store};
 
@@ -17,7 +17,7 @@ use crate::store::{HandlerRegistry, MemoryStore, Store};
 #[must_use]
 pub struct SchedulerBuilder {
     clock: Arc<dyn Clock>,
-    coordinator: Arc<dyn Coordinator>,
+    coordinator: Option<Arc<dyn Coordinator>>,
     ledger: Arc<dyn Ledger>,
     store: Option<Arc<dyn Store>>,
     instance: Option<String>,
@@ -28,7 +28,7 @@ impl Default for SchedulerBuilder {
     fn default() -> Self {
         Self {
             clock: Arc::new(SystemClock),
-            coordinator: Arc::new(InProcessCoordinator::new()),
+            coordinator: None,
             ledger: Arc::new(MemoryLedger::default()),
             store: None,
             instance: None,
@@ -50,10 +50,13 @@ impl SchedulerBuilder {
         self
     }
 
-    /// The coordinator that arbitrates claims (default: [`InProcessCoordinator`], i.e.
-    /// single-replica mode).
+    /// The coordinator that arbitrates claims between replicas. Without one the
+    /// scheduler runs in single-replica mode: every trigger runs, nothing is claimed, and
+    /// fencing tokens count each job's runs (what an
+    /// [`InProcessCoordinator`](crate::InProcessCoordinator) would do, without the
+    /// call).
     pub fn coordinator(mut self, coordinator: Arc<dyn Coordinator>) -> Self {
-        self.coordinator = coordinator;
+        self.coordinator = Some(coordinator);
         self
     }
 

@@ -3,12 +3,14 @@
 
 mod builder;
 mod misfire;
+mod queue;
 mod run;
 mod table;
 mod trigger;
 
 pub use builder::SchedulerBuilder;
 
+pub(crate) use run::RunScope;
 pub use trigger::{claim_ttl, trigger_key};
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +27,10 @@ use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord};
 use crate::store::{HandlerRegistry, JobDefinition, JobState, Store, StoreError};
-use run::RunControl;
 use table::Table;
+
+/// How many due items the engine takes from the table per lock.
+const SPAWN_BATCH: usize = 64;
 
 /// Runs jobs on their schedules; cheap to clone (clones share the same jobs).
 ///
@@ -58,7 +62,8 @@ pub struct Scheduler {
 
 pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
-    pub coordinator: Arc<dyn Coordinator>,
+    /// `None` in single-replica mode: every trigger runs, nothing is claimed.
+    pub coordinator: Option<Arc<dyn Coordinator>>,
     pub ledger: Arc<dyn Ledger>,
     pub store: Arc<dyn Store>,
     /// Whether a store was configured: without one, per-trigger state is not saved
@@ -84,7 +89,7 @@ pub(crate) struct Settings {
 }
 
 impl Scheduler {
-    /// A builder with the defaults: system clock, in-process coordinator (single-replica
+    /// A builder with the defaults: system clock, no coordinator (single-replica
     /// mode), in-memory ledger.
     pub fn builder() -> SchedulerBuilder {
         SchedulerBuilder::default()
@@ -219,24 +224,29 @@ impl Scheduler {
         {
             tracing::error!("{e}; jobs start without their stored state");
         }
-        let control = RunControl::default();
+        let scope = Arc::new(RunScope::new(self.shared.clone()));
         let tracker = TaskTracker::new();
         tracing::info!(
             instance = %self.shared.instance,
-            coordinator = self.shared.coordinator.name(),
+            coordinator = self.shared.coordinator.as_ref().map_or("none (single-replica mode)", |c| c.name()),
             "scheduler started"
         );
         self.shared.table().start(self.shared.clock.now());
-        let mut due = Vec::new();
+        let mut due = Vec::with_capacity(SPAWN_BATCH);
         loop {
             let now = self.shared.clock.now();
-            let deadline = {
+            let (more, deadline) = {
                 let mut table = self.shared.table();
-                table.take_due(now, &mut due);
-                table.next_deadline()
+                let more = table.take_due(now, &mut due, SPAWN_BATCH);
+                (more, table.next_deadline())
             };
             for item in due.drain(..) {
-                tracker.spawn(run::execute(self.shared.clone(), item, control.clone()));
+                scope.spawning();
+                tracker.spawn(run::execute(scope.clone(), item));
+            }
+            if more {
+                scope.pace().await;
+                continue;
             }
             let sleep = async {
                 match deadline {
@@ -251,11 +261,11 @@ impl Scheduler {
                 () = sleep => {}
             }
         }
-        self.shutdown(tracker, control).await;
+        self.shutdown(tracker, &scope).await;
         self.shared.running.store(false, Ordering::SeqCst);
     }
 
-    async fn shutdown(&self, tracker: TaskTracker, control: RunControl) {
+    async fn shutdown(&self, tracker: TaskTracker, control: &RunScope) {
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");

@@ -2,39 +2,93 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use jiff::Timestamp;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::table::{Action, Due};
-use super::trigger::{claim_ttl, trigger_key};
+use super::trigger::claim_ttl;
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
 
-/// Signals from the engine to the runs it started.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RunControl {
-    /// Cooperative stop: the parent of every run's cancellation token.
+/// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
+/// scheduler and its stop signals, behind one reference count, so a burst of runs
+/// touches one shared counter per run rather than one per field.
+pub(crate) struct RunScope {
+    pub shared: Arc<Shared>,
+    /// Cooperative stop: every run's cancellation token is this one or its child.
     pub shutdown: CancellationToken,
     /// Hard stop: runs drop their handler's future and record `aborted`.
     pub abort: CancellationToken,
+    /// Runs spawned but not yet started.
+    waiting: AtomicUsize,
+    /// Notified when `waiting` falls to [`RunScope::RESUME_AT`].
+    drained: Notify,
+}
+
+impl RunScope {
+    /// The engine stops spawning once this many runs wait to start...
+    const PAUSE_ABOVE: usize = 128;
+    /// ...and goes on once they are down to this many. A burst of thousands of triggers
+    /// thus never queues more than a few hundred tasks: memory stays bounded, and the
+    /// first runs are not held up behind the spawning of the last.
+    const RESUME_AT: usize = 32;
+
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            shutdown: CancellationToken::new(),
+            abort: CancellationToken::new(),
+            waiting: AtomicUsize::new(0),
+            drained: Notify::new(),
+        }
+    }
+
+    /// Counts a run about to be spawned.
+    pub fn spawning(&self) {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn started(&self) {
+        if self.waiting.fetch_sub(1, Ordering::AcqRel) == Self::RESUME_AT + 1 {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits while too many spawned runs have not started yet.
+    pub async fn pace(&self) {
+        loop {
+            let drained = self.drained.notified();
+            let mut drained = std::pin::pin!(drained);
+            drained.as_mut().enable();
+            if self.waiting.load(Ordering::Acquire) <= Self::PAUSE_ABOVE {
+                return;
+            }
+            drained.await;
+        }
+    }
 }
 
 /// Handles one due item to the end, including its ledger record and log line.
 ///
 /// The run's state is boxed when it starts, so a task that waits in the runtime's queue
-/// holds only its arguments: a burst of thousands of triggers stays small in memory.
-pub(crate) async fn execute(shared: Arc<Shared>, due: Due, control: RunControl) {
-    Box::pin(execute_started(shared, due, control)).await;
+/// holds only its arguments (and tokio moves less memory per spawn): a burst of
+/// thousands of triggers stays small.
+pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
+    scope.started();
+    Box::pin(execute_started(scope, due)).await;
 }
 
-async fn execute_started(shared: Arc<Shared>, due: Due, control: RunControl) {
+async fn execute_started(scope: Arc<RunScope>, due: Due) {
+    let shared = &scope.shared;
     let Due { job, trigger, next, action } = due;
     let record = match action {
         Action::Missed { count } => {
@@ -43,61 +97,33 @@ async fn execute_started(shared: Arc<Shared>, due: Due, control: RunControl) {
                 job.grace,
                 job.misfire.name()
             );
-            shared.record(
-                &job,
-                trigger,
-                Outcome::Missed,
-                None,
-                shared.clock.now(),
-                Duration::ZERO,
-                Some(reason),
-            )
+            let now = shared.clock.now();
+            shared.record(&job, trigger, Outcome::Missed, None, now, Duration::ZERO, Some(reason))
         }
-        Action::Run => claim_and_run(&shared, &job, trigger, next, &control).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next).await,
     };
     shared.finish(&job, record).await;
 }
 
 async fn claim_and_run(
-    shared: &Shared,
+    scope: &Arc<RunScope>,
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
-    control: &RunControl,
 ) -> RunRecord {
+    let shared = &scope.shared;
     let kind = job.schedule.kind();
-    let key = trigger_key(&job.name, kind, trigger);
-    let claim = Claim {
-        job: &job.name,
-        trigger,
-        key: &key,
-        instance: &shared.instance,
-        ttl: claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack),
-    };
-    let asked = shared.clock.now();
-    let claimed = {
-        let mut claiming = shared.coordinator.claim(&claim);
-        // Most claims answer at once (always, in-process): arm the timeout only if not.
-        match (&mut claiming).now_or_never() {
-            Some(claimed) => claimed.map_err(|e| e.to_string()),
-            None => tokio::select! {
-                biased;
-                claimed = claiming => claimed.map_err(|e| e.to_string()),
-                () = shared.clock.sleep_until(asked + shared.settings.claim_timeout) => {
-                    Err(format!("no answer within the claim timeout of {:?}", shared.settings.claim_timeout))
-                }
-            },
-        }
-    };
-    let fencing_token = match claimed {
-        Ok(ClaimOutcome::Won { fencing_token }) => fencing_token,
-        Ok(ClaimOutcome::Lost) => {
-            return shared.record(job, trigger, Outcome::SkippedLost, None, asked, Duration::ZERO, None);
-        }
-        Err(e) => {
-            let reason = format!("{} coordinator: {e}", shared.coordinator.name());
-            let outcome = Outcome::SkippedBackendUnavailable;
-            return shared.record(job, trigger, outcome, None, asked, Duration::ZERO, Some(reason));
+    let trigger_key = OnceLock::new();
+    let fencing_token = match &shared.coordinator {
+        // Single-replica mode: nothing to claim.
+        None => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
+        Some(coordinator) => {
+            let key =
+                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
+            match claim(shared, coordinator.as_ref(), job, trigger, next, key).await {
+                Ok(fencing_token) => fencing_token,
+                Err(skipped) => return skipped,
+            }
         }
     };
     // Remembered before the handler runs: a one-shot runs at most once even if the
@@ -106,28 +132,70 @@ async fn claim_and_run(
     let ctx = JobContext {
         job: job.name.clone(),
         trigger,
-        trigger_key: key.into(),
-        instance: shared.instance.clone(),
+        kind,
+        trigger_key,
         fencing_token,
+        scope: scope.clone(),
         // Only a run with a timeout can be cancelled on its own.
-        cancel: if job.timeout.is_some() { control.shutdown.child_token() } else { control.shutdown.clone() },
+        own_cancel: job.timeout.map(|_| scope.shutdown.child_token()),
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();
-    let (outcome, error) = run_handler(shared, job, ctx, started, control).await;
+    let (outcome, error) = run_handler(scope, job, ctx, started).await;
     let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
     shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
 }
 
+/// Claims the trigger: the fencing token if won, else the record of the skip.
+async fn claim(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    next: Option<Timestamp>,
+    key: &str,
+) -> Result<u64, RunRecord> {
+    let kind = job.schedule.kind();
+    let ttl = claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack);
+    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
+    let mut claiming = coordinator.claim(&claim);
+    // Most claims answer at once: arm the timeout only if not.
+    let claimed = match (&mut claiming).now_or_never() {
+        Some(claimed) => claimed.map_err(|e| e.to_string()),
+        None => {
+            let timeout = shared.settings.claim_timeout;
+            tokio::select! {
+                biased;
+                claimed = claiming => claimed.map_err(|e| e.to_string()),
+                () = shared.clock.sleep_until(shared.clock.now() + timeout) => {
+                    Err(format!("no answer within the claim timeout of {timeout:?}"))
+                }
+            }
+        }
+    };
+    let now = shared.clock.now();
+    match claimed {
+        Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
+        Ok(ClaimOutcome::Lost) => {
+            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
+        }
+        Err(e) => {
+            let reason = format!("{} coordinator: {e}", coordinator.name());
+            let outcome = Outcome::SkippedBackendUnavailable;
+            Err(shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason)))
+        }
+    }
+}
+
 /// Runs the handler, catching errors and panics, and enforcing the timeout.
 async fn run_handler(
-    shared: &Shared,
+    scope: &RunScope,
     job: &Job,
     ctx: JobContext,
     started: Timestamp,
-    control: &RunControl,
 ) -> (Outcome, Option<String>) {
-    let cancel = ctx.cancel.clone();
+    let (shared, abort) = (&scope.shared, &scope.abort);
+    let cancel = ctx.own_cancel.clone();
     let call = std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx)));
     let mut run = match call {
         Ok(run) => AssertUnwindSafe(run).catch_unwind(),
@@ -142,17 +210,19 @@ async fn run_handler(
     tokio::select! {
         biased;
         result = &mut run => return finished(result),
-        () = control.abort.cancelled() => return aborted(),
+        () = abort.cancelled() => return aborted(),
         () = timeout => {}
     }
     // Timed out: ask the handler to stop, then drop it after the grace period.
-    cancel.cancel();
+    if let Some(cancel) = cancel {
+        cancel.cancel();
+    }
     let grace = shared.settings.cancel_grace;
     let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
     tokio::select! {
         biased;
         _ = &mut run => {}
-        () = control.abort.cancelled() => {}
+        () = abort.cancelled() => {}
         () = shared.clock.sleep_until(shared.clock.now() + grace) => {}
     }
     (Outcome::TimedOut, Some(reason))

@@ -1,12 +1,12 @@
-//! The job table and the one ordered queue of next triggers.
+//! The job table: jobs by name and slot, and their queued triggers.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 
 use super::misfire;
+use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
@@ -37,17 +37,6 @@ struct Entry {
     next: Option<Timestamp>,
 }
 
-/// A queued trigger: small and cheap to compare, since a burst moves thousands of them.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Queued {
-    at: Timestamp,
-    generation: u64,
-    /// The job's index in `Table::slots`.
-    slot: u32,
-    /// A start-up run (`run_on_start`), which does not advance the schedule.
-    start_up: bool,
-}
-
 /// Jobs by name and their queued triggers, earliest first.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
@@ -55,7 +44,7 @@ pub(crate) struct Table {
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
     by_name: HashMap<Arc<str>, u32>,
-    queue: BinaryHeap<Reverse<Queued>>,
+    queue: TriggerQueue,
     last_generation: u64,
     /// Queue items whose job was removed or replaced.
     stale: usize,
@@ -104,9 +93,8 @@ impl Table {
         self.free.push(slot);
         if self.stale > 1024 && self.stale > self.by_name.len() {
             let slots = &self.slots;
-            self.queue.retain(|Reverse(q)| {
-                slots[q.slot as usize].as_ref().is_some_and(|e| e.generation == q.generation)
-            });
+            self.queue
+                .retain(|q| slots[q.slot as usize].as_ref().is_some_and(|e| e.generation == q.generation));
             self.stale = 0;
         }
         true
@@ -164,18 +152,18 @@ impl Table {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
             {
-                self.queue.push(Reverse(Queued { at, generation, slot, start_up: true }));
+                self.queue.push(at, Queued { generation, slot, start_up: true });
             }
         }
         match first {
-            Some(at) => self.queue.push(Reverse(Queued { at, generation, slot, start_up: false })),
+            Some(at) => self.queue.push(at, Queued { generation, slot, start_up: false }),
             None => exhausted(name),
         }
     }
 
     /// The earliest queued instant.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.queue.peek().map(|Reverse(q)| q.at)
+        self.queue.next_deadline()
     }
 
     /// The next trigger of a job, if it is queued.
@@ -189,12 +177,15 @@ impl Table {
     }
 
     /// Takes everything due at `now` and queues each job's next trigger.
-    pub fn take_due(&mut self, now: Timestamp, due: &mut Vec<Due>) {
-        while let Some(Reverse(top)) = self.queue.peek() {
-            if top.at > now {
-                break;
+    ///
+    /// Stops once `due` holds `batch` items (a misfire plan may add a few more); `true`
+    /// if more is due.
+    pub fn take_due(&mut self, now: Timestamp, due: &mut Vec<Due>, batch: usize) -> bool {
+        loop {
+            if due.len() >= batch {
+                return self.next_deadline().is_some_and(|at| at <= now);
             }
-            let Some(Reverse(top)) = self.queue.pop() else { break };
+            let Some((at, top)) = self.queue.pop_due(now) else { break };
             let Some(entry) =
                 self.slots[top.slot as usize].as_mut().filter(|e| e.generation == top.generation)
             else {
@@ -203,14 +194,13 @@ impl Table {
             };
             let job = entry.job.clone();
             if top.start_up {
-                due.push(Due { job, trigger: top.at, next: entry.next, action: Action::Run });
+                due.push(Due { job, trigger: at, next: entry.next, action: Action::Run });
                 continue;
             }
-            let late =
-                now.duration_since(top.at) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
+            let late = now.duration_since(at) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
             let next = if late {
                 let cutoff = now.checked_sub(job.grace).unwrap_or(now);
-                let plan = misfire::plan(job.schedule.as_ref(), job.misfire, top.at, cutoff);
+                let plan = misfire::plan(job.schedule.as_ref(), job.misfire, at, cutoff);
                 if let Some((count, newest)) = plan.missed {
                     due.push(Due {
                         job: job.clone(),
@@ -226,17 +216,17 @@ impl Table {
                 }
                 plan.next
             } else {
-                let next =
-                    if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(top.at) };
-                due.push(Due { job: job.clone(), trigger: top.at, next, action: Action::Run });
+                let next = if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(at) };
+                due.push(Due { job: job.clone(), trigger: at, next, action: Action::Run });
                 next
             };
             entry.next = next;
             match next {
-                Some(at) => self.queue.push(Reverse(Queued { at, start_up: false, ..top })),
+                Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name),
             }
         }
+        false
     }
 }
 

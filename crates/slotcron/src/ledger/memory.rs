@@ -44,6 +44,10 @@ impl Ledger for MemoryLedger {
         let mut records = self.lock();
         if records.len() == self.capacity {
             records.pop_front();
+        } else if records.len() == records.capacity() {
+            // Grow by doubling, but never past the capacity.
+            let more = records.len().max(16).min(self.capacity - records.len());
+            records.reserve_exact(more);
         }
         records.push_back(record.clone());
         Ok(())
