@@ -228,7 +228,7 @@ impl Scheduler {
         let tracker = TaskTracker::new();
         tracing::info!(
             instance = %self.shared.instance,
-            coordinator = self.shared.coordinator.as_ref().map_or("none (single-replica mode)", |c| c.name()),
+            coordinator = self.shared.coordinator.as_ref().map_or("none", |c| c.name()),
             "scheduler started"
         );
         self.shared.table().start(self.shared.clock.now());
