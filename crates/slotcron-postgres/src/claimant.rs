@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use slotcron::coordinator::read_back::Holder;
+
 /// A random token that tells this claim from every other, even from the same instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Token(i64);
@@ -36,20 +38,10 @@ pub(crate) struct ClaimRow {
     pub fencing_token: Option<i64>,
 }
 
-/// Who holds a trigger, as read back from its row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Holder {
-    /// Our claim: won, with this fencing token.
-    Us { fencing_token: u64 },
-    /// Another claim (or a row without a token): lost.
-    Other,
-    /// Nobody: the claim was not written.
-    Nobody,
-}
-
-/// Reads the holder of a trigger from its row (`None`: no row). The row is ours when it
-/// has our token and our instance: a replica of an older release taking over an expired
-/// row leaves the token column as it was, but writes its own instance.
+/// Reads the holder of a trigger from its row (`None`: no row: the claim was not written).
+/// The row is ours when it has our token and our instance: a replica of an older release
+/// taking over an expired row leaves the token column as it was, but writes its own
+/// instance. A row without a token is another's.
 pub(crate) fn holder(row: Option<&ClaimRow>, ours: Token, instance: &str) -> Holder {
     let Some(row) = row else { return Holder::Nobody };
     match (row.claimant_token, row.fencing_token) {

@@ -2,10 +2,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 use tokio_postgres::Row;
 
-use crate::claimant::{ClaimRow, Holder, Token, holder};
+use crate::claimant::{ClaimRow, Token, holder};
 use crate::codec;
 use crate::database::QueryError;
 use crate::error::chain;
@@ -25,7 +26,8 @@ use crate::{DbError, PostgresDatabase};
 /// When the reply is lost (the connection closed or broke, the server ended the session,
 /// or no reply within the [response timeout](Self::response_timeout)) the claim may have
 /// committed. The coordinator drops that connection and reads the row back on another
-/// (waiting for a claim of the row still in progress): its own token and instance mean
+/// (waiting for a claim of the row still in progress), as
+/// [`read_back`](slotcron::coordinator::read_back) describes: its own token and instance mean
 /// won (with the stored fencing token), another's mean lost, no row means the claim did
 /// not happen and it is made once more, with the same token, so that a first attempt
 /// still running on the server is found rather than lost to. If the row cannot be read,
@@ -101,39 +103,40 @@ impl PostgresCoordinator {
         });
     }
 
-    /// Makes the claim once: `Some(fencing token)` when won, `None` when taken.
+    /// Makes the claim once. Errors are the causes alone: the claim's errors name the URL.
     async fn try_claim(
         &self,
         claim: &Claim<'_>,
         trigger: &SystemTime,
         ttl_us: &Option<i64>,
         token: Token,
-    ) -> Result<Option<u64>, QueryError> {
+    ) -> Result<ClaimOutcome, AttemptError<String>> {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
             [&claim.job, &claim.key, trigger, &claim.instance, ttl_us, &token.column()];
-        let rows = self.database.query_within(&self.claim_sql, &params, self.response_timeout).await?;
-        // One row: the fencing token, or NULL. Anything else is a reply not understood.
-        let fencing_token = match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
-            Some(Ok(fencing_token)) => fencing_token,
-            Some(Err(e)) => return Err(QueryError::OutcomeUnknown(self.error(chain(&e)))),
-            None => return Err(QueryError::OutcomeUnknown(self.error("no row in the reply".to_owned()))),
+        let rows = match self.database.query_within(&self.claim_sql, &params, self.response_timeout).await {
+            Ok(rows) => rows,
+            Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
+            Err(QueryError::OutcomeUnknown(e)) => return Err(AttemptError::ReplyLost(e.cause)),
         };
-        Ok(fencing_token.map(|token| token as u64))
+        // One row: the fencing token, or NULL. Anything else is a reply not understood.
+        match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
+            Some(Ok(Some(fencing_token))) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
+            Some(Ok(None)) => Ok(ClaimOutcome::Lost),
+            Some(Err(e)) => Err(AttemptError::ReplyLost(chain(&e))),
+            None => Err(AttemptError::ReplyLost("no row in the reply".to_owned())),
+        }
     }
 
-    /// Who holds the claim's row now.
-    async fn read_holder(&self, claim: &Claim<'_>, token: Token) -> Result<Holder, DbError> {
+    /// Who holds the claim's row now. Errors are the causes alone, as for
+    /// [`Self::try_claim`].
+    async fn read_holder(&self, claim: &Claim<'_>, token: Token) -> Result<Holder, String> {
         let rows = self
             .database
             .query_within(&self.read_back_sql, &[&claim.job, &claim.key], self.response_timeout)
             .await
-            .map_err(QueryError::into_cause)?;
-        let row = rows.first().map(claim_row).transpose().map_err(|e| self.error(chain(&e)))?;
+            .map_err(|e| e.into_cause().cause)?;
+        let row = rows.first().map(claim_row).transpose().map_err(|e| chain(&e))?;
         Ok(holder(row.as_ref(), token, claim.instance))
-    }
-
-    fn error(&self, cause: String) -> DbError {
-        DbError { url: self.database.url().to_owned(), cause }
     }
 }
 
@@ -157,34 +160,13 @@ impl Coordinator for PostgresCoordinator {
         {
             self.remove_expired_in_background();
         }
-        let key = claim.key;
-        let mut tried_again = false;
-        loop {
-            let lost_reply = match self.try_claim(claim, &trigger, &ttl_us, token).await {
-                Ok(Some(fencing_token)) => return Ok(ClaimOutcome::Won { fencing_token }),
-                Ok(None) => return Ok(ClaimOutcome::Lost),
-                Err(QueryError::NotApplied(e)) => return Err(CoordinatorError::new(e)),
-                Err(QueryError::OutcomeUnknown(e)) => e,
-            };
-            let read = self.read_holder(claim, token).await.map_err(|e| {
-                CoordinatorError::new(format!(
-                    "{}: claim of {key}: outcome unknown after \"{}\", and reading it back failed: {}",
-                    e.url, lost_reply.cause, e.cause
-                ))
-            })?;
-            tracing::warn!(%key, %token, ?read, "claim reply lost ({}); read the claim back", lost_reply.cause);
-            match read {
-                Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
-                Holder::Other => return Ok(ClaimOutcome::Lost),
-                Holder::Nobody if !tried_again => tried_again = true,
-                Holder::Nobody => {
-                    return Err(CoordinatorError::new(format!(
-                        "{}: claim of {key} failed twice: {}; the row was never written",
-                        lost_reply.url, lost_reply.cause
-                    )));
-                }
-            }
-        }
+        claim_with_read_back(
+            &format!("{}: claim of {}", self.database.url(), claim.key),
+            &token,
+            || self.try_claim(claim, &trigger, &ttl_us, token),
+            || self.read_holder(claim, token),
+        )
+        .await
     }
 
     fn name(&self) -> &'static str {

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use slotcron::coordinator::read_back::Holder;
+
 /// A random token that tells this claim from every other, even from the same instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Token(String);
@@ -27,18 +29,8 @@ impl fmt::Display for Token {
     }
 }
 
-/// Who holds a trigger, as read back from its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Holder {
-    /// Our claim: won, with this fencing token.
-    Us { fencing_token: u64 },
-    /// Another claim (or a value slotcron did not write): lost.
-    Other,
-    /// Nobody: the script did not run.
-    Nobody,
-}
-
-/// Reads the holder of a trigger from its key's value (`None`: no key).
+/// Reads the holder of a trigger from its key's value (`None`: no key: the script did not
+/// run). A value slotcron did not write is another's.
 pub(crate) fn holder(value: Option<&str>, ours: &Token) -> Holder {
     let Some(value) = value else { return Holder::Nobody };
     let mut parts = value.splitn(3, ' ');

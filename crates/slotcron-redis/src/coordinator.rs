@@ -6,9 +6,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, RedisError, Script, TlsCertificates};
+use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 
-use crate::claimant::{Holder, Token, holder};
+use crate::claimant::{Token, holder};
 use crate::keys::Keys;
 use crate::{RedisConfig, RedisCoordinatorError};
 
@@ -25,9 +26,10 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("clai
 /// random bits per claim. Claims are never released.
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
-/// made; the coordinator reads the trigger key back: its own token means won (with the
-/// stored fencing token), another's means lost, no key means the script did not run and
-/// the claim is tried once more; if Redis cannot be read, the claim fails and the
+/// made; the coordinator reads the trigger key back, as
+/// [`read_back`](slotcron::coordinator::read_back) describes: its own token means won
+/// (with the stored fencing token), another's means lost, no key means the script did not
+/// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
 ///
 /// The connection is a `redis` connection manager: multiplexed, and re-established by
@@ -82,16 +84,24 @@ impl RedisCoordinator {
         })
     }
 
-    /// Runs the claim script: `Some(fencing token)` when won, `None` when taken.
+    /// Runs the claim script once.
     async fn run_script(
         &self,
         key: &str,
         fencing: &str,
         claimant: &str,
         expiry_ms: u64,
-    ) -> Result<Option<u64>, RedisError> {
+    ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
         let mut connection = self.connection.clone();
-        CLAIM.key(key).key(fencing).arg(claimant).arg(expiry_ms).invoke_async(&mut connection).await
+        let mut script = CLAIM.key(key);
+        script.key(fencing).arg(claimant).arg(expiry_ms);
+        // The new fencing token when won, nil when taken.
+        match script.invoke_async::<Option<u64>>(&mut connection).await {
+            Ok(Some(fencing_token)) => Ok(ClaimOutcome::Won { fencing_token }),
+            Ok(None) => Ok(ClaimOutcome::Lost),
+            Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),
+            Err(e) => Err(AttemptError::NotMade(e)),
+        }
     }
 
     /// Who holds the trigger key now.
@@ -118,31 +128,13 @@ impl Coordinator for RedisCoordinator {
         let fencing = self.keys.fencing(claim.job);
         let claimant = token.claimant(claim.instance);
         let expiry_ms = self.expiry_ms(claim.ttl);
-        let mut tried_again = false;
-        loop {
-            let lost_reply = match self.run_script(&key, &fencing, &claimant, expiry_ms).await {
-                Ok(Some(fencing_token)) => return Ok(ClaimOutcome::Won { fencing_token }),
-                Ok(None) => return Ok(ClaimOutcome::Lost),
-                Err(e) if outcome_unknown(&e) => e,
-                Err(e) => return Err(CoordinatorError::new(format!("claim of {key} failed: {e}"))),
-            };
-            let read = self.read_holder(&key, &token).await.map_err(|e| {
-                CoordinatorError::new(format!(
-                    "claim of {key}: outcome unknown after \"{lost_reply}\", and reading it back failed: {e}"
-                ))
-            })?;
-            tracing::warn!(%key, %token, ?read, "claim reply lost ({lost_reply}); read the claim back");
-            match read {
-                Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
-                Holder::Other => return Ok(ClaimOutcome::Lost),
-                Holder::Nobody if !tried_again => tried_again = true,
-                Holder::Nobody => {
-                    return Err(CoordinatorError::new(format!(
-                        "claim of {key} failed twice: {lost_reply}; the key was never set"
-                    )));
-                }
-            }
-        }
+        claim_with_read_back(
+            &format!("claim of {key}"),
+            &token,
+            || self.run_script(&key, &fencing, &claimant, expiry_ms),
+            || self.read_holder(&key, &token),
+        )
+        .await
     }
 
     fn name(&self) -> &'static str {

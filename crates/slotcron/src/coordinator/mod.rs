@@ -1,6 +1,7 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
 mod in_process;
+pub mod read_back;
 
 pub use in_process::InProcessCoordinator;
 
@@ -47,7 +48,8 @@ pub enum ClaimOutcome {
 /// PostgreSQL coordinators in their own crates. Each claim must be one round trip to the
 /// backend, must never be released when the run ends (it marks the slot as taken), and
 /// must report an error rather than guess when the outcome is unknown: the engine then
-/// skips the trigger (fail closed).
+/// skips the trigger (fail closed). A networked backend whose reply can be lost reads the
+/// claim back with [`read_back::claim_with_read_back`].
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {
     /// Tries to claim a trigger.

@@ -1,0 +1,184 @@
+//! A claim whose reply was lost is read back, never guessed: the decision every
+//! networked coordinator makes the same way, whatever its backend.
+//!
+//! A claim is one round trip to the backend. When the request may have reached the
+//! backend but no whole reply came back (a dropped connection, a garbled reply, a
+//! response timeout), the claim may or may not have been made. The coordinator then reads
+//! the trigger back and compares the claimant stored there with the random token it drew
+//! for this claim:
+//!
+//! - its own token: won, with the fencing token stored with the claim;
+//! - another's (or a value slotcron did not write): lost;
+//! - nobody's: the claim was not made, and it is made once more — with the same token,
+//!   so that a first attempt still in flight on the backend is found rather than lost
+//!   to; nobody's again after a second lost reply is an error;
+//! - the read-back fails too: an error, and the scheduler skips the trigger (fail
+//!   closed, DESIGN.md's "Exactly once across replicas").
+//!
+//! A backend supplies the two round trips, the claim and the read-back, to
+//! [`claim_with_read_back`].
+
+use std::fmt;
+use std::future::Future;
+
+use super::{ClaimOutcome, CoordinatorError};
+
+/// Who holds a trigger, as a claimant whose reply was lost reads it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// This claim (the backend stores its token): won.
+    Us {
+        /// The fencing token stored with the claim.
+        fencing_token: u64,
+    },
+    /// Another claim, or a value slotcron did not write: lost.
+    Other,
+    /// Nobody: the claim was not made.
+    Nobody,
+}
+
+/// Why one attempt at a claim has no answer. `E` is the backend's account of the failure,
+/// shown in the claim's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptError<E> {
+    /// The claim was not made: no connection, a failure before the request was sent, or
+    /// an error reply from the backend (which made no claim). Nothing to read back.
+    NotMade(E),
+    /// The request was sent but its reply was lost: the claim may have been made.
+    ReplyLost(E),
+}
+
+/// Makes a claim with `attempt` and, when its reply is lost, reads the trigger's holder
+/// with `read_holder` and decides as the [module](self) describes: at most two attempts
+/// and two read-backs.
+///
+/// `attempt` makes the claim once, always with the same token; `read_holder` reads back
+/// who holds the trigger. `claim` names the claim in errors and logs, in the backend's
+/// words (`claim of slotcron:job:2024-05-17T00:00:00Z`, or with the server's URL without
+/// its password first); `token` is this claim's random token, logged with a lost reply.
+///
+/// # Errors
+/// The claim's outcome is unknown or it failed, each naming `claim` and the backend's
+/// causes: an attempt that made no claim (`{claim} failed: {cause}`), a lost reply whose
+/// read-back failed (`{claim}: outcome unknown after "{cause}", and reading it back
+/// failed: {cause}`), or two lost replies each followed by nobody holding the trigger.
+pub async fn claim_with_read_back<E, A, AF, R, RF, T>(
+    claim: &str,
+    token: &T,
+    mut attempt: A,
+    mut read_holder: R,
+) -> Result<ClaimOutcome, CoordinatorError>
+where
+    E: fmt::Display,
+    A: FnMut() -> AF,
+    AF: Future<Output = Result<ClaimOutcome, AttemptError<E>>>,
+    R: FnMut() -> RF,
+    RF: Future<Output = Result<Holder, E>>,
+    T: fmt::Display + ?Sized,
+{
+    let mut tried_again = false;
+    loop {
+        let lost = match attempt().await {
+            Ok(outcome) => return Ok(outcome),
+            Err(AttemptError::NotMade(e)) => {
+                return Err(CoordinatorError::new(format!("{claim} failed: {e}")));
+            }
+            Err(AttemptError::ReplyLost(e)) => e,
+        };
+        let holder = read_holder().await.map_err(|e| {
+            CoordinatorError::new(format!(
+                "{claim}: outcome unknown after \"{lost}\", and reading it back failed: {e}"
+            ))
+        })?;
+        tracing::warn!(claim, %token, ?holder, "claim reply lost ({lost}); read the claim back");
+        match holder {
+            Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
+            Holder::Other => return Ok(ClaimOutcome::Lost),
+            Holder::Nobody if !tried_again => tried_again = true,
+            Holder::Nobody => {
+                return Err(CoordinatorError::new(format!(
+                    "{claim} failed twice: {lost}; reading it back found no claim"
+                )));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    type Attempt = Result<ClaimOutcome, AttemptError<&'static str>>;
+    type ReadBack = Result<Holder, &'static str>;
+
+    /// Runs the decision on scripted replies; the outcome (or error text) and how many
+    /// attempts and read-backs it made.
+    async fn decide(
+        attempts: Vec<Attempt>,
+        read_backs: Vec<ReadBack>,
+    ) -> (Result<ClaimOutcome, String>, usize, usize) {
+        let attempts = Mutex::new(VecDeque::from(attempts));
+        let read_backs = Mutex::new(VecDeque::from(read_backs));
+        let (made, read) = (Mutex::new(0), Mutex::new(0));
+        let outcome = claim_with_read_back(
+            "claim of k",
+            "00000000000000aa",
+            || {
+                *made.lock().unwrap() += 1;
+                std::future::ready(attempts.lock().unwrap().pop_front().expect("an attempt too many"))
+            },
+            || {
+                *read.lock().unwrap() += 1;
+                std::future::ready(read_backs.lock().unwrap().pop_front().expect("a read-back too many"))
+            },
+        )
+        .await
+        .map_err(|e| e.to_string());
+        (outcome, made.into_inner().unwrap(), read.into_inner().unwrap())
+    }
+
+    const WON: ClaimOutcome = ClaimOutcome::Won { fencing_token: 7 };
+
+    #[tokio::test]
+    async fn an_answer_is_the_outcome_without_reading_back() {
+        assert_eq!(decide(vec![Ok(WON)], vec![]).await, (Ok(WON), 1, 0));
+        assert_eq!(decide(vec![Ok(ClaimOutcome::Lost)], vec![]).await, (Ok(ClaimOutcome::Lost), 1, 0));
+    }
+
+    #[tokio::test]
+    async fn an_attempt_that_made_no_claim_is_an_error_without_reading_back() {
+        let (outcome, made, read) = decide(vec![Err(AttemptError::NotMade("refused"))], vec![]).await;
+        assert_eq!(outcome, Err("claim of k failed: refused".to_owned()));
+        assert_eq!((made, read), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_lost_reply_is_won_or_lost_as_the_stored_claimant_says() {
+        let lost = || vec![Err(AttemptError::ReplyLost("reset"))];
+        let ours = Holder::Us { fencing_token: 9 };
+        assert_eq!(decide(lost(), vec![Ok(ours)]).await, (Ok(ClaimOutcome::Won { fencing_token: 9 }), 1, 1));
+        assert_eq!(decide(lost(), vec![Ok(Holder::Other)]).await, (Ok(ClaimOutcome::Lost), 1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
+        let (outcome, made, read) =
+            decide(vec![Err(AttemptError::ReplyLost("reset"))], vec![Err("down")]).await;
+        let expected = "claim of k: outcome unknown after \"reset\", and reading it back failed: down";
+        assert_eq!(outcome, Err(expected.to_owned()));
+        assert_eq!((made, read), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn nobody_holding_the_trigger_means_one_more_attempt_and_no_more() {
+        let lost = || Err(AttemptError::ReplyLost("reset"));
+        assert_eq!(decide(vec![lost(), Ok(WON)], vec![Ok(Holder::Nobody)]).await, (Ok(WON), 2, 1));
+        let (outcome, made, read) =
+            decide(vec![lost(), lost()], vec![Ok(Holder::Nobody), Ok(Holder::Nobody)]).await;
+        assert_eq!(outcome, Err("claim of k failed twice: reset; reading it back found no claim".to_owned()));
+        assert_eq!((made, read), (2, 2));
+    }
+}
