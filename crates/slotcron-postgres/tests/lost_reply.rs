@@ -11,8 +11,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::proxy::{Fault, FaultProxy};
 use common::{Schemas, connect, database_url, isolated};
+use slotcron::testkit::{Fault, FaultProxy};
 use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 use tokio::task::JoinHandle;
@@ -43,17 +43,19 @@ fn won(fencing_token: u64) -> ClaimOutcome {
 struct Setup {
     schema: String,
     proxy: FaultProxy,
+    /// The database's URL through the proxy.
+    proxied_url: String,
     coordinator: Arc<PostgresCoordinator>,
 }
 
 impl Setup {
     async fn new(schemas: &mut Schemas) -> Self {
         let schema = schemas.name();
-        let proxy = FaultProxy::start().await;
-        let database = PostgresDatabase::open(&proxy.url(), &schema).await.unwrap();
+        let (proxy, proxied_url) = common::proxy().await;
+        let database = PostgresDatabase::open(&proxied_url, &schema).await.unwrap();
         let coordinator = Arc::new(PostgresCoordinator::new(database));
         assert_eq!(claim(&coordinator, "job:2024-05-17T00:00:00Z", "proxied").await, won(1));
-        Self { schema, proxy, coordinator }
+        Self { schema, proxy, proxied_url, coordinator }
     }
 
     /// Another replica, connected straight to the server.
@@ -152,7 +154,7 @@ async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
         setup.proxy.refuse(true);
         let error = try_claim(&setup.coordinator, KEY, "proxied").await.unwrap_err();
         assert_eq!(setup.proxy.lost(), 1, "the reply was lost");
-        assert!(error.starts_with(&setup.proxy.url()), "{error}");
+        assert!(error.starts_with(&setup.proxied_url), "{error}");
         assert!(error.contains("outcome unknown") && error.contains("reading it back failed"), "{error}");
         // The claim did commit: the trigger is taken, and nobody runs it (fail closed).
         assert_eq!(setup.holder().await, ("proxied".to_owned(), Some(2)));

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
+use slotcron::testkit::{Fault, FaultProxy};
 use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
-use support::proxy::{Fault, FaultProxy};
 use support::{Listen, RedisServer};
 
 const TTL: Option<Duration> = Some(Duration::from_secs(60));
@@ -30,7 +30,8 @@ async fn setup() -> (RedisServer, FaultProxy, RedisCoordinator) {
     let server = RedisServer::tcp();
     let Listen::Tcp(port) = *server.listen() else { unreachable!() };
     let proxy = FaultProxy::start(SocketAddr::from(([127, 0, 0, 1], port))).await;
-    let coordinator = RedisCoordinator::connect(RedisConfig::new(proxy.url())).await.unwrap();
+    let coordinator =
+        RedisCoordinator::connect(RedisConfig::new(format!("redis://{}", proxy.addr()))).await.unwrap();
     let warm_up = coordinator.claim(&claim("job:2024-05-17T00:00:00Z", "proxied")).await.unwrap();
     assert_eq!(warm_up, ClaimOutcome::Won { fencing_token: 1 });
     (server, proxy, coordinator)

@@ -3,17 +3,38 @@
 
 #![allow(dead_code)]
 
-pub mod proxy;
-
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
+use slotcron::testkit::FaultProxy;
 use slotcron_postgres::PostgresDatabase;
 
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A [`FaultProxy`] in front of the server of [`database_url`], and that URL with the
+/// server's address replaced by the proxy's.
+pub async fn proxy() -> (FaultProxy, String) {
+    let url = database_url();
+    let server = server_address(&url);
+    let upstream = tokio::net::lookup_host(&server)
+        .await
+        .expect("resolve the server of DATABASE_URL")
+        .next()
+        .expect("an address for the server of DATABASE_URL");
+    let proxy = FaultProxy::start(upstream).await;
+    let proxied = url.replacen(&server, &proxy.addr().to_string(), 1);
+    (proxy, proxied)
+}
+
+/// `host:port` of a `postgres://user@host[:port]/…` URL (port 5432 if none).
+fn server_address(url: &str) -> String {
+    let (_, rest) = url.split_once('@').expect("DATABASE_URL has a user");
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    if authority.contains(':') { authority.to_owned() } else { format!("{authority}:5432") }
 }
 
 /// The schemas one test made.

@@ -6,8 +6,6 @@
 
 #![allow(dead_code)]
 
-pub mod proxy;
-
 use std::future::Future;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -30,17 +30,22 @@
 //! in-memory, SQLite and PostgreSQL implementations behave alike. They panic on the first
 //! case that fails; instants in them have microsecond precision, the precision the SQL
 //! backends keep.
+//!
+//! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
+//! server, to lose a reply on purpose.
 
 pub mod ledger_suite;
 pub mod store_suite;
 
 mod fleet;
 mod ledger;
+mod proxy;
 mod replica;
 mod suite;
 
 pub use fleet::{Delivery, Fleet};
 pub use ledger::WatchedLedger;
+pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use suite::{
     claim_contract, namespaces_are_isolated, one_shots_survive_restarts, racing_replicas, skewed_clocks,

@@ -1,7 +1,6 @@
-//! A TCP forwarder between a coordinator and the real PostgreSQL server that loses
-//! messages on purpose, as a network can: the lost-reply tests need claims that the
-//! server committed but whose reply never arrived. It forwards bytes and knows nothing of
-//! the PostgreSQL protocol.
+//! A TCP forwarder between a coordinator and its real server that loses messages on
+//! purpose, as a network can: lost-reply tests need claims that the server made but whose
+//! reply never arrived. It forwards bytes and knows nothing of any protocol.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -10,9 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
 
-use super::database_url;
-
-/// The next fault to inject; each happens once.
+/// The next fault a [`FaultProxy`] injects; each happens once, on whichever connection
+/// first carries a message in its direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// Forward everything.
@@ -37,7 +35,11 @@ struct State {
     links: Vec<AbortHandle>,
 }
 
-/// Forwards connections from a local port to the server of [`database_url`].
+/// Forwards the connections made to a local port (127.0.0.1, [`Self::addr`]) to a server,
+/// losing what it is told to. Dropping it stops it and closes every connection.
+///
+/// It runs on the tokio runtime that starts it.
+#[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
@@ -45,12 +47,9 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    pub async fn start() -> Self {
-        let upstream = tokio::net::lookup_host(server_address(&database_url()))
-            .await
-            .expect("resolve the server of DATABASE_URL")
-            .next()
-            .expect("an address for the server of DATABASE_URL");
+    /// Listens on a free port of 127.0.0.1 and forwards each connection to `upstream`
+    /// (a connection that `upstream` refuses is closed). Panics if it cannot listen.
+    pub async fn start(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
         let addr = listener.local_addr().expect("proxy address");
         let state =
@@ -71,10 +70,9 @@ impl FaultProxy {
         Self { addr, state, task }
     }
 
-    /// [`database_url`] with the server's address replaced by the proxy's.
-    pub fn url(&self) -> String {
-        let url = database_url();
-        url.replacen(&server_address(&url), &self.addr.to_string(), 1)
+    /// The address clients connect to instead of the server's.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Arms the next fault.
@@ -95,7 +93,7 @@ impl FaultProxy {
         }
     }
 
-    /// How many messages were lost on purpose so far.
+    /// How many messages were lost (or held back) on purpose so far.
     pub fn lost(&self) -> usize {
         self.state.lock().unwrap().lost
     }
@@ -106,13 +104,6 @@ impl Drop for FaultProxy {
         self.task.abort();
         self.cut();
     }
-}
-
-/// `host:port` of a `postgres://user@host[:port]/…` URL (port 5432 if none).
-fn server_address(url: &str) -> String {
-    let (_, rest) = url.split_once('@').expect("DATABASE_URL has a user");
-    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
-    if authority.contains(':') { authority.to_owned() } else { format!("{authority}:5432") }
 }
 
 /// Forwards both ways until either side closes or a fault drops the connection.
