@@ -31,9 +31,12 @@
 //! case that fails; instants in them have microsecond precision, the precision the SQL
 //! backends keep.
 //!
+//! The SQL ledgers' benchmarks share [`ledger_bench`].
+//!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
 //! server, to lose a reply on purpose.
 
+pub mod ledger_bench;
 pub mod ledger_suite;
 pub mod store_suite;
 
