@@ -7,25 +7,10 @@ use libfuzzer_sys::fuzz_target;
 use slotcron::jiff::Timestamp;
 use slotcron::jiff::tz::TimeZone;
 use slotcron::schedule::{CronSchedule, Schedule};
+use zones::ZONES;
 
-/// The zones of the conformance vectors.
-const ZONES: [&str; 15] = [
-    "UTC",
-    "America/New_York",
-    "Europe/London",
-    "Europe/Berlin",
-    "Australia/Sydney",
-    "Australia/Lord_Howe",
-    "America/Santiago",
-    "America/Havana",
-    "Pacific/Chatham",
-    "Pacific/Apia",
-    "Asia/Shanghai",
-    "Asia/Kolkata",
-    "Asia/Kathmandu",
-    "Asia/Tokyo",
-    "America/Sao_Paulo",
-];
+#[path = "../../crates/slotcron/tests/cron_grammar/zones.rs"]
+mod zones;
 
 /// 1970-01-01 to 2200-01-01, in seconds.
 const SPAN: u64 = 7_258_118_400;

@@ -29,30 +29,13 @@ use std::str::FromStr;
 use chrono::{DateTime, TimeZone as _};
 use chrono_tz::Tz;
 use cron_grammar::Dialect;
+use cron_grammar::zones::ZONES;
 use croner::parser::{CronParser, Seconds};
 use croner::{Cron, JobType};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use proptest::prelude::*;
 use slotcron::schedule::{CronSchedule, Schedule};
-
-const ZONES: [&str; 15] = [
-    "UTC",
-    "America/New_York",
-    "Europe/London",
-    "Europe/Berlin",
-    "Australia/Sydney",
-    "Australia/Lord_Howe",
-    "America/Santiago",
-    "America/Havana",
-    "Pacific/Chatham",
-    "Pacific/Apia",
-    "Asia/Shanghai",
-    "Asia/Kolkata",
-    "Asia/Kathmandu",
-    "Asia/Tokyo",
-    "America/Sao_Paulo",
-];
 
 /// 2037-01-01T00:00:00Z: the end of chrono-tz's transition tables.
 const TABLES_END: i64 = 2_114_380_800;

@@ -11,6 +11,7 @@
 
 mod cron_grammar;
 
+use cron_grammar::zones::ZONES;
 use cron_grammar::{Dialect, Expr};
 use jiff::Timestamp;
 use jiff::civil::DateTime;
@@ -18,25 +19,6 @@ use jiff::tz::{AmbiguousOffset, TimeZone};
 use proptest::prelude::*;
 use slotcron::schedule::cron::CronErrorKind;
 use slotcron::schedule::{CronSchedule, Schedule};
-
-/// The zones of the conformance vectors.
-const ZONES: [&str; 15] = [
-    "UTC",
-    "America/New_York",
-    "Europe/London",
-    "Europe/Berlin",
-    "Australia/Sydney",
-    "Australia/Lord_Howe",
-    "America/Santiago",
-    "America/Havana",
-    "Pacific/Chatham",
-    "Pacific/Apia",
-    "Asia/Shanghai",
-    "Asia/Kolkata",
-    "Asia/Kathmandu",
-    "Asia/Tokyo",
-    "America/Sao_Paulo",
-];
 
 /// 1970-01-01 and 2200-01-01 in seconds.
 const FIRST: i64 = 0;

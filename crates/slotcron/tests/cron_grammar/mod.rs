@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod zones;
+
 use jiff::civil::{DateTime, Weekday};
 use proptest::prelude::*;
 
