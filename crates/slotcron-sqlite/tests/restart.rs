@@ -1,19 +1,16 @@
 //! Restarts on a real SQLite file: a scheduler on a manual clock is stopped and dropped,
 //! and a new one opens the same file, as a process started again would. Mirrors the
-//! core's `tests/restart.rs` (which uses a shared in-memory store).
-
-// The core's manual-clock harness (tokio paused time + `settle()`): SQLite statements run
-// on tokio's blocking pool, which holds paused time still until they finish.
-#[path = "../../slotcron/tests/support/mod.rs"]
-mod support;
+//! core's `tests/restart.rs` (which uses a shared in-memory store); both run
+//! `slotcron::testkit::restart_after_downtime`. The manual-clock harness settles on tokio's
+//! paused time: SQLite statements run on tokio's blocking pool, which holds paused time
+//! still until they finish.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-use slotcron::{Job, Misfire, Outcome, Retention, RunRecord};
+use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::{Job, Misfire, Outcome, Retention, RunRecord, testkit};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
-use support::{Harness, ok, ts};
 
 /// A scheduler starting at `start` on the store and ledger in `path`.
 async fn on(path: &Path, start: &str) -> Harness {
@@ -30,34 +27,12 @@ async fn history(h: &Harness, job: &str) -> Vec<(slotcron::jiff::Timestamp, Outc
     records.into_iter().map(|r| (r.trigger, r.outcome)).collect()
 }
 
-fn every_2s(misfire: Option<Misfire>) -> Job {
-    let builder = Job::builder("tick").every(Duration::from_secs(2)).handler(ok);
-    match misfire {
-        Some(policy) => builder.misfire(policy),
-        None => builder,
-    }
-    .build()
-    .unwrap()
-}
-
-/// Runs `tick` from 00:00:00 to 00:00:10, drops the scheduler and its database handle,
-/// and opens the file again at 00:00:21.5 (the 00:00:20 trigger is past its 1 s grace);
-/// returns the new harness once it has handled what was due, and the file's directory.
+/// [`testkit::restart_after_downtime`] on a file of a new directory; the restarted
+/// harness and the directory.
 async fn restart_after_downtime(misfire: Option<Misfire>) -> (Harness, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let mut first = on(&path, "2024-05-17T00:00:00Z").await;
-    first.add(every_2s(misfire));
-    first.start().await;
-    first.advance_to(ts("2024-05-17T00:00:10Z")).await;
-    first.stop().await;
-    let ran: Vec<_> =
-        (1..=5).map(|i| (ts(&format!("2024-05-17T00:00:{:02}Z", 2 * i)), Outcome::Succeeded)).collect();
-    assert_eq!(history(&first, "tick").await, ran);
-    drop(first);
-    let mut second = on(&path, "2024-05-17T00:00:21.500Z").await;
-    second.add(every_2s(misfire));
-    second.start().await;
+    let second = testkit::restart_after_downtime(async |start| on(&path, start).await, misfire).await;
     (second, dir)
 }
 

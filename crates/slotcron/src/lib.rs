@@ -8,8 +8,9 @@
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
 //!   last trigger in a [`Store`].
-//! - `testkit` (cargo feature `testkit`): the conformance suite every coordinator
-//!   backend runs in its tests.
+//! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
+//!   its tests, and the test support they share (a manual-clock harness, a fault-injecting
+//!   proxy, the ledger benchmark).
 
 pub mod clock;
 pub mod context;

@@ -1,16 +1,14 @@
 //! The engine and its coordinator: one claim per trigger before the handler, lost claims
 //! skipped, backend failures and slow claims skipped too (fail closed).
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
+use slotcron::testkit::harness::{Harness, settle, ts};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Job, JobContext, Outcome};
-use support::{Harness, settle, ts};
 
 /// What a scripted coordinator answers.
 #[derive(Clone, Copy)]

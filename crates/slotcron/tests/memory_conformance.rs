@@ -3,8 +3,6 @@
 //! [`MemoryLedger`] keeps a fixed number of records rather than a [`Retention`]
 //! (slotcron::Retention), so only the query cases apply to it.
 
-#![cfg(feature = "testkit")]
-
 use slotcron::testkit;
 use slotcron::{MemoryLedger, MemoryStore};
 

@@ -1,44 +1,22 @@
 //! Restarts and misfires with a shared in-memory store: a second scheduler on the same
 //! store stands for the process started again.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use slotcron::testkit;
+use slotcron::testkit::harness::{Harness, ok, settle, ts};
 use slotcron::{Job, JobContext, JobDefinition, MemoryStore, Misfire, Outcome, ScheduleSpec, Store};
-use support::{Harness, ok, ts};
 
 fn on(store: &Arc<MemoryStore>, start: &str) -> Harness {
     let store = store.clone();
     Harness::with(start, move |b| b.store(store))
 }
 
-fn every_2s(misfire: Option<Misfire>) -> Job {
-    let builder = Job::builder("tick").every(Duration::from_secs(2)).handler(ok);
-    match misfire {
-        Some(policy) => builder.misfire(policy),
-        None => builder,
-    }
-    .build()
-    .unwrap()
-}
-
-/// Runs `tick` from 00:00:00 to 00:00:10, stops for 11.5 s, restarts at 00:00:21.5 (the
-/// 00:00:20 trigger is older than the 1 s grace window by then) and
-/// returns the restarted harness after it has handled what was due.
+/// [`testkit::restart_after_downtime`] on a new shared in-memory store.
 async fn restart_after_downtime(misfire: Option<Misfire>) -> Harness {
     let store = Arc::new(MemoryStore::new());
-    let mut first = on(&store, "2024-05-17T00:00:00Z");
-    first.add(every_2s(misfire));
-    first.start().await;
-    first.advance_to(ts("2024-05-17T00:00:10Z")).await;
-    first.stop().await;
-    assert_eq!(first.triggers("tick", Outcome::Succeeded).len(), 5);
-    let mut second = on(&store, "2024-05-17T00:00:21.500Z");
-    second.add(every_2s(misfire));
-    second.start().await;
-    second
+    testkit::restart_after_downtime(async |start| on(&store, start), misfire).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -118,7 +96,7 @@ async fn a_running_scheduler_treats_a_clock_jump_as_a_misfire() {
     h.advance_to(ts("2024-05-17T00:01:00Z")).await;
     // The machine sleeps for an hour.
     h.clock.set(ts("2024-05-17T01:01:30Z"));
-    support::settle().await;
+    settle().await;
     assert_eq!(h.triggers("tick", Outcome::Succeeded), [ts("2024-05-17T00:01:00Z")]);
     assert_eq!(h.triggers("tick", Outcome::Missed), [ts("2024-05-17T01:01:00Z")]);
     h.advance_to(ts("2024-05-17T01:02:00Z")).await;

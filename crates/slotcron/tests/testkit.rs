@@ -1,7 +1,5 @@
 //! The coordinator suite against an in-memory arbitrating coordinator: checks the suite
-//! itself without a server. Run with `cargo test -p slotcron --features testkit`.
-
-#![cfg(feature = "testkit")]
+//! itself without a server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

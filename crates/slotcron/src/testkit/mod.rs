@@ -1,4 +1,6 @@
-//! A conformance suite for [`Coordinator`] backends (cargo feature `testkit`).
+//! Conformance suites and test support for backend crates (cargo feature `testkit`).
+//!
+//! The conformance suite for [`Coordinator`] backends comes first.
 //!
 //! Every backend must keep the promise of DESIGN.md's "Exactly once across replicas"
 //! under the same tests. A backend crate enables this feature in its dev-dependencies
@@ -31,11 +33,14 @@
 //! case that fails; instants in them have microsecond precision, the precision the SQL
 //! backends keep.
 //!
-//! The SQL ledgers' benchmarks share [`ledger_bench`].
+//! Tests that drive one scheduler on a manual clock without real sleeping use
+//! [`harness`]; the restart tests of the in-memory and SQLite stores share
+//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`].
 //!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
 //! server, to lose a reply on purpose.
 
+pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
 pub mod store_suite;
@@ -44,12 +49,14 @@ mod fleet;
 mod ledger;
 mod proxy;
 mod replica;
+mod restart;
 mod suite;
 
 pub use fleet::{Delivery, Fleet};
 pub use ledger::WatchedLedger;
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
+pub use restart::restart_after_downtime;
 pub use suite::{
     claim_contract, namespaces_are_isolated, one_shots_survive_restarts, racing_replicas, skewed_clocks,
     staggered_starts,
