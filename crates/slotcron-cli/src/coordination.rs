@@ -4,11 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use slotcron::Coordinator;
+use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 
-use crate::redact::redact;
 use crate::state::State;
 
 /// The environment variable holding the Redis URL when `--redis` is not given.

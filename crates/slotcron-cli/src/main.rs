@@ -12,7 +12,6 @@ mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
-mod redact;
 mod run;
 mod state;
 mod table;

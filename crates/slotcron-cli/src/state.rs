@@ -6,11 +6,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use slotcron::{Ledger, MemoryLedger, Retention, Store};
+use slotcron::{Ledger, MemoryLedger, Retention, Store, redact};
 use slotcron_postgres::{PostgresDatabase, PostgresLedger, PostgresStore};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
-
-use crate::redact::redact;
 
 /// Where state lives, as `--state` names it. `Display` and `Debug` leave the password
 /// out.

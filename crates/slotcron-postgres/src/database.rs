@@ -7,7 +7,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
 use crate::error::{DbError, OpenError, chain};
-use crate::{migrations, url};
+use crate::migrations;
 
 /// A connection pool to one PostgreSQL database and one schema in it, holding a slotcron
 /// store, ledger and claims. Clone it to share it between a
@@ -60,7 +60,7 @@ impl PostgresDatabase {
     /// login, or a schema written by a newer release (left untouched). Messages name the
     /// URL without its password.
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
-        let redacted = url::redact(url);
+        let redacted = slotcron::redact(url);
         let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
             OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) }
         })?;

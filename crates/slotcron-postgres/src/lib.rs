@@ -32,7 +32,6 @@ mod error;
 mod ledger;
 mod migrations;
 mod store;
-mod url;
 
 pub use coordinator::PostgresCoordinator;
 pub use database::PostgresDatabase;

@@ -8,6 +8,8 @@
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
 //!   last trigger in a [`Store`].
+//! - [`redact`]: a connection string without its password, for the messages of the
+//!   backends and the daemon.
 //! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
 //!   its tests, and the test support they share (a manual-clock harness, a fault-injecting
 //!   proxy, the ledger benchmark).
@@ -19,6 +21,7 @@ mod engine;
 pub mod job;
 pub mod ledger;
 pub mod policy;
+mod redact;
 pub mod schedule;
 pub mod store;
 #[cfg(feature = "testkit")]
@@ -31,6 +34,7 @@ pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_ke
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
 pub use policy::Misfire;
+pub use redact::redact;
 pub use schedule::{Schedule, ScheduleKind};
 pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError};
 

@@ -1,9 +1,21 @@
-//! Connection strings in messages: never with the password.
+//! Connection strings in messages and logs: never with a password.
 
-/// `url` without its password: removed from the user info of a URL
-/// (`postgres://user:secret@host/db` → `postgres://user@host/db`), and the `password`
-/// parameter removed from a URL's query or from a `key=value` connection string.
-pub(crate) fn redact(url: &str) -> String {
+/// The query parameters (and PostgreSQL keywords) that carry a password: `password`
+/// (PostgreSQL) and `pass` (Redis over a Unix socket, `redis+unix:///path?pass=…`, as the
+/// `redis` crate reads it).
+const PASSWORD_PARAMETERS: [&str; 2] = ["password", "pass"];
+
+/// `url` without its password, for messages and logs of the daemon and the backends.
+///
+/// - A URL (`scheme://…`) loses the password of its user info
+///   (`postgres://app:secret@db/x` → `postgres://app@db/x`; with no user name, the user
+///   info goes: `redis://:secret@host` → `redis://host`) and its `password` and `pass`
+///   query parameters.
+/// - Other text is read as a PostgreSQL keyword/value connection string
+///   (`host=db password='a b' dbname=x`, quoted as libpq quotes: single quotes, backslash
+///   escapes) and loses its `password` (and `pass`) pair; its pairs are joined by single
+///   spaces. Text with neither (`sqlite:state.db`) comes back as it is.
+pub fn redact(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => format!("{scheme}://{}", redact_url_rest(rest)),
         None => redact_key_values(url),
@@ -14,10 +26,10 @@ fn redact_url_rest(rest: &str) -> String {
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     let authority = match authority.rsplit_once('@') {
-        Some((user_info, hosts)) => {
-            let user = user_info.split_once(':').map_or(user_info, |(user, _)| user);
-            format!("{user}@{hosts}")
-        }
+        Some((user_info, hosts)) => match user_info.split_once(':').map_or(user_info, |(user, _)| user) {
+            "" => hosts.to_owned(),
+            user => format!("{user}@{hosts}"),
+        },
         None => authority.to_owned(),
     };
     let tail = match tail.split_once('?') {
@@ -31,7 +43,8 @@ fn redact_url_rest(rest: &str) -> String {
 }
 
 fn is_password(param: &str) -> bool {
-    param.split_once('=').map_or(param, |(key, _)| key).trim() == "password"
+    let key = param.split_once('=').map_or(param, |(key, _)| key).trim();
+    PASSWORD_PARAMETERS.contains(&key)
 }
 
 /// `host=… password='a b' dbname=…` without the password, values quoted as libpq does
@@ -73,7 +86,7 @@ mod tests {
     use super::redact;
 
     #[test]
-    fn urls_lose_their_password() {
+    fn urls_lose_the_password_of_their_user_info() {
         assert_eq!(
             redact("postgres://app:s3cr:et@db.example:5432/prod"),
             "postgres://app@db.example:5432/prod"
@@ -82,13 +95,28 @@ mod tests {
             redact("postgresql://app:p%40ss@h1,h2/db?sslmode=disable"),
             "postgresql://app@h1,h2/db?sslmode=disable"
         );
+        assert_eq!(redact("redis://:s3cret@10.0.0.5:6379/2"), "redis://10.0.0.5:6379/2");
+        assert_eq!(redact("rediss://app:s3:cr@et@cache:6380"), "rediss://app@cache:6380");
         assert_eq!(redact("postgres://app@localhost/db"), "postgres://app@localhost/db");
         assert_eq!(redact("postgres://localhost"), "postgres://localhost");
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+    }
+
+    #[test]
+    fn urls_lose_their_password_parameters() {
         assert_eq!(
             redact("postgres://localhost/db?user=app&password=secret&application_name=x"),
             "postgres://localhost/db?user=app&application_name=x"
         );
         assert_eq!(redact("postgres://localhost/db?password=secret"), "postgres://localhost/db");
+        assert_eq!(
+            redact("postgres://app:s3cret@db/prod?password=x&schema=jobs"),
+            "postgres://app@db/prod?schema=jobs"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?db=1&pass=s3cret"),
+            "redis+unix:///run/redis.sock?db=1"
+        );
     }
 
     #[test]
@@ -96,5 +124,11 @@ mod tests {
         assert_eq!(redact("host=localhost password=secret dbname=test"), "host=localhost dbname=test");
         assert_eq!(redact("host=db password='a b\\' c' user=app"), "host=db user=app");
         assert_eq!(redact("host=db"), "host=db");
+    }
+
+    #[test]
+    fn other_text_comes_back_as_it_is() {
+        assert_eq!(redact("sqlite:state.db"), "sqlite:state.db");
+        assert_eq!(redact("memory"), "memory");
     }
 }
