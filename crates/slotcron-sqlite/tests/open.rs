@@ -183,16 +183,7 @@ async fn two_handles_on_one_file_see_each_others_writes() {
     let path = dir.path().join("state.db");
     let (a, b) =
         (SqliteDatabase::open(&url(&path)).await.unwrap(), SqliteDatabase::open(&url(&path)).await.unwrap());
-    let definition = slotcron::JobDefinition {
-        name: "mail".into(),
-        schedule: ScheduleSpec::After { delay_ms: 10 },
-        handler: "send".into(),
-        payload: serde_json::Value::Null,
-        timeout_ms: None,
-        run_on_start: false,
-        misfire: None,
-        grace_ms: None,
-    };
+    let definition = slotcron::JobDefinition::new("mail", ScheduleSpec::After { delay_ms: 10 }, "send");
     SqliteStore::new(a).save_definition(&definition).await.unwrap();
     assert_eq!(SqliteStore::new(b).load_definitions().await.unwrap(), [definition]);
 }

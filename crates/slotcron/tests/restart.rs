@@ -106,14 +106,8 @@ async fn a_running_scheduler_treats_a_clock_jump_as_a_misfire() {
 
 fn definition(handler: &str) -> JobDefinition {
     JobDefinition {
-        name: "mail".into(),
-        schedule: ScheduleSpec::Every { period_ms: 60_000, offset_ms: 0 },
-        handler: handler.into(),
         payload: serde_json::json!({"to": "ops@example.com"}),
-        timeout_ms: None,
-        run_on_start: false,
-        misfire: None,
-        grace_ms: None,
+        ..JobDefinition::new("mail", ScheduleSpec::Every { period_ms: 60_000, offset_ms: 0 }, handler)
     }
 }
 

@@ -93,6 +93,23 @@ impl HandlerRegistry {
 }
 
 impl JobDefinition {
+    /// Job `name` firing on `schedule`, run by the handler registered as `handler`, with
+    /// every other field at its default: no payload, no timeout, no run at start-up, the
+    /// schedule kind's misfire policy and [`Misfire::DEFAULT_GRACE`]. Set the fields for
+    /// more.
+    pub fn new(name: impl Into<String>, schedule: ScheduleSpec, handler: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            schedule,
+            handler: handler.into(),
+            payload: serde_json::Value::Null,
+            timeout_ms: None,
+            run_on_start: false,
+            misfire: None,
+            grace_ms: None,
+        }
+    }
+
     /// Builds the job, with the handler registered under `self.handler`.
     ///
     /// # Errors
@@ -164,16 +181,8 @@ mod tests {
     #[test]
     fn builds_with_a_registered_handler_only() {
         let registry = HandlerRegistry::default();
-        let definition = JobDefinition {
-            name: "tick".into(),
-            schedule: ScheduleSpec::Every { period_ms: 1000, offset_ms: 0 },
-            handler: "noop".into(),
-            payload: serde_json::Value::Null,
-            timeout_ms: None,
-            run_on_start: false,
-            misfire: None,
-            grace_ms: None,
-        };
+        let definition =
+            JobDefinition::new("tick", ScheduleSpec::Every { period_ms: 1000, offset_ms: 0 }, "noop");
         let err = definition.to_job(&registry).unwrap_err().to_string();
         assert_eq!(err, "job \"tick\": handler: no handler is registered as \"noop\"");
         registry.register("noop", noop);
@@ -184,19 +193,8 @@ mod tests {
     fn bad_zone_and_instant_name_the_field() {
         let registry = HandlerRegistry::default();
         registry.register("noop", noop);
-        let mut definition = JobDefinition {
-            name: "x".into(),
-            schedule: ScheduleSpec::Cron {
-                expression: "* * * * *".into(),
-                timezone: Some("Mars/Base".into()),
-            },
-            handler: "noop".into(),
-            payload: serde_json::Value::Null,
-            timeout_ms: None,
-            run_on_start: false,
-            misfire: None,
-            grace_ms: None,
-        };
+        let zoned = ScheduleSpec::Cron { expression: "* * * * *".into(), timezone: Some("Mars/Base".into()) };
+        let mut definition = JobDefinition::new("x", zoned, "noop");
         assert!(
             definition.to_job(&registry).unwrap_err().to_string().starts_with("job \"x\": timezone: unknown")
         );

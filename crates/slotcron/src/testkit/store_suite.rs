@@ -101,17 +101,9 @@ fn full_definition(name: &str) -> JobDefinition {
     }
 }
 
+/// A definition with every optional field absent.
 fn minimal_definition(name: &str, schedule: ScheduleSpec) -> JobDefinition {
-    JobDefinition {
-        name: name.into(),
-        schedule,
-        handler: "noop".into(),
-        payload: serde_json::Value::Null,
-        timeout_ms: None,
-        run_on_start: false,
-        misfire: None,
-        grace_ms: None,
-    }
+    JobDefinition::new(name, schedule, "noop")
 }
 
 fn sorted(mut definitions: Vec<JobDefinition>) -> Vec<JobDefinition> {
