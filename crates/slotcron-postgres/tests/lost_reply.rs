@@ -75,8 +75,31 @@ impl Setup {
         (row.get(0), row.get(1))
     }
 
+    /// Claims [`KEY`] as "proxied" with `fault` armed; checks that the proxy lost (or held
+    /// back) one message.
+    async fn claim_losing(&self, fault: Fault) -> Result<ClaimOutcome, String> {
+        self.proxy.inject(fault);
+        let outcome = try_claim(&self.coordinator, KEY, "proxied").await;
+        assert_eq!(self.proxy.lost(), 1, "{fault:?}");
+        outcome
+    }
+
+    /// Claims [`KEY`] as "proxied" while the job's fencing counter is locked: once the
+    /// claim waits for the lock (its row written, uncommitted), `interrupt(pid)` breaks it
+    /// off (`pid`: the waiting session's); once the claim made again (or its read-back)
+    /// waits in turn, the lock is released. The claim's outcome.
+    async fn interrupted_claim(&self, interrupt: impl AsyncFnOnce(i32)) -> ClaimOutcome {
+        let lock = self.hold_fencing().await;
+        let claiming = self.claim_in_background();
+        let first = self.blocked_session(&[], &claiming).await.expect("the claim waits");
+        interrupt(first).await;
+        self.blocked_session(&[first], &claiming).await;
+        release(lock).await;
+        claiming.await.unwrap()
+    }
+
     /// Locks the job's fencing counter in an open transaction: a claim that wins its row
-    /// then waits, uncommitted, until [`Self::release`].
+    /// then waits, uncommitted, until [`release`].
     async fn hold_fencing(&self) -> tokio_postgres::Client {
         let client = connect().await;
         let sql =
@@ -121,10 +144,7 @@ async fn release(lock: tokio_postgres::Client) {
 async fn a_lost_reply_to_a_won_claim_is_a_win_with_the_stored_fencing_token() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        setup.proxy.inject(Fault::LoseNextReply);
-        let outcome = claim(&setup.coordinator, KEY, "proxied").await;
-        assert_eq!(setup.proxy.lost(), 1, "the reply was lost");
-        assert_eq!(outcome, won(2));
+        assert_eq!(setup.claim_losing(Fault::LoseNextReply).await, Ok(won(2)));
         assert_eq!(setup.fencing_counter(schemas).await, 2, "the claim was made once");
         assert_eq!(setup.holder().await, ("proxied".to_owned(), Some(2)));
     })
@@ -137,10 +157,7 @@ async fn a_lost_reply_when_another_replica_holds_the_trigger_is_a_loss() {
         let setup = Setup::new(schemas).await;
         let other = setup.other_replica().await;
         assert_eq!(claim(&other, KEY, "other").await, won(2));
-        setup.proxy.inject(Fault::LoseNextReply);
-        let outcome = claim(&setup.coordinator, KEY, "proxied").await;
-        assert_eq!(setup.proxy.lost(), 1, "the reply was lost");
-        assert_eq!(outcome, ClaimOutcome::Lost);
+        assert_eq!(setup.claim_losing(Fault::LoseNextReply).await, Ok(ClaimOutcome::Lost));
         assert_eq!(setup.holder().await, ("other".to_owned(), Some(2)));
     })
     .await;
@@ -150,10 +167,8 @@ async fn a_lost_reply_when_another_replica_holds_the_trigger_is_a_loss() {
 async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        setup.proxy.inject(Fault::LoseNextReply);
         setup.proxy.refuse(true);
-        let error = try_claim(&setup.coordinator, KEY, "proxied").await.unwrap_err();
-        assert_eq!(setup.proxy.lost(), 1, "the reply was lost");
+        let error = setup.claim_losing(Fault::LoseNextReply).await.unwrap_err();
         assert!(error.starts_with(&setup.proxied_url), "{error}");
         assert!(error.contains("outcome unknown") && error.contains("reading it back failed"), "{error}");
         // The claim did commit: the trigger is taken, and nobody runs it (fail closed).
@@ -166,10 +181,7 @@ async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
 async fn a_lost_request_leaves_no_row_and_the_claim_is_made_again() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        setup.proxy.inject(Fault::LoseNextRequest);
-        let outcome = claim(&setup.coordinator, KEY, "proxied").await;
-        assert_eq!(setup.proxy.lost(), 1, "the request was lost");
-        assert_eq!(outcome, won(2));
+        assert_eq!(setup.claim_losing(Fault::LoseNextRequest).await, Ok(won(2)));
         assert_eq!(setup.fencing_counter(schemas).await, 2, "the claim was made once");
     })
     .await;
@@ -179,10 +191,7 @@ async fn a_lost_request_leaves_no_row_and_the_claim_is_made_again() {
 async fn a_reply_that_never_comes_is_read_back_after_the_response_timeout() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        setup.proxy.inject(Fault::HoldNextReply);
-        let outcome = claim(&setup.coordinator, KEY, "proxied").await;
-        assert_eq!(setup.proxy.lost(), 1, "the reply was held back");
-        assert_eq!(outcome, won(2));
+        assert_eq!(setup.claim_losing(Fault::HoldNextReply).await, Ok(won(2)));
         assert_eq!(setup.holder().await, ("proxied".to_owned(), Some(2)));
     })
     .await;
@@ -192,16 +201,15 @@ async fn a_reply_that_never_comes_is_read_back_after_the_response_timeout() {
 async fn a_session_ended_by_the_server_mid_claim_wrote_nothing_and_the_claim_is_made_again() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        let lock = setup.hold_fencing().await;
-        let claiming = setup.claim_in_background();
-        let first = setup.blocked_session(&[], &claiming).await.expect("the claim waits");
-        // The server answers FATAL (admin shutdown) and rolls the claim back.
-        let terminate = format!("SELECT pg_terminate_backend({first})");
-        connect().await.batch_execute(&terminate).await.unwrap();
-        // The claim is made again, on a new session, and waits for the lock in turn.
-        setup.blocked_session(&[first], &claiming).await;
-        release(lock).await;
-        assert_eq!(claiming.await.unwrap(), won(2));
+        let outcome = setup
+            .interrupted_claim(async |first| {
+                // The server answers FATAL (admin shutdown) and rolls the claim back; the
+                // claim is made again, on a new session, and waits for the lock in turn.
+                let terminate = format!("SELECT pg_terminate_backend({first})");
+                connect().await.batch_execute(&terminate).await.unwrap();
+            })
+            .await;
+        assert_eq!(outcome, won(2));
         assert_eq!(setup.proxy.lost(), 0);
         assert_eq!(setup.fencing_counter(schemas).await, 2, "one claim committed");
     })
@@ -212,17 +220,11 @@ async fn a_session_ended_by_the_server_mid_claim_wrote_nothing_and_the_claim_is_
 async fn a_claim_cut_off_while_still_running_is_found_by_the_claim_made_again() {
     isolated(async |schemas: &mut Schemas| {
         let setup = Setup::new(schemas).await;
-        let lock = setup.hold_fencing().await;
-        let claiming = setup.claim_in_background();
-        // The claim has inserted its row and waits, uncommitted, for the fencing counter.
-        let first = setup.blocked_session(&[], &claiming).await.expect("the claim waits");
-        setup.proxy.cut();
-        // Reading back finds no committed row; the claim made again (same token) waits
-        // for the first one's row.
-        setup.blocked_session(&[first], &claiming).await;
-        release(lock).await;
-        // The first one commits; the second finds the row its own.
-        assert_eq!(claiming.await.unwrap(), won(2));
+        // The claim has inserted its row and waits, uncommitted, for the fencing counter
+        // when it is cut off. Reading back finds no committed row; the claim made again
+        // (same token) waits for the first one's row. The first one commits; the second
+        // finds the row its own.
+        assert_eq!(setup.interrupted_claim(async |_| setup.proxy.cut()).await, won(2));
         assert_eq!(setup.fencing_counter(schemas).await, 2, "the claim was made once");
         assert_eq!(setup.holder().await, ("proxied".to_owned(), Some(2)));
     })
@@ -237,16 +239,10 @@ async fn a_takeover_cut_off_while_still_running_is_waited_for_by_the_read_back()
         assert_eq!(claim(&other, KEY, "other").await, won(2));
         let expire = "UPDATE {schema}.claim SET expires_at = now() - interval '1 second'";
         schemas.execute(&setup.schema, expire).await;
-        let lock = setup.hold_fencing().await;
-        let claiming = setup.claim_in_background();
         // The claim has taken the expired row over and waits, uncommitted, for the
-        // fencing counter.
-        let first = setup.blocked_session(&[], &claiming).await.expect("the claim waits");
-        setup.proxy.cut();
-        // Reading back waits for the row: the other replica's claim is still committed.
-        setup.blocked_session(&[first], &claiming).await;
-        release(lock).await;
-        assert_eq!(claiming.await.unwrap(), won(3));
+        // fencing counter when it is cut off. Reading back waits for the row: the other
+        // replica's claim is still committed.
+        assert_eq!(setup.interrupted_claim(async |_| setup.proxy.cut()).await, won(3));
         assert_eq!(setup.holder().await, ("proxied".to_owned(), Some(3)));
     })
     .await;
