@@ -13,7 +13,9 @@ use jiff::tz::TimeZone;
 
 use crate::context::JobContext;
 use crate::policy::Misfire;
-use crate::schedule::{After, At, CronSchedule, Interval, Schedule, ScheduleError, ScheduleKind};
+use crate::schedule::{
+    After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
+};
 
 /// The error type handlers return, boxed.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -52,6 +54,7 @@ pub struct Job {
     pub(crate) misfire: Misfire,
     pub(crate) grace: Duration,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
+    pub(crate) every_replica: bool,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
 }
@@ -68,6 +71,7 @@ impl Clone for Job {
             misfire: self.misfire,
             grace: self.grace,
             payload: self.payload.clone(),
+            every_replica: self.every_replica,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
         }
     }
@@ -85,6 +89,7 @@ impl Job {
             misfire: None,
             grace: Misfire::DEFAULT_GRACE,
             payload: None,
+            every_replica: false,
         }
     }
 
@@ -111,6 +116,11 @@ impl Job {
     /// How late a trigger may be noticed before it counts as a misfire.
     pub fn grace(&self) -> Duration {
         self.grace
+    }
+
+    /// Whether every replica runs every trigger, unclaimed.
+    pub fn on_every_replica(&self) -> bool {
+        self.every_replica
     }
 
     /// Whether an interval job also fires at start-up.
@@ -143,6 +153,7 @@ pub struct JobBuilder {
     misfire: Option<Misfire>,
     grace: Duration,
     payload: Option<Arc<serde_json::Value>>,
+    every_replica: bool,
 }
 
 impl JobBuilder {
@@ -228,6 +239,14 @@ impl JobBuilder {
         self
     }
 
+    /// Runs every trigger on every replica, without a claim: for per-host work such as
+    /// warming a local cache, or cron's `@reboot` (default `false`: each trigger runs once
+    /// across the fleet). Fencing tokens then count this replica's runs.
+    pub fn on_every_replica(mut self, every_replica: bool) -> Self {
+        self.every_replica = every_replica;
+        self
+    }
+
     /// Validates the job.
     ///
     /// # Errors
@@ -253,7 +272,15 @@ impl JobBuilder {
         if self.timeout == Some(Duration::ZERO) {
             return Err(invalid("timeout", "must be longer than zero"));
         }
+        if self.timeout.is_some_and(|t| t > MAX_DURATION) {
+            return Err(invalid("timeout", "must be at most 100 years"));
+        }
         let kind = schedule.kind();
+        if let ScheduleKind::After(delay) = kind
+            && delay > MAX_DURATION
+        {
+            return Err(invalid("after", "the delay must be at most 100 years"));
+        }
         if self.run_on_start && !matches!(kind, ScheduleKind::Interval { .. }) {
             return Err(invalid("run_on_start", "only interval schedules (every, @every) can run on start"));
         }
@@ -271,6 +298,7 @@ impl JobBuilder {
             misfire,
             grace: self.grace,
             payload: self.payload,
+            every_replica: self.every_replica,
             local_fencing: AtomicU64::new(0),
         })
     }

@@ -177,3 +177,30 @@ async fn a_claim_slower_than_the_claim_timeout_skips_the_trigger_and_the_handler
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     h.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_job_on_every_replica_runs_without_a_claim_and_counts_its_own_tokens() {
+    let (mut h, coordinator, runs) = harness(Answer::Lose).await;
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let seen = tokens.clone();
+    h.add(
+        Job::builder("warm-local-cache")
+            .every(Duration::from_secs(10))
+            .on_every_replica(true)
+            .handler(move |ctx: JobContext| {
+                seen.lock().unwrap().push(ctx.fencing_token());
+                async { Ok::<_, std::io::Error>(()) }
+            })
+            .build()
+            .unwrap(),
+    );
+    h.advance_to(ts("2024-05-17T00:00:20Z")).await;
+    assert!(coordinator.seen().iter().all(|claim| claim.job != "warm-local-cache"), "never claimed");
+    assert_eq!(
+        h.triggers("warm-local-cache", Outcome::Succeeded),
+        ["2024-05-17T00:00:10Z", "2024-05-17T00:00:20Z"].map(ts)
+    );
+    assert_eq!(*tokens.lock().unwrap(), [1, 2]);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the claimed jobs lost, as scripted");
+    h.stop().await;
+}

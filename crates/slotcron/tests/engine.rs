@@ -362,6 +362,18 @@ fn invalid_jobs_are_errors_naming_the_job_field_and_reason() {
             Job::builder("i").every(Duration::from_secs(1)).timeout(Duration::ZERO).handler(ok),
             "job \"i\": timeout: must be longer than zero",
         ),
+        (
+            Job::builder("j").every(Duration::from_secs(1)).timeout(Duration::MAX).handler(ok),
+            "job \"j\": timeout: must be at most 100 years",
+        ),
+        (
+            Job::builder("k").after(Duration::MAX).handler(ok),
+            "job \"k\": after: the delay must be at most 100 years",
+        ),
+        (
+            Job::builder("l").every(Duration::MAX).handler(ok),
+            "job \"l\": every: the period must be at most 100 years",
+        ),
     ];
     for (builder, message) in cases {
         let err = builder.build().unwrap_err().to_string();

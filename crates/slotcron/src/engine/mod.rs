@@ -29,6 +29,12 @@ use crate::ledger::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord};
 use crate::store::{HandlerRegistry, JobDefinition, JobState, Store, StoreError};
 use table::Table;
 
+/// `duration` after `at`, or the last representable instant: a huge setting waits
+/// forever rather than overflowing.
+pub(crate) fn later(at: Timestamp, duration: Duration) -> Timestamp {
+    at.checked_add(duration).unwrap_or(Timestamp::MAX)
+}
+
 /// How many due items the engine takes from the table per lock.
 const SPAWN_BATCH: usize = 64;
 
@@ -274,7 +280,7 @@ impl Scheduler {
             control.shutdown.cancel();
         }
         let bounded = |limit: Duration| {
-            let deadline = clock.now() + limit;
+            let deadline = later(clock.now(), limit);
             let wait = tracker.wait();
             async move {
                 tokio::select! {

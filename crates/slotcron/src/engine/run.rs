@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::later;
 use super::table::{Action, Due};
 use super::trigger::claim_ttl;
 use crate::context::JobContext;
@@ -115,8 +116,9 @@ async fn claim_and_run(
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
     let fencing_token = match &shared.coordinator {
-        // Single-replica mode: nothing to claim.
+        // Single-replica mode, or a job every replica runs: nothing to claim.
         None => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
+        Some(_) if job.every_replica => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
@@ -167,7 +169,7 @@ async fn claim(
             tokio::select! {
                 biased;
                 claimed = claiming => claimed.map_err(|e| e.to_string()),
-                () = shared.clock.sleep_until(shared.clock.now() + timeout) => {
+                () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => {
                     Err(format!("no answer within the claim timeout of {timeout:?}"))
                 }
             }
@@ -203,7 +205,7 @@ async fn run_handler(
     };
     let timeout = async {
         match job.timeout {
-            Some(timeout) => shared.clock.sleep_until(started + timeout).await,
+            Some(timeout) => shared.clock.sleep_until(later(started, timeout)).await,
             None => std::future::pending().await,
         }
     };
@@ -223,7 +225,7 @@ async fn run_handler(
         biased;
         _ = &mut run => {}
         () = abort.cancelled() => {}
-        () = shared.clock.sleep_until(shared.clock.now() + grace) => {}
+        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => {}
     }
     (Outcome::TimedOut, Some(reason))
 }

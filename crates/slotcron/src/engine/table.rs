@@ -157,7 +157,7 @@ impl Table {
         }
         match first {
             Some(at) => self.queue.push(at, Queued { generation, slot, start_up: false }),
-            None => exhausted(name),
+            None => exhausted(name, kind),
         }
     }
 
@@ -223,13 +223,19 @@ impl Table {
             entry.next = next;
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
-                None => exhausted(&job.name),
+                None => exhausted(&job.name, job.schedule.kind()),
             }
         }
         false
     }
 }
 
-fn exhausted(name: &str) {
-    tracing::info!(job = name, "no more fire times: the job leaves the queue once its last run is done");
+/// One line when a job leaves the queue: expected for a one-shot, news for a recurring
+/// schedule that ran out of fire times.
+fn exhausted(name: &str, kind: ScheduleKind) {
+    if kind.is_one_shot() {
+        tracing::info!(job = name, "one-shot job dispatched: it leaves the queue");
+    } else {
+        tracing::info!(job = name, "no more fire times: the job leaves the queue once its last run is done");
+    }
 }

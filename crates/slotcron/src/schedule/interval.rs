@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{Schedule, ScheduleError, ScheduleKind};
+use super::{MAX_DURATION, Schedule, ScheduleError, ScheduleKind};
 
 /// A fixed period, anchored to the Unix epoch plus an optional offset.
 ///
@@ -19,12 +19,21 @@ impl Interval {
     /// The shortest period accepted: trigger keys have millisecond precision.
     pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 
+    /// The longest period accepted: [`MAX_DURATION`], 100 years.
+    pub const MAX_PERIOD: Duration = MAX_DURATION;
+
     /// Fires every `period`, at multiples of it since the Unix epoch.
     ///
     /// # Errors
-    /// `period` is shorter than [`Interval::MIN_PERIOD`] (one millisecond) or not a whole
-    /// number of milliseconds.
+    /// `period` is shorter than [`Interval::MIN_PERIOD`] (one millisecond), longer than
+    /// [`Interval::MAX_PERIOD`] (100 years), or not a whole number of milliseconds.
     pub fn every(period: Duration) -> Result<Self, ScheduleError> {
+        if period > Self::MAX_PERIOD {
+            return Err(ScheduleError::invalid(
+                "every",
+                format!("the period must be at most 100 years; got {period:?}"),
+            ));
+        }
         if period < Self::MIN_PERIOD || !period.subsec_nanos().is_multiple_of(1_000_000) {
             let reason =
                 format!("the period must be a whole number of milliseconds, at least 1ms; got {period:?}");
@@ -49,6 +58,11 @@ impl Interval {
     /// The period between fire times.
     pub fn period(&self) -> Duration {
         Duration::from_nanos(self.period_ns as u64)
+    }
+
+    /// One line of English, e.g. "Every 5 minutes, anchored to the Unix epoch".
+    pub fn explain(&self) -> String {
+        super::cron::explain::explain_every(self.period())
     }
 
     /// The latest fire time at or before `at`: the start of the slot `at` falls in.
@@ -103,8 +117,8 @@ mod tests {
     }
 
     #[test]
-    fn rejects_zero_and_sub_millisecond_periods() {
-        for bad in [Duration::ZERO, Duration::from_micros(999), Duration::from_micros(1500)] {
+    fn rejects_zero_sub_millisecond_and_huge_periods() {
+        for bad in [Duration::ZERO, Duration::from_micros(999), Duration::from_micros(1500), Duration::MAX] {
             let err = Interval::every(bad).unwrap_err();
             assert!(err.to_string().starts_with("every: "), "{err}");
         }

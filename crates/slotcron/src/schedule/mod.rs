@@ -29,6 +29,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+/// The longest period, delay or timeout a job accepts: 100 years (of 365 days). Longer
+/// would never matter in practice, is more likely a typo, and would overflow instants.
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// A source of fire times.
 ///
 /// Implement it for a custom schedule; the engine asks for the next fire time after the

@@ -62,7 +62,7 @@ pub enum CronErrorKind {
     )]
     FieldCount(usize),
     /// A value outside the field's range.
-    #[error("{value} is out of range {min}-{max}")]
+    #[error("{} is out of range {min}-{max}", shown(*.value))]
     OutOfRange {
         /// The value given (saturated at 9999).
         value: u32,
@@ -72,12 +72,18 @@ pub enum CronErrorKind {
         max: u8,
     },
     /// `a-b` with `a > b`: ranges do not wrap around.
-    #[error("range {start}-{end} runs backwards; ranges do not wrap around (write {start}-max,min-{end})")]
+    #[error(
+        "range {start}-{end} runs backwards; ranges do not wrap around (write {start}-{max},{min}-{end})"
+    )]
     ReversedRange {
         /// Where the range starts.
         start: u8,
         /// Where it ends.
         end: u8,
+        /// The field's smallest value.
+        min: u8,
+        /// The field's largest value.
+        max: u8,
     },
     /// `*/0`.
     #[error("the step must be at least 1")]
@@ -129,6 +135,11 @@ pub enum CronErrorKind {
     /// `@every` without a valid positive duration.
     #[error("@every takes a duration of at least 1ms such as 90s, 5m or 1h30m: {0}")]
     BadEvery(String),
+}
+
+/// A value as written in messages; one saturated at 9999 has too many digits to repeat.
+fn shown(value: u32) -> String {
+    if value >= 9999 { "the value".into() } else { value.to_string() }
 }
 
 fn name_hint(name: &str) -> &'static str {

@@ -125,7 +125,7 @@ pub(super) fn explain(spec: &Spec) -> String {
 }
 
 /// The English description of `@every <period>`.
-pub(super) fn explain_every(period: Duration) -> String {
+pub(crate) fn explain_every(period: Duration) -> String {
     let mut words = Vec::new();
     let mut rest = period.as_millis();
     for (unit, size) in [("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1000)] {

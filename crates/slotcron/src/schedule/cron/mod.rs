@@ -14,7 +14,7 @@
 
 mod calendar;
 mod error;
-mod explain;
+pub(crate) mod explain;
 mod parse;
 mod search;
 mod spec;
@@ -211,7 +211,7 @@ impl CronSchedule {
     pub fn explain(&self) -> String {
         match &self.repr {
             Repr::Fields(spec) => explain::explain(spec),
-            Repr::Every(interval) => explain::explain_every(interval.period()),
+            Repr::Every(interval) => interval.explain(),
         }
     }
 

@@ -236,7 +236,7 @@ impl<'a> Parser<'a> {
             let start = self.value(field, a, at)?;
             let end = self.value(field, b, at + a.len() + 1)?;
             if start > end {
-                let kind = CronErrorKind::ReversedRange { start, end };
+                let kind = CronErrorKind::ReversedRange { start, end, min, max };
                 return Err(self.error(Some(field), at..at + base.len(), kind));
             }
             (start, end)
@@ -429,6 +429,8 @@ mod tests {
     fn out_of_range_names_field_value_range_and_column() {
         let error = error("0 24 * * *");
         assert_eq!(error.to_string(), r#"hour field "24" (column 3): 24 is out of range 0-23"#);
+        let huge = super::tests::error("0 99999999999999999999 * * *").to_string();
+        assert_eq!(huge, r#"hour field "99999999999999999999" (column 3): the value is out of range 0-23"#);
         rejects(
             "0 0 1 13 *",
             Some(Field::Month),
@@ -473,15 +475,17 @@ mod tests {
             Some(Field::Hour),
             "22-2",
             3,
-            CronErrorKind::ReversedRange { start: 22, end: 2 },
+            CronErrorKind::ReversedRange { start: 22, end: 2, min: 0, max: 23 },
         );
         rejects(
             "0 0 * * SAT-SUN",
             Some(Field::DayOfWeek),
             "SAT-SUN",
             9,
-            CronErrorKind::ReversedRange { start: 6, end: 0 },
+            CronErrorKind::ReversedRange { start: 6, end: 0, min: 0, max: 7 },
         );
+        let message = error("59-0 * * * *").to_string();
+        assert!(message.ends_with("(write 59-59,0-0)"), "{message}");
         rejects("0 1- * * *", Some(Field::Hour), "1-", 3, CronErrorKind::BadRange);
         rejects("0 1-2-3 * * *", Some(Field::Hour), "1-2-3", 3, CronErrorKind::BadRange);
     }
