@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags};
 
 use crate::error::{DbError, Hint, OpenError};
 use crate::migrations;
@@ -10,13 +10,15 @@ use crate::migrations;
 use crate::codec::BoxError;
 
 /// One SQLite database file holding a slotcron store and ledger, behind one connection:
-/// the process's only writer. Clone it to share it between a
+/// the process's only writer ([`SqliteDatabase::open`]) or a reader
+/// ([`SqliteDatabase::open_read_only`]). Clone it to share it between a
 /// [`SqliteStore`](crate::SqliteStore) and a [`SqliteLedger`](crate::SqliteLedger).
 ///
-/// Settings: WAL journal (readers never block the writer), `synchronous=NORMAL` (a
-/// committed transaction survives a process crash; a power loss may lose the last ones,
-/// never the file), a busy timeout of [`SqliteDatabase::BUSY_TIMEOUT`] when another
-/// process holds the write lock. Statements run on tokio's blocking pool.
+/// Settings of a writer: WAL journal (readers never block the writer), persistent WAL
+/// (see [`SqliteDatabase::open`]), `synchronous=NORMAL` (a committed transaction survives
+/// a process crash; a power loss may lose the last ones, never the file). Both kinds wait
+/// up to [`SqliteDatabase::BUSY_TIMEOUT`] when another process holds a lock they need.
+/// Statements run on tokio's blocking pool.
 #[derive(Clone)]
 pub struct SqliteDatabase {
     inner: Arc<Inner>,
@@ -37,6 +39,11 @@ impl SqliteDatabase {
     /// How long a statement waits for another process's write lock before failing.
     pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+    /// The most bytes a writer's WAL file keeps after a checkpoint has emptied it (about
+    /// one automatic checkpoint's worth of pages); a writer closing last truncates it to
+    /// zero bytes.
+    pub const WAL_SIZE_LIMIT: i64 = 4 << 20;
+
     /// Opens (creating it if absent) the database at `url`, `sqlite:PATH` (also
     /// `sqlite://PATH`; `sqlite:///abs/path` is absolute), and migrates its schema to
     /// this release's version.
@@ -45,13 +52,49 @@ impl SqliteDatabase {
     /// untouched if it is not a database, is corrupted, belongs to another application or
     /// has a newer schema version than this release knows.
     ///
+    /// The WAL is persistent (`SQLITE_FCNTL_PERSIST_WAL`): the `-wal` and `-shm` files stay
+    /// next to the database when the last connection closes (the `-wal` file truncated to
+    /// zero bytes after the closing checkpoint), so that a user who may read the database
+    /// but not write to its directory can read it with [`SqliteDatabase::open_read_only`]
+    /// (SQLite needs both files to read a WAL database and cannot create them then:
+    /// <https://sqlite.org/wal.html>, "Read-Only Databases").
+    ///
     /// # Errors
     /// [`OpenError`], naming the URL and the cause.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
+        Self::open_with(url, open_writer).await
+    }
+
+    /// Opens the existing database at `url` (as [`SqliteDatabase::open`] reads it) for
+    /// reading only (`SQLITE_OPEN_READONLY`): nothing is created, migrated or written, the
+    /// journal mode is left as it is. A daemon may be writing it meanwhile: each statement
+    /// reads a consistent snapshot.
+    ///
+    /// A WAL database is read through its `-wal` and `-shm` files, which SQLite creates if
+    /// they are absent and the directory allows it (empty, owned by the database file's
+    /// owner); a database file is never changed. Statements that write fail with SQLite's
+    /// "attempt to write a readonly database".
+    ///
+    /// # Errors
+    /// [`OpenError`], naming the URL and the cause: the file is missing or unreadable,
+    /// is not a database or not slotcron's ([`OpenError::ForeignDatabase`]), holds no
+    /// slotcron state ([`OpenError::Empty`]), has a schema this release does not read
+    /// ([`OpenError::NewerSchema`], [`OpenError::OlderSchema`]), or is a WAL database whose
+    /// `-wal` and `-shm` files are absent and cannot be created by this user
+    /// ([`OpenError::WalFilesMissing`]).
+    pub async fn open_read_only(url: &str) -> Result<Self, OpenError> {
+        Self::open_with(url, open_reader).await
+    }
+
+    /// Parses `url` and runs `open` on tokio's blocking pool.
+    async fn open_with(
+        url: &str,
+        open: fn(&str, &Path) -> Result<Connection, OpenError>,
+    ) -> Result<Self, OpenError> {
         let path = parse_url(url).ok_or_else(|| OpenError::InvalidUrl { url: url.to_owned() })?;
         let owned = url.to_owned();
         let connection =
-            tokio::task::spawn_blocking(move || open_file(&owned, &path)).await.map_err(|e| {
+            tokio::task::spawn_blocking(move || open(&owned, &path)).await.map_err(|e| {
                 match e.try_into_panic() {
                     Ok(panic) => std::panic::resume_unwind(panic),
                     Err(_) => OpenError::Shutdown { url: url.to_owned() },
@@ -94,15 +137,18 @@ fn parse_url(url: &str) -> Option<PathBuf> {
     (!path.is_empty()).then(|| PathBuf::from(path))
 }
 
-fn open_file(url: &str, path: &Path) -> Result<Connection, OpenError> {
-    let io = |action| {
-        move |source| OpenError::Io {
-            url: url.to_owned(),
-            action,
-            source: Box::new(source),
-            hint: hint(path),
-        }
-    };
+/// The error of a failed `action` on `path`; `creating`: the open may create the file.
+fn io(url: &str, path: &Path, creating: bool, action: &'static str) -> impl Fn(rusqlite::Error) -> OpenError {
+    move |source| OpenError::Io {
+        url: url.to_owned(),
+        action,
+        source: Box::new(source),
+        hint: hint(path, creating),
+    }
+}
+
+fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
+    let io = |action| io(url, path, true, action);
     // No SQLITE_OPEN_URI: the path is a file name, whatever it looks like.
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -116,6 +162,11 @@ fn open_file(url: &str, path: &Path) -> Result<Connection, OpenError> {
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(url, mode, "SQLite did not switch to WAL mode");
     }
+    connection.file_control(Some(MAIN_DB), FileControl::PersistWal(&mut 1)).map_err(io("set up WAL"))?;
+    // With a persistent WAL, a size limit also makes the last close truncate the file.
+    connection
+        .pragma_update(None, "journal_size_limit", SqliteDatabase::WAL_SIZE_LIMIT)
+        .map_err(io("set up WAL"))?;
     connection.pragma_update(None, "synchronous", "NORMAL").map_err(io("set up the database"))?;
     migrations::migrate(url, &mut connection).map_err(|e| match e {
         migrations::MigrateError::Sqlite(source) => io("write the database")(source),
@@ -124,14 +175,33 @@ fn open_file(url: &str, path: &Path) -> Result<Connection, OpenError> {
     Ok(connection)
 }
 
-/// What the file system says about `path`, when an open failed.
-fn hint(path: &Path) -> Hint {
+fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
+    let io = |action| io(url, path, false, action);
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags).map_err(io("open"))?;
+    connection.busy_timeout(SqliteDatabase::BUSY_TIMEOUT).map_err(io("open"))?;
+    let found = migrations::read_header(&connection).map_err(|e| {
+        if e.sqlite_extended_error_code() == Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY) {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            OpenError::WalFilesMissing { url: url.to_owned(), dir: dir.to_owned() }
+        } else {
+            io("read the database")(e)
+        }
+    })?;
+    migrations::check_readable(url, &found)?;
+    Ok(connection)
+}
+
+/// What the file system says about `path`, when an open failed; `creating`: the open
+/// may create the file, so a missing file is not the cause.
+fn hint(path: &Path, creating: bool) -> Hint {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     Hint(match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Some("it is a directory".to_owned()),
-        Ok(_) => None,
+        Ok(_) => std::fs::File::open(path).err().map(|e| e.to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::metadata(parent) {
-            Ok(meta) if meta.is_dir() => None,
+            Ok(meta) if meta.is_dir() && creating => None,
+            Ok(meta) if meta.is_dir() => Some("no such file".to_owned()),
             Ok(_) => Some(format!("{} is not a directory", parent.display())),
             Err(e) => Some(format!("{}: {e}", parent.display())),
         },

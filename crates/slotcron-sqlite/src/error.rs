@@ -1,7 +1,9 @@
 use std::fmt;
+use std::path::PathBuf;
 
-/// Why [`SqliteDatabase::open`](crate::SqliteDatabase::open) failed. Every variant names
-/// the database's URL; none has written anything to an existing file.
+/// Why [`SqliteDatabase::open`](crate::SqliteDatabase::open) or
+/// [`SqliteDatabase::open_read_only`](crate::SqliteDatabase::open_read_only) failed. Every
+/// variant names the database's URL; none has written anything to an existing file.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The URL is not `sqlite:PATH`.
@@ -24,7 +26,7 @@ pub enum OpenError {
         hint: Hint,
     },
     /// The file is a SQLite database of another application.
-    #[error("{url}: not a slotcron database (application_id {found:#x}); refusing to change it")]
+    #[error("{url}: not a slotcron database (application_id {found:#x}), left untouched")]
     ForeignDatabase {
         /// The URL.
         url: String,
@@ -43,6 +45,39 @@ pub enum OpenError {
         found: i64,
         /// The newest version this release knows.
         known: i64,
+    },
+    /// Reading only: the file is an empty database, with no slotcron state yet.
+    #[error("{url}: no slotcron state in it: the database is empty")]
+    Empty {
+        /// The URL.
+        url: String,
+    },
+    /// Reading only: the file's schema is older than this release reads.
+    #[error(
+        "{url}: schema version {found} is older than this release reads ({oldest}); \
+         run the daemon of this release once to migrate it"
+    )]
+    OlderSchema {
+        /// The URL.
+        url: String,
+        /// The file's schema version.
+        found: i64,
+        /// The oldest version this release reads.
+        oldest: i64,
+    },
+    /// Reading only: the file is a WAL database whose `-wal` and `-shm` files are absent,
+    /// and this user cannot create them (SQLite needs them to read it).
+    #[error(
+        "{url}: cannot read it: it is a WAL database whose -wal and -shm files are absent, and this user \
+         cannot create them in {dir} (a daemon of this release keeps them once it has opened the \
+         database; or read it as a user who may write to {dir})",
+        dir = dir.display()
+    )]
+    WalFilesMissing {
+        /// The URL.
+        url: String,
+        /// The directory of the database file.
+        dir: PathBuf,
     },
     /// The tokio runtime shut down while the database was being opened.
     #[error("{url}: the runtime shut down while opening the database")]

@@ -18,7 +18,9 @@
 //! ```
 //!
 //! The schema is versioned (`PRAGMA user_version`) and migrated forward on open; a file
-//! written by a newer release is refused, never changed.
+//! written by a newer release is refused, never changed. To read a file without changing
+//! it (e.g. the run history, as a user who cannot write it), open it with
+//! [`SqliteDatabase::open_read_only`].
 
 mod codec;
 mod database;

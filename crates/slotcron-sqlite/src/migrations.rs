@@ -49,6 +49,9 @@ CREATE INDEX run_record_by_trigger ON run_record (trigger_us DESC, started_us DE
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// The oldest schema version whose store and ledger this release reads.
+const OLDEST_READABLE: i64 = 1;
+
 /// What an open file says about itself.
 pub(crate) struct Header {
     application_id: i32,
@@ -72,6 +75,23 @@ pub(crate) fn check(url: &str, header: &Header) -> Result<(), OpenError> {
     }
     if header.version > VERSION {
         return Err(OpenError::NewerSchema { url: url.to_owned(), found: header.version, known: VERSION });
+    }
+    Ok(())
+}
+
+/// Refuses, for reading, a file that holds no slotcron state or a schema this release
+/// does not read.
+pub(crate) fn check_readable(url: &str, header: &Header) -> Result<(), OpenError> {
+    if header.objects == 0 {
+        return Err(OpenError::Empty { url: url.to_owned() });
+    }
+    check(url, header)?;
+    if header.version < OLDEST_READABLE {
+        return Err(OpenError::OlderSchema {
+            url: url.to_owned(),
+            found: header.version,
+            oldest: OLDEST_READABLE,
+        });
     }
     Ok(())
 }

@@ -152,7 +152,7 @@ async fn another_applications_database_is_refused_untouched() {
     let message = refused(&path).await;
     assert_eq!(
         message,
-        format!("{}: not a slotcron database (application_id 0x0); refusing to change it", url(&path))
+        format!("{}: not a slotcron database (application_id 0x0), left untouched", url(&path))
     );
 }
 
