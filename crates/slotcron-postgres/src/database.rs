@@ -60,6 +60,32 @@ impl PostgresDatabase {
     /// login, or a schema written by a newer release (left untouched). Messages name the
     /// URL without its password.
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
+        let (database, mut client) = Self::connect(url, schema, false).await?;
+        migrations::migrate(&mut client, &database, schema).await?;
+        Ok(database)
+    }
+
+    /// Connects to `url` (as [`PostgresDatabase::open`] does) to read the slotcron state
+    /// in the existing `schema`: the store and the ledger. Nothing is created or migrated,
+    /// and its sessions are read-only (`default_transaction_read_only`): a statement that
+    /// writes fails with the server's "cannot execute … in a read-only transaction".
+    ///
+    /// It reads a schema at this release's version, or at an older one whose store and
+    /// ledger tables are this release's (every version so far: only the claims changed).
+    ///
+    /// # Errors
+    /// As [`PostgresDatabase::open`], and: the schema does not exist or holds no slotcron
+    /// state ([`OpenError::NoState`]), or its version is one this release does not read
+    /// ([`OpenError::NewerSchema`], [`OpenError::OlderSchema`]).
+    pub async fn open_read_only(url: &str, schema: &str) -> Result<Self, OpenError> {
+        let (database, client) = Self::connect(url, schema, true).await?;
+        migrations::check_readable(&client, &database, schema).await?;
+        Ok(database)
+    }
+
+    /// A pool for `url` and `schema`, with one connection made (so an unreachable server
+    /// or a refused login is an error here); `read_only`: its sessions cannot write.
+    async fn connect(url: &str, schema: &str, read_only: bool) -> Result<(Self, Object), OpenError> {
         let redacted = slotcron::redact(url);
         let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
             OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) }
@@ -73,6 +99,13 @@ impl PostgresDatabase {
         if config.get_application_name().is_none() {
             config.application_name("slotcron");
         }
+        if read_only {
+            let options = match config.get_options() {
+                Some(given) => format!("{given} {READ_ONLY_OPTION}"),
+                None => READ_ONLY_OPTION.to_owned(),
+            };
+            config.options(options);
+        }
         let manager =
             Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
@@ -83,15 +116,14 @@ impl PostgresDatabase {
             .recycle_timeout(Some(Self::CONNECT_TIMEOUT))
             .build()
             .map_err(|e| OpenError::InvalidUrl { url: redacted.clone(), cause: e.to_string() })?;
-        let mut client = pool.get().await.map_err(|e| OpenError::Server {
+        let client = pool.get().await.map_err(|e| OpenError::Server {
             url: redacted.clone(),
             action: "connect".to_owned(),
             cause: pool_error(&e),
         })?;
         let database =
             Self { inner: Arc::new(Inner { pool, url: redacted, quoted_schema: format!("\"{schema}\"") }) };
-        migrations::migrate(&mut client, &database, schema).await?;
-        Ok(database)
+        Ok((database, client))
     }
 
     /// The URL it was opened with, without the password.
@@ -207,6 +239,10 @@ async fn within<F: Future>(timeout: Option<Duration>, future: F) -> Result<F::Ou
 fn rolled_back(error: &tokio_postgres::Error) -> bool {
     error.as_db_error().is_some_and(|e| matches!(e.parsed_severity(), Some(Severity::Error)))
 }
+
+/// The server option that makes every transaction of a session read-only (given after
+/// any `options` of the URL, so it wins).
+const READ_ONLY_OPTION: &str = "-c default_transaction_read_only=on";
 
 fn valid_schema(name: &str) -> bool {
     (1..=63).contains(&name.len())

@@ -1,7 +1,8 @@
 use std::error::Error;
 
-/// Why [`PostgresDatabase::open`](crate::PostgresDatabase::open) failed. Every message
-/// names the connection URL without its password.
+/// Why [`PostgresDatabase::open`](crate::PostgresDatabase::open) or
+/// [`PostgresDatabase::open_read_only`](crate::PostgresDatabase::open_read_only) failed.
+/// Every message names the connection URL without its password.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The connection string cannot be parsed.
@@ -31,6 +32,31 @@ pub enum OpenError {
         action: String,
         /// The error and its causes.
         cause: String,
+    },
+    /// Reading only: the schema does not exist, or holds no slotcron state.
+    #[error("{url}: no slotcron state in schema {schema:?}: {reason}")]
+    NoState {
+        /// The URL without its password.
+        url: String,
+        /// The schema.
+        schema: String,
+        /// What was found instead: `the schema does not exist`, ….
+        reason: &'static str,
+    },
+    /// Reading only: the schema's version is older than this release reads.
+    #[error(
+        "{url}: schema {schema:?} is at version {found}, older than this release reads ({oldest}); \
+         run the daemon of this release once to migrate it"
+    )]
+    OlderSchema {
+        /// The URL without its password.
+        url: String,
+        /// The schema.
+        schema: String,
+        /// Its version.
+        found: i32,
+        /// The oldest version this release reads.
+        oldest: i32,
     },
     /// The schema was written by a newer slotcron release; this one cannot use it.
     #[error(

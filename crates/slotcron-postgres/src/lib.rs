@@ -22,7 +22,9 @@
 //! ```
 //!
 //! The schema is versioned (`schema_version` table) and migrated forward on open; a
-//! schema written by a newer release is refused, never changed.
+//! schema written by a newer release is refused, never changed. To read the store and
+//! ledger of an existing schema without creating or changing anything, open it with
+//! [`PostgresDatabase::open_read_only`].
 
 mod claimant;
 mod codec;

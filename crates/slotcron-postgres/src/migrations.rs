@@ -1,6 +1,6 @@
 //! Versioned schema migrations: `{schema}.schema_version` holds the version, changed in
 //! the same transaction as the migration, under an advisory lock per schema so replicas
-//! starting together migrate once.
+//! starting together migrate once. Also the check of a schema opened for reading only.
 
 use deadpool_postgres::Object;
 
@@ -110,6 +110,64 @@ $$;
 
 /// The newest schema version this release knows.
 const VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// The oldest schema version whose store and ledger tables are this release's (version 2
+/// changed the claims only).
+const OLDEST_READABLE: i32 = 1;
+
+/// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or
+/// is at a version whose store and ledger this release does not read.
+pub(crate) async fn check_readable(
+    client: &Object,
+    database: &PostgresDatabase,
+    schema: &str,
+) -> Result<(), OpenError> {
+    let failed = |e: tokio_postgres::Error| OpenError::Server {
+        url: database.url().to_owned(),
+        action: format!("read schema {schema:?}"),
+        cause: chain(&e),
+    };
+    let no_state =
+        |reason| OpenError::NoState { url: database.url().to_owned(), schema: schema.to_owned(), reason };
+    let found = client
+        .query_one(
+            "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1),
+                    to_regclass(quote_ident($1) || '.schema_version') IS NOT NULL",
+            &[&schema],
+        )
+        .await
+        .map_err(failed)?;
+    if !found.get::<_, bool>(0) {
+        return Err(no_state("the schema does not exist"));
+    }
+    if !found.get::<_, bool>(1) {
+        return Err(no_state("it has no schema_version table"));
+    }
+    let version: i32 = client
+        .query_opt(&database.sql("SELECT version FROM {schema}.schema_version"), &[])
+        .await
+        .map_err(failed)?
+        .ok_or_else(|| no_state("its schema_version table is empty"))?
+        .get(0);
+    let url = || database.url().to_owned();
+    if version > VERSION {
+        return Err(OpenError::NewerSchema {
+            url: url(),
+            schema: schema.to_owned(),
+            found: version,
+            known: VERSION,
+        });
+    }
+    if version < OLDEST_READABLE {
+        return Err(OpenError::OlderSchema {
+            url: url(),
+            schema: schema.to_owned(),
+            found: version,
+            oldest: OLDEST_READABLE,
+        });
+    }
+    Ok(())
+}
 
 /// Creates the schema if absent and applies the migrations it lacks, or refuses (changing
 /// nothing) a schema of a newer release.
