@@ -182,8 +182,9 @@ fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
     connection.busy_timeout(SqliteDatabase::BUSY_TIMEOUT).map_err(io("open"))?;
     let found = migrations::read_header(&connection).map_err(|e| {
         if e.sqlite_extended_error_code() == Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY) {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            OpenError::WalFilesMissing { url: url.to_owned(), dir: dir.to_owned() }
+            let dir = directory(path);
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+            OpenError::WalFilesMissing { url: url.to_owned(), dir }
         } else {
             io("read the database")(e)
         }
@@ -192,10 +193,15 @@ fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
     Ok(connection)
 }
 
+/// The directory of the file `path`.
+fn directory(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
 /// What the file system says about `path`, when an open failed; `creating`: the open
 /// may create the file, so a missing file is not the cause.
 fn hint(path: &Path, creating: bool) -> Hint {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = directory(path);
     Hint(match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Some("it is a directory".to_owned()),
         Ok(_) => std::fs::File::open(path).err().map(|e| e.to_string()),
