@@ -33,8 +33,10 @@ struct JsonRun<'a> {
 /// (two spaces apart, no header), or with `--json` as one JSON object per line. No runs:
 /// nothing on standard output, a note on standard error, exit status 0.
 ///
-/// Exit status 2 with the reason on standard error when the state cannot be read (a
-/// missing SQLite file is not created).
+/// The state is opened for reading only: nothing in it is created, migrated or written
+/// (a missing SQLite file or PostgreSQL schema is an error), so a user who may read it but
+/// not write it can run this. Exit status 2 with the reason on standard error when the
+/// state cannot be read.
 pub fn run(args: &HistoryArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,

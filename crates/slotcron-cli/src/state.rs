@@ -151,22 +151,35 @@ impl State {
         }
     }
 
-    /// Opens the ledger of an existing state, for reading: a SQLite file that does not
-    /// exist is an error rather than created.
+    /// Opens the ledger of an existing state for reading only: nothing is created,
+    /// migrated or written (a SQLite file is opened read-only, a PostgreSQL schema in
+    /// read-only sessions), so a user who may read the state but not write it can.
     ///
     /// # Errors
-    /// As [`State::open`]; also a missing SQLite file, and `memory`, which keeps nothing
-    /// to read.
+    /// The reason, naming the URL (without its password): a missing SQLite file or
+    /// PostgreSQL schema, one that holds no slotcron state or a schema version this
+    /// release does not read, an unreachable PostgreSQL; and `memory`, which keeps
+    /// nothing to read.
     pub async fn open_ledger(url: &StateUrl) -> Result<Arc<dyn Ledger>, String> {
+        // Retention applies when appending: reading keeps everything.
+        let retention = Retention::default();
         match url {
             StateUrl::Sqlite { url, path } if !path.exists() => Err(format!(
                 "{url}: no such file: {} (a daemon run with --state {url} writes it)",
                 path.display()
             )),
+            StateUrl::Sqlite { url, .. } => {
+                let database = SqliteDatabase::open_read_only(url).await.map_err(|e| e.to_string())?;
+                Ok(Arc::new(SqliteLedger::new(database, retention)))
+            }
+            StateUrl::Postgres { url, schema } => {
+                let database =
+                    PostgresDatabase::open_read_only(url, schema).await.map_err(|e| e.to_string())?;
+                Ok(Arc::new(PostgresLedger::new(database, retention)))
+            }
             StateUrl::Memory => {
                 Err("memory: a memory state is gone with its daemon; there is no history to read".to_owned())
             }
-            _ => Ok(Self::open(url).await?.ledger),
         }
     }
 }

@@ -3,14 +3,26 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::fs::Permissions;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use nix::sys::signal::Signal;
-use support::{Daemon, history, run_in, scratch, stderr, stdout, write};
+use support::postgres::{Schema, database_url};
+use support::{Daemon, Run, history, run, run_in, scratch, stderr, stdout, write};
 
-/// A state in `dir` holding one run of `ok` (trigger 2020-01-01) and one of `broken`
-/// (trigger 2021-01-01), written by a daemon.
+/// A state in a new directory holding one run of `ok` (trigger 2020-01-01) and one of
+/// `broken` (trigger 2021-01-01), written by a daemon that has stopped.
 fn recorded(test: &str) -> PathBuf {
+    let (dir, mut daemon) = recording(test);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    dir
+}
+
+/// The daemon that writes [`recorded`]'s state, still running once both runs are in it.
+fn recording(test: &str) -> (PathBuf, Daemon) {
     let dir = scratch(test);
     write(
         &dir,
@@ -30,9 +42,9 @@ command = "echo last words >&2; exit 3"
     for _ in 0..2 {
         daemon.wait_for("for both runs to finish", |line| line.contains("run finished"));
     }
-    daemon.signal(Signal::SIGTERM);
-    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    dir
+    // The log line comes just before the record is written: wait for both records.
+    support::wait_until("both runs recorded", || history(&dir, &[]).len() == 2);
+    (dir, daemon)
 }
 
 #[test]
@@ -101,4 +113,158 @@ fn a_missing_state_file_is_an_error_and_is_not_created() {
     let out = run_in(&dir, &["history", "--since", "yesterday"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not an RFC 3339 instant"), "{}", stderr(&out));
+}
+
+/// Runs `slotcron ARGS` in `dir` as a user who may read the files in `dir` but not write
+/// them or create any there. As root (who may write anything): as `nobody`, through
+/// `setpriv` (util-linux), with `dir` at mode 755 and its files at 644, root's, as a
+/// daemon run by root leaves them. As anyone else: with the write permissions of `dir` and
+/// its files taken away for the run.
+fn run_as_reader(dir: &Path, args: &[&str]) -> Output {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let set = |dir_mode, file_mode| {
+        std::fs::set_permissions(dir, Permissions::from_mode(dir_mode)).unwrap();
+        for file in &files {
+            std::fs::set_permissions(file, Permissions::from_mode(file_mode)).unwrap();
+        }
+    };
+    if std::fs::metadata(dir).unwrap().uid() == 0 {
+        set(0o755, 0o644);
+        let mut setpriv = Command::new("setpriv");
+        setpriv.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slotcron")]);
+        setpriv.args(args).current_dir(dir).env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
+        setpriv.output().expect("setpriv (util-linux) runs slotcron as nobody")
+    } else {
+        set(0o555, 0o444);
+        let out = run_in(dir, args);
+        set(0o755, 0o644);
+        out
+    }
+}
+
+/// `(job, outcome)` of each run `slotcron history --json` prints as [`run_as_reader`].
+fn runs_as_reader(dir: &Path) -> Vec<(String, String)> {
+    let out = run_as_reader(dir, &["history", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str::<Run>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .map(|run| (run.job, run.outcome))
+        .collect()
+}
+
+/// The two runs of [`recorded`], as [`runs_as_reader`] lists them.
+fn both_runs() -> Vec<(String, String)> {
+    [("broken", "failed"), ("ok", "succeeded")].map(|(job, outcome)| (job.into(), outcome.into())).to_vec()
+}
+
+/// The bytes of `dir/name`, `None` if there is no such file.
+fn bytes(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    std::fs::read(dir.join(name)).ok()
+}
+
+#[test]
+fn a_user_who_cannot_write_the_state_reads_it_while_the_daemon_runs_and_after_it_stopped() {
+    let (dir, mut daemon) = recording("history_reader_running");
+    assert_eq!(runs_as_reader(&dir), both_runs(), "{}", daemon.log());
+
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    // The daemon keeps the WAL files, without which such a user could not read.
+    assert_eq!(bytes(&dir, "slotcron.db-wal"), Some(Vec::new()), "an empty WAL, kept");
+    assert!(dir.join("slotcron.db-shm").exists());
+    let database = bytes(&dir, "slotcron.db");
+    assert_eq!(runs_as_reader(&dir), both_runs());
+    assert!(bytes(&dir, "slotcron.db") == database, "the database is unchanged");
+}
+
+#[test]
+fn a_user_who_cannot_write_the_state_reads_what_a_killed_daemon_left_in_its_wal() {
+    let (dir, mut daemon) = recording("history_reader_killed");
+    daemon.signal(Signal::SIGKILL);
+    daemon.wait_exit();
+    assert!(!bytes(&dir, "slotcron.db-wal").unwrap().is_empty(), "commits not checkpointed");
+    let (database, wal) = (bytes(&dir, "slotcron.db"), bytes(&dir, "slotcron.db-wal"));
+    assert_eq!(runs_as_reader(&dir), both_runs());
+    assert!(bytes(&dir, "slotcron.db") == database && bytes(&dir, "slotcron.db-wal") == wal, "unchanged");
+}
+
+#[test]
+fn a_wal_state_whose_wal_files_such_a_user_cannot_create_is_explained() {
+    let dir = recorded("history_reader_no_wal");
+    // As an earlier release left the state after a clean stop.
+    std::fs::remove_file(dir.join("slotcron.db-wal")).unwrap();
+    std::fs::remove_file(dir.join("slotcron.db-shm")).unwrap();
+    let out = run_as_reader(&dir, &["history"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "slotcron history: cannot open the state: sqlite:slotcron.db: cannot read it: it is a WAL \
+             database whose -wal and -shm files are absent, and this user cannot create them in {dir} \
+             (a daemon of this release keeps them once it has opened the database; or read it as a user \
+             who may write to {dir})\n",
+            dir = dir.display()
+        )
+    );
+    assert!(!dir.join("slotcron.db-wal").exists());
+}
+
+#[test]
+fn a_file_that_holds_no_slotcron_state_is_refused() {
+    let dir = scratch("history_not_state");
+    write(&dir, "empty.db", "");
+    write(&dir, "notes.db", &"somebody's notes\n".repeat(300));
+    let out = run_in(&dir, &["history", "--state", "sqlite:empty.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "slotcron history: cannot open the state: sqlite:empty.db: no slotcron state in it: the database is empty\n"
+    );
+    let out = run_in(&dir, &["history", "--state", "sqlite:notes.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).ends_with("sqlite:notes.db: cannot read the database: file is not a database\n"));
+    assert_eq!(bytes(&dir, "empty.db"), Some(Vec::new()));
+}
+
+/// Whether `schema` exists on the tests' PostgreSQL server.
+fn schema_exists(schema: &str) -> bool {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (client, connection) =
+            tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let row = client
+            .query_one("SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", &[&schema])
+            .await
+            .unwrap();
+        row.get(0)
+    })
+}
+
+#[test]
+fn a_postgres_schema_without_slotcron_state_is_an_error_and_is_not_created() {
+    // Dropped at the end, were it created.
+    let missing = Schema::new("history_missing");
+    let state = missing.state_url();
+    let name = state.rsplit_once("schema=").unwrap().1;
+    let out = run(&["history", "--state", &state]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "slotcron history: cannot open the state: {}: no slotcron state in schema \"{name}\": \
+             the schema does not exist\n",
+            database_url()
+        )
+    );
+    assert!(!schema_exists(name), "the schema was not created");
+
+    let url = database_url();
+    let public = format!("{url}{}schema=public", if url.contains('?') { '&' } else { '?' });
+    let out = run(&["history", "--state", &public]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).ends_with("no slotcron state in schema \"public\": it has no schema_version table\n")
+    );
 }
