@@ -70,10 +70,11 @@ impl SqliteDatabase {
     /// journal mode is left as it is. A daemon may be writing it meanwhile: each statement
     /// reads a consistent snapshot.
     ///
-    /// A WAL database is read through its `-wal` and `-shm` files, which SQLite creates if
-    /// they are absent and the directory allows it (empty, owned by the database file's
-    /// owner); a database file is never changed. Statements that write fail with SQLite's
-    /// "attempt to write a readonly database".
+    /// A WAL database is read through its `-wal` and `-shm` files (a writer of this
+    /// release keeps them), which SQLite creates if they are absent and the directory
+    /// allows it: empty, with the database file's permissions (and, when run by root, its
+    /// owner). The database file is never changed. Statements that write fail with
+    /// SQLite's "attempt to write a readonly database".
     ///
     /// # Errors
     /// [`OpenError`], naming the URL and the cause: the file is missing or unreadable,
@@ -138,7 +139,12 @@ fn parse_url(url: &str) -> Option<PathBuf> {
 }
 
 /// The error of a failed `action` on `path`; `creating`: the open may create the file.
-fn io(url: &str, path: &Path, creating: bool, action: &'static str) -> impl Fn(rusqlite::Error) -> OpenError {
+fn io_error(
+    url: &str,
+    path: &Path,
+    creating: bool,
+    action: &'static str,
+) -> impl Fn(rusqlite::Error) -> OpenError {
     move |source| OpenError::Io {
         url: url.to_owned(),
         action,
@@ -148,7 +154,7 @@ fn io(url: &str, path: &Path, creating: bool, action: &'static str) -> impl Fn(r
 }
 
 fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
-    let io = |action| io(url, path, true, action);
+    let io = |action| io_error(url, path, true, action);
     // No SQLITE_OPEN_URI: the path is a file name, whatever it looks like.
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -176,7 +182,7 @@ fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
 }
 
 fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
-    let io = |action| io(url, path, false, action);
+    let io = |action| io_error(url, path, false, action);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let connection = Connection::open_with_flags(path, flags).map_err(io("open"))?;
     connection.busy_timeout(SqliteDatabase::BUSY_TIMEOUT).map_err(io("open"))?;
