@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::PATIENCE;
 
+/// What `redis-server` logs (lower-cased; the TCP and Unix socket lines differ in case)
+/// once it listens on every address it was given.
+const READY: &str = "ready to accept connections";
+
 /// A running `redis-server`.
 pub struct RedisServer {
     child: Child,
@@ -19,7 +23,11 @@ impl RedisServer {
     /// Starts a server on a free port of 127.0.0.1, logging to `dir/redis.log`.
     pub fn start(dir: &Path) -> Self {
         // A free port can be taken by another test before the server binds it: try again.
+        // A PING alone is not enough: another test's server may hold the port this one
+        // failed to bind, so wait for this server's own log to say it is ready.
+        let log_path = dir.join("redis.log");
         for _ in 0..5 {
+            let _ = std::fs::remove_file(&log_path);
             let port = free_port();
             let mut child = Command::new("redis-server")
                 .args([
@@ -35,7 +43,7 @@ impl RedisServer {
                 .arg("--dir")
                 .arg(dir)
                 .arg("--logfile")
-                .arg(dir.join("redis.log"))
+                .arg(&log_path)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -46,14 +54,16 @@ impl RedisServer {
                 if matches!(child.try_wait(), Ok(Some(_))) {
                     break; // the port was taken
                 }
-                if answers_ping(port) {
+                let ready =
+                    std::fs::read_to_string(&log_path).is_ok_and(|l| l.to_lowercase().contains(READY));
+                if ready && answers_ping(port) {
                     return Self { child, port };
                 }
                 assert!(Instant::now() < deadline, "redis-server did not answer PING within {PATIENCE:?}");
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         panic!("redis-server did not start; its log:\n{log}");
     }
 

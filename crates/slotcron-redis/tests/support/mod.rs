@@ -20,6 +20,10 @@ use slotcron_redis::{RedisConfig, RedisCoordinator};
 /// How long a server may take to answer its first PING.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// What `redis-server` logs (lower-cased; the TCP and Unix socket lines differ in case)
+/// once it listens on every address it was given.
+const READY: &str = "ready to accept connections";
+
 /// Where a server listens.
 #[derive(Debug, Clone)]
 pub enum Listen {
@@ -76,8 +80,11 @@ impl RedisServer {
         panic!("redis-server did not start; its log:\n{last_log}");
     }
 
-    /// Starts the process and waits for PING; `false` if it exited.
+    /// Starts the process and waits until its own log says it is ready and it answers
+    /// PING; `false` if it exited. A PING alone is not enough: another test's server may
+    /// hold the port this one failed to bind.
     fn spawn(&mut self) -> bool {
+        let _ = std::fs::remove_file(self.log_path());
         let mut command = Command::new("redis-server");
         command.args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--daemonize", "no"]);
         command.arg("--dir").arg(self.dir.path()).arg("--logfile").arg(self.log_path());
@@ -105,12 +112,16 @@ impl RedisServer {
                 self.child = None;
                 return false;
             }
-            if self.answers_ping() {
+            if self.logged_ready() && self.answers_ping() {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         panic!("redis-server did not answer PING within {START_TIMEOUT:?}");
+    }
+
+    fn logged_ready(&self) -> bool {
+        std::fs::read_to_string(self.log_path()).is_ok_and(|log| log.to_lowercase().contains(READY))
     }
 
     fn answers_ping(&self) -> bool {
