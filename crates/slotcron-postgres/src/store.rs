@@ -25,14 +25,15 @@ struct Sql {
 }
 
 /// [`slotcron::store::merge_state`]'s rules as one atomic upsert: an older trigger
-/// changes nothing, the same trigger without an outcome keeps the stored one,
-/// `one_shot_done` stays set.
+/// changes nothing, the same trigger without an outcome (or with a lost claim's) keeps
+/// the stored one, `one_shot_done` stays set.
 const SAVE_STATE: &str = "
 INSERT INTO {schema}.job_state AS stored (job, last_trigger, last_outcome, one_shot_done)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (job) DO UPDATE SET
     last_outcome = CASE
-        WHEN EXCLUDED.last_trigger = stored.last_trigger AND EXCLUDED.last_outcome IS NULL
+        WHEN EXCLUDED.last_trigger = stored.last_trigger
+            AND (EXCLUDED.last_outcome IS NULL OR EXCLUDED.last_outcome = 'skipped-lost')
         THEN stored.last_outcome ELSE EXCLUDED.last_outcome END,
     one_shot_done = stored.one_shot_done OR EXCLUDED.one_shot_done,
     last_trigger = EXCLUDED.last_trigger

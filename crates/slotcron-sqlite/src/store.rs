@@ -20,13 +20,14 @@ impl SqliteStore {
 }
 
 /// [`slotcron::store::merge_state`]'s rules as one upsert: an older trigger changes
-/// nothing, the same trigger without an outcome keeps the stored one, `one_shot_done`
-/// stays set.
+/// nothing, the same trigger without an outcome (or with a lost claim's) keeps the stored
+/// one, `one_shot_done` stays set.
 const SAVE_STATE: &str = "
 INSERT INTO job_state (job, last_trigger_us, last_outcome, one_shot_done) VALUES (?1, ?2, ?3, ?4)
 ON CONFLICT (job) DO UPDATE SET
     last_outcome = CASE
-        WHEN excluded.last_trigger_us = last_trigger_us AND excluded.last_outcome IS NULL
+        WHEN excluded.last_trigger_us = last_trigger_us
+            AND (excluded.last_outcome IS NULL OR excluded.last_outcome = 'skipped-lost')
         THEN last_outcome ELSE excluded.last_outcome END,
     one_shot_done = one_shot_done OR excluded.one_shot_done,
     last_trigger_us = excluded.last_trigger_us

@@ -42,8 +42,9 @@ pub trait Store: Send + Sync + 'static {
     async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError>;
 
     /// Records a job's state. Never moves `last_trigger` backwards: a state older than
-    /// the stored one is ignored, one for the same trigger updates the outcome, and
-    /// `one_shot_done` once set stays set.
+    /// the stored one is ignored, one for the same trigger updates the outcome (except a
+    /// `skipped-lost`, which never replaces what the winner stored), and `one_shot_done`
+    /// once set stays set.
     ///
     /// # Errors
     /// The backend failed.
@@ -87,6 +88,11 @@ pub fn merge_state(stored: Option<&JobState>, new: &JobState) -> Option<JobState
     if new.last_trigger < stored.last_trigger {
         return None;
     }
+    // In a shared store the replicas that lost a trigger report it too; the winner's
+    // state (running, or its outcome) stands.
+    if new.last_trigger == stored.last_trigger && new.last_outcome == Some(Outcome::SkippedLost) {
+        return None;
+    }
     let mut merged = new.clone();
     merged.one_shot_done |= stored.one_shot_done;
     if new.last_trigger == stored.last_trigger && new.last_outcome.is_none() {
@@ -112,7 +118,16 @@ mod tests {
             merge_state(Some(&stored), &state("2024-01-01T00:02:00Z", None, false)),
             Some(state("2024-01-01T00:02:00Z", None, true))
         );
+        let won = state("2024-01-01T00:02:00Z", Some(Outcome::Succeeded), false);
+        assert_eq!(
+            merge_state(Some(&won), &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)),
+            None
+        );
         let running = state("2024-01-01T00:02:00Z", None, false);
+        assert_eq!(
+            merge_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)),
+            None
+        );
         assert_eq!(
             merge_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false)),
             Some(state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false))

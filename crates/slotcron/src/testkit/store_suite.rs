@@ -66,6 +66,10 @@ pub async fn state_merge_rules(store: &dyn Store) {
     store.save_state("a", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();
     assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
 
+    // Same trigger from a replica that lost its claim: the winner's outcome stands.
+    store.save_state("a", &state("2024-01-01T00:01:00Z", Some(Outcome::SkippedLost), false)).await.unwrap();
+    assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
+
     // An older trigger is ignored.
     store.save_state("a", &state("2024-01-01T00:00:00Z", Some(Outcome::Failed), false)).await.unwrap();
     assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
