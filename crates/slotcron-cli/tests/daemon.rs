@@ -72,10 +72,12 @@ GREETING=changed later
 @reboot echo first; echo last words >&2; exit 3
 # name: feed
 @reboot tr a-z A-Z%first line%second line
+# name: percent
+@reboot tr '\\n' '|'; echo \" 5\\%\"%100\\% sure%ok%
 ",
     );
     let mut daemon = Daemon::start(&dir, "crontab");
-    for _ in ["greet", "fail", "feed"] {
+    for _ in ["greet", "fail", "feed", "percent"] {
         daemon.wait_for("for each job's run to finish", |line| line.contains("run finished"));
     }
     daemon.signal(Signal::SIGTERM);
@@ -101,6 +103,11 @@ GREETING=changed later
     );
     assert_eq!(daemon.lines_with(&["FIRST LINE", r#"job="feed""#]).len(), 1, "{}", daemon.log());
     assert_eq!(daemon.lines_with(&["SECOND LINE", r#"job="feed""#]).len(), 1, "{}", daemon.log());
+    // `\%` is `%` in the command and in its input, `\n` stays for `tr`, and the input
+    // ends with one newline: cronie's `%` rules.
+    let percent = daemon.lines_with(&[r#"job="percent""#, r#"stream="stdout""#]);
+    assert_eq!(percent.len(), 1, "{}", daemon.log());
+    assert!(percent[0].contains("100% sure|ok| 5%"), "{}", percent[0]);
 }
 
 #[test]

@@ -148,3 +148,39 @@ fn two_daemons_sharing_a_postgres_state_run_each_trigger_once() {
     let outcomes: BTreeSet<&str> = runs.iter().map(|r| r.outcome.as_str()).collect();
     assert!(outcomes.is_subset(&BTreeSet::from(["succeeded", "skipped-lost"])), "{outcomes:?}");
 }
+
+#[test]
+fn every_daemon_sharing_a_redis_runs_its_own_reboot_without_a_claim() {
+    let dir = scratch("fleet_reboot");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "crontab", "# name: boot\n@reboot echo \"$SLOTCRON_INSTANCE\" >> boots.txt\n");
+    let mut daemons: Vec<Daemon> = (1..=2)
+        .map(|i| {
+            let (instance, state) = (format!("r{i}"), format!("sqlite:r{i}.db"));
+            Daemon::run(
+                &dir,
+                &["crontab", "--redis", &redis.url(), "--instance", &instance, "--state", &state],
+            )
+        })
+        .collect();
+    for daemon in &mut daemons {
+        let finished = daemon.wait_for("for the @reboot run to finish", |line| {
+            line.contains("run finished") && line.contains(r#"job="boot""#)
+        });
+        assert!(finished.contains(r#"outcome="succeeded""#), "{}", daemon.log());
+        assert_eq!(daemon.lines_with(&["coordination through Redis"]).len(), 1, "{}", daemon.log());
+    }
+    for daemon in &daemons {
+        daemon.signal(Signal::SIGTERM);
+    }
+    for daemon in &mut daemons {
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
+
+    let boots = std::fs::read_to_string(dir.join("boots.txt")).expect("the job ran");
+    let mut instances: Vec<&str> = boots.lines().collect();
+    instances.sort_unstable();
+    assert_eq!(instances, ["r1", "r2"]);
+    // No claim was made, so no claim key (one-shot claims never expire) nor fencing counter.
+    assert_eq!(redis.keys(), Vec::<String>::new());
+}

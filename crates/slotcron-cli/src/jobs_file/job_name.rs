@@ -3,22 +3,25 @@
 //! A crontab line has no name, yet a job's name keys its triggers across the fleet, so
 //! the name must be the same on every replica reading the same file and must not change
 //! when other lines are added or removed. It is therefore a function of the line alone:
-//! a slug of the command plus a short hash of the zone, the schedule and the command.
+//! a slug of the command (without its standard input) plus a short hash of the zone, the
+//! schedule and the whole command text.
 
 /// The longest slug taken from a command.
 const MAX_SLUG: usize = 40;
 
-/// The name of a crontab job: `{slug}-{hash}`, where slug is the command in lower-case
+/// The name of a crontab job: `{slug}-{hash}`, where slug is `script` (the command the
+/// shell runs, without the standard input after its first unescaped `%`) in lower-case
 /// ASCII letters and digits joined by `-` (at most 40 characters, `job` if none) and
 /// hash is the CRC-32 (IEEE, as `crc32` and zlib compute it) of
-/// `"{zone}\n{schedule}\n{command}"`, as 8 hex digits.
+/// `"{zone}\n{schedule}\n{command}"`, as 8 hex digits, `command` being the line's whole
+/// command text as written, standard input included.
 ///
 /// `schedule` should have its fields separated by single spaces, so that re-aligning
 /// columns keeps the name. E.g. `"UTC"`, `"*/5 * * * *"`, `"backup.sh --full"` give
 /// `backup-sh-full-` followed by the hash.
-pub fn derive(zone: &str, schedule: &str, command: &str) -> String {
+pub fn derive(zone: &str, schedule: &str, command: &str, script: &str) -> String {
     let hash = crc32fast::hash(format!("{zone}\n{schedule}\n{command}").as_bytes());
-    format!("{}-{hash:08x}", slug(command))
+    format!("{}-{hash:08x}", slug(script))
 }
 
 /// The name of the `n`th (from 1) identical line: the first keeps `name`, later ones
@@ -49,7 +52,8 @@ mod tests {
 
     #[test]
     fn slug_then_hash() {
-        let name = derive("UTC", "*/5 * * * *", "/usr/local/bin/backup.sh --full");
+        let command = "/usr/local/bin/backup.sh --full";
+        let name = derive("UTC", "*/5 * * * *", command, command);
         assert_eq!(
             name,
             format!(
@@ -62,10 +66,20 @@ mod tests {
 
     #[test]
     fn zone_schedule_and_command_each_change_the_name() {
-        let base = derive("UTC", "0 * * * *", "true");
-        assert_ne!(base, derive("Europe/Berlin", "0 * * * *", "true"));
-        assert_ne!(base, derive("UTC", "1 * * * *", "true"));
-        assert_ne!(base, derive("UTC", "0 * * * *", "true "));
+        let base = derive("UTC", "0 * * * *", "true", "true");
+        assert_ne!(base, derive("Europe/Berlin", "0 * * * *", "true", "true"));
+        assert_ne!(base, derive("UTC", "1 * * * *", "true", "true"));
+        assert_ne!(base, derive("UTC", "0 * * * *", "true ", "true "));
+    }
+
+    #[test]
+    fn the_slug_leaves_out_the_standard_input_which_the_hash_covers() {
+        let command = "mail -s report root%Disk full%Please look";
+        let name = derive("UTC", "@daily", command, "mail -s report root");
+        let hash = crc32fast::hash(format!("UTC\n@daily\n{command}").as_bytes());
+        assert_eq!(name, format!("mail-s-report-root-{hash:08x}"));
+        let other_input = derive("UTC", "@daily", "mail -s report root%Other", "mail -s report root");
+        assert_ne!(name, other_input);
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub enum ScheduleSpec {
     /// start-up.
     After(Duration),
     /// A crontab `@reboot`: once each time the daemon starts, as cron does: a one-shot at
-    /// the instant the jobs are loaded, so every start (and every replica) is a trigger
-    /// of its own.
+    /// the instant the jobs are loaded, so every start is a trigger of its own, which
+    /// every replica runs on its own, without a claim.
     AtStartUp,
 }
 
@@ -43,7 +43,8 @@ pub enum NextFire {
 }
 
 impl ScheduleSpec {
-    /// Sets this schedule on a job being built.
+    /// Sets this schedule on a job being built; `@reboot` also makes it a job of every
+    /// replica ([`JobBuilder::on_every_replica`]).
     pub fn apply(&self, builder: JobBuilder) -> JobBuilder {
         match self {
             Self::Every(period) => builder.every(*period),
@@ -52,7 +53,9 @@ impl ScheduleSpec {
             Self::After(delay) => builder.after(*delay),
             Self::AtStartUp => {
                 let now = Timestamp::now();
-                builder.at(Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now))
+                builder
+                    .at(Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now))
+                    .on_every_replica(true)
             }
         }
     }

@@ -71,6 +71,15 @@ impl RedisServer {
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
+
+    /// Every key the server holds, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let client = redis::Client::open(self.url()).expect("a valid URL");
+        let mut connection = client.get_connection_with_timeout(PATIENCE).expect("connect to redis-server");
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).expect("KEYS");
+        keys.sort();
+        keys
+    }
 }
 
 impl Drop for RedisServer {

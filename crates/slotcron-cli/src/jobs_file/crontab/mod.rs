@@ -15,11 +15,15 @@
 //! descriptor (`@yearly @annually @monthly @weekly @daily @midnight @hourly`,
 //! `@every <duration>`, `@reboot`), then the command, which runs under `/bin/sh -c`.
 //! As in cron, an unescaped `%` in the command ends it: the text after it is the
-//! command's standard input, with each further `%` a newline; `\%` is a literal `%`.
+//! command's standard input, with each further `%` a newline; `\%` is a literal `%`
+//! (the exact rules are cronie's, see [`percent::split`]).
+//!
+//! An empty `CRON_TZ=` or `TZ=` line sets the zone of later lines back to UTC, as an
+//! empty `TZ` is in cronie.
 //!
 //! `@reboot` runs once each time the daemon starts, as in cron: a one-shot at the
-//! instant the crontab is loaded.
-//! Like every `after` job, with a shared coordinator it runs once across the fleet.
+//! instant the crontab is loaded. Every daemon of a fleet runs its own, without a claim
+//! (see [`slotcron::JobBuilder::on_every_replica`]).
 //!
 //! A job without a `# name:` comment is named from its line ([`super::job_name`]).
 
@@ -33,6 +37,11 @@ use slotcron::schedule::CronSchedule;
 use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
 use crate::command::ShellCommand;
 use crate::{cron_error, zone};
+
+mod percent;
+
+/// The zone of lines before any `CRON_TZ=` or `TZ=` line, or after an empty one.
+const DEFAULT_ZONE: &str = "UTC";
 
 /// The fields of a job line that problems name.
 const SCHEDULE: &str = "schedule";
@@ -70,7 +79,7 @@ impl Default for Reader {
             parsed: Parsed::default(),
             env: Vec::new(),
             env_snapshot: Arc::from([]),
-            zone: ("UTC".into(), Some(TimeZone::UTC)),
+            zone: (DEFAULT_ZONE.into(), Some(TimeZone::UTC)),
             pending_name: None,
             derived: HashMap::new(),
         }
@@ -115,6 +124,8 @@ impl Reader {
 
     fn set_env(&mut self, line: usize, name: &str, value: &str) {
         if name == "CRON_TZ" || name == "TZ" {
+            // As in cronie, an empty zone is the default one.
+            let value = if value.is_empty() { DEFAULT_ZONE } else { value };
             let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
             self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
         }
@@ -132,11 +143,12 @@ impl Reader {
                 return;
             }
         };
+        let (script, stdin) = percent::split(command);
         let (zone_name, zone) = &self.zone;
         let name = match explicit_name {
             Some((name, _)) => name,
             None => {
-                let base = job_name::derive(zone_name, &schedule_text, command);
+                let base = job_name::derive(zone_name, &schedule_text, command, &script);
                 let seen = self.derived.entry(base.clone()).or_default();
                 *seen += 1;
                 job_name::nth(&base, *seen)
@@ -168,7 +180,6 @@ impl Reader {
         if zone.is_none() {
             return; // its zone line is reported
         }
-        let (script, stdin) = split_percent(command);
         self.parsed.drafts.push(Draft {
             name,
             name_line: number,
@@ -256,39 +267,10 @@ fn env_assignment(text: &str) -> Option<(&str, &str)> {
     Some((name, unquoted))
 }
 
-/// Cron's `%` rule: the command ends at the first unescaped `%`; the rest, with each
-/// `%` turned into a newline, is its standard input. `\%` stands for `%`.
-fn split_percent(command: &str) -> (String, Option<String>) {
-    let mut script = String::new();
-    let mut chars = command.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&'%') => {
-                script.push('%');
-                chars.next();
-            }
-            '%' => {
-                let input: String = chars.map(|c| if c == '%' { '\n' } else { c }).collect();
-                return (script, Some(input + "\n"));
-            }
-            c => script.push(c),
-        }
-    }
-    (script, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percent_splits_command_and_input() {
-        assert_eq!(split_percent("date +\\%H"), ("date +%H".into(), None));
-        assert_eq!(
-            split_percent("mail -s hi root%line 1%line 2"),
-            ("mail -s hi root".into(), Some("line 1\nline 2\n".into()))
-        );
-    }
+    use crate::jobs_file::{self, Format};
 
     #[test]
     fn env_lines_as_cronie_reads_them() {
@@ -328,27 +310,57 @@ mod tests {
         assert_eq!(env(&drafts[2]), [("B", "two words"), ("A", "3")]);
     }
 
-    #[test]
-    fn cron_tz_and_tz_set_the_zone_of_later_lines() {
-        let drafts = drafts(
-            "0 9 * * * echo a\nCRON_TZ=Asia/Tokyo\n0 9 * * * echo b\nTZ=Europe/Paris\n0 9 * * * echo c\n",
-        );
-        let zones: Vec<_> = drafts
+    fn zones(drafts: &[Draft]) -> Vec<String> {
+        drafts
             .iter()
             .map(|d| match &d.schedule {
                 ScheduleSpec::Cron(cron) => cron.time_zone().iana_name().unwrap().to_owned(),
                 other => panic!("{other:?}"),
             })
-            .collect();
-        assert_eq!(zones, ["UTC", "Asia/Tokyo", "Europe/Paris"]);
+            .collect()
+    }
+
+    #[test]
+    fn cron_tz_and_tz_set_the_zone_of_later_lines() {
+        let drafts = drafts(
+            "0 9 * * * echo a\nCRON_TZ=Asia/Tokyo\n0 9 * * * echo b\nTZ=Europe/Paris\n0 9 * * * echo c\n",
+        );
+        assert_eq!(zones(&drafts), ["UTC", "Asia/Tokyo", "Europe/Paris"]);
         // As cronie does, the zone variables are also in the commands' environment.
         assert_eq!(env(&drafts[2]), [("CRON_TZ", "Asia/Tokyo"), ("TZ", "Europe/Paris")]);
     }
 
     #[test]
-    fn reboot_runs_once_at_start_up() {
+    fn an_empty_cron_tz_or_tz_sets_the_zone_back_to_utc() {
+        let drafts = drafts(
+            "CRON_TZ=Asia/Tokyo\n0 9 * * * echo a\nCRON_TZ=\n0 9 * * * echo b\n\
+             TZ=Europe/Paris\n0 9 * * * echo c\nTZ=''\n0 9 * * * echo d\n",
+        );
+        assert_eq!(zones(&drafts), ["Asia/Tokyo", "UTC", "Europe/Paris", "UTC"]);
+        // Named as the same line in the default zone, and passed on empty, as written.
+        assert_eq!(drafts[1].name, parse("0 9 * * * echo b\n").drafts[0].name);
+        assert_eq!(env(&drafts[3]), [("CRON_TZ", ""), ("TZ", "")]);
+    }
+
+    #[test]
+    fn percent_splits_the_command_from_its_standard_input() {
+        let drafts = drafts("@daily mail -s \"50\\% full\" root%Disk at 50\\%%Please look\n");
+        let command = &drafts[0].command;
+        assert_eq!(command.script, "mail -s \"50% full\" root");
+        assert_eq!(command.stdin.as_deref(), Some("Disk at 50%\nPlease look\n"));
+        // Named from the command alone.
+        assert!(drafts[0].name.starts_with("mail-s-50-full-root-"), "{}", drafts[0].name);
+    }
+
+    #[test]
+    fn reboot_runs_once_at_start_up_on_every_replica() {
         let drafts = drafts("@reboot echo up\n");
         assert!(matches!(drafts[0].schedule, ScheduleSpec::AtStartUp));
         assert_eq!(drafts[0].command.script, "echo up");
+
+        let (jobs, _) =
+            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid");
+        let every_replica: Vec<_> = jobs.iter().map(|entry| entry.job.on_every_replica()).collect();
+        assert_eq!(every_replica, [true, false], "only @reboot runs on every replica, unclaimed");
     }
 }
