@@ -17,7 +17,9 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         format!("{text:?} is not a duration (write e.g. \"90s\", \"5m\", \"1h30m\" or \"2d\"): {e}")
     })?;
     if span.get_years() != 0 || span.get_months() != 0 {
-        return Err(format!("{text:?} is in months or years, whose lengths vary: write days (\"30d\") or less"));
+        return Err(format!(
+            "{text:?} is in months or years, whose lengths vary: write days (\"30d\") or less"
+        ));
     }
     let signed: SignedDuration = span
         .to_duration(SpanRelativeTo::days_are_24_hours())
