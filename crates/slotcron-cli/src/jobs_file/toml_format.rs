@@ -45,6 +45,7 @@ use jiff::civil::DateTime;
 use jiff::tz::{Offset, TimeZone};
 use slotcron::Misfire;
 use slotcron::schedule::CronSchedule;
+use slotcron_redis::RedisConfig;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 use toml::value::{Datetime, Offset as TomlOffset};
@@ -271,12 +272,11 @@ impl Reader<'_> {
         }
         if let Some(prefix) = self.string(table, "prefix", "a string like \"myapp:\"") {
             match *prefix.get_ref() {
-                "" => self.problem(
-                    table,
-                    "prefix",
-                    prefix.span(),
-                    "must not be empty (the default is \"slotcron:\")",
-                ),
+                "" => {
+                    let reason =
+                        format!("must not be empty (the default is {:?})", RedisConfig::DEFAULT_KEY_PREFIX);
+                    self.problem(table, "prefix", prefix.span(), reason);
+                }
                 text => self.parsed.coordination.prefix = Some(text.to_owned()),
             }
         }
@@ -360,6 +360,9 @@ impl Reader<'_> {
                 None
             }
         });
+        if table.get("misfire_cap").is_none() {
+            return policy;
+        }
         let cap = self.typed(table, "misfire_cap", "an integer", DeValue::as_integer)?;
         match policy {
             Some(Misfire::RunAll { .. }) => {
@@ -570,6 +573,43 @@ mod tests {
         );
         let flags: Vec<bool> = jobs.iter().map(|entry| entry.job.on_every_replica()).collect();
         assert_eq!(flags, [true, false, false]);
+    }
+
+    #[test]
+    fn every_key_reaches_the_job() {
+        let source = r#"[[job]]
+name = "all"
+every = "1m"
+command = "true"
+timeout = "1d"
+run_on_start = true
+misfire = "run_all"
+misfire_cap = 3
+grace = "5m"
+
+[[job]]
+name = "once"
+cron = "0 3 * * *"
+timezone = "Asia/Tokyo"
+command = "true"
+misfire = "run_once"
+
+[[job]]
+name = "defaults"
+after = "5s"
+command = "true"
+"#;
+        let jobs = jobs(source);
+        let job = |k: usize| &jobs[k].job;
+        assert_eq!(job(0).timeout(), Some(Duration::from_secs(86_400)));
+        assert!(job(0).run_on_start());
+        assert_eq!(job(0).misfire(), Misfire::RunAll { cap: 3 });
+        assert_eq!(job(0).grace(), Duration::from_secs(300));
+        assert_eq!(job(1).misfire(), Misfire::RunOnce);
+        assert_eq!(jobs[1].schedule.zone().iana_name(), Some("Asia/Tokyo"));
+        assert_eq!(job(2).timeout(), None);
+        assert!(!job(2).run_on_start());
+        assert_eq!(job(2).grace(), Misfire::DEFAULT_GRACE);
     }
 
     #[test]
