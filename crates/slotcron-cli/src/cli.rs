@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand};
 use jiff::Timestamp;
 
@@ -39,12 +38,19 @@ pub struct RunArgs {
     /// sharing it: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://… (TLS) or
     /// redis+unix:///PATH. Takes precedence over the SLOTCRON_REDIS_URL environment
     /// variable, which takes precedence over `redis` in the jobs file's [coordination]
-    /// table. Without any, a postgres:// state coordinates; else single-replica mode.
+    /// table (an empty one is an error). Without any, a postgres:// state coordinates;
+    /// else single-replica mode.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
+    /// The prefix of the keys the daemons write in Redis, so that several fleets can
+    /// share one [default: slotcron:]. Takes precedence over the SLOTCRON_REDIS_PREFIX
+    /// environment variable, which takes precedence over `prefix` in the jobs file's
+    /// [coordination] table.
+    #[arg(long, value_name = "PREFIX")]
+    pub redis_prefix: Option<String>,
     /// This daemon's id in logs, claims, run history and SLOTCRON_INSTANCE; unique in
-    /// the fleet [default: HOSTNAME-PID].
-    #[arg(long, value_name = "ID", value_parser = NonEmptyStringValueParser::new())]
+    /// the fleet; 1 to 200 bytes, no control characters [default: HOSTNAME-PID].
+    #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
     #[command(flatten)]
     pub state: StateArg,
@@ -105,6 +111,24 @@ pub struct HistoryArgs {
     /// One JSON object per line instead of columns.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The longest `--instance`, in bytes.
+const MAX_INSTANCE_LEN: usize = 200;
+
+/// An `--instance` id: it is written to logs, claims and run records, and passed to
+/// commands in `SLOTCRON_INSTANCE`.
+fn parse_instance(id: &str) -> Result<String, String> {
+    if id.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if id.len() > MAX_INSTANCE_LEN {
+        return Err(format!("must be at most {MAX_INSTANCE_LEN} bytes, got {}", id.len()));
+    }
+    if let Some(c) = id.chars().find(|c| c.is_control()) {
+        return Err(format!("must not contain control characters, found {c:?}"));
+    }
+    Ok(id.to_owned())
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {

@@ -1,6 +1,7 @@
 //! Which coordinator arbitrates the daemon's claims: Redis when a Redis URL is given,
 //! else PostgreSQL when the state is there, else none (single-replica mode).
 
+use std::env::VarError;
 use std::fmt;
 use std::sync::Arc;
 
@@ -8,55 +9,115 @@ use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 
+use crate::cli::RunArgs;
+use crate::jobs_file::Coordination;
 use crate::state::State;
 
 /// The environment variable holding the Redis URL when `--redis` is not given.
 pub const REDIS_URL_VAR: &str = "SLOTCRON_REDIS_URL";
 
-/// Where the Redis URL was given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// The `--redis` flag.
-    Flag,
-    /// The `SLOTCRON_REDIS_URL` environment variable.
-    Env,
-    /// `redis` in the jobs file's `[coordination]` table.
-    File,
+/// The environment variable holding the Redis key prefix when `--redis-prefix` is not
+/// given.
+pub const REDIS_PREFIX_VAR: &str = "SLOTCRON_REDIS_PREFIX";
+
+/// Where a Redis setting is given, by precedence: a flag, then an environment variable,
+/// then a key of the jobs file's `[coordination]` table.
+struct Sources {
+    flag: &'static str,
+    var: &'static str,
+    key: &'static str,
 }
 
-impl fmt::Display for Source {
+const URL_SOURCES: Sources = Sources { flag: "--redis", var: REDIS_URL_VAR, key: "[coordination] redis" };
+const PREFIX_SOURCES: Sources =
+    Sources { flag: "--redis-prefix", var: REDIS_PREFIX_VAR, key: "[coordination] prefix" };
+
+/// A setting and the flag, variable or key it came from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Given {
+    /// The value, possibly a URL with a password: shown only through [`redact`].
+    pub value: String,
+    /// Where it was given: `--redis`, `SLOTCRON_REDIS_URL`, `[coordination] redis`...
+    pub source: &'static str,
+}
+
+impl fmt::Debug for Given {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Flag => "--redis",
-            Self::Env => REDIS_URL_VAR,
-            Self::File => "[coordination] redis",
-        })
+        f.debug_struct("Given").field("value", &redact(&self.value)).field("source", &self.source).finish()
+    }
+}
+
+impl Sources {
+    /// The first of the flag, the variable and the file's key that is set.
+    ///
+    /// # Errors
+    /// A value that is set but empty, naming where (an empty setting is a mistake, not a
+    /// way to unset it).
+    fn choose(
+        &self,
+        flag: Option<&str>,
+        var: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Option<Given>, String> {
+        let given = [(flag, self.flag), (var, self.var), (key, self.key)]
+            .into_iter()
+            .find_map(|(value, source)| value.map(|value| Given { value: value.to_owned(), source }));
+        match given {
+            Some(Given { value, source }) if value.is_empty() => {
+                Err(format!("{source} is set but empty; remove it, or give a value"))
+            }
+            given => Ok(given),
+        }
     }
 }
 
 /// The Redis the daemon claims triggers in.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedisUrl {
-    /// The URL, possibly with a password: shown only through [`redact`].
-    pub url: String,
-    /// Where it was given.
-    pub source: Source,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redis {
+    /// The URL and where it was given.
+    pub url: Given,
+    /// The prefix of every key the daemon writes (`--redis-prefix`,
+    /// `SLOTCRON_REDIS_PREFIX` or `[coordination] prefix`, in that order; default
+    /// [`RedisConfig::DEFAULT_KEY_PREFIX`]), so that several fleets can share one Redis.
+    pub key_prefix: String,
 }
 
-impl fmt::Debug for RedisUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisUrl").field("url", &redact(&self.url)).field("source", &self.source).finish()
+impl Redis {
+    /// The Redis of `slotcron run` with these arguments, the `SLOTCRON_REDIS_URL` and
+    /// `SLOTCRON_REDIS_PREFIX` environment variables and the jobs file's
+    /// `[coordination]` table, each by precedence flag, variable, file; `None` when no
+    /// URL is given (a prefix then has no effect).
+    ///
+    /// # Errors
+    /// A URL or prefix that is set but empty, a variable that is not UTF-8, or a malformed
+    /// URL; the message names where the value was given.
+    pub fn choose(args: &RunArgs, file: &Coordination) -> Result<Option<Self>, String> {
+        let url = URL_SOURCES.choose(
+            args.redis.as_deref(),
+            env(REDIS_URL_VAR)?.as_deref(),
+            file.redis.as_deref(),
+        )?;
+        let prefix = PREFIX_SOURCES.choose(
+            args.redis_prefix.as_deref(),
+            env(REDIS_PREFIX_VAR)?.as_deref(),
+            file.prefix.as_deref(),
+        )?;
+        let Some(url) = url else { return Ok(None) };
+        check_redis_url(&url.value).map_err(|e| format!("{}: {e}", url.source))?;
+        let key_prefix = prefix.map_or_else(|| RedisConfig::DEFAULT_KEY_PREFIX.to_owned(), |p| p.value);
+        Ok(Some(Self { url, key_prefix }))
     }
 }
 
-impl RedisUrl {
-    /// The Redis URL by precedence: the `--redis` flag, then the `SLOTCRON_REDIS_URL`
-    /// variable, then the jobs file's `[coordination] redis`. An empty value counts as
-    /// not given.
-    pub fn choose(flag: Option<&str>, env: Option<&str>, file: Option<&str>) -> Option<Self> {
-        [(flag, Source::Flag), (env, Source::Env), (file, Source::File)].into_iter().find_map(
-            |(url, source)| url.filter(|u| !u.is_empty()).map(|url| Self { url: url.to_owned(), source }),
-        )
+/// The environment variable `name`, if set.
+///
+/// # Errors
+/// It is not valid UTF-8.
+fn env(name: &str) -> Result<Option<String>, String> {
+    match std::env::var(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(VarError::NotPresent) => Ok(None),
+        Err(VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8")),
     }
 }
 
@@ -86,16 +147,14 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 /// The reason, naming the URL (without its password), where it was given, and the
 /// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
 /// is checked earlier, by [`check_redis_url`]).
-pub async fn connect(
-    redis: Option<&RedisUrl>,
-    state: &State,
-) -> Result<Option<Arc<dyn Coordinator>>, String> {
-    if let Some(RedisUrl { url, source }) = redis {
+pub async fn connect(redis: Option<&Redis>, state: &State) -> Result<Option<Arc<dyn Coordinator>>, String> {
+    if let Some(Redis { url: Given { value: url, source }, key_prefix }) = redis {
         let shown = redact(url);
-        let coordinator = RedisCoordinator::connect(RedisConfig::new(url.as_str()))
+        let config = RedisConfig::new(url.as_str()).key_prefix(key_prefix.as_str());
+        let coordinator = RedisCoordinator::connect(config)
             .await
             .map_err(|e| format!("Redis at {shown} (from {source}): {e}"))?;
-        tracing::info!(url = %shown, from = %source, "coordination through Redis");
+        tracing::info!(url = %shown, from = %source, key_prefix, "coordination through Redis");
         return Ok(Some(Arc::new(coordinator)));
     }
     if let Some(database) = &state.postgres {
@@ -115,13 +174,27 @@ mod tests {
 
     #[test]
     fn the_flag_wins_over_the_variable_which_wins_over_the_file() {
-        let chosen = |flag, env, file| RedisUrl::choose(flag, env, file).map(|r| (r.url, r.source));
-        let (f, e, t) = (Some("redis://flag"), Some("redis://env"), Some("redis://file"));
-        assert_eq!(chosen(f, e, t), Some(("redis://flag".into(), Source::Flag)));
-        assert_eq!(chosen(None, e, t), Some(("redis://env".into(), Source::Env)));
-        assert_eq!(chosen(None, None, t), Some(("redis://file".into(), Source::File)));
-        assert_eq!(chosen(None, Some(""), t), Some(("redis://file".into(), Source::File)));
-        assert_eq!(chosen(None, None, None), None);
+        for sources in [URL_SOURCES, PREFIX_SOURCES] {
+            let chosen =
+                |flag, var, key| sources.choose(flag, var, key).map(|g| g.map(|g| (g.value, g.source)));
+            let (f, v, k) = (Some("flag"), Some("var"), Some("key"));
+            assert_eq!(chosen(f, v, k), Ok(Some(("flag".into(), sources.flag))));
+            assert_eq!(chosen(None, v, k), Ok(Some(("var".into(), sources.var))));
+            assert_eq!(chosen(None, None, k), Ok(Some(("key".into(), sources.key))));
+            assert_eq!(chosen(None, None, None), Ok(None));
+        }
+    }
+
+    #[test]
+    fn an_empty_setting_is_an_error_naming_where_it_was_given() {
+        let empty = |flag, var, key| URL_SOURCES.choose(flag, var, key).unwrap_err();
+        assert!(empty(Some(""), Some("redis://var"), None).starts_with("--redis is set but empty"));
+        assert!(
+            empty(None, Some(""), Some("redis://file")).starts_with("SLOTCRON_REDIS_URL is set but empty")
+        );
+        assert!(empty(None, None, Some("")).starts_with("[coordination] redis is set but empty"));
+        let prefix = PREFIX_SOURCES.choose(Some(""), None, None).unwrap_err();
+        assert!(prefix.starts_with("--redis-prefix is set but empty"), "{prefix}");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
-use std::env::VarError;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
-use crate::coordination::{self, REDIS_URL_VAR, RedisUrl};
+use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration};
@@ -23,9 +22,9 @@ pub struct Settings {
     pub instance: String,
     /// Where job state and run history are kept (`--state`).
     pub state: StateUrl,
-    /// The Redis to claim triggers in (`--redis`, `SLOTCRON_REDIS_URL` or the file's
-    /// `[coordination] redis`, in that order), if any.
-    pub redis: Option<RedisUrl>,
+    /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
+    /// any.
+    pub redis: Option<Redis>,
     /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
@@ -47,23 +46,14 @@ impl Settings {
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-    /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_URL`
-    /// environment variable and the jobs file's `[coordination]` table: the place where
+    /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_*`
+    /// environment variables and the jobs file's `[coordination]` table: the place where
     /// options become settings.
     ///
     /// # Errors
-    /// An invalid `--state` URL, a malformed Redis URL, or a `SLOTCRON_REDIS_URL` that is
-    /// not UTF-8.
+    /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
     pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
-        let env = match std::env::var(REDIS_URL_VAR) {
-            Ok(url) => Some(url),
-            Err(VarError::NotPresent) => None,
-            Err(VarError::NotUnicode(_)) => return Err(format!("{REDIS_URL_VAR} is not valid UTF-8")),
-        };
-        let redis = RedisUrl::choose(args.redis.as_deref(), env.as_deref(), file.redis.as_deref());
-        if let Some(RedisUrl { url, source }) = &redis {
-            coordination::check_redis_url(url).map_err(|e| format!("{source}: {e}"))?;
-        }
+        let redis = Redis::choose(args, file)?;
         Ok(Self {
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,

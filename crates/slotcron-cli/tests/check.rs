@@ -142,14 +142,126 @@ command = "echo warm"
 }
 
 #[test]
-fn unknown_keys_are_errors_with_their_line() {
-    let (code, _, err) = check(
-        "unknown_key",
+fn every_problem_of_a_toml_file_is_listed_key_by_key() {
+    let (code, out, err) = check(
+        "every_toml_problem",
         "jobs.toml",
-        "[[job]]\nname = \"a\"\nevery = \"10s\"\ncommand = \"true\"\ncolour = \"red\"\n",
+        r#"timezone = "UTC"
+colour = "red"
+
+[coordination]
+redis = "redis://10.0.0.5:6379"
+prefx = "myapp:"
+
+[[job]]
+name = "a"
+every = "10s"
+comand = "true"
+
+[[job]]
+name = "b"
+every = "10s"
+timeout = 5
+run_on_start = "yes"
+command = "true"
+
+[[job]]
+cron = 5
+command = ["true"]
+
+[[job]]
+name = "d"
+every = "1m"
+on_every_replica = 1
+command = "true"
+[job.env]
+X = "1"
+"#,
     );
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.is_empty(), "{out}");
+    let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
+                    timezone, misfire, misfire_cap, grace";
+    let expected = [
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, job".to_owned(),
+        "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
+            .to_owned(),
+        r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
+        format!(r#"jobs.toml:11: job "a": comand: unknown key; did you mean command? (a [[job]] table takes {job_keys})"#),
+        r#"jobs.toml:16: job "b": timeout: expected a duration string like "90s", found integer 5"#.to_owned(),
+        r#"jobs.toml:17: job "b": run_on_start: expected true or false, found string "yes""#.to_owned(),
+        "jobs.toml:20: name: missing: every [[job]] needs a name".to_owned(),
+        r#"jobs.toml:21: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
+        "jobs.toml:22: command: expected a shell command string, found an array".to_owned(),
+        r#"jobs.toml:27: job "d": on_every_replica: expected true or false, found integer 1"#.to_owned(),
+        format!(r#"jobs.toml:29: job "d": env: unknown key; a [[job]] table takes {job_keys}"#),
+        "11 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
+#[test]
+fn a_single_job_table_and_syntax_errors_are_reported() {
+    let (code, _, err) = check("single_job_table", "jobs.toml", "[job]\nname = \"a\"\n");
     assert_eq!(code, Some(2));
-    assert!(err.starts_with("jobs.toml:5: unknown field `colour`"), "{err}");
+    assert!(
+        err.starts_with(
+            "jobs.toml:1: job: expected [[job]] tables (write [[job]], not [job]), found a table"
+        ),
+        "{err}"
+    );
+
+    let (code, _, err) =
+        check("syntax_errors", "jobs.toml", "[[job]]\nname = \"a\"\nname = \"b\"\nevery = 10s\n");
+    assert_eq!(code, Some(2));
+    assert!(err.lines().any(|line| line.starts_with("jobs.toml:3: duplicate key")), "{err}");
+    assert!(err.lines().any(|line| line.starts_with("jobs.toml:4: ")), "{err}");
+}
+
+#[test]
+fn at_takes_an_unquoted_date_time_and_durations_take_days() {
+    let (code, out, err) = check(
+        "at_and_days",
+        "jobs.toml",
+        r#"timezone = "Europe/Berlin"
+
+[[job]]
+name = "offset"
+at = 2026-12-24T18:00:00+01:00
+command = "true"
+
+[[job]]
+name = "local"
+at = 2026-12-24T18:00:00
+command = "true"
+
+[[job]]
+name = "local-string"
+at = "2026-12-24T12:00:00"
+timezone = "America/New_York"
+command = "true"
+
+[[job]]
+name = "every-other-day"
+every = "2d"
+timeout = "1d12h"
+grace = "1d"
+command = "true"
+"#,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for name in ["offset", "local", "local-string"] {
+        assert_eq!(row(&out, name)[2], "at 2026-12-24T17:00:00Z", "{out}");
+    }
+    assert_eq!(row(&out, "every-other-day")[2], "every 48h", "{out}");
+}
+
+#[test]
+fn the_extension_is_read_in_any_case() {
+    let (code, out, err) =
+        check("upper_case_toml", "jobs.TOML", "[[job]]\nname = \"a\"\nevery = \"1m\"\ncommand = \"true\"\n");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.ends_with("jobs.TOML: 1 job(s) in a TOML jobs file, all valid\n"), "{out}");
 }
 
 #[test]
@@ -189,8 +301,8 @@ every = "1m"
     for expected in [
         r#"jobs.toml:4: job "a": run_on_start: only interval schedules (every, @every) can run on start"#,
         r#"jobs.toml:9: job "b": every: "soon" is not a duration"#,
-        r#"jobs.toml:14: job "c": at: "tomorrow" is not an RFC 3339 instant"#,
-        r#"jobs.toml:20: job "d": timezone: applies to cron schedules only, and this job's schedule is every"#,
+        r#"jobs.toml:14: job "c": at: "tomorrow" is not an RFC 3339 date-time"#,
+        r#"jobs.toml:20: job "d": timezone: applies to cron and at schedules only, and this job's schedule is every"#,
         r#"jobs.toml:24: job "e": command: missing: the shell command to run"#,
     ] {
         assert!(err.lines().any(|line| line.starts_with(expected)), "missing {expected:?} in:\n{err}");
@@ -204,6 +316,7 @@ fn misfire_keys_and_the_coordination_table_are_checked_with_their_lines() {
         "jobs.toml",
         r#"[coordination]
 redis = "http://:hunter2@cache:6379"
+prefix = ""
 
 [[job]]
 name = "a"
@@ -248,17 +361,18 @@ command = "true"
     assert_eq!(code, Some(2), "{out}");
     for expected in [
         r#"jobs.toml:2: coordination.redis: "http://cache:6379" is not a Redis URL"#,
-        r#"jobs.toml:7: job "a": misfire: "sometimes" is not a misfire policy: write skip, run_once or run_all"#,
-        r#"jobs.toml:14: job "b": misfire_cap: applies to misfire = "run_all" only"#,
-        r#"jobs.toml:20: job "c": misfire_cap: applies to misfire = "run_all" only"#,
-        r#"jobs.toml:27: job "d": misfire_cap: must be at least 1"#,
-        r#"jobs.toml:34: job "e": misfire_cap: -1 is out of range: write a number from 1 to 4294967295"#,
-        r#"jobs.toml:40: job "f": grace: "a while" is not a duration"#,
+        r#"jobs.toml:3: coordination.prefix: must not be empty (the default is "slotcron:")"#,
+        r#"jobs.toml:8: job "a": misfire: "sometimes" is not a misfire policy: write skip, run_once or run_all"#,
+        r#"jobs.toml:15: job "b": misfire_cap: applies to misfire = "run_all" only"#,
+        r#"jobs.toml:21: job "c": misfire_cap: applies to misfire = "run_all" only"#,
+        r#"jobs.toml:28: job "d": misfire_cap: must be at least 1"#,
+        r#"jobs.toml:35: job "e": misfire_cap: -1 is out of range: write a number from 1 to 4294967295"#,
+        r#"jobs.toml:41: job "f": grace: "a while" is not a duration"#,
     ] {
         assert!(err.lines().any(|line| line.starts_with(expected)), "missing {expected:?} in:\n{err}");
     }
     assert!(!err.contains("hunter2"), "the password is not shown:\n{err}");
-    assert!(err.ends_with("7 problems in jobs.toml\n"), "{err}");
+    assert!(err.ends_with("8 problems in jobs.toml\n"), "{err}");
 
     let (code, _, err) = check(
         "misfire_cap_type",
@@ -266,7 +380,10 @@ command = "true"
         "[[job]]\nname = \"g\"\nevery = \"2s\"\nmisfire = \"run_all\"\nmisfire_cap = \"3\"\ncommand = \"true\"\n",
     );
     assert_eq!(code, Some(2));
-    assert!(err.starts_with("jobs.toml:5: invalid type: string \"3\", expected i64"), "{err}");
+    assert!(
+        err.starts_with(r#"jobs.toml:5: job "g": misfire_cap: expected an integer, found string "3""#),
+        "{err}"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Output;
 
 use nix::sys::signal::Signal;
-use support::redis_server::free_port;
+use support::redis_server::{RedisServer, free_port};
 use support::{Daemon, history, run_in, scratch, slotcron, stderr, write};
 
 const JOBS: &str = "[[job]]\nname = \"hello\"\nafter = \"0s\"\ncommand = \"echo hello\"\n";
@@ -120,7 +120,6 @@ fn the_redis_flag_wins_over_the_variable_which_wins_over_the_file() {
         command.output().unwrap()
     };
     assert_start_error(&start(None, None), &[&format!("Redis at {file} (from [coordination] redis)")]);
-    assert_start_error(&start(Some(""), None), &[&format!("Redis at {file} (from [coordination] redis)")]);
     assert_start_error(&start(Some(&env), None), &[&format!("Redis at {env} (from SLOTCRON_REDIS_URL)")]);
     assert_start_error(&start(Some(&env), Some(&flag)), &[&format!("Redis at {flag} (from --redis)")]);
 }
@@ -139,4 +138,103 @@ fn a_failed_start_keeps_the_stored_history() {
     let out = run_failing(&dir, &["--redis", &format!("redis://127.0.0.1:{}", free_port())]);
     assert_start_error(&out, &["cannot connect"]);
     assert_eq!(history(&dir, &[]), before);
+}
+
+#[test]
+fn an_empty_redis_setting_is_a_start_up_error_naming_where_it_was_given() {
+    let dir = scratch("empty_redis");
+    let file = format!("redis://127.0.0.1:{}", free_port());
+    write(&dir, "jobs.toml", &format!("[coordination]\nredis = \"{file}\"\n\n{JOBS}"));
+    let start = |env: &[(&str, &str)], args: &[&str]| {
+        let mut command = slotcron();
+        command.args(["run", "jobs.toml", "--state", "sqlite:state.db"]).args(args).current_dir(&dir);
+        command.envs(env.iter().copied()).output().unwrap()
+    };
+    assert_start_error(&start(&[], &["--redis", ""]), &["--redis is set but empty"]);
+    let empty_var = [("SLOTCRON_REDIS_URL", "")];
+    assert_start_error(&start(&empty_var, &[]), &["SLOTCRON_REDIS_URL is set but empty"]);
+    let empty_prefix = [("SLOTCRON_REDIS_PREFIX", "")];
+    assert_start_error(&start(&empty_prefix, &[]), &["SLOTCRON_REDIS_PREFIX is set but empty"]);
+    assert_start_error(&start(&[], &["--redis-prefix", ""]), &["--redis-prefix is set but empty"]);
+    assert!(!dir.join("state.db").exists(), "the settings are checked before anything is opened");
+
+    write(&dir, "jobs.toml", &format!("[coordination]\nredis = \"\"\n\n{JOBS}"));
+    let out = start(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("jobs.toml:2: coordination.redis: must not be empty"), "{err}");
+}
+
+/// Starts `slotcron run jobs.toml --state memory --redis URL` in `dir` with `args` and
+/// `env`, waits for its one run (of [`JOBS`]) to finish, stops it and returns its log.
+fn run_once(dir: &Path, redis: &RedisServer, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = slotcron();
+    command.args(["run", "jobs.toml", "--state", "memory", "--redis", &redis.url()]).args(args);
+    command.envs(env.iter().copied());
+    let mut daemon = Daemon::spawn(command, dir);
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    daemon.log()
+}
+
+/// Every key in `redis`, sorted.
+fn redis_keys(redis: &RedisServer) -> Vec<String> {
+    let mut connection = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn the_redis_key_prefix_comes_from_the_flag_the_variable_or_the_file() {
+    let dir = scratch("redis_prefix");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", &format!("[coordination]\nprefix = \"file:\"\n\n{JOBS}"));
+    // The `after` job is claimed once across the fleet, for ever: each daemon runs it only
+    // because its claim goes under a prefix of its own.
+    let env = [("SLOTCRON_REDIS_PREFIX", "env:")];
+    for (args, env, prefix) in
+        [(&[][..], &[][..], "file:"), (&[], &env[..], "env:"), (&["--redis-prefix", "flag:"], &env, "flag:")]
+    {
+        let log = run_once(&dir, &redis, args, env);
+        let line = log.lines().find(|line| line.contains("coordination through Redis")).unwrap_or_default();
+        assert!(line.contains(&format!("key_prefix=\"{prefix}\"")), "{log}");
+    }
+    let keys = redis_keys(&redis);
+    for prefix in ["file:", "env:", "flag:"] {
+        assert!(keys.contains(&format!("{prefix}hello")), "{keys:?}");
+    }
+    let prefixed = |key: &String| ["file:", "env:", "flag:"].iter().any(|p| key.starts_with(p));
+    assert!(keys.iter().all(prefixed), "{keys:?}");
+}
+
+#[test]
+fn a_job_on_every_replica_runs_on_each_without_a_claim() {
+    let [first, second] = ["every_replica_1", "every_replica_2"].map(scratch);
+    let redis = RedisServer::start(&first);
+    let jobs = JOBS.replace("[[job]]\n", "[[job]]\non_every_replica = true\n");
+    for dir in [&first, &second] {
+        write(dir, "jobs.toml", &jobs);
+        let log = run_once(dir, &redis, &[], &[]);
+        assert!(log.lines().any(|line| line.contains("run finished") && line.contains("succeeded")), "{log}");
+    }
+    assert_eq!(redis_keys(&redis), Vec::<String>::new(), "no claim is written");
+}
+
+#[test]
+fn an_invalid_instance_id_is_refused() {
+    let dir = scratch("invalid_instance");
+    write(&dir, "jobs.toml", JOBS);
+    let long = "x".repeat(201);
+    for (id, reason) in [
+        ("", "must not be empty"),
+        ("web\n1", "must not contain control characters, found '\\n'"),
+        (long.as_str(), "must be at most 200 bytes, got 201"),
+    ] {
+        let out = run_in(&dir, &["run", "jobs.toml", "--state", "memory", "--instance", id]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("invalid value") && err.contains("--instance") && err.contains(reason), "{err}");
+    }
 }

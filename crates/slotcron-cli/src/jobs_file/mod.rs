@@ -30,10 +30,11 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format of `path`: TOML if its name ends in `.toml`, a crontab otherwise.
+    /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`), a
+    /// crontab otherwise.
     pub fn of(path: &Path) -> Self {
         match path.extension() {
-            Some(ext) if ext == "toml" => Self::Toml,
+            Some(ext) if ext.eq_ignore_ascii_case("toml") => Self::Toml,
             _ => Self::Crontab,
         }
     }
@@ -58,6 +59,9 @@ pub struct Coordination {
     /// `redis = "URL"`: the Redis in which the daemons claim triggers (the `--redis` flag
     /// and the `SLOTCRON_REDIS_URL` variable take precedence).
     pub redis: Option<String>,
+    /// `prefix = "PREFIX"`: the prefix of the keys written in that Redis (the
+    /// `--redis-prefix` flag and the `SLOTCRON_REDIS_PREFIX` variable take precedence).
+    pub prefix: Option<String>,
 }
 
 /// One job of a file.
@@ -156,6 +160,8 @@ struct Draft {
     command: ShellCommand,
     timeout: Option<Duration>,
     run_on_start: bool,
+    /// Whether every replica runs every trigger, unclaimed.
+    on_every_replica: bool,
     /// The misfire policy; `None` for the core's default (by schedule kind).
     misfire: Option<Misfire>,
     /// The misfire grace window; `None` for [`Misfire::DEFAULT_GRACE`].
@@ -170,7 +176,8 @@ impl Draft {
     fn build(self) -> Result<JobEntry, Problem> {
         let mut builder = Job::builder(&self.name)
             .handler(self.command.clone().into_handler())
-            .run_on_start(self.run_on_start);
+            .run_on_start(self.run_on_start)
+            .on_every_replica(self.on_every_replica);
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
         }

@@ -27,7 +27,7 @@ impl Problem {
         }
     }
 
-    /// A problem with a line that is not a job's field (syntax, an unknown key).
+    /// A problem with a line that is not a job's field (a syntax error).
     pub fn line(line: usize, reason: impl Into<String>) -> Self {
         Self { line: Some(line), job: None, field: None, reason: reason.into() }
     }

@@ -189,6 +189,7 @@ impl Reader {
             command: ShellCommand { script, env: self.env_snapshot.clone(), stdin },
             timeout: None,
             run_on_start: false,
+            on_every_replica: false,
             misfire: None,
             grace: None,
             field_lines: Vec::new(),
