@@ -124,7 +124,13 @@ command = "echo warm"
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         row(&out, "heartbeat")[..],
-        ["3", "heartbeat", "every 10s", row(&out, "heartbeat")[3], "Every 10s, anchored to the Unix epoch"]
+        [
+            "3",
+            "heartbeat",
+            "every 10s",
+            row(&out, "heartbeat")[3],
+            "Every 10 seconds, anchored to the Unix epoch"
+        ]
     );
     let nightly = row(&out, "nightly");
     assert_eq!(nightly[2], r#"cron "30 2 * * *" in America/New_York"#);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::schedule::{CronSchedule, ScheduleKind};
+use slotcron::schedule::{CronSchedule, Interval, ScheduleKind};
 use slotcron::{Job, JobBuilder};
 
 use crate::duration;
@@ -64,9 +64,8 @@ impl ScheduleSpec {
     /// through Friday (Europe/Paris)", as crontab editors show it.
     pub fn explain(&self) -> String {
         match self {
-            Self::Every(period) => {
-                format!("Every {}, anchored to the Unix epoch", duration::display(*period))
-            }
+            // A listed job's period is valid; an invalid one explains itself by its error.
+            Self::Every(period) => Interval::every(*period).map_or_else(|e| e.to_string(), |i| i.explain()),
             Self::Cron(cron) => with_zone(&cron.explain(), cron.time_zone()),
             Self::At(at) => format!("Once, at {at}"),
             Self::After(delay) => {
