@@ -35,17 +35,17 @@ pub struct RunArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
     /// Claim every trigger in this Redis, so that each runs once across the daemons
-    /// sharing it: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://… (TLS) or
-    /// redis+unix:///PATH. Takes precedence over the SLOTCRON_REDIS_URL environment
-    /// variable, which takes precedence over `redis` in the jobs file's [coordination]
-    /// table (an empty one is an error). Without any, a postgres:// state coordinates;
+    /// sharing it: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
+    /// `redis+unix:///PATH`. Takes precedence over the SLOTCRON_REDIS_URL environment
+    /// variable, which takes precedence over `redis` in the jobs file's
+    /// `[coordination]` table (an empty one is an error). Without any, a postgres:// state coordinates;
     /// else single-replica mode.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// The prefix of the keys the daemons write in Redis, so that several fleets can
     /// share one [default: slotcron:]. Takes precedence over the SLOTCRON_REDIS_PREFIX
     /// environment variable, which takes precedence over `prefix` in the jobs file's
-    /// [coordination] table.
+    /// `[coordination]` table.
     #[arg(long, value_name = "PREFIX")]
     pub redis_prefix: Option<String>,
     /// This daemon's id in logs, claims, run history and SLOTCRON_INSTANCE; unique in

@@ -8,7 +8,7 @@
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
 //!   last trigger in a [`Store`].
-//! - [`redact`]: a connection string without its password, for the messages of the
+//! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
 //!   its tests, and the test support they share (a manual-clock harness, a fault-injecting

@@ -47,7 +47,7 @@ pub(super) struct Table<'t, 'i> {
     pub(super) prefix: &'static str,
     /// The keys it may hold.
     pub(super) known: &'static [&'static str],
-    /// What it is called in problems: "a [[job]] table"...
+    /// What it is called in problems: "a `[[job]]` table"...
     pub(super) what: &'static str,
 }
 
