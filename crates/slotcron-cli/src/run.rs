@@ -171,9 +171,11 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Reports why the daemon cannot start: exit status 2.
+/// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and
+/// `HINT` lines joined with `; `): exit status 2.
 fn start_failed(reason: &str) -> ExitCode {
-    eprintln!("slotcron run: {reason}");
+    let lines: Vec<&str> = reason.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    eprintln!("slotcron run: {}", lines.join("; "));
     ExitCode::from(INVALID_INPUT)
 }
 
