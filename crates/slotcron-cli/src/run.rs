@@ -12,7 +12,7 @@ use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration};
+use crate::{INVALID_INPUT, duration, process_group};
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -101,7 +101,8 @@ fn default_instance() -> String {
 }
 
 /// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
-/// finish (bounded by the shutdown timeout) and exits with status 0. An invalid file:
+/// finish (bounded by the shutdown timeout; a second signal kills them at once) and exits
+/// with status 0. An invalid file:
 /// every problem on standard error, exit status 2. A state or coordinator that cannot be
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
@@ -161,9 +162,11 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Reports why the daemon cannot start: exit status 2.
+/// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and
+/// `HINT` lines joined with `; `): exit status 2.
 fn start_failed(reason: &str) -> ExitCode {
-    eprintln!("slotcron run: {reason}");
+    let lines: Vec<&str> = reason.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    eprintln!("slotcron run: {}", lines.join("; "));
     ExitCode::from(INVALID_INPUT)
 }
 
@@ -178,16 +181,32 @@ impl StopSignals {
         Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
     }
 
-    /// Cancels `cancel` at the first signal.
-    async fn cancel_on_signal(mut self, cancel: CancellationToken, shutdown_timeout: String) {
-        let name = tokio::select! {
+    /// The next SIGINT or SIGTERM: its name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
-        };
+        }
+    }
+
+    /// Cancels `cancel` at the first signal. Each later one hurries the shutdown: the
+    /// running commands' process groups get SIGKILL at once, and the daemon exits as soon
+    /// as their runs are recorded (still with status 0: the stop was asked for).
+    async fn cancel_on_signal(mut self, cancel: CancellationToken, shutdown_timeout: String) {
+        let name = self.next().await;
         cancel.cancel();
         tracing::info!(
             signal = name,
-            "stopping: no new runs; running commands get up to {shutdown_timeout} to finish"
+            "stopping: no new runs; running commands get up to {shutdown_timeout} to finish (signal again to kill them now)"
         );
+        loop {
+            let name = self.next().await;
+            let commands = process_group::kill_all();
+            tracing::warn!(
+                signal = name,
+                commands,
+                "stopping now: sending SIGKILL to the running commands' process groups"
+            );
+        }
     }
 }

@@ -93,8 +93,10 @@ impl fmt::Display for StateUrl {
         match self {
             Self::Sqlite { url, .. } => f.write_str(url),
             Self::Postgres { url, schema } => {
+                // After redaction: the query may have lost its only parameters.
+                let url = redact(url);
                 let separator = if url.contains('?') { '&' } else { '?' };
-                write!(f, "{}{separator}schema={schema}", redact(url))
+                write!(f, "{url}{separator}schema={schema}")
             }
             Self::Memory => f.write_str("memory"),
         }
@@ -220,6 +222,21 @@ mod tests {
         );
         assert_eq!(state.to_string(), "postgresql://app@db/prod?connect_timeout=3&schema=jobs");
         assert!(StateUrl::parse("postgres://db/prod?schema=").unwrap_err().contains("schema= is empty"));
+    }
+
+    #[test]
+    fn a_postgres_state_is_shown_with_its_other_parameters_and_without_its_password() {
+        let shown = |url: &str| StateUrl::parse(url).unwrap().to_string();
+        assert_eq!(
+            shown("postgres://u:secret@h/db?sslmode=disable&schema=x"),
+            "postgres://u@h/db?sslmode=disable&schema=x"
+        );
+        assert_eq!(
+            shown("postgres://u@h/db?schema=x&sslmode=disable"),
+            "postgres://u@h/db?sslmode=disable&schema=x"
+        );
+        assert_eq!(shown("postgres://h/db?password=secret&schema=x"), "postgres://h/db?schema=x");
+        assert_eq!(shown("postgres://u:secret@h/db"), "postgres://u@h/db?schema=slotcron");
     }
 
     #[test]

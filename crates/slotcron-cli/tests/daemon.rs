@@ -13,7 +13,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use slotcron::jiff::Timestamp;
 use support::{
-    Daemon, KillOnDrop, PATIENCE, has_ended, scratch, slotcron, wait_exit, wait_until_ended, write,
+    Daemon, KillOnDrop, PATIENCE, has_ended, scratch, slotcron, wait_exit, wait_until, wait_until_ended,
+    write,
 };
 
 #[test]
@@ -85,8 +86,9 @@ GREETING=changed later
 
     let output = daemon.lines_with(&[r#"job="greet""#, r#"stream="stdout""#]);
     assert_eq!(output.len(), 1, "{}", daemon.log());
-    let text = output[0].split(" slotcron::command: ").nth(1).unwrap();
-    let fields: Vec<&str> = text.split(" job=").next().unwrap().split('|').collect();
+    let text = message(output[0]);
+    let text = text.split(" job=").next().unwrap();
+    let fields: Vec<&str> = text.split('|').collect();
     assert_eq!(fields[..2], ["hello from cron", "greet"]);
     assert!(fields[2].ends_with('Z'), "RFC 3339 UTC: {}", fields[2]);
     fields[2].parse::<Timestamp>().expect("SLOTCRON_TRIGGER is RFC 3339");
@@ -170,6 +172,9 @@ command = "trap '' TERM; echo $$ > shell.pid; sleep 600 & echo $! > sleep.pid; w
         line.contains("run finished") && line.contains(r#"job="stubborn""#)
     });
     assert!(finished.contains(r#"outcome="timed-out""#), "{finished}");
+    let trigger = finished.split(" trigger=").nth(1).unwrap().split(' ').next().unwrap();
+    let killed = daemon.lines_with(&["WARN", "SIGKILL", r#"job="stubborn""#, &format!("trigger={trigger}")]);
+    assert_eq!(killed.len(), 1, "one warning names the job and the trigger:\n{}", daemon.log());
     // SIGKILL went to the whole process group: the shell and its background job.
     wait_until_ended(&dir.join("shell.pid"));
     wait_until_ended(&dir.join("sleep.pid"));
@@ -206,4 +211,92 @@ fn a_closed_log_pipe_neither_fails_runs_nor_blocks_shutdown() {
     }
     kill(Pid::from_raw(daemon.0.id() as i32), Signal::SIGTERM).unwrap();
     assert_eq!(wait_exit(&mut daemon.0).code(), Some(0));
+}
+
+/// The text of a log line after its target (`slotcron::command::output: `), fields included.
+fn message(line: &str) -> &str {
+    line.split(" slotcron::command::output: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("not a command's output: {line}"))
+}
+
+#[test]
+fn a_run_ends_when_its_shell_exits_even_if_a_background_process_holds_its_output() {
+    let dir = scratch("background");
+    write(&dir, "crontab", "# name: bg\n@reboot echo before; sleep 600 & echo $! > sleep.pid; echo after\n");
+    let mut daemon = Daemon::start(&dir, "crontab");
+    let finished = daemon.wait_for("for the run to finish", |line| {
+        line.contains("run finished") && line.contains(r#"job="bg""#)
+    });
+    let sleep: u32 = std::fs::read_to_string(dir.join("sleep.pid")).unwrap().trim().parse().unwrap();
+    let sleeping = !has_ended(sleep);
+    // Left running by the run, as cron leaves it: the test ends it.
+    kill(Pid::from_raw(sleep as i32), Signal::SIGKILL).unwrap();
+    assert!(sleeping, "the run was recorded while `sleep 600` still held the output pipes");
+    assert!(finished.contains(r#"outcome="succeeded""#), "{finished}");
+    for line in ["before", "after"] {
+        let logged = daemon.lines_with(&[r#"job="bg""#, r#"stream="stdout""#]);
+        assert!(logged.iter().any(|l| message(l).starts_with(&format!("{line} job="))), "{}", daemon.log());
+    }
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
+fn a_second_signal_kills_the_running_commands_and_the_daemon_exits() {
+    let dir = scratch("second_signal");
+    write(&dir, "crontab", "# name: long\n@reboot echo $$ > shell.pid; sleep 600\n");
+    let mut daemon = Daemon::start(&dir, "crontab");
+    daemon.wait_for("for the command to start", |line| line.contains("command started"));
+    wait_until("the shell wrote its pid", || dir.join("shell.pid").exists());
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_for("for the shutdown to start", |line| line.contains("stopping: no new runs"));
+    daemon.signal(Signal::SIGINT);
+    // The shutdown timeout (30 s) would end `sleep 600` with SIGTERM: SIGKILL is the hurry.
+    let finished = daemon.wait_for("for the run to finish", |line| {
+        line.contains("run finished") && line.contains(r#"job="long""#)
+    });
+    assert!(finished.contains(r#"outcome="failed""#), "{finished}");
+    assert!(finished.contains("signal: 9 (SIGKILL)"), "{finished}");
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let hurried = daemon.lines_with(&["WARN", "stopping now", r#"signal="SIGINT""#, "commands=1"]);
+    assert_eq!(hurried.len(), 1, "{}", daemon.log());
+    wait_until_ended(&dir.join("shell.pid"));
+}
+
+#[test]
+fn output_is_logged_with_control_characters_escaped_and_long_lines_in_parts() {
+    let dir = scratch("output");
+    write(
+        &dir,
+        "crontab",
+        r"# name: out
+@reboot printf 'red \033[31mX\033[0m\rINFO forged\tok\r\n'; head -c 40000 /dev/zero | tr '\000' x; echo; printf a; yes é | head -n 10000 | tr -d '\n'; echo; echo end
+",
+    );
+    let mut daemon = Daemon::start(&dir, "crontab");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+
+    let output: Vec<&str> =
+        daemon.lines_with(&[r#"job="out""#, r#"stream="stdout""#]).into_iter().map(message).collect();
+    let fields = r#" job="out" stream="stdout""#;
+    assert_eq!(output[0], format!(r"red \x1b[31mX\x1b[0m\x0dINFO forged{}ok{fields}", '\t'));
+    // Each part of a split line: (its text, its number).
+    let parts = |lines: &[&str]| -> (String, Vec<String>) {
+        let split = lines.iter().map(|line| line.split_once(fields).unwrap());
+        (split.clone().map(|(text, _)| text).collect(), split.map(|(_, part)| part.to_owned()).collect())
+    };
+    // 40,000 bytes: 16 KiB, 16 KiB and the rest, numbered.
+    let (text, numbers) = parts(&output[1..4]);
+    assert_eq!(text, "x".repeat(40_000));
+    assert_eq!(numbers, [" part=1", " part=2", " part=3"]);
+    assert_eq!(output[1].find(' '), Some(16 * 1024));
+    // A part never ends inside a character.
+    let (text, numbers) = parts(&output[4..6]);
+    assert_eq!(text, format!("a{}", "é".repeat(10_000)));
+    assert_eq!(numbers, [" part=1", " part=2"]);
+    assert_eq!(output[6], format!("end{fields}"));
+    assert_eq!(output.len(), 7, "{output:?}");
 }

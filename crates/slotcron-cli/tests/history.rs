@@ -3,14 +3,11 @@
 
 mod support;
 
-use std::fs::Permissions;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use nix::sys::signal::Signal;
 use support::postgres::{Schema, database_url};
-use support::{Daemon, Run, history, run, run_in, scratch, stderr, stdout, write};
+use support::{Daemon, Run, history, run, run_as_reader, run_in, scratch, stderr, stdout, write};
 
 /// A state in a new directory holding one run of `ok` (trigger 2020-01-01) and one of
 /// `broken` (trigger 2021-01-01), written by a daemon that has stopped.
@@ -113,33 +110,6 @@ fn a_missing_state_file_is_an_error_and_is_not_created() {
     let out = run_in(&dir, &["history", "--since", "yesterday"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not an RFC 3339 instant"), "{}", stderr(&out));
-}
-
-/// Runs `slotcron ARGS` in `dir` as a user who may read the files in `dir` but not write
-/// them or create any there. As root (who may write anything): as `nobody`, through
-/// `setpriv` (util-linux), with `dir` at mode 755 and its files at 644, root's, as a
-/// daemon run by root leaves them. As anyone else: with the write permissions of `dir` and
-/// its files taken away for the run.
-fn run_as_reader(dir: &Path, args: &[&str]) -> Output {
-    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
-    let set = |dir_mode, file_mode| {
-        std::fs::set_permissions(dir, Permissions::from_mode(dir_mode)).unwrap();
-        for file in &files {
-            std::fs::set_permissions(file, Permissions::from_mode(file_mode)).unwrap();
-        }
-    };
-    if std::fs::metadata(dir).unwrap().uid() == 0 {
-        set(0o755, 0o644);
-        let mut setpriv = Command::new("setpriv");
-        setpriv.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slotcron")]);
-        setpriv.args(args).current_dir(dir).env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
-        setpriv.output().expect("setpriv (util-linux) runs slotcron as nobody")
-    } else {
-        set(0o555, 0o444);
-        let out = run_in(dir, args);
-        set(0o755, 0o644);
-        out
-    }
 }
 
 /// `(job, outcome)` of each run `slotcron history --json` prints as [`run_as_reader`].

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use nix::sys::signal::Signal;
 use support::redis_server::{RedisServer, free_port};
-use support::{Daemon, history, run_in, scratch, slotcron, stderr, write};
+use support::{Daemon, history, run_as_reader, run_in, scratch, slotcron, stderr, write};
 
 const JOBS: &str = "[[job]]\nname = \"hello\"\nafter = \"0s\"\ncommand = \"echo hello\"\n";
 
@@ -31,6 +31,7 @@ fn assert_start_error(output: &Output, parts: &[&str]) -> String {
         assert!(message.contains(part), "{part:?} not in {message:?}");
     }
     assert!(!err.contains("hunter2"), "the password is shown: {err}");
+    assert_eq!(err.lines().last(), Some(message), "the message is one line, the last: {err}");
     message.to_owned()
 }
 
@@ -71,6 +72,30 @@ fn an_unwritable_state_path_is_refused_with_the_cause() {
     std::fs::create_dir(dir.join("state.db")).unwrap();
     let out = run_failing(&dir, &["--state", "sqlite:state.db"]);
     assert_start_error(&out, &["sqlite:state.db", "cannot open", "it is a directory"]);
+}
+
+#[test]
+fn a_state_this_user_may_not_write_is_refused_with_the_cause() {
+    let dir = scratch("read_only_state");
+    write(&dir, "jobs.toml", JOBS);
+    // A directory this user may not create the file in.
+    let out = run_as_reader(&dir, &["run", "jobs.toml", "--state", "sqlite:state.db"]);
+    let cause = format!("cannot create files in {}: Permission denied", dir.display());
+    assert_start_error(&out, &["cannot open the state", "sqlite:state.db", &cause]);
+    assert!(!dir.join("state.db").exists());
+
+    // A state another user wrote: SQLite would open it read-only, and writes would fail.
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let before = history(&dir, &[]);
+    let out = run_as_reader(&dir, &["run", "jobs.toml"]);
+    assert_start_error(
+        &out,
+        &["cannot open the state", "sqlite:slotcron.db: cannot write it: Permission denied"],
+    );
+    assert_eq!(history(&dir, &[]), before);
 }
 
 #[test]

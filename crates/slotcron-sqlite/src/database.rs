@@ -159,6 +159,12 @@ fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut connection = Connection::open_with_flags(path, flags).map_err(io("open"))?;
+    // SQLite opens a file this user may not write read-only, without an error.
+    if connection.is_readonly(MAIN_DB).map_err(io("open"))? {
+        let source =
+            cannot_write(path).unwrap_or_else(|| std::io::Error::other("SQLite opened it read-only"));
+        return Err(OpenError::NotWritable { url: url.to_owned(), source });
+    }
     connection.busy_timeout(SqliteDatabase::BUSY_TIMEOUT).map_err(io("open"))?;
     // Read before writing anything: a file that is not ours stays as it is.
     let found = migrations::read_header(&connection).map_err(io("read the database"))?;
@@ -212,13 +218,23 @@ fn hint(path: &Path, creating: bool) -> Hint {
         Ok(meta) if meta.is_dir() => Some("it is a directory".to_owned()),
         Ok(_) => std::fs::File::open(path).err().map(|e| e.to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::metadata(parent) {
-            Ok(meta) if meta.is_dir() && creating => None,
+            Ok(meta) if meta.is_dir() && creating => cannot_write(parent).map(|e| {
+                let dir = std::path::absolute(parent).unwrap_or_else(|_| parent.to_owned());
+                format!("cannot create files in {}: {e}", dir.display())
+            }),
             Ok(meta) if meta.is_dir() => Some("no such file".to_owned()),
             Ok(_) => Some(format!("{} is not a directory", parent.display())),
             Err(e) => Some(format!("{}: {e}", parent.display())),
         },
         Err(e) => Some(e.to_string()),
     })
+}
+
+/// Why this user may not write `path` (a file, or a directory to create files in), if
+/// so: `access(2)` with `W_OK` (permissions, a read-only file system).
+fn cannot_write(path: &Path) -> Option<std::io::Error> {
+    let denied = nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).err()?;
+    Some(std::io::Error::from_raw_os_error(denied as i32))
 }
 
 #[cfg(test)]

@@ -25,6 +25,15 @@ pub enum OpenError {
         /// What the file system says about the path, when that explains the error.
         hint: Hint,
     },
+    /// The file exists but this user may not write it (SQLite would open it read-only
+    /// and fail at the first write).
+    #[error("{url}: cannot write it: {source}")]
+    NotWritable {
+        /// The URL.
+        url: String,
+        /// Why, as `access(2)` says: permissions, a read-only file system.
+        source: std::io::Error,
+    },
     /// The file is a SQLite database of another application.
     #[error("{url}: not a slotcron database (application_id {found:#x}), left untouched")]
     ForeignDatabase {

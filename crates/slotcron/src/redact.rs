@@ -9,8 +9,9 @@ const PASSWORD_PARAMETERS: [&str; 2] = ["password", "pass"];
 ///
 /// - A URL (`scheme://…`) loses the password of its user info
 ///   (`postgres://app:secret@db/x` → `postgres://app@db/x`; with no user name, the user
-///   info goes: `redis://:secret@host` → `redis://host`) and its `password` and `pass`
-///   query parameters.
+///   info goes: `redis://:secret@host` → `redis://host`; a raw `/` in the password is
+///   taken as part of it) and its `password` and `pass` query parameters; the other
+///   parameters stay in their order.
 /// - Other text is read as a PostgreSQL keyword/value connection string
 ///   (`host=db password='a b' dbname=x`, quoted as libpq quotes: single quotes, backslash
 ///   escapes) and loses its `password` (and `pass`) pair; its pairs are joined by single
@@ -23,8 +24,7 @@ pub fn redact(url: &str) -> String {
 }
 
 fn redact_url_rest(rest: &str) -> String {
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
+    let (authority, tail) = rest.split_at(authority_end(rest));
     let authority = match authority.rsplit_once('@') {
         Some((user_info, hosts)) => match user_info.split_once(':').map_or(user_info, |(user, _)| user) {
             "" => hosts.to_owned(),
@@ -40,6 +40,17 @@ fn redact_url_rest(rest: &str) -> String {
         None => tail.to_owned(),
     };
     format!("{authority}{tail}")
+}
+
+/// Where the authority (`[user[:password]@]hosts`) of `rest` (a URL after `scheme://`)
+/// ends: at the first `/`, `?` or `#` after its last `@`. The `@` is looked for before
+/// the query and fragment, not just before the first `/`: a password with a raw `/` (as
+/// base64 passwords have) makes the URL invalid, and the message saying so must not show
+/// it either.
+fn authority_end(rest: &str) -> usize {
+    let before_query = rest.find(['?', '#']).unwrap_or(rest.len());
+    let user_info_end = rest[..before_query].rfind('@').map_or(0, |at| at + 1);
+    rest[user_info_end..].find(['/', '?', '#']).map_or(rest.len(), |end| user_info_end + end)
 }
 
 fn is_password(param: &str) -> bool {
@@ -100,6 +111,21 @@ mod tests {
         assert_eq!(redact("postgres://app@localhost/db"), "postgres://app@localhost/db");
         assert_eq!(redact("postgres://localhost"), "postgres://localhost");
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redact("redis://:secret@h:6379/2"), "redis://h:6379/2");
+        assert_eq!(redact("postgres://app:a/b+c==@db/prod"), "postgres://app@db/prod");
+    }
+
+    #[test]
+    fn query_parameters_after_the_password_are_kept() {
+        assert_eq!(
+            redact("postgres://u:secret@h/db?sslmode=disable&schema=x"),
+            "postgres://u@h/db?sslmode=disable&schema=x"
+        );
+        assert_eq!(
+            redact("postgres://u:secret@h/db?schema=x&application_name=me@laptop"),
+            "postgres://u@h/db?schema=x&application_name=me@laptop"
+        );
+        assert_eq!(redact("postgres://h/db?password=x&schema=s"), "postgres://h/db?schema=s");
     }
 
     #[test]

@@ -8,7 +8,9 @@
 pub mod postgres;
 pub mod redis_server;
 
+use std::fs::Permissions;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -276,5 +278,32 @@ pub fn wait_until_ended(file: &Path) {
     while !has_ended(pid) {
         assert!(Instant::now() < deadline, "process {pid} still running after {PATIENCE:?}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs `slotcron ARGS` in `dir` as a user who may read the files in `dir` but not write
+/// them or create any there. As root (who may write anything): as `nobody`, through
+/// `setpriv` (util-linux), with `dir` at mode 755 and its files at 644, root's, as a
+/// daemon run by root leaves them. As anyone else: with the write permissions of `dir` and
+/// its files taken away for the run.
+pub fn run_as_reader(dir: &Path, args: &[&str]) -> Output {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let set = |dir_mode, file_mode| {
+        std::fs::set_permissions(dir, Permissions::from_mode(dir_mode)).unwrap();
+        for file in &files {
+            std::fs::set_permissions(file, Permissions::from_mode(file_mode)).unwrap();
+        }
+    };
+    if std::fs::metadata(dir).unwrap().uid() == 0 {
+        set(0o755, 0o644);
+        let mut setpriv = Command::new("setpriv");
+        setpriv.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slotcron")]);
+        setpriv.args(args).current_dir(dir).env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
+        setpriv.output().expect("setpriv (util-linux) runs slotcron as nobody")
+    } else {
+        set(0o555, 0o444);
+        let out = run_in(dir, args);
+        set(0o755, 0o644);
+        out
     }
 }

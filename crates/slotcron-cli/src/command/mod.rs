@@ -1,20 +1,19 @@
 //! The shell-command handler: runs a job's command under `/bin/sh -c` in its own
 //! process group and logs its output.
 
+mod output;
+
 use std::fmt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 
-use slotcron::{Handler, JobContext};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use slotcron::{CancellationToken, Handler, JobContext};
+use tokio::io::AsyncWriteExt;
 
 use crate::process_group::ProcessGroup;
 
 /// The shell that runs every command, as cron does (`sh -c`).
 const SHELL: &str = "/bin/sh";
-
-/// Longer output lines are logged in pieces of this many bytes.
-const MAX_LINE: u64 = 16 * 1024;
 
 /// A shell command and what it is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +39,7 @@ pub enum CommandError {
     Exit {
         /// How it ended.
         status: ExitStatus,
-        /// The last non-blank line it wrote to standard error.
+        /// The last non-blank line it wrote to standard error, escaped as logged.
         last_stderr: Option<String>,
     },
 }
@@ -80,9 +79,14 @@ impl ShellCommand {
     /// The command gets `SLOTCRON_JOB` (the job's name), `SLOTCRON_TRIGGER` (the
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
     /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
-    /// that grows with every won claim of the job across the fleet) in its environment. Each line it writes is logged with the job's
-    /// name. When the run's cancellation token fires (timeout, shutdown) the process
-    /// group gets SIGTERM; when this future is dropped before the command ends, SIGKILL.
+    /// that grows with every won claim of the job across the fleet) in its environment.
+    /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
+    /// When the run's cancellation token fires (timeout, shutdown) the process group gets
+    /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
+    ///
+    /// The run ends when the shell exits: its output is read for a short moment more
+    /// (what it wrote last), and processes it left in the background keep running, as
+    /// under cron, even if they hold its standard output open.
     ///
     /// # Errors
     /// The shell could not be started, or the command exited with a non-zero status or
@@ -104,30 +108,43 @@ impl ShellCommand {
             .spawn()
             .map_err(CommandError::Spawn)?;
         let pid = child.id().unwrap_or_default();
-        let group = ProcessGroup::led_by(pid);
+        let group = ProcessGroup::led_by(pid, job, ctx.trigger());
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
 
+        // Fires when the shell has exited: processes it left in the background may hold
+        // its standard input and output open, and the run does not wait for them.
+        let exited = CancellationToken::new();
         let stdin = child.stdin.take();
         let feed = async {
             if let (Some(mut stdin), Some(text)) = (stdin, &self.stdin) {
-                // A command that does not read its input closes the pipe: not an error.
-                let _ = stdin.write_all(text.as_bytes()).await;
+                tokio::select! {
+                    // A command that does not read its input closes the pipe: not an error.
+                    _ = stdin.write_all(text.as_bytes()) => {}
+                    () = exited.cancelled() => {}
+                }
             }
         };
-        let stdout = log_lines(child.stdout.take(), job, "stdout");
-        let stderr = log_lines(child.stderr.take(), job, "stderr");
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited);
         let cancel = ctx.cancellation_token();
         let exit = async {
-            tokio::select! {
+            let status = tokio::select! {
                 status = child.wait() => status,
                 () = cancel.cancelled() => {
-                    tracing::info!(job, pid, "run cancelled: sending SIGTERM to the command's process group");
+                    tracing::info!(
+                        job,
+                        trigger = %ctx.trigger(),
+                        pid,
+                        "run cancelled: sending SIGTERM to the command's process group"
+                    );
                     if let Some(group) = &group {
                         group.terminate();
                     }
                     child.wait().await
                 }
-            }
+            };
+            exited.cancel();
+            status
         };
         let (status, (), _, last_stderr) = tokio::join!(exit, feed, stdout, stderr);
         if let Some(group) = group {
@@ -135,30 +152,5 @@ impl ShellCommand {
         }
         let status = status.map_err(CommandError::Wait)?;
         if status.success() { Ok(()) } else { Err(CommandError::Exit { status, last_stderr }) }
-    }
-}
-
-/// Logs every line of `stream` with the job's name; returns the last non-blank line.
-async fn log_lines(stream: Option<impl AsyncRead + Unpin>, job: &str, name: &'static str) -> Option<String> {
-    let mut reader = BufReader::new(stream?);
-    let mut buf = Vec::new();
-    let mut last = None;
-    loop {
-        buf.clear();
-        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut buf).await {
-            Ok(0) => return last,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf);
-                let line = line.trim_end_matches(['\n', '\r']);
-                tracing::info!(job, stream = name, "{line}");
-                if !line.trim().is_empty() {
-                    last = Some(line.to_owned());
-                }
-            }
-            Err(e) => {
-                tracing::warn!(job, stream = name, "cannot read the command's output: {e}");
-                return last;
-            }
-        }
     }
 }
