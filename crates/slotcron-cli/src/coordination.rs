@@ -86,11 +86,12 @@ impl Redis {
     /// The Redis of `slotcron run` with these arguments, the `SLOTCRON_REDIS_URL` and
     /// `SLOTCRON_REDIS_PREFIX` environment variables and the jobs file's
     /// `[coordination]` table, each by precedence flag, variable, file; `None` when no
-    /// URL is given (a prefix then has no effect).
+    /// URL is given.
     ///
     /// # Errors
-    /// A URL or prefix that is set but empty, a variable that is not UTF-8, or a malformed
-    /// URL; the message names where the value was given.
+    /// A URL or prefix that is set but empty, a prefix without a URL (it would have no
+    /// effect), a variable that is not UTF-8, or a malformed URL; the message names where
+    /// the value was given.
     pub fn choose(args: &RunArgs, file: &Coordination) -> Result<Option<Self>, String> {
         let url = URL_SOURCES.choose(
             args.redis.as_deref(),
@@ -102,7 +103,15 @@ impl Redis {
             env(REDIS_PREFIX_VAR)?.as_deref(),
             file.prefix.as_deref(),
         )?;
-        let Some(url) = url else { return Ok(None) };
+        let Some(url) = url else {
+            return match prefix {
+                Some(prefix) => Err(format!(
+                    "{} sets a Redis key prefix, but no Redis is given ({}, {REDIS_URL_VAR} or {})",
+                    prefix.source, URL_SOURCES.flag, URL_SOURCES.key
+                )),
+                None => Ok(None),
+            };
+        };
         check_redis_url(&url.value).map_err(|e| format!("{}: {e}", url.source))?;
         let key_prefix = prefix.map_or_else(|| RedisConfig::DEFAULT_KEY_PREFIX.to_owned(), |p| p.value);
         Ok(Some(Self { url, key_prefix }))

@@ -183,6 +183,10 @@ fn an_empty_redis_setting_is_a_start_up_error_naming_where_it_was_given() {
     assert_start_error(&start(&[], &["--redis-prefix", ""]), &["--redis-prefix is set but empty"]);
     assert!(!dir.join("state.db").exists(), "the settings are checked before anything is opened");
 
+    write(&dir, "jobs.toml", JOBS);
+    let no_redis = "--redis-prefix sets a Redis key prefix, but no Redis is given";
+    assert_start_error(&start(&[], &["--redis-prefix", "app:"]), &[no_redis]);
+
     write(&dir, "jobs.toml", &format!("[coordination]\nredis = \"\"\n\n{JOBS}"));
     let out = start(&[], &[]);
     assert_eq!(out.status.code(), Some(2));
