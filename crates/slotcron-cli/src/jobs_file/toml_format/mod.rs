@@ -45,7 +45,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::problem::LineIndex;
 use super::{Draft, Parsed, Problem};
-use crate::command::ShellCommand;
+use crate::command::{self, ShellCommand};
 use crate::{coordination, zone};
 use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
@@ -175,7 +175,11 @@ impl Reader<'_> {
             Some(command) if command.get_ref().trim().is_empty() => {
                 self.problem(&table, "command", command.span(), "must not be empty");
             }
-            Some(_) => {}
+            Some(command) => {
+                if let Err(reason) = command::check_no_nul(command.get_ref(), "a shell command") {
+                    self.problem(&table, "command", command.span(), reason);
+                }
+            }
             None if table.get("command").is_none() => {
                 self.missing(&table, "command", "the shell command to run")
             }
