@@ -316,6 +316,14 @@ every = "1m"
 }
 
 #[test]
+fn grace_is_at_most_100_years() {
+    let toml = "[[job]]\nname = \"late\"\nevery = \"1m\"\ngrace = \"99999d\"\ncommand = \"true\"\n";
+    let (code, _, err) = check("grace_bound", "jobs.toml", toml);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with(r#"jobs.toml:4: job "late": grace: must be at most 100 years"#), "{err}");
+}
+
+#[test]
 fn misfire_keys_and_the_coordination_table_are_checked_with_their_lines() {
     let (code, out, err) = check(
         "misfire_keys",
