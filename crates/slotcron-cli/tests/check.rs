@@ -316,6 +316,14 @@ every = "1m"
 }
 
 #[test]
+fn grace_is_at_most_100_years() {
+    let toml = "[[job]]\nname = \"late\"\nevery = \"1m\"\ngrace = \"99999d\"\ncommand = \"true\"\n";
+    let (code, _, err) = check("grace_bound", "jobs.toml", toml);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with(r#"jobs.toml:4: job "late": grace: must be at most 100 years"#), "{err}");
+}
+
+#[test]
 fn misfire_keys_and_the_coordination_table_are_checked_with_their_lines() {
     let (code, out, err) = check(
         "misfire_keys",
@@ -542,6 +550,49 @@ this is not a line
         "{err}"
     );
     assert!(err.ends_with("9 problems in crontab\n"), "{err}");
+}
+
+#[test]
+fn a_nul_byte_in_a_command_is_a_problem_at_load_time() {
+    let (code, _, err) = check(
+        "nul_toml",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"1m\"\ncommand = \"echo a\\u0000b\"\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(
+            r#"jobs.toml:4: job "a": command: contains a NUL byte, which a shell command cannot hold"#
+        ),
+        "{err}"
+    );
+
+    let (code, _, err) = check(
+        "nul_crontab",
+        "crontab",
+        "FOO=a\0b\n# name: nul\n* * * * * echo a\0b\n# name: input\n* * * * * cat%a\0b\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(
+            "crontab:1: FOO: contains a NUL byte, which an environment variable cannot hold\n\
+             crontab:3: job \"nul\": command: contains a NUL byte, which a shell command cannot hold\n\
+             2 problems in crontab"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_takes_days_in_both_formats() {
+    let toml = "[[job]]\nname = \"daily\"\ncron = \"@every 1d\"\ncommand = \"true\"\n";
+    let (code, out, err) = check("every_days_toml", "jobs.toml", toml);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(row(&out, "daily").contains(&"Every day, anchored to the Unix epoch (UTC)"), "{out}");
+
+    let (code, out, err) = check("every_days_crontab", "crontab", "# name: daily\n@every 1d echo e\n");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(row(&out, "daily").contains(&"Every day, anchored to the Unix epoch (UTC)"), "{out}");
 }
 
 #[test]

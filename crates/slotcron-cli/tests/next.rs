@@ -59,6 +59,24 @@ fn fewer_fire_times_are_printed_and_said_on_stderr() {
 }
 
 #[test]
+fn every_takes_days_of_24_hours() {
+    let out = run(&["next", "@every 1d", "--from", "2026-01-01T12:00:00Z", "-n", "2", "--explain"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Every day, anchored to the Unix epoch (UTC)\n2026-01-02T00:00:00+00:00\n2026-01-03T00:00:00+00:00\n"
+    );
+}
+
+#[test]
+fn every_in_months_says_why_it_is_refused() {
+    let out = run(&["next", "@every 1mo"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(r#""1mo" is in months or years, whose lengths vary"#), "{err}");
+}
+
+#[test]
 fn invalid_expression_names_the_field_and_points_at_it() {
     let out = run(&["next", "0 25 * * *"]);
     assert_eq!(out.status.code(), Some(2));

@@ -233,7 +233,7 @@ impl JobBuilder {
     }
 
     /// How late a trigger may be noticed before it is a misfire
-    /// (default [`Misfire::DEFAULT_GRACE`]).
+    /// (default [`Misfire::DEFAULT_GRACE`]); at most [`MAX_DURATION`], 100 years.
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
@@ -274,6 +274,9 @@ impl JobBuilder {
         }
         if self.timeout.is_some_and(|t| t > MAX_DURATION) {
             return Err(invalid("timeout", "must be at most 100 years"));
+        }
+        if self.grace > MAX_DURATION {
+            return Err(invalid("grace", "must be at most 100 years"));
         }
         let kind = schedule.kind();
         if let ScheduleKind::After(delay) = kind

@@ -374,6 +374,10 @@ fn invalid_jobs_are_errors_naming_the_job_field_and_reason() {
             Job::builder("l").every(Duration::MAX).handler(ok),
             "job \"l\": every: the period must be at most 100 years",
         ),
+        (
+            Job::builder("m").every(Duration::from_secs(1)).grace(Duration::MAX).handler(ok),
+            "job \"m\": grace: must be at most 100 years",
+        ),
     ];
     for (builder, message) in cases {
         let err = builder.build().unwrap_err().to_string();

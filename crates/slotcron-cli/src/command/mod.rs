@@ -59,6 +59,16 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
+/// Checks text bound for `execve(2)` — a command line, or an environment variable's
+/// value — which takes NUL-terminated strings and so cannot hold a NUL byte (the spawn
+/// would fail at every run); `what` names it in the reason, e.g. `"a shell command"`.
+///
+/// # Errors
+/// The reason, when `text` contains a NUL byte.
+pub fn check_no_nul(text: &str, what: &str) -> Result<(), String> {
+    if text.contains('\0') { Err(format!("contains a NUL byte, which {what} cannot hold")) } else { Ok(()) }
+}
+
 impl ShellCommand {
     /// A command with no extra environment and no input.
     pub fn new(script: impl Into<String>) -> Self {

@@ -72,7 +72,37 @@ impl fmt::Display for Problems {
     }
 }
 
-/// The line (from 1) of byte `offset` in `source`.
-pub fn line_of(source: &str, offset: usize) -> usize {
-    source.as_bytes()[..offset.min(source.len())].iter().filter(|b| **b == b'\n').count() + 1
+/// Where each line of a source starts, to turn byte offsets into line numbers in
+/// O(log lines): built once per file, as problems and jobs name lines throughout.
+#[derive(Debug)]
+pub struct LineIndex {
+    /// The byte offset of each `\n` in the source, in order.
+    newlines: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes the lines of `source`.
+    pub fn new(source: &str) -> Self {
+        Self { newlines: source.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i).collect() }
+    }
+
+    /// The line (from 1) of byte `offset`; an offset past the end is on the last line.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.newlines.partition_point(|&newline| newline < offset) + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineIndex;
+
+    #[test]
+    fn counts_the_newlines_before_the_offset() {
+        let source = "a\nbc\n\nd";
+        let index = LineIndex::new(source);
+        let lines: Vec<usize> = (0..=source.len() + 2).map(|offset| index.line_of(offset)).collect();
+        // a \n b c \n \n d (end) (past the end)
+        assert_eq!(lines, [1, 1, 2, 2, 2, 3, 4, 4, 4, 4]);
+        assert_eq!(LineIndex::new("").line_of(0), 1);
+    }
 }

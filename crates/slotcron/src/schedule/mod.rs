@@ -11,6 +11,7 @@
 //! | a delay after the scheduler starts | [`After`] | one-shot |
 
 pub mod cron;
+mod duration;
 mod error;
 mod every_days;
 mod interval;
@@ -18,6 +19,7 @@ mod one_shot;
 mod zone;
 
 pub use cron::{CronError, CronSchedule};
+pub use duration::{DurationError, parse_duration};
 pub use error::ScheduleError;
 pub use every_days::EveryDays;
 pub use interval::Interval;

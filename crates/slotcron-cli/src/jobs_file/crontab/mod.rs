@@ -35,7 +35,7 @@ use jiff::tz::TimeZone;
 use slotcron::schedule::CronSchedule;
 
 use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
-use crate::command::ShellCommand;
+use crate::command::{self, ShellCommand};
 use crate::{cron_error, zone};
 
 mod percent;
@@ -123,6 +123,10 @@ impl Reader {
     }
 
     fn set_env(&mut self, line: usize, name: &str, value: &str) {
+        if let Err(reason) = command::check_no_nul(value, "an environment variable") {
+            self.parsed.problems.push(Problem::field(line, None, name, reason));
+            return;
+        }
         if name == "CRON_TZ" || name == "TZ" {
             // As in cronie, an empty zone is the default one.
             let value = if value.is_empty() { DEFAULT_ZONE } else { value };
@@ -175,6 +179,10 @@ impl Reader {
                 COMMAND,
                 "missing after the schedule",
             ));
+            return;
+        }
+        if let Err(reason) = command::check_no_nul(&script, "a shell command") {
+            self.parsed.problems.push(Problem::field(number, Some(&name), COMMAND, reason));
             return;
         }
         if zone.is_none() {

@@ -43,9 +43,9 @@ use jiff::tz::TimeZone;
 use slotcron_redis::RedisConfig;
 use toml::de::{DeTable, DeValue};
 
-use super::problem::line_of;
+use super::problem::LineIndex;
 use super::{Draft, Parsed, Problem};
-use crate::command::ShellCommand;
+use crate::command::{self, ShellCommand};
 use crate::{coordination, zone};
 use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
@@ -56,14 +56,14 @@ mod table;
 
 /// Parses a TOML jobs file, collecting every problem.
 pub(super) fn parse(source: &str) -> Parsed {
-    let mut reader = Reader { source, parsed: Parsed::default() };
+    let mut reader = Reader { source, lines: LineIndex::new(source), parsed: Parsed::default() };
     let (document, errors) = DeTable::parse_recoverable(source);
     if errors.is_empty() {
         reader.document(document.get_ref());
     } else {
         // The document is what could be recovered: its keys would be misleading.
         for error in errors {
-            let line = error.span().map_or(1, |span| line_of(source, span.start));
+            let line = error.span().map_or(1, |span| reader.lines.line_of(span.start));
             reader.parsed.problems.push(Problem::line(line, error.message().trim_end()));
         }
     }
@@ -73,12 +73,14 @@ pub(super) fn parse(source: &str) -> Parsed {
 /// Reads the document, recording what it finds in `parsed`.
 struct Reader<'s> {
     source: &'s str,
+    /// The source's line starts, for the line numbers of jobs and problems.
+    lines: LineIndex,
     parsed: Parsed,
 }
 
 impl Reader<'_> {
     fn line(&self, span: Range<usize>) -> usize {
-        line_of(self.source, span.start)
+        self.lines.line_of(span.start)
     }
 
     /// The top-level table: the file's zone, `[coordination]` and the jobs.
@@ -173,7 +175,11 @@ impl Reader<'_> {
             Some(command) if command.get_ref().trim().is_empty() => {
                 self.problem(&table, "command", command.span(), "must not be empty");
             }
-            Some(_) => {}
+            Some(command) => {
+                if let Err(reason) = command::check_no_nul(command.get_ref(), "a shell command") {
+                    self.problem(&table, "command", command.span(), reason);
+                }
+            }
             None if table.get("command").is_none() => {
                 self.missing(&table, "command", "the shell command to run")
             }

@@ -2,14 +2,14 @@
 //! `timezone` of a cron or local `at` schedule.
 
 use jiff::tz::TimeZone;
-use slotcron::schedule::CronSchedule;
+use slotcron::schedule::{CronSchedule, parse_duration};
 use toml::Spanned;
 use toml::de::DeValue;
 
 use super::Reader;
 use super::table::{DURATION, Table, ZONE};
 use crate::jobs_file::ScheduleSpec;
-use crate::{cron_error, duration, zone};
+use crate::{cron_error, zone};
 
 /// The keys of which a job sets exactly one.
 const SCHEDULE_KEYS: [&str; 4] = ["every", "cron", "at", "after"];
@@ -45,7 +45,7 @@ impl Reader<'_> {
             "every" | "after" => {
                 let text = self.string(table, key, DURATION)?;
                 let spec = if key == "every" { ScheduleSpec::Every } else { ScheduleSpec::After };
-                duration::parse(text.get_ref()).map(spec)
+                parse_duration(text.get_ref()).map(spec).map_err(|e| e.to_string())
             }
             "cron" => {
                 let text = self.string(table, key, "a cron expression string like \"0 3 * * *\"")?;

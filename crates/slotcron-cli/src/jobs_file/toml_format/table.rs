@@ -5,11 +5,11 @@
 use std::ops::Range;
 use std::time::Duration;
 
+use slotcron::schedule::parse_duration;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::Reader;
-use crate::duration;
 use crate::jobs_file::Problem;
 
 pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "job"];
@@ -144,7 +144,7 @@ impl Reader<'_> {
     /// The duration of `key`, if given and valid; a problem if invalid.
     pub(super) fn duration(&mut self, table: &Table<'_, '_>, key: &str) -> Option<Duration> {
         let text = self.string(table, key, DURATION)?;
-        duration::parse(text.get_ref()).map_err(|reason| self.problem(table, key, text.span(), reason)).ok()
+        parse_duration(text.get_ref()).map_err(|e| self.problem(table, key, text.span(), e.to_string())).ok()
     }
 
     /// A value as type problems show it: its type, and its text if it is short.

@@ -7,7 +7,8 @@
 //! - 5 fields `minute hour day-of-month month day-of-week`, or 6 with seconds first;
 //! - names (`JAN`, `mon`), ranges, steps, lists, `?`, `L`, `LW`, `nW`, `nL`, `n#k`;
 //! - the descriptors `@yearly @annually @monthly @weekly @daily @midnight @hourly`, and
-//!   `@every <duration>`, an interval anchored to the Unix epoch;
+//!   `@every <duration>`, an interval anchored to the Unix epoch (the duration as
+//!   [`parse_duration`](super::parse_duration) reads it: a day is 24 hours);
 //! - day-of-month and day-of-week are ANDed when either starts with `*` (or is `?`),
 //!   ORed otherwise (Vixie cron);
 //! - DST as cronie does it, see [`CronSchedule`].

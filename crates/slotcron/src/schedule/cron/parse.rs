@@ -3,13 +3,9 @@
 
 use std::ops::Range;
 
-use std::time::Duration;
-
-use jiff::SignedDuration;
-
 use super::error::{CronError, CronErrorKind, Field};
 use super::spec::{DayRule, Spec};
-use crate::schedule::Interval;
+use crate::schedule::{Interval, ScheduleError, parse_duration};
 
 /// A parsed expression: fields, or `@every <duration>`.
 #[derive(Debug)]
@@ -157,11 +153,11 @@ impl<'a> Parser<'a> {
         if rest.is_empty() {
             return Err(bad("no duration given".into()));
         }
-        let period: SignedDuration = rest.parse().map_err(|e: jiff::Error| bad(format!("{rest:?}: {e}")))?;
-        let interval = Duration::try_from(period)
-            .ok()
-            .and_then(|period| Interval::every(period).ok())
-            .ok_or_else(|| bad(format!("{rest:?} is not a positive whole number of milliseconds")))?;
+        let period = parse_duration(rest).map_err(|e| bad(e.to_string()))?;
+        let interval = Interval::every(period).map_err(|e| match e {
+            ScheduleError::Invalid { reason, .. } => bad(format!("{rest:?}: {reason}")),
+            other => bad(other.to_string()),
+        })?;
         Ok(Parsed::Every(interval))
     }
 
@@ -405,6 +401,8 @@ fn saturating_number(digits: &str) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::error::{CronError, CronErrorKind, Field};
     use super::parse;
 
@@ -586,6 +584,33 @@ mod tests {
         assert!(matches!(error("@every 0s").kind(), CronErrorKind::BadEvery(_)));
         assert!(matches!(error("@every").kind(), CronErrorKind::BadEvery(_)));
         assert!(matches!(error("@every soon").kind(), CronErrorKind::BadEvery(_)));
+    }
+
+    #[test]
+    fn every_takes_days_and_weeks_as_24_and_168_hours() {
+        let period = |expression: &str| match parse(expression) {
+            Ok(super::Parsed::Every(interval)) => interval.period(),
+            other => panic!("{expression:?}: {other:?}"),
+        };
+        assert_eq!(period("@every 1d"), Duration::from_secs(86_400));
+        assert_eq!(period("@every 1d12h"), Duration::from_secs(36 * 3600));
+        assert_eq!(period("@every 2w"), Duration::from_secs(14 * 86_400));
+        assert_eq!(period("@every 1h 30m"), Duration::from_secs(5400));
+    }
+
+    #[test]
+    fn every_refuses_months_years_and_too_long_periods_with_the_reason() {
+        let reason = |expression: &str| match error(expression).kind() {
+            CronErrorKind::BadEvery(reason) => reason.clone(),
+            other => panic!("{expression:?}: {other:?}"),
+        };
+        assert_eq!(
+            reason("@every 1mo"),
+            r#""1mo" is in months or years, whose lengths vary: write days ("30d") or less"#
+        );
+        assert!(reason("@every 2y").contains("months or years"), "{}", reason("@every 2y"));
+        assert!(reason("@every 99999d").contains("at most 100 years"), "{}", reason("@every 99999d"));
+        assert!(reason("@every 1500us").contains("whole number of milliseconds"));
     }
 
     #[test]

@@ -1,0 +1,108 @@
+//! Durations as people write them: `"90s"`, `"5m"`, `"1h30m"`, `"2d"`, `"1w"`.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Span, SpanRelativeTo};
+
+/// A text that [`parse_duration`] refuses, naming the text and the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// Not a duration in jiff's friendly format or ISO 8601.
+    #[error("{text:?} is not a duration (write e.g. \"90s\", \"5m\", \"1h30m\" or \"2d\"): {reason}")]
+    NotADuration {
+        /// The text as given.
+        text: String,
+        /// jiff's reason.
+        reason: String,
+    },
+    /// In months or years, whose lengths vary.
+    #[error("{text:?} is in months or years, whose lengths vary: write days (\"30d\") or less")]
+    Calendar {
+        /// The text as given.
+        text: String,
+    },
+    /// Too long to be represented.
+    #[error("{text:?} is out of range: {reason}")]
+    OutOfRange {
+        /// The text as given.
+        text: String,
+        /// jiff's reason.
+        reason: String,
+    },
+    /// Below zero.
+    #[error("{text:?} is negative; a duration must be 0 or more")]
+    Negative {
+        /// The text as given.
+        text: String,
+    },
+}
+
+/// Parses a non-negative duration in jiff's friendly format (`"90s"`, `"5m"`,
+/// `"1h30m"`, `"1h 30m"`, `"2 hours"`, `"1.5s"`, `"1d12h"`, `"1w"`) or ISO 8601
+/// (`"PT1H30M"`, `"P2D"`), surrounding white space ignored. A day is 24 hours and a
+/// week 7 days, whatever the time zone does: an elapsed duration, not a calendar day
+/// across a DST change. Months and years, whose lengths vary, are refused.
+///
+/// Used by `@every <duration>` in cron expressions and by the `slotcron` daemon's jobs
+/// files. Bounds such as [`MAX_DURATION`](super::MAX_DURATION) are checked where the
+/// duration is used, not here.
+///
+/// # Errors
+/// [`DurationError`], naming the text: not a duration, in months or years, out of
+/// range, or negative.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let owned = || text.to_owned();
+    let span: Span = text
+        .trim()
+        .parse()
+        .map_err(|e: jiff::Error| DurationError::NotADuration { text: owned(), reason: e.to_string() })?;
+    if span.get_years() != 0 || span.get_months() != 0 {
+        return Err(DurationError::Calendar { text: owned() });
+    }
+    let signed: SignedDuration = span
+        .to_duration(SpanRelativeTo::days_are_24_hours())
+        .map_err(|e| DurationError::OutOfRange { text: owned(), reason: e.to_string() })?;
+    Duration::try_from(signed).map_err(|_| DurationError::Negative { text: owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        parse_duration(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_the_friendly_forms() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration(" 1h 30m "), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("PT1H30M"), Ok(Duration::from_secs(5400)));
+    }
+
+    #[test]
+    fn a_day_is_24_hours_and_a_week_7_days() {
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(2 * 86_400)));
+        assert_eq!(parse_duration("1d12h"), Ok(Duration::from_secs(36 * 3600)));
+        assert_eq!(parse_duration("1 day 30m"), Ok(Duration::from_secs(86_400 + 1800)));
+        assert_eq!(parse_duration("P2D"), Ok(Duration::from_secs(2 * 86_400)));
+        assert_eq!(parse_duration("1w"), Ok(Duration::from_secs(7 * 86_400)));
+    }
+
+    #[test]
+    fn rejects_garbage_negative_and_calendar_durations() {
+        assert!(error("soon").contains("\"soon\" is not a duration"));
+        assert!(error("2x").contains("\"2x\" is not a duration"));
+        assert!(error("-5s").contains("negative"));
+        assert!(error("-1d").contains("negative"));
+        for text in ["1mo", "1y", "P1M"] {
+            assert_eq!(parse_duration(text), Err(DurationError::Calendar { text: text.into() }));
+        }
+    }
+}
