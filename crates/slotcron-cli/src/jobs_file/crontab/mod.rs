@@ -181,6 +181,16 @@ impl Reader {
             ));
             return;
         }
+        let five_fields = !schedule_text.starts_with('@');
+        if let Some(word) = looks_like_a_time_field(&script).filter(|_| five_fields) {
+            let reason = format!(
+                "starts with {word:?}, which looks like a sixth time field: a crontab line has 5 \
+                 (minute hour day-of-month month day-of-week); for seconds, use the cron key of a \
+                 TOML jobs file"
+            );
+            self.parsed.problems.push(Problem::field(number, Some(&name), COMMAND, reason));
+            return;
+        }
         if let Err(reason) = command::check_no_nul(&script, "a shell command") {
             self.parsed.problems.push(Problem::field(number, Some(&name), COMMAND, reason));
             return;
@@ -234,6 +244,15 @@ fn split_job_line(line: &str) -> Result<(String, LineSchedule, &str), String> {
     };
     let text = line[range].split_ascii_whitespace().collect::<Vec<_>>().join(" ");
     Ok((text, schedule, rest.trim()))
+}
+
+/// The first word of `command` if it reads as a cron time field (`*`, `*/10`, `0-30/5`,
+/// `?`) rather than a program: cronie would hand such a line's `*` to the shell as a glob,
+/// which is never what its author meant.
+fn looks_like_a_time_field(command: &str) -> Option<&str> {
+    let word = command.split_ascii_whitespace().next()?;
+    let field_chars = word.chars().all(|c| c.is_ascii_digit() || "*?/,-".contains(c));
+    (field_chars && word.contains(['*', '?'])).then_some(word)
 }
 
 /// The byte range spanning the first `count` white-space separated fields of `line`,
@@ -303,6 +322,18 @@ mod tests {
         let parsed = parse(source);
         assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
         parsed.drafts
+    }
+
+    #[test]
+    fn a_sixth_time_field_is_not_taken_for_the_command() {
+        for line in ["* * * * * * echo six", "0 0 * * * */5 echo six", "0 0 1 1 * ? echo"] {
+            let problems = parse(line).problems;
+            assert_eq!(problems.len(), 1, "{line}: {problems:?}");
+            assert_eq!(problems[0].field.as_deref(), Some(COMMAND));
+            assert!(problems[0].reason.contains("looks like a sixth time field"), "{problems:?}");
+        }
+        // A descriptor's command, and commands that merely contain a star, stay commands.
+        drafts("@daily * echo\n0 0 * * * echo *\n0 0 * * * 7z a backup.7z *\n0 0 * * * ls -1 /tmp");
     }
 
     fn env(draft: &Draft) -> Vec<(&str, &str)> {
