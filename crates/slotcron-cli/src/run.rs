@@ -71,7 +71,7 @@ impl Settings {
     pub async fn backends(&self) -> Result<Backends, String> {
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
-        let coordinator = coordination::connect(self.redis.as_ref(), &state).await?;
+        let coordinator = coordination::connect(self.redis.as_ref(), &state, &self.state).await?;
         Ok(Backends { state, coordinator })
     }
 
