@@ -19,7 +19,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the jobs of FILE until SIGINT or SIGTERM.
+    /// Run the jobs of FILE until SIGINT, SIGTERM or SIGHUP.
     Run(RunArgs),
     /// Print the next fire times of a cron expression.
     Next(NextArgs),

@@ -11,7 +11,7 @@ use slotcron_redis::{RedisConfig, RedisCoordinator};
 
 use crate::cli::RunArgs;
 use crate::jobs_file::Coordination;
-use crate::state::State;
+use crate::state::{State, StateUrl};
 
 /// The environment variable holding the Redis URL when `--redis` is not given.
 pub const REDIS_URL_VAR: &str = "SLOTCRON_REDIS_URL";
@@ -144,9 +144,9 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
     })
 }
 
-/// Connects the coordinator: Redis at `redis` if given; else the PostgreSQL of the state,
-/// if it is there; else none, and the daemon says once that it runs in single-replica
-/// mode.
+/// Connects the coordinator: Redis at `redis` if given; else the PostgreSQL of the state
+/// (opened from `state_url`, which the log shows), if it is there; else none, and the
+/// daemon says once that it runs in single-replica mode.
 ///
 /// An unreachable Redis at start is an error (a misconfigured URL, host or password is
 /// caught at once); once running, the coordinator reconnects by itself and a trigger
@@ -156,7 +156,11 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 /// The reason, naming the URL (without its password), where it was given, and the
 /// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
 /// is checked earlier, by [`check_redis_url`]).
-pub async fn connect(redis: Option<&Redis>, state: &State) -> Result<Option<Arc<dyn Coordinator>>, String> {
+pub async fn connect(
+    redis: Option<&Redis>,
+    state: &State,
+    state_url: &StateUrl,
+) -> Result<Option<Arc<dyn Coordinator>>, String> {
     if let Some(Redis { url: Given { value: url, source }, key_prefix }) = redis {
         let shown = redact(url);
         let config = RedisConfig::new(url.as_str()).key_prefix(key_prefix.as_str());
@@ -167,7 +171,7 @@ pub async fn connect(redis: Option<&Redis>, state: &State) -> Result<Option<Arc<
         return Ok(Some(Arc::new(coordinator)));
     }
     if let Some(database) = &state.postgres {
-        tracing::info!(url = database.url(), "coordination through PostgreSQL (the state's database)");
+        tracing::info!(url = %state_url, "coordination through PostgreSQL (the state's database)");
         return Ok(Some(Arc::new(PostgresCoordinator::new(database.clone()))));
     }
     tracing::info!(

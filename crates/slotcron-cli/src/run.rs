@@ -25,7 +25,7 @@ pub struct Settings {
     /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
     /// any.
     pub redis: Option<Redis>,
-    /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
+    /// At SIGINT/SIGTERM/SIGHUP, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
@@ -71,7 +71,7 @@ impl Settings {
     pub async fn backends(&self) -> Result<Backends, String> {
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
-        let coordinator = coordination::connect(self.redis.as_ref(), &state).await?;
+        let coordinator = coordination::connect(self.redis.as_ref(), &state, &self.state).await?;
         Ok(Backends { state, coordinator })
     }
 
@@ -100,7 +100,7 @@ fn default_instance() -> String {
     format!("{}-{}", host.as_deref().unwrap_or("localhost"), std::process::id())
 }
 
-/// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
+/// Runs the jobs of `args.file` until SIGINT, SIGTERM or SIGHUP, then lets running commands
 /// finish (bounded by the shutdown timeout; a second signal kills them at once) and exits
 /// with status 0. An invalid file:
 /// every problem on standard error, exit status 2. A state or coordinator that cannot be
@@ -132,7 +132,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
     let stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
-            tracing::error!("cannot install the SIGINT/SIGTERM handlers: {e}");
+            tracing::error!("cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -170,22 +170,31 @@ fn start_failed(reason: &str) -> ExitCode {
     ExitCode::from(INVALID_INPUT)
 }
 
-/// SIGINT and SIGTERM, installed before the first job starts.
+/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
+/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
+/// would kill the daemon at once and leave the commands, in their own process groups,
+/// running unwatched and unrecorded.
 struct StopSignals {
     interrupt: Signal,
     terminate: Signal,
+    hangup: Signal,
 }
 
 impl StopSignals {
     fn install() -> std::io::Result<Self> {
-        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
     }
 
-    /// The next SIGINT or SIGTERM: its name.
+    /// The next SIGINT, SIGTERM or SIGHUP: its name.
     async fn next(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
         }
     }
 

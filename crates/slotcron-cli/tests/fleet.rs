@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use slotcron::jiff::Timestamp;
+use slotcron::redact;
 use support::postgres::Schema;
 use support::redis_server::RedisServer;
 use support::{Daemon, history, scratch, write};
@@ -139,7 +140,10 @@ fn two_daemons_sharing_a_postgres_state_run_each_trigger_once() {
     let daemons: Vec<Vec<String>> = (1..=2)
         .map(|i| ["--state", state.as_str(), "--instance", &format!("p{i}")].map(String::from).to_vec())
         .collect();
-    let lines = run_fleet(&dir, &daemons, "coordination through PostgreSQL");
+    // The log names the state's URL, schema included, without its password.
+    let coordinator =
+        format!("coordination through PostgreSQL (the state's database) url={}", redact(&state));
+    let lines = run_fleet(&dir, &daemons, &coordinator);
 
     // One shared ledger: every trigger's success once, and the other daemon's loss.
     let runs = history(&dir, &["--state", &state]);

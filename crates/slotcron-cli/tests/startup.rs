@@ -9,7 +9,9 @@ use std::process::Output;
 
 use nix::sys::signal::Signal;
 use support::redis_server::{RedisServer, free_port};
-use support::{Daemon, history, run_as_reader, run_in, scratch, slotcron, stderr, write};
+use support::{
+    Daemon, history, run_as_reader, run_as_reader_writing, run_in, scratch, slotcron, stderr, write,
+};
 
 const JOBS: &str = "[[job]]\nname = \"hello\"\nafter = \"0s\"\ncommand = \"echo hello\"\n";
 
@@ -84,18 +86,61 @@ fn a_state_this_user_may_not_write_is_refused_with_the_cause() {
     assert_start_error(&out, &["cannot open the state", "sqlite:state.db", &cause]);
     assert!(!dir.join("state.db").exists());
 
-    // A state another user wrote: SQLite would open it read-only, and writes would fail.
-    let mut daemon = Daemon::start(&dir, "jobs.toml");
-    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
-    daemon.signal(Signal::SIGTERM);
-    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    let before = history(&dir, &[]);
+    // A state another user wrote, with the -wal and -shm files its daemon left: SQLite
+    // would open it read-only, and writes would fail.
+    let before = state_written_by_a_daemon(&dir);
     let out = run_as_reader(&dir, &["run", "jobs.toml"]);
     assert_start_error(
         &out,
         &["cannot open the state", "sqlite:slotcron.db: cannot write it: Permission denied"],
     );
-    assert_eq!(history(&dir, &[]), before);
+    assert_eq!(state_files(&dir), before, "nothing changed");
+}
+
+#[test]
+fn a_state_whose_wal_files_this_user_may_not_write_is_refused_with_the_cause() {
+    let dir = scratch("read_only_wal");
+    write(&dir, "jobs.toml", JOBS);
+    let before = state_written_by_a_daemon(&dir);
+    // SQLite reads the database then, and would refuse every write.
+    let out = run_as_reader_writing(&dir, &["slotcron.db"], &["run", "jobs.toml"]);
+    assert_start_error(&out, &["sqlite:slotcron.db: cannot write it: slotcron.db-wal: Permission denied"]);
+    assert_eq!(state_files(&dir), before, "nothing changed");
+
+    // Without them, in a directory this user may not create them in.
+    std::fs::remove_file(dir.join("slotcron.db-wal")).unwrap();
+    std::fs::remove_file(dir.join("slotcron.db-shm")).unwrap();
+    let before = state_files(&dir);
+    let out = run_as_reader_writing(&dir, &["slotcron.db"], &["run", "jobs.toml"]);
+    let cause = format!("cannot write it: cannot create files in {}: Permission denied", dir.display());
+    assert_start_error(&out, &["sqlite:slotcron.db", &cause]);
+    assert_eq!(state_files(&dir), before, "nothing changed");
+}
+
+/// Runs a daemon on `jobs.toml` in `dir` until its run is recorded in the default
+/// state, and stops it; returns [`state_files`], the -wal and -shm files among them.
+fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut daemon = Daemon::start(dir, "jobs.toml");
+    daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    assert_eq!(history(dir, &[]).len(), 1);
+    let files = state_files(dir);
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal"]);
+    files
+}
+
+/// The name and bytes of each file of the default state in `dir`, by name.
+fn state_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("slotcron.db"))
+        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
 }
 
 #[test]

@@ -154,16 +154,21 @@ fn io_error(
 }
 
 fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
-    let io = |action| io_error(url, path, true, action);
+    // A write SQLite refused (`SQLITE_READONLY`: e.g. a `-wal` or `-shm` file, or their
+    // directory, this user may not write) is `NotWritable`; any other error is `Io`.
+    let io = |action| {
+        move |source: rusqlite::Error| match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ReadOnly) => not_writable(url, path, &source.to_string()),
+            _ => io_error(url, path, true, action)(source),
+        }
+    };
     // No SQLITE_OPEN_URI: the path is a file name, whatever it looks like.
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut connection = Connection::open_with_flags(path, flags).map_err(io("open"))?;
     // SQLite opens a file this user may not write read-only, without an error.
     if connection.is_readonly(MAIN_DB).map_err(io("open"))? {
-        let source =
-            cannot_write(path).unwrap_or_else(|| std::io::Error::other("SQLite opened it read-only"));
-        return Err(OpenError::NotWritable { url: url.to_owned(), source });
+        return Err(not_writable(url, path, "SQLite opened it read-only"));
     }
     connection.busy_timeout(SqliteDatabase::BUSY_TIMEOUT).map_err(io("open"))?;
     // Read before writing anything: a file that is not ours stays as it is.
@@ -180,6 +185,10 @@ fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
         .pragma_update(None, "journal_size_limit", SqliteDatabase::WAL_SIZE_LIMIT)
         .map_err(io("set up WAL"))?;
     connection.pragma_update(None, "synchronous", "NORMAL").map_err(io("set up the database"))?;
+    // SQLite reads a WAL database whose `-wal` or `-shm` file this user may not write,
+    // and refuses only its writes: take the write lock once, writing nothing, so that the
+    // daemon stops here rather than failing at every trigger.
+    connection.execute_batch("BEGIN IMMEDIATE; ROLLBACK").map_err(io("write the database"))?;
     migrations::migrate(url, &mut connection).map_err(|e| match e {
         migrations::MigrateError::Sqlite(source) => io("write the database")(source),
         migrations::MigrateError::Refused(e) => e,
@@ -218,16 +227,44 @@ fn hint(path: &Path, creating: bool) -> Hint {
         Ok(meta) if meta.is_dir() => Some("it is a directory".to_owned()),
         Ok(_) => std::fs::File::open(path).err().map(|e| e.to_string()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::metadata(parent) {
-            Ok(meta) if meta.is_dir() && creating => cannot_write(parent).map(|e| {
-                let dir = std::path::absolute(parent).unwrap_or_else(|_| parent.to_owned());
-                format!("cannot create files in {}: {e}", dir.display())
-            }),
+            Ok(meta) if meta.is_dir() && creating => cannot_create_files_in(parent),
             Ok(meta) if meta.is_dir() => Some("no such file".to_owned()),
             Ok(_) => Some(format!("{} is not a directory", parent.display())),
             Err(e) => Some(format!("{}: {e}", parent.display())),
         },
         Err(e) => Some(e.to_string()),
     })
+}
+
+/// [`OpenError::NotWritable`] for the database at `path`: the first of it, its `-wal`
+/// and `-shm` files and (when one of those is absent) their directory that this user may
+/// not write, or else `fallback` (what SQLite said).
+fn not_writable(url: &str, path: &Path, fallback: &str) -> OpenError {
+    let companion = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let companions = [companion("-wal"), companion("-shm")];
+    let source = cannot_write(path)
+        .or_else(|| {
+            companions.iter().filter(|file| file.exists()).find_map(|file| {
+                cannot_write(file).map(|e| std::io::Error::new(e.kind(), format!("{}: {e}", file.display())))
+            })
+        })
+        .or_else(|| {
+            let missing = companions.iter().any(|file| !file.exists());
+            missing.then(|| cannot_create_files_in(directory(path))).flatten().map(std::io::Error::other)
+        })
+        .unwrap_or_else(|| std::io::Error::other(fallback.to_owned()));
+    OpenError::NotWritable { url: url.to_owned(), source }
+}
+
+/// `cannot create files in DIR: CAUSE` (`dir` made absolute), if this user may not.
+fn cannot_create_files_in(dir: &Path) -> Option<String> {
+    let cause = cannot_write(dir)?;
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    Some(format!("cannot create files in {}: {cause}", dir.display()))
 }
 
 /// Why this user may not write `path` (a file, or a directory to create files in), if

@@ -25,13 +25,16 @@ pub enum OpenError {
         /// What the file system says about the path, when that explains the error.
         hint: Hint,
     },
-    /// The file exists but this user may not write it (SQLite would open it read-only
-    /// and fail at the first write).
+    /// The file exists but this user may not write it, its `-wal` or `-shm` file, or
+    /// the directory to create those in (SQLite would open it read-only and fail at the
+    /// first write).
     #[error("{url}: cannot write it: {source}")]
     NotWritable {
         /// The URL.
         url: String,
-        /// Why, as `access(2)` says: permissions, a read-only file system.
+        /// Why, as `access(2)` says (permissions, a read-only file system), naming the
+        /// `-wal` or `-shm` file or the directory when the cause is there; else what
+        /// SQLite said.
         source: std::io::Error,
     },
     /// The file is a SQLite database of another application.

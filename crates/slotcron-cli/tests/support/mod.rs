@@ -287,11 +287,19 @@ pub fn wait_until_ended(file: &Path) {
 /// daemon run by root leaves them. As anyone else: with the write permissions of `dir` and
 /// its files taken away for the run.
 pub fn run_as_reader(dir: &Path, args: &[&str]) -> Output {
+    run_as_reader_writing(dir, &[], args)
+}
+
+/// [`run_as_reader`], except that the files of `dir` named in `writable` stay writable by
+/// everyone (mode 666) for the run.
+pub fn run_as_reader_writing(dir: &Path, writable: &[&str], args: &[&str]) -> Output {
     let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
     let set = |dir_mode, file_mode| {
         std::fs::set_permissions(dir, Permissions::from_mode(dir_mode)).unwrap();
         for file in &files {
-            std::fs::set_permissions(file, Permissions::from_mode(file_mode)).unwrap();
+            let name = file.file_name().unwrap().to_str().unwrap();
+            let mode = if writable.contains(&name) { 0o666 } else { file_mode };
+            std::fs::set_permissions(file, Permissions::from_mode(mode)).unwrap();
         }
     };
     if std::fs::metadata(dir).unwrap().uid() == 0 {
@@ -299,11 +307,36 @@ pub fn run_as_reader(dir: &Path, args: &[&str]) -> Output {
         let mut setpriv = Command::new("setpriv");
         setpriv.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slotcron")]);
         setpriv.args(args).current_dir(dir).env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
-        setpriv.output().expect("setpriv (util-linux) runs slotcron as nobody")
+        output_within_patience(setpriv)
     } else {
         set(0o555, 0o444);
-        let out = run_in(dir, args);
+        let mut command = slotcron();
+        command.args(args).current_dir(dir);
+        let out = output_within_patience(command);
         set(0o755, 0o644);
         out
     }
+}
+
+/// Runs `command` to completion and returns its output; after [`PATIENCE`] kills it and
+/// panics (a daemon that should have refused to start, for one).
+fn output_within_patience(mut command: Command) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).unwrap();
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let mut child = KillOnDrop(child);
+    let status = wait_exit(&mut child.0);
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
 }
