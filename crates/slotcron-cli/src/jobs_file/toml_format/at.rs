@@ -3,7 +3,7 @@
 
 use jiff::Timestamp;
 use jiff::civil::DateTime;
-use jiff::tz::{Offset, TimeZone};
+use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use toml::Spanned;
 use toml::de::DeValue;
 use toml::value::{Datetime, Offset as TomlOffset};
@@ -84,11 +84,29 @@ fn instant(at: Datetime, zone: &TimeZone) -> Result<Timestamp, String> {
             };
             Offset::from_seconds(i32::from(minutes) * 60).and_then(|o| o.to_timestamp(civil)).map_err(invalid)
         }
-        None => zone.to_ambiguous_zoned_datetime(civil).unambiguous().map(|z| z.timestamp()).map_err(|e| {
-            let name = zone.iana_name().unwrap_or("its fixed offset");
-            format!("{at} in {name}: {e}; give the offset, e.g. {at}+01:00")
-        }),
+        None => {
+            let ambiguous = zone.to_ambiguous_zoned_datetime(civil);
+            let offsets = match ambiguous.offset() {
+                AmbiguousOffset::Gap { before, after } | AmbiguousOffset::Fold { before, after } => {
+                    [before, after]
+                }
+                AmbiguousOffset::Unambiguous { offset } => [offset, offset],
+            };
+            ambiguous.unambiguous().map(|z| z.timestamp()).map_err(|e| {
+                let name = zone.iana_name().unwrap_or("its fixed offset");
+                let [before, after] = offsets.map(rfc3339_offset);
+                format!("{at} in {name}: {e}; give the offset: {at}{before} or {at}{after}")
+            })
+        }
     }
+}
+
+/// An offset as RFC 3339 writes it: `+01:00`, `-07:00`, `+05:45`.
+fn rfc3339_offset(offset: Offset) -> String {
+    let seconds = offset.seconds();
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let minutes = seconds.unsigned_abs() / 60;
+    format!("{sign}{:02}:{:02}", minutes / 60, minutes % 60)
 }
 
 #[cfg(test)]
@@ -199,5 +217,12 @@ command = "true"
             assert!(found.starts_with(expected), "expected {expected:?}, got {found:?}");
         }
         assert!(found[2].contains("gap"), "{}", found[2]);
+        let offsets = "give the offset: 2026-03-29T02:30:00+01:00 or 2026-03-29T02:30:00+02:00";
+        assert!(found[2].ends_with(offsets), "{}", found[2]);
+        let fold = problems(
+            "timezone = \"America/Los_Angeles\"\n[[job]]\nname = \"f\"\nat = 2026-11-01T01:30:00\ncommand = \"true\"\n",
+        );
+        let offsets = "give the offset: 2026-11-01T01:30:00-07:00 or 2026-11-01T01:30:00-08:00";
+        assert!(fold[0].ends_with(offsets), "{fold:?}");
     }
 }
