@@ -181,8 +181,7 @@ impl Reader {
             ));
             return;
         }
-        let five_fields = !schedule_text.starts_with('@');
-        if let Some(word) = looks_like_a_time_field(&script).filter(|_| five_fields) {
+        if let Some(word) = sixth_time_field(&schedule_text, &script) {
             let reason = format!(
                 "starts with {word:?}, which looks like a sixth time field: a crontab line has 5 \
                  (minute hour day-of-month month day-of-week); for seconds, use the cron key of a \
@@ -246,13 +245,16 @@ fn split_job_line(line: &str) -> Result<(String, LineSchedule, &str), String> {
     Ok((text, schedule, rest.trim()))
 }
 
-/// The first word of `command` if it reads as a cron time field (`*`, `*/10`, `0-30/5`,
-/// `?`) rather than a program: cronie would hand such a line's `*` to the shell as a glob,
-/// which is never what its author meant.
-fn looks_like_a_time_field(command: &str) -> Option<&str> {
+/// The first word of `command` if, after the 5 time fields of `schedule`, it makes a valid
+/// 6-field (seconds-first) expression: a line written for a cron with seconds
+/// (`0 0 9 * * MON-FRI cmd`), which cronie would run at the wrong time with `MON-FRI` as
+/// the program.
+fn sixth_time_field<'c>(schedule: &str, command: &'c str) -> Option<&'c str> {
+    if schedule.starts_with('@') {
+        return None;
+    }
     let word = command.split_ascii_whitespace().next()?;
-    let field_chars = word.chars().all(|c| c.is_ascii_digit() || "*?/,-".contains(c));
-    (field_chars && word.contains(['*', '?'])).then_some(word)
+    CronSchedule::parse(&format!("{schedule} {word}")).is_ok().then_some(word)
 }
 
 /// The byte range spanning the first `count` white-space separated fields of `line`,
@@ -326,14 +328,23 @@ mod tests {
 
     #[test]
     fn a_sixth_time_field_is_not_taken_for_the_command() {
-        for line in ["* * * * * * echo six", "0 0 * * * */5 echo six", "0 0 1 1 * ? echo"] {
+        let sixth = [
+            "* * * * * * echo six",
+            "0 0 * * * */5 echo six",
+            "0 0 1 1 * ? echo",
+            "0 0 9 * * MON-FRI /usr/local/bin/report.sh",
+            "30 0 9 * * 1-5 report.sh",
+            "0 0 12 * * 5L report.sh",
+            "0 0 1 * * 0",
+        ];
+        for line in sixth {
             let problems = parse(line).problems;
             assert_eq!(problems.len(), 1, "{line}: {problems:?}");
             assert_eq!(problems[0].field.as_deref(), Some(COMMAND));
             assert!(problems[0].reason.contains("looks like a sixth time field"), "{problems:?}");
         }
         // A descriptor's command, and commands that merely contain a star, stay commands.
-        drafts("@daily * echo\n0 0 * * * echo *\n0 0 * * * 7z a backup.7z *\n0 0 * * * ls -1 /tmp");
+        drafts("@daily * echo\n0 0 * * * echo *\n0 0 * * * 7z a backup.7z *\n0 0 * * * true\n0 0 * * * date");
     }
 
     fn env(draft: &Draft) -> Vec<(&str, &str)> {
