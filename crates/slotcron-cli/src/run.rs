@@ -69,6 +69,7 @@ impl Settings {
     /// The state or the coordinator cannot be used; the message names the URL (without
     /// its password) and the cause.
     pub async fn backends(&self) -> Result<Backends, String> {
+        tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
         let coordinator = coordination::connect(self.redis.as_ref(), &state, &self.state).await?;
@@ -129,37 +130,54 @@ pub fn run(args: &RunArgs) -> ExitCode {
 }
 
 async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
-    let stop = match StopSignals::install() {
+    let mut stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
             tracing::error!("cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let backends = match settings.backends().await {
-        Ok(backends) => backends,
-        Err(e) => return start_failed(&e),
+    let path = loaded.path.clone();
+    // A stop asked for while the state or the coordinator is still connecting (each
+    // bounded by its own timeout) is a stop like any other: at once, status 0.
+    let started = tokio::select! {
+        started = start(loaded, settings) => started,
+        signal = stop.next() => {
+            tracing::info!(signal, "stopping before the start-up finished");
+            return ExitCode::SUCCESS;
+        }
     };
+    let scheduler = match started {
+        Ok(scheduler) => scheduler,
+        Err(code) => return code,
+    };
+    tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
+    let cancel = CancellationToken::new();
+    let shutdown_timeout = duration::display(settings.shutdown_timeout);
+    tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
+    scheduler.run(cancel).await;
+    ExitCode::SUCCESS
+}
+
+/// Opens the backends, adds the jobs and restores their state: the scheduler ready to
+/// run, or the exit status of a failed start (its reason already on standard error).
+async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
+    let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
         if let Err(e) = scheduler.add(entry.job) {
             tracing::error!("{e}");
-            return ExitCode::from(INVALID_INPUT);
+            return Err(ExitCode::from(INVALID_INPUT));
         }
         tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.
     if let Err(e) = scheduler.restore().await {
-        return start_failed(&format!("cannot read the state {}: {e}", settings.state));
+        return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    tracing::info!(file = %loaded.path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C or SIGTERM");
-    let cancel = CancellationToken::new();
-    let shutdown_timeout = duration::display(settings.shutdown_timeout);
-    tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
-    scheduler.run(cancel).await;
-    ExitCode::SUCCESS
+    Ok(scheduler)
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

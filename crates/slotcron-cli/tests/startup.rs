@@ -312,3 +312,19 @@ fn an_invalid_instance_id_is_refused() {
         assert!(err.contains("invalid value") && err.contains("--instance") && err.contains(reason), "{err}");
     }
 }
+
+#[test]
+fn a_stop_signal_while_the_state_is_connecting_stops_the_daemon_at_once() {
+    let dir = scratch("stop_while_connecting");
+    write(&dir, "jobs.toml", JOBS);
+    // A server that accepts connections and never answers: connecting waits for it.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("postgres://postgres@{}/test", silent.local_addr().unwrap());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--state", &url]);
+    daemon.wait_for("the daemon to start opening the state", |line| line.contains("opening the state"));
+    daemon.signal(Signal::SIGTERM);
+    assert!(daemon.wait_exit().success(), "{}", daemon.log());
+    let log = daemon.log();
+    assert!(log.contains("stopping before the start-up finished"), "{log}");
+    assert!(!log.contains("cannot open the state"), "{log}");
+}
