@@ -609,3 +609,24 @@ fn a_missing_file_is_reported() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("absent.toml: cannot read"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_bad_name_is_reported_beside_the_job_s_other_problems() {
+    let source = "[[job]]\nname = \"a b\"\ncron = \"0 99 * * *\"\ncommand = \"x\"\n";
+    let (code, _, err) = check("bad_name_and_cron", "jobs.toml", source);
+    assert_eq!(code, Some(2));
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].ends_with(
+            "jobs.toml:2: job \"a b\": name: ' ' is not allowed; use ASCII letters, digits and - _ . @ /"
+        ),
+        "{err}"
+    );
+    assert!(
+        lines[1].ends_with(
+            "jobs.toml:3: job \"a b\": cron: hour field \"99\" (column 3): 99 is out of range 0-23"
+        ),
+        "{err}"
+    );
+    assert_eq!(lines[2], "2 problems in jobs.toml", "{err}");
+}

@@ -112,13 +112,20 @@ pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordinatio
             )),
             None => {
                 first_line.insert(name, *line);
+                // Here rather than only in the core's build, so that a bad name is
+                // reported beside the job's other problems.
+                if let Err(reason) = slotcron::job::validate_name(name) {
+                    problems.push(Problem::field(*line, Some(name), "name", reason));
+                }
             }
         }
     }
     let mut jobs = Vec::new();
     for draft in drafts {
-        if first_line.get(draft.name.as_str()) != Some(&draft.name_line) {
-            continue; // a duplicate, reported above
+        if first_line.get(draft.name.as_str()) != Some(&draft.name_line)
+            || slotcron::job::validate_name(&draft.name).is_err()
+        {
+            continue; // a duplicate or a bad name, reported above
         }
         match draft.build() {
             Ok(entry) => jobs.push(entry),
