@@ -162,11 +162,13 @@ impl Reader<'_> {
 }
 
 /// The known key nearest to `key`, if close enough to be a typo (at most two edits,
-/// swaps counting as one, and fewer than the key's length).
+/// swaps counting as one, and fewer than the key's length; case aside, as all keys are
+/// lower case).
 fn nearest(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let key = key.to_lowercase();
     known
         .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(key, candidate), *candidate))
+        .map(|candidate| (strsim::damerau_levenshtein(&key, candidate), *candidate))
         .filter(|(distance, _)| *distance <= 2 && *distance < key.chars().count())
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)
@@ -183,5 +185,7 @@ mod tests {
         assert_eq!(nearest("ta", JOB_KEYS), Some("at"));
         assert_eq!(nearest("colour", JOB_KEYS), None);
         assert_eq!(nearest("env", JOB_KEYS), None);
+        assert_eq!(nearest("EVERY", JOB_KEYS), Some("every"));
+        assert_eq!(nearest("Comand", JOB_KEYS), Some("command"));
     }
 }
