@@ -51,8 +51,8 @@ impl Sources {
     /// The first of the flag, the variable and the file's key that is set.
     ///
     /// # Errors
-    /// A value that is set but empty, naming where (an empty setting is a mistake, not a
-    /// way to unset it).
+    /// A value that is set but empty (a mistake, not a way to unset it) or holds a
+    /// control character, naming where.
     fn choose(
         &self,
         flag: Option<&str>,
@@ -65,6 +65,10 @@ impl Sources {
         match given {
             Some(Given { value, source }) if value.is_empty() => {
                 Err(format!("{source} is set but empty; remove it, or give a value"))
+            }
+            Some(Given { value, source }) if value.contains(char::is_control) => {
+                let c = value.chars().find(|c| c.is_control()).unwrap_or_default();
+                Err(format!("{source} contains the control character {c:?}"))
             }
             given => Ok(given),
         }
@@ -208,6 +212,8 @@ mod tests {
         assert!(empty(None, None, Some("")).starts_with("[coordination] redis is set but empty"));
         let prefix = PREFIX_SOURCES.choose(Some(""), None, None).unwrap_err();
         assert!(prefix.starts_with("--redis-prefix is set but empty"), "{prefix}");
+        let newline = PREFIX_SOURCES.choose(None, Some("app:\n"), None).unwrap_err();
+        assert_eq!(newline, "SLOTCRON_REDIS_PREFIX contains the control character '\\n'");
     }
 
     #[test]
