@@ -73,7 +73,8 @@ pub enum CronErrorKind {
     },
     /// `a-b` with `a > b`: ranges do not wrap around.
     #[error(
-        "range {start}-{end} runs backwards; ranges do not wrap around (write {start}-{max},{min}-{end})"
+        "range {start}-{end} runs backwards; ranges do not wrap around (write {})",
+        unwrapped(*start, *end, *min, *max)
     )]
     ReversedRange {
         /// Where the range starts.
@@ -140,6 +141,16 @@ pub enum CronErrorKind {
 /// A value as written in messages; one saturated at 9999 has too many digits to repeat.
 fn shown(value: u32) -> String {
     if value >= 9999 { "the value".into() } else { value.to_string() }
+}
+
+/// The list a reversed range `start-end` stands for: `22-23,0-2`; `5-7` for a
+/// day-of-week range ending on Sunday (0), which 7 also writes.
+fn unwrapped(start: u8, end: u8, min: u8, max: u8) -> String {
+    let range = |a: u8, b: u8| if a == b { a.to_string() } else { format!("{a}-{b}") };
+    if max == 7 && end == 0 {
+        return range(start, 7);
+    }
+    format!("{},{}", range(start, max), range(min, end))
 }
 
 fn name_hint(name: &str) -> &'static str {

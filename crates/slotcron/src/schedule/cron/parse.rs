@@ -483,7 +483,11 @@ mod tests {
             CronErrorKind::ReversedRange { start: 6, end: 0, min: 0, max: 7 },
         );
         let message = error("59-0 * * * *").to_string();
-        assert!(message.ends_with("(write 59-59,0-0)"), "{message}");
+        assert!(message.ends_with("(write 59,0)"), "{message}");
+        let message = error("0 0 * * MON-SUN").to_string();
+        assert!(message.ends_with("(write 1-7)"), "{message}");
+        let message = error("0 22-2 * * *").to_string();
+        assert!(message.ends_with("(write 22-23,0-2)"), "{message}");
         rejects("0 1- * * *", Some(Field::Hour), "1-", 3, CronErrorKind::BadRange);
         rejects("0 1-2-3 * * *", Some(Field::Hour), "1-2-3", 3, CronErrorKind::BadRange);
     }
