@@ -28,9 +28,9 @@ impl Reader<'_> {
             DeValue::Datetime(datetime) => *datetime,
             DeValue::String(text) => match text.parse::<Datetime>() {
                 Ok(datetime) => datetime,
-                Err(_) => {
+                Err(e) => {
                     return Some(Err(format!(
-                        "{text:?} is not an RFC 3339 date-time: write e.g. 2026-12-24T18:00:00+01:00, or \
+                        "{text:?} is not an RFC 3339 date-time ({e}): write e.g. 2026-12-24T18:00:00+01:00, or \
                          2026-12-24T18:00:00 in the job's timezone"
                     )));
                 }
