@@ -71,6 +71,9 @@ impl StateUrl {
         let mut kept = Vec::new();
         for param in query.split('&').filter(|p| !p.is_empty()) {
             match param.strip_prefix("schema=") {
+                Some(_) if schema.is_some() => {
+                    return Err(format!("{:?}: schema= is given twice", redact(text)));
+                }
                 Some(name) => schema = Some(name.to_owned()),
                 None => kept.push(param),
             }
@@ -222,6 +225,8 @@ mod tests {
         );
         assert_eq!(state.to_string(), "postgresql://app@db/prod?connect_timeout=3&schema=jobs");
         assert!(StateUrl::parse("postgres://db/prod?schema=").unwrap_err().contains("schema= is empty"));
+        let twice = StateUrl::parse("postgres://db/prod?schema=a&schema=b").unwrap_err();
+        assert!(twice.contains("schema= is given twice"), "{twice}");
     }
 
     #[test]
