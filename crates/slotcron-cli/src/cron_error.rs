@@ -10,7 +10,7 @@ pub fn reason(error: &CronError, offset: usize) -> String {
         Some(field) => {
             format!(
                 "{field} field {:?} (column {}): {}",
-                error.token(),
+                shortened(error.token()),
                 error.column() + offset,
                 error.kind()
             )
@@ -29,11 +29,22 @@ pub fn reason(error: &CronError, offset: usize) -> String {
 /// Just the expression when the error has no position (e.g. a wrong number of fields).
 pub fn pointer(expression: &str, error: &CronError) -> String {
     let width = error.token().chars().count();
-    if width == 0 {
-        return format!("  {expression}");
+    if width == 0 || expression.chars().count() > SHOWN {
+        return format!("  {}", shortened(expression));
     }
     let indent = " ".repeat(error.column().saturating_sub(1));
     format!("  {expression}\n  {indent}{}", "^".repeat(width))
+}
+
+/// The most characters of an expression or of its offending text that messages repeat.
+const SHOWN: usize = 80;
+
+/// `text`, or its first [`SHOWN`] characters and how long it is.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} characters)", &text[..end], text.chars().count()),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -47,5 +58,16 @@ mod tests {
         assert_eq!(pointer("0 25 * * *", &error), "  0 25 * * *\n    ^^");
         assert_eq!(reason(&error, 0), "hour field \"25\" (column 3): 25 is out of range 0-23");
         assert_eq!(reason(&error, 4), "hour field \"25\" (column 7): 25 is out of range 0-23");
+    }
+
+    #[test]
+    fn long_text_is_shortened() {
+        let expression = format!("0 {} * * *", "9".repeat(10000));
+        let error = CronSchedule::parse(&expression).unwrap_err();
+        let reason = reason(&error, 0);
+        assert!(reason.len() < 300, "{reason}");
+        assert!(reason.contains("… (10000 characters)"), "{reason}");
+        let pointer = pointer(&expression, &error);
+        assert!(!pointer.contains('^') && pointer.len() < 200, "{pointer}");
     }
 }
