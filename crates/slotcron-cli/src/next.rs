@@ -29,7 +29,11 @@ pub fn run(args: &NextArgs) -> ExitCode {
 
 fn fire_times(args: &NextArgs) -> Result<(), String> {
     let cron = CronSchedule::parse(&args.expression).map_err(|e| {
-        format!("invalid cron expression: {e}\n{}", cron_error::pointer(&args.expression, &e))
+        format!(
+            "invalid cron expression: {}\n{}",
+            cron_error::reason(&e, 0),
+            cron_error::pointer(&args.expression, &e)
+        )
     })?;
     let zone = zone::lookup(&args.zone)?;
     let from = match &args.from {
