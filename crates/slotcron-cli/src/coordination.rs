@@ -148,9 +148,8 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
     })
 }
 
-/// Connects the coordinator: Redis at `redis` if given; else the PostgreSQL of the state
-/// (opened from `state_url`, which the log shows), if it is there; else none, and the
-/// daemon says once that it runs in single-replica mode.
+/// Connects to the Redis the daemons claim triggers in. Called before the state is
+/// opened, so that a Redis that cannot be used leaves no new state behind.
 ///
 /// An unreachable Redis at start is an error (a misconfigured URL, host or password is
 /// caught at once); once running, the coordinator reconnects by itself and a trigger
@@ -160,29 +159,30 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 /// The reason, naming the URL (without its password), where it was given, and the
 /// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
 /// is checked earlier, by [`check_redis_url`]).
-pub async fn connect(
-    redis: Option<&Redis>,
-    state: &State,
-    state_url: &StateUrl,
-) -> Result<Option<Arc<dyn Coordinator>>, String> {
-    if let Some(Redis { url: Given { value: url, source }, key_prefix }) = redis {
-        let shown = redact(url);
-        let config = RedisConfig::new(url.as_str()).key_prefix(key_prefix.as_str());
-        let coordinator = RedisCoordinator::connect(config)
-            .await
-            .map_err(|e| format!("Redis at {shown} (from {source}): {e}"))?;
-        tracing::info!(url = %shown, from = %source, key_prefix, "coordination through Redis");
-        return Ok(Some(Arc::new(coordinator)));
-    }
+pub async fn connect_redis(redis: &Redis) -> Result<Arc<dyn Coordinator>, String> {
+    let Redis { url: Given { value: url, source }, key_prefix } = redis;
+    let shown = redact(url);
+    let config = RedisConfig::new(url.as_str()).key_prefix(key_prefix.as_str());
+    let coordinator = RedisCoordinator::connect(config)
+        .await
+        .map_err(|e| format!("Redis at {shown} (from {source}): {e}"))?;
+    tracing::info!(url = %shown, from = %source, key_prefix, "coordination through Redis");
+    Ok(Arc::new(coordinator))
+}
+
+/// The coordinator when no Redis is given: the PostgreSQL of the state (opened from
+/// `state_url`, which the log shows), if it is there; else none, and the daemon says
+/// once that it runs in single-replica mode.
+pub fn of_state(state: &State, state_url: &StateUrl) -> Option<Arc<dyn Coordinator>> {
     if let Some(database) = &state.postgres {
         tracing::info!(url = %state_url, "coordination through PostgreSQL (the state's database)");
-        return Ok(Some(Arc::new(PostgresCoordinator::new(database.clone()))));
+        return Some(Arc::new(PostgresCoordinator::new(database.clone())));
     }
     tracing::info!(
         "single-replica mode: no coordinator (--redis, {REDIS_URL_VAR}, [coordination] redis, or a \
          postgres:// state), so every daemon runs every trigger"
     );
-    Ok(None)
+    None
 }
 
 #[cfg(test)]

@@ -63,16 +63,22 @@ impl Settings {
         })
     }
 
-    /// Opens the state and connects the coordinator (see [`coordination::connect`]).
+    /// Connects the Redis if one is given (see [`coordination::connect_redis`]), then opens
+    /// the state, whose PostgreSQL coordinates when there is no Redis
+    /// ([`coordination::of_state`]).
     ///
     /// # Errors
     /// The state or the coordinator cannot be used; the message names the URL (without
     /// its password) and the cause.
     pub async fn backends(&self) -> Result<Backends, String> {
+        let redis = match &self.redis {
+            Some(redis) => Some(coordination::connect_redis(redis).await?),
+            None => None,
+        };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
-        let coordinator = coordination::connect(self.redis.as_ref(), &state, &self.state).await?;
+        let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
         Ok(Backends { state, coordinator })
     }
 

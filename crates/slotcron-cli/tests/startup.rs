@@ -155,13 +155,14 @@ fn an_unreachable_postgres_is_named_without_its_password() {
 }
 
 #[test]
-fn an_unreachable_redis_is_a_start_up_error() {
+fn an_unreachable_redis_is_a_start_up_error_that_creates_no_state() {
     let dir = scratch("unreachable_redis");
     write(&dir, "jobs.toml", JOBS);
     let port = free_port();
     let out = run_failing(&dir, &["--redis", &format!("redis://:hunter2@127.0.0.1:{port}/0")]);
     let shown = format!("Redis at redis://127.0.0.1:{port}/0 (from --redis)");
     assert_start_error(&out, &[&shown, "cannot connect", "Connection refused"]);
+    assert_eq!(state_files(&dir), [], "Redis is connected before the state is created");
 }
 
 #[test]
