@@ -11,7 +11,7 @@ mod toml_format;
 pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -102,6 +102,8 @@ pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordinatio
         Format::Crontab => crontab::parse(source),
     };
     let mut first_line: HashMap<&str, usize> = HashMap::new();
+    // The jobs whose name is neither a duplicate nor invalid: their name and its line.
+    let mut named: HashSet<(&str, usize)> = HashSet::new();
     for (name, line) in &names {
         match first_line.get(name.as_str()) {
             Some(first) => problems.push(Problem::field(
@@ -114,17 +116,16 @@ pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordinatio
                 first_line.insert(name, *line);
                 // Here rather than only in the core's build, so that a bad name is
                 // reported beside the job's other problems.
-                if let Err(reason) = slotcron::job::validate_name(name) {
-                    problems.push(Problem::field(*line, Some(name), "name", reason));
+                match slotcron::job::validate_name(name) {
+                    Ok(()) => _ = named.insert((name, *line)),
+                    Err(reason) => problems.push(Problem::field(*line, Some(name), "name", reason)),
                 }
             }
         }
     }
     let mut jobs = Vec::new();
     for draft in drafts {
-        if first_line.get(draft.name.as_str()) != Some(&draft.name_line)
-            || slotcron::job::validate_name(&draft.name).is_err()
-        {
+        if !named.contains(&(draft.name.as_str(), draft.name_line)) {
             continue; // a duplicate or a bad name, reported above
         }
         match draft.build() {
