@@ -3,34 +3,14 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use common::{Schemas, connect, database_url, isolated};
-use slotcron::jiff::Timestamp;
-use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, RunRecord, Store};
+use slotcron::testkit::fixtures::{succeeded_run, succeeded_state as state};
+use slotcron::{Ledger, LedgerQuery, Retention, RunRecord, Store};
 use slotcron_postgres::{OpenError, PostgresDatabase, PostgresLedger, PostgresStore};
 
+/// A succeeded run of `tick` for `trigger`.
 fn record(trigger: &str) -> RunRecord {
-    let trigger: Timestamp = trigger.parse().unwrap();
-    RunRecord {
-        job: Arc::from("tick"),
-        trigger,
-        instance: Arc::from("writer"),
-        outcome: Outcome::Succeeded,
-        fencing_token: Some(1),
-        started: trigger,
-        duration: Duration::from_millis(5),
-        error: None,
-    }
-}
-
-fn state(trigger: &str) -> JobState {
-    JobState {
-        last_trigger: trigger.parse().unwrap(),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: false,
-    }
+    succeeded_run("tick", trigger)
 }
 
 fn all() -> LedgerQuery {

@@ -1,29 +1,13 @@
 //! Opening a database file: what survives, and clear errors that leave the file alone.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
-use slotcron::jiff::Timestamp;
-use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, RunRecord, ScheduleSpec, Store};
+use slotcron::testkit::fixtures::succeeded_run as record;
+use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, ScheduleSpec, Store};
 use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
 
 fn url(path: &Path) -> String {
     format!("sqlite:{}", path.display())
-}
-
-fn record(job: &str, trigger: &str) -> RunRecord {
-    let trigger: Timestamp = trigger.parse().unwrap();
-    RunRecord {
-        job: Arc::from(job),
-        trigger,
-        instance: Arc::from("test"),
-        outcome: Outcome::Succeeded,
-        fencing_token: Some(1),
-        started: trigger,
-        duration: Duration::from_millis(5),
-        error: None,
-    }
 }
 
 fn all(job: &str) -> LedgerQuery {

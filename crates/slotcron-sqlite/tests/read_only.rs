@@ -7,11 +7,9 @@
 //! history` command (crates/slotcron-cli/tests/history.rs), which drops to `nobody`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
-use slotcron::jiff::Timestamp;
-use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, RunRecord, Store};
+use slotcron::testkit::fixtures::{succeeded_run as record, succeeded_state as state};
+use slotcron::{JobState, Ledger, LedgerQuery, Retention, RunRecord, Store};
 use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
 
 fn url(path: &Path) -> String {
@@ -23,28 +21,6 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-fn record(job: &str, trigger: &str) -> RunRecord {
-    let trigger: Timestamp = trigger.parse().unwrap();
-    RunRecord {
-        job: Arc::from(job),
-        trigger,
-        instance: Arc::from("test"),
-        outcome: Outcome::Succeeded,
-        fencing_token: Some(1),
-        started: trigger,
-        duration: Duration::from_millis(5),
-        error: None,
-    }
-}
-
-fn state(trigger: &str) -> JobState {
-    JobState {
-        last_trigger: trigger.parse().unwrap(),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: false,
-    }
 }
 
 fn all() -> LedgerQuery {

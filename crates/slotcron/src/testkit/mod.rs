@@ -35,11 +35,13 @@
 //!
 //! Tests that drive one scheduler on a manual clock without real sleeping use
 //! [`harness`]; the restart tests of the in-memory and SQLite stores share
-//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`].
+//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`], and
+//! their tests the records and states of [`fixtures`].
 //!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
 //! server, to lose a reply on purpose.
 
+pub mod fixtures;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
