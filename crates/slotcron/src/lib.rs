@@ -22,6 +22,7 @@ pub mod job;
 pub mod ledger;
 pub mod policy;
 mod redact;
+mod registry;
 pub mod schedule;
 pub mod store;
 #[cfg(feature = "testkit")]
@@ -35,6 +36,7 @@ pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
 pub use policy::Misfire;
 pub use redact::redact;
+pub use registry::HandlerRegistry;
 pub use schedule::{Schedule, ScheduleKind};
 pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError};
 

@@ -11,7 +11,8 @@ use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::Coordinator;
 use crate::ledger::{Ledger, MemoryLedger};
-use crate::store::{HandlerRegistry, MemoryStore, Store};
+use crate::registry::HandlerRegistry;
+use crate::store::{MemoryStore, Store};
 
 /// Configures a [`Scheduler`].
 #[must_use]

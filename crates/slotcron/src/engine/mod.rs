@@ -4,6 +4,7 @@
 mod builder;
 mod misfire;
 mod queue;
+mod record;
 mod run;
 mod table;
 mod trigger;
@@ -25,8 +26,9 @@ use tokio_util::task::TaskTracker;
 use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
-use crate::ledger::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord};
-use crate::store::{HandlerRegistry, JobDefinition, JobState, Store, StoreError};
+use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::registry::HandlerRegistry;
+use crate::store::{JobDefinition, Store, StoreError};
 use table::Table;
 
 /// `duration` after `at`, or the last representable instant: a huge setting waits
@@ -308,67 +310,6 @@ impl Scheduler {
 impl Shared {
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
-        &self,
-        job: &Job,
-        trigger: Timestamp,
-        outcome: Outcome,
-        fencing_token: Option<u64>,
-        started: Timestamp,
-        duration: Duration,
-        error: Option<String>,
-    ) -> RunRecord {
-        RunRecord {
-            job: job.name.clone(),
-            trigger,
-            instance: self.instance.clone(),
-            outcome,
-            fencing_token,
-            started,
-            duration,
-            error,
-        }
-    }
-
-    /// Logs the run's one line, appends it to the ledger and updates the job's state
-    /// (not for a backend outage: that trigger may still be re-issued).
-    pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
-        log_run(&record);
-        if record.outcome != Outcome::SkippedBackendUnavailable {
-            self.save_state(job, record.trigger, Some(record.outcome)).await;
-        }
-        if let Err(e) = self.ledger.append(&record).await {
-            tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
-        }
-    }
-
-    /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
-    pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
-        if !self.persist_state {
-            return;
-        }
-        let state = JobState {
-            last_trigger: trigger,
-            last_outcome: outcome,
-            one_shot_done: job.schedule.kind().is_one_shot(),
-        };
-        if let Err(e) = self.store.save_state(&job.name, &state).await {
-            tracing::warn!(job = %job.name, %trigger, "{e}");
-        }
-    }
-}
-
-fn log_run(r: &RunRecord) {
-    let dur_ms = r.duration.as_millis() as u64;
-    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
-    let err = r.error.as_deref().unwrap_or("");
-    match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
-        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
     }
 }
 

@@ -1,15 +1,14 @@
 //! Jobs described by data, so they can be stored and rebuilt after a restart.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::job::{Handler, Job, JobError};
+use crate::job::{Job, JobError};
 use crate::policy::Misfire;
+use crate::registry::HandlerRegistry;
 use crate::schedule::{Interval, ScheduleError};
 
 /// A job added at runtime through [`Scheduler::define`](crate::Scheduler::define): its
@@ -73,23 +72,6 @@ pub enum ScheduleSpec {
         /// The delay in milliseconds.
         delay_ms: u64,
     },
-}
-
-/// Handlers by name, for jobs built from definitions.
-#[derive(Default)]
-pub struct HandlerRegistry {
-    handlers: RwLock<HashMap<String, Arc<dyn Handler>>>,
-}
-
-impl HandlerRegistry {
-    /// Registers (or replaces) the handler called `name`.
-    pub fn register(&self, name: impl Into<String>, handler: impl Handler) {
-        self.handlers.write().unwrap_or_else(|p| p.into_inner()).insert(name.into(), Arc::new(handler));
-    }
-
-    fn get(&self, name: &str) -> Option<Arc<dyn Handler>> {
-        self.handlers.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
-    }
 }
 
 impl JobDefinition {

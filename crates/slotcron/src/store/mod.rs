@@ -4,7 +4,7 @@
 mod definition;
 mod memory;
 
-pub use definition::{HandlerRegistry, JobDefinition, ScheduleSpec};
+pub use definition::{JobDefinition, ScheduleSpec};
 pub use memory::MemoryStore;
 
 use std::collections::HashMap;

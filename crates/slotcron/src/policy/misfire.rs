@@ -1,4 +1,4 @@
-//! Run policies that the engine applies per job.
+//! The misfire policy: what happens to triggers noticed after their grace window.
 
 use std::time::Duration;
 
