@@ -4,13 +4,13 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, ErrorKind, RedisError, Script, TlsCertificates};
+use redis::{AsyncCommands, ErrorKind, RedisError, Script};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 
 use crate::claimant::{Token, holder};
-use crate::keys::Keys;
+use crate::connection::Connection;
+use crate::keys::KeyLayout;
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -38,8 +38,8 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("clai
 /// trigger run twice.
 #[derive(Clone)]
 pub struct RedisCoordinator {
-    connection: ConnectionManager,
-    keys: Keys,
+    connection: Connection,
+    keys: KeyLayout,
     one_shot_retention: Option<Duration>,
 }
 
@@ -52,28 +52,8 @@ impl RedisCoordinator {
     /// TLS, authentication, database).
     pub async fn connect(config: RedisConfig) -> Result<Self, RedisCoordinatorError> {
         config.validate()?;
-        let invalid_url =
-            |e: RedisError| RedisCoordinatorError::Config { field: "url", reason: e.to_string() };
-        let client = match config.tls_root_certificate {
-            Some(pem) => {
-                let certificates = TlsCertificates { client_tls: None, root_cert: Some(pem) };
-                redis::Client::build_with_tls(config.url.as_str(), certificates)
-            }
-            None => redis::Client::open(config.url.as_str()),
-        }
-        .map_err(invalid_url)?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connection_timeout))
-            .set_response_timeout(Some(config.response_timeout))
-            .set_number_of_retries(config.reconnect_retries);
-        let connection = ConnectionManager::new_with_config(client, manager)
-            .await
-            .map_err(RedisCoordinatorError::Connect)?;
-        Ok(Self {
-            connection,
-            keys: Keys::new(&config.key_prefix),
-            one_shot_retention: config.one_shot_retention,
-        })
+        let (connection, keys) = Connection::open(&config).await?;
+        Ok(Self { connection, keys, one_shot_retention: config.one_shot_retention })
     }
 
     /// The claim's expiry in milliseconds, rounded up; 0 for none.
@@ -124,7 +104,7 @@ impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let token =
             Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.key);
+        let key = self.keys.trigger(claim.job, claim.key);
         let fencing = self.keys.fencing(claim.job);
         let claimant = token.claimant(claim.instance);
         let expiry_ms = self.expiry_ms(claim.ttl);

@@ -26,6 +26,7 @@
 
 mod claimant;
 mod config;
+mod connection;
 mod coordinator;
 mod error;
 mod keys;

@@ -1,0 +1,100 @@
+//! The connection to Redis: one server through a connection manager, or a Redis Cluster
+//! through the cluster client; the coordinator's commands are written once, for both.
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, TlsCertificates, Value};
+
+use crate::config::Target;
+use crate::keys::KeyLayout;
+use crate::{RedisConfig, RedisCoordinatorError};
+
+/// A multiplexed connection to one server or to a cluster; cheap to clone, and each
+/// re-establishes itself after a server restarts.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    /// One server (or a primary), through a `redis` connection manager.
+    Single(ConnectionManager),
+    /// A Redis Cluster: commands go to the node serving their key's slot.
+    Cluster(ClusterConnection),
+}
+
+impl Connection {
+    /// Connects as `config` says, and the key layout that goes with the URL: the
+    /// single-server layout for one server, hash-tagged keys for a cluster.
+    ///
+    /// # Errors
+    /// [`RedisCoordinatorError::Config`] for an invalid URL, and
+    /// [`RedisCoordinatorError::Connect`] if the first connection fails.
+    pub async fn open(config: &RedisConfig) -> Result<(Self, KeyLayout), RedisCoordinatorError> {
+        let invalid_url =
+            |e: RedisError| RedisCoordinatorError::Config { field: "url", reason: e.to_string() };
+        let certificates = config
+            .tls_root_certificate
+            .clone()
+            .map(|pem| TlsCertificates { client_tls: None, root_cert: Some(pem) });
+        match config.target()? {
+            Target::Single(url) => {
+                let client = match certificates {
+                    Some(certificates) => redis::Client::build_with_tls(url, certificates),
+                    None => redis::Client::open(url),
+                }
+                .map_err(invalid_url)?;
+                let manager = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(config.connection_timeout))
+                    .set_response_timeout(Some(config.response_timeout))
+                    .set_number_of_retries(config.reconnect_retries);
+                let connection = ConnectionManager::new_with_config(client, manager)
+                    .await
+                    .map_err(RedisCoordinatorError::Connect)?;
+                Ok((Self::Single(connection), KeyLayout::single(&config.key_prefix)))
+            }
+            Target::Cluster(nodes) => {
+                // No retries inside the client: a request it sent again after a lost
+                // reply could find its own claim and answer "lost". A lost reply comes
+                // back to the coordinator, which reads the claim back; a redirect
+                // (MOVED) still updates the client's slot map.
+                let mut builder = ClusterClientBuilder::new(nodes)
+                    .retries(0)
+                    .connection_timeout(config.connection_timeout)
+                    .response_timeout(config.response_timeout);
+                if let Some(certificates) = certificates {
+                    builder = builder.certs(certificates);
+                }
+                let client = builder.build().map_err(invalid_url)?;
+                let connection =
+                    client.get_async_connection().await.map_err(RedisCoordinatorError::Connect)?;
+                Ok((Self::Cluster(connection), KeyLayout::cluster(&config.key_prefix)))
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Cluster(connection) => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(connection) => connection.get_db(),
+            Self::Cluster(connection) => connection.get_db(),
+        }
+    }
+}
