@@ -4,7 +4,10 @@
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisError, RedisFuture, TlsCertificates, Value};
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult, ScriptInvocation,
+    ServerErrorKind, TlsCertificates, Value,
+};
 
 use crate::config::Target;
 use crate::keys::KeyLayout;
@@ -19,6 +22,10 @@ pub(crate) enum Connection {
     /// A Redis Cluster: commands go to the node serving their key's slot.
     Cluster(ClusterConnection),
 }
+
+/// How many MOVED replies one script call follows: one per topology change met, which
+/// the client learns from the reply before the call is sent again.
+const MAX_REDIRECTS: usize = 3;
 
 impl Connection {
     /// Connects as `config` says, and the key layout that goes with the URL: the
@@ -66,6 +73,28 @@ impl Connection {
                 let connection =
                     client.get_async_connection().await.map_err(RedisCoordinatorError::Connect)?;
                 Ok((Self::Cluster(connection), KeyLayout::cluster(&config.key_prefix)))
+            }
+        }
+    }
+}
+
+impl Connection {
+    /// Runs `script` once. In a cluster, a MOVED reply (the slot is served by another node
+    /// now; the script did not run) is followed, up to [`MAX_REDIRECTS`] times: the
+    /// client, told of the new owner, sends the call there. An ASK (the slot is being
+    /// migrated) is not followed: the call fails, and the claim fails closed.
+    pub async fn invoke<T: FromRedisValue>(&self, script: &ScriptInvocation<'_>) -> RedisResult<T> {
+        let mut connection = self.clone();
+        let mut redirects = 0;
+        loop {
+            match script.invoke_async(&mut connection).await {
+                Err(e)
+                    if e.kind() == ErrorKind::Server(ServerErrorKind::Moved) && redirects < MAX_REDIRECTS =>
+                {
+                    redirects += 1;
+                    tracing::debug!(error = %e, "claim script redirected");
+                }
+                result => return result,
             }
         }
     }

@@ -15,8 +15,8 @@ use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 
-/// Arbitrates claims through one Redis server, so that each trigger runs on exactly one
-/// replica.
+/// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
+/// runs on exactly one replica.
 ///
 /// Each claim is one call of a Lua script (`EVALSHA`; the first call after the server
 /// starts also loads the script): if the trigger key is absent it is set, with the
@@ -32,9 +32,19 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("clai
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
 ///
-/// The connection is a `redis` connection manager: multiplexed, and re-established by
-/// itself after Redis restarts. One server (or a primary) only: Redis Cluster is not
-/// supported, and a failover to a replica that had not received a claim can let a
+/// On one server the connection is a `redis` connection manager: multiplexed, and
+/// re-established by itself after Redis restarts. A failover to a replica that had not
+/// received a claim can let a trigger run twice.
+///
+/// On a Redis Cluster (a `redis+cluster://` URL) it is the `redis` crate's cluster
+/// client: each claim goes to the node serving its job's hash slot (every key of a job
+/// carries the job's name as hash tag, see [`RedisConfig::key_prefix`]), so it stays one
+/// atomic script on one node. A MOVED reply (the slot changed owner) is followed; a node
+/// that is down or failing over fails the claims of its slots (the scheduler skips those
+/// triggers: fail closed) until the client, which reconnects and refreshes its slot map by
+/// itself, reaches the slot's new or restarted master. The client never sends a claim
+/// again on its own after a lost reply: the coordinator reads the claim back, as above.
+/// As on one server, a failover to a replica that had not received a claim can let that
 /// trigger run twice.
 #[derive(Clone)]
 pub struct RedisCoordinator {
@@ -72,11 +82,10 @@ impl RedisCoordinator {
         claimant: &str,
         expiry_ms: u64,
     ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        let mut connection = self.connection.clone();
         let mut script = CLAIM.key(key);
         script.key(fencing).arg(claimant).arg(expiry_ms);
         // The new fencing token when won, nil when taken.
-        match script.invoke_async::<Option<u64>>(&mut connection).await {
+        match self.connection.invoke::<Option<u64>>(&script).await {
             Ok(Some(fencing_token)) => Ok(ClaimOutcome::Won { fencing_token }),
             Ok(None) => Ok(ClaimOutcome::Lost),
             Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),

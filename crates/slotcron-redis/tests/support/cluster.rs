@@ -1,0 +1,242 @@
+//! A Redis Cluster of the test's own: three masters (no replicas), each a
+//! `redis-server --cluster-enabled yes` (from PATH) on free ports of 127.0.0.1 without
+//! persistence, joined by `redis-cli --cluster create`, and killed when dropped.
+//!
+//! Self-contained (std and the `redis` crate only): the daemon's tests include this file
+//! too (`#[path]`), so the two crates start clusters the same way.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a node may take to start, and the cluster to agree on its slots.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// What `redis-server` logs (lower-cased) once it listens.
+const READY: &str = "ready to accept connections";
+
+/// The number of masters.
+const MASTERS: usize = 3;
+
+/// One node: its client port, its cluster bus port, its directory (holding
+/// `nodes.conf`, so that a restarted node rejoins with its slots) and its process.
+struct Node {
+    port: u16,
+    bus_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Node {
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// Starts the process; `false` if it exited (a port was taken).
+    fn spawn(&mut self) -> bool {
+        let _ = std::fs::remove_file(self.log_path());
+        let mut command = Command::new("redis-server");
+        command.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--daemonize", "no"]);
+        command.args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]);
+        command.args(["--cluster-port", &self.bus_port.to_string(), "--cluster-node-timeout", "2000"]);
+        command.args(["--cluster-config-file", "nodes.conf"]);
+        command.arg("--dir").arg(&self.dir).arg("--logfile").arg(self.log_path());
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        self.child = Some(command.spawn().expect("redis-server must be on PATH to run these tests"));
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(Some(_)))) {
+                self.child = None;
+                return false;
+            }
+            let ready =
+                std::fs::read_to_string(self.log_path()).is_ok_and(|l| l.to_lowercase().contains(READY));
+            if ready && self.query::<String>(&redis::cmd("PING")).is_ok_and(|p| p == "PONG") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("cluster node on port {} did not start within {PATIENCE:?}", self.port);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Runs one command on this node alone.
+    fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?;
+        let mut connection = client.get_connection_with_timeout(Duration::from_secs(1))?;
+        cmd.query(&mut connection)
+    }
+}
+
+/// A running three-master cluster.
+pub struct RedisCluster {
+    dir: PathBuf,
+    nodes: Vec<Node>,
+}
+
+impl RedisCluster {
+    /// Starts three nodes and joins them into a cluster whose every slot is served.
+    pub fn start() -> Self {
+        let dir = temp_dir();
+        let mut nodes = Vec::new();
+        for n in 0..MASTERS {
+            let node_dir = dir.join(format!("node-{n}"));
+            std::fs::create_dir_all(&node_dir).expect("create a node directory");
+            // A free port can be taken by another test before the node binds it: try again.
+            let node = (0..5)
+                .find_map(|_| {
+                    let mut node =
+                        Node { port: free_port(), bus_port: free_port(), dir: node_dir.clone(), child: None };
+                    node.spawn().then_some(node)
+                })
+                .unwrap_or_else(|| panic!("cluster node {n} did not start"));
+            nodes.push(node);
+        }
+        let cluster = Self { dir, nodes };
+        let output = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli must be on PATH to run these tests");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        cluster.wait_until_ok();
+        cluster
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        format!("redis+cluster://{}", nodes.join(","))
+    }
+
+    /// Waits until every node says the cluster is up (every slot served) and knows every
+    /// other node.
+    pub fn wait_until_ok(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let ok = self.nodes.iter().all(|node| {
+                node.query::<String>(redis::cmd("CLUSTER").arg("INFO")).is_ok_and(|info| {
+                    info.contains("cluster_state:ok")
+                        && info.contains(&format!("cluster_known_nodes:{MASTERS}"))
+                })
+            });
+            if ok {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the cluster did not come up within {PATIENCE:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The keys each node holds, sorted, node by node.
+    pub fn keys_by_node(&self) -> Vec<Vec<String>> {
+        self.nodes
+            .iter()
+            .map(|node| {
+                let mut keys: Vec<String> = node.query(redis::cmd("KEYS").arg("*")).expect("KEYS");
+                keys.sort();
+                keys
+            })
+            .collect()
+    }
+
+    /// The index of the node serving `key`'s slot.
+    pub fn node_of(&self, key: &str) -> usize {
+        let slot: u16 = self.nodes[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).expect("KEYSLOT");
+        self.nodes
+            .iter()
+            .position(|node| {
+                // `CLUSTER NODES`: the line flagged `myself` lists this node's slot ranges
+                // from its ninth field on.
+                let nodes: String = node.query(redis::cmd("CLUSTER").arg("NODES")).expect("CLUSTER NODES");
+                let myself = nodes.lines().find(|line| line.contains("myself")).unwrap_or_default().to_owned();
+                myself.split(' ').skip(8).any(|range| {
+                    let (from, to) = range.split_once('-').unwrap_or((range, range));
+                    matches!((from.parse::<u16>(), to.parse::<u16>()), (Ok(from), Ok(to)) if (from..=to).contains(&slot))
+                })
+            })
+            .unwrap_or_else(|| panic!("no node serves slot {slot} of {key:?}"))
+    }
+
+    /// The node id of node `index`.
+    pub fn id(&self, index: usize) -> String {
+        self.nodes[index].query(redis::cmd("CLUSTER").arg("MYID")).expect("CLUSTER MYID")
+    }
+
+    /// Moves the slot of `key` (which must hold no key) to node `to`, on every node: a
+    /// client with the old slot map gets MOVED.
+    pub fn move_slot_of(&self, key: &str, to: usize) {
+        let slot: u16 = self.nodes[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).expect("KEYSLOT");
+        let id = self.id(to);
+        // The new owner first, then the others (Redis Cluster specification, resharding).
+        let order = std::iter::once(to).chain((0..self.nodes.len()).filter(|n| *n != to));
+        for n in order {
+            let _: () = self.nodes[n]
+                .query(redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&id))
+                .expect("CLUSTER SETSLOT NODE");
+        }
+        let deadline = Instant::now() + PATIENCE;
+        while self.node_of(key) != to {
+            assert!(Instant::now() < deadline, "slot {slot} did not move");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills node `index` (SIGKILL).
+    pub fn stop_node(&mut self, index: usize) {
+        self.nodes[index].stop();
+    }
+
+    /// Starts a stopped node again on its ports, with its `nodes.conf`: it rejoins
+    /// serving its slots (empty: nothing was persisted).
+    pub fn restart_node(&mut self, index: usize) {
+        assert!(self.nodes[index].spawn(), "cluster node {index} did not restart");
+        self.wait_until_ok();
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// A new directory under the system's temporary directory.
+fn temp_dir() -> PathBuf {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let name = format!(
+        "slotcron-cluster-{}-{}-{nanos}",
+        std::process::id(),
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    );
+    let path = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&path).expect("create a temporary directory");
+    path
+}
