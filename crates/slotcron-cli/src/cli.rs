@@ -35,8 +35,9 @@ pub struct RunArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
     /// Claim every trigger in this Redis, so that each runs once across the daemons
-    /// sharing it: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
-    /// `redis+unix:///PATH`. Takes precedence over the SLOTCRON_REDIS_URL environment
+    /// sharing it: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS),
+    /// `redis+unix:///PATH`, or a Redis Cluster: `redis+cluster://HOST:PORT[,HOST:PORT…]`
+    /// (`rediss+cluster://…` for TLS). Takes precedence over the SLOTCRON_REDIS_URL environment
     /// variable, which takes precedence over `redis` in the jobs file's
     /// `[coordination]` table (an empty one is an error). Without any, a postgres:// state coordinates;
     /// else single-replica mode.

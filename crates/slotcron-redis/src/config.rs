@@ -122,20 +122,20 @@ impl RedisConfig {
         self
     }
 
-    /// Checks the syntax of a Redis URL (all the forms [`RedisConfig::new`] lists),
-    /// without connecting.
+    /// Checks the settings without connecting: the URL's syntax (all the forms
+    /// [`RedisConfig::new`] lists), a key prefix without braces for a cluster, and the
+    /// durations. [`RedisCoordinator::connect`](crate::RedisCoordinator::connect) checks
+    /// the same first.
     ///
     /// # Errors
-    /// [`RedisCoordinatorError::Config`] on field `url`, with a reason that never holds
-    /// the URL's password.
-    pub fn check_url(url: &str) -> Result<(), RedisCoordinatorError> {
-        let invalid = |reason: String| RedisCoordinatorError::Config { field: "url", reason };
-        match Target::parse(url).map_err(invalid)? {
-            Target::Single(url) => redis::IntoConnectionInfo::into_connection_info(url)
-                .map(drop)
-                .map_err(|e| invalid(e.to_string())),
-            Target::Cluster(_) => Ok(()),
+    /// [`RedisCoordinatorError::Config`] naming the setting, with a reason that never
+    /// holds the URL's password.
+    pub fn check(&self) -> Result<(), RedisCoordinatorError> {
+        if let Target::Single(url) = self.target()? {
+            redis::IntoConnectionInfo::into_connection_info(url)
+                .map_err(|e| RedisCoordinatorError::Config { field: "url", reason: e.to_string() })?;
         }
+        self.validate()
     }
 
     /// The server or the cluster nodes of the URL.
@@ -155,8 +155,8 @@ impl RedisConfig {
         Ok(target)
     }
 
-    /// Checks the settings that need no server.
-    pub(crate) fn validate(&self) -> Result<(), RedisCoordinatorError> {
+    /// Checks the durations.
+    fn validate(&self) -> Result<(), RedisCoordinatorError> {
         let positive = |field: &'static str, value: Option<Duration>| match value {
             Some(Duration::ZERO) => {
                 Err(RedisCoordinatorError::Config { field, reason: "must be longer than zero".into() })

@@ -61,7 +61,7 @@ impl RedisCoordinator {
     /// [`RedisCoordinatorError::Connect`] if the first connection fails (unreachable,
     /// TLS, authentication, database).
     pub async fn connect(config: RedisConfig) -> Result<Self, RedisCoordinatorError> {
-        config.validate()?;
+        config.check()?;
         let (connection, keys) = Connection::open(&config).await?;
         Ok(Self { connection, keys, one_shot_retention: config.one_shot_retention })
     }
