@@ -1,6 +1,7 @@
 //! The connection to Redis: one server through a connection manager, or a Redis Cluster
 //! through the cluster client; the coordinator's commands are written once, for both.
 
+use redis::AsyncCommands;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -20,7 +21,17 @@ pub(crate) enum Connection {
     /// One server (or a primary), through a `redis` connection manager.
     Single(ConnectionManager),
     /// A Redis Cluster: commands go to the node serving their key's slot.
-    Cluster(ClusterConnection),
+    Cluster {
+        /// For commands that must not be sent twice (claims): its client never sends a
+        /// request again by itself, since one sent again after a lost reply could find
+        /// its own claim and answer "lost". A lost reply comes back to the coordinator,
+        /// which reads the claim back.
+        writes: ClusterConnection,
+        /// For reads, which are safe to repeat: its client sends a read again by itself
+        /// after a dropped connection, once it has reconnected — as the read-back right
+        /// after a lost reply needs.
+        reads: ClusterConnection,
+    },
 }
 
 /// How many MOVED replies one script call follows: one per topology change met, which
@@ -58,21 +69,23 @@ impl Connection {
                 Ok((Self::Single(connection), KeyLayout::single(&config.key_prefix)))
             }
             Target::Cluster(nodes) => {
-                // No retries inside the client: a request it sent again after a lost
-                // reply could find its own claim and answer "lost". A lost reply comes
-                // back to the coordinator, which reads the claim back; a redirect
-                // (MOVED) still updates the client's slot map.
-                let mut builder = ClusterClientBuilder::new(nodes)
-                    .retries(0)
-                    .connection_timeout(config.connection_timeout)
-                    .response_timeout(config.response_timeout);
-                if let Some(certificates) = certificates {
-                    builder = builder.certs(certificates);
-                }
-                let client = builder.build().map_err(invalid_url)?;
-                let connection =
-                    client.get_async_connection().await.map_err(RedisCoordinatorError::Connect)?;
-                Ok((Self::Cluster(connection), KeyLayout::cluster(&config.key_prefix)))
+                let connect = async |retries: Option<u32>| {
+                    let mut builder = ClusterClientBuilder::new(nodes.iter().map(String::as_str))
+                        .connection_timeout(config.connection_timeout)
+                        .response_timeout(config.response_timeout);
+                    if let Some(retries) = retries {
+                        builder = builder.retries(retries);
+                    }
+                    if let Some(certificates) = certificates.clone() {
+                        builder = builder.certs(certificates);
+                    }
+                    let client = builder.build().map_err(invalid_url)?;
+                    client.get_async_connection().await.map_err(RedisCoordinatorError::Connect)
+                };
+                // A redirect (MOVED) still updates the slot map of a client without retries.
+                let writes = connect(Some(0)).await?;
+                let reads = connect(None).await?;
+                Ok((Self::Cluster { writes, reads }, KeyLayout::cluster(&config.key_prefix)))
             }
         }
     }
@@ -98,13 +111,22 @@ impl Connection {
             }
         }
     }
+
+    /// The string at `key`, if any (`GET`); in a cluster through the connection for
+    /// reads.
+    pub async fn get(&self, key: &str) -> RedisResult<Option<String>> {
+        match self {
+            Self::Single(connection) => connection.clone().get(key).await,
+            Self::Cluster { reads, .. } => reads.clone().get(key).await,
+        }
+    }
 }
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Self::Single(connection) => connection.req_packed_command(cmd),
-            Self::Cluster(connection) => connection.req_packed_command(cmd),
+            Self::Cluster { writes, .. } => writes.req_packed_command(cmd),
         }
     }
 
@@ -116,14 +138,14 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
-            Self::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Cluster { writes, .. } => writes.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Self::Single(connection) => connection.get_db(),
-            Self::Cluster(connection) => connection.get_db(),
+            Self::Cluster { writes, .. } => writes.get_db(),
         }
     }
 }

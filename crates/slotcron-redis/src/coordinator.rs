@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{AsyncCommands, ErrorKind, RedisError, Script};
+use redis::{ErrorKind, RedisError, Script};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 
@@ -95,8 +95,7 @@ impl RedisCoordinator {
 
     /// Who holds the trigger key now.
     async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
-        let mut connection = self.connection.clone();
-        let value: Option<String> = connection.get(key).await?;
+        let value = self.connection.get(key).await?;
         Ok(holder(value.as_deref(), token))
     }
 }

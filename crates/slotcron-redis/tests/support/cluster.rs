@@ -22,10 +22,12 @@ const READY: &str = "ready to accept connections";
 /// The number of masters.
 const MASTERS: usize = 3;
 
-/// One node: its client port, its cluster bus port, its directory (holding
-/// `nodes.conf`, so that a restarted node rejoins with its slots) and its process.
+/// One node: its client port, the port it tells clients to use (another, when a proxy
+/// stands in front of it), its cluster bus port, its directory (holding `nodes.conf`, so
+/// that a restarted node rejoins with its slots) and its process.
 struct Node {
     port: u16,
+    announced_port: u16,
     bus_port: u16,
     dir: PathBuf,
     child: Option<Child>,
@@ -44,6 +46,8 @@ impl Node {
         command.args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]);
         command.args(["--cluster-port", &self.bus_port.to_string(), "--cluster-node-timeout", "2000"]);
         command.args(["--cluster-config-file", "nodes.conf"]);
+        command.args(["--cluster-announce-port", &self.announced_port.to_string()]);
+        command.args(["--cluster-announce-bus-port", &self.bus_port.to_string()]);
         command.arg("--dir").arg(&self.dir).arg("--logfile").arg(self.log_path());
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         self.child = Some(command.spawn().expect("redis-server must be on PATH to run these tests"));
@@ -87,6 +91,12 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Starts three nodes and joins them into a cluster whose every slot is served.
     pub fn start() -> Self {
+        Self::start_announcing(|port| port)
+    }
+
+    /// As [`RedisCluster::start`], but each node tells clients to reach it on
+    /// `announce(its port)`: the port of a proxy in front of it.
+    pub fn start_announcing(mut announce: impl FnMut(u16) -> u16) -> Self {
         let dir = temp_dir();
         let mut nodes = Vec::new();
         for n in 0..MASTERS {
@@ -95,8 +105,11 @@ impl RedisCluster {
             // A free port can be taken by another test before the node binds it: try again.
             let node = (0..5)
                 .find_map(|_| {
+                    let port = free_port();
+                    let announced_port = announce(port);
+                    let bus_port = free_port();
                     let mut node =
-                        Node { port: free_port(), bus_port: free_port(), dir: node_dir.clone(), child: None };
+                        Node { port, announced_port, bus_port, dir: node_dir.clone(), child: None };
                     node.spawn().then_some(node)
                 })
                 .unwrap_or_else(|| panic!("cluster node {n} did not start"));
@@ -120,9 +133,11 @@ impl RedisCluster {
         cluster
     }
 
-    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`.
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`, with the ports the nodes
+    /// announce.
     pub fn url(&self) -> String {
-        let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let nodes: Vec<String> =
+            self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.announced_port)).collect();
         format!("redis+cluster://{}", nodes.join(","))
     }
 
@@ -197,6 +212,11 @@ impl RedisCluster {
             assert!(Instant::now() < deadline, "slot {slot} did not move");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Runs one command on node `index` alone (not through its proxy).
+    pub fn query<T: redis::FromRedisValue>(&self, index: usize, cmd: &redis::Cmd) -> T {
+        self.nodes[index].query(cmd).expect("a command on one node")
     }
 
     /// Kills node `index` (SIGKILL).
