@@ -125,13 +125,12 @@ impl Tls {
     /// or no system root certificates where they are needed.
     pub fn connector(&self) -> Result<MakeRustlsConnect, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier: Arc<dyn ServerCertVerifier> = match (self.mode, &self.root_certificate) {
-            (Mode::Disable | Mode::Prefer, _) | (Mode::Require, None) => {
-                Arc::new(Unverified { provider: provider.clone() })
-            }
-            (Mode::Require | Mode::VerifyCa, _) => Arc::new(ChainOnly(self.webpki(&provider)?)),
-            (Mode::VerifyFull, _) => self.webpki(&provider)?,
+        let (chain, name) = match (self.mode, &self.root_certificate) {
+            (Mode::Disable | Mode::Prefer, _) | (Mode::Require, None) => (None, false),
+            (Mode::Require | Mode::VerifyCa, _) => (Some(self.webpki(&provider)?), false),
+            (Mode::VerifyFull, _) => (Some(self.webpki(&provider)?), true),
         };
+        let verifier = Arc::new(Verifier { provider: provider.clone(), chain, name });
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
@@ -182,11 +181,20 @@ fn system_roots() -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name is not checked.
+/// The check of the server's certificate: none (`prefer`, and `require` without
+/// `sslrootcert`: encrypted, the certificate unchecked, as libpq does), the chain to a
+/// trusted root (`verify-ca`), or the chain and the host name (`verify-full`). The
+/// handshake's signatures are checked in every case.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    /// The chain's check; none: the certificate is not checked.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// Whether the certificate must name the host.
+    name: bool,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -195,55 +203,14 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
         // webpki checks the chain before the name: a name error means the chain is good.
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.name => Ok(ServerCertVerified::assertion()),
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer`, and `require` without `sslrootcert`: encrypted, the certificate not checked
-/// (as libpq does); the handshake's signatures still are.
-#[derive(Debug)]
-struct Unverified {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
