@@ -53,6 +53,18 @@ suite_on_a_cluster!(
     one_shots_survive_restarts
 );
 
+/// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
+/// of tests/data/tls-cluster.
+#[tokio::test]
+async fn racing_replicas_over_tls() {
+    let certificates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls-cluster");
+    let cluster = RedisCluster::start_tls(&certificates);
+    assert!(cluster.url().starts_with("rediss+cluster://"));
+    let ca = std::fs::read(certificates.join("ca.crt")).unwrap();
+    let config = RedisConfig::new(cluster.url()).tls_root_certificate(ca);
+    testkit::racing_replicas(&factory(config)).await;
+}
+
 #[tokio::test]
 async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_nodes() {
     let cluster = RedisCluster::start();

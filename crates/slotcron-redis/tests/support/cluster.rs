@@ -30,6 +30,9 @@ struct Node {
     announced_port: u16,
     bus_port: u16,
     dir: PathBuf,
+    /// TLS only, with the certificates in this directory (`ca.crt`, `server.crt`,
+    /// `server.key`, for 127.0.0.1).
+    tls: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -42,12 +45,26 @@ impl Node {
     fn spawn(&mut self) -> bool {
         let _ = std::fs::remove_file(self.log_path());
         let mut command = Command::new("redis-server");
-        command.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--daemonize", "no"]);
+        command.args(["--bind", "127.0.0.1", "--daemonize", "no"]);
+        match &self.tls {
+            None => command.args(["--port", &self.port.to_string()]),
+            Some(certificates) => command
+                .args(["--port", "0", "--tls-port", &self.port.to_string(), "--tls-cluster", "yes"])
+                .args(["--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(certificates.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(certificates.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(certificates.join("ca.crt")),
+        };
         command.args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]);
         command.args(["--cluster-port", &self.bus_port.to_string(), "--cluster-node-timeout", "2000"]);
         command.args(["--cluster-config-file", "nodes.conf"]);
-        command.args(["--cluster-announce-port", &self.announced_port.to_string()]);
-        command.args(["--cluster-announce-bus-port", &self.bus_port.to_string()]);
+        if self.announced_port != self.port {
+            command.args(["--cluster-announce-port", &self.announced_port.to_string()]);
+            command.args(["--cluster-announce-bus-port", &self.bus_port.to_string()]);
+        }
         command.arg("--dir").arg(&self.dir).arg("--logfile").arg(self.log_path());
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         self.child = Some(command.spawn().expect("redis-server must be on PATH to run these tests"));
@@ -76,7 +93,14 @@ impl Node {
 
     /// Runs one command on this node alone.
     fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?;
+        let client = match &self.tls {
+            None => redis::Client::open(format!("redis://127.0.0.1:{}", self.port))?,
+            Some(certificates) => {
+                let root_cert = std::fs::read(certificates.join("ca.crt"))?;
+                let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) };
+                redis::Client::build_with_tls(format!("rediss://127.0.0.1:{}", self.port), certificates)?
+            }
+        };
         let mut connection = client.get_connection_with_timeout(Duration::from_secs(1))?;
         cmd.query(&mut connection)
     }
@@ -86,17 +110,29 @@ impl Node {
 pub struct RedisCluster {
     dir: PathBuf,
     nodes: Vec<Node>,
+    tls: bool,
 }
 
 impl RedisCluster {
     /// Starts three nodes and joins them into a cluster whose every slot is served.
     pub fn start() -> Self {
-        Self::start_announcing(|port| port)
+        Self::start_with(None, |port| port)
     }
 
     /// As [`RedisCluster::start`], but each node tells clients to reach it on
     /// `announce(its port)`: the port of a proxy in front of it.
-    pub fn start_announcing(mut announce: impl FnMut(u16) -> u16) -> Self {
+    pub fn start_announcing(announce: impl FnMut(u16) -> u16) -> Self {
+        Self::start_with(None, announce)
+    }
+
+    /// As [`RedisCluster::start`], over TLS only (clients and the cluster bus), with the
+    /// certificates in `certificates` (`ca.crt`, and `server.crt` and `server.key` for
+    /// 127.0.0.1).
+    pub fn start_tls(certificates: &std::path::Path) -> Self {
+        Self::start_with(Some(certificates.to_owned()), |port| port)
+    }
+
+    fn start_with(tls: Option<PathBuf>, mut announce: impl FnMut(u16) -> u16) -> Self {
         let dir = temp_dir();
         let mut nodes = Vec::new();
         for n in 0..MASTERS {
@@ -108,27 +144,48 @@ impl RedisCluster {
                     let port = free_port();
                     let announced_port = announce(port);
                     let bus_port = free_port();
-                    let mut node =
-                        Node { port, announced_port, bus_port, dir: node_dir.clone(), child: None };
+                    let mut node = Node {
+                        port,
+                        announced_port,
+                        bus_port,
+                        dir: node_dir.clone(),
+                        tls: tls.clone(),
+                        child: None,
+                    };
                     node.spawn().then_some(node)
                 })
                 .unwrap_or_else(|| panic!("cluster node {n} did not start"));
             nodes.push(node);
         }
-        let cluster = Self { dir, nodes };
-        let output = Command::new("redis-cli")
+        let cluster = Self { dir, nodes, tls: tls.is_some() };
+        let mut command = Command::new("redis-cli");
+        if let Some(certificates) = &tls {
+            command.arg("--tls").arg("--cacert").arg(certificates.join("ca.crt"));
+        }
+        // It waits until the nodes have met: bounded, in case they never do.
+        let mut create = command
             .arg("--cluster")
             .arg("create")
             .args(cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
             .expect("redis-cli must be on PATH to run these tests");
-        assert!(
-            output.status.success(),
-            "redis-cli --cluster create: {}",
-            String::from_utf8_lossy(&output.stdout)
-        );
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = create.try_wait().expect("wait for redis-cli") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = create.kill();
+                let _ = create.wait();
+                panic!("redis-cli --cluster create did not finish within {PATIENCE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "redis-cli --cluster create failed: {status}");
         cluster.wait_until_ok();
         cluster
     }
@@ -138,7 +195,8 @@ impl RedisCluster {
     pub fn url(&self) -> String {
         let nodes: Vec<String> =
             self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.announced_port)).collect();
-        format!("redis+cluster://{}", nodes.join(","))
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}+cluster://{}", nodes.join(","))
     }
 
     /// Waits until every node says the cluster is up (every slot served) and knows every
