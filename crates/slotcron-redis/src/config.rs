@@ -99,7 +99,8 @@ impl RedisConfig {
     /// How long to wait for one reply before the connection counts as lost (default
     /// 500 ms, below the scheduler's default claim timeout of 1 s). A claim whose reply
     /// timed out may still have been made: the coordinator reads the claim back before it
-    /// decides. Must be longer than zero.
+    /// decides. Must be longer than zero. In a cluster it bounds each node's reply, and
+    /// each claim's reply, redirects included.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
@@ -109,7 +110,8 @@ impl RedisConfig {
     /// with jittered exponential back-off from 100 ms (default 1). Every claim made while
     /// disconnected starts a new reconnection, so a few retries suffice; more retries
     /// make claims wait longer while Redis is down (the scheduler's claim timeout bounds
-    /// that wait).
+    /// that wait). One server only: a cluster client reconnects to a node when a claim
+    /// needs it.
     pub fn reconnect_retries(mut self, retries: usize) -> Self {
         self.reconnect_retries = retries;
         self
