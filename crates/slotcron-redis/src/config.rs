@@ -99,8 +99,7 @@ impl RedisConfig {
     /// How long to wait for one reply before the connection counts as lost (default
     /// 500 ms, below the scheduler's default claim timeout of 1 s). A claim whose reply
     /// timed out may still have been made: the coordinator reads the claim back before it
-    /// decides. Must be longer than zero. In a cluster it bounds each node's reply, and
-    /// each claim's reply, redirects included.
+    /// decides. Must be longer than zero. In a cluster it bounds each reply of a node.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
         self
