@@ -1,7 +1,8 @@
 //! The coordinator on a Redis Cluster of three masters (`redis+cluster://`): the
 //! conformance suite, the hash-tagged key layout (each job's keys on one node, jobs
-//! spread over the nodes), a slot that moved (MOVED), and a node killed and restarted
-//! (claims on its slots fail closed, then resume without reconnecting by hand).
+//! spread over the nodes), a slot that moved (MOVED), a node killed and restarted, and a
+//! master killed and replaced by its replica (claims on its slots fail closed, then
+//! resume without reconnecting by hand).
 
 mod support;
 
@@ -124,4 +125,30 @@ async fn a_killed_node_fails_its_claims_closed_and_they_resume_once_it_is_back()
     };
     // Nothing was persisted: the restarted node's fencing counter starts again.
     assert_eq!(outcome, ClaimOutcome::Won { fencing_token: 1 });
+}
+
+#[tokio::test]
+async fn a_failover_fails_claims_closed_until_the_replica_serves_them() {
+    let mut cluster = RedisCluster::start_with_replicas();
+    let coordinator = connect(&cluster).await;
+    won(coordinator.claim(&claim("job", "job:2024-05-17T00:00:00Z")).await.unwrap());
+    let master = cluster.node_of("{job}");
+    cluster.stop_node(master);
+    let down = coordinator.claim(&claim("job", "job:2024-05-17T00:00:01Z")).await;
+    assert!(down.is_err(), "no claim while the master is gone: {down:?}");
+    // The replica takes over after the node timeout; the client finds it by itself.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let outcome = loop {
+        match coordinator.claim(&claim("job", "job:2024-05-17T00:00:02Z")).await {
+            Ok(outcome) => break outcome,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "claims did not resume: {e}\n{}",
+                cluster.query::<String>((master + 1) % 3, redis::cmd("CLUSTER").arg("NODES"))
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(matches!(outcome, ClaimOutcome::Won { .. }), "{outcome:?}");
+    assert_ne!(cluster.node_of("{job}"), master, "a replica serves the slot now");
 }

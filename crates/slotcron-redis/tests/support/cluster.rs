@@ -60,7 +60,8 @@ impl Node {
         };
         command.args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"]);
         command.args(["--cluster-port", &self.bus_port.to_string(), "--cluster-node-timeout", "2000"]);
-        command.args(["--cluster-config-file", "nodes.conf"]);
+        // A replica takes over however long ago it last heard from its master.
+        command.args(["--cluster-config-file", "nodes.conf", "--cluster-replica-validity-factor", "0"]);
         if self.announced_port != self.port {
             command.args(["--cluster-announce-port", &self.announced_port.to_string()]);
             command.args(["--cluster-announce-bus-port", &self.bus_port.to_string()]);
@@ -109,6 +110,7 @@ impl Node {
 /// A running three-master cluster.
 pub struct RedisCluster {
     dir: PathBuf,
+    /// The masters first, then their replicas, if any.
     nodes: Vec<Node>,
     tls: bool,
 }
@@ -116,26 +118,32 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Starts three nodes and joins them into a cluster whose every slot is served.
     pub fn start() -> Self {
-        Self::start_with(None, |port| port)
+        Self::start_with(None, 0, |port| port)
+    }
+
+    /// As [`RedisCluster::start`], with a replica per master: a master that stops is
+    /// replaced by its replica (failover) after the node timeout, 2 s.
+    pub fn start_with_replicas() -> Self {
+        Self::start_with(None, 1, |port| port)
     }
 
     /// As [`RedisCluster::start`], but each node tells clients to reach it on
     /// `announce(its port)`: the port of a proxy in front of it.
     pub fn start_announcing(announce: impl FnMut(u16) -> u16) -> Self {
-        Self::start_with(None, announce)
+        Self::start_with(None, 0, announce)
     }
 
     /// As [`RedisCluster::start`], over TLS only (clients and the cluster bus), with the
     /// certificates in `certificates` (`ca.crt`, and `server.crt` and `server.key` for
     /// 127.0.0.1).
     pub fn start_tls(certificates: &std::path::Path) -> Self {
-        Self::start_with(Some(certificates.to_owned()), |port| port)
+        Self::start_with(Some(certificates.to_owned()), 0, |port| port)
     }
 
-    fn start_with(tls: Option<PathBuf>, mut announce: impl FnMut(u16) -> u16) -> Self {
+    fn start_with(tls: Option<PathBuf>, replicas: usize, mut announce: impl FnMut(u16) -> u16) -> Self {
         let dir = temp_dir();
         let mut nodes = Vec::new();
-        for n in 0..MASTERS {
+        for n in 0..MASTERS * (1 + replicas) {
             let node_dir = dir.join(format!("node-{n}"));
             std::fs::create_dir_all(&node_dir).expect("create a node directory");
             // A free port can be taken by another test before the node binds it: try again.
@@ -167,7 +175,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -207,7 +215,7 @@ impl RedisCluster {
             let ok = self.nodes.iter().all(|node| {
                 node.query::<String>(redis::cmd("CLUSTER").arg("INFO")).is_ok_and(|info| {
                     info.contains("cluster_state:ok")
-                        && info.contains(&format!("cluster_known_nodes:{MASTERS}"))
+                        && info.contains(&format!("cluster_known_nodes:{}", self.nodes.len()))
                 })
             });
             if ok {
@@ -230,12 +238,20 @@ impl RedisCluster {
             .collect()
     }
 
-    /// The index of the node serving `key`'s slot.
+    /// The index of the running node serving `key`'s slot.
     pub fn node_of(&self, key: &str) -> usize {
-        let slot: u16 = self.nodes[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).expect("KEYSLOT");
+        let running = || self.nodes.iter().filter(|node| node.child.is_some());
+        let slot: u16 = running()
+            .next()
+            .expect("a running node")
+            .query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key))
+            .expect("KEYSLOT");
         self.nodes
             .iter()
             .position(|node| {
+                if node.child.is_none() {
+                    return false;
+                }
                 // `CLUSTER NODES`: the line flagged `myself` lists this node's slot ranges
                 // from its ninth field on.
                 let nodes: String = node.query(redis::cmd("CLUSTER").arg("NODES")).expect("CLUSTER NODES");
