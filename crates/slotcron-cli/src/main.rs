@@ -13,6 +13,7 @@ mod logging;
 mod next;
 mod process_group;
 mod run;
+mod signals;
 mod state;
 mod table;
 mod zone;
