@@ -10,7 +10,7 @@ use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
-use crate::signals::StopSignals;
+use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration};
 
@@ -143,6 +143,10 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(e) = signals::ignore_others() {
+        tracing::error!("cannot install the SIGUSR1/SIGUSR2/SIGQUIT/SIGWINCH/SIGPIPE handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     let path = loaded.path.clone();
     // A stop asked for while the state or the coordinator is still connecting (each
     // bounded by its own timeout) is a stop like any other: at once, status 0.
