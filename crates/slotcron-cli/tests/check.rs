@@ -180,16 +180,17 @@ name = "d"
 every = "1m"
 on_every_replica = 1
 command = "true"
-[job.env]
+[job.labels]
 X = "1"
 "#,
     );
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
-                    timezone, misfire, misfire_cap, grace";
+                    timezone, misfire, misfire_cap, grace, env, working_dir";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, job".to_owned(),
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, coordination, job"
+            .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
@@ -200,7 +201,7 @@ X = "1"
         r#"jobs.toml:21: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
         "jobs.toml:22: command: expected a shell command string, found an array".to_owned(),
         r#"jobs.toml:27: job "d": on_every_replica: expected true or false, found integer 1"#.to_owned(),
-        format!(r#"jobs.toml:29: job "d": env: unknown key; a [[job]] table takes {job_keys}"#),
+        format!(r#"jobs.toml:29: job "d": labels: unknown key; a [[job]] table takes {job_keys}"#),
         "11 problems in jobs.toml".to_owned(),
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");

@@ -4,6 +4,7 @@
 mod output;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 
@@ -23,6 +24,8 @@ pub struct ShellCommand {
     /// Extra environment variables (a crontab's `NAME=value` lines), set before the
     /// `SLOTCRON_*` ones.
     pub env: Arc<[(String, String)]>,
+    /// The directory the command starts in; none for the daemon's.
+    pub working_dir: Option<PathBuf>,
     /// Text written to the command's standard input (a crontab's `%` lines); none means
     /// standard input is `/dev/null`.
     pub stdin: Option<String>,
@@ -31,8 +34,14 @@ pub struct ShellCommand {
 /// Why a command run failed.
 #[derive(Debug)]
 pub enum CommandError {
-    /// `/bin/sh` could not be started.
-    Spawn(std::io::Error),
+    /// `/bin/sh` could not be started (in `dir`, the job's working directory, if it has
+    /// one: a missing directory fails here).
+    Spawn {
+        /// The working directory it was to start in.
+        dir: Option<PathBuf>,
+        /// Why it could not.
+        error: std::io::Error,
+    },
     /// Waiting for the command failed.
     Wait(std::io::Error),
     /// The command exited with a non-zero status or was killed by a signal.
@@ -47,7 +56,10 @@ pub enum CommandError {
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Spawn(e) => write!(f, "cannot start {SHELL}: {e}"),
+            Self::Spawn { dir: None, error } => write!(f, "cannot start {SHELL}: {error}"),
+            Self::Spawn { dir: Some(dir), error } => {
+                write!(f, "cannot start {SHELL} in the working directory {}: {error}", dir.display())
+            }
             Self::Wait(e) => write!(f, "cannot wait for the command: {e}"),
             Self::Exit { status, last_stderr: None } => write!(f, "command failed: {status}"),
             Self::Exit { status, last_stderr: Some(line) } => {
@@ -72,7 +84,7 @@ pub fn check_no_nul(text: &str, what: &str) -> Result<(), String> {
 impl ShellCommand {
     /// A command with no extra environment and no input.
     pub fn new(script: impl Into<String>) -> Self {
-        Self { script: script.into(), env: Arc::from([]), stdin: None }
+        Self { script: script.into(), env: Arc::from([]), working_dir: None, stdin: None }
     }
 
     /// The job handler that runs this command once per trigger.
@@ -103,7 +115,11 @@ impl ShellCommand {
     /// by a signal; the error names the status and the last line of standard error.
     pub async fn run(&self, ctx: &JobContext) -> Result<(), CommandError> {
         let job = ctx.job();
-        let mut child = tokio::process::Command::new(SHELL)
+        let mut command = tokio::process::Command::new(SHELL);
+        if let Some(dir) = &self.working_dir {
+            command.current_dir(dir);
+        }
+        let mut child = command
             .arg("-c")
             .arg(&self.script)
             .envs(self.env.iter().map(|(name, value)| (name, value)))
@@ -116,7 +132,7 @@ impl ShellCommand {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(CommandError::Spawn)?;
+            .map_err(|error| CommandError::Spawn { dir: self.working_dir.clone(), error })?;
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");

@@ -203,7 +203,7 @@ impl Reader {
             line: number,
             schedule: spec,
             schedule_field: SCHEDULE,
-            command: ShellCommand { script, env: self.env_snapshot.clone(), stdin },
+            command: ShellCommand { env: self.env_snapshot.clone(), stdin, ..ShellCommand::new(script) },
             timeout: None,
             run_on_start: false,
             on_every_replica: false,

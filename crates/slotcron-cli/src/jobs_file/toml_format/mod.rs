@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! timezone = "Europe/Berlin"     # default zone of cron and local at jobs (default UTC)
+//! env = { PATH = "/usr/local/bin:/usr/bin:/bin" }   # optional: every job's environment
+//! working_dir = "/srv"           # optional: every job's working directory
 //!
 //! [coordination]                 # optional
 //! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
@@ -17,6 +19,8 @@
 //! timezone = "UTC"               # optional, cron and local at jobs only
 //! misfire = "run_once"           # optional: skip, run_once or run_all
 //! grace = "5m"                   # optional (default 1s)
+//! env = { PGHOST = "db1" }       # optional: added to the file's env (the job's wins)
+//! working_dir = "/srv/app"       # optional: replaces the file's (default: the daemon's)
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -47,16 +51,23 @@ use super::problem::LineIndex;
 use super::{Draft, Parsed, Problem};
 use crate::command::{self, ShellCommand};
 use crate::{coordination, zone};
+use env::Defaults;
 use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
+mod env;
 mod misfire;
 mod schedule;
 mod table;
 
 /// Parses a TOML jobs file, collecting every problem.
 pub(super) fn parse(source: &str) -> Parsed {
-    let mut reader = Reader { source, lines: LineIndex::new(source), parsed: Parsed::default() };
+    let mut reader = Reader {
+        source,
+        lines: LineIndex::new(source),
+        parsed: Parsed::default(),
+        defaults: Defaults::default(),
+    };
     let (document, errors) = DeTable::parse_recoverable(source);
     if errors.is_empty() {
         reader.document(document.get_ref());
@@ -76,6 +87,8 @@ struct Reader<'s> {
     /// The source's line starts, for the line numbers of jobs and problems.
     lines: LineIndex,
     parsed: Parsed,
+    /// The top-level `env` and `working_dir`, read before the jobs.
+    defaults: Defaults,
 }
 
 impl Reader<'_> {
@@ -102,6 +115,8 @@ impl Reader<'_> {
                     .ok()
             }),
         };
+        let env = self.env(&top);
+        self.defaults = Defaults { env: env.into(), working_dir: self.working_dir(&top) };
         if let Some(entries) = self.typed(&top, "coordination", "a [coordination] table", DeValue::as_table) {
             let line = self.line(entries.span());
             self.coordination(&Table {
@@ -190,6 +205,7 @@ impl Reader<'_> {
         let misfire = self.misfire(&table);
         let run_on_start = self.bool(&table, "run_on_start");
         let on_every_replica = self.bool(&table, "on_every_replica");
+        let (env, working_dir) = (self.env(&table), self.working_dir(&table));
         if self.parsed.problems.len() > before {
             return None;
         }
@@ -208,7 +224,11 @@ impl Reader<'_> {
             line: table.line,
             schedule,
             schedule_field,
-            command: ShellCommand::new(command.get_ref().trim()),
+            command: ShellCommand {
+                env: self.job_env(env),
+                working_dir: working_dir.or_else(|| self.defaults.working_dir.clone()),
+                ..ShellCommand::new(command.get_ref().trim())
+            },
             timeout,
             run_on_start: run_on_start.is_some_and(|r| *r.get_ref()),
             on_every_replica: on_every_replica.is_some_and(|r| *r.get_ref()),
