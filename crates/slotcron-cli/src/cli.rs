@@ -34,6 +34,10 @@ pub enum Command {
 pub struct RunArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+    /// Read FILE as a system crontab (a user field before each command), as
+    /// /etc/crontab and /etc/cron.d/* always are.
+    #[arg(long)]
+    pub system_crontab: bool,
     /// Claim every trigger in this Redis, so that each runs once across the daemons
     /// sharing it: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
     /// `redis+unix:///PATH`. Takes precedence over the SLOTCRON_REDIS_URL environment
@@ -92,6 +96,10 @@ pub struct NextArgs {
 pub struct CheckArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+    /// Read FILE as a system crontab (a user field before each command), as
+    /// /etc/crontab and /etc/cron.d/* always are.
+    #[arg(long)]
+    pub system_crontab: bool,
 }
 
 /// `slotcron history`.

@@ -9,10 +9,10 @@ use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
-use crate::jobs_file::{self, Coordination, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, JobsFile};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration};
+use crate::{INVALID_INPUT, command, duration};
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -114,13 +114,19 @@ fn default_instance() -> String {
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let loaded = match jobs_file::load(&args.file) {
+    let loaded = match jobs_file::load(&args.file, Format::of(&args.file, args.system_crontab)) {
         Ok(loaded) => loaded,
         Err(problems) => {
             eprintln!("{problems}");
             return ExitCode::from(INVALID_INPUT);
         }
     };
+    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+        tracing::warn!(
+            line,
+            "MAILTO is set, but no sendmail is on PATH: the output of its jobs is not mailed"
+        );
+    }
     let settings = match Settings::from_args(args, &loaded.coordination) {
         Ok(settings) => settings,
         Err(e) => return start_failed(&e),
