@@ -1,6 +1,7 @@
 //! The command line: `slotcron run | next | check | history` (clap derive).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use jiff::Timestamp;
@@ -56,6 +57,11 @@ pub struct RunArgs {
     /// the fleet; 1 to 200 bytes, no control characters [default: HOSTNAME-PID].
     #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
+    /// At SIGINT, SIGTERM or SIGHUP, how long running commands may go on before they get
+    /// SIGTERM (SIGKILL follows 5 s later), e.g. 20s or 1m. Takes precedence over
+    /// `shutdown_timeout` in a TOML jobs file [default: 20s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub shutdown_timeout: Option<Duration>,
     #[command(flatten)]
     pub state: StateArg,
 }
@@ -142,4 +148,8 @@ fn parse_instance(id: &str) -> Result<String, String> {
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
     text.parse()
         .map_err(|e| format!("not an RFC 3339 instant with an offset, e.g. 2026-12-04T16:50:00Z: {e}"))
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
 }

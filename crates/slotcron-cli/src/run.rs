@@ -41,24 +41,33 @@ pub struct Backends {
 }
 
 impl Settings {
-    /// Running commands get this long to finish at shutdown.
-    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Running commands get this long to finish at shutdown: with [`Self::CANCEL_GRACE`]
+    /// and the time to record the runs, within Kubernetes' default 30 s grace period.
+    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
     /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_*`
-    /// environment variables and the jobs file's `[coordination]` table: the place where
-    /// options become settings.
+    /// environment variables, the jobs file's `[coordination]` table and its
+    /// `shutdown_timeout` (`--shutdown-timeout` first, then the file's, then
+    /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
     /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
-    pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
+    pub fn from_args(
+        args: &RunArgs,
+        file: &Coordination,
+        file_shutdown_timeout: Option<Duration>,
+    ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
         Ok(Self {
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
-            shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
+            shutdown_timeout: args
+                .shutdown_timeout
+                .or(file_shutdown_timeout)
+                .unwrap_or(Self::SHUTDOWN_TIMEOUT),
             cancel_grace: Self::CANCEL_GRACE,
         })
     }
@@ -127,7 +136,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             "MAILTO is set, but no sendmail is on PATH: the output of its jobs is not mailed"
         );
     }
-    let settings = match Settings::from_args(args, &loaded.coordination) {
+    let settings = match Settings::from_args(args, &loaded.coordination, loaded.shutdown_timeout) {
         Ok(settings) => settings,
         Err(e) => return start_failed(&e),
     };

@@ -189,7 +189,7 @@ X = "1"
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, coordination, job"
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, coordination, job"
             .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),

@@ -60,6 +60,8 @@ pub struct JobsFile {
     pub coordination: Coordination,
     /// The line of the first job whose output is mailed (a crontab's `MAILTO=`), if any.
     pub mails_from_line: Option<usize>,
+    /// A TOML file's `shutdown_timeout` (`--shutdown-timeout` takes precedence).
+    pub shutdown_timeout: Option<Duration>,
 }
 
 /// A TOML jobs file's `[coordination]` table: how the daemons of a fleet share triggers.
@@ -96,20 +98,16 @@ pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
         Problems::new(path, vec![problem])
     })?;
     let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    let (jobs, coordination, mails_from_line) = parsed;
-    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination, mails_from_line })
+    Ok(JobsFile { path: path.to_owned(), ..parsed })
 }
 
-/// Parses and validates the text of a jobs file or crontab: its jobs, its
-/// `[coordination]` table, and the line of its first job whose output is mailed.
+/// Parses and validates the text of a jobs file or crontab (its `path` left empty, for
+/// [`load`] to fill in).
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-pub fn parse(
-    source: &str,
-    format: Format,
-) -> Result<(Vec<JobEntry>, Coordination, Option<usize>), Vec<Problem>> {
-    let Parsed { names, drafts, coordination, mut problems } = match format {
+pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    let Parsed { names, drafts, coordination, shutdown_timeout, mut problems } = match format {
         Format::Toml => toml_format::parse(source),
         Format::Crontab => crontab::parse(source, false),
         Format::SystemCrontab => crontab::parse(source, true),
@@ -155,17 +153,21 @@ pub fn parse(
         };
         problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
-    if problems.is_empty() { Ok((jobs, coordination, mails_from_line)) } else { Err(problems) }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(JobsFile { path: PathBuf::new(), format, jobs, coordination, mails_from_line, shutdown_timeout })
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems, the coordination settings,
-/// and the problems.
+/// the shutdown timeout, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
+    shutdown_timeout: Option<Duration>,
     problems: Vec<Problem>,
 }
 

@@ -486,8 +486,8 @@ mod tests {
         assert!(matches!(drafts[0].schedule, ScheduleSpec::AtStartUp));
         assert_eq!(drafts[0].command.script, "echo up");
 
-        let (jobs, _, _) =
-            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid");
+        let jobs =
+            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid").jobs;
         let every_replica: Vec<_> = jobs.iter().map(|entry| entry.job.on_every_replica()).collect();
         assert_eq!(every_replica, [true, false], "only @reboot runs on every replica, unclaimed");
     }

@@ -4,6 +4,7 @@
 //! timezone = "Europe/Berlin"     # default zone of cron and local at jobs (default UTC)
 //! env = { PATH = "/usr/local/bin:/usr/bin:/bin" }   # optional: every job's environment
 //! working_dir = "/srv"           # optional: every job's working directory
+//! shutdown_timeout = "20s"       # optional: --shutdown-timeout takes precedence
 //!
 //! [coordination]                 # optional
 //! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
@@ -115,6 +116,7 @@ impl Reader<'_> {
                     .ok()
             }),
         };
+        self.parsed.shutdown_timeout = self.duration(&top, "shutdown_timeout");
         let env = self.env(&top);
         self.defaults = Defaults { env: env.into(), working_dir: self.working_dir(&top) };
         if let Some(entries) = self.typed(&top, "coordination", "a [coordination] table", DeValue::as_table) {
@@ -249,7 +251,7 @@ mod tests {
 
     /// The jobs of a valid TOML jobs file.
     pub(super) fn jobs(source: &str) -> Vec<JobEntry> {
-        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).0
+        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).jobs
     }
 
     /// The problems of an invalid TOML jobs file, as `line: field: reason`.

@@ -12,7 +12,8 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "env", "working_dir", "coordination", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] =
+    &["timezone", "env", "working_dir", "shutdown_timeout", "coordination", "job"];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
