@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use jiff::Timestamp;
+use slotcron::Outcome;
 
 use crate::state::StateUrl;
 
@@ -69,9 +70,10 @@ pub struct RunArgs {
 /// `--state URL`, shared by `run` and `history`.
 #[derive(Debug, Args)]
 pub struct StateArg {
-    /// Where job state and run history are kept: sqlite:PATH (a file on this machine,
-    /// created if absent), postgres://USER@HOST/DATABASE[?schema=NAME] (shared by a
-    /// fleet; schema default `slotcron`), or memory (nothing kept).
+    /// Where job state and run history are kept: sqlite:PATH (a file on this machine),
+    /// postgres://USER@HOST/DATABASE[?schema=NAME] (shared by a fleet; schema default
+    /// `slotcron`), or memory (nothing kept). `run` creates what is missing; `check` and
+    /// `history` only read.
     #[arg(long = "state", value_name = "URL", default_value = StateUrl::DEFAULT)]
     pub url: String,
 }
@@ -122,6 +124,12 @@ pub struct HistoryArgs {
     /// Only triggers at or after this RFC 3339 instant, e.g. 2026-12-04T16:00:00Z.
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
     pub since: Option<Timestamp>,
+    /// Only triggers strictly before this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub until: Option<Timestamp>,
+    /// Only runs with this outcome.
+    #[arg(long, value_name = "OUTCOME", value_parser = parse_outcome)]
+    pub outcome: Option<Outcome>,
     /// One JSON object per line instead of columns.
     #[arg(long)]
     pub json: bool,
@@ -152,4 +160,11 @@ fn parse_instant(text: &str) -> Result<Timestamp, String> {
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse_outcome(text: &str) -> Result<Outcome, String> {
+    text.parse().map_err(|_| {
+        let names: Vec<&str> = Outcome::ALL.iter().map(|outcome| outcome.as_str()).collect();
+        format!("not an outcome: write one of {}", names.join(", "))
+    })
 }
