@@ -14,6 +14,10 @@ use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, command, duration};
 
+/// Up to this many jobs, start-up logs a line for each at info level; beyond, one
+/// summary line (and each job at debug level).
+const LOGGED_JOBS: usize = 100;
+
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -189,13 +193,22 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
 async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
+    let count = loaded.jobs.len();
+    let each_at_info = count <= LOGGED_JOBS;
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
         if let Err(e) = scheduler.add(entry.job) {
             tracing::error!("{e}");
             return Err(ExitCode::from(INVALID_INPUT));
         }
-        tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        if each_at_info {
+            tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        } else {
+            tracing::debug!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        }
+    }
+    if !each_at_info {
+        tracing::info!(jobs = count, "{count} jobs loaded (each is logged at debug level: RUST_LOG=debug)");
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.
