@@ -104,6 +104,11 @@ pub struct NextArgs {
 pub struct CheckArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+    /// Also read this state (sqlite:PATH or postgres://…, for reading only): a LAST
+    /// column says when each job last triggered and how that ended, and a one-shot that
+    /// is done shows "never (done)".
+    #[arg(long = "state", value_name = "URL")]
+    pub state: Option<String>,
     /// Read FILE as a system crontab (a user field before each command), as
     /// /etc/crontab and /etc/cron.d/* always are.
     #[arg(long)]

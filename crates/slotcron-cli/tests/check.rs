@@ -631,3 +631,55 @@ fn a_bad_name_is_reported_beside_the_job_s_other_problems() {
     );
     assert_eq!(lines[2], "2 problems in jobs.toml", "{err}");
 }
+
+#[test]
+fn with_state_check_shows_done_one_shots_and_each_job_s_last_trigger() {
+    let dir = scratch("check_state");
+    write(
+        &dir,
+        "jobs.toml",
+        "[[job]]\nname = \"once\"\nafter = \"0s\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"past\"\nat = \"2020-01-01T00:00:00Z\"\ncommand = \"exit 1\"\n\n\
+         [[job]]\nname = \"hourly\"\ncron = \"0 * * * *\"\ncommand = \"true\"\n",
+    );
+    let mut daemon = support::Daemon::start(&dir, "jobs.toml");
+    for _ in 0..2 {
+        daemon.wait_for("the one-shots to run", |line| line.contains("run finished"));
+    }
+    support::wait_until("both runs recorded", || support::history(&dir, &[]).len() == 2);
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+
+    let out = run_in(&dir, &["check", "jobs.toml", "--state", "sqlite:slotcron.db"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert!(listing.starts_with("LINE  JOB     SCHEDULE"), "{listing}");
+    assert!(
+        listing.lines().next().unwrap().contains("  NEXT  ") && listing.contains("  LAST  "),
+        "{listing}"
+    );
+    let once = row(&listing, "once");
+    assert_eq!(once[3], "never (done)", "{listing}");
+    assert!(
+        once[4].ends_with(" succeeded") && once[4].parse::<slotcron::jiff::Timestamp>().is_err(),
+        "{listing}"
+    );
+    let past = row(&listing, "past");
+    assert_eq!(past[3..5], ["never (done)", "2020-01-01T00:00:00Z failed"], "{listing}");
+    assert_eq!(row(&listing, "hourly")[4], "never", "{listing}");
+
+    // Without --state, the file alone: both one-shots look due.
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    let listing = stdout(&out);
+    assert_eq!(row(&listing, "once")[3], "0s after start-up", "{listing}");
+    assert_eq!(row(&listing, "past")[3], "at start-up", "{listing}");
+    assert!(!listing.contains("LAST"), "{listing}");
+
+    let out = run_in(&dir, &["check", "jobs.toml", "--state", "sqlite:missing.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("slotcron check: cannot open the state: sqlite:missing.db: no such file"),
+        "{}",
+        stderr(&out)
+    );
+}
