@@ -94,7 +94,7 @@ fn print_columns(runs: &[RunRecord]) {
                 run.trigger.to_string(),
                 run.instance.to_string(),
                 run.outcome.to_string(),
-                duration::display(Duration::from_millis(millis(run.duration))),
+                duration::display_run(run.duration),
                 run.error.clone().unwrap_or_default(),
             ]
         })

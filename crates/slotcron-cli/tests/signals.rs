@@ -59,6 +59,10 @@ fn shutdown_timeout_bounds_how_long_running_commands_may_go_on() {
     assert_eq!(daemon.lines_with(&["running commands get up to 1s to finish"]).len(), 1, "{}", daemon.log());
     let finished = daemon.lines_with(&["run finished", "job=\"sleeper\""]);
     assert_eq!(finished.len(), 1, "the run is recorded before the daemon exits:\n{}", daemon.log());
+    let stopping =
+        daemon.lines_with(&["the daemon is stopping: sending SIGTERM to the command", "job=\"sleeper\""]);
+    assert_eq!(stopping.len(), 1, "{}", daemon.log());
+    assert!(daemon.lines_with(&["timed out"]).is_empty(), "{}", daemon.log());
 
     // The file's key, without the flag.
     let daemon = stopped_during_a_run("shutdown_timeout_key", "jobs.toml", &toml.replace("1h", "500ms"), &[]);

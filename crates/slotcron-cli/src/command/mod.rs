@@ -12,11 +12,17 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
+use crate::duration;
 use crate::process_group::ProcessGroup;
+
+/// How much earlier than its timeout a run may be cancelled and still be told timed out
+/// (the engine's timer and this run's clock start a moment apart).
+const TIMEOUT_SLACK: Duration = Duration::from_millis(100);
 
 /// The shell that runs a command unless a crontab's `SHELL=` says otherwise, as in cron
 /// (`sh -c`).
@@ -33,6 +39,8 @@ pub struct ShellCommand {
     pub user: Option<Arc<str>>,
     /// Where to mail the run's output (a crontab's `MAILTO=`); none for no mail.
     pub mailto: Option<Arc<str>>,
+    /// The job's timeout, to tell a timeout from a shutdown when the run is cancelled.
+    pub timeout: Option<Duration>,
     /// Extra environment variables (a crontab's `NAME=value` lines), set before the
     /// `SLOTCRON_*` ones.
     pub env: Arc<[(String, String)]>,
@@ -106,6 +114,7 @@ impl ShellCommand {
             shell: Arc::from(SHELL),
             user: None,
             mailto: None,
+            timeout: None,
             env: Arc::from([]),
             working_dir: None,
             stdin: None,
@@ -170,6 +179,7 @@ impl ShellCommand {
                 dir: self.working_dir.clone(),
                 error,
             })?;
+        let started = Instant::now();
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
@@ -195,12 +205,22 @@ impl ShellCommand {
             let status = tokio::select! {
                 status = child.wait() => status,
                 () = cancel.cancelled() => {
-                    tracing::info!(
-                        job,
-                        trigger = %ctx.trigger(),
-                        pid,
-                        "run cancelled: sending SIGTERM to the command's process group"
-                    );
+                    let trigger = ctx.trigger();
+                    match self.timeout.filter(|timeout| started.elapsed() + TIMEOUT_SLACK >= *timeout) {
+                        Some(timeout) => tracing::warn!(
+                            job,
+                            %trigger,
+                            pid,
+                            "timed out after {}: sending SIGTERM to the command's process group",
+                            duration::display(timeout)
+                        ),
+                        None => tracing::info!(
+                            job,
+                            %trigger,
+                            pid,
+                            "the daemon is stopping: sending SIGTERM to the command's process group"
+                        ),
+                    }
                     if let Some(group) = &group {
                         group.terminate();
                     }

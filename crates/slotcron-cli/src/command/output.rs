@@ -1,5 +1,6 @@
-//! A command's output in the log: one line per output line, with the job's name, its
-//! control characters escaped and long lines split into numbered parts.
+//! A command's output in the log: one line per output line, marked `stdout: ` or
+//! `stderr: `, with the job's name, its control characters escaped and long lines split
+//! into numbered parts.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -106,11 +107,12 @@ impl StreamLog<'_> {
         let text = String::from_utf8_lossy(bytes);
         let text = escape(&text);
         let (job, stream) = (self.job, self.stream);
+        // The stream starts the message too, so that the two read apart at a glance.
         if ends_line && self.part == 0 {
-            tracing::info!(job, stream, "{text}");
+            tracing::info!(job, stream, "{stream}: {text}");
         } else {
             self.part += 1;
-            tracing::info!(job, stream, part = self.part, "{text}");
+            tracing::info!(job, stream, part = self.part, "{stream}: {text}");
         }
         if ends_line {
             self.part = 0;

@@ -199,8 +199,9 @@ impl Draft {
     /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
     /// word on names, schedules and policies.
     fn build(self) -> Result<JobEntry, Problem> {
+        let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
         let mut builder = Job::builder(&self.name)
-            .handler(self.command.clone().into_handler())
+            .handler(command.into_handler())
             .run_on_start(self.run_on_start)
             .on_every_replica(self.on_every_replica);
         if let Some(timeout) = self.timeout {
