@@ -44,8 +44,7 @@ const SPAWN_BATCH: usize = 64;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use slotcron::{Job, JobContext, Scheduler};
-/// use tokio_util::sync::CancellationToken;
+/// use slotcron::{CancellationToken, Job, JobContext, Scheduler};
 ///
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let scheduler = Scheduler::builder().build();
