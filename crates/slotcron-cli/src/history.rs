@@ -94,7 +94,8 @@ fn print_columns(runs: &[RunRecord]) {
                 run.trigger.to_string(),
                 run.instance.to_string(),
                 run.outcome.to_string(),
-                duration::display_run(run.duration),
+                // A trigger that did not run has no duration to show.
+                if run.outcome.ran() { duration::display_run(run.duration) } else { "-".to_owned() },
                 run.error.clone().unwrap_or_default(),
             ]
         })
