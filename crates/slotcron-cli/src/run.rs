@@ -90,7 +90,12 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
-        tracing::info!(state = %self.state, "keeping job state and run history");
+        match self.state {
+            StateUrl::Memory => {
+                tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
+            }
+            _ => tracing::info!(state = %self.state, "keeping job state and run history"),
+        }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
         Ok(Backends { state, coordinator })
     }
