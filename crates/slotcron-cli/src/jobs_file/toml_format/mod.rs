@@ -79,6 +79,11 @@ pub(super) fn parse(source: &str) -> Parsed {
     reader.parsed
 }
 
+/// The top-level table of a document (or of a piece of it).
+fn top_level<'t, 'i>(root: &'t DeTable<'i>) -> Table<'t, 'i> {
+    Table { entries: root, line: 1, job: None, prefix: "", known: TOP_LEVEL_KEYS, what: "the top level" }
+}
+
 /// Reads the document, recording what it finds in `parsed`.
 struct Reader<'s> {
     /// The text being read: the file, or the piece of it being parsed.
@@ -139,14 +144,7 @@ impl Reader<'_> {
 
     /// The top-level table: the file's zone, `[coordination]` and the jobs.
     fn document(&mut self, root: &DeTable<'_>) {
-        let top = Table {
-            entries: root,
-            line: 1,
-            job: None,
-            prefix: "",
-            known: TOP_LEVEL_KEYS,
-            what: "the top level",
-        };
+        let top = top_level(root);
         self.unknown_keys(&top);
         self.default_zone = match top.get("timezone") {
             None => Some(TimeZone::UTC),
@@ -175,14 +173,7 @@ impl Reader<'_> {
 
     /// The `[[job]]` tables of `root`.
     fn jobs(&mut self, root: &DeTable<'_>) {
-        let top = Table {
-            entries: root,
-            line: 1,
-            job: None,
-            prefix: "",
-            known: TOP_LEVEL_KEYS,
-            what: "the top level",
-        };
+        let top = top_level(root);
         let expected = "[[job]] tables (write [[job]], not [job])";
         let Some(jobs) = self.typed(&top, "job", expected, DeValue::as_array) else { return };
         let default_zone = self.default_zone.clone();
