@@ -1,4 +1,5 @@
-//! The shell-command handler: runs a job's command under `/bin/sh -c` in its own
+//! The shell-command handler: runs a job's command under `/bin/sh -c` (or a crontab's
+//! `SHELL=`), in the job's working directory and as its user if it has them, in its own
 //! process group and logs its output.
 
 mod mail;
