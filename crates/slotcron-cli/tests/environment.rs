@@ -236,7 +236,9 @@ fn a_system_crontab_line_runs_as_its_user_and_a_missing_user_field_is_a_problem(
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
     assert_eq!(daemon.lines_with(&["outcome=\"succeeded\""]).len(), 2, "{}", daemon.log());
-    assert_eq!(std::fs::read_to_string(dir.join("nobody")).unwrap(), "65534\n/nonexistent nobody nobody\n");
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("a nobody user");
+    let expected = format!("{}\n{} nobody nobody\n", nobody.uid, nobody.dir.display());
+    assert_eq!(std::fs::read_to_string(dir.join("nobody")).unwrap(), expected);
     assert_eq!(std::fs::read_to_string(dir.join("root")).unwrap(), "0\n");
 }
 
