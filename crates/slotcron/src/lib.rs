@@ -20,6 +20,7 @@ pub mod coordinator;
 mod engine;
 pub mod job;
 pub mod ledger;
+mod plan;
 pub mod policy;
 mod redact;
 mod registry;
@@ -31,9 +32,13 @@ pub mod testkit;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
-pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use engine::{
+    DefineError, PlanError, ReconcileError, ReconcileReport, Scheduler, SchedulerBuilder, claim_ttl,
+    trigger_key,
+};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use plan::Plan;
 pub use policy::Misfire;
 pub use redact::redact;
 pub use registry::HandlerRegistry;

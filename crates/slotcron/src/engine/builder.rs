@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
@@ -133,6 +134,7 @@ impl SchedulerBuilder {
                 table: Mutex::new(Table::default()),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
+                stopped: CancellationToken::new(),
             }),
         }
     }
