@@ -19,7 +19,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the jobs of FILE until SIGINT, SIGTERM or SIGHUP.
+    /// Run the jobs of FILE until SIGINT or SIGTERM; SIGHUP or SIGUSR2 reloads FILE.
     Run(RunArgs),
     /// Print the next fire times of a cron expression.
     Next(NextArgs),
@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// the fleet; 1 to 200 bytes, no control characters [default: HOSTNAME-PID].
     #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
+    /// Also reload FILE when it changes (its directory is watched, so that a file renamed
+    /// over it and a Kubernetes ConfigMap update are seen), as SIGHUP and SIGUSR2 do.
+    #[arg(long)]
+    pub watch: bool,
     #[command(flatten)]
     pub state: StateArg,
 }

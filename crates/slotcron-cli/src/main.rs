@@ -12,6 +12,7 @@ mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod reload;
 mod run;
 mod state;
 mod table;

@@ -11,6 +11,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
+use crate::reload::{Reloader, Triggers};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration, process_group};
 
@@ -25,7 +26,7 @@ pub struct Settings {
     /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
     /// any.
     pub redis: Option<Redis>,
-    /// At SIGINT/SIGTERM/SIGHUP, how long running commands may go on before they get SIGTERM.
+    /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
@@ -107,9 +108,10 @@ fn default_instance() -> String {
     format!("{}-{}", host.as_deref().unwrap_or("localhost"), std::process::id())
 }
 
-/// Runs the jobs of `args.file` until SIGINT, SIGTERM or SIGHUP, then lets running commands
+/// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
 /// finish (bounded by the shutdown timeout; a second signal kills them at once) and exits
-/// with status 0. An invalid file:
+/// with status 0. SIGHUP and SIGUSR2 (and, with `--watch`, a change of the file) reload
+/// the file (see [`Reloader::reload`]). An invalid file:
 /// every problem on standard error, exit status 2. A state or coordinator that cannot be
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
@@ -132,16 +134,21 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(daemon(loaded, &settings))
+    runtime.block_on(daemon(loaded, &settings, args.watch))
 }
 
-async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
+async fn daemon(loaded: JobsFile, settings: &Settings, watch: bool) -> ExitCode {
     let mut stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
-            tracing::error!("cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}");
+            tracing::error!("cannot install the SIGINT/SIGTERM handlers: {e}");
             return ExitCode::FAILURE;
         }
+    };
+    // Before anything can take long: a SIGHUP from then on is a reload, never a stop.
+    let triggers = match Triggers::install(&loaded.path, watch) {
+        Ok(triggers) => triggers,
+        Err(e) => return start_failed(&e),
     };
     let path = loaded.path.clone();
     // A stop asked for while the state or the coordinator is still connecting (each
@@ -153,12 +160,18 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let scheduler = match started {
-        Ok(scheduler) => scheduler,
+    let (scheduler, reloader) = match started {
+        Ok(started) => started,
         Err(code) => return code,
     };
-    tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
+    tracing::info!(
+        file = %path.display(),
+        instance = %settings.instance,
+        watch,
+        "slotcron running; reload with SIGHUP or SIGUSR2, stop with Ctrl-C or SIGTERM"
+    );
     let cancel = CancellationToken::new();
+    tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     scheduler.run(cancel).await;
@@ -166,24 +179,25 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
 }
 
 /// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run, or the exit status of a failed start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
+/// run and what reloads its jobs, or the exit status of a failed start (its reason
+/// already on standard error).
+async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Reloader), ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
-    for entry in loaded.jobs {
-        let job = entry.job.name().to_owned();
-        if let Err(e) = scheduler.add(entry.job) {
-            tracing::error!("{e}");
-            return Err(ExitCode::from(INVALID_INPUT));
-        }
-        tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+    let mut reloader = Reloader::new(scheduler.clone(), loaded);
+    if let Err(e) = reloader.apply() {
+        tracing::error!("{e}");
+        return Err(ExitCode::from(INVALID_INPUT));
+    }
+    for entry in reloader.file_jobs() {
+        tracing::info!(job = entry.job.name(), line = entry.line, schedule = %entry.schedule, "job loaded");
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok(scheduler)
+    Ok((scheduler, reloader))
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and
@@ -194,31 +208,23 @@ fn start_failed(reason: &str) -> ExitCode {
     ExitCode::from(INVALID_INPUT)
 }
 
-/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
-/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
-/// would kill the daemon at once and leave the commands, in their own process groups,
-/// running unwatched and unrecorded.
+/// SIGINT and SIGTERM, installed before the first job starts. (SIGHUP reloads, see
+/// [`Triggers`]: a daemon started from a terminal outlives the closed session.)
 struct StopSignals {
     interrupt: Signal,
     terminate: Signal,
-    hangup: Signal,
 }
 
 impl StopSignals {
     fn install() -> std::io::Result<Self> {
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
     }
 
-    /// The next SIGINT, SIGTERM or SIGHUP: its name.
+    /// The next SIGINT or SIGTERM: its name.
     async fn next(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
-            _ = self.hangup.recv() => "SIGHUP",
         }
     }
 
