@@ -208,3 +208,43 @@ fn a_daemon_outlives_a_closed_standard_error_and_reloads() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.0.id() as i32), Signal::SIGTERM).unwrap();
     assert_eq!(wait_exit(&mut child.0).code(), Some(0));
 }
+
+/// Not a test but a benchmark (BENCHMARKS.md): a reload of a 10,000-job TOML file, from
+/// SIGHUP to the `jobs reloaded` log line, 1 % of the jobs changed each time. Run with
+/// `cargo test --release -p slotcron-cli --test reload -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+fn bench_reload_of_10000_jobs() {
+    const JOBS: usize = 10_000;
+    const RELOADS: usize = 7;
+    let file = |version: usize| {
+        let mut text = String::new();
+        for i in 0..JOBS {
+            let v = if i / 100 < version { i / 100 + 1 } else { 0 };
+            text.push_str(&format!("[[job]]\nname = \"job-{i}\"\nevery = \"1h\"\ncommand = 'echo {v}'\n\n"));
+        }
+        text
+    };
+    let dir = scratch("reload-bench");
+    write(&dir, "jobs.toml", &file(0));
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--state", "memory"]);
+    daemon.wait_for("for the start", |line| line.contains("slotcron running"));
+    let mut times = Vec::new();
+    for version in 1..=RELOADS {
+        write(&dir, "jobs.toml", &file(version));
+        let started = std::time::Instant::now();
+        daemon.signal(Signal::SIGHUP);
+        let line = daemon.wait_for("for the reload", |line| line.contains("jobs reloaded"));
+        times.push(started.elapsed());
+        assert!(line.contains("changed=100"), "{line}");
+    }
+    times.sort();
+    println!(
+        "reload of {JOBS} jobs, 1 % changed, SIGHUP to log line: min {:?}, median {:?}, max {:?}",
+        times[0],
+        times[RELOADS / 2],
+        times[RELOADS - 1]
+    );
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit();
+}
