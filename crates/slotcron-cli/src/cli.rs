@@ -27,6 +27,45 @@ pub enum Command {
     Check(CheckArgs),
     /// Print the run history kept in the state, newest trigger first.
     History(HistoryArgs),
+    /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
+    Jobs(JobsArgs),
+}
+
+/// `slotcron jobs`.
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: JobsCommand,
+}
+
+/// The `slotcron jobs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Store the [[job]] tables of FILE (`-`: standard input) in the state, replacing the
+    /// jobs of the same names; nothing is written if any is invalid.
+    Put {
+        /// A TOML jobs file, or `-`.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// Remove a job from the state.
+    Rm {
+        /// The job's name.
+        name: String,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// List the state's jobs and the jobs the daemons' files define, with their source.
+    Ls {
+        #[command(flatten)]
+        state: StateArg,
+        /// One JSON object per line instead of columns.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `slotcron run`.
@@ -56,11 +95,15 @@ pub struct RunArgs {
     /// over it and a Kubernetes ConfigMap update are seen), as SIGHUP and SIGUSR2 do.
     #[arg(long)]
     pub watch: bool,
+    /// Also run the jobs kept in the state (`slotcron jobs put`), and follow their changes
+    /// within 2 s. Opt-in: whoever may write to the state can then run commands here.
+    #[arg(long)]
+    pub jobs_from_state: bool,
     #[command(flatten)]
     pub state: StateArg,
 }
 
-/// `--state URL`, shared by `run` and `history`.
+/// `--state URL`, shared by `run`, `history` and `jobs`.
 #[derive(Debug, Args)]
 pub struct StateArg {
     /// Where job state and run history are kept: sqlite:PATH (a file on this machine,

@@ -8,6 +8,7 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod jobs;
 mod jobs_file;
 mod logging;
 mod next;
@@ -15,6 +16,7 @@ mod process_group;
 mod reload;
 mod run;
 mod state;
+mod state_jobs;
 mod table;
 mod zone;
 
@@ -36,5 +38,6 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(&args.file),
         Command::History(args) => history::run(args),
+        Command::Jobs(args) => jobs::run(args),
     }
 }

@@ -1,6 +1,6 @@
 //! Reloading the jobs without a restart: what asks for a reload (SIGHUP, SIGUSR2, a
 //! change of the jobs file under `--watch`), and the reload itself, a reconcile of the
-//! scheduler to the file's jobs.
+//! scheduler to the file's jobs (and, with `--jobs-from-state`, the state's).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,17 +10,21 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::jobs_file::{self, JobEntry, JobsFile};
+use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// What asks for a reload: SIGHUP (as for cron, nginx, Prometheus), SIGUSR2 (as
-/// supercronic users send), or a change of the jobs file (with `--watch`).
+/// supercronic users send), a change of the jobs file (with `--watch`), or a change of
+/// the jobs kept in the state (with `--jobs-from-state`).
 pub struct Triggers {
     hangup: Signal,
     user2: Signal,
     /// File changes, with the watcher that sends them (kept alive here).
     watch: Option<(notify::RecommendedWatcher, mpsc::UnboundedReceiver<()>)>,
+    /// Changes of the state's jobs.
+    state: Option<mpsc::UnboundedReceiver<()>>,
 }
 
 impl Triggers {
@@ -40,7 +44,13 @@ impl Triggers {
             hangup: install(SignalKind::hangup(), "SIGHUP")?,
             user2: install(SignalKind::user_defined2(), "SIGUSR2")?,
             watch,
+            state: None,
         })
+    }
+
+    /// Also reloads when `changes` says the state's jobs changed.
+    pub fn on_state_changes(&mut self, changes: mpsc::UnboundedReceiver<()>) {
+        self.state = Some(changes);
     }
 
     /// The next reason to reload, once any burst of file changes has settled.
@@ -56,8 +66,18 @@ impl Triggers {
                 None => std::future::pending().await,
             }
         };
+        let state = async {
+            let changed = match &mut self.state {
+                Some(changes) => changes.recv().await.is_some(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
         tokio::select! {
             _ = self.hangup.recv() => "SIGHUP",
+            () = state => STATE_CHANGE,
             _ = self.user2.recv() => "SIGUSR2",
             () = watched => "file change",
         }
@@ -95,18 +115,27 @@ fn watch_directory(file: &Path) -> Result<(notify::RecommendedWatcher, mpsc::Unb
     Ok((watcher, rx))
 }
 
-/// The daemon's desired set of jobs, the jobs file's (the last version that loaded), and
-/// the scheduler it is applied to.
+/// The cause of a reload for a change of the state's jobs.
+const STATE_CHANGE: &str = "state change";
+
+/// The daemon's desired set of jobs: the jobs file's (the last version that loaded), and
+/// the state's when `--jobs-from-state` is given; and the scheduler it is applied to.
 pub struct Reloader {
     scheduler: Scheduler,
     path: PathBuf,
     file_jobs: Vec<JobEntry>,
+    state_jobs: Option<StateJobs>,
 }
 
 impl Reloader {
-    /// The jobs of `loaded`, for `scheduler`.
-    pub fn new(scheduler: Scheduler, loaded: JobsFile) -> Self {
-        Self { scheduler, path: loaded.path, file_jobs: loaded.jobs }
+    /// The jobs of `loaded` (and of `state_jobs`), for `scheduler`.
+    pub fn new(scheduler: Scheduler, loaded: JobsFile, state_jobs: Option<StateJobs>) -> Self {
+        Self { scheduler, path: loaded.path, file_jobs: loaded.jobs, state_jobs }
+    }
+
+    /// The state's jobs, with `--jobs-from-state`.
+    pub fn state_jobs(&self) -> Option<&StateJobs> {
+        self.state_jobs.as_ref()
     }
 
     /// The jobs file's jobs, as last loaded.
@@ -114,17 +143,36 @@ impl Reloader {
         &self.file_jobs
     }
 
-    /// Applies the desired set to the scheduler: at start, and after each reload.
+    /// Applies the desired set to the scheduler: at start, and after each reload. With
+    /// `--jobs-from-state`, publishes the file's job names in the state first.
     ///
     /// # Errors
-    /// What [`Scheduler::reconcile`] returns.
-    pub fn apply(&mut self) -> Result<ReconcileReport, ReconcileError> {
-        let plans: Vec<Plan> = self
+    /// The state's jobs cannot be read (nothing changed then), or what
+    /// [`Scheduler::reconcile`] returns.
+    pub async fn apply(&mut self) -> Result<ReconcileReport, String> {
+        let mut plans: Vec<Plan> = self
             .file_jobs
             .iter()
             .map(|entry| Plan::new(entry.job.clone()).fingerprint(entry.fingerprint.clone()))
             .collect();
-        self.scheduler.reconcile(plans)
+        if let Some(state_jobs) = &self.state_jobs {
+            state_jobs.publish(&self.path, &self.file_jobs).await;
+            let from_state = state_jobs
+                .plans(&self.path, &self.file_jobs)
+                .await
+                .map_err(|e| format!("cannot read the state's jobs: {e}"))?;
+            plans.extend(from_state);
+        }
+        match self.scheduler.reconcile(plans) {
+            Ok(report) => Ok(report),
+            Err(ReconcileError::Plans(report)) => {
+                for failure in &report.failures {
+                    tracing::error!("{failure}; that job stays as it was");
+                }
+                Ok(report)
+            }
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// Reloads: reads the jobs file again and applies it, or, if it no longer loads,
@@ -135,41 +183,13 @@ impl Reloader {
     /// The result (`true`: the file loaded and every job was applied) is what a
     /// "last reload successful" metric reports.
     pub async fn reload(&mut self, cause: &str) -> bool {
-        let path = self.path.clone();
-        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path)).await;
-        let loaded = match loaded {
-            Ok(loaded) => loaded,
+        if cause != STATE_CHANGE && !self.reload_file(cause).await {
+            return false;
+        }
+        let report = match self.apply().await {
+            Ok(report) => report,
             Err(e) => {
                 tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
-                return false;
-            }
-        };
-        let mut ok = true;
-        match loaded {
-            Ok(loaded) => self.file_jobs = loaded.jobs,
-            Err(problems) => {
-                for line in problems.to_string().lines() {
-                    tracing::error!("{line}");
-                }
-                tracing::error!(
-                    cause,
-                    file = %self.path.display(),
-                    "reload failed: the jobs file does not load; the previous jobs keep running"
-                );
-                return false;
-            }
-        }
-        let report = match self.apply() {
-            Ok(report) => report,
-            Err(ReconcileError::Plans(report)) => {
-                for failure in &report.failures {
-                    tracing::error!("{failure}; that job stays as it was");
-                }
-                ok = false;
-                report
-            }
-            Err(e) => {
-                tracing::error!(cause, "reload failed: {e}");
                 return false;
             }
         };
@@ -181,18 +201,51 @@ impl Reloader {
             unchanged = report.unchanged,
             "jobs reloaded"
         );
-        ok
+        report.failures.is_empty()
+    }
+
+    /// Reads the jobs file again: `false` (with every problem logged) if it does not load.
+    async fn reload_file(&mut self, cause: &str) -> bool {
+        let path = self.path.clone();
+        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path)).await;
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
+                return false;
+            }
+        };
+        match loaded {
+            Ok(loaded) => {
+                self.file_jobs = loaded.jobs;
+                true
+            }
+            Err(problems) => {
+                for line in problems.to_string().lines() {
+                    tracing::error!("{line}");
+                }
+                tracing::error!(
+                    cause,
+                    file = %self.path.display(),
+                    "reload failed: the jobs file does not load; the previous jobs keep running"
+                );
+                false
+            }
+        }
     }
 
     /// Reloads at each of `triggers` until `cancel` fires.
     pub async fn serve(mut self, mut triggers: Triggers, cancel: CancellationToken) {
         loop {
             let cause = tokio::select! {
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => break,
                 cause = triggers.next() => cause,
             };
             tracing::info!(cause, file = %self.path.display(), "reloading the jobs");
             self.reload(cause).await;
+        }
+        if let Some(state_jobs) = &self.state_jobs {
+            state_jobs.unpublish().await;
         }
     }
 }

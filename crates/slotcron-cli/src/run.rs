@@ -13,6 +13,7 @@ use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::reload::{Reloader, Triggers};
 use crate::state::{State, StateUrl};
+use crate::state_jobs::StateJobs;
 use crate::{INVALID_INPUT, duration, process_group};
 
 /// How the daemon's scheduler is set up.
@@ -134,10 +135,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(daemon(loaded, &settings, args.watch))
+    runtime.block_on(daemon(loaded, &settings, args))
 }
 
-async fn daemon(loaded: JobsFile, settings: &Settings, watch: bool) -> ExitCode {
+async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCode {
+    let watch = args.watch;
     let mut stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
@@ -146,7 +148,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, watch: bool) -> ExitCode 
         }
     };
     // Before anything can take long: a SIGHUP from then on is a reload, never a stop.
-    let triggers = match Triggers::install(&loaded.path, watch) {
+    let mut triggers = match Triggers::install(&loaded.path, watch) {
         Ok(triggers) => triggers,
         Err(e) => return start_failed(&e),
     };
@@ -154,7 +156,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, watch: bool) -> ExitCode 
     // A stop asked for while the state or the coordinator is still connecting (each
     // bounded by its own timeout) is a stop like any other: at once, status 0.
     let started = tokio::select! {
-        started = start(loaded, settings) => started,
+        started = start(loaded, settings, args.jobs_from_state) => started,
         signal = stop.next() => {
             tracing::info!(signal, "stopping before the start-up finished");
             return ExitCode::SUCCESS;
@@ -171,21 +173,36 @@ async fn daemon(loaded: JobsFile, settings: &Settings, watch: bool) -> ExitCode 
         "slotcron running; reload with SIGHUP or SIGUSR2, stop with Ctrl-C or SIGTERM"
     );
     let cancel = CancellationToken::new();
-    tokio::spawn(reloader.serve(triggers, cancel.clone()));
+    if let Some(state_jobs) = reloader.state_jobs() {
+        triggers.on_state_changes(state_jobs.watch());
+    }
+    let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     scheduler.run(cancel).await;
+    _ = reloads.await;
     ExitCode::SUCCESS
 }
 
 /// Opens the backends, adds the jobs and restores their state: the scheduler ready to
 /// run and what reloads its jobs, or the exit status of a failed start (its reason
 /// already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Reloader), ExitCode> {
+async fn start(
+    loaded: JobsFile,
+    settings: &Settings,
+    jobs_from_state: bool,
+) -> Result<(Scheduler, Reloader), ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
-    let scheduler = settings.scheduler(&backends).build();
-    let mut reloader = Reloader::new(scheduler.clone(), loaded);
-    if let Err(e) = reloader.apply() {
+    // The daemon's jobs are its file's (and the state's, below), never a library's
+    // definitions that happen to be stored in the same state.
+    let scheduler = settings.scheduler(&backends).restore_definitions(false).build();
+    let state_jobs = match (jobs_from_state, &backends.state.store) {
+        (false, _) => None,
+        (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
+        (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
+    };
+    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs);
+    if let Err(e) = reloader.apply().await {
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));
     }

@@ -78,6 +78,8 @@ pub struct JobEntry {
     /// command, environment, input, policies), not of its line: equal across two loads
     /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
     pub fingerprint: String,
+    /// The command its handler runs.
+    pub command: ShellCommand,
 }
 
 /// Reads and validates the jobs file or crontab at `path` (the format by its name,
@@ -203,7 +205,8 @@ impl Draft {
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
-                Ok(JobEntry { line: self.line, schedule: self.schedule, job, fingerprint })
+                let command = self.command;
+                Ok(JobEntry { line: self.line, schedule: self.schedule, job, fingerprint, command })
             }
             Err(error) => Err(self.problem(error)),
         }

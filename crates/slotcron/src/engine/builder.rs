@@ -40,6 +40,7 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                restore_definitions: true,
             },
         }
     }
@@ -114,6 +115,14 @@ impl SchedulerBuilder {
     /// cancelling them at once (default `false`).
     pub fn drain_on_shutdown(mut self, drain: bool) -> Self {
         self.settings.drain_on_shutdown = drain;
+        self
+    }
+
+    /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
+    /// (default `true`); with `false` it reads only the jobs' state, for a caller that
+    /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
+    pub fn restore_definitions(mut self, restore: bool) -> Self {
+        self.settings.restore_definitions = restore;
         self
     }
 

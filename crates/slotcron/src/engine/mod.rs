@@ -99,6 +99,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub restore_definitions: bool,
 }
 
 impl Scheduler {
@@ -212,7 +213,10 @@ impl Scheduler {
     /// # Errors
     /// The store failed.
     pub async fn restore(&self) -> Result<(), StoreError> {
-        let definitions = self.shared.store.load_definitions().await?;
+        let definitions = match self.shared.settings.restore_definitions {
+            true => self.shared.store.load_definitions().await?,
+            false => Vec::new(),
+        };
         let states = self.shared.store.load_states().await?;
         for definition in definitions {
             match definition.to_job(&self.shared.handlers) {

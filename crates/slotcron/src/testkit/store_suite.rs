@@ -121,6 +121,7 @@ fn full_definition(name: &str) -> JobDefinition {
         run_on_start: false,
         misfire: Some(Misfire::RunAll { cap: 3 }),
         grace_ms: Some(30_000),
+        other_fields: serde_json::Map::new(),
     }
 }
 
