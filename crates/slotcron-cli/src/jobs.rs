@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use slotcron::{ScheduleSpec, Store};
 
@@ -12,7 +13,7 @@ use crate::cli::{JobsArgs, JobsCommand};
 use crate::jobs_file::{self, Format, Problem, Problems};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::{self, Listed};
-use crate::{INVALID_INPUT, table};
+use crate::{INVALID_INPUT, duration, table};
 
 /// Runs `slotcron jobs …`: exit status 0, 1 for `rm` of a job the state does not have, 2
 /// with the reason on standard error for invalid jobs or a state that cannot be used.
@@ -140,10 +141,14 @@ fn list(listed: &Listed, json: bool) {
 /// A stored schedule as the jobs file writes it.
 fn schedule(spec: &ScheduleSpec) -> String {
     match spec {
-        ScheduleSpec::Every { period_ms, .. } => format!("every {period_ms}ms"),
+        ScheduleSpec::Every { period_ms, .. } => {
+            format!("every {}", duration::display(Duration::from_millis(*period_ms)))
+        }
         ScheduleSpec::Cron { expression, timezone: None } => format!("cron {expression}"),
         ScheduleSpec::Cron { expression, timezone: Some(zone) } => format!("cron {expression} ({zone})"),
         ScheduleSpec::At { instant } => format!("at {instant}"),
-        ScheduleSpec::After { delay_ms } => format!("after {delay_ms}ms"),
+        ScheduleSpec::After { delay_ms } => {
+            format!("after {}", duration::display(Duration::from_millis(*delay_ms)))
+        }
     }
 }

@@ -214,7 +214,7 @@ impl StateJobs {
                 tracing::warn!(
                     job = %definition.name,
                     file = %file.display(),
-                    "the job is defined both in the jobs file and in the state; the file's runs"
+                    "the job is defined both in the jobs file and in the state; the file's version runs"
                 );
                 continue;
             }

@@ -128,3 +128,27 @@ fn jobs_put_rejects_an_invalid_job_with_the_jobs_file_message_and_writes_nothing
     let rm = run_in(&dir, &["jobs", "rm", "nothing", "--state", "sqlite:state.db"]);
     assert_eq!(rm.status.code(), Some(1));
 }
+
+#[test]
+fn a_name_the_file_gains_at_a_reload_is_the_files_and_the_warning_names_both() {
+    let dir = scratch("state-jobs-clash");
+    write(&dir, "jobs.toml", FILE);
+    write(&dir, "shared.toml", SHARED);
+    let put = run_in(&dir, &["jobs", "put", "shared.toml", "--state", "sqlite:state.db"]);
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--state", "sqlite:state.db", "--jobs-from-state"]);
+    daemon.wait_for("for a run of the state's job", |l| {
+        l.contains("run finished") && l.contains(r#"job="shared""#)
+    });
+    let file_version = SHARED.replace(">> shared.txt", ">> from-file.txt");
+    write(&dir, "jobs.toml", &format!("{FILE}\n{file_version}"));
+    daemon.signal(Signal::SIGHUP);
+    let warning =
+        daemon.wait_for("for the warning", |l| l.contains("defined both in the jobs file and in the state"));
+    assert!(warning.contains("job=shared") && warning.contains("jobs.toml"), "{warning}");
+    let reloaded = daemon.wait_for("for the reload", |l| l.contains("jobs reloaded"));
+    assert!(reloaded.contains("changed=1"), "{reloaded}");
+    wait_until("the file's version runs", || dir.join("from-file.txt").exists());
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
