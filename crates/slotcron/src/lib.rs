@@ -7,7 +7,8 @@
 //! - [`Job`]: a name, a schedule, an async handler and policies.
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
-//!   last trigger in a [`Store`].
+//!   last trigger in a [`Store`]; [`Scheduler::reconcile`] converges its jobs to a desired
+//!   set of [`Plan`]s while it runs.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
