@@ -339,28 +339,35 @@ impl JobBuilder {
         &self.name
     }
 
-    /// Every setting but the handler, as text that differs whenever a setting does: what
-    /// a [`Plan`](crate::Plan)'s derived fingerprint hashes.
-    pub(crate) fn describe(&self) -> String {
-        let schedules: Vec<String> = self
-            .schedules
-            .iter()
-            .map(|s| match s {
-                Ok(schedule) => format!("{schedule:?}"),
-                Err(e) => format!("invalid: {e}"),
-            })
-            .collect();
-        format!(
-            "name={:?} schedule={schedules:?} timeout={:?} run_on_start={} misfire={:?} grace={:?} \
-             payload={} every_replica={}",
-            self.name,
-            self.timeout,
-            self.run_on_start,
-            self.misfire,
-            self.grace,
-            self.payload.as_deref().map_or_else(String::new, |p| p.to_string()),
-            self.every_replica,
-        )
+    /// Feeds every setting but the handler to `hasher`, as text that differs whenever a
+    /// setting does: what a [`Plan`](crate::Plan)'s derived fingerprint hashes. Written
+    /// straight into the hasher, without building the text.
+    pub(crate) fn hash_settings(&self, hasher: &mut impl std::hash::Hasher) {
+        use std::fmt::Write;
+        struct Feed<'a, H>(&'a mut H);
+        impl<H: std::hash::Hasher> Write for Feed<'_, H> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut feed = Feed(hasher);
+        // Writing into a hasher cannot fail.
+        _ = write!(feed, "name={:?}", self.name);
+        for schedule in &self.schedules {
+            _ = match schedule {
+                Ok(schedule) => write!(feed, " schedule={schedule:?}"),
+                Err(e) => write!(feed, " schedule=invalid: {e}"),
+            };
+        }
+        _ = write!(
+            feed,
+            " timeout={:?} run_on_start={} misfire={:?} grace={:?} every_replica={} payload=",
+            self.timeout, self.run_on_start, self.misfire, self.grace, self.every_replica,
+        );
+        if let Some(payload) = &self.payload {
+            _ = write!(feed, "{payload}");
+        }
     }
 }
 

@@ -134,7 +134,7 @@ impl Plan {
                     );
                 };
                 handler.hash(&mut hasher);
-                builder.describe().hash(&mut hasher);
+                builder.hash_settings(&mut hasher);
             }
         }
         Ok(format!("{:016x}", hasher.finish()))
