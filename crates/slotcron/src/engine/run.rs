@@ -143,7 +143,7 @@ async fn claim_and_run(
         fencing_token,
         scope: scope.clone(),
         // Each run can be cancelled on its own: by its timeout, or by its job's removal.
-        own_cancel: Some(scope.shutdown.child_token()),
+        own_cancel: scope.shutdown.child_token(),
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();
@@ -222,9 +222,7 @@ async fn run_handler(
     };
     // Timed out, or the job was removed with its runs cancelled: ask the handler to stop,
     // then drop it after the grace period.
-    if let Some(cancel) = cancel {
-        cancel.cancel();
-    }
+    cancel.cancel();
     let grace = shared.settings.cancel_grace;
     let stopped = tokio::select! {
         biased;
