@@ -148,3 +148,74 @@ impl Plan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use jiff::tz::TimeZone;
+
+    use super::*;
+    use crate::JobContext;
+    use crate::policy::Misfire;
+    use crate::store::ScheduleSpec;
+
+    async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+
+    fn base() -> JobBuilder {
+        Job::builder("job").cron("0 9 * * *").handler(noop)
+    }
+
+    fn derived(plan: Plan) -> String {
+        plan.resolved_fingerprint().unwrap()
+    }
+
+    #[test]
+    fn a_derived_fingerprint_covers_every_listed_field() {
+        let original = derived(Plan::new(base()).handler_name("h"));
+        assert_eq!(derived(Plan::new(base()).handler_name("h")), original, "stable");
+        let variants = [
+            Plan::new(Job::builder("other").cron("0 9 * * *").handler(noop)).handler_name("h"),
+            Plan::new(Job::builder("job").cron("0 10 * * *").handler(noop)).handler_name("h"),
+            Plan::new(
+                Job::builder("job")
+                    .cron_in("0 9 * * *", TimeZone::get("Asia/Shanghai").unwrap())
+                    .handler(noop),
+            )
+            .handler_name("h"),
+            Plan::new(base().timeout(Duration::from_secs(5))).handler_name("h"),
+            Plan::new(base().misfire(Misfire::RunOnce)).handler_name("h"),
+            Plan::new(base().grace(Duration::from_secs(7))).handler_name("h"),
+            Plan::new(base().payload(serde_json::json!({"a": 1}))).handler_name("h"),
+            Plan::new(base().on_every_replica(true)).handler_name("h"),
+            Plan::new(Job::builder("job").every(Duration::from_secs(60)).run_on_start(true).handler(noop))
+                .handler_name("h"),
+            Plan::new(base()).handler_name("other handler"),
+            Plan::new(base()).handler_name("h").enabled(false),
+        ];
+        for (i, variant) in variants.into_iter().enumerate() {
+            assert_ne!(derived(variant), original, "variant {i}");
+        }
+    }
+
+    #[test]
+    fn a_closure_plan_states_its_fingerprint_or_handler_name() {
+        let err = Plan::new(base()).resolved_fingerprint().unwrap_err();
+        assert_eq!(err, "the handler is a closure: state the plan's fingerprint or handler name");
+        assert_eq!(Plan::new(base()).fingerprint("v1").resolved_fingerprint().unwrap(), "v1");
+    }
+
+    #[test]
+    fn a_definition_fingerprint_covers_the_whole_definition() {
+        let definition = JobDefinition::new("job", ScheduleSpec::After { delay_ms: 5 }, "noop");
+        let original = derived(Plan::from_definition(definition.clone()));
+        let mut other = definition.clone();
+        other.grace_ms = Some(1);
+        assert_ne!(derived(Plan::from_definition(other)), original);
+        let mut other = definition;
+        other.handler = "another".into();
+        assert_ne!(derived(Plan::from_definition(other)), original);
+    }
+}
