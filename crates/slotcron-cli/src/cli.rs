@@ -42,7 +42,7 @@ pub struct JobsArgs {
 /// The `slotcron jobs` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
-    /// Store the [[job]] tables of FILE (`-`: standard input) in the state, replacing the
+    /// Store the `[[job]]` tables of FILE (`-`: standard input) in the state, replacing the
     /// jobs of the same names; nothing is written if any is invalid.
     Put {
         /// A TOML jobs file, or `-`.
