@@ -85,9 +85,11 @@ impl Settings {
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
-    /// shutdown.
+    /// shutdown. Its jobs are the file's (and, with `--jobs-from-state`, the state's
+    /// command jobs, see [`Reloader`]), never the library definitions a shared state may
+    /// also hold: [`Scheduler::restore`] reads only the jobs' state.
     pub fn scheduler(&self, backends: &Backends) -> SchedulerBuilder {
-        let mut builder = Scheduler::builder().instance(&self.instance);
+        let mut builder = Scheduler::builder().instance(&self.instance).restore_definitions(false);
         if let Some(coordinator) = &backends.coordinator {
             builder = builder.coordinator(coordinator.clone());
         }
@@ -193,9 +195,7 @@ async fn start(
     jobs_from_state: bool,
 ) -> Result<(Scheduler, Reloader), ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
-    // The daemon's jobs are its file's (and the state's, below), never a library's
-    // definitions that happen to be stored in the same state.
-    let scheduler = settings.scheduler(&backends).restore_definitions(false).build();
+    let scheduler = settings.scheduler(&backends).build();
     let state_jobs = match (jobs_from_state, &backends.state.store) {
         (false, _) => None,
         (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
