@@ -248,3 +248,29 @@ fn bench_reload_of_10000_jobs() {
     daemon.signal(Signal::SIGTERM);
     daemon.wait_exit();
 }
+
+#[test]
+fn a_reload_never_waits_for_a_running_command_and_leaves_it_running() {
+    let dir = scratch("reload-in-flight");
+    let slow = "[[job]]\nname = \"slow\"\nevery = \"1h\"\nrun_on_start = true\ncommand = 'until [ -e go ]; do sleep 0.1; done'\n";
+    write(&dir, "jobs.toml", slow);
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the command to start", |l| {
+        l.contains("command started") && l.contains(r#"job="slow""#)
+    });
+    write(
+        &dir,
+        "jobs.toml",
+        &format!("{slow}\n[[job]]\nname = \"other\"\nevery = \"1h\"\ncommand = 'true'\n"),
+    );
+    daemon.signal(Signal::SIGHUP);
+    let reloaded = daemon.wait_for("for the reload", |l| l.contains("jobs reloaded"));
+    assert!(reloaded.contains("added=1") && reloaded.contains("unchanged=1"), "{reloaded}");
+    assert!(daemon.lines_with(&["run finished", r#"job="slow""#]).is_empty(), "reloaded while it runs");
+    write(&dir, "go", "");
+    let finished = daemon
+        .wait_for("for the run to finish", |l| l.contains("run finished") && l.contains(r#"job="slow""#));
+    assert!(finished.contains(r#"outcome="succeeded""#), "{finished}");
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
