@@ -127,6 +127,9 @@ fn list(listed: &Listed, json: bool) {
     if json {
         for [job, source, schedule, command] in rows {
             let mut line = serde_json::json!({ "job": job, "source": source });
+            if let Some(instance) = source.strip_prefix("file:") {
+                line["instance"] = instance.into();
+            }
             if !schedule.is_empty() {
                 line["schedule"] = schedule.into();
                 line["command"] = command.into();

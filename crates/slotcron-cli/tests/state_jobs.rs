@@ -59,7 +59,7 @@ fn daemons_on_one_state_pick_up_a_job_put_there_run_it_once_per_trigger_and_drop
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     let listed = stdout(&listed);
     assert!(listed.contains(r#""job":"shared""#) && listed.contains(r#""source":"state""#), "{listed}");
-    assert!(listed.contains(r#""source":"file:a""#) && listed.contains(r#""source":"file:b""#), "{listed}");
+    assert!(listed.contains(r#""instance":"a""#) && listed.contains(r#""source":"file:b""#), "{listed}");
     assert!(
         !listed.contains(r#""source":"file:c""#),
         "only daemons with --jobs-from-state publish: {listed}"
