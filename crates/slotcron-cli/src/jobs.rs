@@ -78,8 +78,8 @@ async fn put(file: &Path, url: &str) -> Result<ExitCode, String> {
     } else {
         std::fs::read_to_string(file).map_err(|e| format!("slotcron jobs put: {}: {e}", file.display()))?
     };
-    let (entries, _) =
-        jobs_file::parse(&source, Format::Toml).map_err(|list| Problems::new(file, list).to_string())?;
+    let entries =
+        jobs_file::parse(&source, Format::Toml).map_err(|list| Problems::new(file, list).to_string())?.jobs;
     let mut problems = Vec::new();
     let mut definitions = Vec::new();
     for entry in &entries {

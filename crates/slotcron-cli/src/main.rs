@@ -15,6 +15,7 @@ mod next;
 mod process_group;
 mod reload;
 mod run;
+mod signals;
 mod state;
 mod state_jobs;
 mod table;
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
-        Command::Check(args) => check::run(&args.file),
+        Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
         Command::Jobs(args) => jobs::run(args),
     }

@@ -9,7 +9,7 @@ use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Schedul
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::jobs_file::{self, JobEntry, JobsFile};
+use crate::jobs_file::{self, Format, JobEntry, JobsFile};
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
@@ -123,6 +123,7 @@ const STATE_CHANGE: &str = "state change";
 pub struct Reloader {
     scheduler: Scheduler,
     path: PathBuf,
+    format: Format,
     file_jobs: Vec<JobEntry>,
     state_jobs: Option<StateJobs>,
 }
@@ -130,7 +131,7 @@ pub struct Reloader {
 impl Reloader {
     /// The jobs of `loaded` (and of `state_jobs`), for `scheduler`.
     pub fn new(scheduler: Scheduler, loaded: JobsFile, state_jobs: Option<StateJobs>) -> Self {
-        Self { scheduler, path: loaded.path, file_jobs: loaded.jobs, state_jobs }
+        Self { scheduler, path: loaded.path, format: loaded.format, file_jobs: loaded.jobs, state_jobs }
     }
 
     /// The state's jobs, with `--jobs-from-state`.
@@ -206,8 +207,8 @@ impl Reloader {
 
     /// Reads the jobs file again: `false` (with every problem logged) if it does not load.
     async fn reload_file(&mut self, cause: &str) -> bool {
-        let path = self.path.clone();
-        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path)).await;
+        let (path, format) = (self.path.clone(), self.format);
+        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path, format)).await;
         let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {

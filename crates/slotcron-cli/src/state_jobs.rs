@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub struct Payload {
     /// Text for its standard input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
+    /// The directory it starts in; the daemon's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<PathBuf>,
     /// Whether every daemon runs every trigger, unclaimed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub on_every_replica: bool,
@@ -88,6 +91,7 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
         command: entry.command.script.clone(),
         env: entry.command.env.iter().cloned().collect(),
         stdin: entry.command.stdin.clone(),
+        working_dir: entry.command.working_dir.clone(),
         on_every_replica: job.on_every_replica(),
         other_fields: serde_json::Map::new(),
     };
@@ -149,9 +153,11 @@ pub fn plan(definition: &JobDefinition, payload: &Payload) -> Result<Plan, Strin
         tracing::warn!(job = %definition.name, ?keys, "payload keys this release does not know are ignored");
     }
     let command = ShellCommand {
-        script: payload.command.clone(),
         env: payload.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>().into(),
         stdin: payload.stdin.clone(),
+        working_dir: payload.working_dir.clone(),
+        timeout: definition.timeout_ms.map(Duration::from_millis),
+        ..ShellCommand::new(payload.command.clone())
     };
     let registry = HandlerRegistry::default();
     registry.register(COMMAND_HANDLER, command.into_handler());
