@@ -8,6 +8,8 @@
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
 //!   last trigger in a [`Store`].
+//! - [`metrics`]: the Prometheus-style metrics the engine emits through the `metrics`
+//!   facade.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
@@ -20,6 +22,7 @@ pub mod coordinator;
 mod engine;
 pub mod job;
 pub mod ledger;
+pub mod metrics;
 pub mod policy;
 mod redact;
 mod registry;
@@ -31,7 +34,9 @@ pub mod testkit;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
-pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use engine::{
+    DefineError, JobInfo, LastRun, Reachable, Scheduler, SchedulerBuilder, claim_ttl, trigger_key,
+};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
 pub use policy::Misfire;

@@ -2,6 +2,7 @@
 //! the [`Clock`], and one task per run.
 
 mod builder;
+mod introspect;
 mod misfire;
 mod queue;
 mod record;
@@ -10,6 +11,7 @@ mod table;
 mod trigger;
 
 pub use builder::SchedulerBuilder;
+pub use introspect::{JobInfo, LastRun, Reachable};
 
 pub(crate) use run::RunScope;
 pub use trigger::{claim_ttl, trigger_key};
@@ -27,6 +29,7 @@ use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::metrics::JobLabels;
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use table::Table;
@@ -84,6 +87,7 @@ pub(crate) struct Shared {
     table: Mutex<Table>,
     wake: Notify,
     running: AtomicBool,
+    health: introspect::Health,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`] methods.
@@ -94,6 +98,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub metrics: JobLabels,
 }
 
 impl Scheduler {

@@ -1,5 +1,6 @@
 //! Run recording: each trigger's one record, log line and job-state update.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -37,10 +38,15 @@ impl Shared {
     /// (not for a backend outage: that trigger may still be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
+        self.table().set_last_run(&record);
+        let ran = record.outcome.ran().then_some(record.duration);
+        self.settings.metrics.record(&record.job, record.outcome, record.trigger, ran);
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
-        if let Err(e) = self.ledger.append(&record).await {
+        let appended = self.ledger.append(&record).await;
+        self.health.state.store(appended.is_ok(), Ordering::Relaxed);
+        if let Err(e) = appended {
             tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
         }
     }
@@ -55,7 +61,9 @@ impl Shared {
             last_outcome: outcome,
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
-        if let Err(e) = self.store.save_state(&job.name, &state).await {
+        let saved = self.store.save_state(&job.name, &state).await;
+        self.health.state.store(saved.is_ok(), Ordering::Relaxed);
+        if let Err(e) = saved {
             tracing::warn!(job = %job.name, %trigger, "{e}");
         }
     }

@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
+use super::introspect::{self, JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
+use crate::ledger::RunRecord;
+use crate::metrics::JobLabels;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -35,6 +38,8 @@ struct Entry {
     /// Tells this entry's queue items from those of a removed job in the same slot.
     generation: u64,
     next: Option<Timestamp>,
+    /// The last trigger handled, once one is recorded.
+    last_run: Option<LastRun>,
 }
 
 /// Jobs by name and their queued triggers, earliest first.
@@ -52,9 +57,16 @@ pub(crate) struct Table {
     started: Option<Timestamp>,
     /// The stored state of each job, read when the engine starts.
     states: HashMap<String, JobState>,
+    /// Whether the next-trigger gauge is set per job.
+    metrics: JobLabels,
 }
 
 impl Table {
+    /// An empty table.
+    pub fn new(metrics: JobLabels) -> Self {
+        Self { metrics, ..Self::default() }
+    }
+
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
     /// taken, else whether the job's trigger is now the earliest (the engine must wake).
     pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
@@ -64,7 +76,8 @@ impl Table {
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
-        let entry = Entry { job: Arc::new(job), generation: self.last_generation, next: None };
+        let entry =
+            Entry { job: Arc::new(job), generation: self.last_generation, next: None, last_run: None };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(entry);
@@ -85,6 +98,7 @@ impl Table {
     /// Removes a job; its queued triggers are dropped. `false` if there is none.
     pub fn remove(&mut self, name: &str) -> bool {
         let Some(slot) = self.by_name.remove(name) else { return false };
+        self.metrics.next_trigger(&Arc::from(name), None);
         if let Some(entry) = self.slots[slot as usize].take()
             && entry.next.is_some()
         {
@@ -148,6 +162,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
+        self.metrics.next_trigger(&job.name, first);
         if let (true, ScheduleKind::Interval { period }, Some(first)) = (job.run_on_start, kind, first) {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
@@ -169,6 +184,41 @@ impl Table {
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
+    }
+
+    /// Remembers a job's newest record as its last run (an older trigger finishing late
+    /// does not replace a newer one).
+    pub fn set_last_run(&mut self, record: &RunRecord) {
+        let Some(&slot) = self.by_name.get(&record.job) else { return };
+        if let Some(entry) = self.slots[slot as usize].as_mut()
+            && entry.last_run.as_ref().is_none_or(|last| last.trigger <= record.trigger)
+        {
+            entry.last_run = Some(LastRun::from(record));
+        }
+    }
+
+    /// A job with its next `count` fire times.
+    pub fn info(&self, name: &str, count: usize) -> Option<JobInfo> {
+        self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?, count)
+    }
+
+    /// Every job with its next `count` fire times.
+    pub fn infos(&self, count: usize) -> Vec<JobInfo> {
+        self.slots.iter().flatten().filter_map(|entry| self.info_of(entry, count)).collect()
+    }
+
+    fn info_of(&self, entry: &Entry, count: usize) -> Option<JobInfo> {
+        let job = entry.job.clone();
+        let stored = || {
+            self.states.get(&*job.name).map(|s| LastRun {
+                trigger: s.last_trigger,
+                outcome: s.last_outcome,
+                instance: None,
+                duration: None,
+            })
+        };
+        let last_run = entry.last_run.clone().or_else(stored);
+        Some(JobInfo { next_triggers: introspect::fire_times(&job, entry.next, count), job, last_run })
     }
 
     /// The names of the jobs.
@@ -221,6 +271,7 @@ impl Table {
                 next
             };
             entry.next = next;
+            self.metrics.next_trigger(&job.name, next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),
