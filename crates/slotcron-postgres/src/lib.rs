@@ -33,10 +33,12 @@ mod database;
 mod error;
 mod ledger;
 mod migrations;
+mod output;
 mod store;
 
 pub use coordinator::PostgresCoordinator;
 pub use database::PostgresDatabase;
 pub use error::{DbError, OpenError};
 pub use ledger::PostgresLedger;
+pub use output::PostgresOutputs;
 pub use store::PostgresStore;
