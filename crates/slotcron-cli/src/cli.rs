@@ -14,6 +14,19 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written to standard error: `text` (for people) or `json` (one
+    /// JSON object per line, with `job`, `trigger`, `instance`, `outcome`, `duration_ms`... as fields).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -27,6 +40,17 @@ pub enum Command {
     Check(CheckArgs),
     /// Print the run history kept in the state, newest trigger first.
     History(HistoryArgs),
+    /// Print the jobs of a running daemon, read from its admin API.
+    Status(StatusArgs),
+}
+
+/// `slotcron status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The daemon's admin API: http://HOST:PORT (as given to `run --admin`) or
+    /// unix:PATH. A token in SLOTCRON_ADMIN_TOKEN is sent as a bearer token.
+    #[arg(long, value_name = "URL")]
+    pub admin_url: String,
 }
 
 /// `slotcron run`.
@@ -54,6 +78,20 @@ pub struct RunArgs {
     pub instance: Option<String>,
     #[command(flatten)]
     pub state: StateArg,
+    /// Serve the admin HTTP API, the status page and /metrics at ADDR: IP:PORT (e.g.
+    /// 127.0.0.1:9090) or unix:PATH. Takes precedence over the SLOTCRON_ADMIN environment
+    /// variable, which takes precedence over `listen` in the jobs file's `[admin]` table;
+    /// off unless given. An address other machines can reach needs SLOTCRON_ADMIN_TOKEN.
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
+    /// A name (NAME or NAME:PORT) the Host header of admin requests may carry besides the
+    /// listen address, e.g. the name a proxy or browser uses; repeatable. Others get 403.
+    #[arg(long, value_name = "NAME")]
+    pub admin_host: Vec<String>,
+    /// Whether metrics carry a `job` label; `false` for very large job sets (per-job
+    /// series and gauges are then left out).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics_per_job: bool,
 }
 
 /// `--state URL`, shared by `run` and `history`.

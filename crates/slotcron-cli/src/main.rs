@@ -1,6 +1,7 @@
 //! `slotcron`: runs shell jobs from a TOML jobs file or a crontab, and inspects
 //! schedules. See the README for the file formats.
 
+mod admin;
 mod check;
 mod cli;
 mod command;
@@ -14,6 +15,7 @@ mod next;
 mod process_group;
 mod run;
 mod state;
+mod status;
 mod table;
 mod zone;
 
@@ -29,11 +31,12 @@ const INVALID_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init();
+    logging::init(cli.log_format);
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(&args.file),
         Command::History(args) => history::run(args),
+        Command::Status(args) => status::run(args),
     }
 }

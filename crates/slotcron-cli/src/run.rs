@@ -1,6 +1,7 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,11 +9,12 @@ use std::time::Duration;
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::admin::{self, AdminSettings};
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, process_group};
+use crate::{INVALID_INPUT, command, duration, process_group};
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -30,6 +32,10 @@ pub struct Settings {
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+    /// The admin API, if asked for (see [`AdminSettings::choose`]).
+    pub admin: Option<AdminSettings>,
+    /// Whether metrics carry a `job` label (`--metrics-per-job`).
+    pub metrics_per_job: bool,
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -54,7 +60,10 @@ impl Settings {
     /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
     pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
+        let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         Ok(Self {
+            admin,
+            metrics_per_job: args.metrics_per_job,
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
@@ -79,6 +88,7 @@ impl Settings {
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
+        command::keep_output_in(state.outputs.clone());
         Ok(Backends { state, coordinator })
     }
 
@@ -93,7 +103,8 @@ impl Settings {
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
-            .cancel_grace(self.cancel_grace);
+            .cancel_grace(self.cancel_grace)
+            .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
             None => builder,
@@ -153,22 +164,50 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let scheduler = match started {
-        Ok(scheduler) => scheduler,
+    let (scheduler, admin) = match started {
+        Ok(started) => started,
         Err(code) => return code,
     };
     tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
     let cancel = CancellationToken::new();
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
+    // The admin API answers until the scheduler has stopped (`/healthz` says so
+    // meanwhile).
+    let admin_stop = CancellationToken::new();
+    let admin = admin.map(|serve| tokio::spawn(serve(scheduler.clone(), admin_stop.clone())));
     scheduler.run(cancel).await;
+    admin_stop.cancel();
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     ExitCode::SUCCESS
 }
 
-/// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run, or the exit status of a failed start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
+/// The admin server, bound, waiting for its scheduler and stop signal.
+type ServeAdmin =
+    Box<dyn FnOnce(Scheduler, CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// Opens the backends, binds the admin address, adds the jobs and restores their state:
+/// the scheduler ready to run and the admin server, or the exit status of a failed
+/// start (its reason already on standard error).
+async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Option<ServeAdmin>), ExitCode> {
+    // Installed first, so that the first metrics of the jobs are recorded.
+    let metrics = match &settings.admin {
+        Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
+        None => None,
+    };
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+    let serve_admin = match (&settings.admin, metrics) {
+        (Some(admin), Some(metrics)) => {
+            let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
+            let outputs = backends.state.outputs.clone();
+            let serve: ServeAdmin =
+                Box::new(move |scheduler, stop| Box::pin(bound.serve(scheduler, metrics, outputs, stop)));
+            Some(serve)
+        }
+        _ => None,
+    };
     let scheduler = settings.scheduler(&backends).build();
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
@@ -183,7 +222,7 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitC
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok(scheduler)
+    Ok((scheduler, serve_admin))
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

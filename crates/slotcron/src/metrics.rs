@@ -104,3 +104,29 @@ pub(crate) fn claim(result: &'static str, latency: Duration) {
     counter!(CLAIMS_TOTAL, "result" => result).increment(1);
     histogram!(CLAIM_DURATION_SECONDS).record(latency.as_secs_f64());
 }
+
+/// Gives the installed recorder each metric's unit and help text (the `# HELP` lines of
+/// a Prometheus exposition). Call it once, after installing the recorder.
+pub fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(RUNS_TOTAL, "Run records written by this scheduler, by job and outcome.");
+    describe_histogram!(RUN_DURATION_SECONDS, Unit::Seconds, "How long handlers ran.");
+    describe_histogram!(
+        TRIGGER_LATENESS_SECONDS,
+        Unit::Seconds,
+        "From a trigger's scheduled instant to its handler's start."
+    );
+    describe_counter!(CLAIMS_TOTAL, "Claims sent to the coordinator, by result (won, lost, error).");
+    describe_histogram!(CLAIM_DURATION_SECONDS, Unit::Seconds, "How long claims took to answer.");
+    describe_gauge!(RUNNING_RUNS, "Handlers running now.");
+    describe_gauge!(
+        JOB_LAST_SUCCESS_TIMESTAMP_SECONDS,
+        Unit::Seconds,
+        "The trigger of each job's last successful run here, in Unix seconds."
+    );
+    describe_gauge!(
+        JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS,
+        Unit::Seconds,
+        "Each job's next queued trigger, in Unix seconds (0: none)."
+    );
+}

@@ -1,7 +1,10 @@
 //! The shell-command handler: runs a job's command under `/bin/sh -c` in its own
 //! process group and logs its output.
 
+mod capture;
 mod output;
+
+pub use capture::keep_output_in;
 
 use std::fmt;
 use std::process::{ExitStatus, Stdio};
@@ -11,6 +14,7 @@ use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
 use crate::process_group::ProcessGroup;
+use capture::Tail;
 
 /// The shell that runs every command, as cron does (`sh -c`).
 const SHELL: &str = "/bin/sh";
@@ -90,7 +94,9 @@ impl ShellCommand {
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
     /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
     /// that grows with every won claim of the job across the fleet) in its environment.
-    /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
+    /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
+    /// the last 64 KiB of its output are kept in the daemon's state (see
+    /// [`keep_output_in`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -134,8 +140,9 @@ impl ShellCommand {
                 }
             }
         };
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited);
+        let tail = Tail::default();
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail);
         let cancel = ctx.cancellation_token();
         let exit = async {
             let status = tokio::select! {
@@ -160,6 +167,7 @@ impl ShellCommand {
         if let Some(group) = group {
             group.disarm();
         }
+        tail.save(ctx).await;
         let status = status.map_err(CommandError::Wait)?;
         if status.success() { Ok(()) } else { Err(CommandError::Exit { status, last_stderr }) }
     }

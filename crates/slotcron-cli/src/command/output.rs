@@ -6,6 +6,8 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use slotcron::CancellationToken;
+
+use super::capture::Tail;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 /// Longer output lines are logged in parts of at most this many bytes.
@@ -16,7 +18,8 @@ const MAX_PART: usize = 16 * 1024;
 /// the pipe open for as long as it runs.
 const DRAIN: Duration = Duration::from_millis(250);
 
-/// Logs each line of the output stream `name` (`stdout`, `stderr`) of the job `job`,
+/// Logs each line of the output stream `name` (`stdout`, `stderr`) of the job `job`, and
+/// appends it, as written, to `tail`,
 /// until the stream ends or, once `exited` fires (the command's shell exited), for at
 /// most [`DRAIN`] more; a line cut short there is logged as it is. Returns the last
 /// non-blank line, escaped.
@@ -25,9 +28,10 @@ pub async fn log_lines(
     job: &str,
     name: &'static str,
     exited: &CancellationToken,
+    tail: &Tail,
 ) -> Option<String> {
     let mut reader = BufReader::new(stream?);
-    let mut log = StreamLog { job, stream: name, part: 0, last: None };
+    let mut log = StreamLog { job, stream: name, part: 0, last: None, tail };
     let mut buf = Vec::new();
     let drained = async {
         exited.cancelled().await;
@@ -92,6 +96,8 @@ struct StreamLog<'a> {
     part: u32,
     /// The last non-blank line (or part) logged.
     last: Option<String>,
+    /// The run's output as it is kept.
+    tail: &'a Tail,
 }
 
 impl StreamLog<'_> {
@@ -99,6 +105,7 @@ impl StreamLog<'_> {
     /// it. The parts of a split line carry `part=1`, `part=2`..., the last one included.
     fn piece(&mut self, bytes: &[u8], ends_line: bool) {
         let bytes = if ends_line { bytes.strip_suffix(b"\r").unwrap_or(bytes) } else { bytes };
+        self.tail.push(bytes, ends_line);
         let text = String::from_utf8_lossy(bytes);
         let text = escape(&text);
         let (job, stream) = (self.job, self.stream);

@@ -70,12 +70,14 @@ impl Shared {
 }
 
 fn log_run(r: &RunRecord) {
-    let dur_ms = r.duration.as_millis() as u64;
-    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
+    let duration_ms = r.duration.as_millis() as u64;
+    let (job, trigger, instance, outcome) = (&*r.job, r.trigger, &*r.instance, r.outcome.as_str());
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
-        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+        Outcome::Succeeded => tracing::info!(job, %trigger, instance, outcome, duration_ms, "run finished"),
+        Outcome::SkippedLost => {
+            tracing::debug!(job, %trigger, instance, outcome, duration_ms, "run finished")
+        }
+        _ => tracing::warn!(job, %trigger, instance, outcome, duration_ms, err, "run finished"),
     }
 }

@@ -12,8 +12,9 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "admin", "job"];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
+pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",
