@@ -249,3 +249,97 @@ fn a_unix_socket_serves_the_api_without_credentials() {
     stop(daemon);
     assert!(!Path::new(&socket).exists(), "the socket is removed at exit");
 }
+
+/// A chromedriver on a free port, stopped with the test.
+struct ChromeDriver {
+    _child: support::KillOnDrop,
+    url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl ChromeDriver {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let port = free_port();
+        let mut child = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver runs (apt-get install chromium chromium-driver; .ci/run installs them)");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let started = lines.by_ref().map_while(Result::ok).any(|l| l.contains("started successfully"));
+        assert!(started, "chromedriver did not start");
+        // Keep reading its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self {
+            _child: support::KillOnDrop(child),
+            url: format!("http://127.0.0.1:{port}"),
+            _profile: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A headless Chromium session, with the flags that work in containers and a fresh
+    /// profile.
+    async fn session(&self) -> fantoccini::Client {
+        let profile = format!("--user-data-dir={}", self._profile.path().display());
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=390,844",
+            &profile,
+        ];
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), serde_json::json!({ "args": args }));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        fantoccini::ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+#[test]
+fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_browser() {
+    use fantoccini::Locator;
+    let (_dir, daemon, addr) = serving("admin-browser", &[], &[]);
+    let jobs = http::get(&addr, "/api/v1/jobs", &[]).json();
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        browser.goto(&format!("http://{addr}/")).await.unwrap();
+        let wait = || browser.wait().at_most(support::PATIENCE);
+        for job in jobs["jobs"].as_array().unwrap() {
+            let name = job["name"].as_str().unwrap();
+            let row = wait().for_element(Locator::Css(&format!("tr[data-job='{name}']"))).await.unwrap();
+            let text = row.text().await.unwrap();
+            assert!(text.contains(name), "{text}");
+            if let Some(next) = job["next_triggers"][0].as_str() {
+                assert!(text.contains(next), "the row of {name} shows its next fire {next}: {text}");
+            }
+        }
+        wait().for_element(Locator::Css("tr[data-job='ok']")).await.unwrap().click().await.unwrap();
+        let open = wait()
+            .for_element(Locator::Css("button.open-output[data-trigger='2020-01-01T00:00:00Z']"))
+            .await
+            .unwrap();
+        open.click().await.unwrap();
+        let output = browser.find(Locator::Id("output")).await.unwrap();
+        wait()
+            .for_element(Locator::XPath("//pre[@id='output'][contains(., 'also on stderr')]"))
+            .await
+            .unwrap_or_else(|e| panic!("the run's output did not open: {e}"));
+        assert_eq!(output.text().await.unwrap(), "fine\nalso on stderr");
+        browser.close().await.unwrap();
+    });
+    stop(daemon);
+}
