@@ -10,6 +10,9 @@
 //! 3. adds — the time to add 100,000 cron jobs to a running scheduler.
 //!
 //! CPU time and context switches come from /proc (Linux only).
+//!
+//! `-- --metrics` installs the Prometheus recorder the daemon uses (the engine's metrics
+//! then cost what they cost in production); without it the metrics go nowhere.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +36,13 @@ fn main() {
     // `cargo bench -p slotcron --bench dispatch -- dispatch` runs one scenario.
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])
+            .and_then(|b| b.install_recorder())
+            .unwrap()
+    });
+    println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
     if wanted("idle") {
         runtime().block_on(idle());
     }
@@ -41,6 +51,9 @@ fn main() {
     }
     if wanted("adds") {
         runtime().block_on(adds());
+    }
+    if let Some(metrics) = metrics {
+        println!("  metrics exposition: {} bytes", metrics.render().len());
     }
 }
 

@@ -44,6 +44,22 @@ pub const JOB_LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "slotcron_job_last_success_
 /// (the facade cannot remove a series).
 pub const JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS: &str = "slotcron_job_next_trigger_timestamp_seconds";
 
+/// Gauge: 1 if the last configuration reload succeeded, 0 if it failed.
+pub const CONFIG_LAST_RELOAD_SUCCESSFUL: &str = "slotcron_config_last_reload_successful";
+/// Gauge, Unix seconds: when the configuration was last reloaded successfully.
+pub const CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS: &str =
+    "slotcron_config_last_reload_success_timestamp_seconds";
+
+/// Records the result of a configuration reload at `at` (for whatever reloads the
+/// jobs: the daemon at SIGHUP), as Prometheus' own `prometheus_config_last_reload_*`
+/// gauges do.
+pub fn config_reloaded(successful: bool, at: Timestamp) {
+    gauge!(CONFIG_LAST_RELOAD_SUCCESSFUL).set(if successful { 1.0 } else { 0.0 });
+    if successful {
+        gauge!(CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS).set(unix_seconds(at));
+    }
+}
+
 /// Whether series carry the `job` label (default: yes).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct JobLabels(pub bool);
@@ -123,6 +139,15 @@ pub fn describe() {
         JOB_LAST_SUCCESS_TIMESTAMP_SECONDS,
         Unit::Seconds,
         "The trigger of each job's last successful run here, in Unix seconds."
+    );
+    describe_gauge!(
+        CONFIG_LAST_RELOAD_SUCCESSFUL,
+        "Whether the last configuration reload succeeded (1) or not (0)."
+    );
+    describe_gauge!(
+        CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
+        Unit::Seconds,
+        "When the configuration was last reloaded successfully, in Unix seconds."
     );
     describe_gauge!(
         JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS,
