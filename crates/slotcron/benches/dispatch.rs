@@ -43,6 +43,15 @@ fn main() {
             .unwrap()
     });
     println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
+    if let Some(metrics) = metrics.clone() {
+        // As the daemon does: the histograms' samples are folded in every 5 s.
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(5));
+                metrics.run_upkeep();
+            }
+        });
+    }
     if wanted("idle") {
         runtime().block_on(idle());
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use crate::context::JobContext;
+use crate::metrics::{JobLabels, JobSeries};
 use crate::policy::Misfire;
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
@@ -57,6 +58,8 @@ pub struct Job {
     pub(crate) every_replica: bool,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
+    /// The job's metric series, registered at its first use.
+    pub(crate) series: OnceLock<JobSeries>,
 }
 
 impl Clone for Job {
@@ -73,6 +76,7 @@ impl Clone for Job {
             payload: self.payload.clone(),
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
+            series: OnceLock::new(),
         }
     }
 }
@@ -126,6 +130,13 @@ impl Job {
     /// Whether an interval job also fires at start-up.
     pub fn run_on_start(&self) -> bool {
         self.run_on_start
+    }
+}
+
+impl Job {
+    /// The job's metric series (registered at the first call).
+    pub(crate) fn series(&self, labels: JobLabels) -> &JobSeries {
+        self.series.get_or_init(|| JobSeries::new(&self.name, labels))
     }
 }
 
@@ -303,6 +314,7 @@ impl JobBuilder {
             payload: self.payload,
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(0),
+            series: OnceLock::new(),
         })
     }
 }

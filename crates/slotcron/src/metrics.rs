@@ -10,16 +10,20 @@
 //! records (a trigger another replica won is `skipped-lost` here), so the fleet's sum of
 //! `outcome="succeeded"` is the fleet's number of successful runs.
 //!
+//! Each series is registered with the recorder once (a job's at its first trigger) and
+//! its handle kept, so install the recorder before [`Scheduler::run`](crate::Scheduler::run)
+//! starts.
+//!
 //! Per-job labels (`job`) can be turned off for very large job sets with
 //! [`SchedulerBuilder::metrics_per_job`](crate::SchedulerBuilder::metrics_per_job): the
 //! per-job series then go away (`runs_total` keeps its `outcome` label, the duration
 //! histogram has no label, and the two per-job gauges are not emitted).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use metrics::{counter, gauge, histogram};
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use crate::ledger::Outcome;
 
@@ -38,7 +42,8 @@ pub const CLAIMS_TOTAL: &str = "slotcron_claims_total";
 pub const CLAIM_DURATION_SECONDS: &str = "slotcron_claim_duration_seconds";
 /// Gauge: handlers running now on this scheduler.
 pub const RUNNING_RUNS: &str = "slotcron_running_runs";
-/// Gauge, label `job`, Unix seconds: the trigger of the job's last successful run here.
+/// Gauge, label `job`, Unix seconds: the trigger of the job's last successful run here;
+/// 0 until it has one.
 pub const JOB_LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "slotcron_job_last_success_timestamp_seconds";
 /// Gauge, label `job`, Unix seconds: the job's next queued trigger; 0 once it has none
 /// (the facade cannot remove a series).
@@ -74,51 +79,127 @@ fn unix_seconds(at: Timestamp) -> f64 {
     at.as_millisecond() as f64 / 1e3
 }
 
-impl JobLabels {
-    /// One run record.
-    pub fn record(self, job: &Arc<str>, outcome: Outcome, trigger: Timestamp, duration: Option<Duration>) {
-        let succeeded = outcome == Outcome::Succeeded;
+/// One job's series, registered with the recorder at the job's first use and kept, so a
+/// run costs a few atomic updates rather than a registry lookup per metric. (A recorder
+/// installed after a job's first trigger does not see that job: install it before
+/// [`Scheduler::run`](crate::Scheduler::run).)
+pub(crate) struct JobSeries {
+    /// The `job` label, if series carry it.
+    job: Option<Arc<str>>,
+    /// `runs_total` by outcome, registered as outcomes occur.
+    runs: Mutex<Vec<(&'static str, Counter)>>,
+    duration: Histogram,
+    last_success: Gauge,
+    next_trigger: Gauge,
+}
+
+impl std::fmt::Debug for JobSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobSeries").field("job", &self.job).finish_non_exhaustive()
+    }
+}
+
+impl JobSeries {
+    pub fn new(job: &Arc<str>, labels: JobLabels) -> Self {
+        match labels.0 {
+            true => Self {
+                job: Some(job.clone()),
+                runs: Mutex::new(Vec::new()),
+                duration: histogram!(RUN_DURATION_SECONDS, "job" => job.clone()),
+                last_success: gauge!(JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, "job" => job.clone()),
+                next_trigger: gauge!(JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, "job" => job.clone()),
+            },
+            false => Self {
+                job: None,
+                runs: Mutex::new(Vec::new()),
+                duration: histogram!(RUN_DURATION_SECONDS),
+                last_success: Gauge::noop(),
+                next_trigger: Gauge::noop(),
+            },
+        }
+    }
+
+    /// One run record: `duration` if the handler ran.
+    pub fn record(&self, outcome: Outcome, trigger: Timestamp, duration: Option<Duration>) {
+        if outcome == Outcome::Succeeded {
+            self.last_success.set(unix_seconds(trigger));
+        }
+        if let Some(duration) = duration {
+            self.duration.record(duration.as_secs_f64());
+        }
         let outcome = outcome.as_str();
-        if self.0 {
-            counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome).increment(1);
-            if let Some(duration) = duration {
-                histogram!(RUN_DURATION_SECONDS, "job" => job.clone()).record(duration.as_secs_f64());
-            }
-            if succeeded {
-                gauge!(JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, "job" => job.clone()).set(unix_seconds(trigger));
-            }
-        } else {
-            counter!(RUNS_TOTAL, "outcome" => outcome).increment(1);
-            if let Some(duration) = duration {
-                histogram!(RUN_DURATION_SECONDS).record(duration.as_secs_f64());
-            }
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, counter)) = runs.iter().find(|(name, _)| *name == outcome) {
+            counter.increment(1);
+            return;
         }
+        let counter = match &self.job {
+            Some(job) => counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome),
+            None => counter!(RUNS_TOTAL, "outcome" => outcome),
+        };
+        counter.increment(1);
+        runs.push((outcome, counter));
     }
 
-    /// A job's next trigger was queued (`None`: it has no more).
-    pub fn next_trigger(self, job: &Arc<str>, next: Option<Timestamp>) {
-        if self.0 {
-            let gauge = gauge!(JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, "job" => job.clone());
-            gauge.set(next.map_or(0.0, unix_seconds));
-        }
+    /// The job's next trigger was queued (`None`: it has no more).
+    pub fn next_trigger(&self, next: Option<Timestamp>) {
+        self.next_trigger.set(next.map_or(0.0, unix_seconds));
     }
 }
 
-/// A handler started, `lateness` after its trigger's scheduled instant.
-pub(crate) fn run_started(lateness: Duration) {
-    histogram!(TRIGGER_LATENESS_SECONDS).record(lateness.as_secs_f64());
-    gauge!(RUNNING_RUNS).increment(1.0);
+/// A scheduler's series without a `job` label, registered at its first use.
+pub(crate) struct EngineSeries {
+    lateness: Histogram,
+    running: Gauge,
+    won: Counter,
+    lost: Counter,
+    error: Counter,
+    claim_duration: Histogram,
 }
 
-/// A handler that [`run_started`] counted has ended.
-pub(crate) fn run_ended() {
-    gauge!(RUNNING_RUNS).decrement(1.0);
+impl Default for EngineSeries {
+    fn default() -> Self {
+        Self {
+            lateness: histogram!(TRIGGER_LATENESS_SECONDS),
+            running: gauge!(RUNNING_RUNS),
+            won: counter!(CLAIMS_TOTAL, "result" => "won"),
+            lost: counter!(CLAIMS_TOTAL, "result" => "lost"),
+            error: counter!(CLAIMS_TOTAL, "result" => "error"),
+            claim_duration: histogram!(CLAIM_DURATION_SECONDS),
+        }
+    }
 }
 
-/// A claim's answer: `won`, `lost` or `error`, after `latency`.
-pub(crate) fn claim(result: &'static str, latency: Duration) {
-    counter!(CLAIMS_TOTAL, "result" => result).increment(1);
-    histogram!(CLAIM_DURATION_SECONDS).record(latency.as_secs_f64());
+/// A claim's answer, for [`EngineSeries::claim`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ClaimResult {
+    Won,
+    Lost,
+    Error,
+}
+
+impl EngineSeries {
+    /// A handler started, `lateness` after its trigger's scheduled instant.
+    pub fn run_started(&self, lateness: Duration) {
+        self.lateness.record(lateness.as_secs_f64());
+        self.running.increment(1.0);
+    }
+
+    /// A handler that [`EngineSeries::run_started`] counted has ended.
+    pub fn run_ended(&self) {
+        self.running.decrement(1.0);
+    }
+
+    /// A claim's answer after `latency`.
+    pub fn claim(&self, result: ClaimResult, latency: Duration) {
+        match result {
+            ClaimResult::Won => &self.won,
+            ClaimResult::Lost => &self.lost,
+            ClaimResult::Error => &self.error,
+        }
+        .increment(1);
+        self.claim_duration.record(latency.as_secs_f64());
+    }
 }
 
 /// Gives the installed recorder each metric's unit and help text (the `# HELP` lines of

@@ -1,6 +1,6 @@
 //! The engine's metrics, read through `metrics-util`'s debugging recorder on a manual
-//! clock: every record is counted by job and outcome, claims by result, and the gauges
-//! follow the runs.
+//! clock: every record is counted by job and outcome, claims by result (each result's
+//! series exported from the start, at 0), and the gauges follow the runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +70,10 @@ fn runs_claims_and_gauges_are_counted_per_job_and_outcome() {
     let last_success = ts("2024-05-17T00:04:00Z").as_second() as f64;
     let expected: Vec<(String, f64)> = [
         ("slotcron_claim_duration_seconds{}", 6.0),
+        ("slotcron_claims_total{result=error}", 0.0),
+        ("slotcron_claims_total{result=lost}", 0.0),
         ("slotcron_claims_total{result=won}", 6.0),
+        ("slotcron_job_last_success_timestamp_seconds{job=boom}", 0.0),
         ("slotcron_job_last_success_timestamp_seconds{job=tick}", last_success),
         ("slotcron_job_next_trigger_timestamp_seconds{job=boom}", boom_next),
         ("slotcron_job_next_trigger_timestamp_seconds{job=tick}", tick_next),
@@ -100,6 +103,8 @@ fn without_per_job_labels_only_outcomes_are_counted() {
         names,
         [
             "slotcron_claim_duration_seconds{}",
+            "slotcron_claims_total{result=error}",
+            "slotcron_claims_total{result=lost}",
             "slotcron_claims_total{result=won}",
             "slotcron_run_duration_seconds{}",
             "slotcron_running_runs{}",

@@ -1,7 +1,7 @@
 //! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -145,6 +145,7 @@ impl SchedulerBuilder {
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
                 health: Default::default(),
+                series: OnceLock::new(),
             }),
         }
     }

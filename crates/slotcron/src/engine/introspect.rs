@@ -53,12 +53,18 @@ impl From<&RunRecord> for LastRun {
 impl Scheduler {
     /// Every job, in no particular order, each with its next `next` fire times.
     pub fn jobs(&self, next: usize) -> Vec<JobInfo> {
-        self.shared.table().infos(next)
+        // The fire times are computed after the table's lock is released: the engine
+        // goes on dispatching meanwhile.
+        let mut infos = self.shared.table().infos();
+        infos.iter_mut().for_each(|info| info.add_fire_times(next));
+        infos
     }
 
     /// One job with its next `next` fire times; `None` if there is no such job.
     pub fn job(&self, name: &str, next: usize) -> Option<JobInfo> {
-        self.shared.table().info(name, next)
+        let mut info = self.shared.table().info(name)?;
+        info.add_fire_times(next);
+        Some(info)
     }
 
     /// Whether the backends answered the last time the engine used them: the
@@ -101,16 +107,20 @@ impl Default for Health {
     }
 }
 
-/// The queued trigger and the `count - 1` fire times after it.
-pub(super) fn fire_times(job: &Job, queued: Option<Timestamp>, count: usize) -> Vec<Timestamp> {
-    let mut times = Vec::with_capacity(count.min(16));
-    let mut at = queued;
-    while let Some(next) = at {
-        if times.len() >= count {
-            break;
+impl JobInfo {
+    /// `next_triggers` holds the queued trigger (if any): makes it that and the fire
+    /// times after it, `count` in all.
+    fn add_fire_times(&mut self, count: usize) {
+        self.next_triggers.truncate(count);
+        let one_shot = self.job.schedule.kind().is_one_shot();
+        while let Some(&last) = self.next_triggers.last() {
+            if one_shot || self.next_triggers.len() >= count {
+                break;
+            }
+            match self.job.schedule.next_after(last) {
+                Some(next) => self.next_triggers.push(next),
+                None => break,
+            }
         }
-        times.push(next);
-        at = if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(next) };
     }
-    times
 }

@@ -17,7 +17,7 @@ pub(crate) use run::RunScope;
 pub use trigger::{claim_ttl, trigger_key};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -29,7 +29,7 @@ use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
-use crate::metrics::JobLabels;
+use crate::metrics::{EngineSeries, JobLabels};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use table::Table;
@@ -88,6 +88,8 @@ pub(crate) struct Shared {
     wake: Notify,
     running: AtomicBool,
     health: introspect::Health,
+    /// The scheduler's metric series, registered at the first use.
+    series: OnceLock<EngineSeries>,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`] methods.
@@ -313,6 +315,10 @@ impl Scheduler {
 }
 
 impl Shared {
+    pub(crate) fn series(&self) -> &EngineSeries {
+        self.series.get_or_init(EngineSeries::default)
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

@@ -40,7 +40,7 @@ impl Shared {
         log_run(&record);
         self.table().set_last_run(&record);
         let ran = record.outcome.ran().then_some(record.duration);
-        self.settings.metrics.record(&record.job, record.outcome, record.trigger, ran);
+        job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }

@@ -20,7 +20,7 @@ use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
-use crate::metrics;
+use crate::metrics::{ClaimResult, EngineSeries};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -150,8 +150,9 @@ async fn claim_and_run(
     };
     let started = shared.clock.now();
     let lateness = trigger.duration_until(started);
-    metrics::run_started(Duration::try_from(lateness).unwrap_or_default());
-    let running = Running;
+    let series = shared.series();
+    series.run_started(Duration::try_from(lateness).unwrap_or_default());
+    let running = Running(series);
     let (outcome, error) = run_handler(scope, job, ctx, started).await;
     drop(running);
     let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
@@ -159,11 +160,11 @@ async fn claim_and_run(
 }
 
 /// A started handler, counted in the running-runs gauge until dropped.
-struct Running;
+struct Running<'a>(&'a EngineSeries);
 
-impl Drop for Running {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        metrics::run_ended();
+        self.0.run_ended();
     }
 }
 
@@ -198,14 +199,12 @@ async fn claim(
     let now = shared.clock.now();
     let latency = Duration::try_from(asked.duration_until(now)).unwrap_or_default();
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
-    metrics::claim(
-        match claimed {
-            Ok(ClaimOutcome::Won { .. }) => "won",
-            Ok(ClaimOutcome::Lost) => "lost",
-            Err(_) => "error",
-        },
-        latency,
-    );
+    let result = match claimed {
+        Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
+        Ok(ClaimOutcome::Lost) => ClaimResult::Lost,
+        Err(_) => ClaimResult::Error,
+    };
+    shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::introspect::{self, JobInfo, LastRun};
+use super::introspect::{JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
@@ -98,11 +98,12 @@ impl Table {
     /// Removes a job; its queued triggers are dropped. `false` if there is none.
     pub fn remove(&mut self, name: &str) -> bool {
         let Some(slot) = self.by_name.remove(name) else { return false };
-        self.metrics.next_trigger(&Arc::from(name), None);
-        if let Some(entry) = self.slots[slot as usize].take()
-            && entry.next.is_some()
-        {
-            self.stale += 1;
+
+        if let Some(entry) = self.slots[slot as usize].take() {
+            entry.job.series(self.metrics).next_trigger(None);
+            if entry.next.is_some() {
+                self.stale += 1;
+            }
         }
         self.free.push(slot);
         if self.stale > 1024 && self.stale > self.by_name.len() {
@@ -162,7 +163,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
-        self.metrics.next_trigger(&job.name, first);
+        job.series(self.metrics).next_trigger(first);
         if let (true, ScheduleKind::Interval { period }, Some(first)) = (job.run_on_start, kind, first) {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
@@ -197,17 +198,17 @@ impl Table {
         }
     }
 
-    /// A job with its next `count` fire times.
-    pub fn info(&self, name: &str, count: usize) -> Option<JobInfo> {
-        self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?, count)
+    /// A job with its queued trigger.
+    pub fn info(&self, name: &str) -> Option<JobInfo> {
+        Some(self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?))
     }
 
-    /// Every job with its next `count` fire times.
-    pub fn infos(&self, count: usize) -> Vec<JobInfo> {
-        self.slots.iter().flatten().filter_map(|entry| self.info_of(entry, count)).collect()
+    /// Every job with its queued trigger.
+    pub fn infos(&self) -> Vec<JobInfo> {
+        self.slots.iter().flatten().map(|entry| self.info_of(entry)).collect()
     }
 
-    fn info_of(&self, entry: &Entry, count: usize) -> Option<JobInfo> {
+    fn info_of(&self, entry: &Entry) -> JobInfo {
         let job = entry.job.clone();
         let stored = || {
             self.states.get(&*job.name).map(|s| LastRun {
@@ -218,7 +219,7 @@ impl Table {
             })
         };
         let last_run = entry.last_run.clone().or_else(stored);
-        Some(JobInfo { next_triggers: introspect::fire_times(&job, entry.next, count), job, last_run })
+        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run }
     }
 
     /// The names of the jobs.
@@ -271,7 +272,7 @@ impl Table {
                 next
             };
             entry.next = next;
-            self.metrics.next_trigger(&job.name, next);
+            job.series(self.metrics).next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),
