@@ -13,6 +13,7 @@
 //!
 //! `-- --metrics` installs the Prometheus recorder the daemon uses (the engine's metrics
 //! then cost what they cost in production); without it the metrics go nowhere.
+//! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,7 +94,8 @@ async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
 }
 
 async fn dispatch(baseline_kb: u64) {
-    let scheduler = Scheduler::builder().build();
+    let per_job = !std::env::args().any(|a| a == "--no-job-labels");
+    let scheduler = Scheduler::builder().metrics_per_job(per_job).build();
     let fires = Arc::new(AtomicU64::new(0));
     let lateness = Arc::new(Histogram::default());
     for i in 0..JOBS {

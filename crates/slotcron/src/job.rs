@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -12,6 +12,8 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use crate::context::JobContext;
+use crate::engine::LastRun;
+use crate::ledger::RunRecord;
 use crate::metrics::{JobLabels, JobSeries};
 use crate::policy::Misfire;
 use crate::schedule::{
@@ -60,6 +62,8 @@ pub struct Job {
     pub(crate) local_fencing: AtomicU64,
     /// The job's metric series, registered at its first use.
     pub(crate) series: OnceLock<JobSeries>,
+    /// The last trigger handled, once one is recorded (for the admin API).
+    pub(crate) last_run: Mutex<Option<LastRun>>,
 }
 
 impl Clone for Job {
@@ -77,6 +81,7 @@ impl Clone for Job {
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             series: OnceLock::new(),
+            last_run: Mutex::new(None),
         }
     }
 }
@@ -137,6 +142,20 @@ impl Job {
     /// The job's metric series (registered at the first call).
     pub(crate) fn series(&self, labels: JobLabels) -> &JobSeries {
         self.series.get_or_init(|| JobSeries::new(&self.name, labels))
+    }
+
+    /// Remembers `record` as the job's last run (an older trigger finishing late does
+    /// not replace a newer one).
+    pub(crate) fn set_last_run(&self, record: &RunRecord) {
+        let mut last = self.last_run.lock().unwrap_or_else(|p| p.into_inner());
+        if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
+            *last = Some(LastRun::from(record));
+        }
+    }
+
+    /// The last run [`Job::set_last_run`] remembered.
+    pub(crate) fn last_run(&self) -> Option<LastRun> {
+        self.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -315,6 +334,7 @@ impl JobBuilder {
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(0),
             series: OnceLock::new(),
+            last_run: Mutex::new(None),
         })
     }
 }

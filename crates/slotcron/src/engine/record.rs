@@ -38,7 +38,7 @@ impl Shared {
     /// (not for a backend outage: that trigger may still be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
-        self.table().set_last_run(&record);
+        job.set_last_run(&record);
         let ran = record.outcome.ran().then_some(record.duration);
         job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
         if record.outcome != Outcome::SkippedBackendUnavailable {

@@ -9,7 +9,6 @@ use super::introspect::{JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
-use crate::ledger::RunRecord;
 use crate::metrics::JobLabels;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
@@ -38,8 +37,6 @@ struct Entry {
     /// Tells this entry's queue items from those of a removed job in the same slot.
     generation: u64,
     next: Option<Timestamp>,
-    /// The last trigger handled, once one is recorded.
-    last_run: Option<LastRun>,
 }
 
 /// Jobs by name and their queued triggers, earliest first.
@@ -76,8 +73,7 @@ impl Table {
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
-        let entry =
-            Entry { job: Arc::new(job), generation: self.last_generation, next: None, last_run: None };
+        let entry = Entry { job: Arc::new(job), generation: self.last_generation, next: None };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(entry);
@@ -187,17 +183,6 @@ impl Table {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
     }
 
-    /// Remembers a job's newest record as its last run (an older trigger finishing late
-    /// does not replace a newer one).
-    pub fn set_last_run(&mut self, record: &RunRecord) {
-        let Some(&slot) = self.by_name.get(&record.job) else { return };
-        if let Some(entry) = self.slots[slot as usize].as_mut()
-            && entry.last_run.as_ref().is_none_or(|last| last.trigger <= record.trigger)
-        {
-            entry.last_run = Some(LastRun::from(record));
-        }
-    }
-
     /// A job with its queued trigger.
     pub fn info(&self, name: &str) -> Option<JobInfo> {
         Some(self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?))
@@ -218,7 +203,7 @@ impl Table {
                 duration: None,
             })
         };
-        let last_run = entry.last_run.clone().or_else(stored);
+        let last_run = job.last_run().or_else(stored);
         JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run }
     }
 
