@@ -189,7 +189,7 @@ X = "1"
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, job".to_owned(),
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, admin, job".to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
@@ -629,4 +629,26 @@ fn a_bad_name_is_reported_beside_the_job_s_other_problems() {
         "{err}"
     );
     assert_eq!(lines[2], "2 problems in jobs.toml", "{err}");
+}
+
+#[test]
+fn the_admin_table_is_checked_with_its_lines() {
+    let (code, _, err) = check(
+        "admin_table",
+        "jobs.toml",
+        "[admin]\nlisten = \"everywhere\"\nport = 9090\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.contains(
+            &"jobs.toml:2: admin.listen: \"everywhere\" is not an address to listen on: write IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH"
+        ),
+        "{err}"
+    );
+    assert!(lines.contains(&"jobs.toml:3: admin.port: unknown key; [admin] takes listen"), "{err}");
+    let (code, out, err) =
+        check("admin_ok", "jobs.toml", "[admin]\nlisten = \"unix:/run/slotcron.sock\"\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains('a'), "{out}");
 }
