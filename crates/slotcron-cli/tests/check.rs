@@ -647,8 +647,11 @@ fn the_admin_table_is_checked_with_its_lines() {
         "{err}"
     );
     assert!(lines.contains(&"jobs.toml:3: admin.port: unknown key; [admin] takes listen"), "{err}");
-    let (code, out, err) =
-        check("admin_ok", "jobs.toml", "[admin]\nlisten = \"unix:/run/slotcron.sock\"\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n");
+    let (code, out, err) = check(
+        "admin_ok",
+        "jobs.toml",
+        "[admin]\nlisten = \"unix:/run/slotcron.sock\"\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains('a'), "{out}");
 }
