@@ -11,10 +11,11 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::admin::{self, AdminSettings};
 use crate::cli::RunArgs;
+use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, command, duration, process_group};
+use crate::{INVALID_INPUT, duration, process_group};
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -88,7 +89,6 @@ impl Settings {
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
         tracing::info!(state = %self.state, "keeping job state and run history");
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
-        command::keep_output_in(state.outputs.clone());
         Ok(Backends { state, coordinator })
     }
 
@@ -164,7 +164,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let (scheduler, admin) = match started {
+    let (scheduler, admin, _keeping_output) = match started {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -189,15 +189,19 @@ type ServeAdmin =
     Box<dyn FnOnce(Scheduler, CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 /// Opens the backends, binds the admin address, adds the jobs and restores their state:
-/// the scheduler ready to run and the admin server, or the exit status of a failed
-/// start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Option<ServeAdmin>), ExitCode> {
+/// the scheduler ready to run, the admin server and the guard that keeps run output in
+/// the state; or the exit status of a failed start (its reason already on standard error).
+async fn start(
+    loaded: JobsFile,
+    settings: &Settings,
+) -> Result<(Scheduler, Option<ServeAdmin>, KeepingOutput), ExitCode> {
     // Installed first, so that the first metrics of the jobs are recorded.
     let metrics = match &settings.admin {
         Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
         None => None,
     };
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+    let keeping_output = command::keep_output_in(backends.state.outputs.clone());
     let serve_admin = match (&settings.admin, metrics) {
         (Some(admin), Some(metrics)) => {
             let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
@@ -222,7 +226,7 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Opti
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok((scheduler, serve_admin))
+    Ok((scheduler, serve_admin, keeping_output))
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

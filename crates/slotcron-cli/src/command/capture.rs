@@ -1,19 +1,27 @@
 //! A run's output kept in the state: the last [`MAX_OUTPUT_BYTES`] of what the command
 //! wrote to standard output and error, interleaved line by line as they arrived.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use slotcron::JobContext;
 use slotcron::ledger::{MAX_OUTPUT_BYTES, OutputStore, RunOutput};
 
-/// Where the daemon keeps run output; unset (`slotcron check`, tests of the parser):
-/// output is only logged.
-static OUTPUTS: OnceLock<Arc<dyn OutputStore>> = OnceLock::new();
+/// Where the daemon keeps run output, while [`KeepingOutput`] lives; unset (`slotcron
+/// check`, tests of the parser): output is only logged. Weak, so that the state closes
+/// (and SQLite checkpoints its WAL) when the daemon lets go of it.
+static OUTPUTS: OnceLock<Weak<dyn OutputStore>> = OnceLock::new();
 
-/// Keeps every later run's output in `outputs` (the daemon's state). Only the first call
-/// counts: one daemon has one state.
-pub fn keep_output_in(outputs: Arc<dyn OutputStore>) {
-    let _ = OUTPUTS.set(outputs);
+/// Run output goes to the store it was given while this lives.
+#[must_use]
+pub struct KeepingOutput {
+    _outputs: Arc<dyn OutputStore>,
+}
+
+/// Keeps the output of every later run in `outputs` (the daemon's state) until the
+/// returned guard is dropped. Only the first call counts: one daemon has one state.
+pub fn keep_output_in(outputs: Arc<dyn OutputStore>) -> KeepingOutput {
+    let _ = OUTPUTS.set(Arc::downgrade(&outputs));
+    KeepingOutput { _outputs: outputs }
 }
 
 /// The end of a run's output, as it is written.
@@ -45,7 +53,7 @@ impl Tail {
     /// Saves what was kept as the output of the run `ctx`, if the daemon keeps output
     /// and the command wrote any; a failure is logged.
     pub async fn save(self, ctx: &JobContext) {
-        let Some(outputs) = OUTPUTS.get() else { return };
+        let Some(outputs) = OUTPUTS.get().and_then(Weak::upgrade) else { return };
         let mut tail = self.inner.into_inner().unwrap_or_else(|p| p.into_inner());
         if tail.bytes.is_empty() {
             return;

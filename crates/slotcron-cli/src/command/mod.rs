@@ -4,7 +4,7 @@
 mod capture;
 mod output;
 
-pub use capture::keep_output_in;
+pub use capture::{KeepingOutput, keep_output_in};
 
 use std::fmt;
 use std::process::{ExitStatus, Stdio};
