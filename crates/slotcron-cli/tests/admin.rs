@@ -161,6 +161,29 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
 }
 
 #[test]
+fn readyz_is_503_while_the_coordinator_is_down_and_the_skips_are_counted() {
+    let dir = scratch("admin-readyz");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1s\"\ncommand = \"true\"\n");
+    let redis = support::redis_server::RedisServer::start(&dir);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--redis", &redis.url(), "--admin", &addr]);
+    daemon.wait_for("for a run", |line| line.contains("run finished") && line.contains("succeeded"));
+    assert_eq!(http::get(&addr, "/readyz", &[]).status, 200);
+    drop(redis);
+    daemon.wait_for("for a skip", |line| line.contains(r#"outcome="skipped-backend-unavailable""#));
+    let ready = http::get(&addr, "/readyz", &[]);
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert_eq!(ready.error(), "the coordinator failed the last claim");
+    assert_eq!(http::get(&addr, "/healthz", &[]).status, 200, "the engine still runs");
+    let metrics = http::get(&addr, "/metrics", &[]).body;
+    let skipped = runs_total(&metrics)[&("tick".to_owned(), "skipped-backend-unavailable".to_owned())];
+    assert!(skipped >= 1.0, "{metrics}");
+    let errors = metrics.lines().find(|l| l.starts_with(r#"slotcron_claims_total{result="error"}"#));
+    assert!(errors.is_some_and(|l| !l.ends_with(" 0")), "{metrics}");
+    stop(daemon);
+}
+
+#[test]
 fn bad_requests_get_a_4xx_with_a_message() {
     let (_dir, daemon, addr) = serving("admin-bad-input", &[], &[]);
     let cases: [(&str, u16, &str); 6] = [
