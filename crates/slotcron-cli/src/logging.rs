@@ -28,6 +28,8 @@ pub fn init(format: LogFormat) {
     };
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        // Module paths (`slotcron::engine::table`) mean nothing to an operator.
+        .with_target(false)
         // When standard error is gone (a closed pipe), lose the lines quietly: the
         // fallback message would panic in whatever task logged.
         .log_internal_errors(false);

@@ -34,7 +34,8 @@ fn json_lines_carry_the_run_fields_and_the_run_span() {
     assert_eq!(finished["outcome"], "succeeded");
     assert!(finished["duration_ms"].is_u64(), "{finished}");
 
-    let output = lines.iter().find(|l| l["message"] == "hi there").expect("the command's line is logged");
+    let output =
+        lines.iter().find(|l| l["message"] == "stdout: hi there").expect("the command's line is logged");
     assert_eq!(output["stream"], "stdout");
     assert_eq!(output["span"]["name"], "run");
     assert_eq!(output["span"]["job"], "hello");
@@ -54,5 +55,5 @@ fn text_lines_stay_without_the_span_prefix() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
     assert!(!line.contains("run{"), "{line}");
-    assert!(line.contains("slotcron::command::output: hi job=\"hello\" stream=\"stdout\""), "{line}");
+    assert!(line.ends_with(" INFO stdout: hi job=\"hello\" stream=\"stdout\""), "{line}");
 }
