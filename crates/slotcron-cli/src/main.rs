@@ -9,13 +9,16 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod jobs;
 mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod reload;
 mod run;
 mod signals;
 mod state;
+mod state_jobs;
 mod status;
 mod table;
 mod zone;
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
+        Command::Jobs(args) => jobs::run(args),
         Command::Status(args) => status::run(args),
     }
 }

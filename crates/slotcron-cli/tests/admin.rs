@@ -184,6 +184,28 @@ fn readyz_is_503_while_the_coordinator_is_down_and_the_skips_are_counted() {
 }
 
 #[test]
+fn the_reload_gauges_say_whether_the_last_reload_succeeded() {
+    let (dir, mut daemon, addr) = serving("admin-reload", &[], &[]);
+    let gauge = |name: &str| -> f64 {
+        let metrics = http::get(&addr, "/metrics", &[]).body;
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{metrics}"));
+        line.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    assert_eq!(gauge("slotcron_config_last_reload_successful"), 1.0, "the start's load");
+    let loaded_at = gauge("slotcron_config_last_reload_success_timestamp_seconds");
+    assert!(loaded_at > 1.7e9, "{loaded_at}");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"broken\"\n");
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_for("for the reload to fail", |line| line.contains("reload failed"));
+    assert_eq!(gauge("slotcron_config_last_reload_successful"), 0.0);
+    assert_eq!(gauge("slotcron_config_last_reload_success_timestamp_seconds"), loaded_at);
+    stop(daemon);
+}
+
+#[test]
 fn bad_requests_get_a_4xx_with_a_message() {
     let (_dir, daemon, addr) = serving("admin-bad-input", &[], &[]);
     let cases: [(&str, u16, &str); 6] = [

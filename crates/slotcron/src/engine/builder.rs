@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
@@ -41,6 +42,7 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 metrics: JobLabels::default(),
+                restore_definitions: true,
             },
         }
     }
@@ -126,6 +128,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
+    /// (default `true`); with `false` it reads only the jobs' state, for a caller that
+    /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
+    pub fn restore_definitions(mut self, restore: bool) -> Self {
+        self.settings.restore_definitions = restore;
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let table = Table::new(self.settings.metrics);
@@ -146,6 +156,7 @@ impl SchedulerBuilder {
                 running: AtomicBool::new(false),
                 health: Default::default(),
                 series: OnceLock::new(),
+                stopped: CancellationToken::new(),
             }),
         }
     }

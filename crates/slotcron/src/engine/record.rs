@@ -53,7 +53,7 @@ impl Shared {
 
     /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
-        if !self.persist_state {
+        if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return;
         }
         let state = JobState {
@@ -65,6 +65,13 @@ impl Shared {
         self.health.state.store(saved.is_ok(), Ordering::Relaxed);
         if let Err(e) = saved {
             tracing::warn!(job = %job.name, %trigger, "{e}");
+        }
+        // Removed while saving: the removal's delete may have come first, so delete again.
+        if job.removed.load(Ordering::SeqCst)
+            && !job.schedule.kind().is_one_shot()
+            && let Err(e) = self.store.delete_state(&job.name).await
+        {
+            tracing::warn!(job = %job.name, "the removed job's state stays: {e}");
         }
     }
 }
