@@ -35,6 +35,7 @@ mod ledger;
 mod migrations;
 mod output;
 mod store;
+mod tls;
 
 pub use coordinator::PostgresCoordinator;
 pub use database::PostgresDatabase;

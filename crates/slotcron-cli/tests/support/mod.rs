@@ -7,6 +7,8 @@
 
 pub mod http;
 pub mod postgres;
+#[path = "../../../slotcron-redis/tests/support/cluster.rs"]
+pub mod redis_cluster;
 pub mod redis_server;
 
 use std::fs::Permissions;
