@@ -1,20 +1,23 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
+use crate::admin::{self, AdminSettings};
 use crate::cli::RunArgs;
+use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, Format, JobsFile};
 use crate::reload::{Reloader, Triggers};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
-use crate::{INVALID_INPUT, command, duration};
+use crate::{INVALID_INPUT, duration};
 
 /// Up to this many jobs, start-up logs a line for each at info level; beyond, one
 /// summary line (and each job at debug level).
@@ -36,6 +39,10 @@ pub struct Settings {
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+    /// The admin API, if asked for (see [`AdminSettings::choose`]).
+    pub admin: Option<AdminSettings>,
+    /// Whether metrics carry a `job` label (`--metrics-per-job`).
+    pub metrics_per_job: bool,
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -66,7 +73,10 @@ impl Settings {
         file_shutdown_timeout: Option<Duration>,
     ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
+        let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         Ok(Self {
+            admin,
+            metrics_per_job: args.metrics_per_job,
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
@@ -115,7 +125,8 @@ impl Settings {
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
-            .cancel_grace(self.cancel_grace);
+            .cancel_grace(self.cancel_grace)
+            .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
             None => builder,
@@ -192,7 +203,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
             return ExitCode::SUCCESS;
         }
     };
-    let (scheduler, reloader) = match started {
+    let Started { scheduler, reloader, admin, keeping_output: _keeping_output } = match started {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -209,20 +220,55 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
+    // The admin API answers until the scheduler has stopped (`/healthz` says so
+    // meanwhile).
+    let admin_stop = CancellationToken::new();
+    let admin = admin.map(|serve| tokio::spawn(serve(scheduler.clone(), admin_stop.clone())));
     scheduler.run(cancel).await;
+    admin_stop.cancel();
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     _ = reloads.await;
     ExitCode::SUCCESS
 }
 
-/// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run and what reloads its jobs, or the exit status of a failed start (its reason
-/// already on standard error).
-async fn start(
-    loaded: JobsFile,
-    settings: &Settings,
-    jobs_from_state: bool,
-) -> Result<(Scheduler, Reloader), ExitCode> {
+/// The admin server, bound, waiting for its scheduler and stop signal.
+type ServeAdmin =
+    Box<dyn FnOnce(Scheduler, CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// A daemon ready to run.
+struct Started {
+    scheduler: Scheduler,
+    /// What reloads its jobs.
+    reloader: Reloader,
+    /// The admin server, if asked for.
+    admin: Option<ServeAdmin>,
+    /// Keeps run output in the state while it lives.
+    keeping_output: KeepingOutput,
+}
+
+/// Opens the backends, binds the admin address, adds the jobs and restores their state:
+/// the daemon ready to run, or the exit status of a failed start (its reason already on
+/// standard error).
+async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
+    // Installed first, so that the first metrics of the jobs are recorded.
+    let metrics = match &settings.admin {
+        Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
+        None => None,
+    };
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+    let keeping_output = command::keep_output_in(backends.state.outputs.clone());
+    let serve_admin = match (&settings.admin, metrics) {
+        (Some(admin), Some(metrics)) => {
+            let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
+            let outputs = backends.state.outputs.clone();
+            let serve: ServeAdmin =
+                Box::new(move |scheduler, stop| Box::pin(bound.serve(scheduler, metrics, outputs, stop)));
+            Some(serve)
+        }
+        _ => None,
+    };
     let scheduler = settings.scheduler(&backends).build();
     let state_jobs = match (jobs_from_state, &backends.state.store) {
         (false, _) => None,
@@ -234,6 +280,8 @@ async fn start(
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));
     }
+    // The jobs loaded at start count as the first successful load.
+    slotcron::metrics::config_reloaded(true, slotcron::jiff::Timestamp::now());
     let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
     for entry in reloader.file_jobs() {
@@ -252,7 +300,7 @@ async fn start(
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok((scheduler, reloader))
+    Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output })
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

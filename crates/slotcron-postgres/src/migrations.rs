@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -106,6 +106,30 @@ BEGIN
     RETURN won;
 END
 $$;
+";
+
+/// Run output: the last 64 KiB a run wrote, deleted with the run's record when the
+/// ledger prunes it (so output is bounded by the history's retention).
+const V3: &str = "
+CREATE TABLE {schema}.run_output (
+    job        text NOT NULL,
+    trigger_at timestamptz NOT NULL,
+    instance   text NOT NULL,
+    output     bytea NOT NULL,
+    truncated  boolean NOT NULL,
+    PRIMARY KEY (job, trigger_at, instance)
+);
+
+CREATE FUNCTION {schema}.run_output_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.run_output
+    WHERE job = OLD.job AND trigger_at = OLD.trigger_at AND instance = OLD.instance;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER run_output_pruned AFTER DELETE ON {schema}.run_record
+    FOR EACH ROW EXECUTE FUNCTION {schema}.run_output_pruned();
 ";
 
 /// The newest schema version this release knows.

@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -44,6 +44,24 @@ CREATE TABLE run_record (
 CREATE INDEX run_record_by_job ON run_record (job, trigger_us DESC, started_us DESC);
 -- The last runs of every job, and pruning by age.
 CREATE INDEX run_record_by_trigger ON run_record (trigger_us DESC, started_us DESC);
+";
+
+/// Run output: the last 64 KiB a run wrote, dropped with the run's record when the
+/// ledger prunes it (so output is bounded by the history's retention).
+const V2: &str = "
+CREATE TABLE run_output (
+    job        TEXT NOT NULL,
+    trigger_us INTEGER NOT NULL,
+    instance   TEXT NOT NULL,
+    output     BLOB NOT NULL,
+    truncated  INTEGER NOT NULL,
+    PRIMARY KEY (job, trigger_us, instance)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER run_output_pruned AFTER DELETE ON run_record BEGIN
+    DELETE FROM run_output
+    WHERE job = OLD.job AND trigger_us = OLD.trigger_us AND instance = OLD.instance;
+END;
 ";
 
 /// The newest schema version this release knows.

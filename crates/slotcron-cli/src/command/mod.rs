@@ -2,12 +2,15 @@
 //! `SHELL=`), in the job's working directory and as its user if it has them, in its own
 //! process group and logs its output.
 
+mod capture;
 mod mail;
 mod output;
 mod user;
 
 pub use mail::sendmail;
 pub use user::Me;
+
+pub use capture::{KeepingOutput, keep_output_in};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -20,6 +23,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::duration;
 use crate::process_group::ProcessGroup;
+use capture::Tail;
 
 /// How much earlier than its timeout a run may be cancelled and still be told timed out
 /// (the engine's timer and this run's clock start a moment apart).
@@ -137,7 +141,9 @@ impl ShellCommand {
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
     /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
     /// that grows with every won claim of the job across the fleet) in its environment.
-    /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
+    /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
+    /// the last 64 KiB of its output are kept in the daemon's state (see
+    /// [`keep_output_in`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -197,9 +203,10 @@ impl ShellCommand {
                 }
             }
         };
+        let tail = Tail::default();
         let collect = mail.as_ref().map(|(_, _, collected)| collected);
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, collect);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, collect);
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail, collect);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail, collect);
         let cancel = ctx.cancellation_token();
         let exit = async {
             let status = tokio::select! {
@@ -234,6 +241,7 @@ impl ShellCommand {
         if let Some(group) = group {
             group.disarm();
         }
+        tail.save(ctx).await;
         if let Some((to, sendmail, collected)) = mail {
             collected.send(&sendmail, to, job, &self.script).await;
         }

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod http;
 pub mod postgres;
 #[path = "../../../slotcron-redis/tests/support/cluster.rs"]
 pub mod redis_cluster;
@@ -29,7 +30,11 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// The binary under test, with none of the environment variables it reads.
 pub fn slotcron() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_slotcron"));
-    command.env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
+    command
+        .env_remove("RUST_LOG")
+        .env_remove("SLOTCRON_REDIS_URL")
+        .env_remove("SLOTCRON_ADMIN")
+        .env_remove("SLOTCRON_ADMIN_TOKEN");
     command
 }
 

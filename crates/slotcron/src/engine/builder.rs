@@ -1,7 +1,7 @@
 //! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -12,6 +12,7 @@ use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::Coordinator;
 use crate::ledger::{Ledger, MemoryLedger};
+use crate::metrics::JobLabels;
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
 
@@ -40,6 +41,7 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                metrics: JobLabels::default(),
                 restore_definitions: true,
             },
         }
@@ -118,6 +120,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
+    /// it off for very large job sets: one series per job and outcome is more than a
+    /// Prometheus server wants for tens of thousands of jobs.
+    pub fn metrics_per_job(mut self, per_job: bool) -> Self {
+        self.settings.metrics = JobLabels(per_job);
+        self
+    }
+
     /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
     /// (default `true`); with `false` it reads only the jobs' state, for a caller that
     /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
@@ -128,6 +138,7 @@ impl SchedulerBuilder {
 
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
+        let table = Table::new(self.settings.metrics);
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         Scheduler {
             shared: Arc::new(Shared {
@@ -140,9 +151,11 @@ impl SchedulerBuilder {
                 settings: self.settings,
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
-                table: Mutex::new(Table::default()),
+                table: Mutex::new(table),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
+                health: Default::default(),
+                series: OnceLock::new(),
                 stopped: CancellationToken::new(),
             }),
         }

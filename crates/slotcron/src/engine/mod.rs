@@ -2,6 +2,7 @@
 //! the [`Clock`], and one task per run.
 
 mod builder;
+mod introspect;
 mod misfire;
 mod plans;
 mod queue;
@@ -12,13 +13,14 @@ mod table;
 mod trigger;
 
 pub use builder::SchedulerBuilder;
+pub use introspect::{JobInfo, LastRun, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 
 pub(crate) use run::RunScope;
 pub use trigger::{claim_ttl, trigger_key};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -30,6 +32,7 @@ use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::metrics::{EngineSeries, JobLabels};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use table::Table;
@@ -86,6 +89,9 @@ pub(crate) struct Shared {
     table: Mutex<Table>,
     wake: Notify,
     running: AtomicBool,
+    health: introspect::Health,
+    /// The scheduler's metric series, registered at the first use.
+    series: OnceLock<EngineSeries>,
     /// Fired when [`Scheduler::run`] returns: ends the reconcile loops.
     stopped: CancellationToken,
 }
@@ -98,6 +104,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub metrics: JobLabels,
     pub restore_definitions: bool,
 }
 
@@ -329,6 +336,10 @@ impl Scheduler {
 }
 
 impl Shared {
+    pub(crate) fn series(&self) -> &EngineSeries {
+        self.series.get_or_init(EngineSeries::default)
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

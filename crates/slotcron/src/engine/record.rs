@@ -38,10 +38,15 @@ impl Shared {
     /// (not for a backend outage: that trigger may still be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
+        job.set_last_run(&record);
+        let ran = record.outcome.ran().then_some(record.duration);
+        job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
-        if let Err(e) = self.ledger.append(&record).await {
+        let appended = self.ledger.append(&record).await;
+        self.health.state.store(appended.is_ok(), Ordering::Relaxed);
+        if let Err(e) = appended {
             tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
         }
     }
@@ -56,7 +61,9 @@ impl Shared {
             last_outcome: outcome,
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
-        if let Err(e) = self.store.save_state(&job.name, &state).await {
+        let saved = self.store.save_state(&job.name, &state).await;
+        self.health.state.store(saved.is_ok(), Ordering::Relaxed);
+        if let Err(e) = saved {
             tracing::warn!(job = %job.name, %trigger, "{e}");
         }
         // Removed while saving: the removal's delete may have come first, so delete again.
@@ -70,12 +77,14 @@ impl Shared {
 }
 
 fn log_run(r: &RunRecord) {
-    let dur_ms = r.duration.as_millis() as u64;
-    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
+    let duration_ms = r.duration.as_millis() as u64;
+    let (job, trigger, instance, outcome) = (&*r.job, r.trigger, &*r.instance, r.outcome.as_str());
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
-        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+        Outcome::Succeeded => tracing::info!(job, %trigger, instance, outcome, duration_ms, "run finished"),
+        Outcome::SkippedLost => {
+            tracing::debug!(job, %trigger, instance, outcome, duration_ms, "run finished")
+        }
+        _ => tracing::warn!(job, %trigger, instance, outcome, duration_ms, err, "run finished"),
     }
 }

@@ -10,6 +10,7 @@ use futures_util::FutureExt;
 use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::Shared;
 use super::later;
@@ -19,6 +20,7 @@ use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
+use crate::metrics::{ClaimResult, EngineSeries};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -83,9 +85,13 @@ impl RunScope {
 /// The run's state is boxed when it starts, so a task that waits in the runtime's queue
 /// holds only its arguments (and tokio moves less memory per spawn): a burst of
 /// thousands of triggers stays small.
+///
+/// The run is a `tracing` span, `run`, carrying the job and the trigger, so the handler's
+/// own events carry them too.
 pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     scope.started();
-    Box::pin(execute_started(scope, due)).await;
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    Box::pin(execute_started(scope, due)).instrument(span).await;
 }
 
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
@@ -147,9 +153,23 @@ async fn claim_and_run(
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();
+    let lateness = trigger.duration_until(started);
+    let series = shared.series();
+    series.run_started(Duration::try_from(lateness).unwrap_or_default());
+    let running = Running(series);
     let (outcome, error) = run_handler(scope, job, ctx, started).await;
+    drop(running);
     let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
     shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+}
+
+/// A started handler, counted in the running-runs gauge until dropped.
+struct Running<'a>(&'a EngineSeries);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.run_ended();
+    }
 }
 
 /// Claims the trigger: the fencing token if won, else the record of the skip.
@@ -164,6 +184,7 @@ async fn claim(
     let kind = job.schedule.kind();
     let ttl = claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack);
     let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
+    let asked = shared.clock.now();
     let mut claiming = coordinator.claim(&claim);
     // Most claims answer at once: arm the timeout only if not.
     let claimed = match (&mut claiming).now_or_never() {
@@ -180,6 +201,14 @@ async fn claim(
         }
     };
     let now = shared.clock.now();
+    let latency = Duration::try_from(asked.duration_until(now)).unwrap_or_default();
+    shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
+    let result = match claimed {
+        Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
+        Ok(ClaimOutcome::Lost) => ClaimResult::Lost,
+        Err(_) => ClaimResult::Error,
+    };
+    shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => {

@@ -6,9 +6,11 @@ use std::sync::atomic::Ordering;
 
 use jiff::Timestamp;
 
+use super::introspect::{JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
+use crate::metrics::JobLabels;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -67,9 +69,16 @@ pub(crate) struct Table {
     started: Option<Timestamp>,
     /// The stored state of each job, read when the engine starts.
     states: HashMap<String, JobState>,
+    /// Whether the next-trigger gauge is set per job.
+    metrics: JobLabels,
 }
 
 impl Table {
+    /// An empty table.
+    pub fn new(metrics: JobLabels) -> Self {
+        Self { metrics, ..Self::default() }
+    }
+
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
     /// taken, else whether the job's trigger is now the earliest (the engine must wake).
     pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
@@ -159,6 +168,9 @@ impl Table {
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
+        if let Some(entry) = &entry {
+            entry.job.series(self.metrics).next_trigger(None);
+        }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
         }
@@ -234,6 +246,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
+        job.series(self.metrics).next_trigger(first);
         if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
             (job.run_on_start, replacing, kind, first)
         {
@@ -257,6 +270,30 @@ impl Table {
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
+    }
+
+    /// A job with its queued trigger.
+    pub fn info(&self, name: &str) -> Option<JobInfo> {
+        Some(self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?))
+    }
+
+    /// Every job with its queued trigger.
+    pub fn infos(&self) -> Vec<JobInfo> {
+        self.slots.iter().flatten().map(|entry| self.info_of(entry)).collect()
+    }
+
+    fn info_of(&self, entry: &Entry) -> JobInfo {
+        let job = entry.job.clone();
+        let stored = || {
+            self.states.get(&*job.name).map(|s| LastRun {
+                trigger: s.last_trigger,
+                outcome: s.last_outcome,
+                instance: None,
+                duration: None,
+            })
+        };
+        let last_run = job.last_run().or_else(stored);
+        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run }
     }
 
     /// The names of the jobs, borrowed.
@@ -315,6 +352,7 @@ impl Table {
                 next
             };
             entry.next = next;
+            job.series(self.metrics).next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),

@@ -1,10 +1,12 @@
 //! The ledger: the run history, one [`RunRecord`] per trigger per replica that saw it.
 
 mod memory;
+mod output;
 mod prune;
 mod record;
 
 pub use memory::MemoryLedger;
+pub use output::{MAX_OUTPUT_BYTES, MemoryOutputs, OutputStore, RunOutput};
 pub use prune::{Prune, PruneSchedule};
 pub use record::{Outcome, RunRecord};
 

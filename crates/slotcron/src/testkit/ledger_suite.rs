@@ -1,12 +1,13 @@
 //! The [`Ledger`] conformance suite: record round trips, query filters, order and limit
-//! ([`run`], for every ledger), and retention ([`run_retention`], for durable ledgers).
+//! ([`run`], for every ledger), retention ([`run_retention`], for durable ledgers), and
+//! the run output kept beside the records ([`run_output`], for durable output stores).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::ledger::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+use crate::ledger::{Ledger, LedgerQuery, Outcome, OutputStore, Retention, RunOutput, RunRecord};
 
 /// Runs the query cases, each on a fresh, empty ledger made by `make`.
 pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
@@ -23,6 +24,45 @@ pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L)
     drops_records_older_than_the_max_age(&make(age(Duration::from_secs(3600))).await).await;
     keeps_everything_without_limits(&make(Retention { max_age: None, max_records_per_job: None }).await)
         .await;
+}
+
+/// Runs the run-output cases. `make` returns a fresh, empty ledger keeping one record per
+/// job and pruning on every append, and an output store in the same database.
+pub async fn run_output<L: Ledger, O: OutputStore>(mut make: impl AsyncFnMut(Retention) -> (L, O)) {
+    let (ledger, outputs) = make(count(1)).await;
+    output_round_trips_and_goes_with_its_record(&ledger, &outputs).await;
+}
+
+async fn output_round_trips_and_goes_with_its_record(ledger: &dyn Ledger, outputs: &dyn OutputStore) {
+    let output = |job: &str, trigger, instance: &str, text: &[u8], truncated| RunOutput {
+        job: Arc::from(job),
+        trigger,
+        instance: Arc::from(instance),
+        output: text.to_vec(),
+        truncated,
+    };
+    // Round trips: the last one saved per instance, by instance.
+    assert!(outputs.output("pair", at(0)).await.unwrap().is_empty(), "nothing kept yet");
+    outputs.save_output(&output("pair", at(0), "replica-2", b"elsewhere\n", false)).await.unwrap();
+    outputs.save_output(&output("pair", at(0), "replica-1", b"draft", false)).await.unwrap();
+    let kept = output("pair", at(0), "replica-1", b"line\n\xff bytes\n", true);
+    outputs.save_output(&kept).await.unwrap();
+    let found = outputs.output("pair", at(0)).await.unwrap();
+    assert_eq!(found, [kept, output("pair", at(0), "replica-2", b"elsewhere\n", false)]);
+    assert!(outputs.output("pair", at(1)).await.unwrap().is_empty(), "another trigger");
+    assert!(outputs.output("other", at(0)).await.unwrap().is_empty(), "another job");
+
+    // Keeping one record per job: appending the next record prunes the first, and the
+    // output of its run.
+    let first = record("job", 0, Outcome::Succeeded);
+    outputs.save_output(&output("job", first.trigger, "replica-1", b"first\n", false)).await.unwrap();
+    ledger.append(&first).await.unwrap();
+    let second = record("job", 60, Outcome::Failed);
+    let kept = output("job", second.trigger, "replica-1", b"second\n", false);
+    outputs.save_output(&kept).await.unwrap();
+    ledger.append(&second).await.unwrap();
+    assert!(outputs.output("job", first.trigger).await.unwrap().is_empty(), "pruned with its record");
+    assert_eq!(outputs.output("job", second.trigger).await.unwrap(), [kept]);
 }
 
 fn count(n: u64) -> Retention {
