@@ -133,6 +133,13 @@ impl Daemon {
         }
     }
 
+    /// The next log line, if one is waiting (kept in [`Self::log`] too).
+    pub fn try_line(&mut self) -> Result<String, std::sync::mpsc::TryRecvError> {
+        let line = self.lines.try_recv()?;
+        self.log.push(line.clone());
+        Ok(line)
+    }
+
     /// Sends `signal` to the daemon.
     pub fn signal(&self, signal: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), signal).unwrap();
