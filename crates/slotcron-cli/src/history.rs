@@ -19,8 +19,13 @@ struct JsonRun<'a> {
     trigger: String,
     instance: &'a str,
     /// `succeeded`, `failed`, `timed-out`, `panicked`, `aborted`, `skipped-lost`,
-    /// `skipped-backend-unavailable` or `missed`.
+    /// `skipped-backend-unavailable`, `missed`, `running` or `interrupted` — or a name a
+    /// newer release wrote, as written.
     outcome: &'static str,
+    /// `scheduled`, `catch-up`, `manual`, `backfill` or `start-up` (or a newer release's).
+    cause: &'static str,
+    /// How many times the command was started: 0 for a skipped or missed trigger.
+    attempts: u32,
     fencing_token: Option<u64>,
     /// When the command started, or when the trigger was skipped; RFC 3339 UTC.
     started: String,
@@ -29,7 +34,7 @@ struct JsonRun<'a> {
 }
 
 /// Prints the runs of the state `args.state` that match the arguments, newest trigger
-/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME DURATION ERROR`
+/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME CAUSE ATTEMPTS DURATION ERROR`
 /// (two spaces apart, no header), or with `--json` as one JSON object per line. No runs:
 /// nothing on standard output, a note on standard error, exit status 0.
 ///
@@ -89,7 +94,7 @@ fn millis(duration: Duration) -> u64 {
 }
 
 fn print_columns(runs: &[RunRecord]) {
-    let rows: Vec<[String; 6]> = runs
+    let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|run| {
             [
@@ -97,6 +102,8 @@ fn print_columns(runs: &[RunRecord]) {
                 run.trigger.to_string(),
                 run.instance.to_string(),
                 run.outcome.to_string(),
+                run.cause.to_string(),
+                run.attempts.to_string(),
                 duration::display(Duration::from_millis(millis(run.duration))),
                 run.error.clone().unwrap_or_default(),
             ]
@@ -113,6 +120,8 @@ fn print_json(runs: &[RunRecord]) {
             trigger: run.trigger.to_string(),
             instance: &run.instance,
             outcome: run.outcome.as_str(),
+            cause: run.cause.as_str(),
+            attempts: run.attempts,
             fencing_token: run.fencing_token,
             started: run.started.to_string(),
             duration_ms: millis(run.duration),

@@ -69,6 +69,12 @@ impl Ledger for Attempts {
         result
     }
 
+    async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        let result = self.inner.update(record).await;
+        self.tried(&record.job, record.trigger);
+        result
+    }
+
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
         self.inner.query(query).await
     }

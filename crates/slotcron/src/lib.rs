@@ -33,7 +33,7 @@ pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
 pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
-pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use ledger::{Cause, Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunProcess, RunRecord};
 pub use policy::Misfire;
 pub use redact::redact;
 pub use registry::HandlerRegistry;

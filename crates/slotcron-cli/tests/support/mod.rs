@@ -239,6 +239,8 @@ pub struct Run {
     pub trigger: Timestamp,
     pub instance: String,
     pub outcome: String,
+    pub cause: String,
+    pub attempts: u32,
     pub fencing_token: Option<u64>,
     #[serde(deserialize_with = "instant")]
     pub started: Timestamp,
@@ -253,6 +255,11 @@ fn instant<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Timestam
 }
 
 impl Run {
+    /// Whether the record is final: not the `running` record of a run still going.
+    pub fn finished(&self) -> bool {
+        self.outcome != "running"
+    }
+
     /// Whether the command ran (whatever its result), as opposed to a skipped or missed
     /// trigger.
     pub fn ran(&self) -> bool {

@@ -1,4 +1,5 @@
-//! Run recording: each trigger's one record, log line and job-state update.
+//! Run recording: each trigger's one record (written when its run starts, completed when
+//! it ends), log line and job-state update, all through the [`Outbox`](super::outbox).
 
 use std::time::Duration;
 
@@ -6,46 +7,74 @@ use jiff::Timestamp;
 
 use super::Shared;
 use crate::job::Job;
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::store::JobState;
 
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
+    /// The record of a trigger that was not run (`outcome` a skip or a miss), at now.
+    pub(crate) fn skipped(
         &self,
         job: &Job,
         trigger: Timestamp,
+        cause: Cause,
         outcome: Outcome,
-        fencing_token: Option<u64>,
-        started: Timestamp,
-        duration: Duration,
-        error: Option<String>,
+        reason: Option<String>,
     ) -> RunRecord {
         RunRecord {
             job: job.name.clone(),
             trigger,
             instance: self.instance.clone(),
+            cause,
+            attempts: 0,
             outcome,
-            fencing_token,
-            started,
-            duration,
-            error,
+            fencing_token: None,
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: reason,
+            process: None,
         }
     }
 
-    /// Logs the run's one line, appends it to the ledger and updates the job's state
-    /// (not for a backend outage: that trigger may still be re-issued).
+    /// The `running` record of a run that starts now, and its append (not waited for).
+    pub(crate) fn start_run(
+        &self,
+        job: &Job,
+        trigger: Timestamp,
+        cause: Cause,
+        fencing_token: u64,
+    ) -> RunRecord {
+        let record = RunRecord {
+            job: job.name.clone(),
+            trigger,
+            instance: self.instance.clone(),
+            cause,
+            attempts: 1,
+            outcome: Outcome::Running,
+            fencing_token: Some(fencing_token),
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: None,
+            process: None,
+        };
+        self.outbox.push(LedgerWrite::Append(record.clone()));
+        record
+    }
+
+    /// Logs the run's one line, writes its record (completing its `running` one, if it
+    /// ran) and updates the job's state (not for a backend outage: that trigger may still
+    /// be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
-        if let Err(e) = self.ledger.append(&record).await {
-            tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
-        }
+        let write =
+            if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) };
+        self.outbox.push(write);
     }
 
-    /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
+    /// Records that `trigger` of `job` was handled; a failed write is kept and written
+    /// when the store is back.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
         if !self.persist_state {
             return;
@@ -55,19 +84,17 @@ impl Shared {
             last_outcome: outcome,
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
-        if let Err(e) = self.store.save_state(&job.name, &state).await {
-            tracing::warn!(job = %job.name, %trigger, "{e}");
-        }
+        self.outbox.save_state(&job.name, state).await;
     }
 }
 
 fn log_run(r: &RunRecord) {
     let dur_ms = r.duration.as_millis() as u64;
-    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
+    let (job, trigger, outcome, cause) = (&*r.job, r.trigger, r.outcome.as_str(), r.cause.as_str());
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
-        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, cause, dur_ms, "run finished"),
+        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, cause, dur_ms, "run finished"),
+        _ => tracing::warn!(job, %trigger, outcome, cause, dur_ms, err, "run finished"),
     }
 }
