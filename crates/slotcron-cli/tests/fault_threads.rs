@@ -17,7 +17,6 @@ fn threads(pid: u32) -> Option<u32> {
 }
 
 #[test]
-#[ignore = "fails until the SQLite backend uses a bounded number of threads"]
 fn a_daemon_on_a_sqlite_state_keeps_under_32_threads_under_load() {
     const JOBS: usize = 300;
     let dir = scratch("fault_threads");
@@ -45,5 +44,6 @@ fn a_daemon_on_a_sqlite_state_keeps_under_32_threads_under_load() {
     assert_eq!(daemon.wait_exit().code(), Some(0));
     assert!(finished >= 5 * JOBS, "only {finished} runs finished within {PATIENCE:?}");
     assert!(samples > 0);
+    eprintln!("most threads seen: {most} ({samples} samples, {finished} runs)");
     assert!(most < 32, "the daemon had {most} threads");
 }

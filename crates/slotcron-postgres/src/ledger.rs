@@ -32,15 +32,24 @@ const COLUMNS: &str = "job, trigger_at, instance, outcome, fencing_token, starte
 const COLUMNS_V2: &str = "job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error, \
     NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint";
 
-/// Completes (or adds to) the newest `running` record of the same job, trigger and
-/// instance, or else inserts the record: one statement.
+/// Inserts a record unless one of the same run (job, trigger, instance and start) is
+/// stored: a write whose reply was lost, written again, adds nothing.
+const INSERT: &str = "INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, fencing_token,
+    started_at, duration_us, error, cause, attempts, process_host, process_id, process_start)
+SELECT $1::text, $2::timestamptz, $3::text, $4::text, $5::bigint, $6::timestamptz, $7::bigint,
+    $8::text, $9::text, $10::bigint, $11::text, $12::bigint, $13::bigint
+WHERE NOT EXISTS (SELECT FROM {schema}.run_record
+                  WHERE job = $1 AND trigger_at = $2 AND instance = $3 AND started_at = $6)";
+
+/// Replaces the newest record of the same run (job, trigger, instance and start), or
+/// else inserts the record: one statement, which written twice leaves one record.
 const UPDATE: &str = "WITH target AS (
     SELECT id FROM {schema}.run_record
-    WHERE job = $1 AND trigger_at = $2 AND instance = $3 AND outcome = 'running'
+    WHERE job = $1 AND trigger_at = $2 AND instance = $3 AND started_at = $6
     ORDER BY id DESC LIMIT 1
 ), updated AS (
     UPDATE {schema}.run_record AS r SET
-        outcome = $4, fencing_token = $5, started_at = $6, duration_us = $7, error = $8,
+        outcome = $4, fencing_token = $5, duration_us = $7, error = $8,
         cause = $9, attempts = $10, process_host = $11, process_id = $12, process_start = $13
     FROM target WHERE r.id = target.id
     RETURNING r.id
@@ -55,10 +64,7 @@ impl PostgresLedger {
     /// The ledger in `database`'s schema, keeping what `retention` says.
     pub fn new(database: PostgresDatabase, retention: Retention) -> Self {
         Self {
-            insert: database.sql(&format!(
-                "INSERT INTO {{schema}}.run_record ({COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-            )),
+            insert: database.sql(INSERT),
             update: database.sql(UPDATE),
             prune_by_age: database.sql("DELETE FROM {schema}.run_record WHERE trigger_at < $1"),
             prune_job: database.sql(

@@ -180,7 +180,7 @@ impl SqliteDatabase {
         if start {
             let inner = self.inner.clone();
             // The worker's own JoinHandle is not needed: each call has its reply.
-            drop(tokio::task::spawn_blocking(move || work(&inner)));
+            drop(tokio::task::spawn_blocking(move || work(inner)));
         }
         let error = |source: BoxError| DbError { url: self.inner.url.clone(), source };
         match receive.await {
@@ -190,38 +190,46 @@ impl SqliteDatabase {
     }
 }
 
-/// Drains the queue of calls, a batch at a time, until it is empty.
-fn work(inner: &Inner) {
-    let mut connection = lock(&inner.connection);
+/// Drains the queue of calls, a batch at a time, until it is empty. The replies to the
+/// last batch are sent once the worker has let go of the database, so that a caller who
+/// drops it after its reply closes the connection (and truncates the WAL) at once.
+fn work(inner: Arc<Inner>) {
     loop {
-        let batch: Vec<Job> = {
+        let (replies, done) = {
+            let mut connection = lock(&inner.connection);
+            let batch: Vec<Job> = {
+                let mut queue = lock(&inner.queue);
+                let n = queue.jobs.len().min(SqliteDatabase::MAX_BATCH);
+                queue.jobs.drain(..n).collect()
+            };
+            let replies = run_batch(&mut connection, batch, inner.writer);
             let mut queue = lock(&inner.queue);
-            if queue.jobs.is_empty() {
+            let done = queue.jobs.is_empty();
+            if done {
                 queue.working = false;
-                return;
             }
-            let n = queue.jobs.len().min(SqliteDatabase::MAX_BATCH);
-            queue.jobs.drain(..n).collect()
+            (replies, done)
         };
-        run_batch(&mut connection, batch, inner.writer);
+        if done {
+            drop(inner);
+            replies.send();
+            return;
+        }
+        replies.send();
     }
 }
 
 /// Runs `batch`: in one transaction when there are several calls on a writer, each in a
-/// savepoint; the replies follow the commit.
-fn run_batch(connection: &mut Connection, batch: Vec<Job>, writer: bool) {
+/// savepoint. Returns what sends the replies, which follow the commit.
+fn run_batch(connection: &mut Connection, batch: Vec<Job>, writer: bool) -> Replies {
     let run = |connection: &mut Connection, job: Job| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))).ok()
     };
-    if batch.len() == 1 || !writer || connection.execute_batch("BEGIN IMMEDIATE").is_err() {
-        for job in batch {
-            if let Some((_, reply)) = run(connection, job) {
-                reply(None);
-            }
-        }
-        return;
-    }
     let mut replies = Vec::with_capacity(batch.len());
+    if batch.len() == 1 || !writer || connection.execute_batch("BEGIN IMMEDIATE").is_err() {
+        replies.extend(batch.into_iter().filter_map(|job| run(connection, job)).map(|(_, reply)| reply));
+        return Replies { replies, failed: None };
+    }
     for job in batch {
         // A savepoint that cannot be made leaves the call to fail on its own.
         let saved = connection.execute_batch("SAVEPOINT call").is_ok();
@@ -239,8 +247,20 @@ fn run_batch(connection: &mut Connection, batch: Vec<Job>, writer: bool) {
         let _ = connection.execute_batch("ROLLBACK");
     }
     let failed = commit.err();
-    for reply in replies {
-        reply(failed.as_deref());
+    Replies { replies, failed }
+}
+
+/// The replies of a batch, and why its commit failed, if it did.
+struct Replies {
+    replies: Vec<Reply>,
+    failed: Option<String>,
+}
+
+impl Replies {
+    fn send(self) {
+        for reply in self.replies {
+            reply(self.failed.as_deref());
+        }
     }
 }
 

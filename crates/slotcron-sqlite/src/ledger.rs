@@ -36,18 +36,21 @@ impl SqliteLedger {
     }
 }
 
+/// Inserts a record unless one of the same run (job, trigger, instance and start) is
+/// stored.
 const INSERT: &str = "INSERT INTO run_record
     (job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,
      cause, attempts, process_host, process_id, process_start)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+    WHERE NOT EXISTS (SELECT 1 FROM run_record
+                      WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6)";
 
-/// Completes (or adds to) the newest `running` record of the same job, trigger and
-/// instance.
+/// Replaces the newest record of the same run (job, trigger, instance and start).
 const UPDATE: &str = "UPDATE run_record SET
-    outcome = ?4, fencing_token = ?5, started_us = ?6, duration_us = ?7, error = ?8,
+    outcome = ?4, fencing_token = ?5, duration_us = ?7, error = ?8,
     cause = ?9, attempts = ?10, process_host = ?11, process_id = ?12, process_start = ?13
     WHERE id = (SELECT id FROM run_record
-                WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND outcome = 'running'
+                WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6
                 ORDER BY id DESC LIMIT 1)";
 
 const COLUMNS: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,

@@ -3,7 +3,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord, same_run};
+use super::{Ledger, LedgerError, LedgerQuery, RunRecord, same_run};
 
 /// A bounded in-memory ledger: the newest `capacity` records. The library's default.
 #[derive(Debug)]
@@ -58,7 +58,7 @@ impl Ledger for MemoryLedger {
             .lock()
             .iter_mut()
             .rev()
-            .find(|r| r.outcome == Outcome::Running && same_run(r, record))
+            .find(|r| same_run(r, record))
             .map(|running| *running = record.clone());
         match found {
             Some(()) => Ok(()),

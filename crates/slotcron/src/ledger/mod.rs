@@ -26,15 +26,17 @@ use crate::job::BoxError;
 /// writes them in order, and keeps those that fail until the ledger takes them.
 #[async_trait]
 pub trait Ledger: Send + Sync + 'static {
-    /// Appends one record.
+    /// Appends one record. A networked backend, whose write may take effect without its
+    /// reply arriving (and is then written again), appends nothing if it holds a record
+    /// of the same run already ([`same_run`]).
     ///
     /// # Errors
     /// The backend failed; the engine keeps the record and writes it again later.
     async fn append(&self, record: &RunRecord) -> Result<(), LedgerError>;
 
-    /// Replaces the [`Outcome::Running`] record of the same job, trigger and instance with
-    /// `record` (which completes it, or adds what the run learnt, e.g. its process), or
-    /// appends `record` if there is none.
+    /// Replaces the record of the same run ([`same_run`]: its `running` record, which
+    /// this completes or adds to, e.g. its process) with `record`, or appends `record` if
+    /// there is none. Written twice, it leaves the same one record.
     ///
     /// # Errors
     /// The backend failed; the engine keeps the record and writes it again later.
@@ -127,10 +129,11 @@ impl LedgerQuery {
     }
 }
 
-/// Whether two records are of the same run: the same job, trigger and instance (the key
-/// [`Ledger::update`] finds a `running` record by).
+/// Whether two records are of the same run: the same job, trigger, instance and start
+/// (the key [`Ledger::update`] finds a record by). A durable ledger compares the start at
+/// the precision it keeps.
 pub fn same_run(a: &RunRecord, b: &RunRecord) -> bool {
-    a.trigger == b.trigger && a.job == b.job && a.instance == b.instance
+    a.trigger == b.trigger && a.started == b.started && a.job == b.job && a.instance == b.instance
 }
 
 /// How much history a durable ledger keeps; it prunes as it appends (see

@@ -70,10 +70,10 @@ impl Ledger for WatchedLedger {
     async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
         let replaced = {
             let mut state = self.lock();
-            let running =
-                state.records.iter_mut().rev().find(|r| r.outcome == Outcome::Running && same_run(r, record));
-            let replaced = running.map(|running| *running = record.clone()).is_some();
-            if replaced && record.outcome != Outcome::Running {
+            let same = state.records.iter_mut().rev().find(|r| same_run(r, record));
+            let was_running = same.as_ref().is_some_and(|r| r.outcome == Outcome::Running);
+            let replaced = same.map(|same| *same = record.clone()).is_some();
+            if replaced && was_running && record.outcome != Outcome::Running {
                 *state.counts.entry((record.job.clone(), record.trigger)).or_default() += 1;
             }
             replaced

@@ -1,7 +1,7 @@
 //! The [`Ledger`] conformance suite: record round trips (names of other releases
 //! included), `running` records completed by updates, batches, query filters, order and
-//! limit ([`run`], for every ledger), and retention ([`run_retention`], for durable
-//! ledgers).
+//! limit ([`run`], for every ledger), and retention and appends written twice
+//! ([`run_retention`], for durable ledgers).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,13 +23,26 @@ pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
     filters(&make().await).await;
 }
 
-/// Runs the retention cases. `make` returns a fresh, empty ledger with the given
+/// Runs the retention cases and [`an_append_written_twice_is_stored_once`]. `make` returns a fresh, empty ledger with the given
 /// retention that prunes on every append.
 pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L) {
     keeps_the_newest_records_per_job(&make(count(3)).await).await;
     drops_records_older_than_the_max_age(&make(age(Duration::from_secs(3600))).await).await;
     keeps_everything_without_limits(&make(Retention { max_age: None, max_records_per_job: None }).await)
         .await;
+    an_append_written_twice_is_stored_once(
+        &make(Retention { max_age: None, max_records_per_job: None }).await,
+    )
+    .await;
+}
+
+/// An append written again (its reply was lost) adds nothing: a record of the same run
+/// is stored. A record of another start is another run.
+pub async fn an_append_written_twice_is_stored_once(ledger: &dyn Ledger) {
+    let skipped = record("tick", 0, Outcome::SkippedBackendUnavailable);
+    let later = started_at(skipped.clone(), 5);
+    append_all(ledger, &[skipped.clone(), skipped.clone(), later.clone()]).await;
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), [later, skipped]);
 }
 
 fn count(n: u64) -> Retention {
@@ -123,9 +136,9 @@ pub async fn names_of_other_releases_read_back(ledger: &dyn Ledger) {
     assert_eq!((read[0].outcome.as_str(), read[0].cause.as_str()), ("skipped-paused", "replay"));
 }
 
-/// [`Ledger::update`] replaces the `running` record of the same job, trigger and
-/// instance — not a finished one, not another instance's — and appends when there is
-/// none.
+/// [`Ledger::update`] replaces the record of the same run (job, trigger, instance and
+/// start) — not another instance's, not another start's — written twice it leaves one
+/// record, and it appends when there is none.
 pub async fn an_update_completes_the_running_record(ledger: &dyn Ledger) {
     let running = record("tick", 0, Outcome::Running);
     let mut other_replica = running.clone();
@@ -140,8 +153,9 @@ pub async fn an_update_completes_the_running_record(ledger: &dyn Ledger) {
     done.outcome = Outcome::Succeeded;
     done.duration = Duration::from_secs(3);
     ledger.update(&done).await.unwrap();
-    // No `running` record for trigger 10: appended beside the failed one.
-    let again = record("tick", 10, Outcome::Succeeded);
+    ledger.update(&done).await.unwrap();
+    // Another run of trigger 10 (a later start): appended beside the failed one.
+    let again = started_at(record("tick", 10, Outcome::Succeeded), 12);
     ledger.update(&again).await.unwrap();
 
     let mut read = ledger.query(&query(None)).await.unwrap();
