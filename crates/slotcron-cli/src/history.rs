@@ -31,6 +31,10 @@ struct JsonRun<'a> {
     started: String,
     duration_ms: u64,
     error: Option<&'a str>,
+    /// The command's process id (its process group's), once it started.
+    pid: Option<u32>,
+    /// The host the command ran on, once it started.
+    host: Option<&'a str>,
 }
 
 /// Prints the runs of the state `args.state` that match the arguments, newest trigger
@@ -126,6 +130,8 @@ fn print_json(runs: &[RunRecord]) {
             started: run.started.to_string(),
             duration_ms: millis(run.duration),
             error: run.error.as_deref(),
+            pid: run.process.as_ref().map(|p| p.pid),
+            host: run.process.as_ref().map(|p| &*p.host),
         };
         // A closed pipe (`slotcron history --json | head -1`) is not an error.
         if serde_json::to_writer(&mut stdout, &json).is_err() || writeln!(stdout).is_err() {

@@ -183,7 +183,34 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitC
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
+    sweep_stale(&scheduler, settings).await;
     Ok(scheduler)
+}
+
+/// The stale sweep: the runs a daemon of this state left `running` when it died are
+/// recorded `interrupted`, and their commands still going are stopped. A SQLite state
+/// has one daemon (its lock file), which owns every record in it; on a PostgreSQL state a
+/// daemon owns the records of its own instance id (a fixed `--instance`).
+async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
+    let instance = settings.instance.as_str();
+    let owned = |record: &slotcron::RunRecord| match settings.state {
+        StateUrl::Sqlite { .. } => true,
+        StateUrl::Postgres { .. } | StateUrl::Memory => *record.instance == *instance,
+    };
+    let grace = settings.cancel_grace;
+    let stop = async |record: &slotcron::RunRecord| match &record.process {
+        Some(process) => Some(process_group::stop_stale(process, grace).await),
+        None => None,
+    };
+    match scheduler.sweep_stale(owned, stop).await {
+        Ok(stale) if !stale.is_empty() => {
+            tracing::warn!(runs = stale.len(), "runs found interrupted at start")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(
+            "the stale sweep failed: {e}; runs left running by a previous start stay `running`"
+        ),
+    }
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

@@ -9,7 +9,6 @@ use nix::sys::signal::Signal;
 use support::{Daemon, has_ended, history, scratch, wait_until, write};
 
 #[test]
-#[ignore = "fails until the stale sweep marks runs interrupted"]
 fn a_run_cut_short_by_kill_9_is_recorded_interrupted_and_its_command_stopped() {
     let dir = scratch("fault_crash_after");
     write(
@@ -27,6 +26,11 @@ command = 'echo $$ > pid.txt; exec sleep 300'
         std::fs::read_to_string(dir.join("pid.txt")).is_ok_and(|pid| pid.ends_with('\n'))
     });
     let pid: u32 = std::fs::read_to_string(dir.join("pid.txt")).unwrap().trim().parse().unwrap();
+    // Mid-run: the run's record says `running`, with its command's pid (the ledger is
+    // written asynchronously: a kill within its first milliseconds may beat it).
+    wait_until("the run recorded running with its pid", || {
+        history(&dir, &["migrate"]).iter().any(|run| run.outcome == "running" && run.pid == Some(pid))
+    });
     first.signal(Signal::SIGKILL);
     first.wait_exit();
     assert!(!has_ended(pid), "the command outlives its killed daemon (the scenario)");

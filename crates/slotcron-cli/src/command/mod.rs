@@ -10,7 +10,7 @@ use std::sync::Arc;
 use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
-use crate::process_group::ProcessGroup;
+use crate::process_group::{self, ProcessGroup};
 
 /// The shell that runs every command, as cron does (`sh -c`).
 const SHELL: &str = "/bin/sh";
@@ -119,6 +119,10 @@ impl ShellCommand {
             .map_err(CommandError::Spawn)?;
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
+        // In the run's record: a daemon that dies now leaves what stops it at the next start.
+        if let Some(process) = process_group::run_process(pid) {
+            ctx.started_process(process);
+        }
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold

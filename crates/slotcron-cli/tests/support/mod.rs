@@ -246,6 +246,8 @@ pub struct Run {
     pub started: Timestamp,
     pub duration_ms: u64,
     pub error: Option<String>,
+    pub pid: Option<u32>,
+    pub host: Option<String>,
 }
 
 /// An RFC 3339 instant in JSON.

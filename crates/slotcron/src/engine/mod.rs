@@ -7,6 +7,7 @@ mod outbox;
 mod queue;
 mod record;
 mod run;
+mod sweep;
 mod table;
 mod trigger;
 
