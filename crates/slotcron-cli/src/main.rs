@@ -14,6 +14,7 @@ mod next;
 mod process_group;
 mod run;
 mod state;
+mod state_lock;
 mod table;
 mod zone;
 

@@ -12,6 +12,7 @@ use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
+use crate::state_lock::StateLock;
 use crate::{INVALID_INPUT, duration, process_group};
 
 /// How the daemon's scheduler is set up.
@@ -38,6 +39,8 @@ pub struct Backends {
     pub state: State,
     /// The coordinator that arbitrates claims; `None` in single-replica mode.
     pub coordinator: Option<Arc<dyn Coordinator>>,
+    /// The lock of a SQLite state, held while the daemon runs.
+    pub lock: Option<StateLock>,
 }
 
 impl Settings {
@@ -77,9 +80,15 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+        // One daemon per SQLite file: its lock, taken once the file is known to be usable
+        // (so that a file this user may not write is refused with its own cause).
+        let lock = match &self.state {
+            StateUrl::Sqlite { url, path } => Some(StateLock::take(url, path)?),
+            StateUrl::Postgres { .. } | StateUrl::Memory => None,
+        };
         tracing::info!(state = %self.state, "keeping job state and run history");
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
-        Ok(Backends { state, coordinator })
+        Ok(Backends { state, coordinator, lock })
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
@@ -153,8 +162,9 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let scheduler = match started {
-        Ok(scheduler) => scheduler,
+    // The state's lock is held until the daemon exits.
+    let (scheduler, _lock) = match started {
+        Ok(started) => started,
         Err(code) => return code,
     };
     tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
@@ -165,10 +175,11 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run, or the exit status of a failed start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
-    let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+/// Opens the backends, adds the jobs, restores their state and sweeps the runs a previous
+/// start left `running`: the scheduler ready to run and the state's lock, or the exit
+/// status of a failed start (its reason already on standard error).
+async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Option<StateLock>), ExitCode> {
+    let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
@@ -184,7 +195,7 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitC
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
     sweep_stale(&scheduler, settings).await;
-    Ok(scheduler)
+    Ok((scheduler, backends.lock.take()))
 }
 
 /// The stale sweep: the runs a daemon of this state left `running` when it died are
