@@ -171,7 +171,17 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
     let cancel = CancellationToken::new();
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
-    scheduler.run(cancel).await;
+    // On a shared PostgreSQL state, the sweep goes on: a replica that died shortly before
+    // this one started had not lapsed yet.
+    let sweeping = async {
+        while let StateUrl::Postgres { .. } = settings.state {
+            tokio::select! {
+                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings).await,
+                () = cancel.cancelled() => return,
+            }
+        }
+    };
+    tokio::join!(scheduler.run(cancel.clone()), sweeping);
     ExitCode::SUCCESS
 }
 
@@ -198,15 +208,32 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<(Scheduler, Opti
     Ok((scheduler, backends.lock.take()))
 }
 
+/// How long an instance's heartbeat may be silent before its `running` records on a
+/// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
+const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::ledger::HEARTBEAT_EVERY.as_secs());
+
 /// The stale sweep: the runs a daemon of this state left `running` when it died are
-/// recorded `interrupted`, and their commands still going are stopped. A SQLite state
-/// has one daemon (its lock file), which owns every record in it; on a PostgreSQL state a
-/// daemon owns the records of its own instance id (a fixed `--instance`).
+/// recorded `interrupted`, and their commands still going (on this host) are stopped. A
+/// SQLite state has one daemon (its lock file), which owns every record in it; on a
+/// PostgreSQL state a daemon owns the records of its own instance id (a fixed
+/// `--instance`) and of every instance whose heartbeat has lapsed ([`HEARTBEAT_LAPSE`]).
 async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
     let instance = settings.instance.as_str();
+    let lapsed = match settings.state {
+        StateUrl::Postgres { .. } => match scheduler.ledger().lapsed_instances(HEARTBEAT_LAPSE).await {
+            Ok(lapsed) => lapsed,
+            Err(e) => {
+                tracing::warn!("the stale sweep cannot read the instances' heartbeats: {e}");
+                Vec::new()
+            }
+        },
+        StateUrl::Sqlite { .. } | StateUrl::Memory => Vec::new(),
+    };
     let owned = |record: &slotcron::RunRecord| match settings.state {
         StateUrl::Sqlite { .. } => true,
-        StateUrl::Postgres { .. } | StateUrl::Memory => *record.instance == *instance,
+        StateUrl::Postgres { .. } | StateUrl::Memory => {
+            *record.instance == *instance || lapsed.iter().any(|dead| **dead == *record.instance)
+        }
     };
     let grace = settings.cancel_grace;
     let stop = async |record: &slotcron::RunRecord| match &record.process {

@@ -122,6 +122,12 @@ ALTER TABLE {schema}.run_record
 -- Completing a run's record, and the stale sweep at start.
 CREATE INDEX run_record_running ON {schema}.run_record (job, trigger_at, instance)
     WHERE outcome = 'running';
+
+-- Each scheduler instance's last heartbeat (server time), for the stale sweep.
+CREATE TABLE {schema}.instance_heartbeat (
+    instance text PRIMARY KEY,
+    beat_at  timestamptz NOT NULL
+);
 ";
 
 /// The newest schema version this release knows.

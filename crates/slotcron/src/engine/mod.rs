@@ -111,9 +111,10 @@ pub(crate) struct Settings {
 struct Started {
     tracker: TaskTracker,
     scope: Arc<RunScope>,
-    /// Stops the outbox's writer once the runs have stopped.
+    /// Stops the outbox's writer and the heartbeat once the runs have stopped.
     stop_writer: CancellationToken,
     writer: JoinHandle<()>,
+    heartbeat: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
 }
 
@@ -294,11 +295,13 @@ impl Scheduler {
         let stop_writer = CancellationToken::new();
         let writer =
             tokio::spawn(self.shared.outbox.clone().deliver(self.shared.clock.clone(), stop_writer.clone()));
+        let heartbeat = tokio::spawn(sweep::heartbeat(self.shared.clone(), stop_writer.clone()));
         let started = guard.started.insert(Started {
             tracker: TaskTracker::new(),
             scope: Arc::new(RunScope::new(self.shared.clone())),
             stop_writer,
             writer,
+            heartbeat,
             _lifecycle: lifecycle,
         });
         let (scope, tracker) = (started.scope.clone(), started.tracker.clone());
@@ -343,7 +346,7 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started { tracker, scope, stop_writer, writer, _lifecycle } = started;
+        let Started { tracker, scope, stop_writer, writer, heartbeat, _lifecycle } = started;
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");
@@ -377,6 +380,7 @@ impl Scheduler {
         if let Err(e) = writer.await {
             tracing::error!("the ledger writer failed: {e}");
         }
+        let _ = heartbeat.await;
         tracing::info!("scheduler stopped");
     }
 }

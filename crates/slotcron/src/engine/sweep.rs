@@ -1,8 +1,29 @@
 //! The stale sweep (seed 001's `WithStaleSweep`): at start, the `running` records a
-//! scheduler that died left behind are marked `interrupted`.
+//! scheduler that died left behind are marked `interrupted`; and the heartbeat that tells
+//! a live instance from a dead one on a shared ledger.
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, later};
 use crate::Scheduler;
-use crate::ledger::{LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::ledger::{HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+
+/// Records the scheduler's heartbeat in its ledger every [`HEARTBEAT_EVERY`] (on its
+/// clock) until `stop` fires.
+pub(crate) async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        if let Err(e) = shared.ledger.heartbeat(&shared.instance).await {
+            tracing::debug!("heartbeat: {e}");
+        }
+        let next = later(shared.clock.now(), HEARTBEAT_EVERY);
+        tokio::select! {
+            () = shared.clock.sleep_until(next) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
 
 impl Scheduler {
     /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger that
