@@ -63,7 +63,7 @@ pub trait Ledger: Send + Sync + 'static {
     /// ledger shared by a fleet keeps each instance's last heartbeat, so that a replica's
     /// stale sweep can tell the `running` records of a dead instance from a live one's
     /// ([`Ledger::lapsed_instances`]). The engine beats every
-    /// [`HEARTBEAT_EVERY`](crate::ledger::HEARTBEAT_EVERY) while it runs. The default keeps
+    /// [`HEARTBEAT_EVERY`] while it runs. The default keeps
     /// nothing (a ledger of one scheduler needs none).
     ///
     /// # Errors
