@@ -118,7 +118,8 @@ struct Started {
     _lifecycle: OwnedMutexGuard<()>,
 }
 
-/// Hands what a `run()` started to the shutdown if its future is dropped.
+/// Clears the running flag when a `run()` ends, however it ends, and hands what it
+/// started to the shutdown if its future is dropped.
 struct DropGuard {
     scheduler: Scheduler,
     started: Option<Started>,
@@ -126,9 +127,9 @@ struct DropGuard {
 
 impl Drop for DropGuard {
     fn drop(&mut self) {
-        let Some(started) = self.started.take() else { return };
         let shared = &self.scheduler.shared;
         shared.running.store(false, Ordering::SeqCst);
+        let Some(started) = self.started.take() else { return };
         tracing::warn!("the Scheduler::run future was dropped: stopping its runs as at a cancellation");
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
@@ -342,7 +343,7 @@ impl Scheduler {
         }
         let started = guard.started.take().expect("taken only here and on drop");
         self.shutdown(started).await;
-        self.shared.running.store(false, Ordering::SeqCst);
+        // The guard clears the running flag.
     }
 
     async fn shutdown(&self, started: Started) {
