@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
-use slotcron::{LedgerQuery, RunRecord};
+use slotcron::{LedgerQuery, Outcome, RunRecord};
 
 use crate::cli::HistoryArgs;
 use crate::state::{State, StateUrl};
@@ -54,12 +54,9 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let query = LedgerQuery {
-        job: args.job.clone(),
-        since: args.since,
-        limit: args.limit as usize,
-        ..LedgerQuery::default()
-    };
+    let mut query = LedgerQuery::new().limit(args.limit as usize);
+    query.job.clone_from(&args.job);
+    (query.since, query.until, query.outcome) = (args.since, args.until, args.outcome);
     match runtime.block_on(read(&args.state.url, &query)) {
         Ok(runs) if runs.is_empty() => {
             eprintln!(
@@ -108,7 +105,12 @@ fn print_columns(runs: &[RunRecord]) {
                 run.outcome.to_string(),
                 run.cause.to_string(),
                 run.attempts.to_string(),
-                duration::display(Duration::from_millis(millis(run.duration))),
+                // A trigger that did not run, or runs still, has no duration to show.
+                if run.outcome.ran() && run.outcome != Outcome::Running {
+                    duration::display_run(run.duration)
+                } else {
+                    "-".to_owned()
+                },
                 run.error.clone().unwrap_or_default(),
             ]
         })
