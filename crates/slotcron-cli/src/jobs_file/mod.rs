@@ -12,6 +12,7 @@ pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -84,6 +85,12 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// A hash of everything the file says about the job (its name, schedule and zone,
+    /// command, environment, input, policies), not of its line: equal across two loads
+    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
+    pub fingerprint: String,
+    /// The command its handler runs.
+    pub command: ShellCommand,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -214,9 +221,29 @@ impl Draft {
             builder = builder.grace(grace);
         }
         match self.schedule.apply(builder).build() {
-            Ok(job) => Ok(JobEntry { line: self.line, schedule: self.schedule, job }),
+            Ok(job) => {
+                let fingerprint = self.fingerprint();
+                let command = self.command;
+                Ok(JobEntry { line: self.line, schedule: self.schedule, job, fingerprint, command })
+            }
             Err(error) => Err(self.problem(error)),
         }
+    }
+
+    fn fingerprint(&self) -> String {
+        let mut hasher = DefaultHasher::new();
+        let definition = (
+            &self.name,
+            &self.schedule,
+            &self.command,
+            self.timeout,
+            self.run_on_start,
+            self.on_every_replica,
+            self.misfire,
+            self.grace,
+        );
+        format!("{definition:?}").hash(&mut hasher);
+        format!("{:016x}", hasher.finish())
     }
 
     fn problem(&self, error: JobError) -> Problem {

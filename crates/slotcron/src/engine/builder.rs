@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::outbox::Outbox;
 use super::table::Table;
@@ -41,6 +42,7 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
+                restore_definitions: true,
             },
         }
     }
@@ -131,6 +133,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
+    /// (default `true`); with `false` it reads only the jobs' state, for a caller that
+    /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
+    pub fn restore_definitions(mut self, restore: bool) -> Self {
+        self.settings.restore_definitions = restore;
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
@@ -152,6 +162,7 @@ impl SchedulerBuilder {
                 running: AtomicBool::new(false),
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
+                stopped: CancellationToken::new(),
             }),
         }
     }

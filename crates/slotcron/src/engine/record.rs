@@ -1,6 +1,7 @@
 //! Run recording: each trigger's one record (written when its run starts, completed when
 //! it ends), log line and job-state update, all through the [`Outbox`](super::outbox).
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -76,7 +77,7 @@ impl Shared {
     /// Records that `trigger` of `job` was handled; a failed write is kept and written
     /// when the store is back.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
-        if !self.persist_state {
+        if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return;
         }
         let state = JobState {
@@ -85,6 +86,13 @@ impl Shared {
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
         self.outbox.save_state(&job.name, state).await;
+        // Removed while saving: the removal's delete may have come first, so delete again.
+        if job.removed.load(Ordering::SeqCst)
+            && !job.schedule.kind().is_one_shot()
+            && let Err(e) = self.store.delete_state(&job.name).await
+        {
+            tracing::warn!(job = %job.name, "the removed job's state stays: {e}");
+        }
     }
 }
 

@@ -91,6 +91,10 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;
+    if job.removed.load(Ordering::SeqCst) {
+        tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
+        return;
+    }
     let record = match action {
         Action::Missed { count } => {
             let reason = format!(
@@ -139,8 +143,8 @@ async fn claim_and_run(
         trigger_key,
         fencing_token,
         scope: scope.clone(),
-        // Only a run with a timeout can be cancelled on its own.
-        own_cancel: job.timeout.map(|_| scope.shutdown.child_token()),
+        // Each run can be cancelled on its own: by its timeout, or by its job's removal.
+        own_cancel: scope.shutdown.child_token(),
         payload: job.payload.clone(),
         record: record.clone(),
     };
@@ -217,25 +221,33 @@ async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let timed_out = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
-        () = timeout => {}
-    }
-    // Timed out: ask the handler to stop, then drop it after the grace period.
-    if let Some(cancel) = cancel {
-        cancel.cancel();
-    }
+        () = timeout => true,
+        () = job.cancel_runs.cancelled() => false,
+    };
+    // Timed out, or the job was removed with its runs cancelled: ask the handler to stop,
+    // then drop it after the grace period.
+    cancel.cancel();
     let grace = shared.settings.cancel_grace;
-    let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
-    tokio::select! {
+    let stopped = tokio::select! {
         biased;
-        _ = &mut run => {}
-        () = abort.cancelled() => {}
-        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => {}
+        result = &mut run => Some(result),
+        () = abort.cancelled() => None,
+        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => None,
+    };
+    match (timed_out, stopped) {
+        (true, _) => {
+            (Outcome::TimedOut, Some(format!("timed out after {:?}", job.timeout.unwrap_or_default())))
+        }
+        (false, Some(result)) => finished(result),
+        (false, None) => (
+            Outcome::Aborted,
+            Some(format!("the job was removed and its run cancelled; dropped after {grace:?}")),
+        ),
     }
-    (Outcome::TimedOut, Some(reason))
 }
 
 fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> (Outcome, Option<String>) {
