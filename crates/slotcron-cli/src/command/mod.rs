@@ -155,8 +155,7 @@ impl ShellCommand {
             command.current_dir(dir);
         }
         let switch = self.user.as_deref().map(user::Switch::to).transpose().map_err(CommandError::User)?;
-        if let Some(switch) = switch.flatten() {
-            command.envs(switch.env.clone());
+        if let Some(switch) = switch {
             switch.apply(&mut command);
         }
         // Mail only where a sendmail exists (its absence is warned of at start-up).
