@@ -19,6 +19,7 @@ mod run;
 mod signals;
 mod state;
 mod state_jobs;
+mod state_lock;
 mod status;
 mod table;
 mod zone;

@@ -17,7 +17,8 @@ use crate::reload::{Reloader, Triggers};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
-use crate::{INVALID_INPUT, duration};
+use crate::state_lock::StateLock;
+use crate::{INVALID_INPUT, duration, process_group};
 
 /// Up to this many jobs, start-up logs a line for each at info level; beyond, one
 /// summary line (and each job at debug level).
@@ -51,6 +52,8 @@ pub struct Backends {
     pub state: State,
     /// The coordinator that arbitrates claims; `None` in single-replica mode.
     pub coordinator: Option<Arc<dyn Coordinator>>,
+    /// The lock of a SQLite state, held while the daemon runs.
+    pub lock: Option<StateLock>,
 }
 
 impl Settings {
@@ -102,6 +105,12 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+        // One daemon per SQLite file: its lock, taken once the file is known to be usable
+        // (so that a file this user may not write is refused with its own cause).
+        let lock = match &self.state {
+            StateUrl::Sqlite { url, path } => Some(StateLock::take(url, path)?),
+            StateUrl::Postgres { .. } | StateUrl::Memory => None,
+        };
         match self.state {
             StateUrl::Memory => {
                 tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
@@ -109,7 +118,7 @@ impl Settings {
             _ => tracing::info!(state = %self.state, "keeping job state and run history"),
         }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
-        Ok(Backends { state, coordinator })
+        Ok(Backends { state, coordinator, lock })
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
@@ -203,7 +212,8 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
             return ExitCode::SUCCESS;
         }
     };
-    let Started { scheduler, reloader, admin, keeping_output: _keeping_output } = match started {
+    // The state's lock is held until the daemon exits.
+    let Started { scheduler, reloader, admin, keeping_output: _keeping_output, lock: _lock } = match started {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -224,7 +234,17 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     // meanwhile).
     let admin_stop = CancellationToken::new();
     let admin = admin.map(|serve| tokio::spawn(serve(scheduler.clone(), admin_stop.clone())));
-    scheduler.run(cancel).await;
+    // On a shared PostgreSQL state, the sweep goes on: a replica that died shortly before
+    // this one started had not lapsed yet.
+    let sweeping = async {
+        while let StateUrl::Postgres { .. } = settings.state {
+            tokio::select! {
+                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings).await,
+                () = cancel.cancelled() => return,
+            }
+        }
+    };
+    tokio::join!(scheduler.run(cancel.clone()), sweeping);
     admin_stop.cancel();
     if let Some(admin) = admin {
         let _ = admin.await;
@@ -246,18 +266,20 @@ struct Started {
     admin: Option<ServeAdmin>,
     /// Keeps run output in the state while it lives.
     keeping_output: KeepingOutput,
+    /// The SQLite state's lock, held while the daemon runs.
+    lock: Option<StateLock>,
 }
 
-/// Opens the backends, binds the admin address, adds the jobs and restores their state:
-/// the daemon ready to run, or the exit status of a failed start (its reason already on
-/// standard error).
+/// Opens the backends, binds the admin address, adds the jobs, restores their state and
+/// sweeps the runs a previous start left `running`: the daemon ready to run, or the exit
+/// status of a failed start (its reason already on standard error).
 async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
     // Installed first, so that the first metrics of the jobs are recorded.
     let metrics = match &settings.admin {
         Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
         None => None,
     };
-    let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+    let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let keeping_output = command::keep_output_in(backends.state.outputs.clone());
     let serve_admin = match (&settings.admin, metrics) {
         (Some(admin), Some(metrics)) => {
@@ -300,7 +322,51 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output })
+    sweep_stale(&scheduler, settings).await;
+    Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
+}
+
+/// How long an instance's heartbeat may be silent before its `running` records on a
+/// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
+const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::ledger::HEARTBEAT_EVERY.as_secs());
+
+/// The stale sweep: the runs a daemon of this state left `running` when it died are
+/// recorded `interrupted`, and their commands still going (on this host) are stopped. A
+/// SQLite state has one daemon (its lock file), which owns every record in it; on a
+/// PostgreSQL state a daemon owns the records of its own instance id (a fixed
+/// `--instance`) and of every instance whose heartbeat has lapsed ([`HEARTBEAT_LAPSE`]).
+async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
+    let instance = settings.instance.as_str();
+    let lapsed = match settings.state {
+        StateUrl::Postgres { .. } => match scheduler.ledger().lapsed_instances(HEARTBEAT_LAPSE).await {
+            Ok(lapsed) => lapsed,
+            Err(e) => {
+                tracing::warn!("the stale sweep cannot read the instances' heartbeats: {e}");
+                Vec::new()
+            }
+        },
+        StateUrl::Sqlite { .. } | StateUrl::Memory => Vec::new(),
+    };
+    let owned = |record: &slotcron::RunRecord| match settings.state {
+        StateUrl::Sqlite { .. } => true,
+        StateUrl::Postgres { .. } | StateUrl::Memory => {
+            *record.instance == *instance || lapsed.iter().any(|dead| **dead == *record.instance)
+        }
+    };
+    let grace = settings.cancel_grace;
+    let stop = async |record: &slotcron::RunRecord| match &record.process {
+        Some(process) => Some(process_group::stop_stale(process, grace).await),
+        None => None,
+    };
+    match scheduler.sweep_stale(owned, stop).await {
+        Ok(stale) if !stale.is_empty() => {
+            tracing::warn!(runs = stale.len(), "runs found interrupted at start")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(
+            "the stale sweep failed: {e}; runs left running by a previous start stay `running`"
+        ),
+    }
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

@@ -171,7 +171,9 @@ pub use engine::{
     SchedulerBuilder, claim_ttl, trigger_key,
 };
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
-pub use ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use ledger::{
+    Cause, Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunProcess, RunRecord,
+};
 pub use plan::Plan;
 pub use policy::Misfire;
 pub use redact::redact;

@@ -22,7 +22,7 @@ use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
 use crate::duration;
-use crate::process_group::ProcessGroup;
+use crate::process_group::{self, ProcessGroup};
 use capture::Tail;
 
 /// How much earlier than its timeout a run may be cancelled and still be told timed out
@@ -188,6 +188,10 @@ impl ShellCommand {
         let started = Instant::now();
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
+        // In the run's record: a daemon that dies now leaves what stops it at the next start.
+        if let Some(process) = process_group::run_process(pid) {
+            ctx.started_process(process);
+        }
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold

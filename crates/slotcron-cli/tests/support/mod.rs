@@ -140,6 +140,13 @@ impl Daemon {
         }
     }
 
+    /// The next log line, if one is waiting (kept in [`Self::log`] too).
+    pub fn try_line(&mut self) -> Result<String, std::sync::mpsc::TryRecvError> {
+        let line = self.lines.try_recv()?;
+        self.log.push(line.clone());
+        Ok(line)
+    }
+
     /// Sends `signal` to the daemon.
     pub fn signal(&self, signal: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), signal).unwrap();
@@ -239,11 +246,15 @@ pub struct Run {
     pub trigger: Timestamp,
     pub instance: String,
     pub outcome: String,
+    pub cause: String,
+    pub attempts: u32,
     pub fencing_token: Option<u64>,
     #[serde(deserialize_with = "instant")]
     pub started: Timestamp,
     pub duration_ms: u64,
     pub error: Option<String>,
+    pub pid: Option<u32>,
+    pub host: Option<String>,
 }
 
 /// An RFC 3339 instant in JSON.
@@ -253,6 +264,11 @@ fn instant<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Timestam
 }
 
 impl Run {
+    /// Whether the record is final: not the `running` record of a run still going.
+    pub fn finished(&self) -> bool {
+        self.outcome != "running"
+    }
+
     /// Whether the command ran (whatever its result), as opposed to a skipped or missed
     /// trigger.
     pub fn ran(&self) -> bool {

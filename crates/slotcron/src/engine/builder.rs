@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::outbox::Outbox;
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
@@ -42,6 +43,7 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 metrics: JobLabels::default(),
+                record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
             },
         }
@@ -49,6 +51,19 @@ impl Default for SchedulerBuilder {
 }
 
 impl SchedulerBuilder {
+    /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
+    pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
+
+    /// How many ledger writes may wait for the ledger (default
+    /// [`SchedulerBuilder::DEFAULT_RECORD_BUFFER`], at least 1). Records are written by
+    /// one task, in order, so a run never waits on the ledger; while the ledger is down
+    /// they wait here, and a full buffer drops the oldest, counting and logging how many.
+    /// Job-state writes that fail wait too (the newest per job, however many jobs).
+    pub fn record_buffer(mut self, writes: usize) -> Self {
+        self.settings.record_buffer = writes;
+        self
+    }
+
     /// The clock to read and sleep on (default: [`SystemClock`]).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
@@ -140,13 +155,15 @@ impl SchedulerBuilder {
     pub fn build(self) -> Scheduler {
         let table = Table::new(self.settings.metrics);
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
+        let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
         Scheduler {
             shared: Arc::new(Shared {
                 clock: self.clock,
                 coordinator: self.coordinator,
                 ledger: self.ledger,
                 persist_state: self.store.is_some(),
-                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                store,
                 instance: instance.into(),
                 settings: self.settings,
                 handlers: HandlerRegistry::default(),
@@ -156,6 +173,8 @@ impl SchedulerBuilder {
                 running: AtomicBool::new(false),
                 health: Default::default(),
                 series: OnceLock::new(),
+                lifecycle: Arc::default(),
+                outbox: Arc::new(outbox),
                 stopped: CancellationToken::new(),
             }),
         }

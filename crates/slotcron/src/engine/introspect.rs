@@ -68,13 +68,14 @@ impl Scheduler {
     }
 
     /// Whether the backends answered the last time the engine used them: the
-    /// coordinator at the last claim, the state (store and ledger) at the last write.
+    /// coordinator at the last claim, the state (store and ledger) at the last write of
+    /// its buffered records and job states.
     /// Both are `true` until a call fails.
     pub fn backends_reachable(&self) -> Reachable {
         let health = &self.shared.health;
         Reachable {
             coordinator: health.coordinator.load(Ordering::Relaxed),
-            state: health.state.load(Ordering::Relaxed),
+            state: !self.shared.outbox.is_failing(),
         }
     }
 
@@ -98,12 +99,11 @@ pub struct Reachable {
 #[derive(Debug)]
 pub(crate) struct Health {
     pub coordinator: AtomicBool,
-    pub state: AtomicBool,
 }
 
 impl Default for Health {
     fn default() -> Self {
-        Self { coordinator: AtomicBool::new(true), state: AtomicBool::new(true) }
+        Self { coordinator: AtomicBool::new(true) }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Run recording: each trigger's one record, log line and job-state update.
+//! Run recording: each trigger's one record (written when its run starts, completed when
+//! it ends), log line and job-state update, all through the [`Outbox`](super::outbox).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -7,35 +8,62 @@ use jiff::Timestamp;
 
 use super::Shared;
 use crate::job::Job;
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::store::JobState;
 
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
+    /// The record of a trigger that was not run (`outcome` a skip or a miss), at now.
+    pub(crate) fn skipped(
         &self,
         job: &Job,
         trigger: Timestamp,
+        cause: Cause,
         outcome: Outcome,
-        fencing_token: Option<u64>,
-        started: Timestamp,
-        duration: Duration,
-        error: Option<String>,
+        reason: Option<String>,
     ) -> RunRecord {
         RunRecord {
             job: job.name.clone(),
             trigger,
             instance: self.instance.clone(),
+            cause,
+            attempts: 0,
             outcome,
-            fencing_token,
-            started,
-            duration,
-            error,
+            fencing_token: None,
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: reason,
+            process: None,
         }
     }
 
-    /// Logs the run's one line, appends it to the ledger and updates the job's state
-    /// (not for a backend outage: that trigger may still be re-issued).
+    /// The `running` record of a run that starts now, and its append (not waited for).
+    pub(crate) fn start_run(
+        &self,
+        job: &Job,
+        trigger: Timestamp,
+        cause: Cause,
+        fencing_token: u64,
+    ) -> RunRecord {
+        let record = RunRecord {
+            job: job.name.clone(),
+            trigger,
+            instance: self.instance.clone(),
+            cause,
+            attempts: 1,
+            outcome: Outcome::Running,
+            fencing_token: Some(fencing_token),
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: None,
+            process: None,
+        };
+        self.outbox.push(LedgerWrite::Append(record.clone()));
+        record
+    }
+
+    /// Logs the run's one line, writes its record (completing its `running` one, if it
+    /// ran) and updates the job's state (not for a backend outage: that trigger may still
+    /// be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
         job.set_last_run(&record);
@@ -44,14 +72,13 @@ impl Shared {
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
-        let appended = self.ledger.append(&record).await;
-        self.health.state.store(appended.is_ok(), Ordering::Relaxed);
-        if let Err(e) = appended {
-            tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
-        }
+        let write =
+            if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) };
+        self.outbox.push(write);
     }
 
-    /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
+    /// Records that `trigger` of `job` was handled; a failed write is kept and written
+    /// when the store is back.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
         if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return;
@@ -61,11 +88,7 @@ impl Shared {
             last_outcome: outcome,
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
-        let saved = self.store.save_state(&job.name, &state).await;
-        self.health.state.store(saved.is_ok(), Ordering::Relaxed);
-        if let Err(e) = saved {
-            tracing::warn!(job = %job.name, %trigger, "{e}");
-        }
+        self.outbox.save_state(&job.name, state).await;
         // Removed while saving: the removal's delete may have come first, so delete again.
         if job.removed.load(Ordering::SeqCst)
             && !job.schedule.kind().is_one_shot()
@@ -78,13 +101,16 @@ impl Shared {
 
 fn log_run(r: &RunRecord) {
     let duration_ms = r.duration.as_millis() as u64;
-    let (job, trigger, instance, outcome) = (&*r.job, r.trigger, &*r.instance, r.outcome.as_str());
+    let (job, trigger, instance) = (&*r.job, r.trigger, &*r.instance);
+    let (outcome, cause) = (r.outcome.as_str(), r.cause.as_str());
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, instance, outcome, duration_ms, "run finished"),
-        Outcome::SkippedLost => {
-            tracing::debug!(job, %trigger, instance, outcome, duration_ms, "run finished")
+        Outcome::Succeeded => {
+            tracing::info!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
         }
-        _ => tracing::warn!(job, %trigger, instance, outcome, duration_ms, err, "run finished"),
+        Outcome::SkippedLost => {
+            tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
+        }
+        _ => tracing::warn!(job, %trigger, instance, outcome, cause, duration_ms, err, "run finished"),
     }
 }

@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -19,7 +19,7 @@ use super::trigger::claim_ttl;
 use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
 use crate::job::{BoxError, Job};
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, EngineSeries};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
@@ -96,7 +96,7 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
 
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
-    let Due { job, trigger, next, action } = due;
+    let Due { job, trigger, next, action, cause } = due;
     if job.removed.load(Ordering::SeqCst) {
         tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
         return;
@@ -108,10 +108,9 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
                 job.grace,
                 job.misfire.name()
             );
-            let now = shared.clock.now();
-            shared.record(&job, trigger, Outcome::Missed, None, now, Duration::ZERO, Some(reason))
+            shared.skipped(&job, trigger, cause, Outcome::Missed, Some(reason))
         }
-        Action::Run => claim_and_run(&scope, &job, trigger, next).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause).await,
     };
     shared.finish(&job, record).await;
 }
@@ -121,6 +120,7 @@ async fn claim_and_run(
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
 ) -> RunRecord {
     let shared = &scope.shared;
     let kind = job.schedule.kind();
@@ -132,7 +132,7 @@ async fn claim_and_run(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            match claim(shared, coordinator.as_ref(), job, trigger, next, key).await {
+            match claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
             }
@@ -141,6 +141,7 @@ async fn claim_and_run(
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
+    let record = Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token)));
     let ctx = JobContext {
         job: job.name.clone(),
         trigger,
@@ -151,8 +152,9 @@ async fn claim_and_run(
         // Each run can be cancelled on its own: by its timeout, or by its job's removal.
         own_cancel: scope.shutdown.child_token(),
         payload: job.payload.clone(),
+        record: record.clone(),
     };
-    let started = shared.clock.now();
+    let started = lock(&record).started;
     let lateness = trigger.duration_until(started);
     let series = shared.series();
     series.run_started(Duration::try_from(lateness).unwrap_or_default());
@@ -160,7 +162,16 @@ async fn claim_and_run(
     let (outcome, error) = run_handler(scope, job, ctx, started).await;
     drop(running);
     let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
-    shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+    let mut record = lock(&record).clone();
+    record.outcome = outcome;
+    record.duration = duration;
+    record.error = error;
+    record
+}
+
+/// The run's record, shared with its [`JobContext`].
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A started handler, counted in the running-runs gauge until dropped.
@@ -179,6 +190,7 @@ async fn claim(
     job: &Job,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
     key: &str,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
@@ -200,8 +212,7 @@ async fn claim(
             }
         }
     };
-    let now = shared.clock.now();
-    let latency = Duration::try_from(asked.duration_until(now)).unwrap_or_default();
+    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
@@ -211,13 +222,10 @@ async fn claim(
     shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => {
-            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
-        }
+        Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
         Err(e) => {
             let reason = format!("{} coordinator: {e}", coordinator.name());
-            let outcome = Outcome::SkippedBackendUnavailable;
-            Err(shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason)))
+            Err(shared.skipped(job, trigger, cause, Outcome::SkippedBackendUnavailable, Some(reason)))
         }
     }
 }

@@ -10,6 +10,7 @@ use super::introspect::{JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
+use crate::ledger::Cause;
 use crate::metrics::JobLabels;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
@@ -22,6 +23,8 @@ pub(crate) struct Due {
     /// The job's next trigger after this one (for the claim TTL).
     pub next: Option<Timestamp>,
     pub action: Action,
+    /// Why it is due: on schedule, caught up after a misfire, or at start-up.
+    pub cause: Cause,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -189,8 +192,12 @@ impl Table {
         self.states = states;
     }
 
-    /// Starts the clock for every job added so far.
+    /// Starts the clock for every job added so far. Once started, the queue stays: a
+    /// later start (another `run()`) goes on from each job's queued trigger.
     pub fn start(&mut self, now: Timestamp) {
+        if self.started.is_some() {
+            return;
+        }
         self.started = Some(now);
         for slot in 0..self.slots.len() as u32 {
             self.queue_first(slot, now, Start::Fresh);
@@ -325,7 +332,8 @@ impl Table {
             let job = entry.job.clone();
             entry.last = entry.last.max(Some(at));
             if top.start_up {
-                due.push(Due { job, trigger: at, next: entry.next, action: Action::Run });
+                let next = entry.next;
+                due.push(Due { job, trigger: at, next, action: Action::Run, cause: Cause::StartUp });
                 continue;
             }
             let late = now.duration_since(at) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
@@ -338,17 +346,30 @@ impl Table {
                         trigger: newest,
                         next: None,
                         action: Action::Missed { count },
+                        cause: Cause::CatchUp,
                     });
                 }
                 let mut runs = plan.run.into_iter().peekable();
                 while let Some(trigger) = runs.next() {
                     let next = runs.peek().copied().or(plan.next);
-                    due.push(Due { job: job.clone(), trigger, next, action: Action::Run });
+                    due.push(Due {
+                        job: job.clone(),
+                        trigger,
+                        next,
+                        action: Action::Run,
+                        cause: Cause::CatchUp,
+                    });
                 }
                 plan.next
             } else {
                 let next = if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(at) };
-                due.push(Due { job: job.clone(), trigger: at, next, action: Action::Run });
+                due.push(Due {
+                    job: job.clone(),
+                    trigger: at,
+                    next,
+                    action: Action::Run,
+                    cause: Cause::Scheduled,
+                });
                 next
             };
             entry.next = next;
