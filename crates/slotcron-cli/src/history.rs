@@ -19,12 +19,15 @@ struct JsonRun<'a> {
     trigger: String,
     instance: &'a str,
     /// `succeeded`, `failed`, `timed-out`, `panicked`, `aborted`, `skipped-lost`,
-    /// `skipped-backend-unavailable` or `missed`.
+    /// `skipped-backend-unavailable`, `missed`, `skipped-overlap` or
+    /// `skipped-concurrency`.
     outcome: &'static str,
     fencing_token: Option<u64>,
     /// When the command started, or when the trigger was skipped; RFC 3339 UTC.
     started: String,
     duration_ms: u64,
+    /// How many attempts the command got (0 when it did not run).
+    attempts: u32,
     error: Option<&'a str>,
 }
 
@@ -116,6 +119,7 @@ fn print_json(runs: &[RunRecord]) {
             fencing_token: run.fencing_token,
             started: run.started.to_string(),
             duration_ms: millis(run.duration),
+            attempts: run.attempts,
             error: run.error.as_deref(),
         };
         // A closed pipe (`slotcron history --json | head -1`) is not an error.

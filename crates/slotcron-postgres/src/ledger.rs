@@ -138,14 +138,17 @@ impl Ledger for PostgresLedger {
 }
 
 fn decode(row: &tokio_postgres::Row) -> Result<RunRecord, BoxError> {
+    let outcome = row.try_get::<_, &str>(3)?.parse::<Outcome>()?;
     Ok(RunRecord {
         job: row.try_get::<_, &str>(0)?.into(),
         trigger: codec::instant(row.try_get::<_, SystemTime>(1)?)?,
         instance: row.try_get::<_, &str>(2)?.into(),
-        outcome: row.try_get::<_, &str>(3)?.parse::<Outcome>()?,
+        outcome,
         fencing_token: row.try_get::<_, Option<i64>>(4)?.map(|token| token as u64),
         started: codec::instant(row.try_get::<_, SystemTime>(5)?)?,
         duration: Duration::from_micros(u64::try_from(row.try_get::<_, i64>(6)?)?),
+        // Not stored by this schema version: one attempt for a run.
+        attempts: u32::from(outcome.ran()),
         error: row.try_get(7)?,
     })
 }

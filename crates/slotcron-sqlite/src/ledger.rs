@@ -141,14 +141,17 @@ struct Row {
 
 impl Row {
     fn decode(self) -> Result<RunRecord, BoxError> {
+        let outcome = self.outcome.parse::<Outcome>()?;
         Ok(RunRecord {
             job: self.job.into(),
             trigger: codec::instant(self.trigger)?,
             instance: self.instance.into(),
-            outcome: self.outcome.parse::<Outcome>()?,
+            outcome,
             fencing_token: self.fencing_token.map(|token| token as u64),
             started: codec::instant(self.started)?,
             duration: Duration::from_micros(u64::try_from(self.duration)?),
+            // Not stored by this schema version: one attempt for a run.
+            attempts: u32::from(outcome.ran()),
             error: self.error,
         })
     }

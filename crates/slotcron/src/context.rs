@@ -18,6 +18,7 @@ pub struct JobContext {
     /// Formatted when a claim needed it, or on the first call to `trigger_key`.
     pub(crate) trigger_key: OnceLock<Box<str>>,
     pub(crate) fencing_token: u64,
+    pub(crate) attempt: u32,
     pub(crate) scope: Arc<RunScope>,
     /// The run's own token, for a job with a timeout; else the scheduler's.
     pub(crate) own_cancel: Option<CancellationToken>,
@@ -31,6 +32,7 @@ impl fmt::Debug for JobContext {
             .field("trigger", &self.trigger)
             .field("instance", &self.instance())
             .field("fencing_token", &self.fencing_token)
+            .field("attempt", &self.attempt)
             .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }
@@ -67,8 +69,15 @@ impl JobContext {
         self.fencing_token
     }
 
-    /// Fires when the run should stop: its timeout expired or the scheduler is shutting
-    /// down. A handler that ignores it is dropped after the scheduler's cancel grace.
+    /// Which attempt this is, counting from 1: retries (the job's
+    /// [`attempts`](crate::JobBuilder::attempts)) run under the same trigger, key and
+    /// fencing token, with the next number.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Fires when the run should stop: its timeout expired, the scheduler is shutting
+    /// down, its job's lease was lost, or an `overlap = replace` trigger replaces it. A handler that ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
         self.own_cancel.as_ref().unwrap_or(&self.scope.shutdown)
     }

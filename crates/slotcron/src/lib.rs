@@ -34,7 +34,7 @@ pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProc
 pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
-pub use policy::Misfire;
+pub use policy::{Misfire, Overlap, Permanent, Retry};
 pub use redact::redact;
 pub use registry::HandlerRegistry;
 pub use schedule::{Schedule, ScheduleKind};

@@ -9,8 +9,10 @@ use tokio::sync::Notify;
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
-use crate::coordinator::Coordinator;
+use crate::coordinator::lease::DEFAULT_LEASE_TTL;
+use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
+use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
 
@@ -23,6 +25,8 @@ pub struct SchedulerBuilder {
     store: Option<Arc<dyn Store>>,
     instance: Option<String>,
     settings: Settings,
+    max_concurrent_runs: Option<usize>,
+    observer: Option<Arc<dyn RunObserver>>,
 }
 
 impl Default for SchedulerBuilder {
@@ -39,7 +43,10 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                lease_ttl: DEFAULT_LEASE_TTL,
             },
+            max_concurrent_runs: None,
+            observer: None,
         }
     }
 }
@@ -116,18 +123,46 @@ impl SchedulerBuilder {
         self
     }
 
+    /// At most `max` runs in flight at once on this scheduler (at least 1),
+    /// `on_every_replica` runs included, failure hooks not (default: no cap). A trigger
+    /// that finds every slot busy waits for one up to its job's grace window before it
+    /// claims, so that a replica with room wins the claim; if none frees it is recorded
+    /// `skipped-concurrency`.
+    pub fn max_concurrent_runs(mut self, max: usize) -> Self {
+        self.max_concurrent_runs = Some(max);
+        self
+    }
+
+    /// The TTL of the per-job leases the overlap policies take (default
+    /// [`DEFAULT_LEASE_TTL`], 15 s): a replica that dies during a run blocks its job for
+    /// at most this long. Leases are renewed every third of it.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.settings.lease_ttl = ttl.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Called with every trigger's record once it has ended, e.g. a
+    /// [`FailureHook`](crate::policy::FailureHook) (default: none).
+    pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         Scheduler {
             shared: Arc::new(Shared {
-                clock: self.clock,
+                clock: self.clock.clone(),
                 coordinator: self.coordinator,
                 ledger: self.ledger,
                 persist_state: self.store.is_some(),
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 instance: instance.into(),
                 settings: self.settings,
+                cap: self.max_concurrent_runs.map(ConcurrencyCap::new),
+                local_leases: InProcessCoordinator::with_clock(self.clock.clone()),
+                observer: self.observer,
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(Table::default()),

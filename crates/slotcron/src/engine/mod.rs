@@ -24,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
-use crate::coordinator::Coordinator;
+use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use table::Table;
@@ -79,6 +80,12 @@ pub(crate) struct Shared {
     persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
+    /// The concurrency cap, if any.
+    pub cap: Option<ConcurrencyCap>,
+    /// Leases of the jobs no coordinator arbitrates: in single-replica mode, and for
+    /// `on_every_replica` jobs (each replica keeps its own runs apart).
+    local_leases: InProcessCoordinator,
+    pub observer: Option<Arc<dyn RunObserver>>,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -94,6 +101,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub lease_ttl: Duration,
 }
 
 impl Scheduler {
@@ -278,6 +286,7 @@ impl Scheduler {
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");
         tracker.close();
+        control.stopping.cancel();
         if !settings.drain_on_shutdown {
             control.shutdown.cancel();
         }
@@ -308,6 +317,14 @@ impl Scheduler {
 }
 
 impl Shared {
+    /// Where `job`'s lease lives: the coordinator, unless nothing arbitrates its triggers.
+    pub(crate) fn leases(&self, job: &Job) -> &dyn Coordinator {
+        match &self.coordinator {
+            Some(coordinator) if !job.every_replica => coordinator.as_ref(),
+            _ => &self.local_leases,
+        }
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

@@ -29,6 +29,7 @@ impl Shared {
             fencing_token,
             started,
             duration,
+            attempts: u32::from(outcome.ran()),
             error,
         }
     }
@@ -42,6 +43,9 @@ impl Shared {
         }
         if let Err(e) = self.ledger.append(&record).await {
             tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
+        }
+        if let Some(observer) = &self.observer {
+            observer.run_ended(&record);
         }
     }
 
@@ -64,10 +68,10 @@ impl Shared {
 fn log_run(r: &RunRecord) {
     let dur_ms = r.duration.as_millis() as u64;
     let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
-    let err = r.error.as_deref().unwrap_or("");
+    let (err, attempts) = (r.error.as_deref().unwrap_or(""), r.attempts);
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
+        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, attempts, dur_ms, "run finished"),
         Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+        _ => tracing::warn!(job, %trigger, outcome, attempts, dur_ms, err, "run finished"),
     }
 }

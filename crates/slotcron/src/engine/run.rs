@@ -16,9 +16,10 @@ use super::later;
 use super::table::{Action, Due};
 use super::trigger::claim_ttl;
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
+use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -29,6 +30,9 @@ pub(crate) struct RunScope {
     pub shutdown: CancellationToken,
     /// Hard stop: runs drop their handler's future and record `aborted`.
     pub abort: CancellationToken,
+    /// Fires when the scheduler starts stopping (also when it drains): no retry, no
+    /// jittered or buffered trigger starts after it.
+    pub stopping: CancellationToken,
     /// Runs spawned but not yet started.
     waiting: AtomicUsize,
     /// Notified when `waiting` falls to [`RunScope::RESUME_AT`].
@@ -48,6 +52,7 @@ impl RunScope {
             shared,
             shutdown: CancellationToken::new(),
             abort: CancellationToken::new(),
+            stopping: CancellationToken::new(),
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
         }
@@ -113,6 +118,34 @@ async fn claim_and_run(
     next: Option<Timestamp>,
 ) -> RunRecord {
     let shared = &scope.shared;
+    let clock = shared.clock.as_ref();
+    let skipped = |outcome, reason: String| {
+        shared.record(job, trigger, outcome, None, clock.now(), Duration::ZERO, Some(reason))
+    };
+    // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
+    let start = policy::jittered(&job.name, trigger, job.jitter);
+    if start > clock.now() {
+        tokio::select! {
+            biased;
+            () = scope.stopping.cancelled() => {
+                return skipped(Outcome::Missed, "the scheduler stopped before the trigger's jittered start".into());
+            }
+            () = clock.sleep_until(start) => {}
+        }
+    }
+    // The concurrency cap: a slot before the claim, so a replica with room wins it.
+    let deadline = later(start, job.grace);
+    let slot = tokio::select! {
+        biased;
+        () = scope.stopping.cancelled() => None,
+        slot = ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline) => slot,
+    };
+    let Some(_slot) = slot else {
+        let max = shared.cap.as_ref().map_or(0, ConcurrencyCap::max);
+        let reason =
+            format!("all {max} run slots of this scheduler stayed busy for the {:?} grace window", job.grace);
+        return skipped(Outcome::SkippedConcurrency, reason);
+    };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
     let fencing_token = match &shared.coordinator {
@@ -131,21 +164,77 @@ async fn claim_and_run(
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
-    let ctx = JobContext {
-        job: job.name.clone(),
-        trigger,
-        kind,
-        trigger_key,
-        fencing_token,
-        scope: scope.clone(),
-        // Only a run with a timeout can be cancelled on its own.
-        own_cancel: job.timeout.map(|_| scope.shutdown.child_token()),
-        payload: job.payload.clone(),
+    let started = clock.now();
+    // The overlap lease, around the retries, around each attempt under its timeout.
+    let run_cancel = (job.overlap != Overlap::Allow).then(|| scope.shutdown.child_token());
+    let owner = match job.overlap {
+        Overlap::Allow => String::new(),
+        _ => {
+            let key =
+                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
+            format!("{} {key}", shared.instance)
+        }
     };
-    let started = shared.clock.now();
-    let (outcome, error) = run_handler(scope, job, ctx, started).await;
-    let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
-    shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+    let retries = job.retry.run(clock, &scope.stopping, run_cancel.as_ref(), |attempt| {
+        let parent = run_cancel.as_ref().unwrap_or(&scope.shutdown);
+        let ctx = JobContext {
+            job: job.name.clone(),
+            trigger,
+            kind,
+            trigger_key: trigger_key.clone(),
+            fencing_token,
+            attempt,
+            scope: scope.clone(),
+            // Only a run with a timeout or a lease can be cancelled on its own.
+            own_cancel: match (job.timeout, &run_cancel) {
+                (Some(_), _) => Some(parent.child_token()),
+                (None, Some(run_cancel)) => Some(run_cancel.clone()),
+                (None, None) => None,
+            },
+            payload: job.payload.clone(),
+        };
+        async move {
+            let result = run_handler(scope, job, ctx, clock.now()).await;
+            if job.retry.attempts() > 1 {
+                log_attempt(job, trigger, attempt, &result);
+            }
+            result
+        }
+    });
+    let guard = policy::Guard {
+        policy: job.overlap,
+        coordinator: shared.leases(job),
+        clock,
+        lease: Lease { job: &job.name, owner: &owner, ttl: shared.settings.lease_ttl },
+        call_timeout: shared.settings.claim_timeout,
+        renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
+        run_cancel: run_cancel.as_ref().unwrap_or(&scope.shutdown),
+        stopping: &scope.stopping,
+        buffered: &job.buffered,
+    };
+    let (attempted, note) = match guard.run(retries).await {
+        Guarded::Ran(attempted, note) => (attempted, note),
+        Guarded::Skipped(reason) => return skipped(Outcome::SkippedOverlap, reason),
+        Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
+    };
+    let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
+    let error = match (error, note) {
+        (Some(error), Some(note)) => Some(format!("{error} ({note})")),
+        (error, note) => error.or(note),
+    };
+    let duration = Duration::try_from(started.duration_until(clock.now())).unwrap_or_default();
+    let mut record = shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error);
+    record.attempts = attempts;
+    record
+}
+
+/// One log line per attempt of a job that may retry.
+fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResult) {
+    let (job, outcome, of) = (&*job.name, result.outcome.as_str(), job.retry.attempts());
+    match &result.error {
+        None => tracing::info!(job, %trigger, attempt, of, outcome, "attempt finished"),
+        Some(err) => tracing::warn!(job, %trigger, attempt, of, outcome, err, "attempt finished"),
+    }
 }
 
 /// Claims the trigger: the fencing token if won, else the record of the skip.
@@ -189,19 +278,15 @@ async fn claim(
     }
 }
 
-/// Runs the handler, catching errors and panics, and enforcing the timeout.
-async fn run_handler(
-    scope: &RunScope,
-    job: &Job,
-    ctx: JobContext,
-    started: Timestamp,
-) -> (Outcome, Option<String>) {
+/// Runs one attempt of the handler, catching errors and panics, and enforcing the
+/// timeout.
+async fn run_handler(scope: &RunScope, job: &Job, ctx: JobContext, started: Timestamp) -> AttemptResult {
     let (shared, abort) = (&scope.shared, &scope.abort);
     let cancel = ctx.own_cancel.clone();
     let call = std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx)));
     let mut run = match call {
         Ok(run) => AssertUnwindSafe(run).catch_unwind(),
-        Err(panic) => return (Outcome::Panicked, Some(panic_message(panic.as_ref()))),
+        Err(panic) => return ended(Outcome::Panicked, Some(panic_message(panic.as_ref()))),
     };
     let timeout = async {
         match job.timeout {
@@ -227,19 +312,28 @@ async fn run_handler(
         () = abort.cancelled() => {}
         () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => {}
     }
-    (Outcome::TimedOut, Some(reason))
+    AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
 }
 
-fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> (Outcome, Option<String>) {
+/// An attempt that is not retried.
+fn ended(outcome: Outcome, error: Option<String>) -> AttemptResult {
+    AttemptResult { outcome, error, retryable: false }
+}
+
+fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> AttemptResult {
     match result {
-        Ok(Ok(())) => (Outcome::Succeeded, None),
-        Ok(Err(error)) => (Outcome::Failed, Some(error_chain(error.as_ref()))),
-        Err(panic) => (Outcome::Panicked, Some(panic_message(panic.as_ref()))),
+        Ok(Ok(())) => ended(Outcome::Succeeded, None),
+        Ok(Err(error)) => AttemptResult {
+            outcome: Outcome::Failed,
+            retryable: !Permanent::marks(&error),
+            error: Some(error_chain(error.as_ref())),
+        },
+        Err(panic) => ended(Outcome::Panicked, Some(panic_message(panic.as_ref()))),
     }
 }
 
-fn aborted() -> (Outcome, Option<String>) {
-    (Outcome::Aborted, Some("the scheduler shut down before the run finished".into()))
+fn aborted() -> AttemptResult {
+    ended(Outcome::Aborted, Some("the scheduler shut down before the run finished".into()))
 }
 
 /// An error and its sources, joined with `: `.

@@ -90,6 +90,7 @@ mod tests {
             fencing_token: None,
             started: started.parse().unwrap(),
             duration: Duration::ZERO,
+            attempts: 1,
             error: None,
         }
     }

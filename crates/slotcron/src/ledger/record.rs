@@ -25,11 +25,17 @@ pub enum Outcome {
     SkippedBackendUnavailable,
     /// The trigger was noticed after its grace window and the misfire policy dropped it.
     Missed,
+    /// A run of the job was still going in the fleet and the overlap policy (`forbid`,
+    /// or a `buffer_one` already holding a trigger) skipped this one.
+    SkippedOverlap,
+    /// This replica was at its concurrency cap for the whole grace window and did not
+    /// claim the trigger.
+    SkippedConcurrency,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 10] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -38,6 +44,8 @@ impl Outcome {
         Self::SkippedLost,
         Self::SkippedBackendUnavailable,
         Self::Missed,
+        Self::SkippedOverlap,
+        Self::SkippedConcurrency,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -51,6 +59,8 @@ impl Outcome {
             Self::SkippedLost => "skipped-lost",
             Self::SkippedBackendUnavailable => "skipped-backend-unavailable",
             Self::Missed => "missed",
+            Self::SkippedOverlap => "skipped-overlap",
+            Self::SkippedConcurrency => "skipped-concurrency",
         }
     }
 
@@ -94,8 +104,11 @@ pub struct RunRecord {
     pub fencing_token: Option<u64>,
     /// When the handler started, or when the trigger was skipped (UTC).
     pub started: Timestamp,
-    /// How long the handler ran (zero when it did not).
+    /// How long the handler ran, all attempts and backoffs included (zero when it did
+    /// not).
     pub duration: Duration,
+    /// How many attempts the handler got (0 when it did not run).
+    pub attempts: u32,
     /// The error, panic message, or reason for a skip.
     pub error: Option<String>,
 }

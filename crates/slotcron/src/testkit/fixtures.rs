@@ -22,6 +22,7 @@ pub fn succeeded_run(job: &str, trigger: &str) -> RunRecord {
         fencing_token: Some(1),
         started: trigger,
         duration: Duration::from_millis(5),
+        attempts: 1,
         error: None,
     }
 }

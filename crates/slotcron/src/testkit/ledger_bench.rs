@@ -86,6 +86,7 @@ pub async fn append_under_retention(
             fencing_token: Some(i),
             started: trigger,
             duration: Duration::from_millis(3),
+            attempts: 1,
             error: None,
         };
         ledger.append(&record).await.unwrap();

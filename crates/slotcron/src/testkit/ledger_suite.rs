@@ -49,6 +49,7 @@ fn record(job: &str, seconds: i64, outcome: Outcome) -> RunRecord {
         fencing_token: outcome.ran().then_some(seconds.unsigned_abs() + 1),
         started: at(seconds + 1),
         duration: Duration::from_millis(250),
+        attempts: 1,
         error: (outcome == Outcome::Failed).then(|| "exit status 1".to_owned()),
     }
 }
@@ -86,6 +87,8 @@ pub async fn records_round_trip(ledger: &dyn Ledger) {
             fencing_token: (i % 2 == 0).then_some(if i == 2 { u64::MAX } else { i as u64 * 1_000_000_007 }),
             started: at(i * 60 + 1) + SignedDuration::from_micros(654_321),
             duration: Duration::from_micros(i as u64 * 1_500_001),
+            // What the SQLite and PostgreSQL schemas keep today: no attempts column yet.
+            attempts: u32::from(outcome.ran()),
             error: (i % 3 != 0).then(|| format!("error {i}: ünï 'quoted'\nsecond line")),
         });
     }

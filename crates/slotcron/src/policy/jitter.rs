@@ -1,0 +1,56 @@
+//! Deterministic jitter: each trigger of a job starts after an offset in `[0, jitter)`
+//! derived from the job's name and the trigger, the same on every replica (DESIGN.md,
+//! "Run policies"). The trigger instant, its key and `SLOTCRON_TRIGGER` stay nominal;
+//! the grace window and the lateness are measured from the jittered start. For spreading
+//! a fleet's `@hourly` jobs off the top of the hour.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+/// The start offset of `job`'s `trigger` under `jitter`: in `[0, jitter)`, to the
+/// millisecond, from a 64-bit FNV-1a hash of the name and the trigger's millisecond
+/// (a hash fixed here, not the standard library's, so every release and every replica
+/// computes the same offset). Zero for a jitter under 1 ms.
+pub fn jitter_offset(job: &str, trigger: Timestamp, jitter: Duration) -> Duration {
+    let span = jitter.as_millis();
+    if span == 0 {
+        return Duration::ZERO;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = job.bytes().chain([0]).chain(trigger.as_millisecond().to_le_bytes());
+    for byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Duration::from_millis((u128::from(hash) % span) as u64)
+}
+
+/// The jittered start of a trigger: the nominal instant plus its offset.
+pub(crate) fn jittered(job: &str, trigger: Timestamp, jitter: Option<Duration>) -> Timestamp {
+    match jitter {
+        Some(jitter) => crate::engine::later(trigger, jitter_offset(job, trigger, jitter)),
+        None => trigger,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_below_the_jitter_stable_and_spread() {
+        let jitter = Duration::from_secs(30);
+        let hour = |h: i64| Timestamp::from_second(h * 3600).unwrap();
+        let offsets: Vec<Duration> = (0..48).map(|h| jitter_offset("report", hour(h), jitter)).collect();
+        assert!(offsets.iter().all(|o| *o < jitter));
+        let mut distinct = offsets.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert!(distinct.len() > 40, "{distinct:?}");
+        // Fixed by the hash: the same on every replica and in every release.
+        assert_eq!(jitter_offset("report", hour(0), jitter), offsets[0]);
+        assert_ne!(jitter_offset("backup", hour(0), jitter), offsets[0]);
+        assert_eq!(jitter_offset("report", hour(0), Duration::from_micros(10)), Duration::ZERO);
+    }
+}
