@@ -22,6 +22,12 @@ impl Keys {
     pub fn fencing(&self, job: &str) -> String {
         format!("{}fencing:{job}", self.prefix)
     }
+
+    /// `{prefix}lease:{job}`: the job's lease (overlap policies). Like the fencing key, it
+    /// equals no trigger key.
+    pub fn lease(&self, job: &str) -> String {
+        format!("{}lease:{job}", self.prefix)
+    }
 }
 
 #[cfg(test)]
@@ -34,5 +40,6 @@ mod tests {
         assert_eq!(keys.trigger("backup:2024-05-17T10:00:00Z"), "app:slotcron:backup:2024-05-17T10:00:00Z");
         assert_eq!(keys.trigger("warmup"), "app:slotcron:warmup");
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
+        assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
     }
 }
