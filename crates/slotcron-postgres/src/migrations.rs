@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -106,6 +106,18 @@ BEGIN
     RETURN won;
 END
 $$;
+";
+
+/// The per-job leases of the overlap policies: one row per job whose run holds it, the
+/// owner compared by every renewal and release; expiry on the server's clock.
+const V3: &str = "
+CREATE TABLE {schema}.lease (
+    job        text PRIMARY KEY,
+    owner      text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    -- Set by an overlap = replace trigger: the owner's next renewal stops its run.
+    cancel     boolean NOT NULL DEFAULT false
+);
 ";
 
 /// The newest schema version this release knows.
