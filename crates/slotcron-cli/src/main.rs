@@ -8,6 +8,7 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod hook;
 mod jobs_file;
 mod logging;
 mod next;

@@ -1,6 +1,7 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
+use crate::hook::{FailureHooks, HOOK_TIMEOUT};
 use crate::jobs_file::{self, Coordination, JobsFile};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration, process_group};
@@ -30,6 +32,10 @@ pub struct Settings {
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+    /// The jobs file's `max_concurrent_runs`: runs in flight at once; `None`: no cap.
+    pub max_concurrent_runs: Option<usize>,
+    /// The jobs' `on_failure` commands.
+    pub failure_hooks: FailureHooks,
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -54,13 +60,28 @@ impl Settings {
     /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
     pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
+        let failure_hooks =
+            FailureHooks { commands: HashMap::new(), timeout: HOOK_TIMEOUT, kill_grace: Self::CANCEL_GRACE };
         Ok(Self {
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
             shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
             cancel_grace: Self::CANCEL_GRACE,
+            max_concurrent_runs: None,
+            failure_hooks,
         })
+    }
+
+    /// Takes the jobs file's concurrency cap and failure hooks.
+    pub fn with_policies_of(mut self, file: &JobsFile) -> Self {
+        self.max_concurrent_runs = file.max_concurrent_runs;
+        self.failure_hooks.commands = file
+            .jobs
+            .iter()
+            .filter_map(|entry| Some((entry.job.name().to_owned(), entry.on_failure.clone()?)))
+            .collect();
+        self
     }
 
     /// Connects the Redis if one is given (see [`coordination::connect_redis`]), then opens
@@ -88,6 +109,12 @@ impl Settings {
         let mut builder = Scheduler::builder().instance(&self.instance);
         if let Some(coordinator) = &backends.coordinator {
             builder = builder.coordinator(coordinator.clone());
+        }
+        if let Some(max) = self.max_concurrent_runs {
+            builder = builder.max_concurrent_runs(max);
+        }
+        if let Some(observer) = self.failure_hooks.observer() {
+            builder = builder.observer(observer);
         }
         let builder = builder
             .ledger(backends.state.ledger.clone())
@@ -122,7 +149,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     };
     let settings = match Settings::from_args(args, &loaded.coordination) {
-        Ok(settings) => settings,
+        Ok(settings) => settings.with_policies_of(&loaded),
         Err(e) => return start_failed(&e),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

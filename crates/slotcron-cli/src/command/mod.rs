@@ -7,6 +7,7 @@ use std::fmt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 
+use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
@@ -26,6 +27,21 @@ pub struct ShellCommand {
     /// Text written to the command's standard input (a crontab's `%` lines); none means
     /// standard input is `/dev/null`.
     pub stdin: Option<String>,
+}
+
+/// One start of a command: for which job and trigger (in its log lines), the
+/// `SLOTCRON_*` variables it gets, and the token that stops it (SIGTERM to its process
+/// group).
+#[derive(Debug)]
+pub struct Launch<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The trigger it stands for.
+    pub trigger: Timestamp,
+    /// Variables set after the command's own environment.
+    pub env: &'a [(&'static str, String)],
+    /// Fires to stop the command.
+    pub cancel: &'a CancellationToken,
 }
 
 /// Why a command run failed.
@@ -88,8 +104,10 @@ impl ShellCommand {
     ///
     /// The command gets `SLOTCRON_JOB` (the job's name), `SLOTCRON_TRIGGER` (the
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
-    /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
-    /// that grows with every won claim of the job across the fleet) in its environment.
+    /// id), `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
+    /// that grows with every won claim of the job across the fleet) and
+    /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) in its
+    /// environment.
     /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
@@ -102,15 +120,30 @@ impl ShellCommand {
     /// The shell could not be started, or the command exited with a non-zero status or
     /// by a signal; the error names the status and the last line of standard error.
     pub async fn run(&self, ctx: &JobContext) -> Result<(), CommandError> {
-        let job = ctx.job();
+        let env = [
+            ("SLOTCRON_JOB", ctx.job().to_owned()),
+            ("SLOTCRON_TRIGGER", ctx.trigger().to_string()),
+            ("SLOTCRON_INSTANCE", ctx.instance().to_owned()),
+            ("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string()),
+            ("SLOTCRON_ATTEMPT", ctx.attempt().to_string()),
+        ];
+        let launch =
+            Launch { job: ctx.job(), trigger: ctx.trigger(), env: &env, cancel: ctx.cancellation_token() };
+        self.launch(&launch).await
+    }
+
+    /// Runs the command once, as [`ShellCommand::run`] describes, with `launch.env` set
+    /// after the command's own environment, stopped by `launch.cancel`.
+    ///
+    /// # Errors
+    /// As [`ShellCommand::run`].
+    pub async fn launch(&self, launch: &Launch<'_>) -> Result<(), CommandError> {
+        let job = launch.job;
         let mut child = tokio::process::Command::new(SHELL)
             .arg("-c")
             .arg(&self.script)
             .envs(self.env.iter().map(|(name, value)| (name, value)))
-            .env("SLOTCRON_JOB", job)
-            .env("SLOTCRON_TRIGGER", ctx.trigger().to_string())
-            .env("SLOTCRON_INSTANCE", ctx.instance())
-            .env("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string())
+            .envs(launch.env.iter().map(|(name, value)| (name, value)))
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -118,8 +151,8 @@ impl ShellCommand {
             .spawn()
             .map_err(CommandError::Spawn)?;
         let pid = child.id().unwrap_or_default();
-        let group = ProcessGroup::led_by(pid, job, ctx.trigger());
-        tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
+        let group = ProcessGroup::led_by(pid, job, launch.trigger);
+        tracing::info!(job, trigger = %launch.trigger, pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold
         // its standard input and output open, and the run does not wait for them.
@@ -136,14 +169,14 @@ impl ShellCommand {
         };
         let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited);
         let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited);
-        let cancel = ctx.cancellation_token();
+        let cancel = launch.cancel;
         let exit = async {
             let status = tokio::select! {
                 status = child.wait() => status,
                 () = cancel.cancelled() => {
                     tracing::info!(
                         job,
-                        trigger = %ctx.trigger(),
+                        trigger = %launch.trigger,
                         pid,
                         "run cancelled: sending SIGTERM to the command's process group"
                     );

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::schedule::ScheduleError;
-use slotcron::{Job, JobError, Misfire};
+use slotcron::{Job, JobError, Misfire, Overlap};
 
 use crate::command::ShellCommand;
 
@@ -51,6 +51,8 @@ pub struct JobsFile {
     pub jobs: Vec<JobEntry>,
     /// Its `[coordination]` table (empty for a crontab).
     pub coordination: Coordination,
+    /// Its top-level `max_concurrent_runs`: runs in flight per daemon; `None`: no cap.
+    pub max_concurrent_runs: Option<usize>,
 }
 
 /// A TOML jobs file's `[coordination]` table: how the daemons of a fleet share triggers.
@@ -73,6 +75,32 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// The command run after a trigger of the job fails (its own or the file's
+    /// `on_failure`).
+    pub on_failure: Option<ShellCommand>,
+}
+
+/// A job's run policies as a file gives them; `None`: the core's default.
+#[derive(Debug, Clone, Default)]
+struct Policies {
+    attempts: Option<u32>,
+    backoff: Option<Duration>,
+    backoff_multiplier: Option<f64>,
+    backoff_max: Option<Duration>,
+    overlap: Option<Overlap>,
+    jitter: Option<Duration>,
+    on_failure: Option<ShellCommand>,
+}
+
+/// A parsed file: its jobs, its `[coordination]` table and its concurrency cap.
+#[derive(Debug)]
+pub struct ParsedFile {
+    /// The jobs, in file order.
+    pub jobs: Vec<JobEntry>,
+    /// The `[coordination]` table.
+    pub coordination: Coordination,
+    /// The top-level `max_concurrent_runs`.
+    pub max_concurrent_runs: Option<usize>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` (the format by its name,
@@ -87,17 +115,18 @@ pub fn load(path: &Path) -> Result<JobsFile, Problems> {
         let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
         Problems::new(path, vec![problem])
     })?;
-    let (jobs, coordination) = parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination })
+    let ParsedFile { jobs, coordination, max_concurrent_runs } =
+        parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination, max_concurrent_runs })
 }
 
-/// Parses and validates the text of a jobs file or crontab: its jobs and its
-/// `[coordination]` table.
+/// Parses and validates the text of a jobs file or crontab: its jobs, its
+/// `[coordination]` table and its concurrency cap.
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordination), Vec<Problem>> {
-    let Parsed { names, drafts, coordination, mut problems } = match format {
+pub fn parse(source: &str, format: Format) -> Result<ParsedFile, Vec<Problem>> {
+    let Parsed { names, drafts, coordination, max_concurrent_runs, mut problems } = match format {
         Format::Toml => toml_format::parse(source),
         Format::Crontab => crontab::parse(source),
     };
@@ -140,7 +169,11 @@ pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordinatio
         };
         problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
-    if problems.is_empty() { Ok((jobs, coordination)) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(ParsedFile { jobs, coordination, max_concurrent_runs })
+    } else {
+        Err(problems)
+    }
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
@@ -151,6 +184,7 @@ struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
+    max_concurrent_runs: Option<usize>,
     problems: Vec<Problem>,
 }
 
@@ -174,6 +208,8 @@ struct Draft {
     misfire: Option<Misfire>,
     /// The misfire grace window; `None` for [`Misfire::DEFAULT_GRACE`].
     grace: Option<Duration>,
+    /// Retries, overlap, jitter and the failure hook.
+    policies: Policies,
     /// The line of each field given, for problems the core finds.
     field_lines: Vec<(&'static str, usize)>,
 }
@@ -195,8 +231,32 @@ impl Draft {
         if let Some(grace) = self.grace {
             builder = builder.grace(grace);
         }
+        let policies = &self.policies;
+        if let Some(attempts) = policies.attempts {
+            builder = builder.attempts(attempts);
+        }
+        if let Some(backoff) = policies.backoff {
+            builder = builder.backoff(backoff);
+        }
+        if let Some(multiplier) = policies.backoff_multiplier {
+            builder = builder.backoff_multiplier(multiplier);
+        }
+        if let Some(max) = policies.backoff_max {
+            builder = builder.backoff_max(max);
+        }
+        if let Some(overlap) = policies.overlap {
+            builder = builder.overlap(overlap);
+        }
+        if let Some(jitter) = policies.jitter {
+            builder = builder.jitter(jitter);
+        }
         match self.schedule.apply(builder).build() {
-            Ok(job) => Ok(JobEntry { line: self.line, schedule: self.schedule, job }),
+            Ok(job) => Ok(JobEntry {
+                line: self.line,
+                schedule: self.schedule,
+                job,
+                on_failure: self.policies.on_failure,
+            }),
             Err(error) => Err(self.problem(error)),
         }
     }

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use slotcron::schedule::CronSchedule;
 
-use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
+use super::{Draft, Parsed, Policies, Problem, ScheduleSpec, job_name};
 use crate::command::{self, ShellCommand};
 use crate::{cron_error, zone};
 
@@ -209,6 +209,7 @@ impl Reader {
             on_every_replica: false,
             misfire: None,
             grace: None,
+            policies: Policies::default(),
             field_lines: Vec::new(),
         });
     }
@@ -409,8 +410,8 @@ mod tests {
         assert!(matches!(drafts[0].schedule, ScheduleSpec::AtStartUp));
         assert_eq!(drafts[0].command.script, "echo up");
 
-        let (jobs, _) =
-            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid");
+        let jobs =
+            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid").jobs;
         let every_replica: Vec<_> = jobs.iter().map(|entry| entry.job.on_every_replica()).collect();
         assert_eq!(every_replica, [true, false], "only @reboot runs on every replica, unclaimed");
     }

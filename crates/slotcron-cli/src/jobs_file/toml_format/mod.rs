@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! timezone = "Europe/Berlin"     # default zone of cron and local at jobs (default UTC)
+//! max_concurrent_runs = 4        # optional: runs in flight per daemon (default no cap)
+//! on_failure = "curl -d @- ..."  # optional: every job's failure hook
 //!
 //! [coordination]                 # optional
 //! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
@@ -17,6 +19,13 @@
 //! timezone = "UTC"               # optional, cron and local at jobs only
 //! misfire = "run_once"           # optional: skip, run_once or run_all
 //! grace = "5m"                   # optional (default 1s)
+//! attempts = 3                   # optional: in all, the first included (default 1)
+//! backoff = "30s"                # optional: before each retry (default none)
+//! backoff_multiplier = 2         # optional: exponential backoff (default 1, fixed)
+//! backoff_max = "10m"            # optional: the longest backoff
+//! overlap = "forbid"             # optional: allow, forbid, buffer_one or replace
+//! jitter = "30s"                 # optional: start offset in [0, jitter)
+//! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -51,6 +60,7 @@ use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
 mod misfire;
+mod policies;
 mod schedule;
 mod table;
 
@@ -102,6 +112,9 @@ impl Reader<'_> {
                     .ok()
             }),
         };
+        self.parsed.max_concurrent_runs =
+            self.positive(&top, "max_concurrent_runs").map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let file_hook = self.hook(&top);
         if let Some(entries) = self.typed(&top, "coordination", "a [coordination] table", DeValue::as_table) {
             let line = self.line(entries.span());
             self.coordination(&Table {
@@ -124,7 +137,8 @@ impl Reader<'_> {
             let line = self.line(item.span());
             let table =
                 Table { entries, line, job: None, prefix: "", known: JOB_KEYS, what: "a [[job]] table" };
-            if let Some(draft) = self.job(table, &default_zone) {
+            if let Some(mut draft) = self.job(table, &default_zone) {
+                draft.policies.on_failure = draft.policies.on_failure.or_else(|| file_hook.clone());
                 self.parsed.drafts.push(draft);
             }
         }
@@ -190,6 +204,7 @@ impl Reader<'_> {
         let misfire = self.misfire(&table);
         let run_on_start = self.bool(&table, "run_on_start");
         let on_every_replica = self.bool(&table, "on_every_replica");
+        let policies = self.policies(&table);
         if self.parsed.problems.len() > before {
             return None;
         }
@@ -214,6 +229,7 @@ impl Reader<'_> {
             on_every_replica: on_every_replica.is_some_and(|r| *r.get_ref()),
             misfire,
             grace,
+            policies,
             field_lines,
         })
     }
@@ -229,7 +245,7 @@ mod tests {
 
     /// The jobs of a valid TOML jobs file.
     pub(super) fn jobs(source: &str) -> Vec<JobEntry> {
-        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).0
+        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).jobs
     }
 
     /// The problems of an invalid TOML jobs file, as `line: field: reason`.

@@ -12,7 +12,8 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] =
+    &["timezone", "coordination", "max_concurrent_runs", "on_failure", "job"];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
@@ -28,6 +29,13 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "misfire",
     "misfire_cap",
     "grace",
+    "attempts",
+    "backoff",
+    "backoff_multiplier",
+    "backoff_max",
+    "overlap",
+    "jitter",
+    "on_failure",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
