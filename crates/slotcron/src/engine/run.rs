@@ -133,8 +133,9 @@ async fn claim_and_run(
             () = clock.sleep_until(start) => {}
         }
     }
-    // The concurrency cap: a slot before the claim, so a replica with room wins it.
-    let deadline = later(start, job.grace);
+    // The concurrency cap: a slot before the claim, so a replica with room wins it. A
+    // late trigger (catch-up, start-up) waits the grace window from when it came up.
+    let deadline = later(start.max(clock.now()), job.grace);
     let slot = tokio::select! {
         biased;
         () = scope.stopping.cancelled() => None,
