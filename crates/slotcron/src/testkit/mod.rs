@@ -45,6 +45,7 @@ pub mod fixtures;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
+pub mod overlap_bench;
 pub mod store_suite;
 
 mod fleet;
