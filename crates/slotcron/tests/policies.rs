@@ -337,3 +337,87 @@ async fn the_failure_hook_sees_the_last_attempt_once_per_outcome_per_minute() {
         ]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn replace_drops_a_run_that_ignores_its_cancellation_after_the_cancel_grace() {
+    let mut h = Harness::with("2024-05-17T10:00:30Z", |b| b.cancel_grace(2 * S).lease_ttl(3 * S));
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let job = Job::builder("stubborn")
+        .every(60 * S)
+        .overlap(Overlap::Replace)
+        .handler({
+            let (clock, starts) = (h.clock.clone(), starts.clone());
+            move |ctx: JobContext| {
+                starts.lock().unwrap().push((ctx.trigger(), clock.now()));
+                std::future::pending::<Result<(), std::io::Error>>()
+            }
+        })
+        .build()
+        .unwrap();
+    h.add(job);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:02:10Z")).await;
+    let first = ts("2024-05-17T10:01:00Z");
+    let second = ts("2024-05-17T10:02:00Z");
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert_eq!(starts[0], (first, first));
+    // Asked at 10:02:00, seen at the next renewal (every 1 s), dropped 2 s later, and the
+    // new one acquires the freed lease at its next poll.
+    assert_eq!(starts[1].0, second);
+    assert!(starts[1].1 > second + 2 * S && starts[1].1 <= second + 5 * S, "{starts:?}");
+    let records = h.records("stubborn");
+    assert_eq!(records[0].trigger, first);
+    assert_eq!(records[0].outcome, Outcome::Failed);
+    let error = records[0].error.as_deref().unwrap();
+    assert!(error.contains("dropped") && error.contains("replaced by a newer trigger"), "{error}");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() {
+    use slotcron::coordinator::{Lease, LeaseGrant};
+    use slotcron::{Coordinator, InProcessCoordinator};
+
+    let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
+    let leases = Arc::new(InProcessCoordinator::with_clock(Arc::new(clock.clone())));
+    let mut h = Harness::with("2024-05-17T10:00:30Z", |b| {
+        b.clock(clock.clone()).coordinator(leases.clone()).lease_ttl(3 * S)
+    });
+    // The scheduler and the leases run on this clock: the harness moves it.
+    h.clock = clock.clone();
+    let cancelled = Arc::new(Mutex::new(None));
+    h.add(
+        Job::builder("held")
+            .every(60 * S)
+            .overlap(Overlap::Forbid)
+            .handler({
+                let (clock, cancelled) = (clock.clone(), cancelled.clone());
+                move |ctx: JobContext| {
+                    let (clock, cancelled) = (clock.clone(), cancelled.clone());
+                    async move {
+                        ctx.cancellation_token().cancelled().await;
+                        *cancelled.lock().unwrap() = Some(clock.now());
+                        Err::<(), _>(std::io::Error::other("stopped"))
+                    }
+                }
+            })
+            .build()
+            .unwrap(),
+    );
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:00.500Z")).await;
+    // Someone deletes the run's lease and another owner takes it.
+    let owner = "test held:2024-05-17T10:01:00Z";
+    leases.release_lease(&Lease { job: "held", owner, ttl: 3 * S }).await.unwrap();
+    let other = Lease { job: "held", owner: "intruder", ttl: 60 * S };
+    assert_eq!(leases.acquire_lease(&other).await.unwrap(), LeaseGrant::Acquired);
+    h.advance_to(ts("2024-05-17T10:01:05Z")).await;
+    // The next renewal (every 1 s) finds it lost and cancels the run.
+    assert_eq!(*cancelled.lock().unwrap(), Some(ts("2024-05-17T10:01:01Z")));
+    let record = &h.records("held")[0];
+    assert_eq!(record.outcome, Outcome::Failed);
+    let error = record.error.as_deref().unwrap();
+    assert!(error.contains("lease was lost"), "{error}");
+    h.stop().await;
+}

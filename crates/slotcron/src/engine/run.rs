@@ -19,7 +19,7 @@ use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
-use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent};
+use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunStop};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -167,7 +167,9 @@ async fn claim_and_run(
     shared.save_state(job, trigger, None).await;
     let started = clock.now();
     // The overlap lease, around the retries, around each attempt under its timeout.
-    let run_cancel = (job.overlap != Overlap::Allow).then(|| scope.shutdown.child_token());
+    let stop = (job.overlap != Overlap::Allow).then(|| RunStop::new(&scope.shutdown));
+    let run_cancel = stop.as_ref().map(|stop| &stop.handler);
+    let stopped = stop.as_ref().map(|stop| &stop.lease);
     let owner = match job.overlap {
         Overlap::Allow => String::new(),
         _ => {
@@ -176,8 +178,8 @@ async fn claim_and_run(
             format!("{} {key}", shared.instance)
         }
     };
-    let retries = job.retry.run(clock, &scope.stopping, run_cancel.as_ref(), |attempt| {
-        let parent = run_cancel.as_ref().unwrap_or(&scope.shutdown);
+    let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
+        let parent = run_cancel.unwrap_or(&scope.shutdown);
         let ctx = JobContext {
             job: job.name.clone(),
             trigger,
@@ -187,7 +189,7 @@ async fn claim_and_run(
             attempt,
             scope: scope.clone(),
             // Only a run with a timeout or a lease can be cancelled on its own.
-            own_cancel: match (job.timeout, &run_cancel) {
+            own_cancel: match (job.timeout, run_cancel) {
                 (Some(_), _) => Some(parent.child_token()),
                 (None, Some(run_cancel)) => Some(run_cancel.clone()),
                 (None, None) => None,
@@ -195,7 +197,7 @@ async fn claim_and_run(
             payload: job.payload.clone(),
         };
         async move {
-            let result = run_handler(scope, job, ctx, clock.now()).await;
+            let result = run_handler(scope, job, ctx, stopped, clock.now()).await;
             if job.retry.attempts() > 1 {
                 log_attempt(job, trigger, attempt, &result);
             }
@@ -209,7 +211,7 @@ async fn claim_and_run(
         lease: Lease { job: &job.name, owner: &owner, ttl: shared.settings.lease_ttl },
         call_timeout: shared.settings.claim_timeout,
         renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
-        run_cancel: run_cancel.as_ref().unwrap_or(&scope.shutdown),
+        stop: stop.as_ref(),
         stopping: &scope.stopping,
         buffered: &job.buffered,
     };
@@ -280,8 +282,15 @@ async fn claim(
 }
 
 /// Runs one attempt of the handler, catching errors and panics, and enforcing the
-/// timeout.
-async fn run_handler(scope: &RunScope, job: &Job, ctx: JobContext, started: Timestamp) -> AttemptResult {
+/// timeout; `stopped` fires when the overlap lease stops the run (lost, or replaced):
+/// the handler then gets the cancel grace to stop before it is dropped, as at a timeout.
+async fn run_handler(
+    scope: &RunScope,
+    job: &Job,
+    ctx: JobContext,
+    stopped: Option<&CancellationToken>,
+    started: Timestamp,
+) -> AttemptResult {
     let (shared, abort) = (&scope.shared, &scope.abort);
     let cancel = ctx.own_cancel.clone();
     let call = std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx)));
@@ -295,25 +304,42 @@ async fn run_handler(scope: &RunScope, job: &Job, ctx: JobContext, started: Time
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let stopped = async {
+        match stopped {
+            Some(stopped) => stopped.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let timed_out = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
-        () = timeout => {}
-    }
-    // Timed out: ask the handler to stop, then drop it after the grace period.
+        () = timeout => true,
+        () = stopped => false,
+    };
+    // Timed out or stopped: ask the handler to stop, then drop it after the grace period.
     if let Some(cancel) = cancel {
         cancel.cancel();
     }
     let grace = shared.settings.cancel_grace;
-    let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
-    tokio::select! {
+    let dropped = tokio::select! {
         biased;
-        _ = &mut run => {}
-        () = abort.cancelled() => {}
-        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => {}
+        result = &mut run => (!timed_out).then_some(result),
+        () = abort.cancelled() => None,
+        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => None,
+    };
+    if timed_out {
+        let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
+        return AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true };
     }
-    AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
+    match dropped {
+        // It stopped when asked: its own result.
+        Some(result) => AttemptResult { retryable: false, ..finished(result) },
+        None => ended(
+            Outcome::Failed,
+            Some(format!("did not stop within the cancel grace of {grace:?}; dropped")),
+        ),
+    }
 }
 
 /// An attempt that is not retried.

@@ -18,6 +18,6 @@ pub use jitter::jitter_offset;
 pub(crate) use jitter::jittered;
 pub use misfire::Misfire;
 pub use overlap::Overlap;
-pub(crate) use overlap::{Guard, Guarded};
+pub(crate) use overlap::{Guard, Guarded, RunStop};
 pub(crate) use retry::{AttemptResult, Attempted};
 pub use retry::{Permanent, Retry};

@@ -68,12 +68,36 @@ pub(crate) struct Guard<'a> {
     pub call_timeout: Duration,
     /// The most the lease is renewed, from its acquisition: the run budget.
     pub renew_limit: Option<Duration>,
-    /// Fired to stop the run: the lease was lost, or a `replace` asked.
-    pub run_cancel: &'a CancellationToken,
+    /// Fired to stop the run: the lease was lost, or a `replace` asked (`None` for
+    /// `allow`, which takes no lease).
+    pub stop: Option<&'a RunStop>,
     /// Fired when the scheduler stops: a trigger still waiting for the lease gives up.
     pub stopping: &'a CancellationToken,
     /// Whether a trigger of this job already waits on this replica (`buffer_one`).
     pub buffered: &'a AtomicBool,
+}
+
+/// How the overlap layer stops a run: the token its handler sees (a child of the
+/// scheduler's, so a shutdown reaches it too) and one only the lease fires, after which
+/// the engine drops a handler that has not stopped within the cancel grace.
+pub(crate) struct RunStop {
+    pub handler: CancellationToken,
+    pub lease: CancellationToken,
+}
+
+impl RunStop {
+    pub fn new(shutdown: &CancellationToken) -> Self {
+        Self { handler: shutdown.child_token(), lease: CancellationToken::new() }
+    }
+
+    fn fire(&self) {
+        self.lease.cancel();
+        self.handler.cancel();
+    }
+
+    fn fired(&self) -> bool {
+        self.lease.is_cancelled()
+    }
 }
 
 /// How the overlap layer ended.
@@ -169,7 +193,9 @@ impl Guard<'_> {
         let stop = |why: String| {
             tracing::warn!(job = self.lease.job, owner = self.lease.owner, "{why}: cancelling the run");
             note.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
-            self.run_cancel.cancel();
+            if let Some(stop) = self.stop {
+                stop.fire();
+            }
         };
         loop {
             self.clock.sleep_until(later(self.clock.now(), every)).await;
@@ -188,7 +214,7 @@ impl Guard<'_> {
                 Ok(LeaseRenewal::Renewed) => renewed = now,
                 Ok(LeaseRenewal::CancelRequested) => {
                     renewed = now;
-                    if !self.run_cancel.is_cancelled() {
+                    if !self.stop.is_some_and(RunStop::fired) {
                         stop("replaced by a newer trigger (overlap = replace)".into());
                     }
                 }
