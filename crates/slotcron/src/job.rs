@@ -172,6 +172,9 @@ impl fmt::Debug for Job {
             .field("run_on_start", &self.run_on_start)
             .field("misfire", &self.misfire)
             .field("grace", &self.grace)
+            .field("retry", &self.retry)
+            .field("overlap", &self.overlap)
+            .field("jitter", &self.jitter)
             .finish_non_exhaustive()
     }
 }

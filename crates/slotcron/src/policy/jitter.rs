@@ -52,5 +52,8 @@ mod tests {
         assert_eq!(jitter_offset("report", hour(0), jitter), offsets[0]);
         assert_ne!(jitter_offset("backup", hour(0), jitter), offsets[0]);
         assert_eq!(jitter_offset("report", hour(0), Duration::from_micros(10)), Duration::ZERO);
+        // Pinned: a change of hash would move every fleet's starts at an upgrade, and
+        // replicas of two releases would disagree.
+        assert_eq!(jitter_offset("report", hour(0), jitter), Duration::from_millis(5_681));
     }
 }
