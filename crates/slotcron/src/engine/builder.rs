@@ -61,7 +61,7 @@ impl SchedulerBuilder {
     /// The coordinator that arbitrates claims between replicas. Without one the
     /// scheduler runs in single-replica mode: every trigger runs, nothing is claimed, and
     /// fencing tokens count each job's runs (what an
-    /// [`InProcessCoordinator`](crate::InProcessCoordinator) would do, without the
+    /// [`InProcessCoordinator`] would do, without the
     /// call).
     pub fn coordinator(mut self, coordinator: Arc<dyn Coordinator>) -> Self {
         self.coordinator = Some(coordinator);
