@@ -187,9 +187,12 @@ X = "1"
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
-                    timezone, misfire, misfire_cap, grace";
+                    timezone, misfire, misfire_cap, grace, attempts, backoff, backoff_multiplier, backoff_max, \
+                    overlap, jitter, on_failure";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, job".to_owned(),
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, max_concurrent_runs, \
+         on_failure, job"
+            .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
