@@ -58,8 +58,6 @@ pub struct Job {
     pub(crate) retry: Retry,
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
-    /// Whether a trigger of this job waits for its lease on this replica (`buffer_one`).
-    pub(crate) buffered: std::sync::atomic::AtomicBool,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
 }
@@ -80,7 +78,6 @@ impl Clone for Job {
             retry: self.retry,
             overlap: self.overlap,
             jitter: self.jitter,
-            buffered: std::sync::atomic::AtomicBool::new(false),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
         }
     }
@@ -397,7 +394,6 @@ impl JobBuilder {
             retry: self.retry,
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
-            buffered: std::sync::atomic::AtomicBool::new(false),
             local_fencing: AtomicU64::new(0),
         })
     }

@@ -213,7 +213,6 @@ async fn claim_and_run(
         renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
         stop: stop.as_ref(),
         stopping: &scope.stopping,
-        buffered: &job.buffered,
     };
     let (attempted, note) = match guard.run(retries).await {
         Guarded::Ran(attempted, note) => (attempted, note),

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -30,7 +29,8 @@ pub enum Overlap {
     /// (Kubernetes' `Forbid`).
     Forbid,
     /// A trigger that finds a run still going waits for it to end, then runs; at most
-    /// one trigger per job waits on each replica, later ones are `skipped-overlap`.
+    /// one trigger per job waits in the whole fleet (it holds the job's buffer lease),
+    /// later ones are `skipped-overlap`.
     BufferOne,
     /// The running one is cancelled (its cancellation token fires; an owner on another
     /// replica learns it at its next renewal) and the new one starts once it has
@@ -73,8 +73,12 @@ pub(crate) struct Guard<'a> {
     pub stop: Option<&'a RunStop>,
     /// Fired when the scheduler stops: a trigger still waiting for the lease gives up.
     pub stopping: &'a CancellationToken,
-    /// Whether a trigger of this job already waits on this replica (`buffer_one`).
-    pub buffered: &'a AtomicBool,
+}
+
+/// The name of the lease the waiting trigger of a `buffer_one` job holds: the job's
+/// name and `:buffer`, which no job's name can be (names hold no `:`).
+fn buffer_lease_name(job: &str) -> String {
+    format!("{job}:buffer")
 }
 
 /// How the overlap layer stops a run: the token its handler sees (a child of the
@@ -147,24 +151,56 @@ impl Guard<'_> {
             Overlap::Allow => Ok(()),
             Overlap::Forbid => Err(Guarded::Skipped(held.into())),
             Overlap::BufferOne => {
-                if self.buffered.swap(true, Ordering::AcqRel) {
-                    return Err(Guarded::Skipped(format!("{held} and another trigger already waits for it")));
+                // The one waiting trigger of the fleet holds the job's buffer lease while
+                // it waits (renewed at each poll, so a dead waiter frees it in its TTL).
+                let name = buffer_lease_name(self.lease.job);
+                let buffer = Lease { job: &name, ..self.lease };
+                match self.call(self.coordinator.acquire_lease(&buffer)).await {
+                    Ok(LeaseGrant::Acquired) => {}
+                    Ok(LeaseGrant::Held) => {
+                        return Err(Guarded::Skipped(format!(
+                            "{held} and another trigger already waits for it"
+                        )));
+                    }
+                    Err(e) => {
+                        return Err(Guarded::Unavailable(format!(
+                            "buffer lease of job {}: {e}",
+                            self.lease.job
+                        )));
+                    }
                 }
-                let waited = self.poll_lease(false).await;
-                self.buffered.store(false, Ordering::Release);
+                let waited = self.poll_lease(Some(&buffer)).await;
+                if let Err(e) = self.call(self.coordinator.release_lease(&buffer)).await {
+                    tracing::warn!(
+                        job = self.lease.job,
+                        "buffer lease not released, it expires within its TTL: {e}"
+                    );
+                }
                 waited
             }
-            Overlap::Replace => self.poll_lease(true).await,
+            Overlap::Replace => self.poll_lease(None).await,
         }
     }
 
-    /// Tries the lease every heartbeat until it is acquired; `replace` asks its holder
-    /// to stop each time (a new holder may have taken it meanwhile).
-    async fn poll_lease<T>(&self, replace: bool) -> Result<(), Guarded<T>> {
+    /// Tries the lease every heartbeat until it is acquired, renewing `buffer` (the
+    /// buffer lease of `buffer_one`) meanwhile; without one (`replace`) asks the lease's
+    /// holder to stop each time (a new holder may have taken it meanwhile).
+    async fn poll_lease<T>(&self, buffer: Option<&Lease<'_>>) -> Result<(), Guarded<T>> {
         let every = heartbeat(self.lease.ttl);
         loop {
-            if replace && let Err(e) = self.call(self.coordinator.cancel_lease(self.lease.job)).await {
-                tracing::warn!(job = self.lease.job, "asking the running one to stop: {e}");
+            match buffer {
+                Some(buffer) => match self.call(self.coordinator.renew_lease(buffer)).await {
+                    Ok(LeaseRenewal::Lost) => {
+                        return Err(Guarded::Skipped("its place as the waiting trigger was lost".into()));
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(job = self.lease.job, "renewing the buffer lease: {e}"),
+                },
+                None => {
+                    if let Err(e) = self.call(self.coordinator.cancel_lease(self.lease.job)).await {
+                        tracing::warn!(job = self.lease.job, "asking the running one to stop: {e}");
+                    }
+                }
             }
             tokio::select! {
                 biased;
