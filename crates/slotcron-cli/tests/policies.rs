@@ -1,4 +1,5 @@
-//! Run policies in the daemon: `forbid` across three `slotcron run` sharing a Redis (one
+//! Run policies in the daemon: `forbid` across three `slotcron run` sharing a Redis, and
+//! again a PostgreSQL state (one
 //! of them killed with SIGKILL while it holds the lease), `max_concurrent_runs`, and
 //! `on_failure` with its variables, rate-limited during a Redis outage.
 //!
@@ -10,6 +11,7 @@ mod support;
 use std::path::Path;
 
 use nix::sys::signal::Signal;
+use support::postgres::Schema;
 use support::redis_server::RedisServer;
 use support::{Daemon, history, scratch, wait_until, write};
 
@@ -53,16 +55,19 @@ fn timed(seconds: &str, file: &str, what: &str) -> String {
     format!(r#"s=$(date +%s%N); sleep {seconds}; echo "$s $(date +%s%N) {what}" >> {file}"#)
 }
 
-#[test]
-fn forbid_keeps_three_daemons_runs_apart_and_survives_a_killed_lease_holder() {
-    let dir = scratch("policies_forbid");
-    let redis = RedisServer::start(&dir);
+/// Three daemons in `dir`, daemon `i` (from 1) started with `args(i)` after `run
+/// jobs.toml --instance d{i}`, run a 1 s `forbid` job whose command takes 2.5 s; once
+/// three runs are done, the daemon whose command is running gets SIGKILL, and its lease
+/// expires within its TTL (15 s): later triggers run on the others. No two commands
+/// overlap; the histories read with `histories` (`--state` arguments) record
+/// `skipped-overlap`.
+fn forbid_fleet(dir: &Path, args: impl Fn(usize) -> Vec<String>, histories: &[Vec<String>]) {
     let command = format!(
         "echo $SLOTCRON_INSTANCE > running.txt; {}; rm -f running.txt",
         timed("2.5", "spans.txt", "$SLOTCRON_INSTANCE $SLOTCRON_TRIGGER")
     );
     write(
-        &dir,
+        dir,
         "jobs.toml",
         &format!(
             "[[job]]\nname = \"long\"\nevery = \"1s\"\ngrace = \"30s\"\noverlap = \"forbid\"\ncommand = '{command}'\n"
@@ -70,18 +75,16 @@ fn forbid_keeps_three_daemons_runs_apart_and_survives_a_killed_lease_holder() {
     );
     let mut daemons: Vec<Daemon> = (1..=3)
         .map(|i| {
-            let (instance, state) = (format!("d{i}"), format!("sqlite:d{i}.db"));
-            Daemon::run(
-                &dir,
-                &["jobs.toml", "--redis", &redis.url(), "--instance", &instance, "--state", &state],
-            )
+            let mut all = vec!["jobs.toml".to_owned(), "--instance".to_owned(), format!("d{i}")];
+            all.extend(args(i));
+            Daemon::run(dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
         })
         .collect();
     for daemon in &mut daemons {
         daemon.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
     }
     // Three runs, then kill the daemon whose command is running.
-    wait_until("three runs", || spans(&dir, "spans.txt").len() >= 3);
+    wait_until("three runs", || spans(dir, "spans.txt").len() >= 3);
     let mut running = String::new();
     wait_until("a run going", || {
         running = std::fs::read_to_string(dir.join("running.txt")).unwrap_or_default().trim().to_owned();
@@ -90,10 +93,10 @@ fn forbid_keeps_three_daemons_runs_apart_and_survives_a_killed_lease_holder() {
     let killed = (0..3).find(|k| running == format!("d{}", k + 1)).expect("a daemon's instance");
     daemons[killed].signal(Signal::SIGKILL);
     let killed_instance = format!("d{}", killed + 1);
-    let before = spans(&dir, "spans.txt").len();
+    let before = spans(dir, "spans.txt").len();
     // Its lease expires within its TTL (15 s): a later trigger runs on another daemon.
     wait_until("a run on another daemon after the kill", || {
-        spans(&dir, "spans.txt")[before..].iter().filter(|s| !s.rest.starts_with(&killed_instance)).count()
+        spans(dir, "spans.txt")[before..].iter().filter(|s| !s.rest.starts_with(&killed_instance)).count()
             >= 2
     });
     for (k, daemon) in daemons.iter().enumerate() {
@@ -106,14 +109,36 @@ fn forbid_keeps_three_daemons_runs_apart_and_survives_a_killed_lease_holder() {
             assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
         }
     }
-    let all = spans(&dir, "spans.txt");
+    let all = spans(dir, "spans.txt");
     assert_eq!(most_at_once(&all), 1, "no two runs overlap: {all:?}");
-    let skipped: usize = (1..=3)
-        .filter(|i| *i != killed + 1)
-        .map(|i| history(&dir, &["--state", &format!("sqlite:d{i}.db")]))
+    let skipped: usize = histories
+        .iter()
+        .map(|args| history(dir, &args.iter().map(String::as_str).collect::<Vec<_>>()))
         .map(|runs| runs.iter().filter(|r| r.outcome == "skipped-overlap").count())
         .sum();
     assert!(skipped >= 1, "forbid skipped the triggers that found a run going");
+}
+
+#[test]
+fn forbid_keeps_three_daemons_on_a_redis_apart_and_survives_a_killed_lease_holder() {
+    let dir = scratch("policies_forbid_redis");
+    let redis = RedisServer::start(&dir);
+    let state = |i: usize| format!("sqlite:d{i}.db");
+    let histories: Vec<Vec<String>> = (1..=3).map(|i| vec!["--state".to_owned(), state(i)]).collect();
+    forbid_fleet(
+        &dir,
+        |i| vec!["--redis".to_owned(), redis.url(), "--state".to_owned(), state(i)],
+        &histories,
+    );
+}
+
+#[test]
+fn forbid_keeps_three_daemons_on_a_postgres_state_apart_and_survives_a_killed_lease_holder() {
+    let dir = scratch("policies_forbid_postgres");
+    let schema = Schema::new("forbid");
+    let state = schema.state_url();
+    let histories = vec![vec!["--state".to_owned(), state.clone()]];
+    forbid_fleet(&dir, |_| vec!["--state".to_owned(), state.clone()], &histories);
 }
 
 #[test]
