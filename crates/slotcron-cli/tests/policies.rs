@@ -1,7 +1,7 @@
 //! Run policies in the daemon: `forbid` across three `slotcron run` sharing a Redis, and
-//! again a PostgreSQL state (one
-//! of them killed with SIGKILL while it holds the lease), `max_concurrent_runs`, and
-//! `on_failure` with its variables, rate-limited during a Redis outage.
+//! again sharing a PostgreSQL state (one of them killed with SIGKILL while it holds the
+//! lease), `max_concurrent_runs`, and `on_failure` with its variables, rate-limited
+//! during a Redis outage.
 //!
 //! Assertions are about which commands ran and whether they overlapped (their own
 //! start and end instants), never about how long anything took. Every wait is bounded.
