@@ -421,3 +421,40 @@ async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() 
     assert!(error.contains("lease was lost"), "{error}");
     h.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish() {
+    use slotcron::coordinator::{Lease, LeaseGrant};
+    use slotcron::{Coordinator, InProcessCoordinator};
+
+    let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
+    let leases = Arc::new(InProcessCoordinator::with_clock(Arc::new(clock.clone())));
+    let mut h = Harness::with("2024-05-17T10:00:30Z", |b| {
+        b.clock(clock.clone())
+            .coordinator(leases.clone())
+            .lease_ttl(3 * S)
+            .drain_on_shutdown(true)
+            .shutdown_timeout(60 * S)
+    });
+    h.clock = clock.clone();
+    let spans = Arc::default();
+    h.add(
+        Job::builder("draining")
+            .every(60 * S)
+            .overlap(Overlap::Forbid)
+            .handler(working(clock.clone(), Arc::clone(&spans), 20 * S))
+            .build()
+            .unwrap(),
+    );
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:01Z")).await;
+    h.cancel.cancel();
+    settle().await;
+    // Well past the lease's 3 s TTL, the draining run's lease is still held.
+    h.advance_to(ts("2024-05-17T10:01:15Z")).await;
+    let other = Lease { job: "draining", owner: "other", ttl: 3 * S };
+    assert_eq!(leases.acquire_lease(&other).await.unwrap(), LeaseGrant::Held);
+    h.stop().await;
+    assert_eq!(h.triggers("draining", Outcome::Succeeded), [ts("2024-05-17T10:01:00Z")]);
+    assert_eq!(leases.acquire_lease(&other).await.unwrap(), LeaseGrant::Acquired, "released at the end");
+}
