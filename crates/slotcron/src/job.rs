@@ -97,6 +97,8 @@ impl Job {
             payload: None,
             every_replica: false,
             retry: Retry::once(),
+            attempts: Retry::DEFAULT_ATTEMPTS,
+            multiplier: Retry::DEFAULT_MULTIPLIER,
             overlap: Overlap::Allow,
             jitter: None,
         }
@@ -189,6 +191,9 @@ pub struct JobBuilder {
     payload: Option<Arc<serde_json::Value>>,
     every_replica: bool,
     retry: Retry,
+    /// As given, checked by `build` (the `Retry` setters clamp).
+    attempts: u32,
+    multiplier: f64,
     overlap: Overlap,
     jitter: Option<Duration>,
 }
@@ -289,6 +294,7 @@ impl JobBuilder {
     /// remain, unless the handler's error is [`Permanent`](crate::policy::Permanent);
     /// panics are not retried.
     pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
         self.retry = Retry::fixed(attempts, self.retry.backoff())
             .exponential(self.retry.multiplier(), self.retry.max_backoff());
         self
@@ -302,8 +308,9 @@ impl JobBuilder {
     }
 
     /// Makes the backoff exponential: each retry waits `multiplier` times the one before
-    /// (default [`Retry::DEFAULT_MULTIPLIER`], 1: fixed); at least 1.
+    /// (default [`Retry::DEFAULT_MULTIPLIER`], 1: fixed); from 1 to 100.
     pub fn backoff_multiplier(mut self, multiplier: f64) -> Self {
+        self.multiplier = multiplier;
         self.retry = self.retry.exponential(multiplier, self.retry.max_backoff());
         self
     }
@@ -374,6 +381,12 @@ impl JobBuilder {
             self.misfire.unwrap_or(if kind.is_one_shot() { Misfire::RunOnce } else { Misfire::Skip });
         if let Misfire::RunAll { cap: 0 } = misfire {
             return Err(invalid("misfire_cap", "must be at least 1"));
+        }
+        if self.attempts == 0 {
+            return Err(invalid("attempts", "must be at least 1 (the first attempt counts)"));
+        }
+        if !(1.0..=100.0).contains(&self.multiplier) {
+            return Err(invalid("backoff_multiplier", "must be a number from 1 (a fixed backoff) to 100"));
         }
         if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
             return Err(invalid("backoff", "must be at most 100 years"));

@@ -458,3 +458,18 @@ async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish()
     assert_eq!(h.triggers("draining", Outcome::Succeeded), [ts("2024-05-17T10:01:00Z")]);
     assert_eq!(leases.acquire_lease(&other).await.unwrap(), LeaseGrant::Acquired, "released at the end");
 }
+
+#[test]
+fn invalid_retry_settings_are_errors_naming_the_field() {
+    let build = |b: slotcron::JobBuilder| b.every(60 * S).handler(slotcron::testkit::harness::ok).build();
+    let error = build(Job::builder("a").attempts(0)).unwrap_err().to_string();
+    assert_eq!(error, r#"job "a": attempts: must be at least 1 (the first attempt counts)"#);
+    let error = build(Job::builder("b").backoff_multiplier(0.5)).unwrap_err().to_string();
+    assert_eq!(error, r#"job "b": backoff_multiplier: must be a number from 1 (a fixed backoff) to 100"#);
+    let error = build(Job::builder("c").backoff_multiplier(f64::NAN)).unwrap_err().to_string();
+    assert!(error.contains("backoff_multiplier"), "{error}");
+    let job =
+        build(Job::builder("d").attempts(4).backoff(S).backoff_multiplier(3.0).backoff_max(5 * S)).unwrap();
+    assert_eq!(job.retry().total_backoff(), S + 3 * S + 5 * S);
+    assert_eq!(job.run_budget(S, S), None, "no timeout: unbounded");
+}
