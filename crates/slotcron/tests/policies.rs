@@ -473,3 +473,84 @@ fn invalid_retry_settings_are_errors_naming_the_field() {
     assert_eq!(job.retry().total_backoff(), S + 3 * S + 5 * S);
     assert_eq!(job.run_budget(S, S), None, "no timeout: unbounded");
 }
+
+/// Claims won by the first instance to ask, remembered with who asked.
+#[derive(Default)]
+struct FirstWins(Mutex<Vec<(String, String)>>);
+
+#[async_trait::async_trait]
+impl slotcron::Coordinator for FirstWins {
+    async fn claim(
+        &self,
+        claim: &slotcron::Claim<'_>,
+    ) -> Result<slotcron::ClaimOutcome, slotcron::CoordinatorError> {
+        let mut claims = self.0.lock().unwrap();
+        let taken = claims.iter().any(|(key, _)| key == claim.key);
+        claims.push((claim.key.to_owned(), claim.instance.to_owned()));
+        Ok(if taken {
+            slotcron::ClaimOutcome::Lost
+        } else {
+            slotcron::ClaimOutcome::Won { fencing_token: 1 }
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "first-wins"
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_at_its_cap_does_not_claim_so_one_with_room_runs_the_trigger() {
+    let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
+    let claims = Arc::new(FirstWins::default());
+    let replica = |instance: &'static str, cap: Option<usize>| {
+        let (own, claims) = (clock.clone(), claims.clone());
+        let mut h = Harness::with("2024-05-17T10:00:30Z", move |b| {
+            let b = b.clock(own).coordinator(claims).instance(instance);
+            match cap {
+                Some(cap) => b.max_concurrent_runs(cap),
+                None => b,
+            }
+        });
+        h.clock = clock.clone();
+        h
+    };
+    let (mut full, mut free) = (replica("full", Some(1)), replica("free", None));
+    // The full replica's one slot is taken by a local hour-long run.
+    let spans = Arc::default();
+    full.add(
+        Job::builder("local")
+            .after(S)
+            .on_every_replica(true)
+            .handler(working(clock.clone(), Arc::clone(&spans), 3_600 * S))
+            .build()
+            .unwrap(),
+    );
+    for h in [&full, &free] {
+        h.add(
+            Job::builder("tick")
+                .every(60 * S)
+                .grace(5 * S)
+                .handler(slotcron::testkit::harness::ok)
+                .build()
+                .unwrap(),
+        );
+    }
+    full.start().await;
+    free.start().await;
+    full.advance_to(ts("2024-05-17T10:02:10Z")).await;
+    let tick = [ts("2024-05-17T10:01:00Z"), ts("2024-05-17T10:02:00Z")];
+    assert_eq!(free.triggers("tick", Outcome::Succeeded), tick);
+    assert_eq!(full.triggers("tick", Outcome::SkippedConcurrency), tick);
+    let asked: Vec<String> = claims
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("tick"))
+        .map(|(_, i)| i.clone())
+        .collect();
+    assert_eq!(asked, ["free", "free"], "the full replica never claimed");
+    full.stop().await;
+    free.stop().await;
+}
