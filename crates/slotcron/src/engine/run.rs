@@ -123,29 +123,16 @@ async fn claim_and_run(
         shared.record(job, trigger, outcome, None, clock.now(), Duration::ZERO, Some(reason))
     };
     // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
-    let start = policy::jittered(&job.name, trigger, job.jitter);
-    if start > clock.now() {
-        tokio::select! {
-            biased;
-            () = scope.stopping.cancelled() => {
-                return skipped(Outcome::Missed, "the scheduler stopped before the trigger's jittered start".into());
-            }
-            () = clock.sleep_until(start) => {}
-        }
-    }
+    let start = match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
+        Ok(start) => start,
+        Err(reason) => return skipped(Outcome::Missed, reason),
+    };
     // The concurrency cap: a slot before the claim, so a replica with room wins it. A
     // late trigger (catch-up, start-up) waits the grace window from when it came up.
     let deadline = later(start.max(clock.now()), job.grace);
-    let slot = tokio::select! {
-        biased;
-        () = scope.stopping.cancelled() => None,
-        slot = ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline) => slot,
-    };
-    let Some(_slot) = slot else {
-        let max = shared.cap.as_ref().map_or(0, ConcurrencyCap::max);
-        let reason =
-            format!("all {max} run slots of this scheduler stayed busy for the {:?} grace window", job.grace);
-        return skipped(Outcome::SkippedConcurrency, reason);
+    let _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
+        Ok(slot) => slot,
+        Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
     };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::clock::Clock;
 
 /// The runs in flight on one scheduler, `on_every_replica` runs included and failure
@@ -29,22 +31,27 @@ impl ConcurrencyCap {
         Self { slots: Arc::new(Semaphore::new(max)), max }
     }
 
-    /// The cap.
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
-    /// A slot for a run, waiting for one until `deadline` on `clock`; `None` if none
-    /// freed by then.
-    pub async fn take(cap: Option<&Self>, clock: &dyn Clock, deadline: Timestamp) -> Option<RunSlot> {
-        let Some(cap) = cap else { return Some(RunSlot(None)) };
+    /// The concurrency layer: a slot for a run, waiting for one until `deadline` on
+    /// `clock`; the reason for `skipped-concurrency` if none freed by then, or if
+    /// `stopping` fired first.
+    pub async fn take(
+        cap: Option<&Self>,
+        clock: &dyn Clock,
+        deadline: Timestamp,
+        stopping: &CancellationToken,
+    ) -> Result<RunSlot, String> {
+        let Some(cap) = cap else { return Ok(RunSlot(None)) };
         if let Ok(permit) = cap.slots.clone().try_acquire_owned() {
-            return Some(RunSlot(Some(permit)));
+            return Ok(RunSlot(Some(permit)));
         }
+        let busy = format!("all {} run slots of this scheduler stayed busy", cap.max);
         tokio::select! {
             biased;
-            permit = cap.slots.clone().acquire_owned() => permit.ok().map(|p| RunSlot(Some(p))),
-            () = clock.sleep_until(deadline) => None,
+            () = stopping.cancelled() => Err(format!("{busy} until the scheduler stopped")),
+            permit = cap.slots.clone().acquire_owned() => {
+                permit.map(|p| RunSlot(Some(p))).map_err(|_| busy.clone())
+            }
+            () = clock.sleep_until(deadline) => Err(format!("{busy} for the job's grace window")),
         }
     }
 }

@@ -7,6 +7,9 @@
 use std::time::Duration;
 
 use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
 
 /// The start offset of `job`'s `trigger` under `jitter`: in `[0, jitter)`, to the
 /// millisecond, from a 64-bit FNV-1a hash of the name and the trigger's millisecond
@@ -32,6 +35,28 @@ pub(crate) fn jittered(job: &str, trigger: Timestamp, jitter: Option<Duration>) 
         Some(jitter) => crate::engine::later(trigger, jitter_offset(job, trigger, jitter)),
         None => trigger,
     }
+}
+
+/// The jitter layer: waits on `clock` until the trigger's jittered start and returns
+/// it; the reason, if `stopping` fired first.
+pub(crate) async fn wait_for_start(
+    job: &str,
+    trigger: Timestamp,
+    jitter: Option<Duration>,
+    clock: &dyn Clock,
+    stopping: &CancellationToken,
+) -> Result<Timestamp, String> {
+    let start = jittered(job, trigger, jitter);
+    if start > clock.now() {
+        tokio::select! {
+            biased;
+            () = stopping.cancelled() => {
+                return Err("the scheduler stopped before the trigger's jittered start".into());
+            }
+            () = clock.sleep_until(start) => {}
+        }
+    }
+    Ok(start)
 }
 
 #[cfg(test)]

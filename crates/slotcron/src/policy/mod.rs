@@ -15,7 +15,7 @@ pub use budget::run_budget;
 pub(crate) use concurrency::ConcurrencyCap;
 pub use hook::{Failure, FailureHook, RunObserver};
 pub use jitter::jitter_offset;
-pub(crate) use jitter::jittered;
+pub(crate) use jitter::{jittered, wait_for_start};
 pub use misfire::Misfire;
 pub use overlap::Overlap;
 pub(crate) use overlap::{Guard, Guarded, RunStop};
