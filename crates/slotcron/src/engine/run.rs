@@ -152,7 +152,8 @@ async fn claim_and_run(
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
-    let started = clock.now();
+    // When the first attempt starts: after any wait for the lease.
+    let started = OnceLock::new();
     // The overlap lease, around the retries, around each attempt under its timeout.
     let stop = (job.overlap != Overlap::Allow).then(|| RunStop::new(&scope.shutdown));
     let run_cancel = stop.as_ref().map(|stop| &stop.handler);
@@ -183,8 +184,10 @@ async fn claim_and_run(
             },
             payload: job.payload.clone(),
         };
+        let now = clock.now();
+        started.get_or_init(|| now);
         async move {
-            let result = run_handler(scope, job, ctx, stopped, clock.now()).await;
+            let result = run_handler(scope, job, ctx, stopped, now).await;
             if job.retry.attempts() > 1 {
                 log_attempt(job, trigger, attempt, &result);
             }
@@ -211,6 +214,7 @@ async fn claim_and_run(
         (Some(error), Some(note)) => Some(format!("{error} ({note})")),
         (error, note) => error.or(note),
     };
+    let started = started.get().copied().unwrap_or_else(|| clock.now());
     let duration = Duration::try_from(started.duration_until(clock.now())).unwrap_or_default();
     let mut record = shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error);
     record.attempts = attempts;
