@@ -59,7 +59,14 @@ impl FailureHooks {
             ("SLOTCRON_SUPPRESSED", failure.suppressed.to_string()),
         ];
         let cancel = CancellationToken::new();
-        let launch = Launch { job: &record.job, trigger: record.trigger, env: &env, cancel: &cancel };
+        let stop_reason = || "the failure hook timed out";
+        let launch = Launch {
+            job: &record.job,
+            trigger: record.trigger,
+            env: &env,
+            cancel: &cancel,
+            stop_reason: &stop_reason,
+        };
         let mut run = pin!(command.launch(&launch));
         let (job, trigger, outcome) = (&*record.job, record.trigger, record.outcome.as_str());
         let result = tokio::select! {

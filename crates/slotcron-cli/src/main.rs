@@ -14,6 +14,7 @@ mod logging;
 mod next;
 mod process_group;
 mod run;
+mod signals;
 mod state;
 mod table;
 mod zone;
@@ -34,7 +35,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
-        Command::Check(args) => check::run(&args.file),
+        Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
     }
 }

@@ -7,14 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
-use crate::jobs_file::{self, Coordination, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, JobsFile};
+use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, process_group};
+use crate::{INVALID_INPUT, command, duration};
+
+/// Up to this many jobs, start-up logs a line for each at info level; beyond, one
+/// summary line (and each job at debug level).
+const LOGGED_JOBS: usize = 100;
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -47,18 +51,24 @@ pub struct Backends {
 }
 
 impl Settings {
-    /// Running commands get this long to finish at shutdown.
-    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Running commands get this long to finish at shutdown: with [`Self::CANCEL_GRACE`]
+    /// and the time to record the runs, within Kubernetes' default 30 s grace period.
+    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
     /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_*`
-    /// environment variables and the jobs file's `[coordination]` table: the place where
-    /// options become settings.
+    /// environment variables, the jobs file's `[coordination]` table and its
+    /// `shutdown_timeout` (`--shutdown-timeout` first, then the file's, then
+    /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
     /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
-    pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
+    pub fn from_args(
+        args: &RunArgs,
+        file: &Coordination,
+        file_shutdown_timeout: Option<Duration>,
+    ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
         let failure_hooks =
             FailureHooks { commands: HashMap::new(), timeout: HOOK_TIMEOUT, kill_grace: Self::CANCEL_GRACE };
@@ -66,7 +76,10 @@ impl Settings {
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
-            shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
+            shutdown_timeout: args
+                .shutdown_timeout
+                .or(file_shutdown_timeout)
+                .unwrap_or(Self::SHUTDOWN_TIMEOUT),
             cancel_grace: Self::CANCEL_GRACE,
             max_concurrent_runs: None,
             failure_hooks,
@@ -98,7 +111,12 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
-        tracing::info!(state = %self.state, "keeping job state and run history");
+        match self.state {
+            StateUrl::Memory => {
+                tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
+            }
+            _ => tracing::info!(state = %self.state, "keeping job state and run history"),
+        }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
         Ok(Backends { state, coordinator })
     }
@@ -141,14 +159,20 @@ fn default_instance() -> String {
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let loaded = match jobs_file::load(&args.file) {
+    let loaded = match jobs_file::load(&args.file, Format::of(&args.file, args.system_crontab)) {
         Ok(loaded) => loaded,
         Err(problems) => {
             eprintln!("{problems}");
             return ExitCode::from(INVALID_INPUT);
         }
     };
-    let settings = match Settings::from_args(args, &loaded.coordination) {
+    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+        tracing::warn!(
+            line,
+            "MAILTO is set, but no sendmail is on PATH: the output of its jobs is not mailed"
+        );
+    }
+    let settings = match Settings::from_args(args, &loaded.coordination, loaded.shutdown_timeout) {
         Ok(settings) => settings.with_policies_of(&loaded),
         Err(e) => return start_failed(&e),
     };
@@ -170,6 +194,10 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(e) = signals::ignore_others() {
+        tracing::error!("cannot install the SIGUSR1/SIGUSR2/SIGQUIT/SIGWINCH/SIGPIPE handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     let path = loaded.path.clone();
     // A stop asked for while the state or the coordinator is still connecting (each
     // bounded by its own timeout) is a stop like any other: at once, status 0.
@@ -197,13 +225,22 @@ async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
 async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
+    let count = loaded.jobs.len();
+    let each_at_info = count <= LOGGED_JOBS;
     for entry in loaded.jobs {
         let job = entry.job.name().to_owned();
         if let Err(e) = scheduler.add(entry.job) {
             tracing::error!("{e}");
             return Err(ExitCode::from(INVALID_INPUT));
         }
-        tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        if each_at_info {
+            tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        } else {
+            tracing::debug!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        }
+    }
+    if !each_at_info {
+        tracing::info!(jobs = count, "{count} jobs loaded (each is logged at debug level: RUST_LOG=debug)");
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.
@@ -219,54 +256,4 @@ fn start_failed(reason: &str) -> ExitCode {
     let lines: Vec<&str> = reason.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
     eprintln!("slotcron run: {}", lines.join("; "));
     ExitCode::from(INVALID_INPUT)
-}
-
-/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
-/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
-/// would kill the daemon at once and leave the commands, in their own process groups,
-/// running unwatched and unrecorded.
-struct StopSignals {
-    interrupt: Signal,
-    terminate: Signal,
-    hangup: Signal,
-}
-
-impl StopSignals {
-    fn install() -> std::io::Result<Self> {
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    /// The next SIGINT, SIGTERM or SIGHUP: its name.
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.interrupt.recv() => "SIGINT",
-            _ = self.terminate.recv() => "SIGTERM",
-            _ = self.hangup.recv() => "SIGHUP",
-        }
-    }
-
-    /// Cancels `cancel` at the first signal. Each later one hurries the shutdown: the
-    /// running commands' process groups get SIGKILL at once, and the daemon exits as soon
-    /// as their runs are recorded (still with status 0: the stop was asked for).
-    async fn cancel_on_signal(mut self, cancel: CancellationToken, shutdown_timeout: String) {
-        let name = self.next().await;
-        cancel.cancel();
-        tracing::info!(
-            signal = name,
-            "stopping: no new runs; running commands get up to {shutdown_timeout} to finish (signal again to kill them now)"
-        );
-        loop {
-            let name = self.next().await;
-            let commands = process_group::kill_all();
-            tracing::warn!(
-                signal = name,
-                commands,
-                "stopping now: sending SIGKILL to the running commands' process groups"
-            );
-        }
-    }
 }

@@ -87,6 +87,12 @@ impl JobContext {
         self.payload.as_deref()
     }
 
+    /// Whether the scheduler is shutting down (so a cancellation is the shutdown's, not
+    /// the run's own timeout or overlap policy).
+    pub fn is_scheduler_stopping(&self) -> bool {
+        self.scope.stopping.is_cancelled()
+    }
+
     /// Whether the run has been asked to stop.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation_token().is_cancelled()

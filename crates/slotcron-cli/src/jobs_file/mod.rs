@@ -20,21 +20,28 @@ use slotcron::{Job, JobError, Misfire, Overlap};
 
 use crate::command::ShellCommand;
 
-/// The two formats `slotcron` reads.
+/// The formats `slotcron` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// A TOML jobs file.
     Toml,
     /// A user crontab, as cronie reads it.
     Crontab,
+    /// A system crontab (`/etc/crontab`, `/etc/cron.d/*`): a user field between the
+    /// schedule and the command.
+    SystemCrontab,
 }
 
 impl Format {
-    /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`), a
-    /// crontab otherwise.
-    pub fn of(path: &Path) -> Self {
+    /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`); a
+    /// system crontab if it is `/etc/crontab` or in `/etc/cron.d`, or if `system` (the
+    /// `--system-crontab` flag) says so; a user crontab otherwise. Decided by the path
+    /// alone, so that every replica reads a file alike.
+    pub fn of(path: &Path, system: bool) -> Self {
         match path.extension() {
             Some(ext) if ext.eq_ignore_ascii_case("toml") => Self::Toml,
+            _ if system || path == Path::new("/etc/crontab") => Self::SystemCrontab,
+            _ if path.parent() == Some(Path::new("/etc/cron.d")) => Self::SystemCrontab,
             _ => Self::Crontab,
         }
     }
@@ -51,7 +58,12 @@ pub struct JobsFile {
     pub jobs: Vec<JobEntry>,
     /// Its `[coordination]` table (empty for a crontab).
     pub coordination: Coordination,
-    /// Its top-level `max_concurrent_runs`: runs in flight per daemon; `None`: no cap.
+    /// The line of the first job whose output is mailed (a crontab's `MAILTO=`), if any.
+    pub mails_from_line: Option<usize>,
+    /// A TOML file's `shutdown_timeout` (`--shutdown-timeout` takes precedence).
+    pub shutdown_timeout: Option<Duration>,
+    /// A TOML file's top-level `max_concurrent_runs`: runs in flight per daemon; `None`:
+    /// no cap.
     pub max_concurrent_runs: Option<usize>,
 }
 
@@ -92,44 +104,34 @@ struct Policies {
     on_failure: Option<ShellCommand>,
 }
 
-/// A parsed file: its jobs, its `[coordination]` table and its concurrency cap.
-#[derive(Debug)]
-pub struct ParsedFile {
-    /// The jobs, in file order.
-    pub jobs: Vec<JobEntry>,
-    /// The `[coordination]` table.
-    pub coordination: Coordination,
-    /// The top-level `max_concurrent_runs`.
-    pub max_concurrent_runs: Option<usize>,
-}
-
-/// Reads and validates the jobs file or crontab at `path` (the format by its name,
-/// see [`Format::of`]).
+/// Reads and validates the jobs file or crontab at `path` in `format` (see
+/// [`Format::of`]).
 ///
 /// # Errors
 /// Every problem found: an unreadable file, syntax errors, invalid fields, duplicate
 /// names, no jobs at all.
-pub fn load(path: &Path) -> Result<JobsFile, Problems> {
-    let format = Format::of(path);
+pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
     let source = std::fs::read_to_string(path).map_err(|e| {
         let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
         Problems::new(path, vec![problem])
     })?;
-    let ParsedFile { jobs, coordination, max_concurrent_runs } =
-        parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination, max_concurrent_runs })
+    let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    Ok(JobsFile { path: path.to_owned(), ..parsed })
 }
 
-/// Parses and validates the text of a jobs file or crontab: its jobs, its
-/// `[coordination]` table and its concurrency cap.
+/// Parses and validates the text of a jobs file or crontab (its `path` left empty, for
+/// [`load`] to fill in).
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-pub fn parse(source: &str, format: Format) -> Result<ParsedFile, Vec<Problem>> {
-    let Parsed { names, drafts, coordination, max_concurrent_runs, mut problems } = match format {
-        Format::Toml => toml_format::parse(source),
-        Format::Crontab => crontab::parse(source),
-    };
+pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    let Parsed { names, drafts, coordination, shutdown_timeout, max_concurrent_runs, mut problems } =
+        match format {
+            Format::Toml => toml_format::parse(source),
+            Format::Crontab => crontab::parse(source, false),
+            Format::SystemCrontab => crontab::parse(source, true),
+        };
+    let mails_from_line = drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| draft.line);
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
     let mut named: HashSet<(&str, usize)> = HashSet::new();
@@ -166,24 +168,33 @@ pub fn parse(source: &str, format: Format) -> Result<ParsedFile, Vec<Problem>> {
         let reason = match format {
             Format::Toml => "no jobs: add [[job]] tables",
             Format::Crontab => "no jobs: add lines such as `*/5 * * * * command`",
+            Format::SystemCrontab => "no jobs: add lines such as `*/5 * * * * root command`",
         };
         problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
-    if problems.is_empty() {
-        Ok(ParsedFile { jobs, coordination, max_concurrent_runs })
-    } else {
-        Err(problems)
+    if !problems.is_empty() {
+        return Err(problems);
     }
+    Ok(JobsFile {
+        path: PathBuf::new(),
+        format,
+        jobs,
+        coordination,
+        mails_from_line,
+        shutdown_timeout,
+        max_concurrent_runs,
+    })
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems, the coordination settings,
-/// and the problems.
+/// the shutdown timeout, the concurrency cap, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
+    shutdown_timeout: Option<Duration>,
     max_concurrent_runs: Option<usize>,
     problems: Vec<Problem>,
 }
@@ -218,8 +229,9 @@ impl Draft {
     /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
     /// word on names, schedules and policies.
     fn build(self) -> Result<JobEntry, Problem> {
+        let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
         let mut builder = Job::builder(&self.name)
-            .handler(self.command.clone().into_handler())
+            .handler(command.into_handler())
             .run_on_start(self.run_on_start)
             .on_every_replica(self.on_every_replica);
         if let Some(timeout) = self.timeout {
@@ -255,7 +267,15 @@ impl Draft {
                 line: self.line,
                 schedule: self.schedule,
                 job,
-                on_failure: self.policies.on_failure,
+                // The hook runs as the job's command does: its shell, user, environment
+                // and working directory.
+                on_failure: self.policies.on_failure.map(|hook| ShellCommand {
+                    script: hook.script,
+                    mailto: None,
+                    timeout: None,
+                    stdin: None,
+                    ..self.command.clone()
+                }),
             }),
             Err(error) => Err(self.problem(error)),
         }

@@ -45,8 +45,7 @@ const SPAWN_BATCH: usize = 64;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use slotcron::{Job, JobContext, Scheduler};
-/// use tokio_util::sync::CancellationToken;
+/// use slotcron::{CancellationToken, Job, JobContext, Scheduler};
 ///
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let scheduler = Scheduler::builder().build();
@@ -284,7 +283,7 @@ impl Scheduler {
     async fn shutdown(&self, tracker: TaskTracker, control: &RunScope) {
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
-        tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");
+        tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         control.stopping.cancel();
         if !settings.drain_on_shutdown {
@@ -301,13 +300,13 @@ impl Scheduler {
             }
         };
         if !bounded(settings.shutdown_timeout).await {
-            tracing::warn!(
-                runs = tracker.len(),
-                "runs still going after the shutdown timeout; cancelling them"
-            );
+            tracing::warn!(runs = tracker.len(), "runs still going at the shutdown timeout: cancelling them");
             control.shutdown.cancel();
             if !bounded(settings.cancel_grace).await {
-                tracing::warn!(runs = tracker.len(), "dropping runs that ignored cancellation");
+                tracing::warn!(
+                    runs = tracker.len(),
+                    "runs still going after the cancel grace: abandoning them"
+                );
                 control.abort.cancel();
                 tracker.wait().await;
             }

@@ -129,7 +129,7 @@ impl Table {
             _ => false,
         });
         if done {
-            tracing::info!(job = name, "one-shot job already ran; it is not queued again");
+            tracing::info!(job = name, "one-shot job already ran (the state says so): it does not run again");
             return;
         }
         let resume_from = state.map(|s| s.last_trigger);
@@ -233,12 +233,12 @@ impl Table {
     }
 }
 
-/// One line when a job leaves the queue: expected for a one-shot, news for a recurring
-/// schedule that ran out of fire times.
+/// One line when a job has fired for the last time: expected for a one-shot, news for a
+/// recurring schedule that ran out of fire times.
 fn exhausted(name: &str, kind: ScheduleKind) {
     if kind.is_one_shot() {
-        tracing::info!(job = name, "one-shot job dispatched: it leaves the queue");
+        tracing::info!(job = name, "one-shot job due: this is its only run");
     } else {
-        tracing::info!(job = name, "no more fire times: the job leaves the queue once its last run is done");
+        tracing::info!(job = name, "the schedule has no fire time left: this job does not run again");
     }
 }

@@ -12,8 +12,16 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] =
-    &["timezone", "coordination", "max_concurrent_runs", "on_failure", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
+    "timezone",
+    "env",
+    "working_dir",
+    "shutdown_timeout",
+    "max_concurrent_runs",
+    "on_failure",
+    "coordination",
+    "job",
+];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
@@ -29,6 +37,8 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "misfire",
     "misfire_cap",
     "grace",
+    "env",
+    "working_dir",
     "attempts",
     "backoff",
     "backoff_multiplier",
@@ -192,7 +202,7 @@ mod tests {
         assert_eq!(nearest("timezon", JOB_KEYS), Some("timezone"));
         assert_eq!(nearest("ta", JOB_KEYS), Some("at"));
         assert_eq!(nearest("colour", JOB_KEYS), None);
-        assert_eq!(nearest("env", JOB_KEYS), None);
+        assert_eq!(nearest("shell", JOB_KEYS), None);
         assert_eq!(nearest("EVERY", JOB_KEYS), Some("every"));
         assert_eq!(nearest("Comand", JOB_KEYS), Some("command"));
     }

@@ -1,0 +1,128 @@
+//! The daemon's signals: SIGINT, SIGTERM and SIGHUP stop it, a second one hurries the
+//! shutdown ([`StopSignals`]); SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH and SIGPIPE are
+//! ignored, each with a log line ([`ignore_others`]), so that none ends the daemon
+//! silently (their default actions would kill it, SIGQUIT with a core dump).
+
+use slotcron::CancellationToken;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::process_group;
+
+/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
+/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
+/// would kill the daemon at once and leave the commands, in their own process groups,
+/// running unwatched and unrecorded.
+pub struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next SIGINT, SIGTERM or SIGHUP: its name.
+    pub async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
+
+    /// Cancels `cancel` at the first signal. Each later one hurries the shutdown: the
+    /// running commands' process groups get SIGKILL at once, and the daemon exits as soon
+    /// as their runs are recorded (still with status 0: the stop was asked for).
+    pub async fn cancel_on_signal(mut self, cancel: CancellationToken, shutdown_timeout: String) {
+        let name = self.next().await;
+        cancel.cancel();
+        tracing::info!(
+            signal = name,
+            "stopping: no new runs; running commands get up to {shutdown_timeout} to finish (signal again to kill them now)"
+        );
+        loop {
+            let name = self.next().await;
+            let commands = process_group::kill_all();
+            tracing::warn!(
+                signal = name,
+                commands,
+                "stopping now: sending SIGKILL to the running commands' process groups"
+            );
+        }
+    }
+}
+
+/// A signal the daemon ignores, and what it logs when one arrives.
+struct Ignored {
+    kind: SignalKind,
+    name: &'static str,
+    why: &'static str,
+    /// Logged at the first one only: signals that come in bursts, and SIGPIPE, which a
+    /// log line written to a closed standard error would raise again.
+    once: bool,
+}
+
+/// The signals [`ignore_others`] installs.
+fn ignored() -> [Ignored; 5] {
+    [
+        Ignored {
+            kind: SignalKind::user_defined1(),
+            name: "SIGUSR1",
+            why: "it has no meaning to slotcron",
+            once: false,
+        },
+        Ignored {
+            kind: SignalKind::user_defined2(),
+            name: "SIGUSR2",
+            why: "reload is not supported yet; restart the daemon to read the jobs file again",
+            once: false,
+        },
+        Ignored {
+            kind: SignalKind::quit(),
+            name: "SIGQUIT",
+            why: "stop with Ctrl-C, SIGTERM or SIGHUP",
+            once: false,
+        },
+        Ignored {
+            kind: SignalKind::window_change(),
+            name: "SIGWINCH",
+            why: "the terminal was resized; later ones are not logged",
+            once: true,
+        },
+        Ignored {
+            kind: SignalKind::pipe(),
+            name: "SIGPIPE",
+            why: "something read the log or a command's output and went away; later ones are not logged",
+            once: true,
+        },
+    ]
+}
+
+/// Installs handlers for SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH and SIGPIPE that log the
+/// signal (at info level) and otherwise ignore it. SIGWINCH and SIGPIPE are logged the
+/// first time only. Must be called inside the runtime; the handlers stay for the life of
+/// the process.
+///
+/// # Errors
+/// A handler cannot be installed.
+pub fn ignore_others() -> std::io::Result<()> {
+    for ignored in ignored() {
+        let mut stream = signal(ignored.kind)?;
+        tokio::spawn(async move {
+            let mut logged = false;
+            while stream.recv().await.is_some() {
+                if !(ignored.once && logged) {
+                    tracing::info!(signal = ignored.name, "ignoring {}: {}", ignored.name, ignored.why);
+                    logged = true;
+                }
+            }
+        });
+    }
+    Ok(())
+}
