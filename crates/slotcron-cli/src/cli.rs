@@ -21,7 +21,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the jobs of FILE until SIGINT, SIGTERM or SIGHUP.
+    /// Run the jobs of FILE until SIGINT or SIGTERM; SIGHUP or SIGUSR2 reloads FILE.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Print the next fire times of a cron expression.
@@ -33,6 +33,45 @@ pub enum Command {
     /// Print the run history kept in the state, newest trigger first.
     #[command(after_help = HISTORY_EXAMPLES)]
     History(HistoryArgs),
+    /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
+    Jobs(JobsArgs),
+}
+
+/// `slotcron jobs`.
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: JobsCommand,
+}
+
+/// The `slotcron jobs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Store the `[[job]]` tables of FILE (`-`: standard input) in the state, replacing the
+    /// jobs of the same names; nothing is written if any is invalid.
+    Put {
+        /// A TOML jobs file, or `-`.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// Remove a job from the state.
+    Rm {
+        /// The job's name.
+        name: String,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// List the state's jobs and the jobs the daemons' files define, with their source.
+    Ls {
+        #[command(flatten)]
+        state: StateArg,
+        /// One JSON object per line instead of columns.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `slotcron run`.
@@ -67,9 +106,17 @@ pub struct RunArgs {
     /// characters.
     #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
+    /// Also reload FILE when it changes (its directory is watched, so that a file renamed
+    /// over it and a Kubernetes ConfigMap update are seen), as SIGHUP and SIGUSR2 do.
+    #[arg(long)]
+    pub watch: bool,
+    /// Also run the jobs kept in the state (`slotcron jobs put`), and follow their changes
+    /// within 2 s. Opt-in: whoever may write to the state can then run commands here.
+    #[arg(long)]
+    pub jobs_from_state: bool,
     /// At a stop, how long running commands may go on [default: 20s].
     ///
-    /// At SIGINT, SIGTERM or SIGHUP: then they get SIGTERM, and SIGKILL 5 s later. E.g.
+    /// At SIGINT or SIGTERM: then they get SIGTERM, and SIGKILL 5 s later. E.g.
     /// 20s, 1m. Takes precedence over `shutdown_timeout` in a TOML jobs file. Give the
     /// supervisor's stop timeout (Kubernetes terminationGracePeriodSeconds, systemd
     /// TimeoutStopSec) 10 s more.
@@ -79,7 +126,7 @@ pub struct RunArgs {
     pub state: StateArg,
 }
 
-/// `--state URL`, shared by `run` and `history`.
+/// `--state URL`, shared by `run`, `history` and `jobs`.
 #[derive(Debug, Args)]
 pub struct StateArg {
     /// Job state and run history.

@@ -9,13 +9,16 @@ mod cron_error;
 mod duration;
 mod history;
 mod hook;
+mod jobs;
 mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod reload;
 mod run;
 mod signals;
 mod state;
+mod state_jobs;
 mod table;
 mod zone;
 
@@ -37,5 +40,6 @@ fn main() -> ExitCode {
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
+        Command::Jobs(args) => jobs::run(args),
     }
 }

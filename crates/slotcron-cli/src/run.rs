@@ -12,8 +12,10 @@ use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
 use crate::jobs_file::{self, Coordination, Format, JobsFile};
+use crate::reload::{Reloader, Triggers};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
+use crate::state_jobs::StateJobs;
 use crate::{INVALID_INPUT, command, duration};
 
 /// Up to this many jobs, start-up logs a line for each at info level; beyond, one
@@ -31,7 +33,7 @@ pub struct Settings {
     /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
     /// any.
     pub redis: Option<Redis>,
-    /// At SIGINT/SIGTERM/SIGHUP, how long running commands may go on before they get SIGTERM.
+    /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
@@ -122,9 +124,11 @@ impl Settings {
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
-    /// shutdown.
+    /// shutdown. Its jobs are the file's (and, with `--jobs-from-state`, the state's
+    /// command jobs, see [`Reloader`]), never the library definitions a shared state may
+    /// also hold: [`Scheduler::restore`] reads only the jobs' state.
     pub fn scheduler(&self, backends: &Backends) -> SchedulerBuilder {
-        let mut builder = Scheduler::builder().instance(&self.instance);
+        let mut builder = Scheduler::builder().instance(&self.instance).restore_definitions(false);
         if let Some(coordinator) = &backends.coordinator {
             builder = builder.coordinator(coordinator.clone());
         }
@@ -152,9 +156,10 @@ fn default_instance() -> String {
     format!("{}-{}", host.as_deref().unwrap_or("localhost"), std::process::id())
 }
 
-/// Runs the jobs of `args.file` until SIGINT, SIGTERM or SIGHUP, then lets running commands
+/// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
 /// finish (bounded by the shutdown timeout; a second signal kills them at once) and exits
-/// with status 0. An invalid file:
+/// with status 0. SIGHUP and SIGUSR2 (and, with `--watch`, a change of the file) reload
+/// the file (see [`Reloader::reload`]). An invalid file:
 /// every problem on standard error, exit status 2. A state or coordinator that cannot be
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
@@ -183,56 +188,83 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(daemon(loaded, &settings))
+    runtime.block_on(daemon(loaded, &settings, args))
 }
 
-async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
+async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCode {
+    let watch = args.watch;
     let mut stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
-            tracing::error!("cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}");
+            tracing::error!("cannot install the SIGINT/SIGTERM handlers: {e}");
             return ExitCode::FAILURE;
         }
     };
     if let Err(e) = signals::ignore_others() {
-        tracing::error!("cannot install the SIGUSR1/SIGUSR2/SIGQUIT/SIGWINCH/SIGPIPE handlers: {e}");
+        tracing::error!("cannot install the SIGUSR1/SIGQUIT/SIGWINCH/SIGPIPE handlers: {e}");
         return ExitCode::FAILURE;
     }
+    // Before anything can take long: a SIGHUP from then on is a reload, never a stop.
+    let mut triggers = match Triggers::install(&loaded.path, watch) {
+        Ok(triggers) => triggers,
+        Err(e) => return start_failed(&e),
+    };
     let path = loaded.path.clone();
     // A stop asked for while the state or the coordinator is still connecting (each
     // bounded by its own timeout) is a stop like any other: at once, status 0.
     let started = tokio::select! {
-        started = start(loaded, settings) => started,
+        started = start(loaded, settings, args.jobs_from_state) => started,
         signal = stop.next() => {
             tracing::info!(signal, "stopping before the start-up finished");
             return ExitCode::SUCCESS;
         }
     };
-    let scheduler = match started {
-        Ok(scheduler) => scheduler,
+    let (scheduler, reloader) = match started {
+        Ok(started) => started,
         Err(code) => return code,
     };
-    tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
+    tracing::info!(
+        file = %path.display(),
+        instance = %settings.instance,
+        watch,
+        "slotcron running; reload with SIGHUP or SIGUSR2, stop with Ctrl-C or SIGTERM"
+    );
     let cancel = CancellationToken::new();
+    if let Some(state_jobs) = reloader.state_jobs() {
+        triggers.on_state_changes(state_jobs.watch());
+    }
+    let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     scheduler.run(cancel).await;
+    _ = reloads.await;
     ExitCode::SUCCESS
 }
 
 /// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run, or the exit status of a failed start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
+/// run and what reloads its jobs, or the exit status of a failed start (its reason
+/// already on standard error).
+async fn start(
+    loaded: JobsFile,
+    settings: &Settings,
+    jobs_from_state: bool,
+) -> Result<(Scheduler, Reloader), ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
-    let count = loaded.jobs.len();
+    let state_jobs = match (jobs_from_state, &backends.state.store) {
+        (false, _) => None,
+        (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
+        (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
+    };
+    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs);
+    if let Err(e) = reloader.apply().await {
+        tracing::error!("{e}");
+        return Err(ExitCode::from(INVALID_INPUT));
+    }
+    let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
-    for entry in loaded.jobs {
-        let job = entry.job.name().to_owned();
-        if let Err(e) = scheduler.add(entry.job) {
-            tracing::error!("{e}");
-            return Err(ExitCode::from(INVALID_INPUT));
-        }
+    for entry in reloader.file_jobs() {
+        let job = entry.job.name();
         if each_at_info {
             tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
         } else {
@@ -247,7 +279,7 @@ async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitC
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok(scheduler)
+    Ok((scheduler, reloader))
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

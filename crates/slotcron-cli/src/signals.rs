@@ -1,5 +1,6 @@
-//! The daemon's signals: SIGINT, SIGTERM and SIGHUP stop it, a second one hurries the
-//! shutdown ([`StopSignals`]); SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH and SIGPIPE are
+//! The daemon's signals: SIGINT and SIGTERM stop it, a second one hurries the
+//! shutdown ([`StopSignals`]); SIGHUP and SIGUSR2 reload the jobs file
+//! ([`crate::reload::Triggers`]); SIGUSR1, SIGQUIT, SIGWINCH and SIGPIPE are
 //! ignored, each with a log line ([`ignore_others`]), so that none ends the daemon
 //! silently (their default actions would kill it, SIGQUIT with a core dump).
 
@@ -8,31 +9,24 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::process_group;
 
-/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
-/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
-/// would kill the daemon at once and leave the commands, in their own process groups,
-/// running unwatched and unrecorded.
+/// SIGINT and SIGTERM, installed before the first job starts. (SIGHUP reloads, see
+/// [`crate::reload::Triggers`]: a daemon started from a terminal outlives the closed
+/// session.)
 pub struct StopSignals {
     interrupt: Signal,
     terminate: Signal,
-    hangup: Signal,
 }
 
 impl StopSignals {
     pub fn install() -> std::io::Result<Self> {
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
     }
 
-    /// The next SIGINT, SIGTERM or SIGHUP: its name.
+    /// The next SIGINT or SIGTERM: its name.
     pub async fn next(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
-            _ = self.hangup.recv() => "SIGHUP",
         }
     }
 
@@ -69,7 +63,7 @@ struct Ignored {
 }
 
 /// The signals [`ignore_others`] installs.
-fn ignored() -> [Ignored; 5] {
+fn ignored() -> [Ignored; 4] {
     [
         Ignored {
             kind: SignalKind::user_defined1(),
@@ -78,15 +72,9 @@ fn ignored() -> [Ignored; 5] {
             once: false,
         },
         Ignored {
-            kind: SignalKind::user_defined2(),
-            name: "SIGUSR2",
-            why: "reload is not supported yet; restart the daemon to read the jobs file again",
-            once: false,
-        },
-        Ignored {
             kind: SignalKind::quit(),
             name: "SIGQUIT",
-            why: "stop with Ctrl-C, SIGTERM or SIGHUP",
+            why: "stop with Ctrl-C or SIGTERM",
             once: false,
         },
         Ignored {
@@ -104,7 +92,7 @@ fn ignored() -> [Ignored; 5] {
     ]
 }
 
-/// Installs handlers for SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH and SIGPIPE that log the
+/// Installs handlers for SIGUSR1, SIGQUIT, SIGWINCH and SIGPIPE that log the
 /// signal (at info level) and otherwise ignore it. SIGWINCH and SIGPIPE are logged the
 /// first time only. Must be called inside the runtime; the handlers stay for the life of
 /// the process.

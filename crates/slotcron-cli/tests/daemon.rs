@@ -13,8 +13,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use slotcron::jiff::Timestamp;
 use support::{
-    Daemon, KillOnDrop, PATIENCE, has_ended, history, scratch, slotcron, wait_exit, wait_until,
-    wait_until_ended, write,
+    Daemon, KillOnDrop, PATIENCE, has_ended, scratch, slotcron, wait_exit, wait_until, wait_until_ended,
+    write,
 };
 
 #[test]
@@ -57,28 +57,6 @@ fn sigint_stops_the_daemon_too() {
     daemon.wait_for("for the run to finish", |line| line.contains("run finished") && line.contains("hello"));
     daemon.signal(Signal::SIGINT);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-}
-
-#[test]
-fn sighup_lets_the_running_command_finish_records_it_and_exits_0() {
-    let dir = scratch("sighup");
-    write(&dir, "crontab", "# name: waiter\n@reboot until [ -e go ]; do sleep 0.1; done; echo done\n");
-    let mut daemon = Daemon::start(&dir, "crontab");
-    daemon.wait_for("for the command to start", |line| line.contains("command started"));
-    daemon.signal(Signal::SIGHUP);
-    daemon.wait_for("for the shutdown to start", |line| {
-        line.contains("stopping: no new runs") && line.contains(r#"signal="SIGHUP""#)
-    });
-    // Still running after the signal: the daemon waits for it rather than dying with it.
-    write(&dir, "go", "");
-    let finished = daemon.wait_for("for the run to finish", |line| {
-        line.contains("run finished") && line.contains(r#"job="waiter""#)
-    });
-    assert!(finished.contains(r#"outcome="succeeded""#), "{finished}");
-    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    let runs = history(&dir, &["waiter"]);
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(runs[0].outcome, "succeeded");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `slotcron run` and the signals that do not stop it: SIGUSR1, SIGUSR2, SIGQUIT,
-//! SIGWINCH and SIGPIPE are each logged and ignored, none ends the daemon.
+//! `slotcron run` and the signals that do not stop it: SIGUSR1, SIGQUIT, SIGWINCH and
+//! SIGPIPE are each logged and ignored, none ends the daemon (SIGHUP and SIGUSR2 reload:
+//! tests/reload.rs).
 //!
 //! Each wait is bounded by `support::PATIENCE`.
 
@@ -16,8 +17,7 @@ fn signals_other_than_the_stop_signals_are_logged_and_ignored() {
     daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
     for (signal, says) in [
         (Signal::SIGUSR1, "ignoring SIGUSR1"),
-        (Signal::SIGUSR2, "ignoring SIGUSR2: reload is not supported yet"),
-        (Signal::SIGQUIT, "ignoring SIGQUIT: stop with Ctrl-C, SIGTERM or SIGHUP"),
+        (Signal::SIGQUIT, "ignoring SIGQUIT: stop with Ctrl-C or SIGTERM"),
         (Signal::SIGWINCH, "ignoring SIGWINCH"),
         (Signal::SIGPIPE, "ignoring SIGPIPE"),
     ] {

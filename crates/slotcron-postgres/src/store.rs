@@ -19,6 +19,7 @@ pub struct PostgresStore {
 struct Sql {
     load_states: String,
     save_state: String,
+    delete_state: String,
     load_definitions: String,
     save_definition: String,
     delete_definition: String,
@@ -46,6 +47,7 @@ impl PostgresStore {
             load_states: database
                 .sql("SELECT job, last_trigger, last_outcome, one_shot_done FROM {schema}.job_state"),
             save_state: database.sql(SAVE_STATE),
+            delete_state: database.sql("DELETE FROM {schema}.job_state WHERE job = $1"),
             load_definitions: database
                 .sql("SELECT job, definition::text FROM {schema}.job_definition ORDER BY job"),
             save_definition: database.sql(
@@ -91,6 +93,10 @@ impl Store for PostgresStore {
             .await
             .map_err(StoreError::new)?;
         Ok(())
+    }
+
+    async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {
+        Ok(self.database.execute(&self.sql.delete_state, &[&job]).await.map_err(StoreError::new)? > 0)
     }
 
     async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {

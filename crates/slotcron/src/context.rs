@@ -20,8 +20,9 @@ pub struct JobContext {
     pub(crate) fencing_token: u64,
     pub(crate) attempt: u32,
     pub(crate) scope: Arc<RunScope>,
-    /// The run's own token, for a job with a timeout; else the scheduler's.
-    pub(crate) own_cancel: Option<CancellationToken>,
+    /// The run's own token: a child of the scheduler's shutdown token, fired also by the
+    /// run's timeout and by its job's removal with cancellation.
+    pub(crate) own_cancel: CancellationToken,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
 }
 
@@ -77,9 +78,12 @@ impl JobContext {
     }
 
     /// Fires when the run should stop: its timeout expired, the scheduler is shutting
-    /// down, its job's lease was lost, or an `overlap = replace` trigger replaces it. A handler that ignores it is dropped after the scheduler's cancel grace.
+    /// down, its job was removed with
+    /// [`Scheduler::remove_and_cancel`](crate::Scheduler::remove_and_cancel), its job's
+    /// lease was lost, or an `overlap = replace` trigger replaces it. A handler that
+    /// ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        self.own_cancel.as_ref().unwrap_or(&self.scope.shutdown)
+        &self.own_cancel
     }
 
     /// The job's payload (JSON), if it has one.

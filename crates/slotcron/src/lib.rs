@@ -133,7 +133,9 @@
 //!   grace).
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
 //!   through a [`Coordinator`], records each run in a [`Ledger`] (read it back with a
-//!   [`LedgerQuery`]) and remembers each job's last trigger in a [`Store`].
+//!   [`LedgerQuery`]) and remembers each job's last trigger in a [`Store`];
+//!   [`Scheduler::reconcile`] converges its jobs to a desired set of [`Plan`]s while it
+//!   runs.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //!
@@ -146,6 +148,7 @@ pub mod coordinator;
 mod engine;
 pub mod job;
 pub mod ledger;
+mod plan;
 pub mod policy;
 mod redact;
 mod registry;
@@ -160,9 +163,13 @@ pub mod testkit;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
-pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use engine::{
+    DefineError, PlanError, ReconcileError, ReconcileReport, Scheduler, SchedulerBuilder, claim_ttl,
+    trigger_key,
+};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use plan::Plan;
 pub use policy::{Misfire, Overlap, Permanent, Retry};
 pub use redact::redact;
 pub use registry::HandlerRegistry;

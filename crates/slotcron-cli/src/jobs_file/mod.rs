@@ -12,6 +12,7 @@ pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -87,6 +88,12 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// A hash of everything the file says about the job (its name, schedule and zone,
+    /// command, environment, input, policies), not of its line: equal across two loads
+    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
+    pub fingerprint: String,
+    /// The command its handler runs.
+    pub command: ShellCommand,
     /// The command run after a trigger of the job fails (its own or the file's
     /// `on_failure`).
     pub on_failure: Option<ShellCommand>,
@@ -263,22 +270,46 @@ impl Draft {
             builder = builder.jitter(jitter);
         }
         match self.schedule.apply(builder).build() {
-            Ok(job) => Ok(JobEntry {
-                line: self.line,
-                schedule: self.schedule,
-                job,
+            Ok(job) => {
+                let fingerprint = self.fingerprint();
                 // The hook runs as the job's command does: its shell, user, environment
                 // and working directory.
-                on_failure: self.policies.on_failure.map(|hook| ShellCommand {
+                let on_failure = self.policies.on_failure.map(|hook| ShellCommand {
                     script: hook.script,
                     mailto: None,
                     timeout: None,
                     stdin: None,
                     ..self.command.clone()
-                }),
-            }),
+                });
+                let command = self.command;
+                Ok(JobEntry {
+                    line: self.line,
+                    schedule: self.schedule,
+                    job,
+                    fingerprint,
+                    command,
+                    on_failure,
+                })
+            }
             Err(error) => Err(self.problem(error)),
         }
+    }
+
+    fn fingerprint(&self) -> String {
+        let mut hasher = DefaultHasher::new();
+        let definition = (
+            &self.name,
+            &self.schedule,
+            &self.command,
+            self.timeout,
+            self.run_on_start,
+            self.on_every_replica,
+            self.misfire,
+            self.grace,
+            &self.policies,
+        );
+        format!("{definition:?}").hash(&mut hasher);
+        format!("{:016x}", hasher.finish())
     }
 
     fn problem(&self, error: JobError) -> Problem {

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
@@ -44,6 +45,7 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 lease_ttl: DEFAULT_LEASE_TTL,
+                restore_definitions: true,
             },
             max_concurrent_runs: None,
             observer: None,
@@ -148,6 +150,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
+    /// (default `true`); with `false` it reads only the jobs' state, for a caller that
+    /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
+    pub fn restore_definitions(mut self, restore: bool) -> Self {
+        self.settings.restore_definitions = restore;
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
@@ -168,6 +178,7 @@ impl SchedulerBuilder {
                 table: Mutex::new(Table::default()),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
+                stopped: CancellationToken::new(),
             }),
         }
     }

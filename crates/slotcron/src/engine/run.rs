@@ -96,6 +96,10 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action } = due;
+    if job.removed.load(Ordering::SeqCst) {
+        tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
+        return;
+    }
     let record = match action {
         Action::Missed { count } => {
             let reason = format!(
@@ -176,12 +180,9 @@ async fn claim_and_run(
             fencing_token,
             attempt,
             scope: scope.clone(),
-            // Only a run with a timeout or a lease can be cancelled on its own.
-            own_cancel: match (job.timeout, run_cancel) {
-                (Some(_), _) => Some(parent.child_token()),
-                (None, Some(run_cancel)) => Some(run_cancel.clone()),
-                (None, None) => None,
-            },
+            // Each attempt can be cancelled on its own: by its timeout, its job's removal,
+            // or (through `parent`) its lease.
+            own_cancel: parent.child_token(),
             payload: job.payload.clone(),
         };
         let now = clock.now();
@@ -300,36 +301,48 @@ async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    let timed_out = tokio::select! {
+    let why = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
-        () = timeout => true,
-        () = stopped => false,
+        () = timeout => Why::TimedOut,
+        () = job.cancel_runs.cancelled() => Why::Removed,
+        () = stopped => Why::Stopped,
     };
-    // Timed out or stopped: ask the handler to stop, then drop it after the grace period.
-    if let Some(cancel) = cancel {
-        cancel.cancel();
-    }
+    // Ask the handler to stop, then drop it after the grace period.
+    cancel.cancel();
     let grace = shared.settings.cancel_grace;
-    let dropped = tokio::select! {
+    let result = tokio::select! {
         biased;
-        result = &mut run => (!timed_out).then_some(result),
+        result = &mut run => Some(result),
         () = abort.cancelled() => None,
         () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => None,
     };
-    if timed_out {
-        let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
-        return AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true };
-    }
-    match dropped {
-        // It stopped when asked: its own result.
-        Some(result) => AttemptResult { retryable: false, ..finished(result) },
-        None => ended(
+    match (why, result) {
+        (Why::TimedOut, _) => {
+            let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
+            AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
+        }
+        // It stopped when asked: its own result, not retried.
+        (_, Some(result)) => AttemptResult { retryable: false, ..finished(result) },
+        (Why::Removed, None) => ended(
+            Outcome::Aborted,
+            Some(format!("the job was removed and its run cancelled; dropped after {grace:?}")),
+        ),
+        (Why::Stopped, None) => ended(
             Outcome::Failed,
             Some(format!("did not stop within the cancel grace of {grace:?}; dropped")),
         ),
     }
+}
+
+/// Why an attempt was asked to stop.
+enum Why {
+    TimedOut,
+    /// Its job was removed with its runs cancelled.
+    Removed,
+    /// The overlap lease stopped it (lost, or replaced).
+    Stopped,
 }
 
 /// An attempt that is not retried.
