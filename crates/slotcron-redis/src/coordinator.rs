@@ -4,21 +4,21 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, ErrorKind, RedisError, Script, TlsCertificates};
+use redis::{ErrorKind, RedisError, Script};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 
 use crate::claimant::{Token, holder};
-use crate::keys::Keys;
+use crate::connection::Connection;
+use crate::keys::KeyLayout;
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease.lua")));
 
-/// Arbitrates claims through one Redis server, so that each trigger runs on exactly one
-/// replica.
+/// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
+/// runs on exactly one replica.
 ///
 /// Each claim is one call of a Lua script (`EVALSHA`; the first call after the server
 /// starts also loads the script): if the trigger key is absent it is set, with the
@@ -41,14 +41,24 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("leas
 /// an error: the engine treats an unanswered acquisition as a skip and retries an
 /// unanswered renewal until the lease's TTL has passed.
 ///
-/// The connection is a `redis` connection manager: multiplexed, and re-established by
-/// itself after Redis restarts. One server (or a primary) only: Redis Cluster is not
-/// supported, and a failover to a replica that had not received a claim can let a
+/// On one server the connection is a `redis` connection manager: multiplexed, and
+/// re-established by itself after Redis restarts. A failover to a replica that had not
+/// received a claim can let a trigger run twice.
+///
+/// On a Redis Cluster (a `redis+cluster://` URL) it is the `redis` crate's cluster
+/// client: each claim goes to the node serving its job's hash slot (every key of a job
+/// carries the job's name as hash tag, see [`RedisConfig::key_prefix`]), so it stays one
+/// atomic script on one node. A MOVED reply (the slot changed owner) is followed; a node
+/// that is down or failing over fails the claims of its slots (the scheduler skips those
+/// triggers: fail closed) until the client, which reconnects and refreshes its slot map by
+/// itself, reaches the slot's new or restarted master. The client never sends a claim
+/// again on its own after a lost reply: the coordinator reads the claim back, as above.
+/// As on one server, a failover to a replica that had not received a claim can let that
 /// trigger run twice.
 #[derive(Clone)]
 pub struct RedisCoordinator {
-    connection: ConnectionManager,
-    keys: Keys,
+    connection: Connection,
+    keys: KeyLayout,
     one_shot_retention: Option<Duration>,
 }
 
@@ -60,29 +70,9 @@ impl RedisCoordinator {
     /// [`RedisCoordinatorError::Connect`] if the first connection fails (unreachable,
     /// TLS, authentication, database).
     pub async fn connect(config: RedisConfig) -> Result<Self, RedisCoordinatorError> {
-        config.validate()?;
-        let invalid_url =
-            |e: RedisError| RedisCoordinatorError::Config { field: "url", reason: e.to_string() };
-        let client = match config.tls_root_certificate {
-            Some(pem) => {
-                let certificates = TlsCertificates { client_tls: None, root_cert: Some(pem) };
-                redis::Client::build_with_tls(config.url.as_str(), certificates)
-            }
-            None => redis::Client::open(config.url.as_str()),
-        }
-        .map_err(invalid_url)?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connection_timeout))
-            .set_response_timeout(Some(config.response_timeout))
-            .set_number_of_retries(config.reconnect_retries);
-        let connection = ConnectionManager::new_with_config(client, manager)
-            .await
-            .map_err(RedisCoordinatorError::Connect)?;
-        Ok(Self {
-            connection,
-            keys: Keys::new(&config.key_prefix),
-            one_shot_retention: config.one_shot_retention,
-        })
+        config.check()?;
+        let (connection, keys) = Connection::open(&config).await?;
+        Ok(Self { connection, keys, one_shot_retention: config.one_shot_retention })
     }
 
     /// The claim's expiry in milliseconds, rounded up; 0 for none.
@@ -101,11 +91,10 @@ impl RedisCoordinator {
         claimant: &str,
         expiry_ms: u64,
     ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        let mut connection = self.connection.clone();
         let mut script = CLAIM.key(key);
         script.key(fencing).arg(claimant).arg(expiry_ms);
         // The new fencing token when won, nil when taken.
-        match script.invoke_async::<Option<u64>>(&mut connection).await {
+        match self.connection.invoke::<Option<u64>>(&script).await {
             Ok(Some(fencing_token)) => Ok(ClaimOutcome::Won { fencing_token }),
             Ok(None) => Ok(ClaimOutcome::Lost),
             Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),
@@ -121,20 +110,19 @@ impl RedisCoordinator {
         owner: &str,
         ttl: Duration,
     ) -> Result<i64, CoordinatorError> {
-        let mut connection = self.connection.clone();
         let ttl_ms = u64::try_from(ttl.as_millis().max(1)).unwrap_or(u64::MAX);
-        let mut script = LEASE.key(self.keys.lease(job));
+        let key = self.keys.lease(job);
+        let mut script = LEASE.key(&key);
         script.arg(op).arg(owner).arg(ttl_ms);
-        script
-            .invoke_async::<i64>(&mut connection)
+        self.connection
+            .invoke::<i64>(&script)
             .await
-            .map_err(|e| CoordinatorError::new(format!("lease of {}: {op}: {e}", self.keys.lease(job))))
+            .map_err(|e| CoordinatorError::new(format!("lease of {key}: {op}: {e}")))
     }
 
     /// Who holds the trigger key now.
     async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
-        let mut connection = self.connection.clone();
-        let value: Option<String> = connection.get(key).await?;
+        let value = self.connection.get(key).await?;
         Ok(holder(value.as_deref(), token))
     }
 }
@@ -151,7 +139,7 @@ impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let token =
             Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.key);
+        let key = self.keys.trigger(claim.job, claim.key);
         let fencing = self.keys.fencing(claim.job);
         let claimant = token.claimant(claim.instance);
         let expiry_ms = self.expiry_ms(claim.ttl);
