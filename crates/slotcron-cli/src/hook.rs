@@ -66,6 +66,7 @@ impl FailureHooks {
             env: &env,
             cancel: &cancel,
             stop_reason: &stop_reason,
+            run: None,
         };
         let mut run = pin!(command.launch(&launch));
         let (job, trigger, outcome) = (&*record.job, record.trigger, record.outcome.as_str());

@@ -191,7 +191,7 @@ X = "1"
                     backoff_multiplier, backoff_max, overlap, jitter, on_failure";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
-         max_concurrent_runs, on_failure, coordination, job"
+         max_concurrent_runs, on_failure, coordination, admin, job"
             .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),
@@ -759,4 +759,29 @@ fn with_state_check_shows_done_one_shots_and_each_job_s_last_trigger() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn the_admin_table_is_checked_with_its_lines() {
+    let (code, _, err) = check(
+        "admin_table",
+        "jobs.toml",
+        "[admin]\nlisten = \"everywhere\"\nport = 9090\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.contains(
+            &"jobs.toml:2: admin.listen: \"everywhere\" is not an address to listen on: write IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH"
+        ),
+        "{err}"
+    );
+    assert!(lines.contains(&"jobs.toml:3: admin.port: unknown key; [admin] takes listen"), "{err}");
+    let (code, out, err) = check(
+        "admin_ok",
+        "jobs.toml",
+        "[admin]\nlisten = \"unix:/run/slotcron.sock\"\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains('a'), "{out}");
 }

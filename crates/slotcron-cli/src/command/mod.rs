@@ -2,12 +2,15 @@
 //! `SHELL=`), in the job's working directory and as its user if it has them, in its own
 //! process group and logs its output.
 
+mod capture;
 mod mail;
 mod output;
 mod user;
 
 pub use mail::sendmail;
 pub use user::Me;
+
+pub use capture::{KeepingOutput, keep_output_in};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -20,7 +23,8 @@ use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
 use crate::duration;
-use crate::process_group::ProcessGroup;
+use crate::process_group::{self, ProcessGroup};
+use capture::Tail;
 
 /// How much earlier than its timeout a run may be cancelled and still be told timed out
 /// (the engine's timer and this run's clock start a moment apart).
@@ -67,6 +71,9 @@ pub struct Launch<'a> {
     pub cancel: &'a CancellationToken,
     /// Why `cancel` fired, for the log line, when it was not the job's timeout.
     pub stop_reason: &'a (dyn Fn() -> &'static str + Sync),
+    /// The run this is an attempt of: the command's process goes into the run's record
+    /// and its output into the run output store. None for a failure hook.
+    pub run: Option<&'a JobContext>,
 }
 
 /// Why a command run failed.
@@ -156,7 +163,9 @@ impl ShellCommand {
     /// that grows with every won claim of the job across the fleet) and
     /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) in its
     /// environment.
-    /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
+    /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
+    /// the last 64 KiB of its output (of its last attempt) are kept in the daemon's state
+    /// (see [`keep_output_in`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -185,6 +194,7 @@ impl ShellCommand {
             env: &env,
             cancel: ctx.cancellation_token(),
             stop_reason: &stop_reason,
+            run: Some(ctx),
         };
         self.launch(&launch).await
     }
@@ -201,8 +211,7 @@ impl ShellCommand {
             command.current_dir(dir);
         }
         let switch = self.user.as_deref().map(user::Switch::to).transpose().map_err(CommandError::User)?;
-        if let Some(switch) = switch.flatten() {
-            command.envs(switch.env.clone());
+        if let Some(switch) = switch {
             switch.apply(&mut command);
         }
         // Mail only where a sendmail exists (its absence is warned of at start-up).
@@ -226,6 +235,12 @@ impl ShellCommand {
         let started = Instant::now();
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, launch.trigger);
+        // In the run's record: a daemon that dies now leaves what stops it at the next start.
+        if let Some(ctx) = launch.run
+            && let Some(process) = process_group::run_process(pid)
+        {
+            ctx.started_process(process);
+        }
         tracing::info!(job, trigger = %launch.trigger, pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold
@@ -241,9 +256,10 @@ impl ShellCommand {
                 }
             }
         };
+        let tail = Tail::default();
         let collect = mail.as_ref().map(|(_, _, collected)| collected);
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, collect);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, collect);
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail, collect);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail, collect);
         let cancel = launch.cancel;
         let exit = async {
             let status = tokio::select! {
@@ -278,6 +294,9 @@ impl ShellCommand {
         let (status, (), _, last_stderr) = tokio::join!(exit, feed, stdout, stderr);
         if let Some(group) = group {
             group.disarm();
+        }
+        if let Some(ctx) = launch.run {
+            tail.save(ctx).await;
         }
         if let Some((to, sendmail, collected)) = mail {
             collected.send(&sendmail, to, job, &self.script).await;

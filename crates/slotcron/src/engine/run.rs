@@ -3,13 +3,14 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::Shared;
 use super::later;
@@ -18,7 +19,8 @@ use super::trigger::claim_ttl;
 use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease};
 use crate::job::{BoxError, Job};
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
+use crate::metrics::{ClaimResult, EngineSeries};
 use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunStop};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
@@ -88,14 +90,18 @@ impl RunScope {
 /// The run's state is boxed when it starts, so a task that waits in the runtime's queue
 /// holds only its arguments (and tokio moves less memory per spawn): a burst of
 /// thousands of triggers stays small.
+///
+/// The run is a `tracing` span, `run`, carrying the job and the trigger, so the handler's
+/// own events carry them too.
 pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     scope.started();
-    Box::pin(execute_started(scope, due)).await;
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    Box::pin(execute_started(scope, due)).instrument(span).await;
 }
 
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
-    let Due { job, trigger, next, action } = due;
+    let Due { job, trigger, next, action, cause } = due;
     if job.removed.load(Ordering::SeqCst) {
         tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
         return;
@@ -107,10 +113,9 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
                 job.grace,
                 job.misfire.name()
             );
-            let now = shared.clock.now();
-            shared.record(&job, trigger, Outcome::Missed, None, now, Duration::ZERO, Some(reason))
+            shared.skipped(&job, trigger, cause, Outcome::Missed, Some(reason))
         }
-        Action::Run => claim_and_run(&scope, &job, trigger, next).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause).await,
     };
     shared.finish(&job, record).await;
 }
@@ -120,12 +125,11 @@ async fn claim_and_run(
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
 ) -> RunRecord {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
-    let skipped = |outcome, reason: String| {
-        shared.record(job, trigger, outcome, None, clock.now(), Duration::ZERO, Some(reason))
-    };
+    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
     // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
     let start = match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
         Ok(start) => start,
@@ -147,7 +151,7 @@ async fn claim_and_run(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            match claim(shared, coordinator.as_ref(), job, trigger, next, key).await {
+            match claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
             }
@@ -156,8 +160,12 @@ async fn claim_and_run(
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
-    // When the first attempt starts: after any wait for the lease.
-    let started = OnceLock::new();
+    // The run's `running` record, written when the first attempt starts (after any wait
+    // for the lease); it counts the attempts as they go.
+    let record: OnceLock<Arc<Mutex<RunRecord>>> = OnceLock::new();
+    let series = shared.series();
+    // The running-runs gauge, from the first attempt's start to the run's end.
+    let running: OnceLock<Running<'_>> = OnceLock::new();
     // The overlap lease, around the retries, around each attempt under its timeout.
     let stop = (job.overlap != Overlap::Allow).then(|| RunStop::new(&scope.shutdown));
     let run_cancel = stop.as_ref().map(|stop| &stop.handler);
@@ -172,6 +180,23 @@ async fn claim_and_run(
     };
     let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
         let parent = run_cancel.unwrap_or(&scope.shutdown);
+        let run = record
+            .get_or_init(|| Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token))))
+            .clone();
+        running.get_or_init(|| {
+            // Lateness from the actual (jittered, lease-waited) start.
+            let lateness = trigger.duration_until(lock(&run).started);
+            series.run_started(Duration::try_from(lateness).unwrap_or_default());
+            Running(series)
+        });
+        if attempt > 1 {
+            let update = {
+                let mut run = lock(&run);
+                run.attempts = attempt;
+                run.clone()
+            };
+            shared.outbox.push(LedgerWrite::Update(update));
+        }
         let ctx = JobContext {
             job: job.name.clone(),
             trigger,
@@ -184,9 +209,9 @@ async fn claim_and_run(
             // or (through `parent`) its lease.
             own_cancel: parent.child_token(),
             payload: job.payload.clone(),
+            record: run,
         };
         let now = clock.now();
-        started.get_or_init(|| now);
         async move {
             let result = run_handler(scope, job, ctx, stopped, now).await;
             if job.retry.attempts() > 1 {
@@ -205,7 +230,9 @@ async fn claim_and_run(
         stop: stop.as_ref(),
         stopping: &scope.stopping,
     };
-    let (attempted, note) = match guard.run(retries).await {
+    let guarded = guard.run(retries).await;
+    drop(running);
+    let (attempted, note) = match guarded {
         Guarded::Ran(attempted, note) => (attempted, note),
         Guarded::Skipped(reason) => return skipped(Outcome::SkippedOverlap, reason),
         Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
@@ -215,9 +242,15 @@ async fn claim_and_run(
         (Some(error), Some(note)) => Some(format!("{error} ({note})")),
         (error, note) => error.or(note),
     };
-    let started = started.get().copied().unwrap_or_else(|| clock.now());
-    let duration = Duration::try_from(started.duration_until(clock.now())).unwrap_or_default();
-    let mut record = shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error);
+    let Some(run) = record.get() else {
+        // No attempt started (stopped before the first): nothing ran.
+        let reason = error.unwrap_or_else(|| "the scheduler stopped before the first attempt".into());
+        return skipped(Outcome::Aborted, reason);
+    };
+    let mut record = lock(run).clone();
+    record.duration = Duration::try_from(record.started.duration_until(clock.now())).unwrap_or_default();
+    record.outcome = outcome;
+    record.error = error;
     record.attempts = attempts;
     record
 }
@@ -231,6 +264,20 @@ fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResu
     }
 }
 
+/// The run's record, shared with its [`JobContext`].
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A started handler, counted in the running-runs gauge until dropped.
+struct Running<'a>(&'a EngineSeries);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.run_ended();
+    }
+}
+
 /// Claims the trigger: the fencing token if won, else the record of the skip.
 async fn claim(
     shared: &Shared,
@@ -238,11 +285,13 @@ async fn claim(
     job: &Job,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
     key: &str,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
     let ttl = claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack);
     let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
+    let asked = shared.clock.now();
     let mut claiming = coordinator.claim(&claim);
     // Most claims answer at once: arm the timeout only if not.
     let claimed = match (&mut claiming).now_or_never() {
@@ -258,16 +307,20 @@ async fn claim(
             }
         }
     };
-    let now = shared.clock.now();
+    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
+    let result = match claimed {
+        Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
+        Ok(ClaimOutcome::Lost) => ClaimResult::Lost,
+        Err(_) => ClaimResult::Error,
+    };
+    shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => {
-            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
-        }
+        Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
         Err(e) => {
             let reason = format!("{} coordinator: {e}", coordinator.name());
-            let outcome = Outcome::SkippedBackendUnavailable;
-            Err(shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason)))
+            Err(shared.skipped(job, trigger, cause, Outcome::SkippedBackendUnavailable, Some(reason)))
         }
     }
 }

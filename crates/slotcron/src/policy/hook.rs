@@ -64,6 +64,7 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
                 | Outcome::Panicked
                 | Outcome::Missed
                 | Outcome::SkippedBackendUnavailable
+                | Outcome::Interrupted
         )
     }
 
@@ -107,12 +108,14 @@ mod tests {
             job: "backup".into(),
             trigger: Timestamp::from_second(second).unwrap(),
             instance: "a".into(),
+            cause: crate::ledger::Cause::Scheduled,
             outcome,
             fencing_token: None,
             started: Timestamp::from_second(second).unwrap(),
             duration: Duration::ZERO,
             attempts: 1,
             error: Some("down".into()),
+            process: None,
         }
     }
 

@@ -20,9 +20,11 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "max_concurrent_runs",
     "on_failure",
     "coordination",
+    "admin",
     "job",
 ];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
+pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",
