@@ -37,6 +37,17 @@ struct Policies {
     grace_ms: u128,
     on_every_replica: bool,
     run_on_start: bool,
+    /// Attempts in all, the first included (1: no retry).
+    attempts: u32,
+    /// Milliseconds before the first retry.
+    backoff_ms: u128,
+    backoff_multiplier: f64,
+    /// Milliseconds; `null`: uncapped.
+    backoff_max_ms: Option<u128>,
+    /// `allow`, `forbid`, `buffer_one` or `replace`.
+    overlap: &'static str,
+    /// Milliseconds; `null`: none.
+    jitter_ms: Option<u128>,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,6 +84,12 @@ impl From<JobInfo> for JobView {
                 grace_ms: job.grace().as_millis(),
                 on_every_replica: job.on_every_replica(),
                 run_on_start: job.run_on_start(),
+                attempts: job.retry().attempts(),
+                backoff_ms: job.retry().backoff().as_millis(),
+                backoff_multiplier: job.retry().multiplier(),
+                backoff_max_ms: job.retry().max_backoff().map(|d| d.as_millis()),
+                overlap: job.overlap().name(),
+                jitter_ms: job.jitter().map(|d| d.as_millis()),
             },
             paused: false,
             next_triggers: info.next_triggers,

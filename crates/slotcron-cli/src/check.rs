@@ -5,13 +5,13 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use slotcron::JobState;
+use slotcron::{JobState, Overlap};
 
 use crate::cli::CheckArgs;
 use crate::command;
-use crate::jobs_file::{self, Format, NextFire};
+use crate::jobs_file::{self, Format, JobEntry, NextFire};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, table};
+use crate::{INVALID_INPUT, duration, table};
 
 /// Loads `args.file` and prints one line per job — name, schedule, next fire time (for a
 /// daemon started now), with `--state` its last trigger and outcome, the schedule in
@@ -66,6 +66,16 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             .collect();
         table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "DESCRIPTION"]), &rows, 1);
     }
+    for entry in &loaded.jobs {
+        if let Some(policies) = policies(entry) {
+            println!("{}: {policies}", entry.job.name());
+        }
+    }
+    if let Some(max) = loaded.max_concurrent_runs {
+        println!(
+            "max_concurrent_runs: at most {max} run(s) at once on each daemon; a daemon at its cap leaves triggers to one with room"
+        );
+    }
     let format = match loaded.format {
         Format::Toml => "a TOML jobs file",
         Format::Crontab => "a crontab",
@@ -94,4 +104,46 @@ fn read_states(url: &str) -> Result<HashMap<String, JobState>, String> {
             .map_err(|e| format!("cannot open the state: {e}"))?;
         store.load_states().await.map_err(|e| format!("cannot read the job state in {url}: {e}"))
     })
+}
+
+/// A job's run policies in English, if any differs from the default.
+fn policies(entry: &JobEntry) -> Option<String> {
+    let job = &entry.job;
+    let retry = job.retry();
+    let mut parts = Vec::new();
+    if retry.attempts() > 1 {
+        let mut text = format!("up to {} attempts", retry.attempts());
+        if !retry.backoff().is_zero() {
+            text += &format!(", the first retry {} after a failure", duration::display(retry.backoff()));
+        }
+        if retry.multiplier() > 1.0 {
+            text += &format!(", each later wait {}x the one before", retry.multiplier());
+        }
+        if let Some(max) = retry.max_backoff() {
+            text += &format!(" (at most {})", duration::display(max));
+        }
+        parts.push(text);
+    }
+    match job.overlap() {
+        Overlap::Allow => {}
+        Overlap::Forbid => {
+            parts.push("a trigger that finds a run still going anywhere is skipped (forbid)".into())
+        }
+        Overlap::BufferOne => {
+            parts.push("a trigger that finds a run still going waits for it, at most one (buffer_one)".into())
+        }
+        Overlap::Replace => {
+            parts.push("a trigger that finds a run still going stops it, then runs (replace)".into())
+        }
+    }
+    if let Some(jitter) = job.jitter() {
+        parts.push(format!(
+            "each trigger starts up to {} late, the same on every replica (jitter)",
+            duration::display(jitter)
+        ));
+    }
+    if let Some(hook) = &entry.on_failure {
+        parts.push(format!("on failure runs `{}`", hook.script));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }

@@ -19,8 +19,8 @@ struct JsonRun<'a> {
     trigger: String,
     instance: &'a str,
     /// `succeeded`, `failed`, `timed-out`, `panicked`, `aborted`, `skipped-lost`,
-    /// `skipped-backend-unavailable`, `missed`, `running` or `interrupted` — or a name a
-    /// newer release wrote, as written.
+    /// `skipped-backend-unavailable`, `missed`, `skipped-overlap`, `skipped-concurrency`,
+    /// `running` or `interrupted` — or a name a newer release wrote, as written.
     outcome: &'static str,
     /// `scheduled`, `catch-up`, `manual`, `backfill` or `start-up` (or a newer release's).
     cause: &'static str,

@@ -9,6 +9,7 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod hook;
 mod jobs;
 mod jobs_file;
 mod logging;

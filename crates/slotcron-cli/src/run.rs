@@ -1,6 +1,7 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use crate::admin::{self, AdminSettings};
 use crate::cli::RunArgs;
 use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
+use crate::hook::{FailureHooks, HOOK_TIMEOUT};
 use crate::jobs_file::{self, Coordination, Format, JobsFile};
 use crate::reload::{Reloader, Triggers};
 use crate::signals::{self, StopSignals};
@@ -40,6 +42,10 @@ pub struct Settings {
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+    /// The jobs file's `max_concurrent_runs`: runs in flight at once; `None`: no cap.
+    pub max_concurrent_runs: Option<usize>,
+    /// The jobs' `on_failure` commands.
+    pub failure_hooks: FailureHooks,
     /// The admin API, if asked for (see [`AdminSettings::choose`]).
     pub admin: Option<AdminSettings>,
     /// Whether metrics carry a `job` label (`--metrics-per-job`).
@@ -76,6 +82,8 @@ impl Settings {
         file_shutdown_timeout: Option<Duration>,
     ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
+        let failure_hooks =
+            FailureHooks { commands: HashMap::new(), timeout: HOOK_TIMEOUT, kill_grace: Self::CANCEL_GRACE };
         let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         Ok(Self {
             admin,
@@ -88,7 +96,20 @@ impl Settings {
                 .or(file_shutdown_timeout)
                 .unwrap_or(Self::SHUTDOWN_TIMEOUT),
             cancel_grace: Self::CANCEL_GRACE,
+            max_concurrent_runs: None,
+            failure_hooks,
         })
+    }
+
+    /// Takes the jobs file's concurrency cap and failure hooks.
+    pub fn with_policies_of(mut self, file: &JobsFile) -> Self {
+        self.max_concurrent_runs = file.max_concurrent_runs;
+        self.failure_hooks.commands = file
+            .jobs
+            .iter()
+            .filter_map(|entry| Some((entry.job.name().to_owned(), entry.on_failure.clone()?)))
+            .collect();
+        self
     }
 
     /// Connects the Redis if one is given (see [`coordination::connect_redis`]), then opens
@@ -129,6 +150,12 @@ impl Settings {
         let mut builder = Scheduler::builder().instance(&self.instance).restore_definitions(false);
         if let Some(coordinator) = &backends.coordinator {
             builder = builder.coordinator(coordinator.clone());
+        }
+        if let Some(max) = self.max_concurrent_runs {
+            builder = builder.max_concurrent_runs(max);
+        }
+        if let Some(observer) = self.failure_hooks.observer() {
+            builder = builder.observer(observer);
         }
         let builder = builder
             .ledger(backends.state.ledger.clone())
@@ -171,7 +198,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
     }
     let settings = match Settings::from_args(args, &loaded.coordination, loaded.shutdown_timeout) {
-        Ok(settings) => settings,
+        Ok(settings) => settings.with_policies_of(&loaded),
         Err(e) => return start_failed(&e),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

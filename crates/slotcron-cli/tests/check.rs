@@ -187,9 +187,11 @@ X = "1"
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
-                    timezone, misfire, misfire_cap, grace, env, working_dir";
+                    timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, coordination, admin, job"
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
+         max_concurrent_runs, on_failure, coordination, admin, job"
             .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
             .to_owned(),
@@ -630,6 +632,81 @@ fn a_bad_name_is_reported_beside_the_job_s_other_problems() {
         "{err}"
     );
     assert_eq!(lines[2], "2 problems in jobs.toml", "{err}");
+}
+
+#[test]
+fn shows_each_jobs_policies_in_english() {
+    let (code, out, err) = check(
+        "policies",
+        "jobs.toml",
+        r#"max_concurrent_runs = 2
+on_failure = "echo failed"
+
+[[job]]
+name = "backup"
+every = "1m"
+command = "true"
+attempts = 3
+backoff = "10s"
+backoff_multiplier = 2
+backoff_max = "1m"
+overlap = "forbid"
+jitter = "30s"
+
+[[job]]
+name = "plain"
+cron = "0 * * * *"
+command = "true"
+on_failure = "echo plain failed"
+"#,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(
+            "backup: up to 3 attempts, the first retry 10s after a failure, each later wait 2x the one \
+             before (at most 1m); a trigger that finds a run still going anywhere is skipped (forbid); \
+             each trigger starts up to 30s late, the same on every replica (jitter); on failure runs `echo failed`"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("plain: on failure runs `echo plain failed`"), "{out}");
+    assert!(out.contains("max_concurrent_runs: at most 2 run(s) at once on each daemon"), "{out}");
+}
+
+#[test]
+fn bad_policy_values_name_the_file_line_job_and_key() {
+    let (code, _, err) = check(
+        "bad_policies",
+        "jobs.toml",
+        r#"max_concurrent_runs = 0
+
+[[job]]
+name = "backup"
+every = "1m"
+command = "true"
+attempts = 0
+backoff_multiplier = 0.5
+overlap = "never"
+on_failure = ""
+
+[[job]]
+name = "wide"
+every = "1m"
+command = "true"
+jitter = "2m"
+"#,
+    );
+    assert_eq!(code, Some(2));
+    for expected in [
+        "jobs.toml:1: max_concurrent_runs: 0 is out of range: write a number from 1 to 4294967295",
+        "jobs.toml:7: job \"backup\": attempts: 0 is out of range",
+        "jobs.toml:8: job \"backup\": backoff_multiplier: 0.5 is out of range: write a number from 1 (a fixed backoff) to 100",
+        "jobs.toml:9: job \"backup\": overlap: \"never\" is not an overlap policy: write allow, forbid, buffer_one, replace",
+        "jobs.toml:10: job \"backup\": on_failure: must not be empty",
+        "jobs.toml:16: job \"wide\": jitter: 120s is not shorter than the schedule's shortest slot, 60s",
+    ] {
+        assert!(err.contains(expected), "{expected}\nnot in\n{err}");
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 use tokio_postgres::Row;
 
@@ -34,6 +35,11 @@ use crate::{DbError, PostgresDatabase};
 /// the claim fails and the scheduler skips the trigger (fail closed). An error reported
 /// by the server (severity `ERROR`) rolled the claim back: it is an error at once.
 ///
+/// Leases (the overlap policies') are rows of the `lease` table, one per job, each
+/// change one statement: acquiring inserts the row or takes over one whose expiry has
+/// passed (or that is the caller's); renewing and releasing match the stored owner, so a
+/// lease that expired and was taken by another replica is never extended by the first.
+///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
 #[derive(Debug)]
@@ -42,6 +48,7 @@ pub struct PostgresCoordinator {
     claim_sql: String,
     read_back_sql: String,
     remove_expired_sql: String,
+    lease: LeaseSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
 }
@@ -66,6 +73,7 @@ impl PostgresCoordinator {
                  WHERE job = $1 AND trigger_key = $2 FOR SHARE",
             ),
             remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
+            lease: LeaseSql::new(&database),
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
             claims: AtomicU64::new(0),
@@ -140,6 +148,64 @@ impl PostgresCoordinator {
     }
 }
 
+/// The lease statements, on the schema.
+#[derive(Debug)]
+struct LeaseSql {
+    acquire: String,
+    renew: String,
+    release: String,
+    cancel: String,
+}
+
+impl LeaseSql {
+    fn new(database: &PostgresDatabase) -> Self {
+        Self {
+            acquire: database.sql(
+                "INSERT INTO {schema}.lease AS held (job, owner, expires_at)
+                 VALUES ($1, $2, now() + $3::bigint * interval '1 microsecond')
+                 ON CONFLICT (job) DO UPDATE SET
+                     owner = EXCLUDED.owner,
+                     expires_at = EXCLUDED.expires_at,
+                     cancel = held.cancel AND held.owner = EXCLUDED.owner
+                 WHERE held.expires_at <= now() OR held.owner = EXCLUDED.owner
+                 RETURNING 1",
+            ),
+            renew: database.sql(
+                "UPDATE {schema}.lease SET expires_at = now() + $3::bigint * interval '1 microsecond'
+                 WHERE job = $1 AND owner = $2 AND expires_at > now()
+                 RETURNING cancel",
+            ),
+            release: database.sql("DELETE FROM {schema}.lease WHERE job = $1 AND owner = $2"),
+            cancel: database.sql(
+                "UPDATE {schema}.lease SET cancel = true WHERE job = $1 AND expires_at > now() RETURNING 1",
+            ),
+        }
+    }
+}
+
+impl PostgresCoordinator {
+    /// Runs one lease statement; its rows.
+    async fn lease_query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        job: &str,
+    ) -> Result<Vec<Row>, CoordinatorError> {
+        self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
+            CoordinatorError::new(format!(
+                "{}: lease of {job}: {}",
+                self.database.url(),
+                e.into_cause().cause
+            ))
+        })
+    }
+}
+
+/// A lease TTL in microseconds, capped as claims' are.
+fn ttl_us(ttl: Duration) -> i64 {
+    ttl.min(PostgresCoordinator::MAX_TTL).as_micros() as i64
+}
+
 fn claim_row(row: &Row) -> Result<ClaimRow, tokio_postgres::Error> {
     Ok(ClaimRow {
         claimant_token: row.try_get(0)?,
@@ -167,6 +233,32 @@ impl Coordinator for PostgresCoordinator {
             || self.read_holder(claim, token),
         )
         .await
+    }
+
+    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
+        let ttl = ttl_us(lease.ttl);
+        let rows =
+            self.lease_query(&self.lease.acquire, &[&lease.job, &lease.owner, &ttl], lease.job).await?;
+        Ok(if rows.is_empty() { LeaseGrant::Held } else { LeaseGrant::Acquired })
+    }
+
+    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
+        let ttl = ttl_us(lease.ttl);
+        let rows = self.lease_query(&self.lease.renew, &[&lease.job, &lease.owner, &ttl], lease.job).await?;
+        let cancel = rows.first().map(|row| row.try_get::<_, bool>(0)).transpose();
+        match cancel.map_err(|e| CoordinatorError::new(chain(&e)))? {
+            None => Ok(LeaseRenewal::Lost),
+            Some(false) => Ok(LeaseRenewal::Renewed),
+            Some(true) => Ok(LeaseRenewal::CancelRequested),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
+        self.lease_query(&self.lease.release, &[&lease.job, &lease.owner], lease.job).await.map(drop)
+    }
+
+    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
+        Ok(!self.lease_query(&self.lease.cancel, &[&job], job).await?.is_empty())
     }
 
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -152,6 +152,18 @@ $$;
 
 CREATE TRIGGER run_output_pruned AFTER DELETE ON {schema}.run_record
     FOR EACH ROW EXECUTE FUNCTION {schema}.run_output_pruned();
+";
+
+/// The per-job leases of the overlap policies: one row per job whose run holds it, the
+/// owner compared by every renewal and release; expiry on the server's clock.
+const V5: &str = "
+CREATE TABLE {schema}.lease (
+    job        text PRIMARY KEY,
+    owner      text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    -- Set by an overlap = replace trigger: the owner's next renewal stops its run.
+    cancel     boolean NOT NULL DEFAULT false
+);
 ";
 
 /// The newest schema version this release knows.

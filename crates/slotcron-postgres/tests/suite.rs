@@ -48,3 +48,24 @@ async fn one_shots_survive_restarts() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn lease_contract() {
+    isolated(async |schemas: &mut Schemas| testkit::lease_contract(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn forbid_keeps_runs_apart_across_replicas() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::forbid_keeps_runs_apart_across_replicas(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_lease_expires_within_its_ttl() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_dead_owners_lease_expires_within_its_ttl(&factory(schemas.adopter())).await
+    })
+    .await;
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{ErrorKind, RedisError, Script};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 
 use crate::claimant::{Token, holder};
@@ -14,6 +15,7 @@ use crate::keys::KeyLayout;
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
+static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease.lua")));
 
 /// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
 /// runs on exactly one replica.
@@ -31,6 +33,13 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("clai
 /// (with the stored fencing token), another's means lost, no key means the script did not
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
+///
+/// Leases (the overlap policies') are one call of another script each: the job's key
+/// `{prefix}lease:{job}` holds its owner with the lease's TTL, and every renewal or
+/// release first compares the stored owner, so a lease that expired and was taken by
+/// another replica is never extended by the first. A lease call whose reply is lost is
+/// an error: the engine treats an unanswered acquisition as a skip and retries an
+/// unanswered renewal until the lease's TTL has passed.
 ///
 /// On one server the connection is a `redis` connection manager: multiplexed, and
 /// re-established by itself after Redis restarts. A failover to a replica that had not
@@ -93,6 +102,24 @@ impl RedisCoordinator {
         }
     }
 
+    /// Runs one operation of the lease script.
+    async fn lease_call(
+        &self,
+        op: &str,
+        job: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<i64, CoordinatorError> {
+        let ttl_ms = u64::try_from(ttl.as_millis().max(1)).unwrap_or(u64::MAX);
+        let key = self.keys.lease(job);
+        let mut script = LEASE.key(&key);
+        script.arg(op).arg(owner).arg(ttl_ms);
+        self.connection
+            .invoke::<i64>(&script)
+            .await
+            .map_err(|e| CoordinatorError::new(format!("lease of {key}: {op}: {e}")))
+    }
+
     /// Who holds the trigger key now.
     async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
         let value = self.connection.get(key).await?;
@@ -123,6 +150,27 @@ impl Coordinator for RedisCoordinator {
             || self.read_holder(&key, &token),
         )
         .await
+    }
+
+    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
+        let acquired = self.lease_call("acquire", lease.job, lease.owner, lease.ttl).await? == 1;
+        Ok(if acquired { LeaseGrant::Acquired } else { LeaseGrant::Held })
+    }
+
+    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
+        Ok(match self.lease_call("renew", lease.job, lease.owner, lease.ttl).await? {
+            1 => LeaseRenewal::Renewed,
+            2 => LeaseRenewal::CancelRequested,
+            _ => LeaseRenewal::Lost,
+        })
+    }
+
+    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
+        self.lease_call("release", lease.job, lease.owner, lease.ttl).await.map(drop)
+    }
+
+    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
+        Ok(self.lease_call("cancel", job, "", Duration::ZERO).await? == 1)
     }
 
     fn name(&self) -> &'static str {

@@ -55,6 +55,12 @@ impl KeyLayout {
         let prefix = &self.prefix;
         if self.cluster { format!("{prefix}{{{job}}}:{kind}") } else { format!("{prefix}{kind}:{job}") }
     }
+
+    /// The job's lease (overlap policies): `{prefix}lease:{job}` on one server,
+    /// `{prefix}{{job}}:lease` in a cluster. Like the fencing key, it equals no trigger key.
+    pub fn lease(&self, job: &str) -> String {
+        self.per_job("lease", job)
+    }
 }
 
 #[cfg(test)]
@@ -68,6 +74,7 @@ mod tests {
         assert_eq!(trigger, "app:slotcron:backup:2024-05-17T10:00:00Z");
         assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:warmup");
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
+        assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
     }
 
     #[test]
@@ -77,6 +84,7 @@ mod tests {
         assert_eq!(trigger, "app:slotcron:{backup}:2024-05-17T10:00:00Z");
         assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:{warmup}");
         assert_eq!(keys.fencing("backup"), "app:slotcron:{backup}:fencing");
+        assert_eq!(keys.lease("backup"), "app:slotcron:{backup}:lease");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");
     }
 }

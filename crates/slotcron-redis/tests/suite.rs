@@ -57,3 +57,21 @@ async fn racing_replicas_over_tls() {
     assert!(server.url().starts_with("rediss://"));
     testkit::racing_replicas(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn lease_contract() {
+    let server = RedisServer::tcp();
+    testkit::lease_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn forbid_keeps_runs_apart_across_replicas() {
+    let server = RedisServer::tcp();
+    testkit::forbid_keeps_runs_apart_across_replicas(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_lease_expires_within_its_ttl() {
+    let server = RedisServer::tcp();
+    testkit::a_dead_owners_lease_expires_within_its_ttl(&factory(server.config())).await;
+}

@@ -19,6 +19,7 @@ pub struct JobContext {
     /// Formatted when a claim needed it, or on the first call to `trigger_key`.
     pub(crate) trigger_key: OnceLock<Box<str>>,
     pub(crate) fencing_token: u64,
+    pub(crate) attempt: u32,
     pub(crate) scope: Arc<RunScope>,
     /// The run's own token: a child of the scheduler's shutdown token, fired also by the
     /// run's timeout and by its job's removal with cancellation.
@@ -35,6 +36,7 @@ impl fmt::Debug for JobContext {
             .field("trigger", &self.trigger)
             .field("instance", &self.instance())
             .field("fencing_token", &self.fencing_token)
+            .field("attempt", &self.attempt)
             .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }
@@ -71,10 +73,18 @@ impl JobContext {
         self.fencing_token
     }
 
+    /// Which attempt this is, counting from 1: retries (the job's
+    /// [`attempts`](crate::JobBuilder::attempts)) run under the same trigger, key and
+    /// fencing token, with the next number.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
     /// Fires when the run should stop: its timeout expired, the scheduler is shutting
-    /// down, or its job was removed with
-    /// [`Scheduler::remove_and_cancel`](crate::Scheduler::remove_and_cancel). A handler
-    /// that ignores it is dropped after the scheduler's cancel grace.
+    /// down, its job was removed with
+    /// [`Scheduler::remove_and_cancel`](crate::Scheduler::remove_and_cancel), its job's
+    /// lease was lost, or an `overlap = replace` trigger replaces it. A handler that
+    /// ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
         &self.own_cancel
     }
@@ -82,6 +92,12 @@ impl JobContext {
     /// The job's payload (JSON), if it has one.
     pub fn payload(&self) -> Option<&serde_json::Value> {
         self.payload.as_deref()
+    }
+
+    /// Whether the scheduler is shutting down (so a cancellation is the shutdown's, not
+    /// the run's own timeout or overlap policy).
+    pub fn is_scheduler_stopping(&self) -> bool {
+        self.scope.stopping.is_cancelled()
     }
 
     /// Whether the run has been asked to stop.

@@ -16,7 +16,7 @@ use crate::context::JobContext;
 use crate::engine::LastRun;
 use crate::ledger::RunRecord;
 use crate::metrics::{JobLabels, JobSeries};
-use crate::policy::Misfire;
+use crate::policy::{Misfire, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
 };
@@ -59,6 +59,9 @@ pub struct Job {
     pub(crate) grace: Duration,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
     pub(crate) every_replica: bool,
+    pub(crate) retry: Retry,
+    pub(crate) overlap: Overlap,
+    pub(crate) jitter: Option<Duration>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The job's metric series, registered at its first use.
@@ -85,6 +88,9 @@ impl Clone for Job {
             grace: self.grace,
             payload: self.payload.clone(),
             every_replica: self.every_replica,
+            retry: self.retry,
+            overlap: self.overlap,
+            jitter: self.jitter,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             series: OnceLock::new(),
             last_run: Mutex::new(None),
@@ -108,6 +114,11 @@ impl From<Job> for JobBuilder {
             grace: job.grace,
             payload: job.payload,
             every_replica: job.every_replica,
+            retry: job.retry,
+            attempts: job.retry.attempts(),
+            multiplier: job.retry.multiplier(),
+            overlap: job.overlap,
+            jitter: job.jitter,
         }
     }
 }
@@ -125,6 +136,11 @@ impl Job {
             grace: Misfire::DEFAULT_GRACE,
             payload: None,
             every_replica: false,
+            retry: Retry::once(),
+            attempts: Retry::DEFAULT_ATTEMPTS,
+            multiplier: Retry::DEFAULT_MULTIPLIER,
+            overlap: Overlap::Allow,
+            jitter: None,
         }
     }
 
@@ -162,6 +178,28 @@ impl Job {
     pub fn run_on_start(&self) -> bool {
         self.run_on_start
     }
+
+    /// The retry budget: attempts and the backoff between them.
+    pub fn retry(&self) -> Retry {
+        self.retry
+    }
+
+    /// What a trigger does when a run of this job is still going in the fleet.
+    pub fn overlap(&self) -> Overlap {
+        self.overlap
+    }
+
+    /// The most each trigger's start is delayed by, if jittered.
+    pub fn jitter(&self) -> Option<Duration> {
+        self.jitter
+    }
+
+    /// How long one trigger's run may take, every attempt and backoff included:
+    /// [`run_budget`] with this job's attempts, timeout and backoffs, `kill_grace` (the
+    /// scheduler's cancel grace) and `slack`. `None` without a timeout (unbounded).
+    pub fn run_budget(&self, kill_grace: Duration, slack: Duration) -> Option<Duration> {
+        run_budget(self.retry.attempts(), self.timeout, kill_grace, self.retry.total_backoff(), slack)
+    }
 }
 
 impl Job {
@@ -194,6 +232,9 @@ impl fmt::Debug for Job {
             .field("run_on_start", &self.run_on_start)
             .field("misfire", &self.misfire)
             .field("grace", &self.grace)
+            .field("retry", &self.retry)
+            .field("overlap", &self.overlap)
+            .field("jitter", &self.jitter)
             .finish_non_exhaustive()
     }
 }
@@ -210,6 +251,12 @@ pub struct JobBuilder {
     grace: Duration,
     payload: Option<Arc<serde_json::Value>>,
     every_replica: bool,
+    retry: Retry,
+    /// As given, checked by `build` (the `Retry` setters clamp).
+    attempts: u32,
+    multiplier: f64,
+    overlap: Overlap,
+    jitter: Option<Duration>,
 }
 
 impl JobBuilder {
@@ -303,6 +350,54 @@ impl JobBuilder {
         self
     }
 
+    /// How many attempts each trigger gets in all, the first included (default
+    /// [`Retry::DEFAULT_ATTEMPTS`], 1). A failure or timeout is retried while attempts
+    /// remain, unless the handler's error is [`Permanent`](crate::policy::Permanent);
+    /// panics are not retried.
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self.retry = Retry::fixed(attempts, self.retry.backoff())
+            .exponential(self.retry.multiplier(), self.retry.max_backoff());
+        self
+    }
+
+    /// The wait before the first retry (default [`Retry::DEFAULT_BACKOFF`], none).
+    pub fn backoff(mut self, backoff: Duration) -> Self {
+        self.retry = Retry::fixed(self.retry.attempts(), backoff)
+            .exponential(self.retry.multiplier(), self.retry.max_backoff());
+        self
+    }
+
+    /// Makes the backoff exponential: each retry waits `multiplier` times the one before
+    /// (default [`Retry::DEFAULT_MULTIPLIER`], 1: fixed); from 1 to 100.
+    pub fn backoff_multiplier(mut self, multiplier: f64) -> Self {
+        self.multiplier = multiplier;
+        self.retry = self.retry.exponential(multiplier, self.retry.max_backoff());
+        self
+    }
+
+    /// The longest wait between attempts (default: no cap).
+    pub fn backoff_max(mut self, max: Duration) -> Self {
+        self.retry = self.retry.exponential(self.retry.multiplier(), Some(max));
+        self
+    }
+
+    /// What a trigger does when a run of this job is still going anywhere in the fleet
+    /// (default [`Overlap::Allow`]).
+    pub fn overlap(mut self, overlap: Overlap) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
+    /// Delays each trigger's start by an offset in `[0, jitter)` from a hash of the job's
+    /// name and the trigger, the same on every replica
+    /// ([`jitter_offset`](crate::policy::jitter_offset)); the trigger instant and key stay
+    /// nominal. Must be shorter than the schedule's shortest slot (default: none).
+    pub fn jitter(mut self, jitter: Duration) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
     /// Validates the job.
     ///
     /// # Errors
@@ -348,6 +443,18 @@ impl JobBuilder {
         if let Misfire::RunAll { cap: 0 } = misfire {
             return Err(invalid("misfire_cap", "must be at least 1"));
         }
+        if self.attempts == 0 {
+            return Err(invalid("attempts", "must be at least 1 (the first attempt counts)"));
+        }
+        if !(1.0..=100.0).contains(&self.multiplier) {
+            return Err(invalid("backoff_multiplier", "must be a number from 1 (a fixed backoff) to 100"));
+        }
+        if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
+            return Err(invalid("backoff", "must be at most 100 years"));
+        }
+        if let Some(jitter) = self.jitter {
+            check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
+        }
         Ok(Job {
             name: self.name.into(),
             schedule,
@@ -358,6 +465,9 @@ impl JobBuilder {
             grace: self.grace,
             payload: self.payload,
             every_replica: self.every_replica,
+            retry: self.retry,
+            overlap: self.overlap,
+            jitter: self.jitter.filter(|j| !j.is_zero()),
             local_fencing: AtomicU64::new(0),
             series: OnceLock::new(),
             last_run: Mutex::new(None),
@@ -394,12 +504,54 @@ impl JobBuilder {
         }
         _ = write!(
             feed,
-            " timeout={:?} run_on_start={} misfire={:?} grace={:?} every_replica={} payload=",
-            self.timeout, self.run_on_start, self.misfire, self.grace, self.every_replica,
+            " timeout={:?} run_on_start={} misfire={:?} grace={:?} every_replica={} attempts={} \
+             multiplier={} retry={:?} overlap={:?} jitter={:?} payload=",
+            self.timeout,
+            self.run_on_start,
+            self.misfire,
+            self.grace,
+            self.every_replica,
+            self.attempts,
+            self.multiplier,
+            self.retry,
+            self.overlap,
+            self.jitter,
         );
         if let Some(payload) = &self.payload {
             _ = write!(feed, "{payload}");
         }
+    }
+}
+
+/// How many fire times [`check_jitter`] compares to find a schedule's shortest slot.
+const JITTER_SLOTS_CHECKED: usize = 1_000;
+
+/// A jitter must be shorter than the schedule's shortest slot (else a trigger could
+/// start after the next one): for intervals the period; for cron expressions the
+/// shortest gap among the next [`JITTER_SLOTS_CHECKED`] fire times from now.
+fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String> {
+    let shortest = match schedule.kind() {
+        ScheduleKind::Interval { period } => Some(period),
+        ScheduleKind::Recurring => {
+            let mut shortest: Option<Duration> = None;
+            let mut at = schedule.next_after(Timestamp::now());
+            for _ in 0..JITTER_SLOTS_CHECKED {
+                let (Some(from), Some(to)) = (at, at.and_then(|a| schedule.next_after(a))) else { break };
+                let gap = Duration::try_from(from.duration_until(to)).unwrap_or_default();
+                shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+                at = Some(to);
+            }
+            shortest
+        }
+        ScheduleKind::At(_) | ScheduleKind::After(_) => {
+            return Err("applies to recurring schedules (every, cron) only".into());
+        }
+    };
+    match shortest {
+        Some(slot) if jitter >= slot => Err(format!(
+            "{jitter:?} is not shorter than the schedule's shortest slot, {slot:?}: a trigger could start after the next one"
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -175,7 +175,7 @@ pub use ledger::{
     Cause, Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunProcess, RunRecord,
 };
 pub use plan::Plan;
-pub use policy::Misfire;
+pub use policy::{Misfire, Overlap, Permanent, Retry};
 pub use redact::redact;
 pub use registry::HandlerRegistry;
 pub use schedule::{Schedule, ScheduleKind};

@@ -20,7 +20,8 @@ use crate::store::JobDefinition;
 ///   `run_on_start`, misfire policy and grace — and `enabled`;
 /// - for a plan from a [`JobBuilder`] or a [`Job`] ([`Plan::new`]): its name, schedule
 ///   (expression and time zone, period and offset, or instant), timeout, `run_on_start`,
-///   misfire policy, grace, payload, `on_every_replica`, `enabled`, and the handler name
+///   misfire policy, grace, payload, `on_every_replica`, the retry budget, overlap and
+///   jitter, `enabled`, and the handler name
 ///   given with [`Plan::handler_name`]. A closure has no name the library could compare,
 ///   so such a plan must state one of [`Plan::handler_name`] or [`Plan::fingerprint`]:
 ///   without either, reconciling it fails (for that plan only).

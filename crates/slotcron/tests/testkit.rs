@@ -90,3 +90,28 @@ async fn the_suite_fails_a_coordinator_that_lets_every_replica_win() {
     })
     .await;
 }
+
+/// One [`slotcron::InProcessCoordinator`] per namespace, shared by its replicas: every
+/// claim is won, so the lease alone keeps runs apart.
+fn in_process_leases() -> impl Fn(String) -> std::future::Ready<Arc<dyn Coordinator>> {
+    let spaces: Mutex<HashMap<String, Arc<slotcron::InProcessCoordinator>>> = Mutex::default();
+    move |namespace| {
+        let coordinator = spaces.lock().unwrap().entry(namespace).or_default().clone();
+        std::future::ready(coordinator as Arc<dyn Coordinator>)
+    }
+}
+
+#[tokio::test]
+async fn lease_contract() {
+    testkit::lease_contract(&in_process_leases()).await;
+}
+
+#[tokio::test]
+async fn forbid_keeps_runs_apart_across_replicas() {
+    testkit::forbid_keeps_runs_apart_across_replicas(&in_process_leases()).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_lease_expires_within_its_ttl() {
+    testkit::a_dead_owners_lease_expires_within_its_ttl(&in_process_leases()).await;
+}

@@ -18,6 +18,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
@@ -54,6 +55,25 @@ pub struct ShellCommand {
     /// Text written to the command's standard input (a crontab's `%` lines); none means
     /// standard input is `/dev/null`.
     pub stdin: Option<String>,
+}
+
+/// One start of a command: for which job and trigger (in its log lines), the
+/// `SLOTCRON_*` variables it gets, and the token that stops it (SIGTERM to its process
+/// group).
+pub struct Launch<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The trigger it stands for.
+    pub trigger: Timestamp,
+    /// Variables set after the command's own environment.
+    pub env: &'a [(&'static str, String)],
+    /// Fires to stop the command.
+    pub cancel: &'a CancellationToken,
+    /// Why `cancel` fired, for the log line, when it was not the job's timeout.
+    pub stop_reason: &'a (dyn Fn() -> &'static str + Sync),
+    /// The run this is an attempt of: the command's process goes into the run's record
+    /// and its output into the run output store. None for a failure hook.
+    pub run: Option<&'a JobContext>,
 }
 
 /// Why a command run failed.
@@ -139,11 +159,13 @@ impl ShellCommand {
     ///
     /// The command gets `SLOTCRON_JOB` (the job's name), `SLOTCRON_TRIGGER` (the
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
-    /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
-    /// that grows with every won claim of the job across the fleet) in its environment.
+    /// id), `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
+    /// that grows with every won claim of the job across the fleet) and
+    /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) in its
+    /// environment.
     /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
-    /// the last 64 KiB of its output are kept in the daemon's state (see
-    /// [`keep_output_in`]).
+    /// the last 64 KiB of its output (of its last attempt) are kept in the daemon's state
+    /// (see [`keep_output_in`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -155,7 +177,35 @@ impl ShellCommand {
     /// The shell could not be started, or the command exited with a non-zero status or
     /// by a signal; the error names the status and the last line of standard error.
     pub async fn run(&self, ctx: &JobContext) -> Result<(), CommandError> {
-        let job = ctx.job();
+        let env = [
+            ("SLOTCRON_JOB", ctx.job().to_owned()),
+            ("SLOTCRON_TRIGGER", ctx.trigger().to_string()),
+            ("SLOTCRON_INSTANCE", ctx.instance().to_owned()),
+            ("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string()),
+            ("SLOTCRON_ATTEMPT", ctx.attempt().to_string()),
+        ];
+        let stop_reason = || match ctx.is_scheduler_stopping() {
+            true => "the daemon is stopping",
+            false => "its overlap policy stopped the run (replaced, or its lease was lost)",
+        };
+        let launch = Launch {
+            job: ctx.job(),
+            trigger: ctx.trigger(),
+            env: &env,
+            cancel: ctx.cancellation_token(),
+            stop_reason: &stop_reason,
+            run: Some(ctx),
+        };
+        self.launch(&launch).await
+    }
+
+    /// Runs the command once, as [`ShellCommand::run`] describes, with `launch.env` set
+    /// after the command's own environment, stopped by `launch.cancel`.
+    ///
+    /// # Errors
+    /// As [`ShellCommand::run`].
+    pub async fn launch(&self, launch: &Launch<'_>) -> Result<(), CommandError> {
+        let job = launch.job;
         let mut command = tokio::process::Command::new(&*self.shell);
         if let Some(dir) = &self.working_dir {
             command.current_dir(dir);
@@ -171,10 +221,7 @@ impl ShellCommand {
             .arg("-c")
             .arg(&self.script)
             .envs(self.env.iter().map(|(name, value)| (name, value)))
-            .env("SLOTCRON_JOB", job)
-            .env("SLOTCRON_TRIGGER", ctx.trigger().to_string())
-            .env("SLOTCRON_INSTANCE", ctx.instance())
-            .env("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string())
+            .envs(launch.env.iter().map(|(name, value)| (name, value)))
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -187,12 +234,14 @@ impl ShellCommand {
             })?;
         let started = Instant::now();
         let pid = child.id().unwrap_or_default();
-        let group = ProcessGroup::led_by(pid, job, ctx.trigger());
+        let group = ProcessGroup::led_by(pid, job, launch.trigger);
         // In the run's record: a daemon that dies now leaves what stops it at the next start.
-        if let Some(process) = process_group::run_process(pid) {
+        if let Some(ctx) = launch.run
+            && let Some(process) = process_group::run_process(pid)
+        {
             ctx.started_process(process);
         }
-        tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
+        tracing::info!(job, trigger = %launch.trigger, pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold
         // its standard input and output open, and the run does not wait for them.
@@ -211,12 +260,12 @@ impl ShellCommand {
         let collect = mail.as_ref().map(|(_, _, collected)| collected);
         let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail, collect);
         let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail, collect);
-        let cancel = ctx.cancellation_token();
+        let cancel = launch.cancel;
         let exit = async {
             let status = tokio::select! {
                 status = child.wait() => status,
                 () = cancel.cancelled() => {
-                    let trigger = ctx.trigger();
+                    let trigger = launch.trigger;
                     match self.timeout.filter(|timeout| started.elapsed() + TIMEOUT_SLACK >= *timeout) {
                         Some(timeout) => tracing::warn!(
                             job,
@@ -229,7 +278,8 @@ impl ShellCommand {
                             job,
                             %trigger,
                             pid,
-                            "the daemon is stopping: sending SIGTERM to the command's process group"
+                            "{}: sending SIGTERM to the command's process group",
+                            (launch.stop_reason)()
                         ),
                     }
                     if let Some(group) = &group {
@@ -245,7 +295,9 @@ impl ShellCommand {
         if let Some(group) = group {
             group.disarm();
         }
-        tail.save(ctx).await;
+        if let Some(ctx) = launch.run {
+            tail.save(ctx).await;
+        }
         if let Some((to, sendmail, collected)) = mail {
             collected.send(&sendmail, to, job, &self.script).await;
         }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::schedule::ScheduleError;
-use slotcron::{Job, JobError, Misfire};
+use slotcron::{Job, JobError, Misfire, Overlap};
 
 use crate::command::ShellCommand;
 
@@ -63,6 +63,9 @@ pub struct JobsFile {
     pub mails_from_line: Option<usize>,
     /// A TOML file's `shutdown_timeout` (`--shutdown-timeout` takes precedence).
     pub shutdown_timeout: Option<Duration>,
+    /// A TOML file's top-level `max_concurrent_runs`: runs in flight per daemon; `None`:
+    /// no cap.
+    pub max_concurrent_runs: Option<usize>,
 }
 
 /// A TOML jobs file's daemon settings: its `[coordination]` table (how the daemons of a
@@ -95,6 +98,21 @@ pub struct JobEntry {
     pub fingerprint: String,
     /// The command its handler runs.
     pub command: ShellCommand,
+    /// The command run after a trigger of the job fails (its own or the file's
+    /// `on_failure`).
+    pub on_failure: Option<ShellCommand>,
+}
+
+/// A job's run policies as a file gives them; `None`: the core's default.
+#[derive(Debug, Clone, Default)]
+struct Policies {
+    attempts: Option<u32>,
+    backoff: Option<Duration>,
+    backoff_multiplier: Option<f64>,
+    backoff_max: Option<Duration>,
+    overlap: Option<Overlap>,
+    jitter: Option<Duration>,
+    on_failure: Option<ShellCommand>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -118,11 +136,12 @@ pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
 /// # Errors
 /// Every problem found, in no particular order.
 pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
-    let Parsed { names, drafts, coordination, shutdown_timeout, mut problems } = match format {
-        Format::Toml => toml_format::parse(source),
-        Format::Crontab => crontab::parse(source, false),
-        Format::SystemCrontab => crontab::parse(source, true),
-    };
+    let Parsed { names, drafts, coordination, shutdown_timeout, max_concurrent_runs, mut problems } =
+        match format {
+            Format::Toml => toml_format::parse(source),
+            Format::Crontab => crontab::parse(source, false),
+            Format::SystemCrontab => crontab::parse(source, true),
+        };
     let mails_from_line = drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| draft.line);
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
@@ -167,18 +186,27 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    Ok(JobsFile { path: PathBuf::new(), format, jobs, coordination, mails_from_line, shutdown_timeout })
+    Ok(JobsFile {
+        path: PathBuf::new(),
+        format,
+        jobs,
+        coordination,
+        mails_from_line,
+        shutdown_timeout,
+        max_concurrent_runs,
+    })
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems, the coordination settings,
-/// the shutdown timeout, and the problems.
+/// the shutdown timeout, the concurrency cap, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
     shutdown_timeout: Option<Duration>,
+    max_concurrent_runs: Option<usize>,
     problems: Vec<Problem>,
 }
 
@@ -202,6 +230,8 @@ struct Draft {
     misfire: Option<Misfire>,
     /// The misfire grace window; `None` for [`Misfire::DEFAULT_GRACE`].
     grace: Option<Duration>,
+    /// Retries, overlap, jitter and the failure hook.
+    policies: Policies,
     /// The line of each field given, for problems the core finds.
     field_lines: Vec<(&'static str, usize)>,
 }
@@ -224,11 +254,46 @@ impl Draft {
         if let Some(grace) = self.grace {
             builder = builder.grace(grace);
         }
+        let policies = &self.policies;
+        if let Some(attempts) = policies.attempts {
+            builder = builder.attempts(attempts);
+        }
+        if let Some(backoff) = policies.backoff {
+            builder = builder.backoff(backoff);
+        }
+        if let Some(multiplier) = policies.backoff_multiplier {
+            builder = builder.backoff_multiplier(multiplier);
+        }
+        if let Some(max) = policies.backoff_max {
+            builder = builder.backoff_max(max);
+        }
+        if let Some(overlap) = policies.overlap {
+            builder = builder.overlap(overlap);
+        }
+        if let Some(jitter) = policies.jitter {
+            builder = builder.jitter(jitter);
+        }
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
+                // The hook runs as the job's command does: its shell, user, environment
+                // and working directory.
+                let on_failure = self.policies.on_failure.map(|hook| ShellCommand {
+                    script: hook.script,
+                    mailto: None,
+                    timeout: None,
+                    stdin: None,
+                    ..self.command.clone()
+                });
                 let command = self.command;
-                Ok(JobEntry { line: self.line, schedule: self.schedule, job, fingerprint, command })
+                Ok(JobEntry {
+                    line: self.line,
+                    schedule: self.schedule,
+                    job,
+                    fingerprint,
+                    command,
+                    on_failure,
+                })
             }
             Err(error) => Err(self.problem(error)),
         }
@@ -245,6 +310,7 @@ impl Draft {
             self.on_every_replica,
             self.misfire,
             self.grace,
+            &self.policies,
         );
         format!("{definition:?}").hash(&mut hasher);
         format!("{:016x}", hasher.finish())

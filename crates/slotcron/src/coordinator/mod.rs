@@ -1,9 +1,11 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
 mod in_process;
+pub mod lease;
 pub mod read_back;
 
 pub use in_process::InProcessCoordinator;
+pub use lease::{Lease, LeaseGrant, LeaseRenewal};
 
 use std::time::Duration;
 
@@ -58,8 +60,50 @@ pub trait Coordinator: Send + Sync + 'static {
     /// The backend is unreachable or the outcome is unknown.
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError>;
 
+    /// Takes the job's lease for `lease.owner`, or finds it held; see [`lease`] for what
+    /// a lease promises. The default keeps no leases: an error, so that the overlap
+    /// policies fail closed on a coordinator without them.
+    ///
+    /// # Errors
+    /// The backend is unreachable, the outcome is unknown, or leases are not supported.
+    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
+        Err(no_leases(self.name(), lease.job))
+    }
+
+    /// Extends the caller's lease by its TTL, if it is still the caller's.
+    ///
+    /// # Errors
+    /// As [`Coordinator::acquire_lease`]; the caller keeps renewing until its lease's TTL
+    /// since the last renewal has passed, then treats it as lost.
+    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
+        Err(no_leases(self.name(), lease.job))
+    }
+
+    /// Releases the caller's lease; nothing if another owner holds it.
+    ///
+    /// # Errors
+    /// As [`Coordinator::acquire_lease`]; the lease then expires within its TTL.
+    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
+        Err(no_leases(self.name(), lease.job))
+    }
+
+    /// Asks the holder of `job`'s lease to stop its run: its next renewal answers
+    /// [`LeaseRenewal::CancelRequested`]. `false` if nobody holds the lease.
+    ///
+    /// # Errors
+    /// As [`Coordinator::acquire_lease`].
+    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
+        Err(no_leases(self.name(), job))
+    }
+
     /// A short name for logs: `in-process`, `redis`, `postgres`.
     fn name(&self) -> &'static str;
+}
+
+fn no_leases(coordinator: &str, job: &str) -> CoordinatorError {
+    CoordinatorError::new(format!(
+        "the {coordinator} coordinator keeps no leases, which job {job:?}'s overlap policy needs"
+    ))
 }
 
 /// A coordinator backend failure: the claim's outcome is unknown.

@@ -11,9 +11,11 @@ use super::outbox::Outbox;
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
-use crate::coordinator::Coordinator;
+use crate::coordinator::lease::DEFAULT_LEASE_TTL;
+use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
 use crate::metrics::JobLabels;
+use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
 
@@ -26,6 +28,8 @@ pub struct SchedulerBuilder {
     store: Option<Arc<dyn Store>>,
     instance: Option<String>,
     settings: Settings,
+    max_concurrent_runs: Option<usize>,
+    observer: Option<Arc<dyn RunObserver>>,
 }
 
 impl Default for SchedulerBuilder {
@@ -42,10 +46,13 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                lease_ttl: DEFAULT_LEASE_TTL,
                 metrics: JobLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
             },
+            max_concurrent_runs: None,
+            observer: None,
         }
     }
 }
@@ -73,7 +80,7 @@ impl SchedulerBuilder {
     /// The coordinator that arbitrates claims between replicas. Without one the
     /// scheduler runs in single-replica mode: every trigger runs, nothing is claimed, and
     /// fencing tokens count each job's runs (what an
-    /// [`InProcessCoordinator`](crate::InProcessCoordinator) would do, without the
+    /// [`InProcessCoordinator`] would do, without the
     /// call).
     pub fn coordinator(mut self, coordinator: Arc<dyn Coordinator>) -> Self {
         self.coordinator = Some(coordinator);
@@ -135,6 +142,31 @@ impl SchedulerBuilder {
         self
     }
 
+    /// At most `max` runs in flight at once on this scheduler (at least 1),
+    /// `on_every_replica` runs included, failure hooks not (default: no cap). A trigger
+    /// that finds every slot busy waits for one up to its job's grace window before it
+    /// claims, so that a replica with room wins the claim; if none frees it is recorded
+    /// `skipped-concurrency`.
+    pub fn max_concurrent_runs(mut self, max: usize) -> Self {
+        self.max_concurrent_runs = Some(max);
+        self
+    }
+
+    /// The TTL of the per-job leases the overlap policies take (default
+    /// [`DEFAULT_LEASE_TTL`], 15 s): a replica that dies during a run blocks its job for
+    /// at most this long. Leases are renewed every third of it.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.settings.lease_ttl = ttl.max(Duration::from_millis(3));
+        self
+    }
+
+    /// Called with every trigger's record once it has ended, e.g. a
+    /// [`FailureHook`](crate::policy::FailureHook) (default: none).
+    pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
     /// it off for very large job sets: one series per job and outcome is more than a
     /// Prometheus server wants for tens of thousands of jobs.
@@ -159,13 +191,16 @@ impl SchedulerBuilder {
         let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
         Scheduler {
             shared: Arc::new(Shared {
-                clock: self.clock,
+                clock: self.clock.clone(),
                 coordinator: self.coordinator,
                 ledger: self.ledger,
                 persist_state: self.store.is_some(),
                 store,
                 instance: instance.into(),
                 settings: self.settings,
+                cap: self.max_concurrent_runs.map(ConcurrencyCap::new),
+                local_leases: InProcessCoordinator::with_clock(self.clock.clone()),
+                observer: self.observer,
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),

@@ -32,10 +32,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
-use crate::coordinator::Coordinator;
+use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
 use crate::metrics::{EngineSeries, JobLabels};
+use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use outbox::Outbox;
@@ -88,6 +89,12 @@ pub(crate) struct Shared {
     persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
+    /// The concurrency cap, if any.
+    pub cap: Option<ConcurrencyCap>,
+    /// Leases of the jobs no coordinator arbitrates: in single-replica mode, and for
+    /// `on_every_replica` jobs (each replica keeps its own runs apart).
+    local_leases: InProcessCoordinator,
+    pub observer: Option<Arc<dyn RunObserver>>,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -114,6 +121,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub lease_ttl: Duration,
     pub metrics: JobLabels,
     pub record_buffer: usize,
     pub restore_definitions: bool,
@@ -151,6 +159,7 @@ impl Drop for DropGuard {
             }
             // No runtime left to stop them on: drop the runs at once.
             Err(_) => {
+                started.scope.stopping.cancel();
                 started.scope.shutdown.cancel();
                 started.scope.abort.cancel();
             }
@@ -380,6 +389,7 @@ impl Scheduler {
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
+        scope.stopping.cancel();
         if !settings.drain_on_shutdown {
             scope.shutdown.cancel();
         }
@@ -415,6 +425,14 @@ impl Scheduler {
 }
 
 impl Shared {
+    /// Where `job`'s lease lives: the coordinator, unless nothing arbitrates its triggers.
+    pub(crate) fn leases(&self, job: &Job) -> &dyn Coordinator {
+        match &self.coordinator {
+            Some(coordinator) if !job.every_replica => coordinator.as_ref(),
+            _ => &self.local_leases,
+        }
+    }
+
     pub(crate) fn series(&self) -> &EngineSeries {
         self.series.get_or_init(EngineSeries::default)
     }

@@ -72,6 +72,9 @@ impl Shared {
         if record.outcome != Outcome::SkippedBackendUnavailable {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
+        if let Some(observer) = &self.observer {
+            observer.run_ended(&record);
+        }
         let write =
             if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) };
         self.outbox.push(write);
@@ -103,14 +106,16 @@ fn log_run(r: &RunRecord) {
     let duration_ms = r.duration.as_millis() as u64;
     let (job, trigger, instance) = (&*r.job, r.trigger, &*r.instance);
     let (outcome, cause) = (r.outcome.as_str(), r.cause.as_str());
-    let err = r.error.as_deref().unwrap_or("");
+    let (err, attempts) = (r.error.as_deref().unwrap_or(""), r.attempts);
     match r.outcome {
         Outcome::Succeeded => {
-            tracing::info!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
+            tracing::info!(job, %trigger, instance, outcome, cause, attempts, duration_ms, "run finished")
         }
         Outcome::SkippedLost => {
             tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
         }
-        _ => tracing::warn!(job, %trigger, instance, outcome, cause, duration_ms, err, "run finished"),
+        _ => {
+            tracing::warn!(job, %trigger, instance, outcome, cause, attempts, duration_ms, err, "run finished")
+        }
     }
 }

@@ -17,10 +17,11 @@ use super::later;
 use super::table::{Action, Due};
 use super::trigger::claim_ttl;
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease};
 use crate::job::{BoxError, Job};
-use crate::ledger::{Cause, Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, EngineSeries};
+use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunStop};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -31,6 +32,9 @@ pub(crate) struct RunScope {
     pub shutdown: CancellationToken,
     /// Hard stop: runs drop their handler's future and record `aborted`.
     pub abort: CancellationToken,
+    /// Fires when the scheduler starts stopping (also when it drains): no retry, no
+    /// jittered or buffered trigger starts after it.
+    pub stopping: CancellationToken,
     /// Runs spawned but not yet started.
     waiting: AtomicUsize,
     /// Notified when `waiting` falls to [`RunScope::RESUME_AT`].
@@ -50,6 +54,7 @@ impl RunScope {
             shared,
             shutdown: CancellationToken::new(),
             abort: CancellationToken::new(),
+            stopping: CancellationToken::new(),
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
         }
@@ -123,6 +128,20 @@ async fn claim_and_run(
     cause: Cause,
 ) -> RunRecord {
     let shared = &scope.shared;
+    let clock = shared.clock.as_ref();
+    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
+    // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
+    let start = match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
+        Ok(start) => start,
+        Err(reason) => return skipped(Outcome::Missed, reason),
+    };
+    // The concurrency cap: a slot before the claim, so a replica with room wins it. A
+    // late trigger (catch-up, start-up) waits the grace window from when it came up.
+    let deadline = later(start.max(clock.now()), job.grace);
+    let _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
+        Ok(slot) => slot,
+        Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
+    };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
     let fencing_token = match &shared.coordinator {
@@ -141,32 +160,108 @@ async fn claim_and_run(
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
-    let record = Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token)));
-    let ctx = JobContext {
-        job: job.name.clone(),
-        trigger,
-        kind,
-        trigger_key,
-        fencing_token,
-        scope: scope.clone(),
-        // Each run can be cancelled on its own: by its timeout, or by its job's removal.
-        own_cancel: scope.shutdown.child_token(),
-        payload: job.payload.clone(),
-        record: record.clone(),
-    };
-    let started = lock(&record).started;
-    let lateness = trigger.duration_until(started);
+    // The run's `running` record, written when the first attempt starts (after any wait
+    // for the lease); it counts the attempts as they go.
+    let record: OnceLock<Arc<Mutex<RunRecord>>> = OnceLock::new();
     let series = shared.series();
-    series.run_started(Duration::try_from(lateness).unwrap_or_default());
-    let running = Running(series);
-    let (outcome, error) = run_handler(scope, job, ctx, started).await;
+    // The running-runs gauge, from the first attempt's start to the run's end.
+    let running: OnceLock<Running<'_>> = OnceLock::new();
+    // The overlap lease, around the retries, around each attempt under its timeout.
+    let stop = (job.overlap != Overlap::Allow).then(|| RunStop::new(&scope.shutdown));
+    let run_cancel = stop.as_ref().map(|stop| &stop.handler);
+    let stopped = stop.as_ref().map(|stop| &stop.lease);
+    let owner = match job.overlap {
+        Overlap::Allow => String::new(),
+        _ => {
+            let key =
+                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
+            format!("{} {key}", shared.instance)
+        }
+    };
+    let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
+        let parent = run_cancel.unwrap_or(&scope.shutdown);
+        let run = record
+            .get_or_init(|| Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token))))
+            .clone();
+        running.get_or_init(|| {
+            // Lateness from the actual (jittered, lease-waited) start.
+            let lateness = trigger.duration_until(lock(&run).started);
+            series.run_started(Duration::try_from(lateness).unwrap_or_default());
+            Running(series)
+        });
+        if attempt > 1 {
+            let update = {
+                let mut run = lock(&run);
+                run.attempts = attempt;
+                run.clone()
+            };
+            shared.outbox.push(LedgerWrite::Update(update));
+        }
+        let ctx = JobContext {
+            job: job.name.clone(),
+            trigger,
+            kind,
+            trigger_key: trigger_key.clone(),
+            fencing_token,
+            attempt,
+            scope: scope.clone(),
+            // Each attempt can be cancelled on its own: by its timeout, its job's removal,
+            // or (through `parent`) its lease.
+            own_cancel: parent.child_token(),
+            payload: job.payload.clone(),
+            record: run,
+        };
+        let now = clock.now();
+        async move {
+            let result = run_handler(scope, job, ctx, stopped, now).await;
+            if job.retry.attempts() > 1 {
+                log_attempt(job, trigger, attempt, &result);
+            }
+            result
+        }
+    });
+    let guard = policy::Guard {
+        policy: job.overlap,
+        coordinator: shared.leases(job),
+        clock,
+        lease: Lease { job: &job.name, owner: &owner, ttl: shared.settings.lease_ttl },
+        call_timeout: shared.settings.claim_timeout,
+        renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
+        stop: stop.as_ref(),
+        stopping: &scope.stopping,
+    };
+    let guarded = guard.run(retries).await;
     drop(running);
-    let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
-    let mut record = lock(&record).clone();
+    let (attempted, note) = match guarded {
+        Guarded::Ran(attempted, note) => (attempted, note),
+        Guarded::Skipped(reason) => return skipped(Outcome::SkippedOverlap, reason),
+        Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
+    };
+    let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
+    let error = match (error, note) {
+        (Some(error), Some(note)) => Some(format!("{error} ({note})")),
+        (error, note) => error.or(note),
+    };
+    let Some(run) = record.get() else {
+        // No attempt started (stopped before the first): nothing ran.
+        let reason = error.unwrap_or_else(|| "the scheduler stopped before the first attempt".into());
+        return skipped(Outcome::Aborted, reason);
+    };
+    let mut record = lock(run).clone();
+    record.duration = Duration::try_from(record.started.duration_until(clock.now())).unwrap_or_default();
     record.outcome = outcome;
-    record.duration = duration;
     record.error = error;
+    record.attempts = attempts;
     record
+}
+
+/// One log line per attempt of a job that may retry.
+fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResult) {
+    let (job, outcome, of) = (&*job.name, result.outcome.as_str(), job.retry.attempts());
+    match &result.error {
+        None => tracing::info!(job, %trigger, attempt, of, outcome, "attempt finished"),
+        Some(err) => tracing::warn!(job, %trigger, attempt, of, outcome, err, "attempt finished"),
+    }
 }
 
 /// The run's record, shared with its [`JobContext`].
@@ -230,19 +325,22 @@ async fn claim(
     }
 }
 
-/// Runs the handler, catching errors and panics, and enforcing the timeout.
+/// Runs one attempt of the handler, catching errors and panics, and enforcing the
+/// timeout; `stopped` fires when the overlap lease stops the run (lost, or replaced):
+/// the handler then gets the cancel grace to stop before it is dropped, as at a timeout.
 async fn run_handler(
     scope: &RunScope,
     job: &Job,
     ctx: JobContext,
+    stopped: Option<&CancellationToken>,
     started: Timestamp,
-) -> (Outcome, Option<String>) {
+) -> AttemptResult {
     let (shared, abort) = (&scope.shared, &scope.abort);
     let cancel = ctx.own_cancel.clone();
     let call = std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx)));
     let mut run = match call {
         Ok(run) => AssertUnwindSafe(run).catch_unwind(),
-        Err(panic) => return (Outcome::Panicked, Some(panic_message(panic.as_ref()))),
+        Err(panic) => return ended(Outcome::Panicked, Some(panic_message(panic.as_ref()))),
     };
     let timeout = async {
         match job.timeout {
@@ -250,45 +348,75 @@ async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    let timed_out = tokio::select! {
+    let stopped = async {
+        match stopped {
+            Some(stopped) => stopped.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let why = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
-        () = timeout => true,
-        () = job.cancel_runs.cancelled() => false,
+        () = timeout => Why::TimedOut,
+        () = job.cancel_runs.cancelled() => Why::Removed,
+        () = stopped => Why::Stopped,
     };
-    // Timed out, or the job was removed with its runs cancelled: ask the handler to stop,
-    // then drop it after the grace period.
+    // Ask the handler to stop, then drop it after the grace period.
     cancel.cancel();
     let grace = shared.settings.cancel_grace;
-    let stopped = tokio::select! {
+    let result = tokio::select! {
         biased;
         result = &mut run => Some(result),
         () = abort.cancelled() => None,
         () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => None,
     };
-    match (timed_out, stopped) {
-        (true, _) => {
-            (Outcome::TimedOut, Some(format!("timed out after {:?}", job.timeout.unwrap_or_default())))
+    match (why, result) {
+        (Why::TimedOut, _) => {
+            let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
+            AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
         }
-        (false, Some(result)) => finished(result),
-        (false, None) => (
+        // It stopped when asked: its own result, not retried.
+        (_, Some(result)) => AttemptResult { retryable: false, ..finished(result) },
+        (Why::Removed, None) => ended(
             Outcome::Aborted,
             Some(format!("the job was removed and its run cancelled; dropped after {grace:?}")),
+        ),
+        (Why::Stopped, None) => ended(
+            Outcome::Failed,
+            Some(format!("did not stop within the cancel grace of {grace:?}; dropped")),
         ),
     }
 }
 
-fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> (Outcome, Option<String>) {
+/// Why an attempt was asked to stop.
+enum Why {
+    TimedOut,
+    /// Its job was removed with its runs cancelled.
+    Removed,
+    /// The overlap lease stopped it (lost, or replaced).
+    Stopped,
+}
+
+/// An attempt that is not retried.
+fn ended(outcome: Outcome, error: Option<String>) -> AttemptResult {
+    AttemptResult { outcome, error, retryable: false }
+}
+
+fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> AttemptResult {
     match result {
-        Ok(Ok(())) => (Outcome::Succeeded, None),
-        Ok(Err(error)) => (Outcome::Failed, Some(error_chain(error.as_ref()))),
-        Err(panic) => (Outcome::Panicked, Some(panic_message(panic.as_ref()))),
+        Ok(Ok(())) => ended(Outcome::Succeeded, None),
+        Ok(Err(error)) => AttemptResult {
+            outcome: Outcome::Failed,
+            retryable: !Permanent::marks(&error),
+            error: Some(error_chain(error.as_ref())),
+        },
+        Err(panic) => ended(Outcome::Panicked, Some(panic_message(panic.as_ref()))),
     }
 }
 
-fn aborted() -> (Outcome, Option<String>) {
-    (Outcome::Aborted, Some("the scheduler shut down before the run finished".into()))
+fn aborted() -> AttemptResult {
+    ended(Outcome::Aborted, Some("the scheduler shut down before the run finished".into()))
 }
 
 /// An error and its sources, joined with `: `.

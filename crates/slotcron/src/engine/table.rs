@@ -336,7 +336,10 @@ impl Table {
                 due.push(Due { job, trigger: at, next, action: Action::Run, cause: Cause::StartUp });
                 continue;
             }
-            let late = now.duration_since(at) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
+            // Lateness counts from the jittered start, as the grace window does.
+            let start = crate::policy::jittered(&job.name, at, job.jitter);
+            let late =
+                now.duration_since(start) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
             let next = if late {
                 let cutoff = now.checked_sub(job.grace).unwrap_or(now);
                 let plan = misfire::plan(job.schedule.as_ref(), job.misfire, at, cutoff);

@@ -33,6 +33,12 @@ pub enum Outcome {
     SkippedBackendUnavailable,
     /// The trigger was noticed after its grace window and the misfire policy dropped it.
     Missed,
+    /// A run of the job was still going in the fleet and the overlap policy (`forbid`,
+    /// or a `buffer_one` already holding a trigger) skipped this one.
+    SkippedOverlap,
+    /// This replica was at its concurrency cap for the whole grace window and did not
+    /// claim the trigger.
+    SkippedConcurrency,
     /// The run has started and not ended yet: the record written when it starts, which
     /// its end completes.
     Running,
@@ -45,7 +51,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 12] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -54,6 +60,8 @@ impl Outcome {
         Self::SkippedLost,
         Self::SkippedBackendUnavailable,
         Self::Missed,
+        Self::SkippedOverlap,
+        Self::SkippedConcurrency,
         Self::Running,
         Self::Interrupted,
     ];
@@ -69,6 +77,8 @@ impl Outcome {
             Self::SkippedLost => "skipped-lost",
             Self::SkippedBackendUnavailable => "skipped-backend-unavailable",
             Self::Missed => "missed",
+            Self::SkippedOverlap => "skipped-overlap",
+            Self::SkippedConcurrency => "skipped-concurrency",
             Self::Running => "running",
             Self::Interrupted => "interrupted",
             Self::Other(name) => name.as_str(),
@@ -206,7 +216,8 @@ pub struct RunRecord {
     pub fencing_token: Option<u64>,
     /// When the handler started, or when the trigger was skipped (UTC).
     pub started: Timestamp,
-    /// How long the handler ran (zero when it did not, or while it runs).
+    /// How long the handler ran, all attempts and backoffs included (zero when it did
+    /// not, or while it runs).
     pub duration: Duration,
     /// The error, panic message, or reason for a skip.
     pub error: Option<String>,

@@ -45,9 +45,11 @@ pub mod fixtures;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
+pub mod overlap_bench;
 pub mod store_suite;
 
 mod fleet;
+mod lease_suite;
 mod ledger;
 mod proxy;
 mod replica;
@@ -55,6 +57,9 @@ mod restart;
 mod suite;
 
 pub use fleet::{Delivery, Fleet};
+pub use lease_suite::{
+    a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,
+};
 pub use ledger::WatchedLedger;
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;

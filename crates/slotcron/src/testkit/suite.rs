@@ -16,7 +16,7 @@ use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
 
 /// A namespace no earlier run used: the case's name and a random suffix.
-fn namespace(case: &str) -> String {
+pub(super) fn namespace(case: &str) -> String {
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let seed = (std::process::id(), nanos, SEQUENCE.fetch_add(1, Ordering::Relaxed));

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use slotcron::schedule::CronSchedule;
 
-use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
+use super::{Draft, Parsed, Policies, Problem, ScheduleSpec, job_name};
 use crate::command::{self, Me, ShellCommand};
 use crate::{cron_error, zone};
 
@@ -243,6 +243,7 @@ impl Reader {
             on_every_replica: false,
             misfire: None,
             grace: None,
+            policies: Policies::default(),
             field_lines: Vec::new(),
         });
     }

@@ -10,18 +10,19 @@ use toml::de::DeValue;
 
 use super::Reader;
 use super::table::Table;
-use crate::command;
+use crate::command::{self, ShellCommand};
 
-/// The top-level `env` and `working_dir`, which every job starts from.
+/// The top-level `env`, `working_dir` and `on_failure`, which every job starts from.
 #[derive(Debug)]
 pub(super) struct Defaults {
     pub(super) env: Arc<[(String, String)]>,
     pub(super) working_dir: Option<PathBuf>,
+    pub(super) on_failure: Option<ShellCommand>,
 }
 
 impl Default for Defaults {
     fn default() -> Self {
-        Self { env: Arc::from([]), working_dir: None }
+        Self { env: Arc::from([]), working_dir: None, on_failure: None }
     }
 }
 

@@ -5,6 +5,8 @@
 //! env = { PATH = "/usr/local/bin:/usr/bin:/bin" }   # optional: every job's environment
 //! working_dir = "/srv"           # optional: every job's working directory
 //! shutdown_timeout = "20s"       # optional: --shutdown-timeout takes precedence
+//! max_concurrent_runs = 4        # optional: runs in flight per daemon (default no cap)
+//! on_failure = "curl -d @- ..."  # optional: every job's failure hook
 //!
 //! [coordination]                 # optional
 //! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
@@ -26,6 +28,13 @@
 //! grace = "5m"                   # optional (default 1s)
 //! env = { PGHOST = "db1" }       # optional: added to the file's env (the job's wins)
 //! working_dir = "/srv/app"       # optional: replaces the file's (default: the daemon's)
+//! attempts = 3                   # optional: in all, the first included (default 1)
+//! backoff = "30s"                # optional: before each retry (default none)
+//! backoff_multiplier = 2         # optional: exponential backoff (default 1, fixed)
+//! backoff_max = "10m"            # optional: the longest backoff
+//! overlap = "forbid"             # optional: allow, forbid, buffer_one or replace
+//! jitter = "30s"                 # optional: start offset in [0, jitter)
+//! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -63,6 +72,7 @@ mod at;
 mod chunks;
 mod env;
 mod misfire;
+mod policies;
 mod schedule;
 mod table;
 
@@ -97,7 +107,7 @@ struct Reader<'s> {
     /// The file's line starts, for the line numbers of jobs and problems.
     lines: LineIndex,
     parsed: Parsed,
-    /// The top-level `env` and `working_dir`, read before the jobs.
+    /// The top-level `env`, `working_dir` and `on_failure`, read before the jobs.
     defaults: Defaults,
     /// The top-level `timezone`: the zone of jobs without their own (`None` if invalid).
     default_zone: Option<TimeZone>,
@@ -159,8 +169,11 @@ impl Reader<'_> {
             }),
         };
         self.parsed.shutdown_timeout = self.duration(&top, "shutdown_timeout");
+        self.parsed.max_concurrent_runs =
+            self.positive(&top, "max_concurrent_runs").map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let env = self.env(&top);
-        self.defaults = Defaults { env: env.into(), working_dir: self.working_dir(&top) };
+        self.defaults =
+            Defaults { env: env.into(), working_dir: self.working_dir(&top), on_failure: self.hook(&top) };
         if let Some(entries) = self.typed(&top, "coordination", "a [coordination] table", DeValue::as_table) {
             let line = self.line(entries.span());
             self.coordination(&Table {
@@ -208,7 +221,9 @@ impl Reader<'_> {
             let line = self.line(item.span());
             let table =
                 Table { entries, line, job: None, prefix: "", known: JOB_KEYS, what: "a [[job]] table" };
-            if let Some(draft) = self.job(table, &default_zone) {
+            if let Some(mut draft) = self.job(table, &default_zone) {
+                draft.policies.on_failure =
+                    draft.policies.on_failure.or_else(|| self.defaults.on_failure.clone());
                 self.parsed.drafts.push(draft);
             }
         }
@@ -275,6 +290,7 @@ impl Reader<'_> {
         let run_on_start = self.bool(&table, "run_on_start");
         let on_every_replica = self.bool(&table, "on_every_replica");
         let (env, working_dir) = (self.env(&table), self.working_dir(&table));
+        let policies = self.policies(&table);
         if self.parsed.problems.len() > before {
             return None;
         }
@@ -303,6 +319,7 @@ impl Reader<'_> {
             on_every_replica: on_every_replica.is_some_and(|r| *r.get_ref()),
             misfire,
             grace,
+            policies,
             field_lines,
         })
     }

@@ -12,8 +12,17 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] =
-    &["timezone", "env", "working_dir", "shutdown_timeout", "coordination", "admin", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
+    "timezone",
+    "env",
+    "working_dir",
+    "shutdown_timeout",
+    "max_concurrent_runs",
+    "on_failure",
+    "coordination",
+    "admin",
+    "job",
+];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
 pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
 pub(super) const JOB_KEYS: &[&str] = &[
@@ -32,6 +41,13 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "grace",
     "env",
     "working_dir",
+    "attempts",
+    "backoff",
+    "backoff_multiplier",
+    "backoff_max",
+    "overlap",
+    "jitter",
+    "on_failure",
 ];
 
 /// What each kind of value is expected to look like, in type problems.

@@ -1,0 +1,91 @@
+//! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
+//! `overlap`, `jitter`, `on_failure` — and the file-wide `max_concurrent_runs` and
+//! `on_failure`.
+
+use slotcron::Overlap;
+use toml::de::DeValue;
+
+use super::Reader;
+use super::table::Table;
+use crate::command::{self, ShellCommand};
+use crate::jobs_file::Policies;
+
+impl Reader<'_> {
+    /// The run policies of a `[[job]]` table, as given (problems are recorded).
+    pub(super) fn policies(&mut self, table: &Table<'_, '_>) -> Policies {
+        let attempts = self.positive(table, "attempts").map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let backoff = self.duration(table, "backoff");
+        let backoff_max = self.duration(table, "backoff_max");
+        let backoff_multiplier = self.multiplier(table);
+        let overlap = self.overlap(table);
+        let jitter = self.duration(table, "jitter");
+        let on_failure = self.hook(table);
+        Policies { attempts, backoff, backoff_multiplier, backoff_max, overlap, jitter, on_failure }
+    }
+
+    /// An integer of at least 1, if given and valid.
+    pub(super) fn positive(&mut self, table: &Table<'_, '_>, key: &str) -> Option<u64> {
+        let value = self.typed(table, key, "an integer", DeValue::as_integer)?;
+        match u64::from_str_radix(value.get_ref().as_str(), value.get_ref().radix()) {
+            Ok(n) if (1..=u64::from(u32::MAX)).contains(&n) => Some(n),
+            _ => {
+                let text = self.source.get(value.span()).unwrap_or_default();
+                let reason = format!("{text} is out of range: write a number from 1 to {}", u32::MAX);
+                self.problem(table, key, value.span(), reason);
+                None
+            }
+        }
+    }
+
+    fn multiplier(&mut self, table: &Table<'_, '_>) -> Option<f64> {
+        let value = table.get("backoff_multiplier")?;
+        let text = self.source.get(value.span()).unwrap_or_default().trim().replace('_', "");
+        let number = match value.get_ref() {
+            DeValue::Integer(_) | DeValue::Float(_) => text.parse::<f64>().ok(),
+            _ => None,
+        };
+        match number {
+            Some(n) if (1.0..=100.0).contains(&n) => Some(n),
+            Some(_) => {
+                let reason =
+                    format!("{text} is out of range: write a number from 1 (a fixed backoff) to 100");
+                self.problem(table, "backoff_multiplier", value.span(), reason);
+                None
+            }
+            None => {
+                self.wrong_type(table, "backoff_multiplier", value, "a number like 2 or 1.5");
+                None
+            }
+        }
+    }
+
+    fn overlap(&mut self, table: &Table<'_, '_>) -> Option<Overlap> {
+        let names = Overlap::ALL.map(Overlap::name);
+        let expected = format!("a string: {}", names.map(|n| format!("{n:?}")).join(", "));
+        let value = self.string(table, "overlap", &expected)?;
+        let overlap = Overlap::from_name(value.get_ref());
+        if overlap.is_none() {
+            let reason =
+                format!("{:?} is not an overlap policy: write {}", value.get_ref(), names.join(", "));
+            self.problem(table, "overlap", value.span(), reason);
+        }
+        overlap
+    }
+
+    /// An `on_failure` command, if given and valid.
+    pub(super) fn hook(&mut self, table: &Table<'_, '_>) -> Option<ShellCommand> {
+        let value = self.string(table, "on_failure", "a shell command string")?;
+        let script = value.get_ref().trim();
+        let checked = match script {
+            "" => Err("must not be empty".to_owned()),
+            script => command::check_no_nul(script, "a shell command"),
+        };
+        match checked {
+            Ok(()) => Some(ShellCommand::new(script)),
+            Err(reason) => {
+                self.problem(table, "on_failure", value.span(), reason);
+                None
+            }
+        }
+    }
+}

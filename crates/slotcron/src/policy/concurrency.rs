@@ -1,0 +1,57 @@
+//! The concurrency cap: at most N runs in flight per scheduler (DESIGN.md, "Run
+//! policies"). A replica at its cap does not claim a trigger it could not start: it
+//! waits for a free slot up to the job's grace window, so that a replica with room wins
+//! the claim; if none frees, the trigger is `skipped-concurrency` here.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+
+/// The runs in flight on one scheduler, `on_every_replica` runs included and failure
+/// hooks not.
+#[derive(Debug)]
+pub(crate) struct ConcurrencyCap {
+    slots: Arc<Semaphore>,
+    max: usize,
+}
+
+/// A slot taken for one run, given back when dropped; `None` inside when uncapped.
+#[derive(Debug)]
+pub(crate) struct RunSlot(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl ConcurrencyCap {
+    /// A cap of `max` runs (at least 1).
+    pub fn new(max: usize) -> Self {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        Self { slots: Arc::new(Semaphore::new(max)), max }
+    }
+
+    /// The concurrency layer: a slot for a run, waiting for one until `deadline` on
+    /// `clock`; the reason for `skipped-concurrency` if none freed by then, or if
+    /// `stopping` fired first.
+    pub async fn take(
+        cap: Option<&Self>,
+        clock: &dyn Clock,
+        deadline: Timestamp,
+        stopping: &CancellationToken,
+    ) -> Result<RunSlot, String> {
+        let Some(cap) = cap else { return Ok(RunSlot(None)) };
+        if let Ok(permit) = cap.slots.clone().try_acquire_owned() {
+            return Ok(RunSlot(Some(permit)));
+        }
+        let busy = format!("all {} run slots of this scheduler stayed busy", cap.max);
+        tokio::select! {
+            biased;
+            () = stopping.cancelled() => Err(format!("{busy} until the scheduler stopped")),
+            permit = cap.slots.clone().acquire_owned() => {
+                permit.map(|p| RunSlot(Some(p))).map_err(|_| busy.clone())
+            }
+            () = clock.sleep_until(deadline) => Err(format!("{busy} for the job's grace window")),
+        }
+    }
+}
