@@ -266,7 +266,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     let sweeping = async {
         while let StateUrl::Postgres { .. } = settings.state {
             tokio::select! {
-                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings).await,
+                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings, Sweep::Periodic).await,
                 () = cancel.cancelled() => return,
             }
         }
@@ -349,7 +349,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    sweep_stale(&scheduler, settings).await;
+    sweep_stale(&scheduler, settings, Sweep::AtStart).await;
     Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
 }
 
@@ -357,12 +357,24 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
 /// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
 const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::ledger::HEARTBEAT_EVERY.as_secs());
 
+/// When a stale sweep runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// At start, before any run of this daemon: its own instance's `running` records are
+    /// a previous start's.
+    AtStart,
+    /// While running (PostgreSQL): only lapsed instances' records, never this daemon's
+    /// own, which are its live runs.
+    Periodic,
+}
+
 /// The stale sweep: the runs a daemon of this state left `running` when it died are
 /// recorded `interrupted`, and their commands still going (on this host) are stopped. A
-/// SQLite state has one daemon (its lock file), which owns every record in it; on a
-/// PostgreSQL state a daemon owns the records of its own instance id (a fixed
-/// `--instance`) and of every instance whose heartbeat has lapsed ([`HEARTBEAT_LAPSE`]).
-async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
+/// SQLite state has one daemon (its lock file), which owns every record in it at start;
+/// on a PostgreSQL state a daemon owns, at start, the records of its own instance id (a
+/// fixed `--instance`), and at every sweep those of every other instance whose heartbeat
+/// has lapsed ([`HEARTBEAT_LAPSE`]).
+async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
     let instance = settings.instance.as_str();
     let lapsed = match settings.state {
         StateUrl::Postgres { .. } => match scheduler.ledger().lapsed_instances(HEARTBEAT_LAPSE).await {
@@ -374,10 +386,14 @@ async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
         },
         StateUrl::Sqlite { .. } | StateUrl::Memory => Vec::new(),
     };
-    let owned = |record: &slotcron::RunRecord| match settings.state {
-        StateUrl::Sqlite { .. } => true,
-        StateUrl::Postgres { .. } | StateUrl::Memory => {
-            *record.instance == *instance || lapsed.iter().any(|dead| **dead == *record.instance)
+    let owned = |record: &slotcron::RunRecord| {
+        let own = *record.instance == *instance;
+        match settings.state {
+            StateUrl::Sqlite { .. } => when == Sweep::AtStart,
+            StateUrl::Postgres { .. } | StateUrl::Memory => match when {
+                Sweep::AtStart => own || lapsed.iter().any(|dead| **dead == *record.instance),
+                Sweep::Periodic => !own && lapsed.iter().any(|dead| **dead == *record.instance),
+            },
         }
     };
     let grace = settings.cancel_grace;
@@ -387,11 +403,11 @@ async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
     };
     match scheduler.sweep_stale(owned, stop).await {
         Ok(stale) if !stale.is_empty() => {
-            tracing::warn!(runs = stale.len(), "runs found interrupted at start")
+            tracing::warn!(runs = stale.len(), "runs of a stopped daemon found interrupted")
         }
         Ok(_) => {}
         Err(e) => tracing::error!(
-            "the stale sweep failed: {e}; runs left running by a previous start stay `running`"
+            "the stale sweep failed: {e}; runs left running by a stopped daemon stay `running`"
         ),
     }
 }

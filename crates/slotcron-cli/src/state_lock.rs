@@ -15,9 +15,11 @@ pub struct StateLock {
     _lock: Flock<File>,
 }
 
-/// The lock file of the database at `database`: `PATH.lock`.
+/// The lock file of the database at `database`: `PATH.lock`, PATH with its symbolic
+/// links resolved (when it exists), so that every name of one file has one lock.
 pub fn lock_path(database: &Path) -> PathBuf {
-    let mut name = database.as_os_str().to_owned();
+    let database = std::fs::canonicalize(database).unwrap_or_else(|_| database.to_owned());
+    let mut name = database.into_os_string();
     name.push(".lock");
     PathBuf::from(name)
 }
