@@ -430,6 +430,10 @@ fn a_second_daemon_on_the_same_sqlite_file_is_refused_and_readers_are_not() {
         &["sqlite:slotcron.db is in use by another slotcron run", "slotcron.db.lock", "PostgreSQL state"],
     );
     assert!(message.contains("one daemon per SQLite file"), "{message}");
+    // Another name of the same file (a symbolic link) is the same file, with one lock.
+    std::os::unix::fs::symlink(dir.join("slotcron.db"), dir.join("link.db")).unwrap();
+    let linked = run_failing(&dir, &["--state", "sqlite:link.db"]);
+    assert_start_error(&linked, &["sqlite:link.db is in use by another slotcron run"]);
     let readers = run_in(&dir, &["history", "--limit", "1"]);
     assert_eq!(readers.status.code(), Some(0), "history reads while the daemon runs: {}", stderr(&readers));
     first.signal(Signal::SIGTERM);

@@ -116,9 +116,11 @@ fn jobs_put_rejects_an_invalid_job_with_the_jobs_file_message_and_writes_nothing
     let put = run_in(&dir, &["jobs", "put", "bad.toml", "--state", "sqlite:state.db"]);
     assert_eq!(put.status.code(), Some(2));
     assert!(stderr(&put).contains(r#"bad.toml:9: job "broken": cron: "#), "{}", stderr(&put));
+    // Nothing written, not even the state file; `jobs ls` only reads, so it says so.
     let listed = run_in(&dir, &["jobs", "ls", "--state", "sqlite:state.db"]);
-    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
-    assert!(!stdout(&listed).contains("shared"), "nothing written: {}", stdout(&listed));
+    assert_eq!(listed.status.code(), Some(2), "{}", stderr(&listed));
+    assert!(stderr(&listed).contains("no such file"), "{}", stderr(&listed));
+    assert!(!dir.join("state.db").exists(), "jobs ls created the state");
 
     write(&dir, "good.toml", SHARED);
     let put = run_in(&dir, &["jobs", "put", "good.toml", "--state", "sqlite:state.db"]);
