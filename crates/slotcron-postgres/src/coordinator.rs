@@ -151,10 +151,10 @@ fn claim_row(row: &Row) -> Result<ClaimRow, tokio_postgres::Error> {
 #[async_trait]
 impl Coordinator for PostgresCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError)?;
+        let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError::unavailable)?;
         let ttl_us = claim.ttl.map(|ttl| ttl.min(Self::MAX_TTL).as_micros() as i64);
-        let token =
-            Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
+        let token = Token::random()
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
         if self.claims.fetch_add(1, Ordering::Relaxed) % Self::REMOVE_EXPIRED_EVERY
             == Self::REMOVE_EXPIRED_EVERY - 1
         {

@@ -122,8 +122,8 @@ fn outcome_unknown(error: &RedisError) -> bool {
 #[async_trait]
 impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let token =
-            Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
+        let token = Token::random()
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
         let key = self.keys.trigger(claim.key);
         let fencing = self.keys.fencing(claim.job);
         let claimant = token.claimant(claim.instance);

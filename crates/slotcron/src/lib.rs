@@ -30,7 +30,9 @@ pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
-pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
+pub use coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, InProcessCoordinator,
+};
 pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};

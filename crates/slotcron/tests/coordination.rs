@@ -62,7 +62,7 @@ impl Coordinator for Scripted {
         match self.answer {
             Answer::Win => Ok(ClaimOutcome::Won { fencing_token: 7 }),
             Answer::Lose => Ok(ClaimOutcome::Lost),
-            Answer::Fail => Err(CoordinatorError::new("connection refused")),
+            Answer::Fail => Err(CoordinatorError::unavailable("connection refused")),
             Answer::Hang => std::future::pending().await,
         }
     }
@@ -152,7 +152,7 @@ async fn a_coordinator_error_skips_the_trigger_as_backend_unavailable_and_the_ha
     assert_eq!(tick.len(), 2);
     for record in &tick {
         assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable);
-        assert_eq!(record.error.as_deref(), Some("scripted coordinator: connection refused"));
+        assert_eq!(record.error.as_deref(), Some("scripted coordinator (unavailable): connection refused"));
     }
     assert_eq!(h.triggers("once", Outcome::SkippedBackendUnavailable), [ts("2024-05-17T00:00:15Z")]);
     h.stop().await;
@@ -172,7 +172,7 @@ async fn a_claim_slower_than_the_claim_timeout_skips_the_trigger_and_the_handler
     assert_eq!(tick[0].outcome, Outcome::SkippedBackendUnavailable);
     assert_eq!(
         tick[0].error.as_deref(),
-        Some("scripted coordinator: no answer within the claim timeout of 2s")
+        Some("scripted coordinator (timed-out): no answer within the claim timeout of 2s")
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     h.stop().await;

@@ -1,16 +1,16 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
+mod error;
 mod in_process;
 pub mod read_back;
 
+pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use in_process::InProcessCoordinator;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-
-use crate::job::BoxError;
 
 /// One claim on one trigger.
 #[derive(Debug, Clone, Copy)]
@@ -60,16 +60,4 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// A short name for logs: `in-process`, `redis`, `postgres`.
     fn name(&self) -> &'static str;
-}
-
-/// A coordinator backend failure: the claim's outcome is unknown.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct CoordinatorError(#[source] pub BoxError);
-
-impl CoordinatorError {
-    /// Wraps any error.
-    pub fn new(error: impl Into<BoxError>) -> Self {
-        Self(error.into())
-    }
 }

@@ -16,7 +16,7 @@ use super::later;
 use super::table::{Action, Due};
 use super::trigger::claim_ttl;
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Outcome, RunRecord};
 
@@ -163,15 +163,15 @@ async fn claim(
     let mut claiming = coordinator.claim(&claim);
     // Most claims answer at once: arm the timeout only if not.
     let claimed = match (&mut claiming).now_or_never() {
-        Some(claimed) => claimed.map_err(|e| e.to_string()),
+        Some(claimed) => claimed,
         None => {
             let timeout = shared.settings.claim_timeout;
             tokio::select! {
                 biased;
-                claimed = claiming => claimed.map_err(|e| e.to_string()),
-                () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => {
-                    Err(format!("no answer within the claim timeout of {timeout:?}"))
-                }
+                claimed = claiming => claimed,
+                () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => Err(CoordinatorError::timed_out(
+                    format!("no answer within the claim timeout of {timeout:?}"),
+                )),
             }
         }
     };
@@ -181,12 +181,27 @@ async fn claim(
         Ok(ClaimOutcome::Lost) => {
             Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
         }
-        Err(e) => {
-            let reason = format!("{} coordinator: {e}", coordinator.name());
-            let outcome = Outcome::SkippedBackendUnavailable;
-            Err(shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason)))
-        }
+        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, now, &e)),
     }
+}
+
+/// The record of a claim without an answer. Every kind fails closed: a missed run can
+/// be re-issued, a double run cannot be undone (DESIGN.md).
+fn unclaimed(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    now: Timestamp,
+    error: &CoordinatorError,
+) -> RunRecord {
+    let outcome = match error.kind() {
+        CoordinatorErrorKind::Unavailable
+        | CoordinatorErrorKind::TimedOut
+        | CoordinatorErrorKind::OutcomeUnknown => Outcome::SkippedBackendUnavailable,
+    };
+    let reason = format!("{} coordinator ({}): {error}", coordinator.name(), error.kind());
+    shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason))
 }
 
 /// Runs the handler, catching errors and panics, and enforcing the timeout.
