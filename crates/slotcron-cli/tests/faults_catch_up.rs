@@ -36,7 +36,6 @@ fn daemon(dir: &std::path::Path, redis: &RedisServer, name: &str) -> Daemon {
 }
 
 #[test]
-#[ignore = "fails until claims keep a per-job high-water mark (issue 8, failure 1)"]
 fn a_daemon_catching_up_runs_none_of_the_triggers_another_ran_while_it_was_down() {
     let dir = scratch("faults_catch_up");
     let redis = RedisServer::start(&dir);

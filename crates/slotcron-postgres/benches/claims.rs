@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use futures_util::stream;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
-const TTL: Option<Duration> = Some(Duration::from_secs(3_600));
+const HOLD: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(3_600), run_budget: None, slack: Duration::ZERO });
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -58,7 +59,7 @@ async fn run(
         .map(|second| async move {
             let trigger = Timestamp::from_second(1_715_904_000 + second).unwrap();
             let key = format!("{job}:{trigger}");
-            let claim = Claim { job, trigger, key: &key, instance: "bench", ttl: TTL };
+            let claim = Claim { job, trigger, key: &key, instance: "bench", hold: HOLD };
             coordinator.claim(&claim).await.unwrap()
         })
         .buffer_unordered(in_flight)

@@ -64,3 +64,19 @@ async fn one_shots_survive_restarts() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn claims_hold_until_an_absolute_instant() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::claims_hold_until_an_absolute_instant(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_high_water_mark_refuses_handled_triggers() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::the_high_water_mark_refuses_handled_triggers(&factory(schemas.adopter())).await
+    })
+    .await;
+}

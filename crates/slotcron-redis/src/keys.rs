@@ -17,10 +17,21 @@ impl Keys {
         format!("{}{trigger_key}", self.prefix)
     }
 
-    /// `{prefix}fencing:{job}`: the job's fencing counter. Job names contain no `:` while
-    /// trigger instants do, so no trigger key equals a fencing key.
+    /// `{prefix}fencing:{job}`: the job's fencing counter.
     pub fn fencing(&self, job: &str) -> String {
-        format!("{}fencing:{job}", self.prefix)
+        self.per_job("fencing", job)
+    }
+
+    /// `{prefix}mark:{job}`: the job's high-water mark, the newest recurring trigger
+    /// granted (milliseconds since the Unix epoch).
+    pub fn mark(&self, job: &str) -> String {
+        self.per_job("mark", job)
+    }
+
+    /// `{prefix}{role}:{job}`: the one layout of every per-job key. Job names contain no
+    /// `:` while trigger instants do, so no trigger key equals a per-job key.
+    fn per_job(&self, role: &str, job: &str) -> String {
+        format!("{}{role}:{job}", self.prefix)
     }
 }
 
@@ -34,5 +45,6 @@ mod tests {
         assert_eq!(keys.trigger("backup:2024-05-17T10:00:00Z"), "app:slotcron:backup:2024-05-17T10:00:00Z");
         assert_eq!(keys.trigger("warmup"), "app:slotcron:warmup");
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
+        assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
     }
 }

@@ -57,3 +57,15 @@ async fn racing_replicas_over_tls() {
     assert!(server.url().starts_with("rediss://"));
     testkit::racing_replicas(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn claims_hold_until_an_absolute_instant() {
+    let server = RedisServer::tcp();
+    testkit::claims_hold_until_an_absolute_instant(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn the_high_water_mark_refuses_handled_triggers() {
+    let server = RedisServer::tcp();
+    testkit::the_high_water_mark_refuses_handled_triggers(&factory(server.config())).await;
+}

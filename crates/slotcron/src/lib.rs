@@ -31,9 +31,9 @@ pub mod testkit;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use coordinator::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, InProcessCoordinator,
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
 };
-pub use engine::{DefineError, Scheduler, SchedulerBuilder, claim_ttl, trigger_key};
+pub use engine::{DefineError, Scheduler, SchedulerBuilder, trigger_key};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
 pub use policy::Misfire;

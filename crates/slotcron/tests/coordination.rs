@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
 use slotcron::testkit::harness::{Harness, settle, ts};
-use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Job, JobContext, Outcome};
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold, Job, JobContext, Outcome};
 
 /// What a scripted coordinator answers.
 #[derive(Clone, Copy)]
@@ -26,7 +26,7 @@ struct Seen {
     trigger: Timestamp,
     key: String,
     instance: String,
-    ttl: Option<Duration>,
+    hold: Option<Hold>,
 }
 
 /// Answers every claim the same way and remembers what it was asked.
@@ -56,7 +56,7 @@ impl Coordinator for Scripted {
             trigger: claim.trigger,
             key: claim.key.to_owned(),
             instance: claim.instance.to_owned(),
-            ttl: claim.ttl,
+            hold: claim.hold,
         });
         self.runs_at_claim.lock().unwrap().push(self.runs.load(Ordering::SeqCst));
         match self.answer {
@@ -97,25 +97,26 @@ async fn harness(answer: Answer) -> (Harness, Arc<Scripted>, Arc<AtomicUsize>) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn each_trigger_is_claimed_once_before_its_handler_with_key_instance_and_ttl() {
+async fn each_trigger_is_claimed_once_before_its_handler_with_key_instance_and_hold() {
     let (mut h, coordinator, runs) = harness(Answer::Win).await;
     h.advance_to(ts("2024-05-17T00:00:20Z")).await;
     let seen = coordinator.seen();
-    let claim = |job: &str, trigger: &str, key: &str, ttl| Seen {
+    let claim = |job: &str, trigger: &str, key: &str, hold| Seen {
         job: job.into(),
         trigger: ts(trigger),
         key: key.into(),
         instance: "test".into(),
-        ttl,
+        hold,
     };
+    // The slot (10 s), no run budget (no timeout), the slack (3 s).
+    let hold = Some(Hold { slot: Duration::from_secs(10), run_budget: None, slack: Duration::from_secs(3) });
     assert_eq!(
         seen,
         [
-            // The slot (10 s) plus the slack (3 s).
-            claim("tick", "2024-05-17T00:00:10Z", "tick:2024-05-17T00:00:10Z", Some(Duration::from_secs(13))),
+            claim("tick", "2024-05-17T00:00:10Z", "tick:2024-05-17T00:00:10Z", hold),
             // One-shots never expire.
             claim("once", "2024-05-17T00:00:15Z", "once:2024-05-17T00:00:15Z", None),
-            claim("tick", "2024-05-17T00:00:20Z", "tick:2024-05-17T00:00:20Z", Some(Duration::from_secs(13))),
+            claim("tick", "2024-05-17T00:00:20Z", "tick:2024-05-17T00:00:20Z", hold),
         ]
     );
     assert_eq!(*coordinator.runs_at_claim.lock().unwrap(), [0, 1, 2], "each claim precedes its run");

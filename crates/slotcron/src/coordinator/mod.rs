@@ -1,13 +1,13 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
 mod error;
+mod hold;
 mod in_process;
 pub mod read_back;
 
 pub use error::{CoordinatorError, CoordinatorErrorKind};
+pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
-
-use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -24,10 +24,10 @@ pub struct Claim<'a> {
     pub key: &'a str,
     /// The claimant's instance id.
     pub instance: &'a str,
-    /// How long the claim must hold: the slot length plus the clock-skew slack, or
-    /// `None` for one-shots, whose claims never expire (unless the backend is configured
-    /// with a retention).
-    pub ttl: Option<Duration>,
+    /// How long the claim holds and when the job's high-water mark refuses it (see
+    /// [`Hold`]), or `None` for one-shots, whose claims never expire (unless the backend
+    /// is configured with a retention) and which the mark does not concern.
+    pub hold: Option<Hold>,
 }
 
 /// The result of a claim.
@@ -40,6 +40,10 @@ pub enum ClaimOutcome {
     },
     /// Another replica holds the trigger.
     Lost,
+    /// The trigger is at or before the job's high-water mark and old enough that its
+    /// claim may have expired: the fleet handled it (or a later trigger), so it is never
+    /// claimed again (see [`Hold`]).
+    BehindMark,
 }
 
 /// Arbitrates claims between replicas.
@@ -48,7 +52,8 @@ pub enum ClaimOutcome {
 /// PostgreSQL coordinators in their own crates. Each claim must be one round trip to the
 /// backend, must never be released when the run ends (it marks the slot as taken), and
 /// must report an error rather than guess when the outcome is unknown: the engine then
-/// skips the trigger (fail closed). A networked backend whose reply can be lost reads the
+/// skips the trigger (fail closed). A recurring claim expires and is refused by the job's
+/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked backend whose reply can be lost reads the
 /// claim back with [`read_back::claim_with_read_back`].
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {

@@ -12,7 +12,7 @@ mod trigger;
 pub use builder::SchedulerBuilder;
 
 pub(crate) use run::RunScope;
-pub use trigger::{claim_ttl, trigger_key};
+pub use trigger::trigger_key;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -67,7 +67,10 @@ fn log_run(r: &RunRecord) {
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
         Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
-        Outcome::SkippedLost => tracing::debug!(job, %trigger, outcome, dur_ms, "run finished"),
+        // Losing a claim is normal; a refusal by the high-water mark (with a reason) is not.
+        Outcome::SkippedLost if r.error.is_none() => {
+            tracing::debug!(job, %trigger, outcome, dur_ms, "run finished")
+        }
         _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
     }
 }

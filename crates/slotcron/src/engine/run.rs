@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::later;
 use super::table::{Action, Due};
-use super::trigger::claim_ttl;
+use super::trigger::{claim_hold, job_run_budget};
 use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind};
 use crate::job::{BoxError, Job};
@@ -158,8 +158,10 @@ async fn claim(
     key: &str,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
-    let ttl = claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack);
-    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
+    let settings = &shared.settings;
+    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
+    let hold = claim_hold(trigger, next, kind.is_one_shot(), budget, settings.slack);
+    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, hold };
     let mut claiming = coordinator.claim(&claim);
     // Most claims answer at once: arm the timeout only if not.
     let claimed = match (&mut claiming).now_or_never() {
@@ -180,6 +182,13 @@ async fn claim(
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => {
             Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
+        }
+        Ok(ClaimOutcome::BehindMark) => {
+            let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
+                          or a later one, and this trigger's claim may have expired, so it is never \
+                          claimed again"
+                .to_owned();
+            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, Some(reason)))
         }
         Err(e) => Err(unclaimed(shared, coordinator, job, trigger, now, &e)),
     }
