@@ -30,6 +30,9 @@ pub struct Settings {
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
     pub cancel_grace: Duration,
+    /// How far this daemon's clock may be off its coordinator's (`--clock-skew-slack`,
+    /// `[coordination] slack`, default [`SchedulerBuilder::DEFAULT_SLACK`]).
+    pub slack: Duration,
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -60,6 +63,7 @@ impl Settings {
             redis,
             shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
             cancel_grace: Self::CANCEL_GRACE,
+            slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
         })
     }
 
@@ -93,7 +97,8 @@ impl Settings {
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
-            .cancel_grace(self.cancel_grace);
+            .cancel_grace(self.cancel_grace)
+            .slack(self.slack);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
             None => builder,

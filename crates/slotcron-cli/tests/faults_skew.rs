@@ -84,7 +84,6 @@ fn run_pair(
 }
 
 #[test]
-#[ignore = "fails until the skew guard (issue 8, failure 2)"]
 fn a_daemon_skewed_beyond_the_slack_skips_every_trigger_and_says_so_and_nothing_runs_twice() {
     let (dir, runs, a, _b) = run_pair("faults_skew_beyond", Some("+6.5s"), None, Duration::from_secs(44));
     assert!(runs.values().all(|by| by == &["b"]), "only b ran: {runs:?}");

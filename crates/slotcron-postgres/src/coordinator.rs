@@ -3,6 +3,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 use tokio_postgres::Row;
 
@@ -171,6 +172,22 @@ impl Coordinator for PostgresCoordinator {
             || self.read_holder(claim, token),
         )
         .await
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        let failed =
+            |cause: String| CoordinatorError::unavailable(format!("{}: now(): {cause}", self.database.url()));
+        let rows = self
+            .database
+            .query_within("SELECT now()", &[], self.response_timeout)
+            .await
+            .map_err(|e| failed(e.into_cause().cause))?;
+        let now: SystemTime = rows
+            .first()
+            .ok_or_else(|| failed("no row".to_owned()))?
+            .try_get(0)
+            .map_err(|e| failed(chain(&e)))?;
+        Ok(Some(codec::instant(now).map_err(|e| failed(e.to_string()))?))
     }
 
     fn name(&self) -> &'static str {

@@ -173,3 +173,16 @@ async fn a_claim_that_fails_is_an_error_never_a_win() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_coordinators_clock_is_the_servers() {
+    isolated(async |schemas: &mut Schemas| {
+        let coordinator = PostgresCoordinator::new(schemas.open().await);
+        let before = Timestamp::now();
+        let time = coordinator.time().await.unwrap().expect("the server's clock");
+        // The server runs on this machine: its clock is this one's.
+        let off = before.duration_until(time).abs();
+        assert!(off < slotcron::jiff::SignedDuration::from_secs(1), "{before} vs {time}");
+    })
+    .await;
+}

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, RedisError, Script, ScriptInvocation, TlsCertificates};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
 
 use crate::claimant::{Token, holder};
@@ -148,6 +149,17 @@ impl Coordinator for RedisCoordinator {
             || self.read_holder(&key, &token),
         )
         .await
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        let mut connection = self.connection.clone();
+        let (seconds, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
+        let time = Timestamp::from_microsecond(seconds.saturating_mul(1_000_000).saturating_add(micros))
+            .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
+        Ok(Some(time))
     }
 
     fn name(&self) -> &'static str {

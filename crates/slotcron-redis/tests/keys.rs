@@ -143,3 +143,14 @@ async fn each_claim_is_one_round_trip() {
     expected.sort();
     assert_eq!(calls, expected, "{stats}");
 }
+
+#[tokio::test]
+async fn the_coordinators_clock_is_the_servers() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let before = Timestamp::now();
+    let time = coordinator.time().await.unwrap().expect("the server's clock");
+    // The server runs on this machine: its clock is this one's.
+    let off = before.duration_until(time).abs();
+    assert!(off < slotcron::jiff::SignedDuration::from_secs(1), "{before} vs {time}");
+}

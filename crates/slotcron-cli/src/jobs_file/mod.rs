@@ -62,6 +62,9 @@ pub struct Coordination {
     /// `prefix = "PREFIX"`: the prefix of the keys written in that Redis (the
     /// `--redis-prefix` flag and the `SLOTCRON_REDIS_PREFIX` variable take precedence).
     pub prefix: Option<String>,
+    /// `slack = "5s"`: the clock-skew slack (the `--clock-skew-slack` flag takes
+    /// precedence).
+    pub slack: Option<std::time::Duration>,
 }
 
 /// One job of a file.

@@ -88,6 +88,10 @@ impl Coordinator for InProcessCoordinator {
         Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
     }
 
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        Ok(Some(self.clock.now()))
+    }
+
     fn name(&self) -> &'static str {
         "in-process"
     }

@@ -46,6 +46,10 @@ pub enum ClaimOutcome {
     BehindMark,
 }
 
+/// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
+/// to measure its own clock's offset from it.
+pub const SKEW_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Arbitrates claims between replicas.
 ///
 /// Implementations: [`InProcessCoordinator`] (single replica), and the Redis and
@@ -62,6 +66,17 @@ pub trait Coordinator: Send + Sync + 'static {
     /// # Errors
     /// The backend is unreachable or the outcome is unknown.
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError>;
+
+    /// The coordinator's clock now (Redis `TIME`, PostgreSQL `now()`), one round trip,
+    /// for the scheduler's clock-skew guard, which asks at most once every
+    /// [`SKEW_SAMPLE_EVERY`] while triggers come due. `None` (the default) for a
+    /// coordinator without a clock of its own: no skew check.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        Ok(None)
+    }
 
     /// A short name for logs: `in-process`, `redis`, `postgres`.
     fn name(&self) -> &'static str;

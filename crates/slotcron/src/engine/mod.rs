@@ -6,6 +6,7 @@ mod misfire;
 mod queue;
 mod record;
 mod run;
+mod skew;
 mod table;
 mod trigger;
 
@@ -79,6 +80,8 @@ pub(crate) struct Shared {
     persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
+    /// This replica's offset from its coordinator's clock.
+    pub(crate) skew: skew::SkewGuard,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -91,6 +94,7 @@ pub(crate) struct Shared {
 pub(crate) struct Settings {
     pub claim_timeout: Duration,
     pub slack: Duration,
+    pub check_clock_skew: bool,
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,

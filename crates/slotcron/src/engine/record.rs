@@ -37,7 +37,8 @@ impl Shared {
     /// (not for a backend outage: that trigger may still be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
-        if record.outcome != Outcome::SkippedBackendUnavailable {
+        // A trigger skipped for an outage or for the clock may still be re-issued.
+        if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew) {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
         if let Err(e) = self.ledger.append(&record).await {
@@ -71,6 +72,8 @@ fn log_run(r: &RunRecord) {
         Outcome::SkippedLost if r.error.is_none() => {
             tracing::debug!(job, %trigger, outcome, dur_ms, "run finished")
         }
+        // The skew guard warns once a minute for all of them.
+        Outcome::SkippedClockSkew => tracing::debug!(job, %trigger, outcome, dur_ms, err, "run finished"),
         _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
     }
 }

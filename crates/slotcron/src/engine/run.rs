@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::later;
+use super::skew::{self, Skew};
 use super::table::{Action, Due};
 use super::trigger::{claim_hold, job_run_budget};
 use crate::context::JobContext;
@@ -162,21 +163,26 @@ async fn claim(
     let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
     let hold = claim_hold(trigger, next, kind.is_one_shot(), budget, settings.slack);
     let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, hold };
-    let mut claiming = coordinator.claim(&claim);
-    // Most claims answer at once: arm the timeout only if not.
-    let claimed = match (&mut claiming).now_or_never() {
-        Some(claimed) => claimed,
-        None => {
-            let timeout = shared.settings.claim_timeout;
-            tokio::select! {
-                biased;
-                claimed = claiming => claimed,
-                () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => Err(CoordinatorError::timed_out(
-                    format!("no answer within the claim timeout of {timeout:?}"),
-                )),
+    if settings.check_clock_skew {
+        match shared.skew.check(shared, coordinator).await {
+            Ok(Skew::Within) => {}
+            Ok(Skew::Beyond(offset)) => {
+                let reason = skew::reason(coordinator, offset, settings.slack);
+                let now = shared.clock.now();
+                return Err(shared.record(
+                    job,
+                    trigger,
+                    Outcome::SkippedClockSkew,
+                    None,
+                    now,
+                    Duration::ZERO,
+                    Some(reason),
+                ));
             }
+            Err(e) => return Err(unclaimed(shared, coordinator, job, trigger, shared.clock.now(), &e)),
         }
-    };
+    }
+    let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
     let now = shared.clock.now();
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
@@ -191,6 +197,27 @@ async fn claim(
             Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, Some(reason)))
         }
         Err(e) => Err(unclaimed(shared, coordinator, job, trigger, now, &e)),
+    }
+}
+
+/// Awaits a call to the coordinator for at most the claim timeout; its end is the
+/// [`TimedOut`](CoordinatorErrorKind::TimedOut) kind.
+pub(super) async fn within_claim_timeout<T>(
+    shared: &Shared,
+    call: impl Future<Output = Result<T, CoordinatorError>>,
+) -> Result<T, CoordinatorError> {
+    let mut call = std::pin::pin!(call);
+    // Most calls answer at once: arm the timeout only if not.
+    if let Some(answer) = (&mut call).now_or_never() {
+        return answer;
+    }
+    let timeout = shared.settings.claim_timeout;
+    tokio::select! {
+        biased;
+        answer = call => answer,
+        () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => Err(CoordinatorError::timed_out(
+            format!("no answer within the claim timeout of {timeout:?}"),
+        )),
     }
 }
 

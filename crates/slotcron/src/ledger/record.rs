@@ -23,13 +23,16 @@ pub enum Outcome {
     /// The coordinator was unreachable or slower than the claim timeout: the trigger was
     /// skipped rather than risk a double run (fail closed).
     SkippedBackendUnavailable,
+    /// This replica's clock was off the coordinator's by more than the clock-skew slack:
+    /// the trigger was skipped rather than risk a double run (fail closed).
+    SkippedClockSkew,
     /// The trigger was noticed after its grace window and the misfire policy dropped it.
     Missed,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -37,6 +40,7 @@ impl Outcome {
         Self::Aborted,
         Self::SkippedLost,
         Self::SkippedBackendUnavailable,
+        Self::SkippedClockSkew,
         Self::Missed,
     ];
 
@@ -50,6 +54,7 @@ impl Outcome {
             Self::Aborted => "aborted",
             Self::SkippedLost => "skipped-lost",
             Self::SkippedBackendUnavailable => "skipped-backend-unavailable",
+            Self::SkippedClockSkew => "skipped-clock-skew",
             Self::Missed => "missed",
         }
     }

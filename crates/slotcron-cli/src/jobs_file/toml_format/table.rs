@@ -13,7 +13,7 @@ use super::Reader;
 use crate::jobs_file::Problem;
 
 pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "job"];
-pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix"];
+pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix", "slack"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",
