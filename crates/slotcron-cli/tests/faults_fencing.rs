@@ -23,7 +23,6 @@ fn tokens(dir: &std::path::Path) -> Vec<u64> {
 }
 
 #[test]
-#[ignore = "fails until fencing tokens live in the store (issue 8, failure 3)"]
 fn fencing_tokens_keep_growing_after_kill_9_in_single_replica_mode() {
     let dir = scratch("faults_fencing");
     write(&dir, "jobs.toml", JOBS);

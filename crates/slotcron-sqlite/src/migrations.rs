@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -44,6 +44,15 @@ CREATE TABLE run_record (
 CREATE INDEX run_record_by_job ON run_record (job, trigger_us DESC, started_us DESC);
 -- The last runs of every job, and pruning by age.
 CREATE INDEX run_record_by_trigger ON run_record (trigger_us DESC, started_us DESC);
+";
+
+/// Fencing tokens that survive the process: the last token taken per job, for
+/// single-replica mode (no coordinator hands them out).
+const V2: &str = "
+CREATE TABLE fencing (
+    job   TEXT PRIMARY KEY NOT NULL,
+    token INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 ";
 
 /// The newest schema version this release knows.

@@ -77,7 +77,7 @@ pub(crate) struct Shared {
     pub store: Arc<dyn Store>,
     /// Whether a store was configured: without one, per-trigger state is not saved
     /// (nothing would read it back).
-    persist_state: bool,
+    pub(crate) persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
     /// This replica's offset from its coordinator's clock.

@@ -118,8 +118,8 @@ async fn claim_and_run(
     let trigger_key = OnceLock::new();
     let fencing_token = match &shared.coordinator {
         // Single-replica mode, or a job every replica runs: nothing to claim.
-        None => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
-        Some(_) if job.every_replica => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
+        None => local_fencing_token(shared, job).await,
+        Some(_) if job.every_replica => local_fencing_token(shared, job).await,
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
@@ -147,6 +147,22 @@ async fn claim_and_run(
     let (outcome, error) = run_handler(scope, job, ctx, started).await;
     let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
     shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+}
+
+/// The next fencing token of a run that claims nothing: from the store, so tokens go on
+/// growing after a restart. Without a store, or if it fails (logged), one more than the
+/// last this process handed out (or took from the store).
+async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
+    if shared.persist_state {
+        match shared.store.next_fencing_token(&job.name).await {
+            Ok(token) => {
+                job.local_fencing.fetch_max(token, Ordering::Relaxed);
+                return token;
+            }
+            Err(e) => tracing::warn!(job = %job.name, "{e}; fencing token counted in memory"),
+        }
+    }
+    job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// Claims the trigger: the fencing token if won, else the record of the skip.
