@@ -3,12 +3,18 @@
 //! "coordinator's clock"), counting every record.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use slotcron::jiff::{SignedDuration, Timestamp};
+use slotcron::testkit::harness::Harness;
 use slotcron::testkit::{Delivery, Fleet};
-use slotcron::{Coordinator, InProcessCoordinator, Job, JobContext, Outcome, RunRecord};
+use slotcron::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator, Job, JobContext, JobState,
+    MemoryStore, Misfire, Outcome, RunRecord, Store,
+};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()
@@ -86,4 +92,69 @@ async fn replicas_skewed_within_the_slack_run_every_trigger_once() {
     let expected: Vec<Timestamp> = (-1..=47).map(|s| start + SignedDuration::from_secs(s)).collect();
     assert_eq!(runs.keys().copied().collect::<Vec<_>>(), expected, "no gaps");
     assert!(runs.values().all(|n| *n == 1), "nothing ran twice: {runs:?}");
+}
+
+/// Answers each claim after a delay that shrinks with every claim (the first waits
+/// longest), as a busy network may, and hands out fencing tokens as it answers.
+#[derive(Default)]
+struct Slowing {
+    claims: AtomicU64,
+    tokens: AtomicU64,
+}
+
+#[async_trait]
+impl Coordinator for Slowing {
+    async fn claim(&self, _claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        let k = self.claims.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100u64.saturating_sub(k * 10))).await;
+        Ok(ClaimOutcome::Won { fencing_token: self.tokens.fetch_add(1, Ordering::SeqCst) + 1 })
+    }
+
+    fn name(&self) -> &'static str {
+        "slowing"
+    }
+}
+
+/// Failure 6: a replica catching up nine triggers after downtime (`run_all`) claims them,
+/// gets their fencing tokens and starts them in trigger order, even when the coordinator
+/// answers later claims sooner.
+#[tokio::test(start_paused = true)]
+#[ignore = "fails until a catch-up claims in trigger order (issue 8, failure 6)"]
+async fn a_catch_up_claims_and_starts_in_trigger_order() {
+    let store = Arc::new(MemoryStore::new());
+    let state =
+        JobState { last_trigger: ts("2024-05-17T00:00:00Z"), last_outcome: None, one_shot_done: false };
+    store.save_state("tick", &state).await.unwrap();
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let mut h = Harness::with("2024-05-17T00:00:09.500Z", |b| {
+        b.store(store.clone())
+            .coordinator(Arc::new(Slowing::default()))
+            .claim_timeout(Duration::from_secs(3_600))
+    });
+    let handler = {
+        let started = started.clone();
+        move |ctx: JobContext| {
+            started.lock().unwrap().push(ctx.trigger());
+            async { Ok::<_, std::io::Error>(()) }
+        }
+    };
+    let job = Job::builder("tick")
+        .every(Duration::from_secs(1))
+        .misfire(Misfire::RunAll { cap: 100 })
+        .handler(handler)
+        .build()
+        .unwrap();
+    h.add(job);
+    h.start().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut records = h.records("tick");
+    records.sort_by_key(|r| r.trigger);
+    let triggers: Vec<Timestamp> = records.iter().map(|r| r.trigger).collect();
+    let expected: Vec<Timestamp> =
+        (1..=9).map(|s| ts("2024-05-17T00:00:00Z") + SignedDuration::from_secs(s)).collect();
+    assert_eq!(triggers, expected, "nine catch-up runs");
+    let tokens: Vec<Option<u64>> = records.iter().map(|r| r.fencing_token).collect();
+    assert_eq!(tokens, (1..=9).map(Some).collect::<Vec<_>>(), "fencing tokens in trigger order");
+    assert_eq!(*started.lock().unwrap(), expected, "starts in trigger order");
+    h.stop().await;
 }
