@@ -119,7 +119,6 @@ impl Coordinator for Slowing {
 /// gets their fencing tokens and starts them in trigger order, even when the coordinator
 /// answers later claims sooner.
 #[tokio::test(start_paused = true)]
-#[ignore = "fails until a catch-up claims in trigger order (issue 8, failure 6)"]
 async fn a_catch_up_claims_and_starts_in_trigger_order() {
     let store = Arc::new(MemoryStore::new());
     let state =

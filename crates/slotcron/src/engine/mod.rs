@@ -252,9 +252,20 @@ impl Scheduler {
                 let more = table.take_due(now, &mut due, SPAWN_BATCH);
                 (more, table.next_deadline())
             };
-            for item in due.drain(..) {
+            let mut items = due.drain(..).peekable();
+            while let Some(item) = items.next() {
                 scope.spawning();
-                tracker.spawn(run::execute(scope.clone(), item));
+                // A job's catch-up comes as consecutive items: claimed in trigger order.
+                if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
+                    let mut group = vec![item];
+                    while let Some(next) = items.next_if(|next| Arc::ptr_eq(&next.job, &group[0].job)) {
+                        scope.spawning();
+                        group.push(next);
+                    }
+                    tracker.spawn(run::execute_in_order(scope.clone(), tracker.clone(), group));
+                } else {
+                    tracker.spawn(run::execute(scope.clone(), item));
+                }
             }
             if more {
                 scope.pace().await;

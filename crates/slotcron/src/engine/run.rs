@@ -10,6 +10,7 @@ use futures_util::FutureExt;
 use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use super::later;
@@ -89,30 +90,75 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     Box::pin(execute_started(scope, due)).await;
 }
 
+/// Handles several due items of one job (a catch-up) in trigger order: each claim, and
+/// so each fencing token, is made after the previous item's, and each run's handler is
+/// called before the next claim is made; the runs themselves then go on side by side in
+/// tasks of `tracker`, as runs of separate triggers do.
+pub(crate) async fn execute_in_order(scope: Arc<RunScope>, tracker: TaskTracker, items: Vec<Due>) {
+    for due in items {
+        scope.started();
+        let Due { job, trigger, next, action } = due;
+        let started = match action {
+            Action::Missed { count } => Err(missed(&scope.shared, &job, trigger, count)),
+            Action::Run => Box::pin(claim_and_start(&scope, &job, trigger, next)).await,
+        };
+        match started {
+            Err(record) => scope.shared.finish(&job, record).await,
+            Ok(run) => {
+                let scope = scope.clone();
+                tracker.spawn(async move {
+                    let record = Box::pin(run.finish(&scope, &job)).await;
+                    scope.shared.finish(&job, record).await;
+                });
+            }
+        }
+    }
+}
+
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action } = due;
     let record = match action {
-        Action::Missed { count } => {
-            let reason = format!(
-                "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
-                job.grace,
-                job.misfire.name()
-            );
-            let now = shared.clock.now();
-            shared.record(&job, trigger, Outcome::Missed, None, now, Duration::ZERO, Some(reason))
-        }
-        Action::Run => claim_and_run(&scope, &job, trigger, next).await,
+        Action::Missed { count } => missed(shared, &job, trigger, count),
+        Action::Run => match claim_and_start(&scope, &job, trigger, next).await {
+            Ok(run) => run.finish(&scope, &job).await,
+            Err(skipped) => skipped,
+        },
     };
     shared.finish(&job, record).await;
 }
 
-async fn claim_and_run(
+/// The record of `count` triggers the misfire policy dropped, up to `trigger`.
+fn missed(shared: &Shared, job: &Job, trigger: Timestamp, count: u64) -> RunRecord {
+    let reason = format!(
+        "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
+        job.grace,
+        job.misfire.name()
+    );
+    shared.record(job, trigger, Outcome::Missed, None, shared.clock.now(), Duration::ZERO, Some(reason))
+}
+
+/// A run whose handler has been called: its future, awaited by [`Started::finish`].
+struct Started {
+    trigger: Timestamp,
+    fencing_token: u64,
+    started: Timestamp,
+    cancel: Option<CancellationToken>,
+    /// The handler's future, or the outcome of a handler that panicked when called.
+    run: Result<Running, (Outcome, Option<String>)>,
+}
+
+type Running = futures_util::future::CatchUnwind<
+    AssertUnwindSafe<futures_util::future::BoxFuture<'static, Result<(), BoxError>>>,
+>;
+
+/// Claims the trigger and calls the handler: the started run, or the record of the skip.
+async fn claim_and_start(
     scope: &Arc<RunScope>,
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
-) -> RunRecord {
+) -> Result<Started, RunRecord> {
     let shared = &scope.shared;
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
@@ -123,10 +169,7 @@ async fn claim_and_run(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            match claim(shared, coordinator.as_ref(), job, trigger, next, key).await {
-                Ok(fencing_token) => fencing_token,
-                Err(skipped) => return skipped,
-            }
+            claim(shared, coordinator.as_ref(), job, trigger, next, key).await?
         }
     };
     // Remembered before the handler runs: a one-shot runs at most once even if the
@@ -144,9 +187,26 @@ async fn claim_and_run(
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();
-    let (outcome, error) = run_handler(scope, job, ctx, started).await;
-    let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
-    shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+    let cancel = ctx.own_cancel.clone();
+    let run = match std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx))) {
+        Ok(run) => Ok(AssertUnwindSafe(run).catch_unwind()),
+        Err(panic) => Err((Outcome::Panicked, Some(panic_message(panic.as_ref())))),
+    };
+    Ok(Started { trigger, fencing_token, started, cancel, run })
+}
+
+impl Started {
+    /// Awaits the handler under its timeout; the run's record.
+    async fn finish(self, scope: &RunScope, job: &Job) -> RunRecord {
+        let shared = &scope.shared;
+        let Self { trigger, fencing_token, started, cancel, run } = self;
+        let (outcome, error) = match run {
+            Ok(run) => run_handler(scope, job, run, cancel, started).await,
+            Err(panicked) => panicked,
+        };
+        let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
+        shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+    }
 }
 
 /// The next fencing token of a run that claims nothing: from the store, so tokens go on
@@ -256,20 +316,15 @@ fn unclaimed(
     shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason))
 }
 
-/// Runs the handler, catching errors and panics, and enforcing the timeout.
+/// Awaits the handler's future, catching errors and panics, and enforcing the timeout.
 async fn run_handler(
     scope: &RunScope,
     job: &Job,
-    ctx: JobContext,
+    mut run: Running,
+    cancel: Option<CancellationToken>,
     started: Timestamp,
 ) -> (Outcome, Option<String>) {
     let (shared, abort) = (&scope.shared, &scope.abort);
-    let cancel = ctx.own_cancel.clone();
-    let call = std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx)));
-    let mut run = match call {
-        Ok(run) => AssertUnwindSafe(run).catch_unwind(),
-        Err(panic) => return (Outcome::Panicked, Some(panic_message(panic.as_ref()))),
-    };
     let timeout = async {
         match job.timeout {
             Some(timeout) => shared.clock.sleep_until(later(started, timeout)).await,
