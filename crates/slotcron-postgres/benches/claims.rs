@@ -57,7 +57,9 @@ async fn run(
     let started = Instant::now();
     let outcomes: Vec<ClaimOutcome> = stream::iter(seconds)
         .map(|second| async move {
-            let trigger = Timestamp::from_second(1_715_904_000 + second).unwrap();
+            // In 2100: ahead of the server's clock, so claims made out of order (50 in
+            // flight) are decided by their rows, not by the job's high-water mark.
+            let trigger = Timestamp::from_second(4_102_444_800 + second).unwrap();
             let key = format!("{job}:{trigger}");
             let claim = Claim { job, trigger, key: &key, instance: "bench", hold: HOLD };
             coordinator.claim(&claim).await.unwrap()

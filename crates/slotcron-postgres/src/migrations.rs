@@ -118,9 +118,10 @@ CREATE TABLE {schema}.claim_mark (
     trigger_at timestamptz NOT NULL
 );
 
--- Claims a trigger. Recurring (p_after_trigger_us NOT NULL): the job's mark row is
--- locked first, so claims of one job serialize on it; a trigger whose claim is held
--- loses as in version 2; one that is at or before the mark and at least
+-- Claims a trigger. A trigger whose claim is held loses as in version 2, with no lock
+-- taken and nothing written. Recurring (p_after_trigger_us NOT NULL): the job's mark
+-- row is locked next, so claims of one job serialize on it; a trigger at or before the
+-- mark and at least
 -- p_after_trigger_us old (now()), with no claim held, is refused with -1: its claim may
 -- have expired; otherwise the claim is made as in version 2, expiring at the later of
 -- trigger + p_after_trigger_us and now() + p_after_claim_us, and the mark moves up to
@@ -134,13 +135,25 @@ CREATE FUNCTION {schema}.claim_trigger(
 ) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     won bigint;
+    own boolean;
     mark timestamptz;
     expires timestamptz;
 BEGIN
+    -- A held claim loses (or is this claimant's own, after a lost reply) without taking
+    -- a lock or writing anything.
+    SELECT fencing_token, claimant_token = p_claimant_token AND instance = p_instance
+    INTO won, own FROM {schema}.claim
+    WHERE job = p_job AND trigger_key = p_trigger_key AND (expires_at IS NULL OR expires_at > now());
+    IF FOUND THEN
+        RETURN CASE WHEN own THEN won END;
+    END IF;
     IF p_after_trigger_us IS NOT NULL THEN
-        INSERT INTO {schema}.claim_mark (job, trigger_at) VALUES (p_job, '-infinity')
-        ON CONFLICT (job) DO NOTHING;
         SELECT trigger_at INTO mark FROM {schema}.claim_mark WHERE job = p_job FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO {schema}.claim_mark (job, trigger_at) VALUES (p_job, '-infinity')
+            ON CONFLICT (job) DO NOTHING;
+            SELECT trigger_at INTO mark FROM {schema}.claim_mark WHERE job = p_job FOR UPDATE;
+        END IF;
         IF p_trigger_at <= mark
            AND now() >= p_trigger_at + p_after_trigger_us * interval '1 microsecond'
            AND NOT EXISTS (SELECT FROM {schema}.claim
