@@ -1,39 +1,40 @@
-//! How long a claim holds, and when the job's high-water mark refuses a claim: the rules
-//! of DESIGN.md's "Exactly once across replicas", evaluated on the coordinator's clock.
-//!
-//! Every coordinator applies the same two rules, in its own atomic step (the in-process
-//! coordinator through [`Hold`]'s methods, the Redis coordinator in its claim script,
-//! the PostgreSQL coordinator in its claim function):
-//!
-//! - **Expiry**: a won claim of a recurring trigger holds until the later of
-//!   *trigger + max(slot, run budget) + slack* ([`Hold::after_trigger`]) and
-//!   *claim time + slot + slack* ([`Hold::after_claim`]), an absolute instant on the
-//!   coordinator's clock. A replica whose clock is off by less than the slack still finds the claim, a
-//!   run that lasts its whole budget is still covered, and a claim made late (catch-up)
-//!   still holds for a slot.
-//! - **High-water mark**: the coordinator keeps, per job, the newest trigger it has
-//!   granted, set in the same atomic step as the claim. A claim of a trigger at or before
-//!   the mark is refused once the trigger is [`Hold::after_trigger`] old: by then the
-//!   trigger's own claim, if there was one, may have expired, and only the mark still
-//!   says the fleet handled it. So a replica catching up after downtime never runs a
-//!   trigger another replica ran (or skipped) while it was down. Younger triggers are
-//!   decided by their claim alone, so replicas whose clocks differ by less than the slack
-//!   still each find the triggers only they saw.
-//!
-//! What the mark costs: a trigger older than the mark that *nobody* ran — the fleet was
-//! entirely down, and the first replica back claimed the current trigger before another
-//! caught up the older one — can no longer be claimed. It fails closed: the catching-up
-//! replica records it as `skipped-lost`, saying the mark refused it.
-//!
-//! One-shots (`at`, `after`) have no [`Hold`]: their claims never expire and the mark
-//! does not apply.
+//! How long a claim holds, and when a job's high-water mark refuses one: [`Hold`].
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
-/// How long the claim of a recurring trigger holds (see the [module](self)). All
-/// durations are on the coordinator's clock.
+/// How long a claim holds, and when the job's high-water mark refuses a claim: the rules
+/// of DESIGN.md's "Exactly once across replicas", evaluated on the coordinator's clock.
+///
+/// Every coordinator applies the same two rules, in its own atomic step (the in-process
+/// coordinator through these methods, the Redis coordinator in its claim script,
+/// the PostgreSQL coordinator in its claim function):
+///
+/// - **Expiry**: a won claim of a recurring trigger holds until the later of
+///   *trigger + max(slot, run budget) + slack* ([`Hold::after_trigger`]) and
+///   *claim time + slot + slack* ([`Hold::after_claim`]), an absolute instant on the
+///   coordinator's clock. A replica whose clock is off by less than the slack still
+///   finds the claim, a run that lasts its whole budget is still covered, and a claim
+///   made late (catch-up) still holds for a slot.
+/// - **High-water mark**: the coordinator keeps, per job, the newest trigger it has
+///   granted, set in the same atomic step as the claim. A claim of a trigger at or before
+///   the mark is refused once the trigger is [`Hold::after_trigger`] old: by then the
+///   trigger's own claim, if there was one, may have expired, and only the mark still
+///   says the fleet handled it. So a replica catching up after downtime never runs a
+///   trigger another replica ran (or skipped) while it was down. Younger triggers are
+///   decided by their claim alone, so replicas whose clocks differ by less than the slack
+///   still each find the triggers only they saw.
+///
+/// What the mark costs: a trigger older than the mark that *nobody* ran — the fleet was
+/// entirely down, and the first replica back claimed the current trigger before another
+/// caught up the older one — can no longer be claimed. It fails closed: the catching-up
+/// replica records it as `skipped-lost`, saying the mark refused it.
+///
+/// One-shots (`at`, `after`) have no [`Hold`]: their claims never expire and the mark
+/// does not apply.
+///
+/// All durations are on the coordinator's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hold {
     /// The slot: from this trigger to the job's next one (zero when the schedule has no
