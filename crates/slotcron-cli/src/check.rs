@@ -1,44 +1,97 @@
 //! `slotcron check FILE`: validates a jobs file or crontab and lists its jobs.
 
-use std::path::Path;
 use std::process::ExitCode;
 
-use jiff::Timestamp;
+use std::collections::HashMap;
 
+use jiff::Timestamp;
+use slotcron::JobState;
+
+use crate::cli::CheckArgs;
+use crate::command;
 use crate::jobs_file::{self, Format, NextFire};
+use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, table};
 
-/// Loads `file` and prints one line per job — name, schedule, next fire time (for a
-/// daemon started now), the schedule in English — to standard output; exit status 0. On problems, prints every
-/// one of them (file, line, job, field, reason) to standard error; exit status 2.
-pub fn run(file: &Path) -> ExitCode {
-    let loaded = match jobs_file::load(file) {
+/// Loads `args.file` and prints one line per job — name, schedule, next fire time (for a
+/// daemon started now), with `--state` its last trigger and outcome, the schedule in
+/// English — to standard output; exit status 0. On problems, prints every one of them
+/// (file, line, job, field, reason) to standard error; exit status 2. A state that
+/// cannot be read: the reason on standard error, exit status 2.
+pub fn run(args: &CheckArgs) -> ExitCode {
+    let loaded = match jobs_file::load(&args.file, Format::of(&args.file, args.system_crontab)) {
         Ok(loaded) => loaded,
         Err(problems) => {
             eprintln!("{problems}");
             return ExitCode::from(INVALID_INPUT);
         }
     };
+    let states = match args.state.as_deref().map(read_states).transpose() {
+        Ok(states) => states,
+        Err(e) => {
+            eprintln!("slotcron check: {e}");
+            return ExitCode::from(INVALID_INPUT);
+        }
+    };
     let now = Timestamp::now();
-    let rows: Vec<[String; 5]> = loaded
+    let rows: Vec<[String; 6]> = loaded
         .jobs
         .iter()
         .map(|entry| {
-            let next = NextFire::of(&entry.job, &entry.schedule.zone(), now);
+            let state = states.as_ref().and_then(|states| states.get(entry.job.name()));
+            let next = NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state);
+            let last = match state {
+                None => "never".to_owned(),
+                Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
+                    format!("{last_trigger} {outcome}")
+                }
+                Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
+            };
             [
                 entry.line.to_string(),
                 entry.job.name().to_owned(),
                 entry.schedule.to_string(),
                 next.to_string(),
+                last,
                 entry.schedule.explain(),
             ]
         })
         .collect();
-    table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "DESCRIPTION"]), &rows, 1);
+    if states.is_some() {
+        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "LAST", "DESCRIPTION"]), &rows, 1);
+    } else {
+        let rows: Vec<[String; 5]> = rows
+            .into_iter()
+            .map(|[line, job, schedule, next, _, explain]| [line, job, schedule, next, explain])
+            .collect();
+        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "DESCRIPTION"]), &rows, 1);
+    }
     let format = match loaded.format {
         Format::Toml => "a TOML jobs file",
         Format::Crontab => "a crontab",
+        Format::SystemCrontab => "a system crontab",
     };
-    println!("{}: {} job(s) in {format}, all valid", loaded.path.display(), rows.len());
+    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+        eprintln!(
+            "{}:{line}: warning: MAILTO is set, but no sendmail is on PATH: the output of its jobs would not be mailed",
+            loaded.path.display()
+        );
+    }
+    println!("{}: {} job(s) in {format}, all valid", loaded.path.display(), loaded.jobs.len());
     ExitCode::SUCCESS
+}
+
+/// Each job's stored state in the state at `url`, opened for reading only.
+fn read_states(url: &str) -> Result<HashMap<String, JobState>, String> {
+    let url = StateUrl::parse(url).map_err(|e| format!("--state: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let (store, _) = State::open_read_only(&url, "job state")
+            .await
+            .map_err(|e| format!("cannot open the state: {e}"))?;
+        store.load_states().await.map_err(|e| format!("cannot read the job state in {url}: {e}"))
+    })
 }

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use jiff::Timestamp;
+use slotcron::Outcome;
 
 use crate::state::StateUrl;
 
 /// Cron for a fleet: runs shell jobs from a TOML jobs file or a crontab.
 #[derive(Debug, Parser)]
-#[command(name = "slotcron", version, about)]
+#[command(name = "slotcron", version, about, max_term_width = 100, after_help = MAIN_EXAMPLES)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -20,14 +21,57 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the jobs of FILE until SIGINT, SIGTERM or SIGHUP.
+    /// Run the jobs of FILE until SIGINT or SIGTERM; SIGHUP or SIGUSR2 reloads FILE.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Print the next fire times of a cron expression.
+    #[command(after_help = NEXT_EXAMPLES)]
     Next(NextArgs),
     /// Validate FILE and list its jobs with their next fire times.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Print the run history kept in the state, newest trigger first.
+    #[command(after_help = HISTORY_EXAMPLES)]
     History(HistoryArgs),
+    /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
+    Jobs(JobsArgs),
+}
+
+/// `slotcron jobs`.
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: JobsCommand,
+}
+
+/// The `slotcron jobs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Store the `[[job]]` tables of FILE (`-`: standard input) in the state, replacing the
+    /// jobs of the same names; nothing is written if any is invalid.
+    Put {
+        /// A TOML jobs file, or `-`.
+        #[arg(default_value = "-")]
+        file: PathBuf,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// Remove a job from the state.
+    Rm {
+        /// The job's name.
+        name: String,
+        #[command(flatten)]
+        state: StateArg,
+    },
+    /// List the state's jobs and the jobs the daemons' files define, with their source.
+    Ls {
+        #[command(flatten)]
+        state: StateArg,
+        /// One JSON object per line instead of columns.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `slotcron run`.
@@ -35,16 +79,23 @@ pub enum Command {
 pub struct RunArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
-    /// Claim every trigger in this Redis, so that each runs once across the daemons
-    /// sharing it: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
+    /// Read FILE as a system crontab: a user field before each command.
+    ///
+    /// /etc/crontab and the files of /etc/cron.d/ always are.
+    #[arg(long)]
+    pub system_crontab: bool,
+    /// Claim each trigger in this Redis: it runs once in the fleet.
+    ///
+    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
     /// `redis+unix:///PATH`. Takes precedence over the SLOTCRON_REDIS_URL environment
-    /// variable, which takes precedence over `redis` in the jobs file's
-    /// `[coordination]` table (an empty one is an error). Without any, a postgres:// state coordinates;
+    /// variable, which takes precedence over `redis` in the jobs file's `[coordination]`
+    /// table (an empty one is an error). Without any, a postgres:// state coordinates;
     /// else single-replica mode.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
-    /// The prefix of the keys the daemons write in Redis, so that several fleets can
-    /// share one [default: slotcron:]. Takes precedence over the SLOTCRON_REDIS_PREFIX
+    /// The prefix of the keys written in Redis [default: slotcron:].
+    ///
+    /// So that several fleets can share one Redis. Takes precedence over the SLOTCRON_REDIS_PREFIX
     /// environment variable, which takes precedence over `prefix` in the jobs file's
     /// `[coordination]` table.
     #[arg(long, value_name = "PREFIX")]
@@ -55,20 +106,40 @@ pub struct RunArgs {
     /// the jobs file's `[coordination]` table.
     #[arg(long, value_name = "DURATION", value_parser = parse_slack)]
     pub clock_skew_slack: Option<Duration>,
-    /// This daemon's id in logs, claims, run history and SLOTCRON_INSTANCE; unique in
-    /// the fleet; 1 to 200 bytes, no control characters [default: HOSTNAME-PID].
+    /// This daemon's id, unique in the fleet [default: HOSTNAME-PID].
+    ///
+    /// In logs, claims, run history and SLOTCRON_INSTANCE; 1 to 200 bytes, no control
+    /// characters.
     #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
+    /// Also reload FILE when it changes (its directory is watched, so that a file renamed
+    /// over it and a Kubernetes ConfigMap update are seen), as SIGHUP and SIGUSR2 do.
+    #[arg(long)]
+    pub watch: bool,
+    /// Also run the jobs kept in the state (`slotcron jobs put`), and follow their changes
+    /// within 2 s. Opt-in: whoever may write to the state can then run commands here.
+    #[arg(long)]
+    pub jobs_from_state: bool,
+    /// At a stop, how long running commands may go on [default: 20s].
+    ///
+    /// At SIGINT or SIGTERM: then they get SIGTERM, and SIGKILL 5 s later. E.g.
+    /// 20s, 1m. Takes precedence over `shutdown_timeout` in a TOML jobs file. Give the
+    /// supervisor's stop timeout (Kubernetes terminationGracePeriodSeconds, systemd
+    /// TimeoutStopSec) 10 s more.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub shutdown_timeout: Option<Duration>,
     #[command(flatten)]
     pub state: StateArg,
 }
 
-/// `--state URL`, shared by `run` and `history`.
+/// `--state URL`, shared by `run`, `history` and `jobs`.
 #[derive(Debug, Args)]
 pub struct StateArg {
-    /// Where job state and run history are kept: sqlite:PATH (a file on this machine,
-    /// created if absent), postgres://USER@HOST/DATABASE[?schema=NAME] (shared by a
-    /// fleet; schema default `slotcron`), or memory (nothing kept).
+    /// Job state and run history.
+    ///
+    /// sqlite:PATH (a file on this machine), postgres://USER@HOST/DATABASE[?schema=NAME]
+    /// (shared by a fleet; schema default `slotcron`), or memory (nothing kept). `run`
+    /// creates what is missing; `history` only reads.
     #[arg(long = "state", value_name = "URL", default_value = StateUrl::DEFAULT)]
     pub url: String,
 }
@@ -81,15 +152,16 @@ pub struct NextArgs {
     /// The IANA time zone the expression is evaluated in.
     #[arg(long = "tz", value_name = "ZONE", default_value = "UTC")]
     pub zone: String,
-    /// Print fire times strictly after this RFC 3339 instant (default: now).
+    /// Print fire times strictly after this RFC 3339 instant [default: now].
     #[arg(long, value_name = "RFC3339")]
     pub from: Option<String>,
     /// How many fire times to print.
     #[arg(short = 'n', long, value_name = "COUNT", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub count: u32,
-    /// First print one line describing the schedule in English, e.g.
-    /// "At 09:30 on Monday through Friday (UTC)".
+    /// First print the schedule in English.
+    ///
+    /// One line, e.g. "At 09:30 on Monday through Friday (UTC)".
     #[arg(long)]
     pub explain: bool,
 }
@@ -99,6 +171,17 @@ pub struct NextArgs {
 pub struct CheckArgs {
     /// A jobs file (`*.toml`) or a crontab (any other name).
     pub file: PathBuf,
+    /// Also show each job's last trigger and the one-shots done, from this state.
+    ///
+    /// sqlite:PATH or postgres://…, opened for reading only: a LAST column says when each
+    /// job last triggered and how that ended; a one-shot that ran shows "never (done)".
+    #[arg(long = "state", value_name = "URL")]
+    pub state: Option<String>,
+    /// Read FILE as a system crontab: a user field before each command.
+    ///
+    /// /etc/crontab and the files of /etc/cron.d/ always are.
+    #[arg(long)]
+    pub system_crontab: bool,
 }
 
 /// `slotcron history`.
@@ -112,13 +195,61 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "COUNT", default_value_t = 100,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub limit: u32,
-    /// Only triggers at or after this RFC 3339 instant, e.g. 2026-12-04T16:00:00Z.
+    /// Only triggers at or after this RFC 3339 instant.
+    ///
+    /// E.g. 2026-12-04T16:00:00Z, or with an offset, 2026-12-04T17:00:00+01:00.
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
     pub since: Option<Timestamp>,
+    /// Only triggers strictly before this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub until: Option<Timestamp>,
+    /// Only runs with this outcome.
+    #[arg(long, value_name = "OUTCOME", value_parser = parse_outcome)]
+    pub outcome: Option<Outcome>,
     /// One JSON object per line instead of columns.
     #[arg(long)]
     pub json: bool,
 }
+
+/// After `slotcron --help`.
+const MAIN_EXAMPLES: &str = "\
+Examples:
+  slotcron check jobs.toml                 validate a jobs file, list its next fire times
+  slotcron run jobs.toml                   run it (Ctrl-C stops, letting commands finish)
+  slotcron next '0 9 * * MON-FRI' --explain
+
+Logs go to standard error at level info; RUST_LOG changes it (RUST_LOG=debug).
+See README.md for the file formats.";
+
+/// After `slotcron run --help`.
+const RUN_EXAMPLES: &str = "\
+Examples:
+  slotcron run jobs.toml
+  slotcron run /etc/crontab --state memory
+  slotcron run jobs.toml --redis redis://10.0.0.5:6379 --state postgres://app@db/app
+
+Logs go to standard error at level info; RUST_LOG=debug shows more, e.g. every job loaded.";
+
+/// After `slotcron next --help`.
+const NEXT_EXAMPLES: &str = "\
+Examples:
+  slotcron next '*/15 * * * *'
+  slotcron next '30 2 * * *' --tz America/New_York -n 3
+  slotcron next '@every 90s' --from 2026-12-04T16:00:00Z --explain";
+
+/// After `slotcron check --help`.
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  slotcron check jobs.toml
+  slotcron check /etc/cron.d/backup
+  slotcron check jobs.toml --state sqlite:slotcron.db";
+
+/// After `slotcron history --help`.
+const HISTORY_EXAMPLES: &str = "\
+Examples:
+  slotcron history backup --limit 10
+  slotcron history --outcome failed --since 2026-12-01T00:00:00Z
+  slotcron history --state postgres://app@db/app --json";
 
 /// The longest `--instance`, in bytes.
 const MAX_INSTANCE_LEN: usize = 200;
@@ -148,4 +279,15 @@ fn parse_slack(text: &str) -> Result<Duration, String> {
 fn parse_instant(text: &str) -> Result<Timestamp, String> {
     text.parse()
         .map_err(|e| format!("not an RFC 3339 instant with an offset, e.g. 2026-12-04T16:50:00Z: {e}"))
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse_outcome(text: &str) -> Result<Outcome, String> {
+    text.parse().map_err(|_| {
+        let names: Vec<&str> = Outcome::ALL.iter().map(|outcome| outcome.as_str()).collect();
+        format!("not an outcome: write one of {}", names.join(", "))
+    })
 }

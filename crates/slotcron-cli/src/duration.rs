@@ -14,6 +14,13 @@ pub fn display(duration: Duration) -> String {
     }
 }
 
+/// A run's duration as the history shows it: whole milliseconds (the history's
+/// precision), and `<1ms` for less, rather than `0s`.
+pub fn display_run(duration: Duration) -> String {
+    let millis = Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+    if millis.is_zero() { "<1ms".to_owned() } else { display(millis) }
+}
+
 #[cfg(test)]
 mod tests {
     use slotcron::schedule::parse_duration;
@@ -26,5 +33,12 @@ mod tests {
             assert_eq!(parse_duration(&display(d)), Ok(d));
         }
         assert_eq!(display(Duration::from_secs(5400)), "1h 30m");
+    }
+
+    #[test]
+    fn runs_shorter_than_a_millisecond_are_not_0s() {
+        assert_eq!(display_run(Duration::from_micros(350)), "<1ms");
+        assert_eq!(display_run(Duration::from_micros(2_500)), "2ms");
+        assert_eq!(display_run(Duration::from_millis(1_500)), "1s 500ms");
     }
 }

@@ -45,12 +45,9 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let query = LedgerQuery {
-        job: args.job.clone(),
-        since: args.since,
-        limit: args.limit as usize,
-        ..LedgerQuery::default()
-    };
+    let mut query = LedgerQuery::new().limit(args.limit as usize);
+    query.job.clone_from(&args.job);
+    (query.since, query.until, query.outcome) = (args.since, args.until, args.outcome);
     match runtime.block_on(read(&args.state.url, &query)) {
         Ok(runs) if runs.is_empty() => {
             eprintln!(
@@ -97,7 +94,8 @@ fn print_columns(runs: &[RunRecord]) {
                 run.trigger.to_string(),
                 run.instance.to_string(),
                 run.outcome.to_string(),
-                duration::display(Duration::from_millis(millis(run.duration))),
+                // A trigger that did not run has no duration to show.
+                if run.outcome.ran() { duration::display_run(run.duration) } else { "-".to_owned() },
                 run.error.clone().unwrap_or_default(),
             ]
         })

@@ -21,6 +21,8 @@ pub fn init() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Module paths (`slotcron::engine::table`) mean nothing to an operator.
+        .with_target(false)
         // When standard error is gone (a closed pipe), lose the lines quietly: the
         // fallback message would panic in whatever task logged.
         .log_internal_errors(false)

@@ -8,12 +8,16 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod jobs;
 mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod reload;
 mod run;
+mod signals;
 mod state;
+mod state_jobs;
 mod table;
 mod zone;
 
@@ -33,7 +37,8 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
-        Command::Check(args) => check::run(&args.file),
+        Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
+        Command::Jobs(args) => jobs::run(args),
     }
 }

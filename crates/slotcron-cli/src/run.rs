@@ -6,13 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
 use crate::coordination::{self, Redis};
-use crate::jobs_file::{self, Coordination, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, JobsFile};
+use crate::reload::{Reloader, Triggers};
+use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, process_group};
+use crate::state_jobs::StateJobs;
+use crate::{INVALID_INPUT, command, duration};
+
+/// Up to this many jobs, start-up logs a line for each at info level; beyond, one
+/// summary line (and each job at debug level).
+const LOGGED_JOBS: usize = 100;
 
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
@@ -25,7 +31,7 @@ pub struct Settings {
     /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
     /// any.
     pub redis: Option<Redis>,
-    /// At SIGINT/SIGTERM/SIGHUP, how long running commands may go on before they get SIGTERM.
+    /// At SIGINT/SIGTERM, how long running commands may go on before they get SIGTERM.
     pub shutdown_timeout: Duration,
     /// How long a command may take to stop after SIGTERM (timeout or shutdown) before
     /// its process group gets SIGKILL.
@@ -44,24 +50,33 @@ pub struct Backends {
 }
 
 impl Settings {
-    /// Running commands get this long to finish at shutdown.
-    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Running commands get this long to finish at shutdown: with [`Self::CANCEL_GRACE`]
+    /// and the time to record the runs, within Kubernetes' default 30 s grace period.
+    pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
     /// SIGKILL follows SIGTERM after this long.
     pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
     /// The settings for `slotcron run` with these arguments, the `SLOTCRON_REDIS_*`
-    /// environment variables and the jobs file's `[coordination]` table: the place where
-    /// options become settings.
+    /// environment variables, the jobs file's `[coordination]` table and its
+    /// `shutdown_timeout` (`--shutdown-timeout` first, then the file's, then
+    /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
     /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
-    pub fn from_args(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
+    pub fn from_args(
+        args: &RunArgs,
+        file: &Coordination,
+        file_shutdown_timeout: Option<Duration>,
+    ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
         Ok(Self {
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
-            shutdown_timeout: Self::SHUTDOWN_TIMEOUT,
+            shutdown_timeout: args
+                .shutdown_timeout
+                .or(file_shutdown_timeout)
+                .unwrap_or(Self::SHUTDOWN_TIMEOUT),
             cancel_grace: Self::CANCEL_GRACE,
             slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
         })
@@ -81,15 +96,22 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
-        tracing::info!(state = %self.state, "keeping job state and run history");
+        match self.state {
+            StateUrl::Memory => {
+                tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
+            }
+            _ => tracing::info!(state = %self.state, "keeping job state and run history"),
+        }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
         Ok(Backends { state, coordinator })
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
-    /// shutdown.
+    /// shutdown. Its jobs are the file's (and, with `--jobs-from-state`, the state's
+    /// command jobs, see [`Reloader`]), never the library definitions a shared state may
+    /// also hold: [`Scheduler::restore`] reads only the jobs' state.
     pub fn scheduler(&self, backends: &Backends) -> SchedulerBuilder {
-        let mut builder = Scheduler::builder().instance(&self.instance);
+        let mut builder = Scheduler::builder().instance(&self.instance).restore_definitions(false);
         if let Some(coordinator) = &backends.coordinator {
             builder = builder.coordinator(coordinator.clone());
         }
@@ -112,21 +134,28 @@ fn default_instance() -> String {
     format!("{}-{}", host.as_deref().unwrap_or("localhost"), std::process::id())
 }
 
-/// Runs the jobs of `args.file` until SIGINT, SIGTERM or SIGHUP, then lets running commands
+/// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands
 /// finish (bounded by the shutdown timeout; a second signal kills them at once) and exits
-/// with status 0. An invalid file:
+/// with status 0. SIGHUP and SIGUSR2 (and, with `--watch`, a change of the file) reload
+/// the file (see [`Reloader::reload`]). An invalid file:
 /// every problem on standard error, exit status 2. A state or coordinator that cannot be
 /// used at start (see [`Settings::backends`]): the reason on standard error, exit
 /// status 2.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let loaded = match jobs_file::load(&args.file) {
+    let loaded = match jobs_file::load(&args.file, Format::of(&args.file, args.system_crontab)) {
         Ok(loaded) => loaded,
         Err(problems) => {
             eprintln!("{problems}");
             return ExitCode::from(INVALID_INPUT);
         }
     };
-    let settings = match Settings::from_args(args, &loaded.coordination) {
+    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+        tracing::warn!(
+            line,
+            "MAILTO is set, but no sendmail is on PATH: the output of its jobs is not mailed"
+        );
+    }
+    let settings = match Settings::from_args(args, &loaded.coordination, loaded.shutdown_timeout) {
         Ok(settings) => settings,
         Err(e) => return start_failed(&e),
     };
@@ -137,58 +166,98 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(daemon(loaded, &settings))
+    runtime.block_on(daemon(loaded, &settings, args))
 }
 
-async fn daemon(loaded: JobsFile, settings: &Settings) -> ExitCode {
+async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCode {
+    let watch = args.watch;
     let mut stop = match StopSignals::install() {
         Ok(stop) => stop,
         Err(e) => {
-            tracing::error!("cannot install the SIGINT/SIGTERM/SIGHUP handlers: {e}");
+            tracing::error!("cannot install the SIGINT/SIGTERM handlers: {e}");
             return ExitCode::FAILURE;
         }
+    };
+    if let Err(e) = signals::ignore_others() {
+        tracing::error!("cannot install the SIGUSR1/SIGQUIT/SIGWINCH/SIGPIPE handlers: {e}");
+        return ExitCode::FAILURE;
+    }
+    // Before anything can take long: a SIGHUP from then on is a reload, never a stop.
+    let mut triggers = match Triggers::install(&loaded.path, watch) {
+        Ok(triggers) => triggers,
+        Err(e) => return start_failed(&e),
     };
     let path = loaded.path.clone();
     // A stop asked for while the state or the coordinator is still connecting (each
     // bounded by its own timeout) is a stop like any other: at once, status 0.
     let started = tokio::select! {
-        started = start(loaded, settings) => started,
+        started = start(loaded, settings, args.jobs_from_state) => started,
         signal = stop.next() => {
             tracing::info!(signal, "stopping before the start-up finished");
             return ExitCode::SUCCESS;
         }
     };
-    let scheduler = match started {
-        Ok(scheduler) => scheduler,
+    let (scheduler, reloader) = match started {
+        Ok(started) => started,
         Err(code) => return code,
     };
-    tracing::info!(file = %path.display(), instance = %settings.instance, "slotcron running; stop with Ctrl-C, SIGTERM or SIGHUP");
+    tracing::info!(
+        file = %path.display(),
+        instance = %settings.instance,
+        watch,
+        "slotcron running; reload with SIGHUP or SIGUSR2, stop with Ctrl-C or SIGTERM"
+    );
     let cancel = CancellationToken::new();
+    if let Some(state_jobs) = reloader.state_jobs() {
+        triggers.on_state_changes(state_jobs.watch());
+    }
+    let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     scheduler.run(cancel).await;
+    _ = reloads.await;
     ExitCode::SUCCESS
 }
 
 /// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run, or the exit status of a failed start (its reason already on standard error).
-async fn start(loaded: JobsFile, settings: &Settings) -> Result<Scheduler, ExitCode> {
+/// run and what reloads its jobs, or the exit status of a failed start (its reason
+/// already on standard error).
+async fn start(
+    loaded: JobsFile,
+    settings: &Settings,
+    jobs_from_state: bool,
+) -> Result<(Scheduler, Reloader), ExitCode> {
     let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let scheduler = settings.scheduler(&backends).build();
-    for entry in loaded.jobs {
-        let job = entry.job.name().to_owned();
-        if let Err(e) = scheduler.add(entry.job) {
-            tracing::error!("{e}");
-            return Err(ExitCode::from(INVALID_INPUT));
+    let state_jobs = match (jobs_from_state, &backends.state.store) {
+        (false, _) => None,
+        (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
+        (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
+    };
+    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs);
+    if let Err(e) = reloader.apply().await {
+        tracing::error!("{e}");
+        return Err(ExitCode::from(INVALID_INPUT));
+    }
+    let count = reloader.file_jobs().len();
+    let each_at_info = count <= LOGGED_JOBS;
+    for entry in reloader.file_jobs() {
+        let job = entry.job.name();
+        if each_at_info {
+            tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+        } else {
+            tracing::debug!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
         }
-        tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
+    }
+    if !each_at_info {
+        tracing::info!(jobs = count, "{count} jobs loaded (each is logged at debug level: RUST_LOG=debug)");
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok(scheduler)
+    Ok((scheduler, reloader))
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and
@@ -197,54 +266,4 @@ fn start_failed(reason: &str) -> ExitCode {
     let lines: Vec<&str> = reason.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
     eprintln!("slotcron run: {}", lines.join("; "));
     ExitCode::from(INVALID_INPUT)
-}
-
-/// SIGINT, SIGTERM and SIGHUP, installed before the first job starts. SIGHUP (the
-/// terminal or SSH session closing) stops the daemon as SIGTERM does: its default action
-/// would kill the daemon at once and leave the commands, in their own process groups,
-/// running unwatched and unrecorded.
-struct StopSignals {
-    interrupt: Signal,
-    terminate: Signal,
-    hangup: Signal,
-}
-
-impl StopSignals {
-    fn install() -> std::io::Result<Self> {
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-            hangup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    /// The next SIGINT, SIGTERM or SIGHUP: its name.
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.interrupt.recv() => "SIGINT",
-            _ = self.terminate.recv() => "SIGTERM",
-            _ = self.hangup.recv() => "SIGHUP",
-        }
-    }
-
-    /// Cancels `cancel` at the first signal. Each later one hurries the shutdown: the
-    /// running commands' process groups get SIGKILL at once, and the daemon exits as soon
-    /// as their runs are recorded (still with status 0: the stop was asked for).
-    async fn cancel_on_signal(mut self, cancel: CancellationToken, shutdown_timeout: String) {
-        let name = self.next().await;
-        cancel.cancel();
-        tracing::info!(
-            signal = name,
-            "stopping: no new runs; running commands get up to {shutdown_timeout} to finish (signal again to kill them now)"
-        );
-        loop {
-            let name = self.next().await;
-            let commands = process_group::kill_all();
-            tracing::warn!(
-                signal = name,
-                commands,
-                "stopping now: sending SIGKILL to the running commands' process groups"
-            );
-        }
-    }
 }

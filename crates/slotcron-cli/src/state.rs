@@ -166,16 +166,29 @@ impl State {
         }
     }
 
-    /// Opens the ledger of an existing state for reading only: nothing is created,
-    /// migrated or written (a SQLite file is opened read-only, a PostgreSQL schema in
-    /// read-only sessions), so a user who may read the state but not write it can.
+    /// Opens the ledger of an existing state for reading only (see
+    /// [`State::open_read_only`]).
+    ///
+    /// # Errors
+    /// As [`State::open_read_only`].
+    pub async fn open_ledger(url: &StateUrl) -> Result<Arc<dyn Ledger>, String> {
+        Ok(Self::open_read_only(url, "history").await?.1)
+    }
+
+    /// Opens the store and the ledger of an existing state for reading only: nothing is
+    /// created, migrated or written (a SQLite file is opened read-only, a PostgreSQL
+    /// schema in read-only sessions), so a user who may read the state but not write it
+    /// can. `what` names what is read, in the error for `memory`.
     ///
     /// # Errors
     /// The reason, naming the URL (without its password): a missing SQLite file or
     /// PostgreSQL schema, one that holds no slotcron state or a schema version this
     /// release does not read, an unreachable PostgreSQL; and `memory`, which keeps
     /// nothing to read.
-    pub async fn open_ledger(url: &StateUrl) -> Result<Arc<dyn Ledger>, String> {
+    pub async fn open_read_only(
+        url: &StateUrl,
+        what: &str,
+    ) -> Result<(Arc<dyn Store>, Arc<dyn Ledger>), String> {
         // Retention applies when appending: reading keeps everything.
         let retention = Retention::default();
         match url {
@@ -185,15 +198,21 @@ impl State {
             )),
             StateUrl::Sqlite { url, .. } => {
                 let database = SqliteDatabase::open_read_only(url).await.map_err(|e| e.to_string())?;
-                Ok(Arc::new(SqliteLedger::new(database, retention)))
+                Ok((
+                    Arc::new(SqliteStore::new(database.clone())),
+                    Arc::new(SqliteLedger::new(database, retention)),
+                ))
             }
             StateUrl::Postgres { url, schema } => {
                 let database =
                     PostgresDatabase::open_read_only(url, schema).await.map_err(|e| e.to_string())?;
-                Ok(Arc::new(PostgresLedger::new(database, retention)))
+                Ok((
+                    Arc::new(PostgresStore::new(database.clone())),
+                    Arc::new(PostgresLedger::new(database, retention)),
+                ))
             }
             StateUrl::Memory => {
-                Err("memory: a memory state is gone with its daemon; there is no history to read".to_owned())
+                Err(format!("memory: a memory state is gone with its daemon; there is no {what} to read"))
             }
         }
     }

@@ -180,16 +180,17 @@ name = "d"
 every = "1m"
 on_every_replica = 1
 command = "true"
-[job.env]
+[job.labels]
 X = "1"
 "#,
     );
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
-                    timezone, misfire, misfire_cap, grace";
+                    timezone, misfire, misfire_cap, grace, env, working_dir";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, coordination, job".to_owned(),
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, coordination, job"
+            .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
@@ -200,7 +201,7 @@ X = "1"
         r#"jobs.toml:21: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
         "jobs.toml:22: command: expected a shell command string, found an array".to_owned(),
         r#"jobs.toml:27: job "d": on_every_replica: expected true or false, found integer 1"#.to_owned(),
-        format!(r#"jobs.toml:29: job "d": env: unknown key; a [[job]] table takes {job_keys}"#),
+        format!(r#"jobs.toml:29: job "d": labels: unknown key; a [[job]] table takes {job_keys}"#),
         "11 problems in jobs.toml".to_owned(),
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
@@ -650,4 +651,56 @@ fn a_clock_skew_slack_of_zero_or_not_a_duration_is_refused_naming_the_key() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("jobs.toml:2: coordination.slack: expected a duration string"), "{err}");
+}
+
+#[test]
+fn with_state_check_shows_done_one_shots_and_each_job_s_last_trigger() {
+    let dir = scratch("check_state");
+    write(
+        &dir,
+        "jobs.toml",
+        "[[job]]\nname = \"once\"\nafter = \"0s\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"past\"\nat = \"2020-01-01T00:00:00Z\"\ncommand = \"exit 1\"\n\n\
+         [[job]]\nname = \"hourly\"\ncron = \"0 * * * *\"\ncommand = \"true\"\n",
+    );
+    let mut daemon = support::Daemon::start(&dir, "jobs.toml");
+    for _ in 0..2 {
+        daemon.wait_for("the one-shots to run", |line| line.contains("run finished"));
+    }
+    support::wait_until("both runs recorded", || support::history(&dir, &[]).len() == 2);
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+
+    let out = run_in(&dir, &["check", "jobs.toml", "--state", "sqlite:slotcron.db"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert!(listing.starts_with("LINE  JOB     SCHEDULE"), "{listing}");
+    assert!(
+        listing.lines().next().unwrap().contains("  NEXT  ") && listing.contains("  LAST  "),
+        "{listing}"
+    );
+    let once = row(&listing, "once");
+    assert_eq!(once[3], "never (done)", "{listing}");
+    assert!(
+        once[4].ends_with(" succeeded") && once[4].parse::<slotcron::jiff::Timestamp>().is_err(),
+        "{listing}"
+    );
+    let past = row(&listing, "past");
+    assert_eq!(past[3..5], ["never (done)", "2020-01-01T00:00:00Z failed"], "{listing}");
+    assert_eq!(row(&listing, "hourly")[4], "never", "{listing}");
+
+    // Without --state, the file alone: both one-shots look due.
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    let listing = stdout(&out);
+    assert_eq!(row(&listing, "once")[3], "0s after start-up", "{listing}");
+    assert_eq!(row(&listing, "past")[3], "at start-up", "{listing}");
+    assert!(!listing.contains("LAST"), "{listing}");
+
+    let out = run_in(&dir, &["check", "jobs.toml", "--state", "sqlite:missing.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("slotcron check: cannot open the state: sqlite:missing.db: no such file"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -238,3 +238,22 @@ fn a_postgres_schema_without_slotcron_state_is_an_error_and_is_not_created() {
         stderr(&out).ends_with("no slotcron state in schema \"public\": it has no schema_version table\n")
     );
 }
+
+#[test]
+fn outcome_and_until_filter_the_runs() {
+    let dir = recorded("history_outcome_until");
+    let jobs = |args: &[&str]| history(&dir, args).into_iter().map(|run| run.job).collect::<Vec<_>>();
+    assert_eq!(jobs(&["--outcome", "failed"]), ["broken"]);
+    assert_eq!(jobs(&["--outcome", "succeeded"]), ["ok"]);
+    assert!(jobs(&["--outcome", "missed"]).is_empty());
+    // Strictly before: the 2021 trigger is left out at its own instant.
+    assert_eq!(jobs(&["--until", "2021-01-01T00:00:00Z"]), ["ok"]);
+    assert_eq!(jobs(&["--since", "2020-06-01T00:00:00Z", "--until", "2022-01-01T00:00:00Z"]), ["broken"]);
+    let out = run_in(&dir, &["history", "--outcome", "fail"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not an outcome: write one of succeeded, failed, timed-out"),
+        "{}",
+        stderr(&out)
+    );
+}

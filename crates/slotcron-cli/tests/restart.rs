@@ -35,7 +35,7 @@ command = "echo launched >> runs.txt"
 
     let mut second = Daemon::start(&dir, "jobs.toml");
     second.wait_for("for the one-shot to be found done", |line| {
-        line.contains("one-shot job already ran; it is not queued again") && line.contains("launch")
+        line.contains("one-shot job already ran (the state says so)") && line.contains("launch")
     });
     second.signal(Signal::SIGTERM);
     assert_eq!(second.wait_exit().code(), Some(0), "{}", second.log());

@@ -329,3 +329,38 @@ fn a_stop_signal_while_the_state_is_connecting_stops_the_daemon_at_once() {
     assert!(log.contains("stopping before the start-up finished"), "{log}");
     assert!(!log.contains("cannot open the state"), "{log}");
 }
+
+#[test]
+fn beyond_100_jobs_start_up_logs_a_summary_and_each_job_at_debug_level() {
+    let dir = scratch("startup_summary");
+    let jobs: String = (0..101)
+        .map(|i| format!("[[job]]\nname = \"job-{i}\"\nevery = \"1h\"\ncommand = \"true\"\n"))
+        .collect();
+    write(&dir, "many.toml", &jobs);
+    write(&dir, "few.toml", &jobs[..jobs.find("[[job]]\nname = \"job-100\"").unwrap()]);
+    let started = |file: &str, debug: bool| {
+        let mut command = support::slotcron();
+        command.args(["run", file, "--state", "memory"]);
+        if debug {
+            command.env("RUST_LOG", "debug");
+        }
+        let mut daemon = Daemon::spawn(command, &dir);
+        daemon.wait_for("the start", |line| line.contains("slotcron running"));
+        daemon.signal(Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+        daemon
+    };
+    let many = started("many.toml", false);
+    assert!(many.lines_with(&["job loaded"]).is_empty(), "{}", many.log());
+    assert_eq!(
+        many.lines_with(&["INFO", "101 jobs loaded (each is logged at debug level"]).len(),
+        1,
+        "{}",
+        many.log()
+    );
+    let debug = started("many.toml", true);
+    assert_eq!(debug.lines_with(&["DEBUG", "job loaded"]).len(), 101);
+    let few = started("few.toml", false);
+    assert_eq!(few.lines_with(&["INFO", "job loaded"]).len(), 100);
+    assert!(few.lines_with(&["jobs loaded"]).is_empty());
+}

@@ -19,6 +19,7 @@ pub struct PostgresStore {
 struct Sql {
     load_states: String,
     save_state: String,
+    delete_state: String,
     load_definitions: String,
     save_definition: String,
     delete_definition: String,
@@ -47,6 +48,7 @@ impl PostgresStore {
             load_states: database
                 .sql("SELECT job, last_trigger, last_outcome, one_shot_done FROM {schema}.job_state"),
             save_state: database.sql(SAVE_STATE),
+            delete_state: database.sql("DELETE FROM {schema}.job_state WHERE job = $1"),
             load_definitions: database
                 .sql("SELECT job, definition::text FROM {schema}.job_definition ORDER BY job"),
             save_definition: database.sql(
@@ -107,6 +109,10 @@ impl Store for PostgresStore {
             .ok_or_else(|| StoreError::new(format!("{}: no fencing token returned", self.database.url())))?
             .get(0);
         Ok(token as u64)
+    }
+
+    async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {
+        Ok(self.database.execute(&self.sql.delete_state, &[&job]).await.map_err(StoreError::new)? > 0)
     }
 
     async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {

@@ -100,6 +100,14 @@ impl Store for SqliteStore {
         Ok(token as u64)
     }
 
+    async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {
+        let job = job.to_owned();
+        self.database
+            .call(move |c| Ok(c.prepare_cached("DELETE FROM job_state WHERE job = ?1")?.execute([job])? > 0))
+            .await
+            .map_err(StoreError::new)
+    }
+
     async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {
         let rows = self
             .database

@@ -19,8 +19,9 @@ pub struct JobContext {
     pub(crate) trigger_key: OnceLock<Box<str>>,
     pub(crate) fencing_token: u64,
     pub(crate) scope: Arc<RunScope>,
-    /// The run's own token, for a job with a timeout; else the scheduler's.
-    pub(crate) own_cancel: Option<CancellationToken>,
+    /// The run's own token: a child of the scheduler's shutdown token, fired also by the
+    /// run's timeout and by its job's removal with cancellation.
+    pub(crate) own_cancel: CancellationToken,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
 }
 
@@ -67,10 +68,12 @@ impl JobContext {
         self.fencing_token
     }
 
-    /// Fires when the run should stop: its timeout expired or the scheduler is shutting
-    /// down. A handler that ignores it is dropped after the scheduler's cancel grace.
+    /// Fires when the run should stop: its timeout expired, the scheduler is shutting
+    /// down, or its job was removed with
+    /// [`Scheduler::remove_and_cancel`](crate::Scheduler::remove_and_cancel). A handler
+    /// that ignores it is dropped after the scheduler's cancel grace.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        self.own_cancel.as_ref().unwrap_or(&self.scope.shutdown)
+        &self.own_cancel
     }
 
     /// The job's payload (JSON), if it has one.

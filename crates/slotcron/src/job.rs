@@ -4,12 +4,13 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
 use crate::policy::Misfire;
@@ -57,6 +58,11 @@ pub struct Job {
     pub(crate) every_replica: bool,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
+    /// Set when the job is removed from its scheduler: a trigger of it that has not
+    /// started yet does not start, and a run that ends saves no state.
+    pub(crate) removed: AtomicBool,
+    /// Fired when the job is removed with its runs cancelled.
+    pub(crate) cancel_runs: CancellationToken,
 }
 
 impl Clone for Job {
@@ -73,6 +79,26 @@ impl Clone for Job {
             payload: self.payload.clone(),
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
+            removed: AtomicBool::new(false),
+            cancel_runs: CancellationToken::new(),
+        }
+    }
+}
+
+impl From<Job> for JobBuilder {
+    /// A builder holding the job's settings, to build it again (into a
+    /// [`Plan`](crate::Plan), for example).
+    fn from(job: Job) -> Self {
+        Self {
+            name: job.name.to_string(),
+            schedules: vec![Ok(job.schedule)],
+            handler: Some(job.handler),
+            timeout: job.timeout,
+            run_on_start: job.run_on_start,
+            misfire: Some(job.misfire),
+            grace: job.grace,
+            payload: job.payload,
+            every_replica: job.every_replica,
         }
     }
 }
@@ -303,7 +329,45 @@ impl JobBuilder {
             payload: self.payload,
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(0),
+            removed: AtomicBool::new(false),
+            cancel_runs: CancellationToken::new(),
         })
+    }
+
+    /// The job's name as given.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Feeds every setting but the handler to `hasher`, as text that differs whenever a
+    /// setting does: what a [`Plan`](crate::Plan)'s derived fingerprint hashes. Written
+    /// straight into the hasher, without building the text.
+    pub(crate) fn hash_settings(&self, hasher: &mut impl std::hash::Hasher) {
+        use std::fmt::Write;
+        struct Feed<'a, H>(&'a mut H);
+        impl<H: std::hash::Hasher> Write for Feed<'_, H> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut feed = Feed(hasher);
+        // Writing into a hasher cannot fail.
+        _ = write!(feed, "name={:?}", self.name);
+        for schedule in &self.schedules {
+            _ = match schedule {
+                Ok(schedule) => write!(feed, " schedule={schedule:?}"),
+                Err(e) => write!(feed, " schedule=invalid: {e}"),
+            };
+        }
+        _ = write!(
+            feed,
+            " timeout={:?} run_on_start={} misfire={:?} grace={:?} every_replica={} payload=",
+            self.timeout, self.run_on_start, self.misfire, self.grace, self.every_replica,
+        );
+        if let Some(payload) = &self.payload {
+            _ = write!(feed, "{payload}");
+        }
     }
 }
 

@@ -2,17 +2,145 @@
 //! replicas. Each trigger of a job runs exactly once across the fleet; on a single
 //! machine it needs no server at all.
 //!
+//! # Start
+//!
+//! slotcron is not on crates.io yet: depend on a clone by path (or by `git`).
+//!
+//! ```toml
+//! [dependencies]
+//! slotcron = { path = "../slotcron/crates/slotcron" }   # where your clone is
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread", "signal"] }
+//! tracing-subscriber = "0.3"                           # to see what the scheduler logs
+//! ```
+//!
+//! A job is a name, a schedule and an async handler; the [`Scheduler`] runs it until its
+//! [`CancellationToken`] fires, then lets the running handlers finish:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use slotcron::{BoxError, CancellationToken, Job, JobContext, Scheduler};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), BoxError> {
+//!     // Without a subscriber a failing handler is silent: the scheduler reports
+//!     // through `tracing` (the outcome is also in the ledger, `scheduler.ledger()`).
+//!     tracing_subscriber::fmt::init();
+//!
+//!     let scheduler = Scheduler::builder().build(); // single-replica mode
+//!     scheduler.add(
+//!         Job::builder("refresh-cache")
+//!             .every(Duration::from_secs(30)) // at :00 and :30 of every minute
+//!             .handler(|ctx: JobContext| async move {
+//!                 println!("{} for {}", ctx.job(), ctx.trigger());
+//!                 Ok::<_, BoxError>(())
+//!             })
+//!             .build()?,
+//!     )?;
+//!     scheduler.add(
+//!         Job::builder("nightly-report")
+//!             .cron("0 2 * * *") // 02:00 UTC; `cron_in` takes a time zone
+//!             .timeout(Duration::from_secs(600))
+//!             .handler(|_ctx: JobContext| async { Ok::<_, BoxError>(()) })
+//!             .build()?,
+//!     )?;
+//!
+//!     let cancel = CancellationToken::new();
+//!     let stop = cancel.clone();
+//!     tokio::spawn(async move {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!         stop.cancel();
+//!     });
+//!     scheduler.run(cancel).await;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Several replicas
+//!
+//! Give every replica's scheduler a [`Coordinator`] they share: each trigger is then
+//! claimed by exactly one replica, which runs it; the others record it as
+//! [`Outcome::SkippedLost`]. The backends are crates of their own:
+//!
+//! - `slotcron-redis`: `RedisCoordinator`, claims in Redis (one script call a claim).
+//! - `slotcron-postgres`: `PostgresCoordinator`, claims in a PostgreSQL table; and
+//!   `PostgresStore` and `PostgresLedger`, job state and run history shared by the
+//!   fleet.
+//! - `slotcron-sqlite`: `SqliteStore` and `SqliteLedger`, job state and run history in
+//!   one file on this machine, so that a restart resumes where it stopped.
+//!
+//! ```toml
+//! slotcron-redis = { path = "../slotcron/crates/slotcron-redis" }
+//! slotcron-sqlite = { path = "../slotcron/crates/slotcron-sqlite" }
+//! ```
+//!
+//! The same service, replicated: only the builder changes.
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//!
+//! use slotcron::{Retention, Scheduler};
+//! use slotcron_redis::{RedisConfig, RedisCoordinator};
+//! use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
+//!
+//! let coordinator = RedisCoordinator::connect(RedisConfig::new("redis://10.0.0.5:6379")).await?;
+//! let database = SqliteDatabase::open("sqlite:state.db").await?;
+//! let scheduler = Scheduler::builder()
+//!     .coordinator(Arc::new(coordinator))
+//!     .store(Arc::new(SqliteStore::new(database.clone())))
+//!     .ledger(Arc::new(SqliteLedger::new(database, Retention::default())))
+//!     .instance("billing-7f9c") // unique per replica: it shows in claims and history
+//!     .build();
+//! // then add the jobs and run it as above
+//! ```
+//!
+//! The same guarantee within one process, with no server, through an
+//! [`InProcessCoordinator`] the schedulers share (each [`JobContext::fencing_token`]
+//! grows with every won claim: pass it to what the handler writes to):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use slotcron::{BoxError, CancellationToken, InProcessCoordinator, Job, JobContext, Scheduler};
+//!
+//! # async fn replicas() -> Result<(), BoxError> {
+//! let coordinator = Arc::new(InProcessCoordinator::new());
+//! let cancel = CancellationToken::new();
+//! for replica in ["a", "b", "c"] {
+//!     let scheduler = Scheduler::builder().coordinator(coordinator.clone()).instance(replica).build();
+//!     scheduler.add(
+//!         Job::builder("invoices")
+//!             .every(Duration::from_secs(5))
+//!             .handler(move |ctx: JobContext| async move {
+//!                 println!("{} won {} (token {})", ctx.instance(), ctx.trigger(), ctx.fencing_token());
+//!                 Ok::<_, BoxError>(())
+//!             })
+//!             .build()?,
+//!     )?;
+//!     let cancel = cancel.clone();
+//!     tokio::spawn(async move { scheduler.run(cancel).await });
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is here
+//!
 //! - [`schedule`]: what yields fire times — intervals anchored to the Unix epoch, cron
 //!   expressions in IANA time zones, one-shots — behind the [`Schedule`] trait.
-//! - [`Job`]: a name, a schedule, an async handler and policies.
+//! - [`Job`]: a name, a schedule, an async handler and policies ([`Misfire`], timeout,
+//!   grace).
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
-//!   through a [`Coordinator`], records each run in a [`Ledger`] and remembers each job's
-//!   last trigger in a [`Store`].
+//!   through a [`Coordinator`], records each run in a [`Ledger`] (read it back with a
+//!   [`LedgerQuery`]) and remembers each job's last trigger in a [`Store`];
+//!   [`Scheduler::reconcile`] converges its jobs to a desired set of [`Plan`]s while it
+//!   runs.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
-//! - `testkit` (cargo feature `testkit`): the conformance suites every backend runs in
-//!   its tests, and the test support they share (a manual-clock harness, a fault-injecting
-//!   proxy, the ledger benchmark).
+//!
+//! The `slotcron` daemon (crate `slotcron-cli`) runs shell jobs from a TOML file or a
+//! crontab on top of this crate.
 
 pub mod clock;
 pub mod context;
@@ -20,12 +148,16 @@ pub mod coordinator;
 mod engine;
 pub mod job;
 pub mod ledger;
+mod plan;
 pub mod policy;
 mod redact;
 mod registry;
 pub mod schedule;
 pub mod store;
+// The conformance suites and test support of the backend crates (cargo feature
+// `testkit`): not part of the API, so not on the front page.
 #[cfg(feature = "testkit")]
+#[doc(hidden)]
 pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -33,9 +165,12 @@ pub use context::JobContext;
 pub use coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
 };
-pub use engine::{DefineError, Scheduler, SchedulerBuilder, trigger_key};
+pub use engine::{
+    DefineError, PlanError, ReconcileError, ReconcileReport, Scheduler, SchedulerBuilder, trigger_key,
+};
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
-pub use ledger::{Ledger, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use plan::Plan;
 pub use policy::Misfire;
 pub use redact::redact;
 pub use registry::HandlerRegistry;

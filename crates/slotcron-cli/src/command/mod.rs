@@ -1,28 +1,52 @@
-//! The shell-command handler: runs a job's command under `/bin/sh -c` in its own
+//! The shell-command handler: runs a job's command under `/bin/sh -c` (or a crontab's
+//! `SHELL=`), in the job's working directory and as its user if it has them, in its own
 //! process group and logs its output.
 
+mod mail;
 mod output;
+mod user;
+
+pub use mail::sendmail;
+pub use user::Me;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
+use crate::duration;
 use crate::process_group::ProcessGroup;
 
-/// The shell that runs every command, as cron does (`sh -c`).
-const SHELL: &str = "/bin/sh";
+/// How much earlier than its timeout a run may be cancelled and still be told timed out
+/// (the engine's timer and this run's clock start a moment apart).
+const TIMEOUT_SLACK: Duration = Duration::from_millis(100);
+
+/// The shell that runs a command unless a crontab's `SHELL=` says otherwise, as in cron
+/// (`sh -c`).
+pub const SHELL: &str = "/bin/sh";
 
 /// A shell command and what it is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellCommand {
-    /// The command line, run as `/bin/sh -c SCRIPT`.
+    /// The command line, run as `SHELL -c SCRIPT`.
     pub script: String,
+    /// The shell: [`SHELL`], or a crontab's `SHELL=` value.
+    pub shell: Arc<str>,
+    /// The user to run as (a system crontab's user field); none for the daemon's.
+    pub user: Option<Arc<str>>,
+    /// Where to mail the run's output (a crontab's `MAILTO=`); none for no mail.
+    pub mailto: Option<Arc<str>>,
+    /// The job's timeout, to tell a timeout from a shutdown when the run is cancelled.
+    pub timeout: Option<Duration>,
     /// Extra environment variables (a crontab's `NAME=value` lines), set before the
     /// `SLOTCRON_*` ones.
     pub env: Arc<[(String, String)]>,
+    /// The directory the command starts in; none for the daemon's.
+    pub working_dir: Option<PathBuf>,
     /// Text written to the command's standard input (a crontab's `%` lines); none means
     /// standard input is `/dev/null`.
     pub stdin: Option<String>,
@@ -31,8 +55,18 @@ pub struct ShellCommand {
 /// Why a command run failed.
 #[derive(Debug)]
 pub enum CommandError {
-    /// `/bin/sh` could not be started.
-    Spawn(std::io::Error),
+    /// The shell could not be started (in `dir`, the job's working directory, if it has
+    /// one: a missing directory fails here).
+    Spawn {
+        /// The shell.
+        shell: Arc<str>,
+        /// The working directory it was to start in.
+        dir: Option<PathBuf>,
+        /// Why it could not.
+        error: std::io::Error,
+    },
+    /// The user the command is to run as cannot be switched to.
+    User(String),
     /// Waiting for the command failed.
     Wait(std::io::Error),
     /// The command exited with a non-zero status or was killed by a signal.
@@ -47,7 +81,11 @@ pub enum CommandError {
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Spawn(e) => write!(f, "cannot start {SHELL}: {e}"),
+            Self::Spawn { shell, dir: None, error } => write!(f, "cannot start {shell}: {error}"),
+            Self::Spawn { shell, dir: Some(dir), error } => {
+                write!(f, "cannot start {shell} in the working directory {}: {error}", dir.display())
+            }
+            Self::User(reason) => write!(f, "cannot run the command as its user: {reason}"),
             Self::Wait(e) => write!(f, "cannot wait for the command: {e}"),
             Self::Exit { status, last_stderr: None } => write!(f, "command failed: {status}"),
             Self::Exit { status, last_stderr: Some(line) } => {
@@ -72,7 +110,16 @@ pub fn check_no_nul(text: &str, what: &str) -> Result<(), String> {
 impl ShellCommand {
     /// A command with no extra environment and no input.
     pub fn new(script: impl Into<String>) -> Self {
-        Self { script: script.into(), env: Arc::from([]), stdin: None }
+        Self {
+            script: script.into(),
+            shell: Arc::from(SHELL),
+            user: None,
+            mailto: None,
+            timeout: None,
+            env: Arc::from([]),
+            working_dir: None,
+            stdin: None,
+        }
     }
 
     /// The job handler that runs this command once per trigger.
@@ -103,7 +150,19 @@ impl ShellCommand {
     /// by a signal; the error names the status and the last line of standard error.
     pub async fn run(&self, ctx: &JobContext) -> Result<(), CommandError> {
         let job = ctx.job();
-        let mut child = tokio::process::Command::new(SHELL)
+        let mut command = tokio::process::Command::new(&*self.shell);
+        if let Some(dir) = &self.working_dir {
+            command.current_dir(dir);
+        }
+        let switch = self.user.as_deref().map(user::Switch::to).transpose().map_err(CommandError::User)?;
+        if let Some(switch) = switch.flatten() {
+            command.envs(switch.env.clone());
+            switch.apply(&mut command);
+        }
+        // Mail only where a sendmail exists (its absence is warned of at start-up).
+        let mail =
+            self.mailto.as_ref().and_then(|to| Some((to, mail::sendmail()?, mail::Collected::default())));
+        let mut child = command
             .arg("-c")
             .arg(&self.script)
             .envs(self.env.iter().map(|(name, value)| (name, value)))
@@ -116,7 +175,12 @@ impl ShellCommand {
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
-            .map_err(CommandError::Spawn)?;
+            .map_err(|error| CommandError::Spawn {
+                shell: self.shell.clone(),
+                dir: self.working_dir.clone(),
+                error,
+            })?;
+        let started = Instant::now();
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
@@ -134,19 +198,30 @@ impl ShellCommand {
                 }
             }
         };
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited);
+        let collect = mail.as_ref().map(|(_, _, collected)| collected);
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, collect);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, collect);
         let cancel = ctx.cancellation_token();
         let exit = async {
             let status = tokio::select! {
                 status = child.wait() => status,
                 () = cancel.cancelled() => {
-                    tracing::info!(
-                        job,
-                        trigger = %ctx.trigger(),
-                        pid,
-                        "run cancelled: sending SIGTERM to the command's process group"
-                    );
+                    let trigger = ctx.trigger();
+                    match self.timeout.filter(|timeout| started.elapsed() + TIMEOUT_SLACK >= *timeout) {
+                        Some(timeout) => tracing::warn!(
+                            job,
+                            %trigger,
+                            pid,
+                            "timed out after {}: sending SIGTERM to the command's process group",
+                            duration::display(timeout)
+                        ),
+                        None => tracing::info!(
+                            job,
+                            %trigger,
+                            pid,
+                            "the daemon is stopping: sending SIGTERM to the command's process group"
+                        ),
+                    }
                     if let Some(group) = &group {
                         group.terminate();
                     }
@@ -159,6 +234,9 @@ impl ShellCommand {
         let (status, (), _, last_stderr) = tokio::join!(exit, feed, stdout, stderr);
         if let Some(group) = group {
             group.disarm();
+        }
+        if let Some((to, sendmail, collected)) = mail {
+            collected.send(&sendmail, to, job, &self.script).await;
         }
         let status = status.map_err(CommandError::Wait)?;
         if status.success() { Ok(()) } else { Err(CommandError::Exit { status, last_stderr }) }

@@ -1,10 +1,12 @@
-//! A command's output in the log: one line per output line, with the job's name, its
-//! control characters escaped and long lines split into numbered parts.
+//! A command's output in the log: one line per output line, marked `stdout: ` or
+//! `stderr: `, with the job's name, its control characters escaped and long lines split
+//! into numbered parts.
 
 use std::borrow::Cow;
 use std::fmt::Write;
 use std::time::Duration;
 
+use super::mail::Collected;
 use slotcron::CancellationToken;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
@@ -18,16 +20,17 @@ const DRAIN: Duration = Duration::from_millis(250);
 
 /// Logs each line of the output stream `name` (`stdout`, `stderr`) of the job `job`,
 /// until the stream ends or, once `exited` fires (the command's shell exited), for at
-/// most [`DRAIN`] more; a line cut short there is logged as it is. Returns the last
-/// non-blank line, escaped.
+/// most [`DRAIN`] more; a line cut short there is logged as it is. Each line (or part)
+/// is also added to `mail`, if given. Returns the last non-blank line, escaped.
 pub async fn log_lines(
     stream: Option<impl AsyncRead + Unpin>,
     job: &str,
     name: &'static str,
     exited: &CancellationToken,
+    mail: Option<&Collected>,
 ) -> Option<String> {
     let mut reader = BufReader::new(stream?);
-    let mut log = StreamLog { job, stream: name, part: 0, last: None };
+    let mut log = StreamLog { job, stream: name, part: 0, last: None, mail };
     let mut buf = Vec::new();
     let drained = async {
         exited.cancelled().await;
@@ -92,6 +95,8 @@ struct StreamLog<'a> {
     part: u32,
     /// The last non-blank line (or part) logged.
     last: Option<String>,
+    /// Where the lines are collected for a mail, if anywhere.
+    mail: Option<&'a Collected>,
 }
 
 impl StreamLog<'_> {
@@ -102,14 +107,18 @@ impl StreamLog<'_> {
         let text = String::from_utf8_lossy(bytes);
         let text = escape(&text);
         let (job, stream) = (self.job, self.stream);
+        // The stream starts the message too, so that the two read apart at a glance.
         if ends_line && self.part == 0 {
-            tracing::info!(job, stream, "{text}");
+            tracing::info!(job, stream, "{stream}: {text}");
         } else {
             self.part += 1;
-            tracing::info!(job, stream, part = self.part, "{text}");
+            tracing::info!(job, stream, part = self.part, "{stream}: {text}");
         }
         if ends_line {
             self.part = 0;
+        }
+        if let Some(mail) = self.mail {
+            mail.line(&text);
         }
         if !text.trim().is_empty() {
             self.last = Some(text.into_owned());

@@ -12,6 +12,7 @@ pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,21 +21,28 @@ use slotcron::{Job, JobError, Misfire};
 
 use crate::command::ShellCommand;
 
-/// The two formats `slotcron` reads.
+/// The formats `slotcron` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// A TOML jobs file.
     Toml,
     /// A user crontab, as cronie reads it.
     Crontab,
+    /// A system crontab (`/etc/crontab`, `/etc/cron.d/*`): a user field between the
+    /// schedule and the command.
+    SystemCrontab,
 }
 
 impl Format {
-    /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`), a
-    /// crontab otherwise.
-    pub fn of(path: &Path) -> Self {
+    /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`); a
+    /// system crontab if it is `/etc/crontab` or in `/etc/cron.d`, or if `system` (the
+    /// `--system-crontab` flag) says so; a user crontab otherwise. Decided by the path
+    /// alone, so that every replica reads a file alike.
+    pub fn of(path: &Path, system: bool) -> Self {
         match path.extension() {
             Some(ext) if ext.eq_ignore_ascii_case("toml") => Self::Toml,
+            _ if system || path == Path::new("/etc/crontab") => Self::SystemCrontab,
+            _ if path.parent() == Some(Path::new("/etc/cron.d")) => Self::SystemCrontab,
             _ => Self::Crontab,
         }
     }
@@ -51,6 +59,10 @@ pub struct JobsFile {
     pub jobs: Vec<JobEntry>,
     /// Its `[coordination]` table (empty for a crontab).
     pub coordination: Coordination,
+    /// The line of the first job whose output is mailed (a crontab's `MAILTO=`), if any.
+    pub mails_from_line: Option<usize>,
+    /// A TOML file's `shutdown_timeout` (`--shutdown-timeout` takes precedence).
+    pub shutdown_timeout: Option<Duration>,
 }
 
 /// A TOML jobs file's `[coordination]` table: how the daemons of a fleet share triggers.
@@ -76,34 +88,41 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// A hash of everything the file says about the job (its name, schedule and zone,
+    /// command, environment, input, policies), not of its line: equal across two loads
+    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
+    pub fingerprint: String,
+    /// The command its handler runs.
+    pub command: ShellCommand,
 }
 
-/// Reads and validates the jobs file or crontab at `path` (the format by its name,
-/// see [`Format::of`]).
+/// Reads and validates the jobs file or crontab at `path` in `format` (see
+/// [`Format::of`]).
 ///
 /// # Errors
 /// Every problem found: an unreadable file, syntax errors, invalid fields, duplicate
 /// names, no jobs at all.
-pub fn load(path: &Path) -> Result<JobsFile, Problems> {
-    let format = Format::of(path);
+pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
     let source = std::fs::read_to_string(path).map_err(|e| {
         let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
         Problems::new(path, vec![problem])
     })?;
-    let (jobs, coordination) = parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    Ok(JobsFile { path: path.to_owned(), format, jobs, coordination })
+    let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    Ok(JobsFile { path: path.to_owned(), ..parsed })
 }
 
-/// Parses and validates the text of a jobs file or crontab: its jobs and its
-/// `[coordination]` table.
+/// Parses and validates the text of a jobs file or crontab (its `path` left empty, for
+/// [`load`] to fill in).
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordination), Vec<Problem>> {
-    let Parsed { names, drafts, coordination, mut problems } = match format {
+pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    let Parsed { names, drafts, coordination, shutdown_timeout, mut problems } = match format {
         Format::Toml => toml_format::parse(source),
-        Format::Crontab => crontab::parse(source),
+        Format::Crontab => crontab::parse(source, false),
+        Format::SystemCrontab => crontab::parse(source, true),
     };
+    let mails_from_line = drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| draft.line);
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
     let mut named: HashSet<(&str, usize)> = HashSet::new();
@@ -140,20 +159,25 @@ pub fn parse(source: &str, format: Format) -> Result<(Vec<JobEntry>, Coordinatio
         let reason = match format {
             Format::Toml => "no jobs: add [[job]] tables",
             Format::Crontab => "no jobs: add lines such as `*/5 * * * * command`",
+            Format::SystemCrontab => "no jobs: add lines such as `*/5 * * * * root command`",
         };
         problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
-    if problems.is_empty() { Ok((jobs, coordination)) } else { Err(problems) }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(JobsFile { path: PathBuf::new(), format, jobs, coordination, mails_from_line, shutdown_timeout })
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems, the coordination settings,
-/// and the problems.
+/// the shutdown timeout, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
+    shutdown_timeout: Option<Duration>,
     problems: Vec<Problem>,
 }
 
@@ -185,8 +209,9 @@ impl Draft {
     /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
     /// word on names, schedules and policies.
     fn build(self) -> Result<JobEntry, Problem> {
+        let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
         let mut builder = Job::builder(&self.name)
-            .handler(self.command.clone().into_handler())
+            .handler(command.into_handler())
             .run_on_start(self.run_on_start)
             .on_every_replica(self.on_every_replica);
         if let Some(timeout) = self.timeout {
@@ -199,9 +224,29 @@ impl Draft {
             builder = builder.grace(grace);
         }
         match self.schedule.apply(builder).build() {
-            Ok(job) => Ok(JobEntry { line: self.line, schedule: self.schedule, job }),
+            Ok(job) => {
+                let fingerprint = self.fingerprint();
+                let command = self.command;
+                Ok(JobEntry { line: self.line, schedule: self.schedule, job, fingerprint, command })
+            }
             Err(error) => Err(self.problem(error)),
         }
+    }
+
+    fn fingerprint(&self) -> String {
+        let mut hasher = DefaultHasher::new();
+        let definition = (
+            &self.name,
+            &self.schedule,
+            &self.command,
+            self.timeout,
+            self.run_on_start,
+            self.on_every_replica,
+            self.misfire,
+            self.grace,
+        );
+        format!("{definition:?}").hash(&mut hasher);
+        format!("{:016x}", hasher.finish())
     }
 
     fn problem(&self, error: JobError) -> Problem {

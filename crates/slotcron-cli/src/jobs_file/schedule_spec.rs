@@ -6,7 +6,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use slotcron::schedule::{CronSchedule, Interval, ScheduleKind};
-use slotcron::{Job, JobBuilder};
+use slotcron::{Job, JobBuilder, JobState};
 
 use crate::duration;
 use crate::zone;
@@ -40,6 +40,8 @@ pub enum NextFire {
     AtStartUp,
     /// Never again: the schedule is exhausted.
     Never,
+    /// Never again: a one-shot the state says is done.
+    Done,
 }
 
 impl ScheduleSpec {
@@ -96,6 +98,20 @@ impl NextFire {
     }
 }
 
+impl NextFire {
+    /// The next fire time of `job` given its stored `state`: [`NextFire::Done`] for a
+    /// one-shot that ran (an `after`, or an `at` whose instant is not later than the
+    /// state's last trigger: moved later, it runs again, as the scheduler does).
+    pub fn with_state(self, job: &Job, state: Option<&JobState>) -> Self {
+        let Some(state) = state.filter(|state| state.one_shot_done) else { return self };
+        match job.schedule().kind() {
+            ScheduleKind::After(_) => Self::Done,
+            ScheduleKind::At(at) if at <= state.last_trigger => Self::Done,
+            _ => self,
+        }
+    }
+}
+
 impl fmt::Display for ScheduleSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -123,6 +139,7 @@ impl fmt::Display for NextFire {
             Self::AfterStart(delay) => write!(f, "{} after start-up", duration::display(*delay)),
             Self::AtStartUp => f.write_str("at start-up"),
             Self::Never => f.write_str("never (no fire time left)"),
+            Self::Done => f.write_str("never (done)"),
         }
     }
 }

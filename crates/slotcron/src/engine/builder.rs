@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
@@ -40,6 +41,7 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                restore_definitions: true,
             },
         }
     }
@@ -136,6 +138,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
+    /// (default `true`); with `false` it reads only the jobs' state, for a caller that
+    /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
+    pub fn restore_definitions(mut self, restore: bool) -> Self {
+        self.settings.restore_definitions = restore;
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
@@ -154,6 +164,7 @@ impl SchedulerBuilder {
                 table: Mutex::new(Table::default()),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
+                stopped: CancellationToken::new(),
             }),
         }
     }

@@ -3,7 +3,9 @@
 
 mod builder;
 mod misfire;
+mod plans;
 mod queue;
+mod reconcile;
 mod record;
 mod run;
 mod skew;
@@ -11,6 +13,7 @@ mod table;
 mod trigger;
 
 pub use builder::SchedulerBuilder;
+pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 
 pub(crate) use run::RunScope;
 pub use trigger::trigger_key;
@@ -45,8 +48,7 @@ const SPAWN_BATCH: usize = 64;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use slotcron::{Job, JobContext, Scheduler};
-/// use tokio_util::sync::CancellationToken;
+/// use slotcron::{CancellationToken, Job, JobContext, Scheduler};
 ///
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let scheduler = Scheduler::builder().build();
@@ -87,6 +89,8 @@ pub(crate) struct Shared {
     table: Mutex<Table>,
     wake: Notify,
     running: AtomicBool,
+    /// Fired when [`Scheduler::run`] returns: ends the reconcile loops.
+    stopped: CancellationToken,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`] methods.
@@ -98,6 +102,7 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub restore_definitions: bool,
 }
 
 impl Scheduler {
@@ -133,10 +138,22 @@ impl Scheduler {
         }
     }
 
-    /// Removes a job: none of its triggers fires from now on (runs already started
-    /// finish). `false` if there was no such job.
+    /// Removes a job: none of its triggers fires from now on, not even one already due
+    /// and waiting to start. A run already started goes on (its cancellation token is not
+    /// fired) and is recorded. The job's stored state is deleted, so a job added again
+    /// under this name starts from its schedule, with no catch-up of the time it was
+    /// absent, also after a restart; a one-shot's state is kept, so a one-shot added again
+    /// for the same instant does not run again (with a coordinator, its claim stands
+    /// too). `false` if there was no such job.
     pub fn remove(&self, name: &str) -> bool {
-        self.shared.table().remove(name)
+        self.shared.remove(name, false)
+    }
+
+    /// [`Scheduler::remove`], and also fires the cancellation token of the job's runs in
+    /// flight (a run that ignores it is dropped after the cancel grace, recorded as
+    /// aborted).
+    pub fn remove_and_cancel(&self, name: &str) -> bool {
+        self.shared.remove(name, true)
     }
 
     /// The names of the jobs, in no particular order.
@@ -199,7 +216,10 @@ impl Scheduler {
     /// # Errors
     /// The store failed.
     pub async fn restore(&self) -> Result<(), StoreError> {
-        let definitions = self.shared.store.load_definitions().await?;
+        let definitions = match self.shared.settings.restore_definitions {
+            true => self.shared.store.load_definitions().await?,
+            false => Vec::new(),
+        };
         let states = self.shared.store.load_states().await?;
         for definition in definitions {
             match definition.to_job(&self.shared.handlers) {
@@ -286,12 +306,13 @@ impl Scheduler {
         }
         self.shutdown(tracker, &scope).await;
         self.shared.running.store(false, Ordering::SeqCst);
+        self.shared.stopped.cancel();
     }
 
     async fn shutdown(&self, tracker: TaskTracker, control: &RunScope) {
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
-        tracing::info!(runs = tracker.len(), "scheduler stopping: no new triggers");
+        tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         if !settings.drain_on_shutdown {
             control.shutdown.cancel();
@@ -307,13 +328,13 @@ impl Scheduler {
             }
         };
         if !bounded(settings.shutdown_timeout).await {
-            tracing::warn!(
-                runs = tracker.len(),
-                "runs still going after the shutdown timeout; cancelling them"
-            );
+            tracing::warn!(runs = tracker.len(), "runs still going at the shutdown timeout: cancelling them");
             control.shutdown.cancel();
             if !bounded(settings.cancel_grace).await {
-                tracing::warn!(runs = tracker.len(), "dropping runs that ignored cancellation");
+                tracing::warn!(
+                    runs = tracker.len(),
+                    "runs still going after the cancel grace: abandoning them"
+                );
                 control.abort.cancel();
                 tracker.wait().await;
             }
@@ -325,6 +346,39 @@ impl Scheduler {
 impl Shared {
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn remove(&self, name: &str, cancel_runs: bool) -> bool {
+        let Some(job) = self.table().remove(name) else { return false };
+        self.retire(&job, cancel_runs);
+        true
+    }
+
+    /// Marks a removed job so that its waiting triggers do not start and its runs save
+    /// no state, and deletes its stored state (not a one-shot's: see
+    /// [`Scheduler::remove`]).
+    fn retire(&self, job: &Arc<Job>, cancel_runs: bool) {
+        job.removed.store(true, Ordering::SeqCst);
+        if cancel_runs {
+            job.cancel_runs.cancel();
+        }
+        if !self.persist_state || job.schedule.kind().is_one_shot() {
+            return;
+        }
+        let (store, name) = (self.store.clone(), job.name.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(e) = store.delete_state(&name).await {
+                        tracing::warn!(job = %name, "the removed job's state stays: {e}");
+                    }
+                });
+            }
+            Err(_) => tracing::warn!(
+                job = %job.name,
+                "removed outside a tokio runtime: its stored state stays"
+            ),
+        }
     }
 }
 

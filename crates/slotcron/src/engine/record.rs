@@ -1,5 +1,6 @@
 //! Run recording: each trigger's one record, log line and job-state update.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -48,7 +49,7 @@ impl Shared {
 
     /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
-        if !self.persist_state {
+        if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return;
         }
         let state = JobState {
@@ -58,6 +59,13 @@ impl Shared {
         };
         if let Err(e) = self.store.save_state(&job.name, &state).await {
             tracing::warn!(job = %job.name, %trigger, "{e}");
+        }
+        // Removed while saving: the removal's delete may have come first, so delete again.
+        if job.removed.load(Ordering::SeqCst)
+            && !job.schedule.kind().is_one_shot()
+            && let Err(e) = self.store.delete_state(&job.name).await
+        {
+            tracing::warn!(job = %job.name, "the removed job's state stays: {e}");
         }
     }
 }

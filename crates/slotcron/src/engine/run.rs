@@ -98,6 +98,9 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, tracker: TaskTracker,
     for due in items {
         scope.started();
         let Due { job, trigger, next, action } = due;
+        if removed(&job, trigger) {
+            continue;
+        }
         let started = match action {
             Action::Missed { count } => Err(missed(&scope.shared, &job, trigger, count)),
             Action::Run => Box::pin(claim_and_start(&scope, &job, trigger, next)).await,
@@ -118,6 +121,9 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, tracker: TaskTracker,
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action } = due;
+    if removed(&job, trigger) {
+        return;
+    }
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, count),
         Action::Run => match claim_and_start(&scope, &job, trigger, next).await {
@@ -126,6 +132,15 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
         },
     };
     shared.finish(&job, record).await;
+}
+
+/// Whether `job` was removed before `trigger` started (logged): it does not run then.
+fn removed(job: &Job, trigger: Timestamp) -> bool {
+    let removed = job.removed.load(Ordering::SeqCst);
+    if removed {
+        tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
+    }
+    removed
 }
 
 /// The record of `count` triggers the misfire policy dropped, up to `trigger`.
@@ -143,7 +158,7 @@ struct Started {
     trigger: Timestamp,
     fencing_token: u64,
     started: Timestamp,
-    cancel: Option<CancellationToken>,
+    cancel: CancellationToken,
     /// The handler's future, or the outcome of a handler that panicked when called.
     run: Result<Running, (Outcome, Option<String>)>,
 }
@@ -182,8 +197,8 @@ async fn claim_and_start(
         trigger_key,
         fencing_token,
         scope: scope.clone(),
-        // Only a run with a timeout can be cancelled on its own.
-        own_cancel: job.timeout.map(|_| scope.shutdown.child_token()),
+        // Each run can be cancelled on its own: by its timeout, or by its job's removal.
+        own_cancel: scope.shutdown.child_token(),
         payload: job.payload.clone(),
     };
     let started = shared.clock.now();
@@ -321,7 +336,7 @@ async fn run_handler(
     scope: &RunScope,
     job: &Job,
     mut run: Running,
-    cancel: Option<CancellationToken>,
+    cancel: CancellationToken,
     started: Timestamp,
 ) -> (Outcome, Option<String>) {
     let (shared, abort) = (&scope.shared, &scope.abort);
@@ -331,25 +346,33 @@ async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let timed_out = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
-        () = timeout => {}
-    }
-    // Timed out: ask the handler to stop, then drop it after the grace period.
-    if let Some(cancel) = cancel {
-        cancel.cancel();
-    }
+        () = timeout => true,
+        () = job.cancel_runs.cancelled() => false,
+    };
+    // Timed out, or the job was removed with its runs cancelled: ask the handler to stop,
+    // then drop it after the grace period.
+    cancel.cancel();
     let grace = shared.settings.cancel_grace;
-    let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
-    tokio::select! {
+    let stopped = tokio::select! {
         biased;
-        _ = &mut run => {}
-        () = abort.cancelled() => {}
-        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => {}
+        result = &mut run => Some(result),
+        () = abort.cancelled() => None,
+        () = shared.clock.sleep_until(later(shared.clock.now(), grace)) => None,
+    };
+    match (timed_out, stopped) {
+        (true, _) => {
+            (Outcome::TimedOut, Some(format!("timed out after {:?}", job.timeout.unwrap_or_default())))
+        }
+        (false, Some(result)) => finished(result),
+        (false, None) => (
+            Outcome::Aborted,
+            Some(format!("the job was removed and its run cancelled; dropped after {grace:?}")),
+        ),
     }
-    (Outcome::TimedOut, Some(reason))
 }
 
 fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> (Outcome, Option<String>) {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use jiff::Timestamp;
 
@@ -35,6 +36,20 @@ struct Entry {
     /// Tells this entry's queue items from those of a removed job in the same slot.
     generation: u64,
     next: Option<Timestamp>,
+    /// The newest trigger taken from the queue, carried over to a replacement.
+    last: Option<Timestamp>,
+    /// The fingerprint of the plan the job came from, if it came from one.
+    fingerprint: Option<Arc<str>>,
+}
+
+/// Where a job's first trigger is computed from.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// A new job: from its stored state if it has one, else from now.
+    Fresh,
+    /// A replacement: from now (or from the newest trigger its predecessor took), with no
+    /// start-up run.
+    Replacing { last: Option<Timestamp> },
 }
 
 /// Jobs by name and their queued triggers, earliest first.
@@ -58,13 +73,29 @@ impl Table {
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
     /// taken, else whether the job's trigger is now the earliest (the engine must wake).
     pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
+        self.insert_as(job, None, now, Start::Fresh)
+    }
+
+    fn insert_as(
+        &mut self,
+        job: Job,
+        fingerprint: Option<Arc<str>>,
+        now: Timestamp,
+        start: Start,
+    ) -> Option<bool> {
         if self.by_name.contains_key(&job.name) {
             return None;
         }
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
-        let entry = Entry { job: Arc::new(job), generation: self.last_generation, next: None };
+        let entry = Entry {
+            job: Arc::new(job),
+            generation: self.last_generation,
+            next: None,
+            last: None,
+            fingerprint,
+        };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(entry);
@@ -77,17 +108,58 @@ impl Table {
         };
         self.by_name.insert(name, slot);
         if self.started.is_some() {
-            self.queue_first(slot, now);
+            self.queue_first(slot, now, start);
         }
         Some(self.next_deadline() != earliest_before)
     }
 
-    /// Removes a job; its queued triggers are dropped. `false` if there is none.
-    pub fn remove(&mut self, name: &str) -> bool {
-        let Some(slot) = self.by_name.remove(name) else { return false };
-        if let Some(entry) = self.slots[slot as usize].take()
-            && entry.next.is_some()
-        {
+    /// Adds a job from a plan with this fingerprint, or replaces the job of its name: the
+    /// replacement fires from its next trigger after `now` on (or after the newest
+    /// trigger the replaced job took), with the replaced job's single-replica fencing
+    /// count. Whether the engine must wake.
+    pub fn upsert(&mut self, job: Job, fingerprint: Arc<str>, now: Timestamp) -> bool {
+        let earliest_before = self.next_deadline();
+        let start = match self.take(&job.name) {
+            Some(old) => {
+                job.local_fencing.store(old.job.local_fencing.load(Ordering::Relaxed), Ordering::Relaxed);
+                Start::Replacing { last: old.last }
+            }
+            None => Start::Fresh,
+        };
+        self.insert_as(job, Some(fingerprint), now, start);
+        self.next_deadline() != earliest_before
+    }
+
+    /// The fingerprint of a job: `None` if there is no such job, `Some(None)` if it was
+    /// not added from a plan.
+    pub fn fingerprint(&self, name: &str) -> Option<Option<&str>> {
+        let entry = self.slots[*self.by_name.get(name)? as usize].as_ref()?;
+        Some(entry.fingerprint.as_deref())
+    }
+
+    /// Removes a job; its queued triggers are dropped, and so is the stored state it would
+    /// start from if added again (a one-shot's is kept: it does not run twice). The
+    /// removed job, or `None` if there is none.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<Job>> {
+        let entry = self.take(name)?;
+        if !entry.job.schedule.kind().is_one_shot() {
+            self.states.remove(name);
+        } else if let Some(last) = entry.last {
+            // Taken in this process: the stored state says so too, but what the table
+            // read at start does not.
+            let done = JobState { last_trigger: last, last_outcome: None, one_shot_done: true };
+            let state = self.states.entry(name.to_owned()).or_insert_with(|| done.clone());
+            if state.last_trigger < last || !state.one_shot_done {
+                *state = done;
+            }
+        }
+        Some(entry.job)
+    }
+
+    fn take(&mut self, name: &str) -> Option<Entry> {
+        let slot = self.by_name.remove(name)?;
+        let entry = self.slots[slot as usize].take();
+        if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
         }
         self.free.push(slot);
@@ -97,7 +169,7 @@ impl Table {
                 .retain(|q| slots[q.slot as usize].as_ref().is_some_and(|e| e.generation == q.generation));
             self.stale = 0;
         }
-        true
+        entry
     }
 
     /// Sets the stored states that the first triggers resume from.
@@ -109,30 +181,40 @@ impl Table {
     pub fn start(&mut self, now: Timestamp) {
         self.started = Some(now);
         for slot in 0..self.slots.len() as u32 {
-            self.queue_first(slot, now);
+            self.queue_first(slot, now, Start::Fresh);
         }
     }
 
     /// Queues a job's first trigger: resumed from its stored state if it has one (so
     /// triggers missed while down are misfires), else the first fire time after `now`.
-    fn queue_first(&mut self, slot: u32, now: Timestamp) {
+    fn queue_first(&mut self, slot: u32, now: Timestamp, start: Start) {
         let Some(entry) = self.slots[slot as usize].as_mut() else { return };
         let job = &entry.job;
         let name = &*job.name;
         let kind = job.schedule.kind();
         let state = self.states.get(name);
+        let taken = match start {
+            Start::Fresh => None,
+            Start::Replacing { last } => last,
+        };
         // An `after` job runs once per state; an `at` job once per instant (one moved to
-        // a later instant runs again).
+        // a later instant runs again). A replacement also counts what its predecessor
+        // took.
         let done = state.is_some_and(|s| match kind {
             ScheduleKind::At(at) => s.one_shot_done && s.last_trigger >= at,
             ScheduleKind::After(_) => s.one_shot_done,
             _ => false,
+        }) || taken.is_some_and(|last| match kind {
+            ScheduleKind::At(at) => last >= at,
+            ScheduleKind::After(_) => true,
+            _ => false,
         });
         if done {
-            tracing::info!(job = name, "one-shot job already ran; it is not queued again");
+            tracing::info!(job = name, "one-shot job already ran (the state says so): it does not run again");
             return;
         }
         let resume_from = state.map(|s| s.last_trigger);
+        let replacing = matches!(start, Start::Replacing { .. });
         let first = match kind {
             ScheduleKind::At(at) => Some(at),
             // Trigger instants carry millisecond precision, like their keys.
@@ -140,7 +222,11 @@ impl Table {
                 .checked_add(delay)
                 .ok()
                 .and_then(|at| Timestamp::from_millisecond(at.as_millisecond()).ok()),
-            // A start-up run stands for the current slot and any missed before it.
+            // A replacement goes on from its next trigger; a start-up run stands for the
+            // current slot and any missed before it.
+            ScheduleKind::Interval { .. } | ScheduleKind::Recurring if replacing => {
+                job.schedule.next_after(taken.map_or(now, |last| last.max(now)))
+            }
             ScheduleKind::Interval { .. } if job.run_on_start => job.schedule.next_after(now),
             ScheduleKind::Interval { .. } | ScheduleKind::Recurring => {
                 job.schedule.next_after(resume_from.unwrap_or(now))
@@ -148,7 +234,9 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
-        if let (true, ScheduleKind::Interval { period }, Some(first)) = (job.run_on_start, kind, first) {
+        if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
+            (job.run_on_start, replacing, kind, first)
+        {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
             {
@@ -169,6 +257,11 @@ impl Table {
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
+    }
+
+    /// The names of the jobs, borrowed.
+    pub fn name_refs(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(|name| &**name)
     }
 
     /// The names of the jobs.
@@ -193,6 +286,7 @@ impl Table {
                 continue;
             };
             let job = entry.job.clone();
+            entry.last = entry.last.max(Some(at));
             if top.start_up {
                 due.push(Due { job, trigger: at, next: entry.next, action: Action::Run });
                 continue;
@@ -230,12 +324,12 @@ impl Table {
     }
 }
 
-/// One line when a job leaves the queue: expected for a one-shot, news for a recurring
-/// schedule that ran out of fire times.
+/// One line when a job has fired for the last time: expected for a one-shot, news for a
+/// recurring schedule that ran out of fire times.
 fn exhausted(name: &str, kind: ScheduleKind) {
     if kind.is_one_shot() {
-        tracing::info!(job = name, "one-shot job dispatched: it leaves the queue");
+        tracing::info!(job = name, "one-shot job due: this is its only run");
     } else {
-        tracing::info!(job = name, "no more fire times: the job leaves the queue once its last run is done");
+        tracing::info!(job = name, "the schedule has no fire time left: this job does not run again");
     }
 }

@@ -49,11 +49,57 @@ pub struct LedgerQuery {
 
 impl Default for LedgerQuery {
     fn default() -> Self {
-        Self { job: None, since: None, until: None, outcome: None, limit: 100 }
+        Self { job: None, since: None, until: None, outcome: None, limit: Self::DEFAULT_LIMIT }
     }
 }
 
 impl LedgerQuery {
+    /// The default limit of [`LedgerQuery::new`]: 100 records.
+    pub const DEFAULT_LIMIT: usize = 100;
+
+    /// A query for the newest [`Self::DEFAULT_LIMIT`] records of every job, any outcome;
+    /// narrow it with the methods below:
+    ///
+    /// ```
+    /// use slotcron::{LedgerQuery, Outcome};
+    ///
+    /// let query = LedgerQuery::new().job("backup").outcome(Outcome::Failed).limit(10);
+    /// assert_eq!(query.job.as_deref(), Some("backup"));
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only `job`'s records (default: every job's).
+    pub fn job(mut self, job: impl Into<String>) -> Self {
+        self.job = Some(job.into());
+        self
+    }
+
+    /// Only triggers at or after `since` (default: no lower bound).
+    pub fn since(mut self, since: Timestamp) -> Self {
+        self.since = Some(since);
+        self
+    }
+
+    /// Only triggers strictly before `until` (default: no upper bound).
+    pub fn until(mut self, until: Timestamp) -> Self {
+        self.until = Some(until);
+        self
+    }
+
+    /// Only records with `outcome` (default: any).
+    pub fn outcome(mut self, outcome: Outcome) -> Self {
+        self.outcome = Some(outcome);
+        self
+    }
+
+    /// At most `limit` records, the newest triggers (default [`Self::DEFAULT_LIMIT`]).
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
     /// Whether `record` passes the filters (not the limit).
     pub fn matches(&self, record: &RunRecord) -> bool {
         self.job.as_deref().is_none_or(|job| *record.job == *job)

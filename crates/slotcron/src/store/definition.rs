@@ -14,9 +14,11 @@ use crate::schedule::{Interval, ScheduleError};
 /// A job added at runtime through [`Scheduler::define`](crate::Scheduler::define): its
 /// handler is looked up by a registered name, its payload is JSON.
 ///
-/// Stored as JSON by the SQL stores; the field names are part of that format.
+/// Stored as JSON by the SQL stores; the field names are part of that format. Keys this
+/// release does not know (written by a newer one) are kept in
+/// [`JobDefinition::other_fields`], written back as they were, and ignored with a
+/// warning when the job is built, so a fleet can be upgraded one replica at a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JobDefinition {
     /// The job's name.
     pub name: String,
@@ -40,6 +42,10 @@ pub struct JobDefinition {
     /// The grace window in milliseconds; [`Misfire::DEFAULT_GRACE`] when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_ms: Option<u64>,
+    /// Keys this release does not know, with their values: ignored (with a warning) when
+    /// the job is built, kept when the definition is written back.
+    #[serde(flatten)]
+    pub other_fields: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A schedule as data.
@@ -89,6 +95,7 @@ impl JobDefinition {
             run_on_start: false,
             misfire: None,
             grace_ms: None,
+            other_fields: serde_json::Map::new(),
         }
     }
 
@@ -100,6 +107,14 @@ impl JobDefinition {
     pub fn to_job(&self, handlers: &HandlerRegistry) -> Result<Job, JobError> {
         let invalid = |field, reason: String| JobError::Invalid { job: self.name.clone(), field, reason };
         let schedule_error = |source: ScheduleError| JobError::Schedule { job: self.name.clone(), source };
+        if !self.other_fields.is_empty() {
+            let keys: Vec<&str> = self.other_fields.keys().map(String::as_str).collect();
+            tracing::warn!(
+                job = %self.name,
+                ?keys,
+                "definition keys this release does not know (written by a newer one?) are ignored"
+            );
+        }
         let handler = handlers
             .get(&self.handler)
             .ok_or_else(|| invalid("handler", format!("no handler is registered as {:?}", self.handler)))?;
@@ -158,6 +173,19 @@ mod tests {
         let definition: JobDefinition = serde_json::from_str(json).unwrap();
         assert_eq!(definition.misfire, Some(Misfire::RunAll { cap: 3 }));
         assert_eq!(serde_json::to_string(&definition).unwrap(), json);
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_and_ignored() {
+        let json =
+            r#"{"name":"tick","schedule":{"every":{"period_ms":1000}},"handler":"noop","jitter_ms":50}"#;
+        let definition: JobDefinition = serde_json::from_str(json).unwrap();
+        assert_eq!(definition.other_fields.get("jitter_ms"), Some(&serde_json::json!(50)));
+        let registry = HandlerRegistry::default();
+        registry.register("noop", noop);
+        assert_eq!(definition.to_job(&registry).unwrap().name(), "tick");
+        let written: serde_json::Value = serde_json::to_value(&definition).unwrap();
+        assert_eq!(written["jitter_ms"], 50, "written back as it was");
     }
 
     #[test]

@@ -58,6 +58,10 @@ impl Store for MemoryStore {
         Ok(*token)
     }
 
+    async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().states.remove(job).is_some())
+    }
+
     async fn load_definitions(&self) -> Result<Vec<JobDefinition>, StoreError> {
         let mut definitions: Vec<_> = self.lock().definitions.values().cloned().collect();
         definitions.sort_by(|a, b| a.name.cmp(&b.name));

@@ -60,6 +60,14 @@ pub trait Store: Send + Sync + 'static {
     /// The backend failed.
     async fn next_fencing_token(&self, job: &str) -> Result<u64, StoreError>;
 
+    /// Forgets a job's state, so that a job added again under this name starts from its
+    /// schedule (the engine calls it when a recurring job is removed); `false` if there
+    /// was none.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn delete_state(&self, job: &str) -> Result<bool, StoreError>;
+
     /// Every stored job definition.
     ///
     /// # Errors

@@ -13,6 +13,7 @@ pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
     starts_empty(&make().await).await;
     states_round_trip(&make().await).await;
     state_merge_rules(&make().await).await;
+    state_delete(&make().await).await;
     definitions_round_trip(&make().await).await;
     definitions_replace_and_delete(&make().await).await;
     fencing_tokens_grow_per_job(&make().await).await;
@@ -84,6 +85,24 @@ pub async fn state_merge_rules(store: &dyn Store) {
     assert_eq!(store.load_states().await.unwrap().len(), 2);
 }
 
+/// [`Store::delete_state`] forgets one job's state, which then starts afresh: an older
+/// trigger is accepted again.
+pub async fn state_delete(store: &dyn Store) {
+    store.save_state("gone", &state("2024-01-01T00:05:00Z", Some(Outcome::Succeeded), true)).await.unwrap();
+    store.save_state("kept", &state("2024-01-01T00:05:00Z", Some(Outcome::Failed), false)).await.unwrap();
+    assert!(store.delete_state("gone").await.unwrap());
+    assert!(!store.delete_state("gone").await.unwrap(), "deleted twice");
+    assert!(!store.delete_state("never saved").await.unwrap());
+    let states = store.load_states().await.unwrap();
+    assert_eq!(states.keys().collect::<Vec<_>>(), ["kept"]);
+    store.save_state("gone", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();
+    assert_eq!(
+        store.load_states().await.unwrap().remove("gone"),
+        Some(state("2024-01-01T00:01:00Z", None, false)),
+        "a state saved after the delete starts afresh: older trigger, one_shot_done unset"
+    );
+}
+
 fn full_definition(name: &str) -> JobDefinition {
     JobDefinition {
         name: name.into(),
@@ -103,6 +122,7 @@ fn full_definition(name: &str) -> JobDefinition {
         run_on_start: false,
         misfire: Some(Misfire::RunAll { cap: 3 }),
         grace_ms: Some(30_000),
+        other_fields: serde_json::Map::new(),
     }
 }
 

@@ -1,8 +1,10 @@
-//! The crontab format: a user crontab as cronie reads it.
+//! The crontab format: a user crontab as cronie reads it, or a system crontab, with a
+//! user field between the schedule and the command.
 //!
 //! ```text
 //! # comments and blank lines are ignored
-//! MAILTO=""                      # NAME=value: passed to the commands of later lines
+//! MAILTO=""                      # NAME=value: passed to the commands of later lines;
+//!                                # MAILTO= mails their output, SHELL= runs them
 //! CRON_TZ=Europe/Berlin          # CRON_TZ= or TZ=: the zone of later lines (default UTC)
 //! # name: nightly-backup         # names the job on the next line
 //! 0 3 * * *   pg_dump app > /var/backups/app.sql
@@ -13,7 +15,8 @@
 //!
 //! A job line is 5 time fields (minute hour day-of-month month day-of-week) or a
 //! descriptor (`@yearly @annually @monthly @weekly @daily @midnight @hourly`,
-//! `@every <duration>`, `@reboot`), then the command, which runs under `/bin/sh -c`.
+//! `@every <duration>`, `@reboot`), then the command, which runs under `$SHELL -c`
+//! (`/bin/sh` unless a `SHELL=` line set another).
 //! As in cron, an unescaped `%` in the command ends it: the text after it is the
 //! command's standard input, with each further `%` a newline; `\%` is a literal `%`
 //! (the exact rules are cronie's, see [`percent::split`]).
@@ -35,7 +38,7 @@ use jiff::tz::TimeZone;
 use slotcron::schedule::CronSchedule;
 
 use super::{Draft, Parsed, Problem, ScheduleSpec, job_name};
-use crate::command::{self, ShellCommand};
+use crate::command::{self, Me, ShellCommand};
 use crate::{cron_error, zone};
 
 mod percent;
@@ -46,10 +49,12 @@ const DEFAULT_ZONE: &str = "UTC";
 /// The fields of a job line that problems name.
 const SCHEDULE: &str = "schedule";
 const COMMAND: &str = "command";
+const USER: &str = "user";
 
-/// Parses a crontab, collecting every problem.
-pub(super) fn parse(source: &str) -> Parsed {
-    let mut reader = Reader::default();
+/// Parses a crontab, a system crontab (with a user field) if `system`, collecting every
+/// problem.
+pub(super) fn parse(source: &str, system: bool) -> Parsed {
+    let mut reader = Reader { user: system.then(Me::now), ..Reader::default() };
     for (index, raw) in source.lines().enumerate() {
         reader.line(index + 1, raw.trim_end_matches('\r'));
     }
@@ -64,6 +69,14 @@ struct Reader {
     env: Vec<(String, String)>,
     /// The same, shared by the commands of the following lines.
     env_snapshot: Arc<[(String, String)]>,
+    /// The shell of the following lines (`SHELL=`, default `/bin/sh`).
+    shell: Arc<str>,
+    /// Where the output of the following lines' runs is mailed (`MAILTO=`; none if
+    /// unset or empty).
+    mailto: Option<Arc<str>>,
+    /// In a system crontab, whom the daemon runs as: a line for another user is refused
+    /// unless that is root.
+    user: Option<Me>,
     /// The zone of the following lines, as written, and the zone itself (`None` when
     /// invalid: reported once, on its own line).
     zone: (String, Option<TimeZone>),
@@ -79,6 +92,9 @@ impl Default for Reader {
             parsed: Parsed::default(),
             env: Vec::new(),
             env_snapshot: Arc::from([]),
+            shell: Arc::from(command::SHELL),
+            mailto: None,
+            user: None,
             zone: (DEFAULT_ZONE.into(), Some(TimeZone::UTC)),
             pending_name: None,
             derived: HashMap::new(),
@@ -133,6 +149,13 @@ impl Reader {
             let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
             self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
         }
+        match name {
+            // As in cronie: the shell that runs the commands, and where their output goes
+            // (an empty value: /bin/sh, and no mail).
+            "SHELL" => self.shell = Arc::from(if value.is_empty() { command::SHELL } else { value }),
+            "MAILTO" => self.mailto = (!value.is_empty()).then(|| Arc::from(value)),
+            _ => {}
+        }
         self.env.retain(|(existing, _)| existing != name);
         self.env.push((name.to_owned(), value.to_owned()));
         self.env_snapshot = self.env.clone().into();
@@ -146,6 +169,10 @@ impl Reader {
                 self.parsed.problems.push(Problem::field(number, name, SCHEDULE, reason));
                 return;
             }
+        };
+        let (user, command) = match self.user_field(number, explicit_name.as_ref(), &schedule_text, command) {
+            Ok(split) => split,
+            Err(problem) => return self.parsed.problems.push(problem),
         };
         let (script, stdin) = percent::split(command);
         let (zone_name, zone) = &self.zone;
@@ -203,7 +230,14 @@ impl Reader {
             line: number,
             schedule: spec,
             schedule_field: SCHEDULE,
-            command: ShellCommand { script, env: self.env_snapshot.clone(), stdin },
+            command: ShellCommand {
+                env: self.env_snapshot.clone(),
+                stdin,
+                shell: self.shell.clone(),
+                mailto: self.mailto.clone(),
+                user,
+                ..ShellCommand::new(script)
+            },
             timeout: None,
             run_on_start: false,
             on_every_replica: false,
@@ -211,6 +245,49 @@ impl Reader {
             grace: None,
             field_lines: Vec::new(),
         });
+    }
+}
+
+impl Reader {
+    /// In a system crontab, splits the user field off `command`: the user (`None` when
+    /// it is the daemon's own) and the command. A problem when it is missing, or names
+    /// another user while the daemon does not run as root. In a user crontab, `command`
+    /// as it is.
+    fn user_field<'l>(
+        &self,
+        number: usize,
+        name: Option<&(String, usize)>,
+        schedule: &str,
+        command: &'l str,
+    ) -> Result<(Option<Arc<str>>, &'l str), Problem> {
+        let Some(me) = &self.user else { return Ok((None, command)) };
+        let name = name.map(|(name, _)| name.as_str());
+        let problem = |reason: String| Problem::field(number, name, USER, reason);
+        if let Some(word) = sixth_time_field(schedule, command) {
+            return Err(problem(format!(
+                "{word:?} looks like a sixth time field: a system crontab line is 5 time fields, \
+                 the user, then the command; for seconds, use the cron key of a TOML jobs file"
+            )));
+        }
+        let (user, rest) = command.split_once([' ', '\t']).unwrap_or((command, ""));
+        let rest = rest.trim();
+        if user.is_empty() || rest.is_empty() {
+            return Err(problem(
+                "missing: a system crontab line is 5 time fields (or a descriptor), the user, then the command"
+                    .into(),
+            ));
+        }
+        if me.is(user) {
+            return Ok((None, rest));
+        }
+        if !me.uid.is_root() {
+            let me = me.name.as_deref().map_or_else(|| format!("uid {}", me.uid), |name| format!("{name:?}"));
+            return Err(problem(format!(
+                "runs as {user:?}, but slotcron runs as {me}: only a daemon running as root can run \
+                 commands as another user"
+            )));
+        }
+        Ok((Some(Arc::from(user)), rest))
     }
 }
 
@@ -321,7 +398,7 @@ mod tests {
     }
 
     fn drafts(source: &str) -> Vec<Draft> {
-        let parsed = parse(source);
+        let parsed = parse(source, false);
         assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
         parsed.drafts
     }
@@ -338,7 +415,7 @@ mod tests {
             "0 0 1 * * 0",
         ];
         for line in sixth {
-            let problems = parse(line).problems;
+            let problems = parse(line, false).problems;
             assert_eq!(problems.len(), 1, "{line}: {problems:?}");
             assert_eq!(problems[0].field.as_deref(), Some(COMMAND));
             assert!(problems[0].reason.contains("looks like a sixth time field"), "{problems:?}");
@@ -389,7 +466,7 @@ mod tests {
         );
         assert_eq!(zones(&drafts), ["Asia/Tokyo", "UTC", "Europe/Paris", "UTC"]);
         // Named as the same line in the default zone, and passed on empty, as written.
-        assert_eq!(drafts[1].name, parse("0 9 * * * echo b\n").drafts[0].name);
+        assert_eq!(drafts[1].name, parse("0 9 * * * echo b\n", false).drafts[0].name);
         assert_eq!(env(&drafts[3]), [("CRON_TZ", ""), ("TZ", "")]);
     }
 
@@ -409,8 +486,8 @@ mod tests {
         assert!(matches!(drafts[0].schedule, ScheduleSpec::AtStartUp));
         assert_eq!(drafts[0].command.script, "echo up");
 
-        let (jobs, _) =
-            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid");
+        let jobs =
+            jobs_file::parse("@reboot echo up\n@hourly echo hourly\n", Format::Crontab).expect("valid").jobs;
         let every_replica: Vec<_> = jobs.iter().map(|entry| entry.job.on_every_replica()).collect();
         assert_eq!(every_replica, [true, false], "only @reboot runs on every replica, unclaimed");
     }

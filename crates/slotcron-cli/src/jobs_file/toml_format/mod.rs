@@ -2,6 +2,9 @@
 //!
 //! ```toml
 //! timezone = "Europe/Berlin"     # default zone of cron and local at jobs (default UTC)
+//! env = { PATH = "/usr/local/bin:/usr/bin:/bin" }   # optional: every job's environment
+//! working_dir = "/srv"           # optional: every job's working directory
+//! shutdown_timeout = "20s"       # optional: --shutdown-timeout takes precedence
 //!
 //! [coordination]                 # optional
 //! redis = "redis://10.0.0.5:6379" # the Redis of the fleet (--redis and
@@ -19,6 +22,8 @@
 //! timezone = "UTC"               # optional, cron and local at jobs only
 //! misfire = "run_once"           # optional: skip, run_once or run_all
 //! grace = "5m"                   # optional (default 1s)
+//! env = { PGHOST = "db1" }       # optional: added to the file's env (the job's wins)
+//! working_dir = "/srv/app"       # optional: replaces the file's (default: the daemon's)
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -49,54 +54,101 @@ use super::problem::LineIndex;
 use super::{Draft, Parsed, Problem};
 use crate::command::{self, ShellCommand};
 use crate::{coordination, zone};
+use env::Defaults;
 use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
+mod chunks;
+mod env;
 mod misfire;
 mod schedule;
 mod table;
 
 /// Parses a TOML jobs file, collecting every problem.
+///
+/// A big file is parsed in pieces (see [`chunks`]), so that the parser's spanned tables
+/// and tokens are held for one piece at a time rather than for the whole file; where a
+/// piece would not stand alone, the whole file is parsed at once.
 pub(super) fn parse(source: &str) -> Parsed {
-    let mut reader = Reader { source, lines: LineIndex::new(source), parsed: Parsed::default() };
-    let (document, errors) = DeTable::parse_recoverable(source);
-    if errors.is_empty() {
-        reader.document(document.get_ref());
-    } else {
-        // The document is what could be recovered: its keys would be misleading.
-        for error in errors {
-            let line = error.span().map_or(1, |span| reader.lines.line_of(span.start));
-            reader.parsed.problems.push(Problem::line(line, error.message().trim_end()));
+    if let Some(pieces) = chunks::split(source) {
+        let mut reader = Reader::new(source);
+        if pieces.iter().all(|piece| reader.piece(source, piece.clone())) {
+            return reader.parsed;
         }
     }
+    let mut reader = Reader::new(source);
+    reader.piece(source, 0..source.len());
     reader.parsed
+}
+
+/// The top-level table of a document (or of a piece of it).
+fn top_level<'t, 'i>(root: &'t DeTable<'i>) -> Table<'t, 'i> {
+    Table { entries: root, line: 1, job: None, prefix: "", known: TOP_LEVEL_KEYS, what: "the top level" }
 }
 
 /// Reads the document, recording what it finds in `parsed`.
 struct Reader<'s> {
+    /// The text being read: the file, or the piece of it being parsed.
     source: &'s str,
-    /// The source's line starts, for the line numbers of jobs and problems.
+    /// Where `source` starts in the file.
+    base: usize,
+    /// The file's line starts, for the line numbers of jobs and problems.
     lines: LineIndex,
     parsed: Parsed,
+    /// The top-level `env` and `working_dir`, read before the jobs.
+    defaults: Defaults,
+    /// The top-level `timezone`: the zone of jobs without their own (`None` if invalid).
+    default_zone: Option<TimeZone>,
+}
+
+impl<'s> Reader<'s> {
+    fn new(file: &'s str) -> Self {
+        Self {
+            source: file,
+            base: 0,
+            lines: LineIndex::new(file),
+            parsed: Parsed::default(),
+            defaults: Defaults::default(),
+            default_zone: Some(TimeZone::UTC),
+        }
+    }
+
+    /// Parses and reads `range` of `file`: the top level if it starts the file, and its
+    /// jobs. `false` (nothing read) when a later piece holds anything but `[[job]]`
+    /// tables, which only the whole file can place.
+    fn piece(&mut self, file: &'s str, range: Range<usize>) -> bool {
+        (self.source, self.base) = (&file[range.clone()], range.start);
+        let (document, errors) = DeTable::parse_recoverable(self.source);
+        if !errors.is_empty() {
+            // The document is what could be recovered: its keys would be misleading.
+            for error in errors {
+                let line = self.line(error.span().unwrap_or(0..0));
+                self.parsed.problems.push(Problem::line(line, error.message().trim_end()));
+            }
+            return true;
+        }
+        let root = document.get_ref();
+        if range.start == 0 {
+            self.document(root);
+        } else if root.keys().any(|key| key.get_ref() != "job") {
+            return false;
+        } else {
+            self.jobs(root);
+        }
+        true
+    }
 }
 
 impl Reader<'_> {
     fn line(&self, span: Range<usize>) -> usize {
-        self.lines.line_of(span.start)
+        self.lines.line_of(self.base + span.start)
     }
 
     /// The top-level table: the file's zone, `[coordination]` and the jobs.
     fn document(&mut self, root: &DeTable<'_>) {
-        let top = Table {
-            entries: root,
-            line: 1,
-            job: None,
-            prefix: "",
-            known: TOP_LEVEL_KEYS,
-            what: "the top level",
-        };
+        let top = top_level(root);
         self.unknown_keys(&top);
-        let default_zone = match top.get("timezone") {
+        self.default_zone = match top.get("timezone") {
             None => Some(TimeZone::UTC),
             Some(_) => self.string(&top, "timezone", ZONE).and_then(|name| {
                 zone::lookup(name.get_ref())
@@ -104,6 +156,9 @@ impl Reader<'_> {
                     .ok()
             }),
         };
+        self.parsed.shutdown_timeout = self.duration(&top, "shutdown_timeout");
+        let env = self.env(&top);
+        self.defaults = Defaults { env: env.into(), working_dir: self.working_dir(&top) };
         if let Some(entries) = self.typed(&top, "coordination", "a [coordination] table", DeValue::as_table) {
             let line = self.line(entries.span());
             self.coordination(&Table {
@@ -115,8 +170,15 @@ impl Reader<'_> {
                 what: "[coordination]",
             });
         }
+        self.jobs(root);
+    }
+
+    /// The `[[job]]` tables of `root`.
+    fn jobs(&mut self, root: &DeTable<'_>) {
+        let top = top_level(root);
         let expected = "[[job]] tables (write [[job]], not [job])";
         let Some(jobs) = self.typed(&top, "job", expected, DeValue::as_array) else { return };
+        let default_zone = self.default_zone.clone();
         for item in jobs.get_ref().iter() {
             let Some(entries) = item.get_ref().as_table() else {
                 let reason = format!("expected a [[job]] table, found {}", self.shown(item));
@@ -201,6 +263,7 @@ impl Reader<'_> {
         let misfire = self.misfire(&table);
         let run_on_start = self.bool(&table, "run_on_start");
         let on_every_replica = self.bool(&table, "on_every_replica");
+        let (env, working_dir) = (self.env(&table), self.working_dir(&table));
         if self.parsed.problems.len() > before {
             return None;
         }
@@ -219,7 +282,11 @@ impl Reader<'_> {
             line: table.line,
             schedule,
             schedule_field,
-            command: ShellCommand::new(command.get_ref().trim()),
+            command: ShellCommand {
+                env: self.job_env(env),
+                working_dir: working_dir.or_else(|| self.defaults.working_dir.clone()),
+                ..ShellCommand::new(command.get_ref().trim())
+            },
             timeout,
             run_on_start: run_on_start.is_some_and(|r| *r.get_ref()),
             on_every_replica: on_every_replica.is_some_and(|r| *r.get_ref()),
@@ -240,7 +307,7 @@ mod tests {
 
     /// The jobs of a valid TOML jobs file.
     pub(super) fn jobs(source: &str) -> Vec<JobEntry> {
-        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).0
+        load(source, Format::Toml).unwrap_or_else(|problems| panic!("{problems:?}")).jobs
     }
 
     /// The problems of an invalid TOML jobs file, as `line: field: reason`.
@@ -249,6 +316,37 @@ mod tests {
         list.iter()
             .map(|p| format!("{}: {}: {}", p.line.unwrap_or(0), p.field.as_deref().unwrap_or("-"), p.reason))
             .collect()
+    }
+
+    /// A file of `count` jobs, big enough to be parsed in pieces.
+    fn many(count: usize) -> String {
+        (0..count)
+            .map(|i| format!("[[job]]\nname = \"job-{i}\"\nevery = \"1m\"\ncommand = \"echo {i}\"\n\n"))
+            .collect()
+    }
+
+    #[test]
+    fn a_big_file_read_in_pieces_reads_as_a_whole() {
+        let source = format!("timezone = \"Asia/Tokyo\"\n{}", many(3000));
+        assert!(super::chunks::split(&source).is_some_and(|pieces| pieces.len() > 2));
+        let jobs = jobs(&source);
+        assert_eq!(jobs.len(), 3000);
+        assert_eq!((jobs[2999].job.name(), jobs[2999].line), ("job-2999", 2 + 2999 * 5));
+        // A table after the jobs is placed by parsing the whole file.
+        let source = format!("{}[coordination]\nprefix = \"p:\"\n", many(3000));
+        let parsed = super::parse(&source);
+        assert_eq!(parsed.coordination.prefix.as_deref(), Some("p:"));
+        assert_eq!(parsed.drafts.len(), 3000);
+        // Problems in a later piece name their own lines.
+        let source = format!("{}[[job]]\nname = \"last\"\nevery = 5\ncommand = \"true\"\n", many(3000));
+        assert_eq!(
+            problems(&source),
+            [format!("{}: every: expected a duration string like \"90s\", found integer 5", 3000 * 5 + 3)]
+        );
+        // And syntax errors too.
+        let source = format!("{}[[job]]\nname = \n", many(3000));
+        let listed = problems(&source);
+        assert!(listed.len() == 1 && listed[0].starts_with(&format!("{}: -: ", 3000 * 5 + 2)), "{listed:?}");
     }
 
     #[test]

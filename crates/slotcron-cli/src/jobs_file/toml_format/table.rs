@@ -12,7 +12,8 @@ use toml::de::{DeTable, DeValue};
 use super::Reader;
 use crate::jobs_file::Problem;
 
-pub(super) const TOP_LEVEL_KEYS: &[&str] = &["timezone", "coordination", "job"];
+pub(super) const TOP_LEVEL_KEYS: &[&str] =
+    &["timezone", "env", "working_dir", "shutdown_timeout", "coordination", "job"];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix", "slack"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
@@ -28,6 +29,8 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "misfire",
     "misfire_cap",
     "grace",
+    "env",
+    "working_dir",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
@@ -184,7 +187,7 @@ mod tests {
         assert_eq!(nearest("timezon", JOB_KEYS), Some("timezone"));
         assert_eq!(nearest("ta", JOB_KEYS), Some("at"));
         assert_eq!(nearest("colour", JOB_KEYS), None);
-        assert_eq!(nearest("env", JOB_KEYS), None);
+        assert_eq!(nearest("shell", JOB_KEYS), None);
         assert_eq!(nearest("EVERY", JOB_KEYS), Some("every"));
         assert_eq!(nearest("Comand", JOB_KEYS), Some("command"));
     }

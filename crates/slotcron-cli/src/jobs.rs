@@ -1,0 +1,157 @@
+//! `slotcron jobs put | rm | ls`: the jobs kept in the shared state, which the daemons
+//! started with `--jobs-from-state` run (see [`crate::state_jobs`]).
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use slotcron::{ScheduleSpec, Store};
+
+use crate::cli::{JobsArgs, JobsCommand};
+use crate::jobs_file::{self, Format, Problem, Problems};
+use crate::state::{State, StateUrl};
+use crate::state_jobs::{self, Listed};
+use crate::{INVALID_INPUT, duration, table};
+
+/// Runs `slotcron jobs …`: exit status 0, 1 for `rm` of a job the state does not have, 2
+/// with the reason on standard error for invalid jobs or a state that cannot be used.
+pub fn run(args: &JobsArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("slotcron jobs: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(&args.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(INVALID_INPUT)
+        }
+    }
+}
+
+async fn dispatch(command: &JobsCommand) -> Result<ExitCode, String> {
+    match command {
+        JobsCommand::Put { file, state } => put(file, &state.url).await,
+        JobsCommand::Rm { name, state } => {
+            let store = open(&state.url).await?;
+            let deleted =
+                store.delete_definition(name).await.map_err(|e| format!("slotcron jobs rm: {e}"))?;
+            if deleted {
+                println!("removed job {name:?} from the state");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("slotcron jobs rm: the state has no job {name:?}");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+        JobsCommand::Ls { state, json } => {
+            let store = open(&state.url).await?;
+            let listed =
+                Listed::of(store.load_definitions().await.map_err(|e| format!("slotcron jobs ls: {e}"))?);
+            list(&listed, *json);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
+    let url = StateUrl::parse(url).map_err(|e| format!("slotcron jobs: --state: {e}"))?;
+    let state = State::open(&url).await.map_err(|e| format!("slotcron jobs: cannot open the state: {e}"))?;
+    state
+        .store
+        .ok_or_else(|| "slotcron jobs: a memory state keeps no jobs; use sqlite: or postgres://".into())
+}
+
+/// Reads the `[[job]]` tables of `file` (`-`: standard input) with the jobs file's
+/// parser, and stores them, replacing those of the same names; nothing is written if any
+/// is invalid or is a job a daemon's file defines.
+async fn put(file: &Path, url: &str) -> Result<ExitCode, String> {
+    let source = if file == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("slotcron jobs put: -: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("slotcron jobs put: {}: {e}", file.display()))?
+    };
+    let entries =
+        jobs_file::parse(&source, Format::Toml).map_err(|list| Problems::new(file, list).to_string())?.jobs;
+    let mut problems = Vec::new();
+    let mut definitions = Vec::new();
+    for entry in &entries {
+        match state_jobs::to_definition(entry) {
+            Ok(definition) => definitions.push(definition),
+            Err(reason) => {
+                problems.push(Problem::field(entry.line, Some(entry.job.name()), "schedule", reason))
+            }
+        }
+    }
+    let store = open(url).await?;
+    let listed = Listed::of(store.load_definitions().await.map_err(|e| format!("slotcron jobs put: {e}"))?);
+    for entry in &entries {
+        let name = entry.job.name();
+        if let Some((_, instance)) = listed.file_names().find(|(job, _)| *job == name) {
+            let reason =
+                format!("the jobs file of the daemon {instance:?} defines this job; change it there");
+            problems.push(Problem::field(entry.line, Some(name), "name", reason));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Problems::new(file, problems).to_string());
+    }
+    for definition in &definitions {
+        store.save_definition(definition).await.map_err(|e| format!("slotcron jobs put: {e}"))?;
+    }
+    let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
+    println!("put {} job(s) in the state: {}", names.len(), names.join(", "));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the state's jobs and the daemons' file jobs: `JOB SOURCE SCHEDULE COMMAND`, or
+/// one JSON object per line. Never an environment value.
+fn list(listed: &Listed, json: bool) {
+    let mut rows: Vec<[String; 4]> = listed
+        .commands
+        .iter()
+        .map(|(d, p)| [d.name.clone(), "state".into(), schedule(&d.schedule), p.command.clone()])
+        .collect();
+    rows.extend(
+        listed
+            .file_names()
+            .map(|(job, instance)| [job.into(), format!("file:{instance}"), String::new(), String::new()]),
+    );
+    if json {
+        for [job, source, schedule, command] in rows {
+            let mut line = serde_json::json!({ "job": job, "source": source });
+            if let Some(instance) = source.strip_prefix("file:") {
+                line["instance"] = instance.into();
+            }
+            if !schedule.is_empty() {
+                line["schedule"] = schedule.into();
+                line["command"] = command.into();
+            }
+            println!("{line}");
+        }
+    } else {
+        table::print(Some(["JOB", "SOURCE", "SCHEDULE", "COMMAND"]), &rows, 0);
+    }
+}
+
+/// A stored schedule as the jobs file writes it.
+fn schedule(spec: &ScheduleSpec) -> String {
+    match spec {
+        ScheduleSpec::Every { period_ms, .. } => {
+            format!("every {}", duration::display(Duration::from_millis(*period_ms)))
+        }
+        ScheduleSpec::Cron { expression, timezone: None } => format!("cron {expression}"),
+        ScheduleSpec::Cron { expression, timezone: Some(zone) } => format!("cron {expression} ({zone})"),
+        ScheduleSpec::At { instant } => format!("at {instant}"),
+        ScheduleSpec::After { delay_ms } => {
+            format!("after {}", duration::display(Duration::from_millis(*delay_ms)))
+        }
+    }
+}

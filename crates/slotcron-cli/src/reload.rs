@@ -1,0 +1,252 @@
+//! Reloading the jobs without a restart: what asks for a reload (SIGHUP, SIGUSR2, a
+//! change of the jobs file under `--watch`), and the reload itself, a reconcile of the
+//! scheduler to the file's jobs (and, with `--jobs-from-state`, the state's).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Scheduler};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::jobs_file::{self, Format, JobEntry, JobsFile};
+use crate::state_jobs::StateJobs;
+
+/// Changes to the watched directory closer together than this are one reload.
+const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// What asks for a reload: SIGHUP (as for cron, nginx, Prometheus), SIGUSR2 (as
+/// supercronic users send), a change of the jobs file (with `--watch`), or a change of
+/// the jobs kept in the state (with `--jobs-from-state`).
+pub struct Triggers {
+    hangup: Signal,
+    user2: Signal,
+    /// File changes, with the watcher that sends them (kept alive here).
+    watch: Option<(notify::RecommendedWatcher, mpsc::UnboundedReceiver<()>)>,
+    /// Changes of the state's jobs.
+    state: Option<mpsc::UnboundedReceiver<()>>,
+}
+
+impl Triggers {
+    /// Installs the SIGHUP and SIGUSR2 handlers and, if `watch`, a watcher on the
+    /// directory of `file`: watching the directory rather than the file sees an editor's
+    /// write to a new file renamed over the old one, and a Kubernetes ConfigMap's swap of
+    /// its `..data` symlink, as well as writes in place.
+    ///
+    /// # Errors
+    /// A handler or the watcher cannot be installed.
+    pub fn install(file: &Path, watch: bool) -> Result<Self, String> {
+        let install = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| format!("cannot install the {name} handler: {e}"))
+        };
+        let watch = if watch { Some(watch_directory(file)?) } else { None };
+        Ok(Self {
+            hangup: install(SignalKind::hangup(), "SIGHUP")?,
+            user2: install(SignalKind::user_defined2(), "SIGUSR2")?,
+            watch,
+            state: None,
+        })
+    }
+
+    /// Also reloads when `changes` says the state's jobs changed.
+    pub fn on_state_changes(&mut self, changes: mpsc::UnboundedReceiver<()>) {
+        self.state = Some(changes);
+    }
+
+    /// The next reason to reload, once any burst of file changes has settled.
+    async fn next(&mut self) -> &'static str {
+        let watched = async {
+            match &mut self.watch {
+                Some((_, changes)) => {
+                    if changes.recv().await.is_none() {
+                        std::future::pending::<()>().await;
+                    }
+                    while tokio::time::timeout(DEBOUNCE, changes.recv()).await.is_ok_and(|c| c.is_some()) {}
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let state = async {
+            let changed = match &mut self.state {
+                Some(changes) => changes.recv().await.is_some(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = self.hangup.recv() => "SIGHUP",
+            () = state => STATE_CHANGE,
+            _ = self.user2.recv() => "SIGUSR2",
+            () = watched => "file change",
+        }
+    }
+}
+
+/// A watcher of `file`'s directory that sends on the channel for each event naming the
+/// file, or a name starting with `..` (a ConfigMap's `..data` and its timestamped
+/// directories).
+fn watch_directory(file: &Path) -> Result<(notify::RecommendedWatcher, mpsc::UnboundedReceiver<()>), String> {
+    use notify::Watcher;
+    let directory = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let name = file.file_name().map(|n| n.to_owned());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+        Ok(event) => {
+            let relevant = event.paths.iter().any(|path| {
+                let file_name = path.file_name();
+                file_name == name.as_deref()
+                    || file_name.is_some_and(|n| n.as_encoded_bytes().starts_with(b".."))
+            });
+            if relevant && !event.kind.is_access() {
+                _ = tx.send(());
+            }
+        }
+        Err(e) => tracing::warn!("watching the jobs file: {e}"),
+    })
+    .map_err(|e| format!("--watch: cannot watch {}: {e}", directory.display()))?;
+    watcher
+        .watch(&directory, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| format!("--watch: cannot watch {}: {e}", directory.display()))?;
+    Ok((watcher, rx))
+}
+
+/// The cause of a reload for a change of the state's jobs.
+const STATE_CHANGE: &str = "state change";
+
+/// The daemon's desired set of jobs: the jobs file's (the last version that loaded), and
+/// the state's when `--jobs-from-state` is given; and the scheduler it is applied to.
+pub struct Reloader {
+    scheduler: Scheduler,
+    path: PathBuf,
+    format: Format,
+    file_jobs: Vec<JobEntry>,
+    state_jobs: Option<StateJobs>,
+}
+
+impl Reloader {
+    /// The jobs of `loaded` (and of `state_jobs`), for `scheduler`.
+    pub fn new(scheduler: Scheduler, loaded: JobsFile, state_jobs: Option<StateJobs>) -> Self {
+        Self { scheduler, path: loaded.path, format: loaded.format, file_jobs: loaded.jobs, state_jobs }
+    }
+
+    /// The state's jobs, with `--jobs-from-state`.
+    pub fn state_jobs(&self) -> Option<&StateJobs> {
+        self.state_jobs.as_ref()
+    }
+
+    /// The jobs file's jobs, as last loaded.
+    pub fn file_jobs(&self) -> &[JobEntry] {
+        &self.file_jobs
+    }
+
+    /// Applies the desired set to the scheduler: at start, and after each reload. With
+    /// `--jobs-from-state`, publishes the file's job names in the state first.
+    ///
+    /// # Errors
+    /// The state's jobs cannot be read (nothing changed then), or what
+    /// [`Scheduler::reconcile`] returns.
+    pub async fn apply(&mut self) -> Result<ReconcileReport, String> {
+        let mut plans: Vec<Plan> = self
+            .file_jobs
+            .iter()
+            .map(|entry| Plan::new(entry.job.clone()).fingerprint(entry.fingerprint.clone()))
+            .collect();
+        if let Some(state_jobs) = &self.state_jobs {
+            state_jobs.publish(&self.path, &self.file_jobs).await;
+            let from_state = state_jobs
+                .plans(&self.path, &self.file_jobs)
+                .await
+                .map_err(|e| format!("cannot read the state's jobs: {e}"))?;
+            plans.extend(from_state);
+        }
+        match self.scheduler.reconcile(plans) {
+            Ok(report) => Ok(report),
+            Err(ReconcileError::Plans(report)) => {
+                for failure in &report.failures {
+                    tracing::error!("{failure}; that job stays as it was");
+                }
+                Ok(report)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Reloads: reads the jobs file again and applies it, or, if it no longer loads,
+    /// logs every problem as `slotcron check` prints them and keeps the jobs as they are.
+    /// Logs one line with how many jobs were added, changed, removed and left unchanged.
+    /// Never waits for running commands.
+    ///
+    /// The result (`true`: the file loaded and every job was applied) is what a
+    /// "last reload successful" metric reports.
+    pub async fn reload(&mut self, cause: &str) -> bool {
+        if cause != STATE_CHANGE && !self.reload_file(cause).await {
+            return false;
+        }
+        let report = match self.apply().await {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
+                return false;
+            }
+        };
+        tracing::info!(
+            cause,
+            added = report.added.len(),
+            changed = report.changed.len(),
+            removed = report.removed.len(),
+            unchanged = report.unchanged,
+            "jobs reloaded"
+        );
+        report.failures.is_empty()
+    }
+
+    /// Reads the jobs file again: `false` (with every problem logged) if it does not load.
+    async fn reload_file(&mut self, cause: &str) -> bool {
+        let (path, format) = (self.path.clone(), self.format);
+        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path, format)).await;
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
+                return false;
+            }
+        };
+        match loaded {
+            Ok(loaded) => {
+                self.file_jobs = loaded.jobs;
+                true
+            }
+            Err(problems) => {
+                for line in problems.to_string().lines() {
+                    tracing::error!("{line}");
+                }
+                tracing::error!(
+                    cause,
+                    file = %self.path.display(),
+                    "reload failed: the jobs file does not load; the previous jobs keep running"
+                );
+                false
+            }
+        }
+    }
+
+    /// Reloads at each of `triggers` until `cancel` fires.
+    pub async fn serve(mut self, mut triggers: Triggers, cancel: CancellationToken) {
+        loop {
+            let cause = tokio::select! {
+                () = cancel.cancelled() => break,
+                cause = triggers.next() => cause,
+            };
+            tracing::info!(cause, file = %self.path.display(), "reloading the jobs");
+            self.reload(cause).await;
+        }
+        if let Some(state_jobs) = &self.state_jobs {
+            state_jobs.unpublish().await;
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! `slotcron --help` and each subcommand's: short lines, examples at the end, a word on
+//! RUST_LOG.
+
+mod support;
+
+use support::{run, stdout};
+
+/// The longest help line: clap wraps at this width (`max_term_width`).
+const WIDTH: usize = 100;
+
+#[test]
+fn every_help_has_short_lines_and_ends_with_examples() {
+    for command in [&[][..], &["run"], &["next"], &["check"], &["history"]] {
+        for flag in ["-h", "--help"] {
+            let args: Vec<&str> = command.iter().copied().chain([flag]).collect();
+            let out = run(&args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}");
+            let text = stdout(&out);
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= WIDTH,
+                    "{args:?}: a line of {} characters: {line}",
+                    line.len()
+                );
+            }
+            let examples = text
+                .split("\nExamples:\n")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{args:?}: no examples:\n{text}"));
+            let listed = examples.lines().take_while(|line| line.starts_with("  slotcron ")).count();
+            assert!((2..=3).contains(&listed), "{args:?}: {listed} examples:\n{text}");
+        }
+    }
+    for command in [&[][..], &["run"]] {
+        let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
+        assert!(stdout(&run(&args)).contains("RUST_LOG"), "{args:?}");
+    }
+    let history = stdout(&run(&["history", "--help"]));
+    assert!(!history.contains("created if absent"), "{history}");
+    assert!(history.contains("`history` only reads"), "{history}");
+}
