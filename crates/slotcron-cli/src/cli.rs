@@ -86,10 +86,12 @@ pub struct RunArgs {
     pub system_crontab: bool,
     /// Claim each trigger in this Redis: it runs once in the fleet.
     ///
-    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS) or
-    /// `redis+unix:///PATH`. Takes precedence over the SLOTCRON_REDIS_URL environment
-    /// variable, which takes precedence over `redis` in the jobs file's `[coordination]`
-    /// table (an empty one is an error). Without any, a postgres:// state coordinates;
+    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `rediss://…` (TLS),
+    /// `redis+unix:///PATH`, or a Redis Cluster: `redis+cluster://HOST:PORT[,HOST:PORT…]`
+    /// (`rediss+cluster://…` for TLS). Takes precedence over the SLOTCRON_REDIS_URL
+    /// environment variable, which takes precedence over `redis` in the jobs file's
+    /// `[coordination]` table (an empty one is an error). Without any, a postgres:// state
+    /// coordinates;
     /// else single-replica mode.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,

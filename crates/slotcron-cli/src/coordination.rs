@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
-use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
 
 use crate::cli::RunArgs;
 use crate::jobs_file::Coordination;
@@ -132,8 +132,17 @@ impl Redis {
             };
         };
         check_redis_url(&url.value).map_err(|e| format!("{}: {e}", url.source))?;
-        let key_prefix = prefix.map_or_else(|| RedisConfig::DEFAULT_KEY_PREFIX.to_owned(), |p| p.value);
-        Ok(Some(Self { url, key_prefix }))
+        let (key_prefix, prefix_source) = match prefix {
+            Some(Given { value, source }) => (value, source),
+            None => (RedisConfig::DEFAULT_KEY_PREFIX.to_owned(), "the default key prefix"),
+        };
+        // A cluster's keys take their hash tag from the job: the prefix holds no braces.
+        match RedisConfig::new(url.value.as_str()).key_prefix(key_prefix.as_str()).check() {
+            Err(RedisCoordinatorError::Config { field: "key_prefix", reason }) => {
+                Err(format!("{prefix_source}: {reason}"))
+            }
+            _ => Ok(Some(Self { url, key_prefix })),
+        }
     }
 }
 
@@ -154,13 +163,14 @@ fn env(name: &str) -> Result<Option<String>, String> {
 /// # Errors
 /// The reason, naming the URL without its password.
 pub fn check_redis_url(url: &str) -> Result<(), String> {
-    redis::IntoConnectionInfo::into_connection_info(url).map(drop).map_err(|e| {
-        format!(
-            "{:?} is not a Redis URL (write redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://… \
-             or redis+unix:///PATH): {e}",
+    match RedisConfig::new(url).check() {
+        Err(RedisCoordinatorError::Config { field: "url", reason }) => Err(format!(
+            "{:?} is not a Redis URL (write redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://…, \
+             redis+unix:///PATH or redis+cluster://HOST:PORT[,HOST:PORT…]): {reason}",
             redact(url)
-        )
-    })
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Connects to the Redis the daemons claim triggers in. Called before the state is
@@ -238,9 +248,16 @@ mod tests {
             assert!(error.contains("is not a Redis URL"), "{error}");
             assert!(!error.contains("hunter2"), "{error}");
         }
-        for url in
-            ["redis://127.0.0.1:6379/2", "rediss://:pw@cache:6380", "redis+unix:///run/redis.sock?db=1"]
-        {
+        let cluster = check_redis_url("redis+cluster://:hunter2@a:7000,b").unwrap_err();
+        assert!(cluster.contains("node 2 of the cluster URL, \"b\", needs HOST:PORT"), "{cluster}");
+        assert!(!cluster.contains("hunter2"), "{cluster}");
+        for url in [
+            "redis://127.0.0.1:6379/2",
+            "rediss://:pw@cache:6380",
+            "redis+unix:///run/redis.sock?db=1",
+            "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2:7000",
+            "rediss+cluster://cache:6380",
+        ] {
             assert_eq!(check_redis_url(url), Ok(()), "{url}");
         }
     }

@@ -78,16 +78,6 @@ impl StateUrl {
                 None => kept.push(param),
             }
         }
-        // Without TLS support, say so now rather than after connecting.
-        if let Some(mode) =
-            kept.iter().find_map(|p| p.strip_prefix("sslmode=")).filter(|m| *m != "disable" && *m != "prefer")
-        {
-            return Err(format!(
-                "{:?}: sslmode={mode} needs TLS, which slotcron's PostgreSQL client does not support; \
-                 use sslmode=disable over a private network or a Unix socket",
-                redact(text)
-            ));
-        }
         let schema = match schema {
             Some(name) if name.is_empty() => {
                 return Err(format!("{:?}: schema= is empty", redact(text)));
@@ -254,11 +244,13 @@ mod tests {
         );
         assert_eq!(state.to_string(), "postgresql://app@db/prod?connect_timeout=3&schema=jobs");
         assert!(StateUrl::parse("postgres://db/prod?schema=").unwrap_err().contains("schema= is empty"));
-        let tls = StateUrl::parse("postgres://u:pw@db/prod?sslmode=require").unwrap_err();
-        assert!(
-            tls.starts_with("\"postgres://u@db/prod?sslmode=require\": sslmode=require needs TLS"),
-            "{tls}"
-        );
+        for mode in ["require", "verify-ca", "verify-full&sslrootcert=/etc/ca.pem"] {
+            let url = format!("postgres://u@db/prod?sslmode={mode}");
+            assert_eq!(
+                StateUrl::parse(&url),
+                Ok(StateUrl::Postgres { url: url.clone(), schema: "slotcron".into() })
+            );
+        }
         assert!(StateUrl::parse("postgres://db/prod?sslmode=disable").is_ok());
         let twice = StateUrl::parse("postgres://db/prod?schema=a&schema=b").unwrap_err();
         assert!(twice.contains("schema= is given twice"), "{twice}");

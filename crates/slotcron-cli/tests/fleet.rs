@@ -1,5 +1,6 @@
-//! Several `slotcron run` daemons sharing a coordinator — a Redis the test starts, or a
-//! PostgreSQL state — run each trigger of a 1 s job exactly once between them.
+//! Several `slotcron run` daemons sharing a coordinator — a Redis or a three-master Redis
+//! Cluster the test starts, or a PostgreSQL state — run each trigger of a 1 s job exactly
+//! once between them.
 //!
 //! The daemons run together for a 10 s window; the assertions are about which triggers
 //! ran and how often, never about how long anything took. Every wait is bounded.
@@ -14,6 +15,7 @@ use nix::sys::signal::Signal;
 use slotcron::jiff::Timestamp;
 use slotcron::redact;
 use support::postgres::Schema;
+use support::redis_cluster::RedisCluster;
 use support::redis_server::RedisServer;
 use support::{Daemon, history, scratch, write};
 
@@ -130,6 +132,32 @@ fn three_daemons_sharing_a_redis_run_each_trigger_once() {
     }
     let ran: BTreeSet<_> = lines.iter().map(|l| (l.trigger, l.instance.clone())).collect();
     assert_eq!(recorded, ran);
+}
+
+#[test]
+fn three_daemons_sharing_a_redis_cluster_run_each_trigger_once() {
+    let dir = scratch("fleet_redis_cluster");
+    let cluster = RedisCluster::start();
+    let daemons: Vec<Vec<String>> = (1..=3)
+        .map(|i| {
+            ["--redis", &cluster.url(), "--instance", &format!("c{i}"), "--state", &format!("sqlite:c{i}.db")]
+                .map(String::from)
+                .to_vec()
+        })
+        .collect();
+    let lines = run_fleet(&dir, &daemons, "coordination through Redis");
+    let ran: BTreeSet<_> = lines.iter().map(|l| (l.trigger, l.instance.clone())).collect();
+    let mut recorded = BTreeSet::new();
+    for i in 1..=3 {
+        recorded.extend(succeeded(&history(&dir, &["--state", &format!("sqlite:c{i}.db")])));
+    }
+    assert_eq!(recorded, ran);
+    // The job's keys carry its hash tag, all on one node.
+    let holding: Vec<Vec<String>> =
+        cluster.keys_by_node().into_iter().filter(|keys| !keys.is_empty()).collect();
+    assert_eq!(holding.len(), 1, "{holding:?}");
+    assert!(holding[0].contains(&"slotcron:{tick}:fencing".to_owned()), "{holding:?}");
+    assert!(holding[0].iter().all(|key| key.starts_with("slotcron:{tick}")), "{holding:?}");
 }
 
 #[test]

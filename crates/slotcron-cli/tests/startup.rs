@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Output;
 
 use nix::sys::signal::Signal;
+use support::postgres::Schema;
 use support::redis_server::{RedisServer, free_port};
 use support::{
     Daemon, history, run_as_reader, run_as_reader_writing, run_in, scratch, slotcron, stderr, write,
@@ -172,6 +173,57 @@ fn a_malformed_redis_url_is_a_start_up_error() {
     let out = run_failing(&dir, &["--redis", "http://:hunter2@cache:6379", "--state", "sqlite:state.db"]);
     assert_start_error(&out, &["--redis", "\"http://cache:6379\" is not a Redis URL"]);
     assert!(!dir.join("state.db").exists(), "the URL is checked before anything is opened");
+}
+
+#[test]
+fn a_cluster_url_with_a_braced_prefix_is_a_start_up_error_naming_the_prefix() {
+    let dir = scratch("cluster_prefix");
+    write(&dir, "jobs.toml", JOBS);
+    let url = "redis+cluster://:hunter2@127.0.0.1:7000,127.0.0.1:7001";
+    let out = run_failing(&dir, &["--redis", url, "--redis-prefix", "{app}:", "--state", "sqlite:state.db"]);
+    assert_start_error(&out, &["--redis-prefix: \"{app}:\" holds a brace"]);
+    let out = run_failing(&dir, &["--redis", "redis+cluster://:hunter2@127.0.0.1:7000,cache"]);
+    assert_start_error(&out, &["--redis: ", "node 2 of the cluster URL, \"cache\", needs HOST:PORT"]);
+    assert!(!dir.join("state.db").exists(), "the settings are checked before anything is opened");
+}
+
+/// A PostgreSQL state over TLS: the server of `SLOTCRON_TEST_POSTGRES_TLS_URL` (default
+/// `postgres://postgres@localhost:5432/test?hostaddr=127.0.0.1`), which `.ci/run` gives
+/// the certificate of crates/slotcron-postgres/tests/data/tls; the test is skipped (said
+/// on stderr) where it does not have it, except under CI.
+#[test]
+fn a_postgres_state_over_verify_full_starts_and_a_wrong_root_certificate_stops_it() {
+    let dir = scratch("postgres_tls");
+    write(&dir, "jobs.toml", JOBS);
+    let schema = Schema::new("tls");
+    let certificates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../slotcron-postgres/tests/data/tls");
+    let base = std::env::var("SLOTCRON_TEST_POSTGRES_TLS_URL")
+        .unwrap_or_else(|_| "postgres://postgres@localhost:5432/test?hostaddr=127.0.0.1".to_owned());
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = |ca: &str| {
+        let ca = certificates.join(ca);
+        format!("{base}{separator}sslmode=verify-full&sslrootcert={}&schema={}", ca.display(), schema.name())
+    };
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--state", &url("ca.crt")]);
+    let started = daemon.wait_for("the start or its failure", |line| {
+        line.contains("scheduler started") || line.starts_with("slotcron run: ")
+    });
+    if !started.contains("scheduler started") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI the local PostgreSQL must present the test certificate: {started}"
+        );
+        eprintln!("SKIPPED: no PostgreSQL with the test certificate at {base}: {started}");
+        return;
+    }
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let wrong = url("other-ca.crt").replacen("postgres@", "postgres:hunter2@", 1);
+    let out = run_failing(&dir, &["--state", &wrong]);
+    assert_start_error(
+        &out,
+        &["cannot open the state", "sslmode=verify-full", "cannot connect", "UnknownIssuer"],
+    );
 }
 
 #[test]

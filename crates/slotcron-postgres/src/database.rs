@@ -2,19 +2,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use tokio_postgres::Row;
 use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
 
 use crate::error::{DbError, OpenError, chain};
 use crate::migrations;
+use crate::tls::Tls;
 
 /// A connection pool to one PostgreSQL database and one schema in it, holding a slotcron
 /// store, ledger and claims. Clone it to share it between a
 /// [`PostgresStore`](crate::PostgresStore), a [`PostgresLedger`](crate::PostgresLedger)
 /// and a [`PostgresCoordinator`](crate::PostgresCoordinator).
 ///
-/// Connections are plain TCP or Unix sockets (no TLS), made on demand up to
+/// Connections are TCP, with TLS as the URL's `sslmode` asks (libpq's meaning: see
+/// [`PostgresDatabase::open`]), or Unix sockets, made on demand up to
 /// [`PostgresDatabase::POOL_SIZE`]; a connection that broke is replaced on next use.
 #[derive(Clone)]
 pub struct PostgresDatabase {
@@ -55,10 +57,19 @@ impl PostgresDatabase {
     /// `schema` is 1 to 63 of `a-z`, `0-9` and `_`, not starting with a digit (tests use
     /// one schema each to stay apart).
     ///
+    /// TLS (rustls, `ring` provider), as libpq's `sslmode` parameter means it:
+    /// `disable` (plain), `prefer` (the default: TLS if the server offers it, the
+    /// certificate unchecked), `require` (TLS; the certificate unchecked, or checked
+    /// against `sslrootcert` when given), `verify-ca` (the certificate chains to a
+    /// trusted root) and `verify-full` (and names the host). The trusted roots are the
+    /// PEM file `sslrootcert=PATH`, else the system's root certificates. (`allow`, and
+    /// libpq's default `~/.postgresql/root.crt`, are not supported.)
+    ///
     /// # Errors
-    /// [`OpenError`]: a malformed URL or schema name, an unreachable server, a refused
-    /// login, or a schema written by a newer release (left untouched). Messages name the
-    /// URL without its password.
+    /// [`OpenError`]: a malformed URL or schema name, an unknown `sslmode`, an unreadable
+    /// `sslrootcert`, an unreachable server, a certificate that does not verify (the
+    /// reason follows the URL), a refused login, or a schema written by a newer release
+    /// (left untouched). Messages name the URL without its password.
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
         let (database, mut client) = Self::connect(url, schema, false).await?;
         migrations::migrate(&mut client, &database, schema).await?;
@@ -87,9 +98,11 @@ impl PostgresDatabase {
     /// or a refused login is an error here); `read_only`: its sessions cannot write.
     async fn connect(url: &str, schema: &str, read_only: bool) -> Result<(Self, Object), OpenError> {
         let redacted = slotcron::redact(url);
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            OpenError::InvalidUrl { url: redacted.clone(), cause: chain(&e) }
-        })?;
+        let invalid = |cause| OpenError::InvalidUrl { url: redacted.clone(), cause };
+        let (url, tls) = Tls::take_from(url).map_err(invalid)?;
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| invalid(chain(&e)))?;
+        let connector = tls.connector().map_err(invalid)?;
         if !valid_schema(schema) {
             return Err(OpenError::InvalidSchema { url: redacted, schema: schema.to_owned() });
         }
@@ -106,8 +119,11 @@ impl PostgresDatabase {
             };
             config.options(options);
         }
-        let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(
+            config,
+            connector,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let pool = Pool::builder(manager)
             .max_size(Self::POOL_SIZE)
             .runtime(Runtime::Tokio1)

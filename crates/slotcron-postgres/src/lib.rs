@@ -34,6 +34,7 @@ mod error;
 mod ledger;
 mod migrations;
 mod store;
+mod tls;
 
 pub use coordinator::PostgresCoordinator;
 pub use database::PostgresDatabase;

@@ -3,29 +3,13 @@
 
 mod common;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::{Schemas, database_url, isolated};
-use slotcron::{Coordinator, testkit};
-use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use common::{Schemas, database_url, isolated, suite_factory};
+use slotcron::testkit;
 
-/// Coordinators in the schema named by the suite's namespace, each with its own pool (a
-/// replica of its own); the schemas are recorded in `made` to be dropped. A loaded CI
-/// machine can take longer than the 500 ms default response timeout, and the suite checks
-/// exactly-once semantics, not latency: replies get 10 s here.
-fn factory(
-    made: Arc<Mutex<Vec<String>>>,
-) -> impl Fn(String) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Coordinator>>>> {
-    move |namespace| {
-        made.lock().unwrap().push(namespace.clone());
-        Box::pin(async move {
-            let database = PostgresDatabase::open(&database_url(), &namespace).await.unwrap();
-            let coordinator = PostgresCoordinator::new(database).response_timeout(Duration::from_secs(10));
-            Arc::new(coordinator) as Arc<dyn Coordinator>
-        })
-    }
+fn factory(made: Arc<Mutex<Vec<String>>>) -> impl testkit::CoordinatorFactory {
+    suite_factory(database_url(), made)
 }
 
 #[tokio::test]

@@ -4,20 +4,20 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, ErrorKind, RedisError, Script, ScriptInvocation, TlsCertificates};
+use redis::{ErrorKind, RedisError, Script, ScriptInvocation};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
 
 use crate::claimant::{Token, holder};
-use crate::keys::Keys;
+use crate::connection::Connection;
+use crate::keys::KeyLayout;
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 
-/// Arbitrates claims through one Redis server, so that each trigger runs on exactly one
-/// replica.
+/// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
+/// runs on exactly one replica.
 ///
 /// Each claim is one call of a Lua script (`EVALSHA`; the first call after the server
 /// starts also loads the script): if the trigger key is absent it is set to `{fencing
@@ -36,14 +36,24 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("clai
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
 ///
-/// The connection is a `redis` connection manager: multiplexed, and re-established by
-/// itself after Redis restarts. One server (or a primary) only: Redis Cluster is not
-/// supported, and a failover to a replica that had not received a claim can let a
+/// On one server the connection is a `redis` connection manager: multiplexed, and
+/// re-established by itself after Redis restarts. A failover to a replica that had not
+/// received a claim can let a trigger run twice.
+///
+/// On a Redis Cluster (a `redis+cluster://` URL) it is the `redis` crate's cluster
+/// client: each claim goes to the node serving its job's hash slot (every key of a job
+/// carries the job's name as hash tag, see [`RedisConfig::key_prefix`]), so it stays one
+/// atomic script on one node. A MOVED reply (the slot changed owner) is followed; a node
+/// that is down or failing over fails the claims of its slots (the scheduler skips those
+/// triggers: fail closed) until the client, which reconnects and refreshes its slot map by
+/// itself, reaches the slot's new or restarted master. The client never sends a claim
+/// again on its own after a lost reply: the coordinator reads the claim back, as above.
+/// As on one server, a failover to a replica that had not received a claim can let that
 /// trigger run twice.
 #[derive(Clone)]
 pub struct RedisCoordinator {
-    connection: ConnectionManager,
-    keys: Keys,
+    connection: Connection,
+    keys: KeyLayout,
     one_shot_retention: Option<Duration>,
 }
 
@@ -55,29 +65,9 @@ impl RedisCoordinator {
     /// [`RedisCoordinatorError::Connect`] if the first connection fails (unreachable,
     /// TLS, authentication, database).
     pub async fn connect(config: RedisConfig) -> Result<Self, RedisCoordinatorError> {
-        config.validate()?;
-        let invalid_url =
-            |e: RedisError| RedisCoordinatorError::Config { field: "url", reason: e.to_string() };
-        let client = match config.tls_root_certificate {
-            Some(pem) => {
-                let certificates = TlsCertificates { client_tls: None, root_cert: Some(pem) };
-                redis::Client::build_with_tls(config.url.as_str(), certificates)
-            }
-            None => redis::Client::open(config.url.as_str()),
-        }
-        .map_err(invalid_url)?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connection_timeout))
-            .set_response_timeout(Some(config.response_timeout))
-            .set_number_of_retries(config.reconnect_retries);
-        let connection = ConnectionManager::new_with_config(client, manager)
-            .await
-            .map_err(RedisCoordinatorError::Connect)?;
-        Ok(Self {
-            connection,
-            keys: Keys::new(&config.key_prefix),
-            one_shot_retention: config.one_shot_retention,
-        })
+        config.check()?;
+        let (connection, keys) = Connection::open(&config).await?;
+        Ok(Self { connection, keys, one_shot_retention: config.one_shot_retention })
     }
 
     /// The script's hold arguments, in milliseconds rounded up: after the trigger and
@@ -95,9 +85,8 @@ impl RedisCoordinator {
         &self,
         script: &ScriptInvocation<'_>,
     ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        let mut connection = self.connection.clone();
         // The new fencing token when won, 0 when taken, -1 when behind the mark.
-        match script.invoke_async::<i64>(&mut connection).await {
+        match self.connection.invoke::<i64>(script).await {
             Ok(0) => Ok(ClaimOutcome::Lost),
             Ok(-1) => Ok(ClaimOutcome::BehindMark),
             Ok(fencing_token) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
@@ -108,8 +97,7 @@ impl RedisCoordinator {
 
     /// Who holds the trigger key now.
     async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
-        let mut connection = self.connection.clone();
-        let value: Option<String> = connection.get(key).await?;
+        let value = self.connection.get(key).await?;
         Ok(holder(value.as_deref(), token))
     }
 }
@@ -131,7 +119,7 @@ impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let token = Token::random()
             .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.key);
+        let key = self.keys.trigger(claim.job, claim.key);
         let (after_trigger, after_claim) = self.hold_args(claim.hold);
         let mut script = CLAIM.prepare_invoke();
         script

@@ -1,37 +1,65 @@
-//! Where claims live in Redis.
+//! Where claims live in Redis: every key slotcron writes is built here, by one layout.
 
 /// The key layout under one prefix.
+///
+/// - [`KeyLayout::single`], for one server: the trigger key is `{prefix}{job}:{trigger}`
+///   (the job name alone for an `after` job) and a per-job key of kind `K` is
+///   `{prefix}K:{job}` (`{prefix}fencing:{job}`). Unchanged since the first release, so
+///   an upgrade finds the claims an older release made.
+/// - [`KeyLayout::cluster`], for Redis Cluster: every key of a job carries the job name
+///   as its hash tag, `{prefix}{{job}}:{trigger}` and `{prefix}{{job}}:K`, so that all
+///   the keys one claim touches hash to one slot and the claim stays one script on one
+///   node (Redis Cluster specification, "Hash tags").
+///
+/// Job names contain no `:`, `{` or `}` and trigger instants start with a digit, so no
+/// trigger key equals a per-job key in either layout.
 #[derive(Debug, Clone)]
-pub(crate) struct Keys {
+pub(crate) struct KeyLayout {
     prefix: String,
+    cluster: bool,
 }
 
-impl Keys {
-    pub fn new(prefix: &str) -> Self {
-        Self { prefix: prefix.to_owned() }
+impl KeyLayout {
+    /// The single-server layout.
+    pub fn single(prefix: &str) -> Self {
+        Self { prefix: prefix.to_owned(), cluster: false }
     }
 
-    /// `{prefix}{trigger key}`: the engine's trigger key, `{job}:{trigger}` (or the job
-    /// name alone for an `after` job).
-    pub fn trigger(&self, trigger_key: &str) -> String {
-        format!("{}{trigger_key}", self.prefix)
+    /// The Redis Cluster layout. The prefix must hold no `{` or `}`, or the hash tag
+    /// would come from the prefix (see [`RedisConfig`](crate::RedisConfig)).
+    pub fn cluster(prefix: &str) -> Self {
+        Self { prefix: prefix.to_owned(), cluster: true }
     }
 
-    /// `{prefix}fencing:{job}`: the job's fencing counter.
+    /// The key of the trigger whose engine trigger key is `trigger_key` (`{job}:{trigger}`,
+    /// or the job name alone for an `after` job).
+    pub fn trigger(&self, job: &str, trigger_key: &str) -> String {
+        let prefix = &self.prefix;
+        let rest = trigger_key.strip_prefix(job).filter(|rest| rest.is_empty() || rest.starts_with(':'));
+        match rest {
+            Some(rest) if self.cluster => format!("{prefix}{{{job}}}{rest}"),
+            // Not the engine's form: the whole key after the tag, still on the job's slot.
+            None if self.cluster => format!("{prefix}{{{job}}}:{trigger_key}"),
+            _ => format!("{prefix}{trigger_key}"),
+        }
+    }
+
+    /// The job's fencing counter.
     pub fn fencing(&self, job: &str) -> String {
         self.per_job("fencing", job)
     }
 
-    /// `{prefix}mark:{job}`: the job's high-water mark, the newest recurring trigger
-    /// granted (milliseconds since the Unix epoch).
+    /// The job's high-water mark: the newest recurring trigger granted (milliseconds
+    /// since the Unix epoch).
     pub fn mark(&self, job: &str) -> String {
         self.per_job("mark", job)
     }
 
-    /// `{prefix}{role}:{job}`: the one layout of every per-job key. Job names contain no
-    /// `:` while trigger instants do, so no trigger key equals a per-job key.
-    fn per_job(&self, role: &str, job: &str) -> String {
-        format!("{}{role}:{job}", self.prefix)
+    /// The job's key of kind `kind` (`fencing`...): `{prefix}{kind}:{job}` on one
+    /// server, `{prefix}{{job}}:{kind}` in a cluster.
+    fn per_job(&self, kind: &str, job: &str) -> String {
+        let prefix = &self.prefix;
+        if self.cluster { format!("{prefix}{{{job}}}:{kind}") } else { format!("{prefix}{kind}:{job}") }
     }
 }
 
@@ -40,11 +68,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_sit_under_the_prefix() {
-        let keys = Keys::new("app:slotcron:");
-        assert_eq!(keys.trigger("backup:2024-05-17T10:00:00Z"), "app:slotcron:backup:2024-05-17T10:00:00Z");
-        assert_eq!(keys.trigger("warmup"), "app:slotcron:warmup");
+    fn single_server_keys_sit_under_the_prefix_as_they_always_have() {
+        let keys = KeyLayout::single("app:slotcron:");
+        let trigger = keys.trigger("backup", "backup:2024-05-17T10:00:00Z");
+        assert_eq!(trigger, "app:slotcron:backup:2024-05-17T10:00:00Z");
+        assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:warmup");
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
         assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
+    }
+
+    #[test]
+    fn cluster_keys_carry_the_job_as_hash_tag() {
+        let keys = KeyLayout::cluster("app:slotcron:");
+        let trigger = keys.trigger("backup", "backup:2024-05-17T10:00:00Z");
+        assert_eq!(trigger, "app:slotcron:{backup}:2024-05-17T10:00:00Z");
+        assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:{warmup}");
+        assert_eq!(keys.fencing("backup"), "app:slotcron:{backup}:fencing");
+        assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
+        assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");
     }
 }

@@ -1,5 +1,6 @@
 //! The Redis [`Coordinator`](slotcron::Coordinator) for slotcron: every replica of a
-//! service claims each trigger in one shared Redis, and exactly one runs it.
+//! service claims each trigger in one shared Redis (one server, or a Redis Cluster through
+//! a `redis+cluster://` URL), and exactly one runs it.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -26,6 +27,7 @@
 
 mod claimant;
 mod config;
+mod connection;
 mod coordinator;
 mod error;
 mod keys;

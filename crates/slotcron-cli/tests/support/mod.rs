@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+#[path = "../../../slotcron-redis/tests/support/cluster.rs"]
+pub mod redis_cluster;
 pub mod redis_server;
 
 use std::fs::Permissions;

@@ -24,6 +24,11 @@ impl Schema {
         Self { name }
     }
 
+    /// The schema's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The `--state` URL of this schema.
     pub fn state_url(&self) -> String {
         let url = database_url();

@@ -3,13 +3,16 @@
 
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::FutureExt;
+use slotcron::Coordinator;
 use slotcron::testkit::FaultProxy;
-use slotcron_postgres::PostgresDatabase;
+use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
@@ -102,5 +105,25 @@ pub async fn isolated(test: impl AsyncFnOnce(&mut Schemas)) {
     }
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
+    }
+}
+
+/// For the coordinator suite: coordinators on `url` in the schema named by the suite's
+/// namespace, each with its own pool (a replica of its own); the schemas are recorded in
+/// `made` to be dropped. A loaded CI machine can take longer than the 500 ms default
+/// response timeout, and the suite checks exactly-once semantics, not latency: replies
+/// get 10 s here.
+pub fn suite_factory(
+    url: String,
+    made: Arc<Mutex<Vec<String>>>,
+) -> impl Fn(String) -> std::pin::Pin<Box<dyn Future<Output = Arc<dyn Coordinator>>>> {
+    move |namespace| {
+        made.lock().unwrap().push(namespace.clone());
+        let url = url.clone();
+        Box::pin(async move {
+            let database = PostgresDatabase::open(&url, &namespace).await.unwrap();
+            let coordinator = PostgresCoordinator::new(database).response_timeout(Duration::from_secs(10));
+            Arc::new(coordinator) as Arc<dyn Coordinator>
+        })
     }
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::future::Future;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

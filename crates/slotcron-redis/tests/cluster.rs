@@ -1,0 +1,164 @@
+//! The coordinator on a Redis Cluster of three masters (`redis+cluster://`): the
+//! conformance suite, the hash-tagged key layout (each job's keys on one node, jobs
+//! spread over the nodes), a slot that moved (MOVED), a node killed and restarted, and a
+//! master killed and replaced by its replica (claims on its slots fail closed, then
+//! resume without reconnecting by hand).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use slotcron::jiff::Timestamp;
+use slotcron::testkit;
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
+use slotcron_redis::{RedisConfig, RedisCoordinator};
+use support::cluster::RedisCluster;
+use support::factory;
+
+const HOLD: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
+
+/// The claim of `key`: a recurring trigger's (`{job}:{trigger}`, the trigger the instant
+/// in the key), or a one-shot's (the job name alone, at 2024-05-17T00:00:00Z).
+fn claim<'a>(job: &'a str, key: &'a str) -> Claim<'a> {
+    match key.split_once(':').and_then(|(_, at)| at.parse::<Timestamp>().ok()) {
+        Some(trigger) => Claim { job, trigger, key, instance: "host-1", hold: HOLD },
+        None => {
+            let trigger = "2024-05-17T00:00:00Z".parse().unwrap();
+            Claim { job, trigger, key, instance: "host-1", hold: None }
+        }
+    }
+}
+
+fn won(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Won { fencing_token } => fencing_token,
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn connect(cluster: &RedisCluster) -> RedisCoordinator {
+    RedisCoordinator::connect(RedisConfig::new(cluster.url()).key_prefix("app:")).await.unwrap()
+}
+
+/// The coordinator suite, each case on a cluster of its own.
+macro_rules! suite_on_a_cluster {
+    ($($case:ident),*) => {$(
+        #[tokio::test]
+        async fn $case() {
+            let cluster = RedisCluster::start();
+            testkit::$case(&factory(RedisConfig::new(cluster.url()))).await;
+        }
+    )*};
+}
+
+suite_on_a_cluster!(
+    claim_contract,
+    namespaces_are_isolated,
+    skewed_clocks,
+    staggered_starts,
+    racing_replicas,
+    one_shots_survive_restarts,
+    claims_hold_until_an_absolute_instant,
+    the_high_water_mark_refuses_handled_triggers
+);
+
+/// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
+/// of tests/data/tls-cluster.
+#[tokio::test]
+async fn racing_replicas_over_tls() {
+    let certificates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls-cluster");
+    let cluster = RedisCluster::start_tls(&certificates);
+    assert!(cluster.url().starts_with("rediss+cluster://"));
+    let ca = std::fs::read(certificates.join("ca.crt")).unwrap();
+    let config = RedisConfig::new(cluster.url()).tls_root_certificate(ca);
+    testkit::racing_replicas(&factory(config)).await;
+}
+
+#[tokio::test]
+async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_nodes() {
+    let cluster = RedisCluster::start();
+    let coordinator = connect(&cluster).await;
+    let jobs: Vec<String> = (0..12).map(|n| format!("job-{n}")).collect();
+    let mut expected = vec![Vec::new(); 3];
+    for job in &jobs {
+        let key = format!("{job}:2024-05-17T00:00:00Z");
+        assert_eq!(won(coordinator.claim(&claim(job, &key)).await.unwrap()), 1);
+        assert_eq!(won(coordinator.claim(&claim(job, job)).await.unwrap()), 2, "a one-shot's key");
+        let node = cluster.node_of(&format!("{{{job}}}"));
+        expected[node].extend([
+            format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
+            format!("app:{{{job}}}:fencing"),
+            format!("app:{{{job}}}:mark"),
+            format!("app:{{{job}}}"),
+        ]);
+    }
+    for keys in &mut expected {
+        keys.sort();
+    }
+    assert_eq!(cluster.keys_by_node(), expected);
+    assert!(expected.iter().filter(|keys| !keys.is_empty()).count() > 1, "{expected:?}");
+}
+
+#[tokio::test]
+async fn a_claim_whose_slot_moved_is_redirected() {
+    let cluster = RedisCluster::start();
+    let coordinator = connect(&cluster).await;
+    won(coordinator.claim(&claim("warm-up", "warm-up")).await.unwrap());
+    let from = cluster.node_of("{moved}");
+    cluster.move_slot_of("{moved}", (from + 1) % 3);
+    let key = "moved:2024-05-17T00:00:00Z";
+    assert_eq!(won(coordinator.claim(&claim("moved", key)).await.unwrap()), 1);
+    assert_eq!(coordinator.claim(&claim("moved", key)).await.unwrap(), ClaimOutcome::Lost);
+    assert!(cluster.keys_by_node()[(from + 1) % 3].contains(&"app:{moved}:fencing".to_owned()));
+}
+
+#[tokio::test]
+async fn a_killed_node_fails_its_claims_closed_and_they_resume_once_it_is_back() {
+    let mut cluster = RedisCluster::start();
+    let coordinator = connect(&cluster).await;
+    won(coordinator.claim(&claim("job", "job:2024-05-17T00:00:00Z")).await.unwrap());
+    let node = cluster.node_of("{job}");
+    cluster.stop_node(node);
+    let down = coordinator.claim(&claim("job", "job:2024-05-17T00:00:01Z")).await;
+    let error = down.expect_err("no claim while its node is down").to_string();
+    assert!(error.contains("claim of app:{job}:2024-05-17T00:00:01Z"), "{error}");
+    cluster.restart_node(node);
+    // The client reconnects by itself; until it has, claims fail closed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let outcome = loop {
+        match coordinator.claim(&claim("job", "job:2024-05-17T00:00:02Z")).await {
+            Ok(outcome) => break outcome,
+            Err(e) => assert!(Instant::now() < deadline, "claims did not resume: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Nothing was persisted: the restarted node's fencing counter starts again.
+    assert_eq!(outcome, ClaimOutcome::Won { fencing_token: 1 });
+}
+
+#[tokio::test]
+async fn a_failover_fails_claims_closed_until_the_replica_serves_them() {
+    let mut cluster = RedisCluster::start_with_replicas();
+    let coordinator = connect(&cluster).await;
+    won(coordinator.claim(&claim("job", "job:2024-05-17T00:00:00Z")).await.unwrap());
+    let master = cluster.node_of("{job}");
+    cluster.stop_node(master);
+    let down = coordinator.claim(&claim("job", "job:2024-05-17T00:00:01Z")).await;
+    assert!(down.is_err(), "no claim while the master is gone: {down:?}");
+    // The replica takes over after the node timeout; the client finds it by itself.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let outcome = loop {
+        match coordinator.claim(&claim("job", "job:2024-05-17T00:00:02Z")).await {
+            Ok(outcome) => break outcome,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "claims did not resume: {e}\n{}",
+                cluster.query::<String>((master + 1) % 3, redis::cmd("CLUSTER").arg("NODES"))
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(matches!(outcome, ClaimOutcome::Won { .. }), "{outcome:?}");
+    assert_ne!(cluster.node_of("{job}"), master, "a replica serves the slot now");
+}
