@@ -16,6 +16,21 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written: text, or json (one object per line).
+    ///
+    /// `text` is for people; `json` writes one JSON object per line, with `job`,
+    /// `trigger`, `instance`, `outcome`, `duration_ms`... as fields.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -35,6 +50,20 @@ pub enum Command {
     History(HistoryArgs),
     /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
     Jobs(JobsArgs),
+    /// Print the jobs of a running daemon, read from its admin API.
+    #[command(after_help = STATUS_EXAMPLES)]
+    Status(StatusArgs),
+}
+
+/// `slotcron status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The daemon's admin API: http://HOST:PORT or unix:PATH.
+    ///
+    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN is sent as a bearer
+    /// token.
+    #[arg(long, value_name = "URL")]
+    pub admin_url: String,
 }
 
 /// `slotcron jobs`.
@@ -132,6 +161,25 @@ pub struct RunArgs {
     pub shutdown_timeout: Option<Duration>,
     #[command(flatten)]
     pub state: StateArg,
+    /// Serve the admin API, status page and /metrics at ADDR.
+    ///
+    /// ADDR is IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH. Takes precedence over the SLOTCRON_ADMIN environment
+    /// variable, which takes precedence over `listen` in the jobs file's `[admin]` table;
+    /// off unless given. An address other machines can reach needs SLOTCRON_ADMIN_TOKEN.
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
+    /// Also accept this Host header in admin requests (repeatable).
+    ///
+    /// A name (NAME or NAME:PORT) the Host header of admin requests may carry besides the
+    /// listen address, e.g. the name a proxy or browser uses; requests with any other
+    /// Host get 403.
+    #[arg(long, value_name = "NAME")]
+    pub admin_host: Vec<String>,
+    /// Whether metrics carry a `job` label.
+    ///
+    /// `false` for very large job sets: the per-job series and gauges are then left out.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics_per_job: bool,
 }
 
 /// `--state URL`, shared by `run`, `history` and `jobs`.
@@ -252,6 +300,12 @@ Examples:
   slotcron history backup --limit 10
   slotcron history --outcome failed --since 2026-12-01T00:00:00Z
   slotcron history --state postgres://app@db/app --json";
+
+/// After `slotcron status --help`.
+const STATUS_EXAMPLES: &str = "\
+Examples:
+  slotcron status --admin-url http://127.0.0.1:9090      (a daemon run with --admin 127.0.0.1:9090)
+  slotcron status --admin-url unix:/run/slotcron/admin.sock";
 
 /// The longest `--instance`, in bytes.
 const MAX_INSTANCE_LEN: usize = 200;

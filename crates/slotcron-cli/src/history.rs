@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
-use slotcron::{LedgerQuery, RunRecord};
+use slotcron::{LedgerQuery, Outcome, RunRecord};
 
 use crate::cli::HistoryArgs;
 use crate::state::{State, StateUrl};
@@ -19,17 +19,26 @@ struct JsonRun<'a> {
     trigger: String,
     instance: &'a str,
     /// `succeeded`, `failed`, `timed-out`, `panicked`, `aborted`, `skipped-lost`,
-    /// `skipped-backend-unavailable` or `missed`.
+    /// `skipped-backend-unavailable`, `missed`, `running` or `interrupted` — or a name a
+    /// newer release wrote, as written.
     outcome: &'static str,
+    /// `scheduled`, `catch-up`, `manual`, `backfill` or `start-up` (or a newer release's).
+    cause: &'static str,
+    /// How many times the command was started: 0 for a skipped or missed trigger.
+    attempts: u32,
     fencing_token: Option<u64>,
     /// When the command started, or when the trigger was skipped; RFC 3339 UTC.
     started: String,
     duration_ms: u64,
     error: Option<&'a str>,
+    /// The command's process id (its process group's), once it started.
+    pid: Option<u32>,
+    /// The host the command ran on, once it started.
+    host: Option<&'a str>,
 }
 
 /// Prints the runs of the state `args.state` that match the arguments, newest trigger
-/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME DURATION ERROR`
+/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME CAUSE ATTEMPTS DURATION ERROR`
 /// (two spaces apart, no header), or with `--json` as one JSON object per line. No runs:
 /// nothing on standard output, a note on standard error, exit status 0.
 ///
@@ -86,7 +95,7 @@ fn millis(duration: Duration) -> u64 {
 }
 
 fn print_columns(runs: &[RunRecord]) {
-    let rows: Vec<[String; 6]> = runs
+    let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|run| {
             [
@@ -94,8 +103,14 @@ fn print_columns(runs: &[RunRecord]) {
                 run.trigger.to_string(),
                 run.instance.to_string(),
                 run.outcome.to_string(),
-                // A trigger that did not run has no duration to show.
-                if run.outcome.ran() { duration::display_run(run.duration) } else { "-".to_owned() },
+                run.cause.to_string(),
+                run.attempts.to_string(),
+                // A trigger that did not run, or runs still, has no duration to show.
+                if run.outcome.ran() && run.outcome != Outcome::Running {
+                    duration::display_run(run.duration)
+                } else {
+                    "-".to_owned()
+                },
                 run.error.clone().unwrap_or_default(),
             ]
         })
@@ -111,10 +126,14 @@ fn print_json(runs: &[RunRecord]) {
             trigger: run.trigger.to_string(),
             instance: &run.instance,
             outcome: run.outcome.as_str(),
+            cause: run.cause.as_str(),
+            attempts: run.attempts,
             fencing_token: run.fencing_token,
             started: run.started.to_string(),
             duration_ms: millis(run.duration),
             error: run.error.as_deref(),
+            pid: run.process.as_ref().map(|p| p.pid),
+            host: run.process.as_ref().map(|p| &*p.host),
         };
         // A closed pipe (`slotcron history --json | head -1`) is not an error.
         if serde_json::to_writer(&mut stdout, &json).is_err() || writeln!(stdout).is_err() {

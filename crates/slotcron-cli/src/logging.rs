@@ -1,6 +1,10 @@
 //! Log output: `tracing` events to standard error, filtered by `RUST_LOG`.
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::prelude::*;
+
+use crate::cli::LogFormat;
 
 /// The filter when `RUST_LOG` is unset.
 const DEFAULT_FILTER: &str = "info";
@@ -8,7 +12,11 @@ const DEFAULT_FILTER: &str = "info";
 /// Installs the global subscriber: human-readable lines on standard error, filtered by
 /// the `RUST_LOG` environment variable (`tracing-subscriber` env-filter syntax, e.g.
 /// `RUST_LOG=debug` or `RUST_LOG=info,slotcron=debug`), `info` by default.
-pub fn init() {
+///
+/// With [`LogFormat::Json`], each line is one JSON object: `timestamp`, `level`,
+/// `target`, the event's fields (`message`, `job`, `trigger`, `instance`, `outcome`, `duration_ms`...)
+/// flattened, and those of the run's span (`job`, `trigger`) under `span`.
+pub fn init(format: LogFormat) {
     let filter = match EnvFilter::try_from_default_env() {
         Ok(filter) => filter,
         Err(e) => {
@@ -18,13 +26,20 @@ pub fn init() {
             EnvFilter::new(DEFAULT_FILTER)
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Module paths (`slotcron::engine::table`) mean nothing to an operator.
         .with_target(false)
         // When standard error is gone (a closed pipe), lose the lines quietly: the
         // fallback message would panic in whatever task logged.
-        .log_internal_errors(false)
-        .init();
+        .log_internal_errors(false);
+    let registry = tracing_subscriber::registry().with(filter);
+    match format {
+        // The text lines stay as they were: without the run span's prefix (its fields
+        // are on the engine's lines already).
+        LogFormat::Text => {
+            registry.with(lines.with_filter(filter_fn(|m| !(m.is_span() && m.name() == "run")))).init()
+        }
+        LogFormat::Json => registry.with(lines.json().flatten_event(true).with_span_list(false)).init(),
+    }
 }

@@ -1,6 +1,7 @@
 //! `slotcron`: runs shell jobs from a TOML jobs file or a crontab, and inspects
 //! schedules. See the README for the file formats.
 
+mod admin;
 mod check;
 mod cli;
 mod command;
@@ -18,6 +19,8 @@ mod run;
 mod signals;
 mod state;
 mod state_jobs;
+mod state_lock;
+mod status;
 mod table;
 mod zone;
 
@@ -33,12 +36,13 @@ const INVALID_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init();
+    logging::init(cli.log_format);
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Next(args) => next::run(args),
         Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
         Command::Jobs(args) => jobs::run(args),
+        Command::Status(args) => status::run(args),
     }
 }

@@ -1,13 +1,17 @@
-//! A job's process group: signalled as a whole, killed if its run is dropped, and killed
-//! with all the others by [`kill_all`] when a second stop signal hurries shutdown.
+//! A job's process group: signalled as a whole, killed if its run is dropped, killed
+//! with all the others by [`kill_all`] when a second stop signal hurries shutdown, and
+//! stopped at the next start ([`stop_stale`]) if the daemon died while it ran.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
+
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use slotcron::RunProcess;
 
 /// The process group ids of the commands running now. Process-wide, as the signals that
 /// make [`kill_all`] run are.
@@ -83,4 +87,66 @@ fn signal(pgid: Pid, signal: Signal) {
         Ok(()) | Err(Errno::ESRCH) => {}
         Err(e) => tracing::warn!(pgid = pgid.as_raw(), %signal, "cannot signal process group: {e}"),
     }
+}
+
+/// When the process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22,
+/// `starttime`, proc(5)): with the pid, it tells a process from a later one that reused
+/// the pid. `None` if there is no such process.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the parenthesized command name start at field 3.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// This machine's host name, as run records name it.
+pub fn host() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The process of a run this daemon starts, for its `running` record.
+pub fn run_process(pid: u32) -> Option<RunProcess> {
+    Some(RunProcess { host: host().into(), pid, start_time: start_time(pid)? })
+}
+
+/// Whether the process `pid` has ended: gone, or a zombie nobody has reaped yet.
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// Stops the command of a run that a daemon left running when it died: if it runs on
+/// this host and its pid still names the same process (same start time), its process
+/// group gets SIGTERM, then SIGKILL if it has not ended after `grace`. Returns what
+/// happened, for the run's record.
+pub async fn stop_stale(process: &RunProcess, grace: Duration) -> String {
+    let pid = process.pid;
+    if *process.host != host() {
+        return format!("its command (pid {pid}) runs on host {}: not stopped from here", process.host);
+    }
+    if start_time(pid) != Some(process.start_time) || has_ended(pid) {
+        return format!("its command (pid {pid}) had ended");
+    }
+    let Some(pgid) = i32::try_from(pid).ok().map(Pid::from_raw) else {
+        return format!("its command (pid {pid}) cannot be signalled");
+    };
+    tracing::warn!(
+        pid,
+        "stopping a command left running by a daemon that stopped: SIGTERM to its process group"
+    );
+    signal(pgid, Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while !has_ended(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if has_ended(pid) {
+        return format!("its command (process group {pid}) was still running: stopped with SIGTERM");
+    }
+    signal(pgid, Signal::SIGKILL);
+    format!("its command (process group {pid}) was still running: SIGTERM, then SIGKILL after {grace:?}")
 }

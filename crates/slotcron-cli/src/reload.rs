@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Scheduler};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
@@ -243,7 +244,8 @@ impl Reloader {
                 cause = triggers.next() => cause,
             };
             tracing::info!(cause, file = %self.path.display(), "reloading the jobs");
-            self.reload(cause).await;
+            let successful = self.reload(cause).await;
+            slotcron::metrics::config_reloaded(successful, Timestamp::now());
         }
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.unpublish().await;

@@ -1,20 +1,24 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
+use crate::admin::{self, AdminSettings};
 use crate::cli::RunArgs;
+use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::jobs_file::{self, Coordination, Format, JobsFile};
 use crate::reload::{Reloader, Triggers};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
-use crate::{INVALID_INPUT, command, duration};
+use crate::state_lock::StateLock;
+use crate::{INVALID_INPUT, duration, process_group};
 
 /// Up to this many jobs, start-up logs a line for each at info level; beyond, one
 /// summary line (and each job at debug level).
@@ -39,6 +43,10 @@ pub struct Settings {
     /// How far this daemon's clock may be off its coordinator's (`--clock-skew-slack`,
     /// `[coordination] slack`, default [`SchedulerBuilder::DEFAULT_SLACK`]).
     pub slack: Duration,
+    /// The admin API, if asked for (see [`AdminSettings::choose`]).
+    pub admin: Option<AdminSettings>,
+    /// Whether metrics carry a `job` label (`--metrics-per-job`).
+    pub metrics_per_job: bool,
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -47,6 +55,8 @@ pub struct Backends {
     pub state: State,
     /// The coordinator that arbitrates claims; `None` in single-replica mode.
     pub coordinator: Option<Arc<dyn Coordinator>>,
+    /// The lock of a SQLite state, held while the daemon runs.
+    pub lock: Option<StateLock>,
 }
 
 impl Settings {
@@ -69,7 +79,10 @@ impl Settings {
         file_shutdown_timeout: Option<Duration>,
     ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
+        let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         Ok(Self {
+            admin,
+            metrics_per_job: args.metrics_per_job,
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
@@ -96,6 +109,12 @@ impl Settings {
         };
         tracing::info!(state = %self.state, "opening the state");
         let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+        // One daemon per SQLite file: its lock, taken once the file is known to be usable
+        // (so that a file this user may not write is refused with its own cause).
+        let lock = match &self.state {
+            StateUrl::Sqlite { url, path } => Some(StateLock::take(url, path)?),
+            StateUrl::Postgres { .. } | StateUrl::Memory => None,
+        };
         match self.state {
             StateUrl::Memory => {
                 tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
@@ -103,7 +122,7 @@ impl Settings {
             _ => tracing::info!(state = %self.state, "keeping job state and run history"),
         }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
-        Ok(Backends { state, coordinator })
+        Ok(Backends { state, coordinator, lock })
     }
 
     /// The scheduler these settings describe on `backends`, draining running commands at
@@ -120,7 +139,8 @@ impl Settings {
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
             .cancel_grace(self.cancel_grace)
-            .slack(self.slack);
+            .slack(self.slack)
+            .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
             None => builder,
@@ -197,7 +217,8 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
             return ExitCode::SUCCESS;
         }
     };
-    let (scheduler, reloader) = match started {
+    // The state's lock is held until the daemon exits.
+    let Started { scheduler, reloader, admin, keeping_output: _keeping_output, lock: _lock } = match started {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -214,20 +235,67 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
-    scheduler.run(cancel).await;
+    // The admin API answers until the scheduler has stopped (`/healthz` says so
+    // meanwhile).
+    let admin_stop = CancellationToken::new();
+    let admin = admin.map(|serve| tokio::spawn(serve(scheduler.clone(), admin_stop.clone())));
+    // On a shared PostgreSQL state, the sweep goes on: a replica that died shortly before
+    // this one started had not lapsed yet.
+    let sweeping = async {
+        while let StateUrl::Postgres { .. } = settings.state {
+            tokio::select! {
+                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings).await,
+                () = cancel.cancelled() => return,
+            }
+        }
+    };
+    tokio::join!(scheduler.run(cancel.clone()), sweeping);
+    admin_stop.cancel();
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     _ = reloads.await;
     ExitCode::SUCCESS
 }
 
-/// Opens the backends, adds the jobs and restores their state: the scheduler ready to
-/// run and what reloads its jobs, or the exit status of a failed start (its reason
-/// already on standard error).
-async fn start(
-    loaded: JobsFile,
-    settings: &Settings,
-    jobs_from_state: bool,
-) -> Result<(Scheduler, Reloader), ExitCode> {
-    let backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+/// The admin server, bound, waiting for its scheduler and stop signal.
+type ServeAdmin =
+    Box<dyn FnOnce(Scheduler, CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// A daemon ready to run.
+struct Started {
+    scheduler: Scheduler,
+    /// What reloads its jobs.
+    reloader: Reloader,
+    /// The admin server, if asked for.
+    admin: Option<ServeAdmin>,
+    /// Keeps run output in the state while it lives.
+    keeping_output: KeepingOutput,
+    /// The SQLite state's lock, held while the daemon runs.
+    lock: Option<StateLock>,
+}
+
+/// Opens the backends, binds the admin address, adds the jobs, restores their state and
+/// sweeps the runs a previous start left `running`: the daemon ready to run, or the exit
+/// status of a failed start (its reason already on standard error).
+async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
+    // Installed first, so that the first metrics of the jobs are recorded.
+    let metrics = match &settings.admin {
+        Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
+        None => None,
+    };
+    let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;
+    let keeping_output = command::keep_output_in(backends.state.outputs.clone());
+    let serve_admin = match (&settings.admin, metrics) {
+        (Some(admin), Some(metrics)) => {
+            let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
+            let outputs = backends.state.outputs.clone();
+            let serve: ServeAdmin =
+                Box::new(move |scheduler, stop| Box::pin(bound.serve(scheduler, metrics, outputs, stop)));
+            Some(serve)
+        }
+        _ => None,
+    };
     let scheduler = settings.scheduler(&backends).build();
     let state_jobs = match (jobs_from_state, &backends.state.store) {
         (false, _) => None,
@@ -239,6 +307,8 @@ async fn start(
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));
     }
+    // The jobs loaded at start count as the first successful load.
+    slotcron::metrics::config_reloaded(true, slotcron::jiff::Timestamp::now());
     let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
     for entry in reloader.file_jobs() {
@@ -257,7 +327,51 @@ async fn start(
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    Ok((scheduler, reloader))
+    sweep_stale(&scheduler, settings).await;
+    Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
+}
+
+/// How long an instance's heartbeat may be silent before its `running` records on a
+/// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
+const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::ledger::HEARTBEAT_EVERY.as_secs());
+
+/// The stale sweep: the runs a daemon of this state left `running` when it died are
+/// recorded `interrupted`, and their commands still going (on this host) are stopped. A
+/// SQLite state has one daemon (its lock file), which owns every record in it; on a
+/// PostgreSQL state a daemon owns the records of its own instance id (a fixed
+/// `--instance`) and of every instance whose heartbeat has lapsed ([`HEARTBEAT_LAPSE`]).
+async fn sweep_stale(scheduler: &Scheduler, settings: &Settings) {
+    let instance = settings.instance.as_str();
+    let lapsed = match settings.state {
+        StateUrl::Postgres { .. } => match scheduler.ledger().lapsed_instances(HEARTBEAT_LAPSE).await {
+            Ok(lapsed) => lapsed,
+            Err(e) => {
+                tracing::warn!("the stale sweep cannot read the instances' heartbeats: {e}");
+                Vec::new()
+            }
+        },
+        StateUrl::Sqlite { .. } | StateUrl::Memory => Vec::new(),
+    };
+    let owned = |record: &slotcron::RunRecord| match settings.state {
+        StateUrl::Sqlite { .. } => true,
+        StateUrl::Postgres { .. } | StateUrl::Memory => {
+            *record.instance == *instance || lapsed.iter().any(|dead| **dead == *record.instance)
+        }
+    };
+    let grace = settings.cancel_grace;
+    let stop = async |record: &slotcron::RunRecord| match &record.process {
+        Some(process) => Some(process_group::stop_stale(process, grace).await),
+        None => None,
+    };
+    match scheduler.sweep_stale(owned, stop).await {
+        Ok(stale) if !stale.is_empty() => {
+            tracing::warn!(runs = stale.len(), "runs found interrupted at start")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(
+            "the stale sweep failed: {e}; runs left running by a previous start stay `running`"
+        ),
+    }
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

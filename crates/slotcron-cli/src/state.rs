@@ -6,9 +6,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use slotcron::ledger::{MemoryOutputs, OutputStore};
 use slotcron::{Ledger, MemoryLedger, Retention, Store, redact};
-use slotcron_postgres::{PostgresDatabase, PostgresLedger, PostgresStore};
-use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron_postgres::{PostgresDatabase, PostgresLedger, PostgresOutputs, PostgresStore};
+use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteOutputs, SqliteStore};
 
 /// Where state lives, as `--state` names it. `Display` and `Debug` leave the password
 /// out.
@@ -121,6 +122,9 @@ pub struct State {
     pub ledger: Arc<dyn Ledger>,
     /// The database of a `postgres://` state.
     pub postgres: Option<PostgresDatabase>,
+    /// Where run output is kept (the last [`MAX_OUTPUT_BYTES`](slotcron::ledger::MAX_OUTPUT_BYTES) of each run), pruned with
+    /// the run history.
+    pub outputs: Arc<dyn OutputStore>,
 }
 
 impl State {
@@ -138,8 +142,9 @@ impl State {
                 let database = SqliteDatabase::open(url).await.map_err(|e| e.to_string())?;
                 Ok(Self {
                     store: Some(Arc::new(SqliteStore::new(database.clone()))),
-                    ledger: Arc::new(SqliteLedger::new(database, retention)),
+                    ledger: Arc::new(SqliteLedger::new(database.clone(), retention)),
                     postgres: None,
+                    outputs: Arc::new(SqliteOutputs::new(database)),
                 })
             }
             StateUrl::Postgres { url, schema } => {
@@ -147,12 +152,16 @@ impl State {
                 Ok(Self {
                     store: Some(Arc::new(PostgresStore::new(database.clone()))),
                     ledger: Arc::new(PostgresLedger::new(database.clone(), retention)),
+                    outputs: Arc::new(PostgresOutputs::new(database.clone())),
                     postgres: Some(database),
                 })
             }
-            StateUrl::Memory => {
-                Ok(Self { store: None, ledger: Arc::new(MemoryLedger::default()), postgres: None })
-            }
+            StateUrl::Memory => Ok(Self {
+                store: None,
+                ledger: Arc::new(MemoryLedger::default()),
+                postgres: None,
+                outputs: Arc::new(MemoryOutputs::default()),
+            }),
         }
     }
 

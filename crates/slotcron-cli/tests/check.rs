@@ -189,7 +189,7 @@ X = "1"
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir";
     let expected = [
-        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, coordination, job"
+        "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, coordination, admin, job"
             .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack)"
             .to_owned(),
@@ -703,4 +703,29 @@ fn with_state_check_shows_done_one_shots_and_each_job_s_last_trigger() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn the_admin_table_is_checked_with_its_lines() {
+    let (code, _, err) = check(
+        "admin_table",
+        "jobs.toml",
+        "[admin]\nlisten = \"everywhere\"\nport = 9090\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.contains(
+            &"jobs.toml:2: admin.listen: \"everywhere\" is not an address to listen on: write IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH"
+        ),
+        "{err}"
+    );
+    assert!(lines.contains(&"jobs.toml:3: admin.port: unknown key; [admin] takes listen"), "{err}");
+    let (code, out, err) = check(
+        "admin_ok",
+        "jobs.toml",
+        "[admin]\nlisten = \"unix:/run/slotcron.sock\"\n\n[[job]]\nname = \"a\"\nevery = \"2s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains('a'), "{out}");
 }

@@ -223,13 +223,17 @@ fn a_system_crontab_line_runs_as_its_user_and_a_missing_user_field_is_a_problem(
         "system",
         &format!(
             "# name: as-nobody\n@reboot nobody id -u > {0}/nobody; echo \"$HOME $LOGNAME $USER\" >> {0}/nobody\n\
-             # name: as-root\n@reboot root id -u > {0}/root\n",
+             # name: as-root\n@reboot root id -u > {0}/root; echo \"$HOME $LOGNAME $USER\" >> {0}/root\n",
             dir.display()
         ),
     );
     let check = run_in(&dir, &["check", "--system-crontab", "system"]);
     assert!(stdout(&check).contains("2 job(s) in a system crontab, all valid"), "{}", stdout(&check));
-    let mut daemon = Daemon::run(&dir, &["system", "--system-crontab", "--state", "memory"]);
+    // The daemon's own HOME, LOGNAME and USER do not leak into a line for its own user.
+    let mut command = support::slotcron();
+    command.args(["run", "system", "--system-crontab", "--state", "memory"]);
+    command.envs([("HOME", "/tmp"), ("LOGNAME", "bogus"), ("USER", "bogus")]);
+    let mut daemon = Daemon::spawn(command, &dir);
     for _ in 0..2 {
         daemon.wait_for("each run to finish", |line| line.contains("run finished"));
     }
@@ -239,7 +243,11 @@ fn a_system_crontab_line_runs_as_its_user_and_a_missing_user_field_is_a_problem(
     let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("a nobody user");
     let expected = format!("{}\n{} nobody nobody\n", nobody.uid, nobody.dir.display());
     assert_eq!(std::fs::read_to_string(dir.join("nobody")).unwrap(), expected);
-    assert_eq!(std::fs::read_to_string(dir.join("root")).unwrap(), "0\n");
+    let root = nix::unistd::User::from_name("root").unwrap().expect("a root user");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("root")).unwrap(),
+        format!("0\n{} root root\n", root.dir.display())
+    );
 }
 
 #[test]

@@ -39,8 +39,10 @@ command = "echo last words >&2; exit 3"
     for _ in 0..2 {
         daemon.wait_for("for both runs to finish", |line| line.contains("run finished"));
     }
-    // The log line comes just before the record is written: wait for both records.
-    support::wait_until("both runs recorded", || history(&dir, &[]).len() == 2);
+    // The log line comes just before the record is completed: wait for both records.
+    support::wait_until("both runs recorded", || {
+        history(&dir, &[]).iter().filter(|r| r.finished()).count() == 2
+    });
     (dir, daemon)
 }
 
@@ -55,12 +57,13 @@ fn prints_one_run_per_line_newest_trigger_first() {
         .map(|line| line.split("  ").map(str::trim).filter(|cell| !cell.is_empty()).collect())
         .collect();
     assert_eq!(rows.len(), 2, "{listing}");
-    assert_eq!(rows[0][..4], ["broken", "2021-01-01T00:00:00Z", "box-1", "failed"]);
-    assert_eq!(rows[0][5], "command failed: exit status: 3; last stderr line: last words");
-    assert_eq!(rows[1][..4], ["ok", "2020-01-01T00:00:00Z", "box-1", "succeeded"]);
-    assert_eq!(rows[1].len(), 5, "no error: {listing}");
+    // Both `at` instants were past at start: caught up by the misfire policy, once.
+    assert_eq!(rows[0][..6], ["broken", "2021-01-01T00:00:00Z", "box-1", "failed", "catch-up", "1"]);
+    assert_eq!(rows[0][7], "command failed: exit status: 3; last stderr line: last words");
+    assert_eq!(rows[1][..6], ["ok", "2020-01-01T00:00:00Z", "box-1", "succeeded", "catch-up", "1"]);
+    assert_eq!(rows[1].len(), 7, "no error: {listing}");
     for row in &rows {
-        assert!(row[4].ends_with('s'), "a duration such as 3ms: {}", row[4]);
+        assert!(row[6].ends_with('s'), "a duration such as 3ms: {}", row[6]);
     }
 }
 
@@ -72,6 +75,7 @@ fn json_has_every_field_and_filters_apply() {
     let ok = &runs[0];
     assert_eq!((ok.job.as_str(), ok.instance.as_str(), ok.outcome.as_str()), ("ok", "box-1", "succeeded"));
     assert_eq!(ok.trigger, "2020-01-01T00:00:00Z".parse().unwrap());
+    assert_eq!((ok.cause.as_str(), ok.attempts), ("catch-up", 1));
     assert!(ok.fencing_token.is_some() && ok.error.is_none() && ok.started > ok.trigger);
     assert_eq!(
         runs[1].error.as_deref(),

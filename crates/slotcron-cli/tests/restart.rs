@@ -29,7 +29,9 @@ command = "echo launched >> runs.txt"
     // The instant is past: it runs at start-up (misfire run_once, the one-shot default).
     // The log line comes just before the record is written: wait for both.
     first.wait_for("for the run to finish", |line| line.contains("run finished"));
-    support::wait_until("the run recorded in the history", || history(&dir, &[]).len() == 1);
+    support::wait_until("the run recorded in the history", || {
+        history(&dir, &[]).iter().filter(|r| r.finished()).count() == 1
+    });
     first.signal(Signal::SIGKILL);
     first.wait_exit();
 

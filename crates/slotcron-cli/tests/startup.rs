@@ -119,7 +119,8 @@ fn a_state_whose_wal_files_this_user_may_not_write_is_refused_with_the_cause() {
 }
 
 /// Runs a daemon on `jobs.toml` in `dir` until its run is recorded in the default
-/// state, and stops it; returns [`state_files`], the -wal and -shm files among them.
+/// state, and stops it; returns [`state_files`], the -wal and -shm files and the lock file
+/// among them.
 fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut daemon = Daemon::start(dir, "jobs.toml");
     daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
@@ -128,7 +129,7 @@ fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
     assert_eq!(history(dir, &[]).len(), 1);
     let files = state_files(dir);
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal"]);
+    assert_eq!(names, ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal", "slotcron.db.lock"]);
     files
 }
 
@@ -415,4 +416,27 @@ fn beyond_100_jobs_start_up_logs_a_summary_and_each_job_at_debug_level() {
     let few = started("few.toml", false);
     assert_eq!(few.lines_with(&["INFO", "job loaded"]).len(), 100);
     assert!(few.lines_with(&["jobs loaded"]).is_empty());
+}
+
+#[test]
+fn a_second_daemon_on_the_same_sqlite_file_is_refused_and_readers_are_not() {
+    let dir = scratch("startup_second_daemon");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1s\"\ncommand = \"true\"\n");
+    let mut first = Daemon::start(&dir, "jobs.toml");
+    first.wait_for("the first daemon running", |line| line.contains("slotcron running"));
+    let second = run_failing(&dir, &[]);
+    let message = assert_start_error(
+        &second,
+        &["sqlite:slotcron.db is in use by another slotcron run", "slotcron.db.lock", "PostgreSQL state"],
+    );
+    assert!(message.contains("one daemon per SQLite file"), "{message}");
+    let readers = run_in(&dir, &["history", "--limit", "1"]);
+    assert_eq!(readers.status.code(), Some(0), "history reads while the daemon runs: {}", stderr(&readers));
+    first.signal(Signal::SIGTERM);
+    assert_eq!(first.wait_exit().code(), Some(0), "{}", first.log());
+    // Once the first has stopped, the file is free.
+    let mut third = Daemon::start(&dir, "jobs.toml");
+    third.wait_for("a later daemon running", |line| line.contains("slotcron running"));
+    third.signal(Signal::SIGTERM);
+    assert_eq!(third.wait_exit().code(), Some(0), "{}", third.log());
 }

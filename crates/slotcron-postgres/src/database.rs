@@ -1,4 +1,4 @@
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
@@ -29,6 +29,8 @@ struct Inner {
     url: String,
     /// The schema name, double-quoted for statements.
     quoted_schema: String,
+    /// The schema's version, once migrated or checked.
+    version: OnceLock<i32>,
 }
 
 impl std::fmt::Debug for PostgresDatabase {
@@ -73,6 +75,7 @@ impl PostgresDatabase {
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
         let (database, mut client) = Self::connect(url, schema, false).await?;
         migrations::migrate(&mut client, &database, schema).await?;
+        let _ = database.inner.version.set(migrations::VERSION);
         Ok(database)
     }
 
@@ -90,7 +93,8 @@ impl PostgresDatabase {
     /// ([`OpenError::NewerSchema`], [`OpenError::OlderSchema`]).
     pub async fn open_read_only(url: &str, schema: &str) -> Result<Self, OpenError> {
         let (database, client) = Self::connect(url, schema, true).await?;
-        migrations::check_readable(&client, &database, schema).await?;
+        let version = migrations::check_readable(&client, &database, schema).await?;
+        let _ = database.inner.version.set(version);
         Ok(database)
     }
 
@@ -137,9 +141,21 @@ impl PostgresDatabase {
             action: "connect".to_owned(),
             cause: pool_error(&e),
         })?;
-        let database =
-            Self { inner: Arc::new(Inner { pool, url: redacted, quoted_schema: format!("\"{schema}\"") }) };
+        let database = Self {
+            inner: Arc::new(Inner {
+                pool,
+                url: redacted,
+                quoted_schema: format!("\"{schema}\""),
+                version: OnceLock::new(),
+            }),
+        };
         Ok((database, client))
+    }
+
+    /// The schema's version: this release's after [`PostgresDatabase::open`], possibly an
+    /// older one after [`PostgresDatabase::open_read_only`].
+    pub(crate) fn version(&self) -> i32 {
+        self.inner.version.get().copied().unwrap_or(migrations::VERSION)
     }
 
     /// The URL it was opened with, without the password.

@@ -33,6 +33,7 @@ mod database;
 mod error;
 mod ledger;
 mod migrations;
+mod output;
 mod store;
 mod tls;
 
@@ -40,4 +41,5 @@ pub use coordinator::PostgresCoordinator;
 pub use database::PostgresDatabase;
 pub use error::{DbError, OpenError};
 pub use ledger::PostgresLedger;
+pub use output::PostgresOutputs;
 pub use store::PostgresStore;

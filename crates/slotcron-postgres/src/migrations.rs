@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -108,11 +108,57 @@ END
 $$;
 ";
 
+/// Ledger v2: a run's record is written when it starts (`running`) and completed when it
+/// ends, and carries its cause, attempts and process. Rows of earlier versions keep NULL
+/// in the new columns (read as a scheduled run, one attempt if it ran, no process), and
+/// replicas of the release before keep writing rows without them during an upgrade.
+const V3: &str = "
+ALTER TABLE {schema}.run_record
+    ADD COLUMN cause text,
+    ADD COLUMN attempts bigint,
+    ADD COLUMN process_host text,
+    ADD COLUMN process_id bigint,
+    ADD COLUMN process_start bigint;
+-- Completing a run's record, and the stale sweep at start.
+CREATE INDEX run_record_running ON {schema}.run_record (job, trigger_at, instance)
+    WHERE outcome = 'running';
+
+-- Each scheduler instance's last heartbeat (server time), for the stale sweep.
+CREATE TABLE {schema}.instance_heartbeat (
+    instance text PRIMARY KEY,
+    beat_at  timestamptz NOT NULL
+);
+";
+
+/// Run output: the last 64 KiB a run wrote, deleted with the run's record when the
+/// ledger prunes it (so output is bounded by the history's retention).
+const V4: &str = "
+CREATE TABLE {schema}.run_output (
+    job        text NOT NULL,
+    trigger_at timestamptz NOT NULL,
+    instance   text NOT NULL,
+    output     bytea NOT NULL,
+    truncated  boolean NOT NULL,
+    PRIMARY KEY (job, trigger_at, instance)
+);
+
+CREATE FUNCTION {schema}.run_output_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.run_output
+    WHERE job = OLD.job AND trigger_at = OLD.trigger_at AND instance = OLD.instance;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER run_output_pruned AFTER DELETE ON {schema}.run_record
+    FOR EACH ROW EXECUTE FUNCTION {schema}.run_output_pruned();
+";
+
 /// Claims that hold as DESIGN.md says: a recurring claim expires at an absolute instant
 /// on the server's clock, and each job keeps a high-water mark, the newest recurring
 /// trigger granted, set in the same transaction as the claim. The version 2 function
 /// stays for replicas of the older release during a rolling upgrade.
-const V3: &str = "
+const V5: &str = "
 CREATE TABLE {schema}.claim_mark (
     job        text PRIMARY KEY,
     trigger_at timestamptz NOT NULL
@@ -195,10 +241,10 @@ $$;
 ";
 
 /// The newest schema version this release knows.
-const VERSION: i32 = MIGRATIONS.len() as i32;
+pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger tables are this release's (versions
-/// 2 and 3 changed the claims only).
+/// The oldest schema version whose store and ledger this release reads (versions 2 and 5
+/// changed the claims only; the ledger columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or
@@ -207,7 +253,7 @@ pub(crate) async fn check_readable(
     client: &Object,
     database: &PostgresDatabase,
     schema: &str,
-) -> Result<(), OpenError> {
+) -> Result<i32, OpenError> {
     let failed = |e: tokio_postgres::Error| OpenError::Server {
         url: database.url().to_owned(),
         action: format!("read schema {schema:?}"),
@@ -252,7 +298,7 @@ pub(crate) async fn check_readable(
             oldest: OLDEST_READABLE,
         });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// Creates the schema if absent and applies the migrations it lacks, or refuses (changing

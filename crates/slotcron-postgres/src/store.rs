@@ -80,7 +80,7 @@ impl Store for PostgresStore {
                 let decode = || -> Result<JobState, BoxError> {
                     Ok(JobState {
                         last_trigger: codec::instant(row.get(1))?,
-                        last_outcome: row.get::<_, Option<&str>>(2).map(str::parse::<Outcome>).transpose()?,
+                        last_outcome: row.get::<_, Option<&str>>(2).map(Outcome::from_name),
                         one_shot_done: row.get(3),
                     })
                 };

@@ -5,7 +5,7 @@ mod common;
 
 use common::isolated;
 use slotcron::testkit;
-use slotcron_postgres::{PostgresLedger, PostgresStore};
+use slotcron_postgres::{PostgresLedger, PostgresOutputs, PostgresStore};
 
 #[tokio::test]
 async fn postgres_store_conforms() {
@@ -20,6 +20,18 @@ async fn postgres_ledger_conforms() {
     isolated(async |schemas| {
         testkit::ledger_suite::run(async || PostgresLedger::new(schemas.open().await, Default::default()))
             .await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn postgres_run_output_conforms() {
+    isolated(async |schemas| {
+        testkit::ledger_suite::run_output(async |retention| {
+            let database = schemas.open().await;
+            (PostgresLedger::new(database.clone(), retention).prune_every(1), PostgresOutputs::new(database))
+        })
+        .await;
     })
     .await;
 }

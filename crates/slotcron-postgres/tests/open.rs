@@ -6,7 +6,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Schemas, database_url, isolated};
-use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, JobState, Ledger, LedgerQuery, Outcome, Store};
+use slotcron::{
+    Cause, Claim, ClaimOutcome, Coordinator, Hold, JobState, Ledger, LedgerQuery, Outcome, Store,
+};
 use slotcron_postgres::{OpenError, PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresStore};
 
 /// A local port nobody listens on.
@@ -119,9 +121,16 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         schemas.execute(&schema, &fixture).await;
         let version = "SELECT version::bigint FROM {schema}.schema_version";
         assert_eq!(schemas.scalar(&schema, version).await, 1);
+        // Read as it is, before any migration: the ledger columns it lacks read as an
+        // older release meant them.
+        let reader = PostgresDatabase::open_read_only(&database_url(), &schema).await.unwrap();
+        let tick = LedgerQuery { job: Some("tick".into()), ..Default::default() };
+        let old = PostgresLedger::new(reader, Default::default()).query(&tick).await.unwrap();
+        assert_eq!(old.len(), 1);
+        assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 3);
+        assert_eq!(schemas.scalar(&schema, version).await, 5);
         let tick_state = JobState {
             last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
             last_outcome: Some(Outcome::Succeeded),
@@ -131,7 +140,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         let ledger = PostgresLedger::new(database.clone(), Default::default());
         let runs =
             ledger.query(&LedgerQuery { job: Some("tick".into()), ..Default::default() }).await.unwrap();
-        assert_eq!(runs.len(), 1);
+        assert_eq!(runs, old, "the same record after the migration");
         assert_eq!((&*runs[0].instance, runs[0].fencing_token), ("old-replica", Some(2)));
 
         // The old release's claims still hold, and fencing tokens go on from its counter.

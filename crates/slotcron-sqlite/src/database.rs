@@ -1,8 +1,10 @@
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags};
+use tokio::sync::oneshot;
 
 use crate::error::{DbError, Hint, OpenError};
 use crate::migrations;
@@ -18,7 +20,11 @@ use crate::codec::BoxError;
 /// (see [`SqliteDatabase::open`]), `synchronous=NORMAL` (a committed transaction survives
 /// a process crash; a power loss may lose the last ones, never the file). Both kinds wait
 /// up to [`SqliteDatabase::BUSY_TIMEOUT`] when another process holds a lock they need.
-/// Statements run on tokio's blocking pool.
+/// Statements run on one worker at a time (a task on tokio's blocking pool, while there is
+/// work): the calls that arrive while it is busy wait in a queue, and a writer's worker
+/// runs the waiting ones together in one transaction (each in a savepoint of its own, so
+/// one failing leaves the others), up to [`SqliteDatabase::MAX_BATCH`] at a time. However
+/// many calls are in flight, a database uses one thread.
 #[derive(Clone)]
 pub struct SqliteDatabase {
     inner: Arc<Inner>,
@@ -26,7 +32,28 @@ pub struct SqliteDatabase {
 
 struct Inner {
     url: String,
+    /// The schema version of the file (a reader may open an older one).
+    version: i64,
+    /// Whether the connection may write (batches run in a transaction).
+    writer: bool,
     connection: Mutex<Connection>,
+    queue: Mutex<Queue>,
+}
+
+/// What a job answers once its batch has committed (or failed to: the error).
+type Reply = Box<dyn FnOnce(Option<&str>) + Send>;
+/// One call: runs on the connection, says whether it succeeded, and replies later.
+type Job = Box<dyn FnOnce(&mut Connection) -> (bool, Reply) + Send>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Whether a worker is draining `jobs`.
+    working: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl std::fmt::Debug for SqliteDatabase {
@@ -36,6 +63,9 @@ impl std::fmt::Debug for SqliteDatabase {
 }
 
 impl SqliteDatabase {
+    /// The most calls one transaction carries.
+    pub const MAX_BATCH: usize = 256;
+
     /// How long a statement waits for another process's write lock before failing.
     pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -90,18 +120,33 @@ impl SqliteDatabase {
     /// Parses `url` and runs `open` on tokio's blocking pool.
     async fn open_with(
         url: &str,
-        open: fn(&str, &Path) -> Result<Connection, OpenError>,
+        open: fn(&str, &Path) -> Result<Opened, OpenError>,
     ) -> Result<Self, OpenError> {
         let path = parse_url(url).ok_or_else(|| OpenError::InvalidUrl { url: url.to_owned() })?;
         let owned = url.to_owned();
-        let connection =
+        let (connection, version) =
             tokio::task::spawn_blocking(move || open(&owned, &path)).await.map_err(|e| {
                 match e.try_into_panic() {
                     Ok(panic) => std::panic::resume_unwind(panic),
                     Err(_) => OpenError::Shutdown { url: url.to_owned() },
                 }
             })??;
-        Ok(Self { inner: Arc::new(Inner { url: url.to_owned(), connection: Mutex::new(connection) }) })
+        let writer = !connection.is_readonly(MAIN_DB).unwrap_or(true);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                url: url.to_owned(),
+                version,
+                writer,
+                connection: Mutex::new(connection),
+                queue: Mutex::default(),
+            }),
+        })
+    }
+
+    /// The schema version of the file: this release's after [`SqliteDatabase::open`],
+    /// possibly an older one after [`SqliteDatabase::open_read_only`].
+    pub(crate) fn version(&self) -> i64 {
+        self.inner.version
     }
 
     /// The URL it was opened with.
@@ -109,27 +154,118 @@ impl SqliteDatabase {
         &self.inner.url
     }
 
-    /// Runs `f` on the connection on tokio's blocking pool.
+    /// Runs `f` on the connection, in the queue of calls (see [`SqliteDatabase`]).
     pub(crate) async fn call<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, BoxError> + Send + 'static,
     ) -> Result<T, DbError> {
-        let inner = self.inner.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            let mut connection = inner.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut connection)
-        })
-        .await;
+        let (send, receive) = oneshot::channel();
+        let job: Job = Box::new(move |connection| {
+            let result = f(connection);
+            let ok = result.is_ok();
+            let reply: Reply = Box::new(move |commit_failed| {
+                let result = match (result, commit_failed) {
+                    (Ok(_), Some(e)) => Err(format!("commit: {e}").into()),
+                    (result, _) => result,
+                };
+                let _ = send.send(result);
+            });
+            (ok, reply)
+        });
+        let start = {
+            let mut queue = lock(&self.inner.queue);
+            queue.jobs.push_back(job);
+            !std::mem::replace(&mut queue.working, true)
+        };
+        if start {
+            let inner = self.inner.clone();
+            // The worker's own JoinHandle is not needed: each call has its reply.
+            drop(tokio::task::spawn_blocking(move || work(inner)));
+        }
         let error = |source: BoxError| DbError { url: self.inner.url.clone(), source };
-        match result {
+        match receive.await {
             Ok(result) => result.map_err(error),
-            Err(e) => match e.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                Err(_) => Err(error("the runtime is shutting down".into())),
-            },
+            Err(_) => Err(error("the call panicked, or the runtime is shutting down".into())),
         }
     }
 }
+
+/// Drains the queue of calls, a batch at a time, until it is empty. The replies to the
+/// last batch are sent once the worker has let go of the database, so that a caller who
+/// drops it after its reply closes the connection (and truncates the WAL) at once.
+fn work(inner: Arc<Inner>) {
+    loop {
+        let (replies, done) = {
+            let mut connection = lock(&inner.connection);
+            let batch: Vec<Job> = {
+                let mut queue = lock(&inner.queue);
+                let n = queue.jobs.len().min(SqliteDatabase::MAX_BATCH);
+                queue.jobs.drain(..n).collect()
+            };
+            let replies = run_batch(&mut connection, batch, inner.writer);
+            let mut queue = lock(&inner.queue);
+            let done = queue.jobs.is_empty();
+            if done {
+                queue.working = false;
+            }
+            (replies, done)
+        };
+        if done {
+            drop(inner);
+            replies.send();
+            return;
+        }
+        replies.send();
+    }
+}
+
+/// Runs `batch`: in one transaction when there are several calls on a writer, each in a
+/// savepoint. Returns what sends the replies, which follow the commit.
+fn run_batch(connection: &mut Connection, batch: Vec<Job>, writer: bool) -> Replies {
+    let run = |connection: &mut Connection, job: Job| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))).ok()
+    };
+    let mut replies = Vec::with_capacity(batch.len());
+    if batch.len() == 1 || !writer || connection.execute_batch("BEGIN IMMEDIATE").is_err() {
+        replies.extend(batch.into_iter().filter_map(|job| run(connection, job)).map(|(_, reply)| reply));
+        return Replies { replies, failed: None };
+    }
+    for job in batch {
+        // A savepoint that cannot be made leaves the call to fail on its own.
+        let saved = connection.execute_batch("SAVEPOINT call").is_ok();
+        let Some((ok, reply)) = run(connection, job) else { continue };
+        if saved {
+            let undo = if ok { "RELEASE call" } else { "ROLLBACK TO call; RELEASE call" };
+            if let Err(e) = connection.execute_batch(undo) {
+                tracing::warn!("SQLite savepoint: {e}");
+            }
+        }
+        replies.push(reply);
+    }
+    let commit = connection.execute_batch("COMMIT").map_err(|e| e.to_string());
+    if commit.is_err() && !connection.is_autocommit() {
+        let _ = connection.execute_batch("ROLLBACK");
+    }
+    let failed = commit.err();
+    Replies { replies, failed }
+}
+
+/// The replies of a batch, and why its commit failed, if it did.
+struct Replies {
+    replies: Vec<Reply>,
+    failed: Option<String>,
+}
+
+impl Replies {
+    fn send(self) {
+        for reply in self.replies {
+            reply(self.failed.as_deref());
+        }
+    }
+}
+
+/// An open connection and the schema version of its file.
+type Opened = (Connection, i64);
 
 /// `sqlite:PATH` or `sqlite://PATH` to PATH.
 fn parse_url(url: &str) -> Option<PathBuf> {
@@ -153,7 +289,7 @@ fn io_error(
     }
 }
 
-fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
+fn open_writer(url: &str, path: &Path) -> Result<Opened, OpenError> {
     // A write SQLite refused (`SQLITE_READONLY`: e.g. a `-wal` or `-shm` file, or their
     // directory, this user may not write) is `NotWritable`; any other error is `Io`.
     let io = |action| {
@@ -193,10 +329,10 @@ fn open_writer(url: &str, path: &Path) -> Result<Connection, OpenError> {
         migrations::MigrateError::Sqlite(source) => io("write the database")(source),
         migrations::MigrateError::Refused(e) => e,
     })?;
-    Ok(connection)
+    Ok((connection, migrations::VERSION))
 }
 
-fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
+fn open_reader(url: &str, path: &Path) -> Result<Opened, OpenError> {
     let io = |action| io_error(url, path, false, action);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let connection = Connection::open_with_flags(path, flags).map_err(io("open"))?;
@@ -211,7 +347,7 @@ fn open_reader(url: &str, path: &Path) -> Result<Connection, OpenError> {
         }
     })?;
     migrations::check_readable(url, &found)?;
-    Ok(connection)
+    Ok((connection, found.version()))
 }
 
 /// The directory of the file `path`.

@@ -1,10 +1,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rusqlite::Connection;
 use rusqlite::types::Value;
-use rusqlite::{Connection, TransactionBehavior};
-use slotcron::ledger::{LedgerError, Prune, PruneSchedule};
-use slotcron::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+use slotcron::ledger::{BatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
+use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
 
 use crate::SqliteDatabase;
 use crate::codec::{self, BoxError};
@@ -36,15 +36,35 @@ impl SqliteLedger {
     }
 }
 
+/// Inserts a record unless one of the same run (job, trigger, instance and start) is
+/// stored.
 const INSERT: &str = "INSERT INTO run_record
-    (job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    (job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,
+     cause, attempts, process_host, process_id, process_start)
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+    WHERE NOT EXISTS (SELECT 1 FROM run_record
+                      WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6)";
 
-const COLUMNS: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error";
+/// Replaces the newest record of the same run (job, trigger, instance and start).
+const UPDATE: &str = "UPDATE run_record SET
+    outcome = ?4, fencing_token = ?5, duration_us = ?7, error = ?8,
+    cause = ?9, attempts = ?10, process_host = ?11, process_id = ?12, process_start = ?13
+    WHERE id = (SELECT id FROM run_record
+                WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6
+                ORDER BY id DESC LIMIT 1)";
 
-/// Carries out one pruning in one transaction; the number of records deleted.
+const COLUMNS: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,
+    cause, attempts, process_host, process_id, process_start";
+
+/// The same columns in a file of schema version 1 (opened for reading only, so not
+/// migrated): the columns of version 2 read as NULL.
+const COLUMNS_V1: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,
+    NULL, NULL, NULL, NULL, NULL";
+
+/// Carries out one pruning in one savepoint (a transaction of its own, or part of the
+/// batch it runs in); the number of records deleted.
 fn prune(connection: &mut Connection, prune: &Prune) -> rusqlite::Result<usize> {
-    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let transaction = connection.savepoint()?;
     let mut deleted = 0;
     if let Some(cutoff) = prune.older_than {
         deleted += transaction
@@ -61,32 +81,94 @@ fn prune(connection: &mut Connection, prune: &Prune) -> rusqlite::Result<usize> 
         for job in &prune.jobs {
             deleted += statement.execute((&**job, keep))?;
         }
+        drop(statement);
     }
     transaction.commit()?;
     Ok(deleted)
 }
 
-#[async_trait]
-impl Ledger for SqliteLedger {
-    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
-        let row = (
-            record.job.to_string(),
-            codec::micros(record.trigger),
-            record.instance.to_string(),
-            record.outcome.as_str(),
-            // The token's 64 bits: tokens above i64::MAX read back unchanged.
-            record.fencing_token.map(|token| token as i64),
-            codec::micros(record.started),
-            i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX),
-            record.error.clone(),
-        );
-        let due = self.prune.on_append(record);
+/// A record's row, owned (to cross to the connection's thread).
+type Params = (
+    String,
+    i64,
+    String,
+    &'static str,
+    Option<i64>,
+    i64,
+    i64,
+    Option<String>,
+    &'static str,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+fn params(record: &RunRecord) -> Params {
+    let process = record.process.as_ref();
+    (
+        record.job.to_string(),
+        codec::micros(record.trigger),
+        record.instance.to_string(),
+        record.outcome.as_str(),
+        // The token's 64 bits: tokens above i64::MAX read back unchanged.
+        record.fencing_token.map(|token| token as i64),
+        codec::micros(record.started),
+        i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX),
+        record.error.clone(),
+        record.cause.as_str(),
+        i64::from(record.attempts),
+        process.map(|p| p.host.to_string()),
+        process.map(|p| i64::from(p.pid)),
+        // The start time's 64 bits, as the token's.
+        process.map(|p| p.start_time as i64),
+    )
+}
+
+/// One write, ready for the connection's thread.
+enum Write {
+    Append(Params),
+    Update(Params),
+}
+
+fn execute(c: &Connection, write: Write) -> rusqlite::Result<()> {
+    match write {
+        Write::Append(row) => {
+            c.prepare_cached(INSERT)?.execute(row)?;
+        }
+        Write::Update(row) => {
+            if c.prepare_cached(UPDATE)?.execute(row.clone())? == 0 {
+                c.prepare_cached(INSERT)?.execute(row)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl SqliteLedger {
+    /// Carries out `writes` in one transaction, then the pruning due, if any.
+    async fn write_all(&self, writes: &[LedgerWrite]) -> Result<(), LedgerError> {
+        let mut due = None;
+        let rows: Vec<Write> = writes
+            .iter()
+            .map(|write| match write {
+                LedgerWrite::Append(record) => {
+                    due = self.prune.on_append(record).or(due.take());
+                    Write::Append(params(record))
+                }
+                LedgerWrite::Update(record) => Write::Update(params(record)),
+            })
+            .collect();
         let url = self.database.url().to_owned();
         self.database
             .call(move |c| {
-                c.prepare_cached(INSERT)?.execute(row)?;
+                let transaction = c.savepoint()?;
+                for row in rows {
+                    execute(&transaction, row)?;
+                }
+                transaction.commit()?;
                 if let Some(due) = due {
-                    // The record is stored; a failed pruning is retried at the next one.
+                    // The records are stored; a failed pruning is retried at the next one.
                     match prune(c, &due) {
                         Ok(deleted) => tracing::debug!(url, deleted, "ledger pruned"),
                         Err(e) => tracing::warn!(url, "ledger pruning failed: {e}"),
@@ -97,9 +179,25 @@ impl Ledger for SqliteLedger {
             .await
             .map_err(|e| LedgerError(e.into()))
     }
+}
+
+#[async_trait]
+impl Ledger for SqliteLedger {
+    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        self.write_all(&[LedgerWrite::Append(record.clone())]).await
+    }
+
+    async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        self.write_all(&[LedgerWrite::Update(record.clone())]).await
+    }
+
+    /// One transaction: all of `writes` or none.
+    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), BatchError> {
+        self.write_all(writes).await.map_err(|error| BatchError { written: 0, error })
+    }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
-        let (sql, params) = select(query);
+        let (sql, params) = select(query, self.database.version());
         let rows = self
             .database
             .call(move |c| {
@@ -114,6 +212,11 @@ impl Ledger for SqliteLedger {
                         started: row.get(5)?,
                         duration: row.get(6)?,
                         error: row.get(7)?,
+                        cause: row.get(8)?,
+                        attempts: row.get(9)?,
+                        process_host: row.get(10)?,
+                        process_id: row.get(11)?,
+                        process_start: row.get(12)?,
                     })
                 })?;
                 Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -127,7 +230,8 @@ impl Ledger for SqliteLedger {
     }
 }
 
-/// A `run_record` row as stored.
+/// A `run_record` row as stored. Rows of schema version 1 have no cause, attempts or
+/// process: they read as scheduled, with one attempt if the handler ran.
 struct Row {
     job: String,
     trigger: i64,
@@ -137,26 +241,44 @@ struct Row {
     started: i64,
     duration: i64,
     error: Option<String>,
+    cause: Option<String>,
+    attempts: Option<i64>,
+    process_host: Option<String>,
+    process_id: Option<i64>,
+    process_start: Option<i64>,
 }
 
 impl Row {
     fn decode(self) -> Result<RunRecord, BoxError> {
+        let outcome = Outcome::from_name(&self.outcome);
+        let process = match (self.process_host, self.process_id, self.process_start) {
+            (Some(host), Some(pid), Some(start)) => {
+                Some(RunProcess { host: host.into(), pid: u32::try_from(pid)?, start_time: start as u64 })
+            }
+            _ => None,
+        };
         Ok(RunRecord {
             job: self.job.into(),
             trigger: codec::instant(self.trigger)?,
             instance: self.instance.into(),
-            outcome: self.outcome.parse::<Outcome>()?,
+            cause: self.cause.as_deref().map_or(Cause::Scheduled, Cause::from_name),
+            attempts: match self.attempts {
+                Some(attempts) => u32::try_from(attempts)?,
+                None => u32::from(outcome.ran()),
+            },
+            outcome,
             fencing_token: self.fencing_token.map(|token| token as u64),
             started: codec::instant(self.started)?,
             duration: Duration::from_micros(u64::try_from(self.duration)?),
             error: self.error,
+            process,
         })
     }
 }
 
 /// The statement and parameters of `query`: one statement text per combination of
 /// filters, so each is prepared once and uses the right index.
-fn select(query: &LedgerQuery) -> (String, Vec<Value>) {
+fn select(query: &LedgerQuery, version: i64) -> (String, Vec<Value>) {
     let mut conditions = Vec::new();
     let mut params = Vec::new();
     if let Some(job) = &query.job {
@@ -175,10 +297,15 @@ fn select(query: &LedgerQuery) -> (String, Vec<Value>) {
         conditions.push("outcome = ?");
         params.push(Value::Text(outcome.as_str().to_owned()));
     }
+    if let Some(instance) = &query.instance {
+        conditions.push("instance = ?");
+        params.push(Value::Text(instance.clone()));
+    }
     let filter =
         if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
     params.push(Value::Integer(i64::try_from(query.limit).unwrap_or(i64::MAX)));
+    let columns = if version < 2 { COLUMNS_V1 } else { COLUMNS };
     let sql =
-        format!("SELECT {COLUMNS} FROM run_record{filter} ORDER BY trigger_us DESC, started_us DESC LIMIT ?");
+        format!("SELECT {columns} FROM run_record{filter} ORDER BY trigger_us DESC, started_us DESC LIMIT ?");
     (sql, params)
 }

@@ -27,9 +27,11 @@ mod database;
 mod error;
 mod ledger;
 mod migrations;
+mod output;
 mod store;
 
 pub use database::SqliteDatabase;
 pub use error::{DbError, Hint, OpenError};
 pub use ledger::SqliteLedger;
+pub use output::SqliteOutputs;
 pub use store::SqliteStore;

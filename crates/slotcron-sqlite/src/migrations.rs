@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -46,9 +46,41 @@ CREATE INDEX run_record_by_job ON run_record (job, trigger_us DESC, started_us D
 CREATE INDEX run_record_by_trigger ON run_record (trigger_us DESC, started_us DESC);
 ";
 
+/// Ledger v2: a run's record is written when it starts (`running`) and completed when it
+/// ends, and carries its cause, attempts and process. Rows of version 1 keep NULL in the
+/// new columns (read as a scheduled run, one attempt if it ran, no process).
+const V2: &str = "
+ALTER TABLE run_record ADD COLUMN cause TEXT;
+ALTER TABLE run_record ADD COLUMN attempts INTEGER;
+ALTER TABLE run_record ADD COLUMN process_host TEXT;
+ALTER TABLE run_record ADD COLUMN process_id INTEGER;
+ALTER TABLE run_record ADD COLUMN process_start INTEGER;
+
+-- Completing a run's record, and the stale sweep at start.
+CREATE INDEX run_record_running ON run_record (job, trigger_us, instance) WHERE outcome = 'running';
+";
+
+/// Run output: the last 64 KiB a run wrote, dropped with the run's record when the
+/// ledger prunes it (so output is bounded by the history's retention).
+const V3: &str = "
+CREATE TABLE run_output (
+    job        TEXT NOT NULL,
+    trigger_us INTEGER NOT NULL,
+    instance   TEXT NOT NULL,
+    output     BLOB NOT NULL,
+    truncated  INTEGER NOT NULL,
+    PRIMARY KEY (job, trigger_us, instance)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER run_output_pruned AFTER DELETE ON run_record BEGIN
+    DELETE FROM run_output
+    WHERE job = OLD.job AND trigger_us = OLD.trigger_us AND instance = OLD.instance;
+END;
+";
+
 /// Fencing tokens that survive the process: the last token taken per job, for
 /// single-replica mode (no coordinator hands them out).
-const V2: &str = "
+const V4: &str = "
 CREATE TABLE fencing (
     job   TEXT PRIMARY KEY NOT NULL,
     token INTEGER NOT NULL
@@ -67,6 +99,12 @@ pub(crate) struct Header {
     version: i64,
     /// Tables, indexes, views and triggers in the file.
     objects: i64,
+}
+
+impl Header {
+    pub(crate) fn version(&self) -> i64 {
+        self.version
+    }
 }
 
 pub(crate) fn read_header(connection: &Connection) -> rusqlite::Result<Header> {

@@ -57,7 +57,7 @@ impl Store for SqliteStore {
         let state = |(job, trigger, outcome, done): (String, i64, Option<String>, bool)| {
             let state = JobState {
                 last_trigger: codec::instant(trigger)?,
-                last_outcome: outcome.map(|name| name.parse::<Outcome>()).transpose()?,
+                last_outcome: outcome.map(|name| Outcome::from_name(&name)),
                 one_shot_done: done,
             };
             Ok((job, state))

@@ -2,7 +2,7 @@
 //! file.
 
 use slotcron::testkit;
-use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteOutputs, SqliteStore};
 use tempfile::TempDir;
 
 /// A new database in a new directory, removed when the directory is dropped.
@@ -23,6 +23,16 @@ async fn sqlite_store_conforms() {
 async fn sqlite_ledger_conforms() {
     let mut dirs = Vec::new();
     testkit::ledger_suite::run(async || SqliteLedger::new(fresh(&mut dirs).await, Default::default())).await;
+}
+
+#[tokio::test]
+async fn sqlite_run_output_conforms() {
+    let mut dirs = Vec::new();
+    testkit::ledger_suite::run_output(async |retention| {
+        let database = fresh(&mut dirs).await;
+        (SqliteLedger::new(database.clone(), retention).prune_every(1), SqliteOutputs::new(database))
+    })
+    .await;
 }
 
 #[tokio::test]

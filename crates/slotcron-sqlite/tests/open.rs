@@ -52,7 +52,7 @@ async fn a_new_file_is_a_versioned_slotcron_database_in_wal_mode() {
     let pragma =
         |name: &str| raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0));
     assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
-    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(2));
+    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(4));
     assert_eq!(pragma("application_id").unwrap(), rusqlite::types::Value::Integer(0x534c_4f54));
 }
 
@@ -117,12 +117,12 @@ async fn a_file_of_a_newer_release_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     drop(SqliteDatabase::open(&url(&path)).await.unwrap());
-    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 3).unwrap();
+    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 5).unwrap();
     let message = refused(&path).await;
     assert_eq!(
         message,
         format!(
-            "{}: schema version 3 is newer than this release knows (2); upgrade slotcron to use this database",
+            "{}: schema version 5 is newer than this release knows (4); upgrade slotcron to use this database",
             url(&path)
         )
     );
@@ -186,4 +186,31 @@ async fn a_database_with_a_damaged_schema_page_is_refused_untouched() {
         message,
         format!("{}: cannot read the database: database disk image is malformed", url(&path))
     );
+}
+
+/// Schema version 1 as the first release wrote it, with one run recorded.
+fn version_1_file(path: &Path) {
+    let raw = rusqlite::Connection::open(path).unwrap();
+    raw.execute_batch(include_str!("data/schema_v1.sql")).unwrap();
+    raw.execute(
+        "INSERT INTO run_record (job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error)
+         VALUES ('migrate', 1715904005000000, 'test', 'succeeded', 1, 1715904005000000, 5000, NULL)",
+        [],
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_record_of_schema_version_1_reads_after_the_migration_and_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    version_1_file(&path);
+    // Read as it is (a reader does not migrate): the new fields read as an older release
+    // meant them.
+    let reader = SqliteDatabase::open_read_only(&url(&path)).await.unwrap();
+    let old = SqliteLedger::new(reader, Retention::default()).query(&all("migrate")).await.unwrap();
+    assert_eq!(old, [record("migrate", "2024-05-17T00:00:05Z")]);
+    // Migrated by a writer: the same record.
+    let ledger = SqliteLedger::new(SqliteDatabase::open(&url(&path)).await.unwrap(), Retention::default());
+    assert_eq!(ledger.query(&all("migrate")).await.unwrap(), old);
 }

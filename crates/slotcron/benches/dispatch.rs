@@ -10,6 +10,10 @@
 //! 3. adds — the time to add 100,000 cron jobs to a running scheduler.
 //!
 //! CPU time and context switches come from /proc (Linux only).
+//!
+//! `-- --metrics` installs the Prometheus recorder the daemon uses (the engine's metrics
+//! then cost what they cost in production); without it the metrics go nowhere.
+//! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +37,22 @@ fn main() {
     // `cargo bench -p slotcron --bench dispatch -- dispatch` runs one scenario.
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])
+            .and_then(|b| b.install_recorder())
+            .unwrap()
+    });
+    println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
+    if let Some(metrics) = metrics.clone() {
+        // As the daemon does: the histograms' samples are folded in every 5 s.
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(5));
+                metrics.run_upkeep();
+            }
+        });
+    }
     if wanted("idle") {
         runtime().block_on(idle());
     }
@@ -41,6 +61,9 @@ fn main() {
     }
     if wanted("adds") {
         runtime().block_on(adds());
+    }
+    if let Some(metrics) = metrics {
+        println!("  metrics exposition: {} bytes", metrics.render().len());
     }
 }
 
@@ -71,7 +94,8 @@ async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
 }
 
 async fn dispatch(baseline_kb: u64) {
-    let scheduler = Scheduler::builder().build();
+    let per_job = !std::env::args().any(|a| a == "--no-job-labels");
+    let scheduler = Scheduler::builder().metrics_per_job(per_job).build();
     let fires = Arc::new(AtomicU64::new(0));
     let lateness = Arc::new(Histogram::default());
     for i in 0..JOBS {

@@ -14,7 +14,7 @@ use slotcron::{BoxError, CancellationToken, Job, JobContext, Scheduler};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), BoxError> {
-    // The engine logs one line per run (job, trigger, outcome, dur_ms) through `tracing`.
+    // The engine logs one line per run (job, trigger, instance, outcome, duration_ms) through `tracing`.
     tracing_subscriber::fmt().init();
 
     // No coordinator configured: single-replica mode, every trigger runs here.

@@ -1,12 +1,13 @@
 //! What a handler learns about the run it performs.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{RunScope, trigger_key};
+use crate::engine::{RunScope, lock, trigger_key};
+use crate::ledger::{Cause, LedgerWrite, RunProcess, RunRecord};
 use crate::schedule::ScheduleKind;
 
 /// The context of one run, handed to the job's handler.
@@ -23,6 +24,8 @@ pub struct JobContext {
     /// run's timeout and by its job's removal with cancellation.
     pub(crate) own_cancel: CancellationToken,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
+    /// The run's record, `running` until the run ends.
+    pub(crate) record: Arc<Mutex<RunRecord>>,
 }
 
 impl fmt::Debug for JobContext {
@@ -84,5 +87,24 @@ impl JobContext {
     /// Whether the run has been asked to stop.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation_token().is_cancelled()
+    }
+
+    /// Why the trigger is run: on schedule, caught up after a misfire, at start-up...
+    pub fn cause(&self) -> Cause {
+        lock(&self.record).cause
+    }
+
+    /// Tells the scheduler the process this run started (the daemon: its command's
+    /// process group leader). It goes into the run's `running` record (written
+    /// asynchronously, as every ledger write), so that if this scheduler dies before the
+    /// run ends, the next start can stop the process and record the run
+    /// [`Outcome::Interrupted`](crate::Outcome::Interrupted).
+    pub fn started_process(&self, process: RunProcess) {
+        let record = {
+            let mut record = lock(&self.record);
+            record.process = Some(process);
+            record.clone()
+        };
+        self.scope.shared.outbox.push(LedgerWrite::Update(record));
     }
 }

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -13,6 +13,9 @@ use jiff::tz::TimeZone;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
+use crate::engine::LastRun;
+use crate::ledger::RunRecord;
+use crate::metrics::{JobLabels, JobSeries};
 use crate::policy::Misfire;
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
@@ -58,6 +61,10 @@ pub struct Job {
     pub(crate) every_replica: bool,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
+    /// The job's metric series, registered at its first use.
+    pub(crate) series: OnceLock<JobSeries>,
+    /// The last trigger handled, once one is recorded (for the admin API).
+    pub(crate) last_run: Mutex<Option<LastRun>>,
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
@@ -79,6 +86,8 @@ impl Clone for Job {
             payload: self.payload.clone(),
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
+            series: OnceLock::new(),
+            last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         }
@@ -152,6 +161,27 @@ impl Job {
     /// Whether an interval job also fires at start-up.
     pub fn run_on_start(&self) -> bool {
         self.run_on_start
+    }
+}
+
+impl Job {
+    /// The job's metric series (registered at the first call).
+    pub(crate) fn series(&self, labels: JobLabels) -> &JobSeries {
+        self.series.get_or_init(|| JobSeries::new(&self.name, labels))
+    }
+
+    /// Remembers `record` as the job's last run (an older trigger finishing late does
+    /// not replace a newer one).
+    pub(crate) fn set_last_run(&self, record: &RunRecord) {
+        let mut last = self.last_run.lock().unwrap_or_else(|p| p.into_inner());
+        if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
+            *last = Some(LastRun::from(record));
+        }
+    }
+
+    /// The last run [`Job::set_last_run`] remembered.
+    pub(crate) fn last_run(&self) -> Option<LastRun> {
+        self.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -329,6 +359,8 @@ impl JobBuilder {
             payload: self.payload,
             every_replica: self.every_replica,
             local_fencing: AtomicU64::new(0),
+            series: OnceLock::new(),
+            last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })

@@ -136,6 +136,8 @@
 //!   [`LedgerQuery`]) and remembers each job's last trigger in a [`Store`];
 //!   [`Scheduler::reconcile`] converges its jobs to a desired set of [`Plan`]s while it
 //!   runs.
+//! - [`metrics`]: the Prometheus-style metrics the engine emits through the `metrics`
+//!   facade.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //!
@@ -148,6 +150,7 @@ pub mod coordinator;
 mod engine;
 pub mod job;
 pub mod ledger;
+pub mod metrics;
 mod plan;
 pub mod policy;
 mod redact;
@@ -166,10 +169,13 @@ pub use coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
 };
 pub use engine::{
-    DefineError, PlanError, ReconcileError, ReconcileReport, Scheduler, SchedulerBuilder, trigger_key,
+    DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Scheduler,
+    SchedulerBuilder, trigger_key,
 };
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
-pub use ledger::{Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunRecord};
+pub use ledger::{
+    Cause, Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunProcess, RunRecord,
+};
 pub use plan::Plan;
 pub use policy::Misfire;
 pub use redact::redact;

@@ -2,12 +2,15 @@
 //! `SHELL=`), in the job's working directory and as its user if it has them, in its own
 //! process group and logs its output.
 
+mod capture;
 mod mail;
 mod output;
 mod user;
 
 pub use mail::sendmail;
 pub use user::Me;
+
+pub use capture::{KeepingOutput, keep_output_in};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -19,7 +22,8 @@ use slotcron::{CancellationToken, Handler, JobContext};
 use tokio::io::AsyncWriteExt;
 
 use crate::duration;
-use crate::process_group::ProcessGroup;
+use crate::process_group::{self, ProcessGroup};
+use capture::Tail;
 
 /// How much earlier than its timeout a run may be cancelled and still be told timed out
 /// (the engine's timer and this run's clock start a moment apart).
@@ -137,7 +141,9 @@ impl ShellCommand {
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
     /// id) and `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
     /// that grows with every won claim of the job across the fleet) in its environment.
-    /// Each line it writes is logged with the job's name (see [`output::log_lines`]).
+    /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
+    /// the last 64 KiB of its output are kept in the daemon's state (see
+    /// [`keep_output_in`]).
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -155,8 +161,7 @@ impl ShellCommand {
             command.current_dir(dir);
         }
         let switch = self.user.as_deref().map(user::Switch::to).transpose().map_err(CommandError::User)?;
-        if let Some(switch) = switch.flatten() {
-            command.envs(switch.env.clone());
+        if let Some(switch) = switch {
             switch.apply(&mut command);
         }
         // Mail only where a sendmail exists (its absence is warned of at start-up).
@@ -183,6 +188,10 @@ impl ShellCommand {
         let started = Instant::now();
         let pid = child.id().unwrap_or_default();
         let group = ProcessGroup::led_by(pid, job, ctx.trigger());
+        // In the run's record: a daemon that dies now leaves what stops it at the next start.
+        if let Some(process) = process_group::run_process(pid) {
+            ctx.started_process(process);
+        }
         tracing::info!(job, trigger = %ctx.trigger(), pid, "command started");
 
         // Fires when the shell has exited: processes it left in the background may hold
@@ -198,9 +207,10 @@ impl ShellCommand {
                 }
             }
         };
+        let tail = Tail::default();
         let collect = mail.as_ref().map(|(_, _, collected)| collected);
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, collect);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, collect);
+        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail, collect);
+        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail, collect);
         let cancel = ctx.cancellation_token();
         let exit = async {
             let status = tokio::select! {
@@ -235,6 +245,7 @@ impl ShellCommand {
         if let Some(group) = group {
             group.disarm();
         }
+        tail.save(ctx).await;
         if let Some((to, sendmail, collected)) = mail {
             collected.send(&sendmail, to, job, &self.script).await;
         }

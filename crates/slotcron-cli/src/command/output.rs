@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use super::mail::Collected;
 use slotcron::CancellationToken;
+
+use super::capture::Tail;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 /// Longer output lines are logged in parts of at most this many bytes.
@@ -21,16 +23,17 @@ const DRAIN: Duration = Duration::from_millis(250);
 /// Logs each line of the output stream `name` (`stdout`, `stderr`) of the job `job`,
 /// until the stream ends or, once `exited` fires (the command's shell exited), for at
 /// most [`DRAIN`] more; a line cut short there is logged as it is. Each line (or part)
-/// is also added to `mail`, if given. Returns the last non-blank line, escaped.
+/// is also appended, as written, to `tail`, and added to `mail`, if given. Returns the last non-blank line, escaped.
 pub async fn log_lines(
     stream: Option<impl AsyncRead + Unpin>,
     job: &str,
     name: &'static str,
     exited: &CancellationToken,
+    tail: &Tail,
     mail: Option<&Collected>,
 ) -> Option<String> {
     let mut reader = BufReader::new(stream?);
-    let mut log = StreamLog { job, stream: name, part: 0, last: None, mail };
+    let mut log = StreamLog { job, stream: name, part: 0, last: None, tail, mail };
     let mut buf = Vec::new();
     let drained = async {
         exited.cancelled().await;
@@ -95,6 +98,8 @@ struct StreamLog<'a> {
     part: u32,
     /// The last non-blank line (or part) logged.
     last: Option<String>,
+    /// The run's output as it is kept.
+    tail: &'a Tail,
     /// Where the lines are collected for a mail, if anywhere.
     mail: Option<&'a Collected>,
 }
@@ -104,6 +109,7 @@ impl StreamLog<'_> {
     /// it. The parts of a split line carry `part=1`, `part=2`..., the last one included.
     fn piece(&mut self, bytes: &[u8], ends_line: bool) {
         let bytes = if ends_line { bytes.strip_suffix(b"\r").unwrap_or(bytes) } else { bytes };
+        self.tail.push(bytes, ends_line);
         let text = String::from_utf8_lossy(bytes);
         let text = escape(&text);
         let (job, stream) = (self.job, self.stream);

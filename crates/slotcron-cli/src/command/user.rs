@@ -37,19 +37,20 @@ pub struct Switch {
     uid: Uid,
     gid: Gid,
     groups: Vec<Gid>,
-    /// `HOME`, `LOGNAME` and `USER`, as cron sets them.
-    pub env: [(&'static str, String); 3],
+    /// Whether the daemon runs as another user, so the child must switch.
+    needed: bool,
+    /// `HOME`, `LOGNAME` and `USER`, as cron sets them (also for the daemon's own user).
+    env: [(&'static str, String); 3],
 }
 
 impl Switch {
-    /// The switch to `name`, or `None` when the daemon already runs as `name`.
+    /// The switch to `name`: its environment, and the change of user unless the daemon
+    /// already runs as `name`.
     ///
     /// # Errors
     /// No such user on this host, or its groups cannot be read.
-    pub fn to(name: &str) -> Result<Option<Self>, String> {
-        if Me::now().is(name) {
-            return Ok(None);
-        }
+    pub fn to(name: &str) -> Result<Self, String> {
+        let needed = !Me::now().is(name);
         let user = match User::from_name(name) {
             Ok(Some(user)) => user,
             Ok(None) => return Err(format!("no user {name:?} on this host")),
@@ -60,12 +61,17 @@ impl Switch {
             .map_err(|e| format!("cannot read the groups of {name:?}: {e}"))?;
         let home = PathBuf::from(&user.dir).display().to_string();
         let env = [("HOME", home), ("LOGNAME", name.to_owned()), ("USER", name.to_owned())];
-        Ok(Some(Self { uid: user.uid, gid: user.gid, groups, env }))
+        Ok(Self { uid: user.uid, gid: user.gid, groups, needed, env })
     }
 
-    /// Makes `command`'s child drop to this user before `exec`.
+    /// Gives `command` the user's environment and, if needed, makes its child drop to
+    /// this user before `exec`.
     pub fn apply(self, command: &mut tokio::process::Command) {
-        let Self { uid, gid, groups, .. } = self;
+        let Self { uid, gid, groups, needed, env } = self;
+        command.envs(env);
+        if !needed {
+            return;
+        }
         // SAFETY: the closure runs in the forked child, where only async-signal-safe calls
         // are allowed: setgroups(2), setgid(2) and setuid(2) are plain system calls, and
         // it allocates nothing (the groups were read before the fork).

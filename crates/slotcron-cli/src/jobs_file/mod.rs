@@ -65,7 +65,8 @@ pub struct JobsFile {
     pub shutdown_timeout: Option<Duration>,
 }
 
-/// A TOML jobs file's `[coordination]` table: how the daemons of a fleet share triggers.
+/// A TOML jobs file's daemon settings: its `[coordination]` table (how the daemons of a
+/// fleet share triggers) and its `[admin]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Coordination {
     /// `redis = "URL"`: the Redis in which the daemons claim triggers (the `--redis` flag
@@ -77,6 +78,9 @@ pub struct Coordination {
     /// `slack = "5s"`: the clock-skew slack (the `--clock-skew-slack` flag takes
     /// precedence).
     pub slack: Option<std::time::Duration>,
+    /// `[admin] listen = "ADDR"`: where the admin API listens (the `--admin` flag and
+    /// the `SLOTCRON_ADMIN` variable take precedence).
+    pub admin_listen: Option<String>,
 }
 
 /// One job of a file.

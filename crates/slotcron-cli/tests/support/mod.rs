@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod http;
 pub mod postgres;
 #[path = "../../../slotcron-redis/tests/support/cluster.rs"]
 pub mod redis_cluster;
@@ -29,7 +30,11 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// The binary under test, with none of the environment variables it reads.
 pub fn slotcron() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_slotcron"));
-    command.env_remove("RUST_LOG").env_remove("SLOTCRON_REDIS_URL");
+    command
+        .env_remove("RUST_LOG")
+        .env_remove("SLOTCRON_REDIS_URL")
+        .env_remove("SLOTCRON_ADMIN")
+        .env_remove("SLOTCRON_ADMIN_TOKEN");
     command
 }
 
@@ -135,6 +140,13 @@ impl Daemon {
         }
     }
 
+    /// The next log line, if one is waiting (kept in [`Self::log`] too).
+    pub fn try_line(&mut self) -> Result<String, std::sync::mpsc::TryRecvError> {
+        let line = self.lines.try_recv()?;
+        self.log.push(line.clone());
+        Ok(line)
+    }
+
     /// Sends `signal` to the daemon.
     pub fn signal(&self, signal: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), signal).unwrap();
@@ -234,11 +246,15 @@ pub struct Run {
     pub trigger: Timestamp,
     pub instance: String,
     pub outcome: String,
+    pub cause: String,
+    pub attempts: u32,
     pub fencing_token: Option<u64>,
     #[serde(deserialize_with = "instant")]
     pub started: Timestamp,
     pub duration_ms: u64,
     pub error: Option<String>,
+    pub pid: Option<u32>,
+    pub host: Option<String>,
 }
 
 /// An RFC 3339 instant in JSON.
@@ -248,6 +264,11 @@ fn instant<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Timestam
 }
 
 impl Run {
+    /// Whether the record is final: not the `running` record of a run still going.
+    pub fn finished(&self) -> bool {
+        self.outcome != "running"
+    }
+
     /// Whether the command ran (whatever its result), as opposed to a skipped or missed
     /// trigger.
     pub fn ran(&self) -> bool {

@@ -1,17 +1,19 @@
 //! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::outbox::Outbox;
 use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::Coordinator;
 use crate::ledger::{Ledger, MemoryLedger};
+use crate::metrics::JobLabels;
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
 
@@ -41,6 +43,8 @@ impl Default for SchedulerBuilder {
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
+                metrics: JobLabels::default(),
+                record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
             },
         }
@@ -50,6 +54,19 @@ impl Default for SchedulerBuilder {
 impl SchedulerBuilder {
     /// The default [clock-skew slack](Self::slack): 5 s.
     pub const DEFAULT_SLACK: Duration = Duration::from_secs(5);
+
+    /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
+    pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
+
+    /// How many ledger writes may wait for the ledger (default
+    /// [`SchedulerBuilder::DEFAULT_RECORD_BUFFER`], at least 1). Records are written by
+    /// one task, in order, so a run never waits on the ledger; while the ledger is down
+    /// they wait here, and a full buffer drops the oldest, counting and logging how many.
+    /// Job-state writes that fail wait too (the newest per job, however many jobs).
+    pub fn record_buffer(mut self, writes: usize) -> Self {
+        self.settings.record_buffer = writes;
+        self
+    }
 
     /// The clock to read and sleep on (default: [`SystemClock`]).
     pub fn clock(mut self, clock: impl Clock) -> Self {
@@ -138,6 +155,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
+    /// it off for very large job sets: one series per job and outcome is more than a
+    /// Prometheus server wants for tens of thousands of jobs.
+    pub fn metrics_per_job(mut self, per_job: bool) -> Self {
+        self.settings.metrics = JobLabels(per_job);
+        self
+    }
+
     /// Whether [`Scheduler::restore`] adds the job definitions kept in the store as jobs
     /// (default `true`); with `false` it reads only the jobs' state, for a caller that
     /// manages the jobs itself (with [`Scheduler::reconcile`], for example).
@@ -148,22 +173,29 @@ impl SchedulerBuilder {
 
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
+        let table = Table::new(self.settings.metrics);
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
+        let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
         Scheduler {
             shared: Arc::new(Shared {
                 clock: self.clock,
                 coordinator: self.coordinator,
                 ledger: self.ledger,
                 persist_state: self.store.is_some(),
-                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                store,
                 instance: instance.into(),
                 settings: self.settings,
                 skew: Default::default(),
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
-                table: Mutex::new(Table::default()),
+                table: Mutex::new(table),
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
+                health: Default::default(),
+                series: OnceLock::new(),
+                lifecycle: Arc::default(),
+                outbox: Arc::new(outbox),
                 stopped: CancellationToken::new(),
             }),
         }

@@ -2,28 +2,33 @@
 //! the [`Clock`], and one task per run.
 
 mod builder;
+mod introspect;
 mod misfire;
+mod outbox;
 mod plans;
 mod queue;
 mod reconcile;
 mod record;
 mod run;
 mod skew;
+mod sweep;
 mod table;
 mod trigger;
 
 pub use builder::SchedulerBuilder;
+pub use introspect::{JobInfo, LastRun, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 
-pub(crate) use run::RunScope;
+pub(crate) use run::{RunScope, lock};
 pub use trigger::trigger_key;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedMutexGuard};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -31,8 +36,10 @@ use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::metrics::{EngineSeries, JobLabels};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
+use outbox::Outbox;
 use table::Table;
 
 /// `duration` after `at`, or the last representable instant: a huge setting waits
@@ -88,7 +95,16 @@ pub(crate) struct Shared {
     restored: AtomicBool,
     table: Mutex<Table>,
     wake: Notify,
+    /// Set while a `run()` fires triggers.
     running: AtomicBool,
+    health: introspect::Health,
+    /// The scheduler's metric series, registered at the first use.
+    series: OnceLock<EngineSeries>,
+    /// Held by a `run()` from its start to the end of its shutdown, which may go on after
+    /// its future was dropped: a later `run()` waits for it.
+    lifecycle: Arc<tokio::sync::Mutex<()>>,
+    /// The ledger writes and failed job-state writes waiting to be written.
+    pub outbox: Arc<Outbox>,
     /// Fired when [`Scheduler::run`] returns: ends the reconcile loops.
     stopped: CancellationToken,
 }
@@ -102,7 +118,48 @@ pub(crate) struct Settings {
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
+    pub metrics: JobLabels,
+    pub record_buffer: usize,
     pub restore_definitions: bool,
+}
+
+/// What one `run()` started: handed to its shutdown, however the `run()` ends.
+struct Started {
+    tracker: TaskTracker,
+    scope: Arc<RunScope>,
+    /// Stops the outbox's writer and the heartbeat once the runs have stopped.
+    stop_writer: CancellationToken,
+    writer: JoinHandle<()>,
+    heartbeat: JoinHandle<()>,
+    _lifecycle: OwnedMutexGuard<()>,
+}
+
+/// Clears the running flag when a `run()` ends, however it ends, and hands what it
+/// started to the shutdown if its future is dropped.
+struct DropGuard {
+    scheduler: Scheduler,
+    started: Option<Started>,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        let shared = &self.scheduler.shared;
+        shared.running.store(false, Ordering::SeqCst);
+        shared.stopped.cancel();
+        let Some(started) = self.started.take() else { return };
+        tracing::warn!("the Scheduler::run future was dropped: stopping its runs as at a cancellation");
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let scheduler = self.scheduler.clone();
+                runtime.spawn(async move { scheduler.shutdown(started).await });
+            }
+            // No runtime left to stop them on: drop the runs at once.
+            Err(_) => {
+                started.scope.shutdown.cancel();
+                started.scope.abort.cancel();
+            }
+        }
+    }
 }
 
 impl Scheduler {
@@ -242,22 +299,45 @@ impl Scheduler {
 
     /// Fires jobs until `cancel` fires, then stops firing, signals the running handlers
     /// (or, with [`SchedulerBuilder::drain_on_shutdown`], lets them finish), waits for
-    /// them up to the shutdown timeout, drops what is left after the cancel grace, and
-    /// returns. Close connections the handlers use after this returns, not before.
+    /// them up to the shutdown timeout, drops what is left after the cancel grace, writes
+    /// the records still buffered (for up to 10 s more), and returns. Close connections
+    /// the handlers use after this returns, not before.
     ///
     /// A second concurrent call returns at once.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future (it lost a `tokio::select!`, its task was aborted) stops the
+    /// firing at once and hands the runs to the same shutdown as a cancellation, on a task
+    /// of its own on the current tokio runtime: they are signalled, waited for (bounded)
+    /// and recorded. A later call to `run` waits for that shutdown to end, then fires
+    /// again. Dropped outside a runtime, the runs are dropped at once.
     pub async fn run(&self, cancel: CancellationToken) {
         if self.shared.running.swap(true, Ordering::SeqCst) {
             tracing::error!("Scheduler::run called while already running; ignored");
             return;
         }
+        let mut guard = DropGuard { scheduler: self.clone(), started: None };
+        // A dropped run()'s shutdown may still be going on.
+        let lifecycle = self.shared.lifecycle.clone().lock_owned().await;
         if !self.shared.restored.load(Ordering::SeqCst)
             && let Err(e) = self.restore().await
         {
             tracing::error!("{e}; jobs start without their stored state");
         }
-        let scope = Arc::new(RunScope::new(self.shared.clone()));
-        let tracker = TaskTracker::new();
+        let stop_writer = CancellationToken::new();
+        let writer =
+            tokio::spawn(self.shared.outbox.clone().deliver(self.shared.clock.clone(), stop_writer.clone()));
+        let heartbeat = tokio::spawn(sweep::heartbeat(self.shared.clone(), stop_writer.clone()));
+        let started = guard.started.insert(Started {
+            tracker: TaskTracker::new(),
+            scope: Arc::new(RunScope::new(self.shared.clone())),
+            stop_writer,
+            writer,
+            heartbeat,
+            _lifecycle: lifecycle,
+        });
+        let (scope, tracker) = (started.scope.clone(), started.tracker.clone());
         tracing::info!(
             instance = %self.shared.instance,
             coordinator = self.shared.coordinator.as_ref().map_or("none", |c| c.name()),
@@ -304,18 +384,19 @@ impl Scheduler {
                 () = sleep => {}
             }
         }
-        self.shutdown(tracker, &scope).await;
-        self.shared.running.store(false, Ordering::SeqCst);
-        self.shared.stopped.cancel();
+        let started = guard.started.take().expect("taken only here and on drop");
+        self.shutdown(started).await;
+        // The guard clears the running flag and fires `stopped`.
     }
 
-    async fn shutdown(&self, tracker: TaskTracker, control: &RunScope) {
+    async fn shutdown(&self, started: Started) {
+        let Started { tracker, scope, stop_writer, writer, heartbeat, _lifecycle } = started;
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         if !settings.drain_on_shutdown {
-            control.shutdown.cancel();
+            scope.shutdown.cancel();
         }
         let bounded = |limit: Duration| {
             let deadline = later(clock.now(), limit);
@@ -329,21 +410,30 @@ impl Scheduler {
         };
         if !bounded(settings.shutdown_timeout).await {
             tracing::warn!(runs = tracker.len(), "runs still going at the shutdown timeout: cancelling them");
-            control.shutdown.cancel();
+            scope.shutdown.cancel();
             if !bounded(settings.cancel_grace).await {
                 tracing::warn!(
                     runs = tracker.len(),
                     "runs still going after the cancel grace: abandoning them"
                 );
-                control.abort.cancel();
+                scope.abort.cancel();
                 tracker.wait().await;
             }
         }
+        stop_writer.cancel();
+        if let Err(e) = writer.await {
+            tracing::error!("the ledger writer failed: {e}");
+        }
+        let _ = heartbeat.await;
         tracing::info!("scheduler stopped");
     }
 }
 
 impl Shared {
+    pub(crate) fn series(&self) -> &EngineSeries {
+        self.series.get_or_init(EngineSeries::default)
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

@@ -1,4 +1,5 @@
-//! Run recording: each trigger's one record, log line and job-state update.
+//! Run recording: each trigger's one record (written when its run starts, completed when
+//! it ends), log line and job-state update, all through the [`Outbox`](super::outbox).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -7,47 +8,78 @@ use jiff::Timestamp;
 
 use super::Shared;
 use crate::job::Job;
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::store::JobState;
 
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record(
+    /// The record of a trigger that was not run (`outcome` a skip or a miss), at now.
+    pub(crate) fn skipped(
         &self,
         job: &Job,
         trigger: Timestamp,
+        cause: Cause,
         outcome: Outcome,
-        fencing_token: Option<u64>,
-        started: Timestamp,
-        duration: Duration,
-        error: Option<String>,
+        reason: Option<String>,
     ) -> RunRecord {
         RunRecord {
             job: job.name.clone(),
             trigger,
             instance: self.instance.clone(),
+            cause,
+            attempts: 0,
             outcome,
-            fencing_token,
-            started,
-            duration,
-            error,
+            fencing_token: None,
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: reason,
+            process: None,
         }
     }
 
-    /// Logs the run's one line, appends it to the ledger and updates the job's state
-    /// (not for a backend outage: that trigger may still be re-issued).
+    /// The `running` record of a run that starts now, and its append (not waited for).
+    pub(crate) fn start_run(
+        &self,
+        job: &Job,
+        trigger: Timestamp,
+        cause: Cause,
+        fencing_token: u64,
+    ) -> RunRecord {
+        let record = RunRecord {
+            job: job.name.clone(),
+            trigger,
+            instance: self.instance.clone(),
+            cause,
+            attempts: 1,
+            outcome: Outcome::Running,
+            fencing_token: Some(fencing_token),
+            started: self.clock.now(),
+            duration: Duration::ZERO,
+            error: None,
+            process: None,
+        };
+        self.outbox.push(LedgerWrite::Append(record.clone()));
+        record
+    }
+
+    /// Logs the run's one line, writes its record (completing its `running` one, if it
+    /// ran) and updates the job's state (not for a backend outage: that trigger may still
+    /// be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
+        job.set_last_run(&record);
+        let ran = record.outcome.ran().then_some(record.duration);
+        job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.
         if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew) {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
-        if let Err(e) = self.ledger.append(&record).await {
-            tracing::warn!(job = %record.job, trigger = %record.trigger, "{e}");
-        }
+        let write =
+            if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) };
+        self.outbox.push(write);
     }
 
-    /// Records that `trigger` of `job` was handled; a failure is logged, not fatal.
+    /// Records that `trigger` of `job` was handled; a failed write is kept and written
+    /// when the store is back.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
         if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return;
@@ -57,9 +89,7 @@ impl Shared {
             last_outcome: outcome,
             one_shot_done: job.schedule.kind().is_one_shot(),
         };
-        if let Err(e) = self.store.save_state(&job.name, &state).await {
-            tracing::warn!(job = %job.name, %trigger, "{e}");
-        }
+        self.outbox.save_state(&job.name, state).await;
         // Removed while saving: the removal's delete may have come first, so delete again.
         if job.removed.load(Ordering::SeqCst)
             && !job.schedule.kind().is_one_shot()
@@ -71,17 +101,22 @@ impl Shared {
 }
 
 fn log_run(r: &RunRecord) {
-    let dur_ms = r.duration.as_millis() as u64;
-    let (job, trigger, outcome) = (&*r.job, r.trigger, r.outcome.as_str());
+    let duration_ms = r.duration.as_millis() as u64;
+    let (job, trigger, instance) = (&*r.job, r.trigger, &*r.instance);
+    let (outcome, cause) = (r.outcome.as_str(), r.cause.as_str());
     let err = r.error.as_deref().unwrap_or("");
     match r.outcome {
-        Outcome::Succeeded => tracing::info!(job, %trigger, outcome, dur_ms, "run finished"),
+        Outcome::Succeeded => {
+            tracing::info!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
+        }
         // Losing a claim is normal; a refusal by the high-water mark (with a reason) is not.
         Outcome::SkippedLost if r.error.is_none() => {
-            tracing::debug!(job, %trigger, outcome, dur_ms, "run finished")
+            tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
         }
         // The skew guard warns once a minute for all of them.
-        Outcome::SkippedClockSkew => tracing::debug!(job, %trigger, outcome, dur_ms, err, "run finished"),
-        _ => tracing::warn!(job, %trigger, outcome, dur_ms, err, "run finished"),
+        Outcome::SkippedClockSkew => {
+            tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, err, "run finished")
+        }
+        _ => tracing::warn!(job, %trigger, instance, outcome, cause, duration_ms, err, "run finished"),
     }
 }

@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::Shared;
 use super::later;
@@ -20,7 +21,8 @@ use super::trigger::{claim_hold, job_run_budget};
 use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind};
 use crate::job::{BoxError, Job};
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::{Cause, Outcome, RunRecord};
+use crate::metrics::{ClaimResult, EngineSeries};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -85,9 +87,13 @@ impl RunScope {
 /// The run's state is boxed when it starts, so a task that waits in the runtime's queue
 /// holds only its arguments (and tokio moves less memory per spawn): a burst of
 /// thousands of triggers stays small.
+///
+/// The run is a `tracing` span, `run`, carrying the job and the trigger, so the handler's
+/// own events carry them too.
 pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     scope.started();
-    Box::pin(execute_started(scope, due)).await;
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    Box::pin(execute_started(scope, due)).instrument(span).await;
 }
 
 /// Handles several due items of one job (a catch-up) in trigger order: each claim, and
@@ -97,13 +103,13 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
 pub(crate) async fn execute_in_order(scope: Arc<RunScope>, tracker: TaskTracker, items: Vec<Due>) {
     for due in items {
         scope.started();
-        let Due { job, trigger, next, action } = due;
+        let Due { job, trigger, next, action, cause } = due;
         if removed(&job, trigger) {
             continue;
         }
         let started = match action {
-            Action::Missed { count } => Err(missed(&scope.shared, &job, trigger, count)),
-            Action::Run => Box::pin(claim_and_start(&scope, &job, trigger, next)).await,
+            Action::Missed { count } => Err(missed(&scope.shared, &job, trigger, cause, count)),
+            Action::Run => Box::pin(claim_and_start(&scope, &job, trigger, next, cause)).await,
         };
         match started {
             Err(record) => scope.shared.finish(&job, record).await,
@@ -120,13 +126,13 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, tracker: TaskTracker,
 
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
-    let Due { job, trigger, next, action } = due;
+    let Due { job, trigger, next, action, cause } = due;
     if removed(&job, trigger) {
         return;
     }
     let record = match action {
-        Action::Missed { count } => missed(shared, &job, trigger, count),
-        Action::Run => match claim_and_start(&scope, &job, trigger, next).await {
+        Action::Missed { count } => missed(shared, &job, trigger, cause, count),
+        Action::Run => match claim_and_start(&scope, &job, trigger, next, cause).await {
             Ok(run) => run.finish(&scope, &job).await,
             Err(skipped) => skipped,
         },
@@ -144,26 +150,27 @@ fn removed(job: &Job, trigger: Timestamp) -> bool {
 }
 
 /// The record of `count` triggers the misfire policy dropped, up to `trigger`.
-fn missed(shared: &Shared, job: &Job, trigger: Timestamp, count: u64) -> RunRecord {
+fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u64) -> RunRecord {
     let reason = format!(
         "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
         job.grace,
         job.misfire.name()
     );
-    shared.record(job, trigger, Outcome::Missed, None, shared.clock.now(), Duration::ZERO, Some(reason))
+    shared.skipped(job, trigger, cause, Outcome::Missed, Some(reason))
 }
 
 /// A run whose handler has been called: its future, awaited by [`Started::finish`].
 struct Started {
     trigger: Timestamp,
-    fencing_token: u64,
+    /// The run's record (written `running`), shared with its [`JobContext`].
+    record: Arc<Mutex<RunRecord>>,
     started: Timestamp,
     cancel: CancellationToken,
     /// The handler's future, or the outcome of a handler that panicked when called.
-    run: Result<Running, (Outcome, Option<String>)>,
+    run: Result<HandlerRun, (Outcome, Option<String>)>,
 }
 
-type Running = futures_util::future::CatchUnwind<
+type HandlerRun = futures_util::future::CatchUnwind<
     AssertUnwindSafe<futures_util::future::BoxFuture<'static, Result<(), BoxError>>>,
 >;
 
@@ -173,6 +180,7 @@ async fn claim_and_start(
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
 ) -> Result<Started, RunRecord> {
     let shared = &scope.shared;
     let kind = job.schedule.kind();
@@ -184,12 +192,13 @@ async fn claim_and_start(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            claim(shared, coordinator.as_ref(), job, trigger, next, key).await?
+            claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await?
         }
     };
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     shared.save_state(job, trigger, None).await;
+    let record = Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token)));
     let ctx = JobContext {
         job: job.name.clone(),
         trigger,
@@ -200,27 +209,51 @@ async fn claim_and_start(
         // Each run can be cancelled on its own: by its timeout, or by its job's removal.
         own_cancel: scope.shutdown.child_token(),
         payload: job.payload.clone(),
+        record: record.clone(),
     };
-    let started = shared.clock.now();
+    let started = lock(&record).started;
     let cancel = ctx.own_cancel.clone();
     let run = match std::panic::catch_unwind(AssertUnwindSafe(|| job.handler.call(ctx))) {
         Ok(run) => Ok(AssertUnwindSafe(run).catch_unwind()),
         Err(panic) => Err((Outcome::Panicked, Some(panic_message(panic.as_ref())))),
     };
-    Ok(Started { trigger, fencing_token, started, cancel, run })
+    Ok(Started { trigger, record, started, cancel, run })
 }
 
 impl Started {
     /// Awaits the handler under its timeout; the run's record.
     async fn finish(self, scope: &RunScope, job: &Job) -> RunRecord {
         let shared = &scope.shared;
-        let Self { trigger, fencing_token, started, cancel, run } = self;
+        let Self { trigger, record, started, cancel, run } = self;
+        let lateness = trigger.duration_until(started);
+        let series = shared.series();
+        series.run_started(Duration::try_from(lateness).unwrap_or_default());
+        let running = Running(series);
         let (outcome, error) = match run {
             Ok(run) => run_handler(scope, job, run, cancel, started).await,
             Err(panicked) => panicked,
         };
+        drop(running);
         let duration = Duration::try_from(started.duration_until(shared.clock.now())).unwrap_or_default();
-        shared.record(job, trigger, outcome, Some(fencing_token), started, duration, error)
+        let mut record = lock(&record).clone();
+        record.outcome = outcome;
+        record.duration = duration;
+        record.error = error;
+        record
+    }
+}
+
+/// The run's record, shared with its [`JobContext`].
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A started handler, counted in the running-runs gauge until dropped.
+struct Running<'a>(&'a EngineSeries);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.run_ended();
     }
 }
 
@@ -247,6 +280,7 @@ async fn claim(
     job: &Job,
     trigger: Timestamp,
     next: Option<Timestamp>,
+    cause: Cause,
     key: &str,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
@@ -259,35 +293,35 @@ async fn claim(
             Ok(Skew::Within) => {}
             Ok(Skew::Beyond(offset)) => {
                 let reason = skew::reason(coordinator, offset, settings.slack);
-                let now = shared.clock.now();
-                return Err(shared.record(
-                    job,
-                    trigger,
-                    Outcome::SkippedClockSkew,
-                    None,
-                    now,
-                    Duration::ZERO,
-                    Some(reason),
-                ));
+                return Err(shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason)));
             }
-            Err(e) => return Err(unclaimed(shared, coordinator, job, trigger, shared.clock.now(), &e)),
+            Err(e) => {
+                shared.health.coordinator.store(false, Ordering::Relaxed);
+                return Err(unclaimed(shared, coordinator, job, trigger, cause, &e));
+            }
         }
     }
+    let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
-    let now = shared.clock.now();
+    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
+    let result = match claimed {
+        Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
+        Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark) => ClaimResult::Lost,
+        Err(_) => ClaimResult::Error,
+    };
+    shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => {
-            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, None))
-        }
+        Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
         Ok(ClaimOutcome::BehindMark) => {
             let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
                           or a later one, and this trigger's claim may have expired, so it is never \
                           claimed again"
                 .to_owned();
-            Err(shared.record(job, trigger, Outcome::SkippedLost, None, now, Duration::ZERO, Some(reason)))
+            Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason)))
         }
-        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, now, &e)),
+        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
     }
 }
 
@@ -319,7 +353,7 @@ fn unclaimed(
     coordinator: &dyn Coordinator,
     job: &Job,
     trigger: Timestamp,
-    now: Timestamp,
+    cause: Cause,
     error: &CoordinatorError,
 ) -> RunRecord {
     let outcome = match error.kind() {
@@ -328,14 +362,14 @@ fn unclaimed(
         | CoordinatorErrorKind::OutcomeUnknown => Outcome::SkippedBackendUnavailable,
     };
     let reason = format!("{} coordinator ({}): {error}", coordinator.name(), error.kind());
-    shared.record(job, trigger, outcome, None, now, Duration::ZERO, Some(reason))
+    shared.skipped(job, trigger, cause, outcome, Some(reason))
 }
 
 /// Awaits the handler's future, catching errors and panics, and enforcing the timeout.
 async fn run_handler(
     scope: &RunScope,
     job: &Job,
-    mut run: Running,
+    mut run: HandlerRun,
     cancel: CancellationToken,
     started: Timestamp,
 ) -> (Outcome, Option<String>) {

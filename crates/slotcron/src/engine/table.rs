@@ -6,9 +6,12 @@ use std::sync::atomic::Ordering;
 
 use jiff::Timestamp;
 
+use super::introspect::{JobInfo, LastRun};
 use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
+use crate::ledger::Cause;
+use crate::metrics::JobLabels;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -20,6 +23,8 @@ pub(crate) struct Due {
     /// The job's next trigger after this one (for the claim TTL).
     pub next: Option<Timestamp>,
     pub action: Action,
+    /// Why it is due: on schedule, caught up after a misfire, or at start-up.
+    pub cause: Cause,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -67,9 +72,16 @@ pub(crate) struct Table {
     started: Option<Timestamp>,
     /// The stored state of each job, read when the engine starts.
     states: HashMap<String, JobState>,
+    /// Whether the next-trigger gauge is set per job.
+    metrics: JobLabels,
 }
 
 impl Table {
+    /// An empty table.
+    pub fn new(metrics: JobLabels) -> Self {
+        Self { metrics, ..Self::default() }
+    }
+
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
     /// taken, else whether the job's trigger is now the earliest (the engine must wake).
     pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
@@ -159,6 +171,9 @@ impl Table {
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
+        if let Some(entry) = &entry {
+            entry.job.series(self.metrics).next_trigger(None);
+        }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
         }
@@ -177,8 +192,12 @@ impl Table {
         self.states = states;
     }
 
-    /// Starts the clock for every job added so far.
+    /// Starts the clock for every job added so far. Once started, the queue stays: a
+    /// later start (another `run()`) goes on from each job's queued trigger.
     pub fn start(&mut self, now: Timestamp) {
+        if self.started.is_some() {
+            return;
+        }
         self.started = Some(now);
         for slot in 0..self.slots.len() as u32 {
             self.queue_first(slot, now, Start::Fresh);
@@ -234,6 +253,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
+        job.series(self.metrics).next_trigger(first);
         if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
             (job.run_on_start, replacing, kind, first)
         {
@@ -257,6 +277,30 @@ impl Table {
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
+    }
+
+    /// A job with its queued trigger.
+    pub fn info(&self, name: &str) -> Option<JobInfo> {
+        Some(self.info_of(self.slots[*self.by_name.get(name)? as usize].as_ref()?))
+    }
+
+    /// Every job with its queued trigger.
+    pub fn infos(&self) -> Vec<JobInfo> {
+        self.slots.iter().flatten().map(|entry| self.info_of(entry)).collect()
+    }
+
+    fn info_of(&self, entry: &Entry) -> JobInfo {
+        let job = entry.job.clone();
+        let stored = || {
+            self.states.get(&*job.name).map(|s| LastRun {
+                trigger: s.last_trigger,
+                outcome: s.last_outcome,
+                instance: None,
+                duration: None,
+            })
+        };
+        let last_run = job.last_run().or_else(stored);
+        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run }
     }
 
     /// The names of the jobs, borrowed.
@@ -288,7 +332,8 @@ impl Table {
             let job = entry.job.clone();
             entry.last = entry.last.max(Some(at));
             if top.start_up {
-                due.push(Due { job, trigger: at, next: entry.next, action: Action::Run });
+                let next = entry.next;
+                due.push(Due { job, trigger: at, next, action: Action::Run, cause: Cause::StartUp });
                 continue;
             }
             let late = now.duration_since(at) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
@@ -301,20 +346,34 @@ impl Table {
                         trigger: newest,
                         next: None,
                         action: Action::Missed { count },
+                        cause: Cause::CatchUp,
                     });
                 }
                 let mut runs = plan.run.into_iter().peekable();
                 while let Some(trigger) = runs.next() {
                     let next = runs.peek().copied().or(plan.next);
-                    due.push(Due { job: job.clone(), trigger, next, action: Action::Run });
+                    due.push(Due {
+                        job: job.clone(),
+                        trigger,
+                        next,
+                        action: Action::Run,
+                        cause: Cause::CatchUp,
+                    });
                 }
                 plan.next
             } else {
                 let next = if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(at) };
-                due.push(Due { job: job.clone(), trigger: at, next, action: Action::Run });
+                due.push(Due {
+                    job: job.clone(),
+                    trigger: at,
+                    next,
+                    action: Action::Run,
+                    cause: Cause::Scheduled,
+                });
                 next
             };
             entry.next = next;
+            job.series(self.metrics).next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),

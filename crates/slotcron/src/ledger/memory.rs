@@ -3,7 +3,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use super::{Ledger, LedgerError, LedgerQuery, RunRecord, same_run};
 
 /// A bounded in-memory ledger: the newest `capacity` records. The library's default.
 #[derive(Debug)]
@@ -51,6 +51,19 @@ impl Ledger for MemoryLedger {
         }
         records.push_back(record.clone());
         Ok(())
+    }
+
+    async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        let found = self
+            .lock()
+            .iter_mut()
+            .rev()
+            .find(|r| same_run(r, record))
+            .map(|running| *running = record.clone());
+        match found {
+            Some(()) => Ok(()),
+            None => self.append(record).await,
+        }
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {

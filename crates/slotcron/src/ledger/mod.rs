@@ -1,12 +1,16 @@
 //! The ledger: the run history, one [`RunRecord`] per trigger per replica that saw it.
 
 mod memory;
+mod name;
+mod output;
 mod prune;
 mod record;
 
 pub use memory::MemoryLedger;
+pub use name::UnknownName;
+pub use output::{MAX_OUTPUT_BYTES, MemoryOutputs, OutputStore, RunOutput};
 pub use prune::{Prune, PruneSchedule};
-pub use record::{Outcome, RunRecord};
+pub use record::{Cause, Outcome, RunProcess, RunRecord, UnknownOutcome};
 
 use std::time::Duration;
 
@@ -15,21 +19,111 @@ use jiff::Timestamp;
 
 use crate::job::BoxError;
 
-/// Where run records go. The engine appends one record per trigger it handled
-/// (including skipped and missed triggers).
+/// Where run records go: one record per trigger per replica that handled it (including
+/// skipped and missed triggers). A run's record is appended when it starts
+/// ([`Outcome::Running`]) and [updated](Ledger::update) when it ends, so a crash leaves a
+/// `running` record that the next start marks [`Outcome::Interrupted`].
+///
+/// The engine never waits for the ledger: it hands its writes to a bounded buffer that
+/// writes them in order, and keeps those that fail until the ledger takes them.
 #[async_trait]
 pub trait Ledger: Send + Sync + 'static {
-    /// Appends one record.
+    /// Appends one record. A networked backend, whose write may take effect without its
+    /// reply arriving (and is then written again), appends nothing if it holds a record
+    /// of the same run already ([`same_run`]).
     ///
     /// # Errors
-    /// The backend failed; the engine logs a warning and goes on.
+    /// The backend failed; the engine keeps the record and writes it again later.
     async fn append(&self, record: &RunRecord) -> Result<(), LedgerError>;
+
+    /// Replaces the record of the same run ([`same_run`]: its `running` record, which
+    /// this completes or adds to, e.g. its process) with `record`, or appends `record` if
+    /// there is none. Written twice, it leaves the same one record.
+    ///
+    /// # Errors
+    /// The backend failed; the engine keeps the record and writes it again later.
+    async fn update(&self, record: &RunRecord) -> Result<(), LedgerError>;
+
+    /// Carries out `writes` in order. The default makes one call each; a backend that can
+    /// write several at once (one transaction) overrides it.
+    ///
+    /// # Errors
+    /// The backend failed; [`BatchError::written`] says how many of `writes` (from the
+    /// first) took effect.
+    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), BatchError> {
+        for (written, write) in writes.iter().enumerate() {
+            let result = match write {
+                LedgerWrite::Append(record) => self.append(record).await,
+                LedgerWrite::Update(record) => self.update(record).await,
+            };
+            result.map_err(|error| BatchError { written, error })?;
+        }
+        Ok(())
+    }
+
+    /// Records that the scheduler `instance` is alive now, on the ledger's clock: a
+    /// ledger shared by a fleet keeps each instance's last heartbeat, so that a replica's
+    /// stale sweep can tell the `running` records of a dead instance from a live one's
+    /// ([`Ledger::lapsed_instances`]). The engine beats every
+    /// [`HEARTBEAT_EVERY`] while it runs. The default keeps
+    /// nothing (a ledger of one scheduler needs none).
+    ///
+    /// # Errors
+    /// The backend failed; the engine logs it and beats again later.
+    async fn heartbeat(&self, instance: &str) -> Result<(), LedgerError> {
+        let _ = instance;
+        Ok(())
+    }
+
+    /// The instances that have `running` records and whose last heartbeat is older than
+    /// `older_than`, on the ledger's clock. An instance that never beat (a release
+    /// without heartbeats, during an upgrade) is not among them: its runs are left alone.
+    /// The default: none.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn lapsed_instances(&self, older_than: Duration) -> Result<Vec<String>, LedgerError> {
+        let _ = older_than;
+        Ok(Vec::new())
+    }
 
     /// The records matching `query`, newest trigger first, at most `query.limit`.
     ///
     /// # Errors
     /// The backend failed.
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError>;
+}
+
+/// How often a running scheduler records its heartbeat ([`Ledger::heartbeat`]).
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+
+/// One write to a ledger, as [`Ledger::write_batch`] takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerWrite {
+    /// [`Ledger::append`].
+    Append(RunRecord),
+    /// [`Ledger::update`].
+    Update(RunRecord),
+}
+
+impl LedgerWrite {
+    /// The record written.
+    pub fn record(&self) -> &RunRecord {
+        match self {
+            Self::Append(record) | Self::Update(record) => record,
+        }
+    }
+}
+
+/// A [`Ledger::write_batch`] that failed part way.
+#[derive(Debug, thiserror::Error)]
+#[error("{error} (after {written} write(s) of the batch)")]
+pub struct BatchError {
+    /// How many writes, from the first, took effect.
+    pub written: usize,
+    /// Why the next one failed.
+    #[source]
+    pub error: LedgerError,
 }
 
 /// A ledger query: every filter is optional.
@@ -43,13 +137,22 @@ pub struct LedgerQuery {
     pub until: Option<Timestamp>,
     /// Only records with this outcome.
     pub outcome: Option<Outcome>,
+    /// Only records of this scheduler instance.
+    pub instance: Option<String>,
     /// At most this many records.
     pub limit: usize,
 }
 
 impl Default for LedgerQuery {
     fn default() -> Self {
-        Self { job: None, since: None, until: None, outcome: None, limit: Self::DEFAULT_LIMIT }
+        Self {
+            job: None,
+            since: None,
+            until: None,
+            outcome: None,
+            instance: None,
+            limit: Self::DEFAULT_LIMIT,
+        }
     }
 }
 
@@ -94,6 +197,12 @@ impl LedgerQuery {
         self
     }
 
+    /// Only records of the scheduler instance `instance` (default: every instance's).
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+
     /// At most `limit` records, the newest triggers (default [`Self::DEFAULT_LIMIT`]).
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = limit;
@@ -106,7 +215,15 @@ impl LedgerQuery {
             && self.since.is_none_or(|since| record.trigger >= since)
             && self.until.is_none_or(|until| record.trigger < until)
             && self.outcome.is_none_or(|outcome| record.outcome == outcome)
+            && self.instance.as_deref().is_none_or(|instance| *record.instance == *instance)
     }
+}
+
+/// Whether two records are of the same run: the same job, trigger, instance and start
+/// (the key [`Ledger::update`] finds a record by). A durable ledger compares the start at
+/// the precision it keeps.
+pub fn same_run(a: &RunRecord, b: &RunRecord) -> bool {
+    a.trigger == b.trigger && a.started == b.started && a.job == b.job && a.instance == b.instance
 }
 
 /// How much history a durable ledger keeps; it prunes as it appends (see

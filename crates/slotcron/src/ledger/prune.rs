@@ -79,18 +79,21 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::ledger::Outcome;
+    use crate::ledger::{Cause, Outcome};
 
     fn record(job: &str, started: &str) -> RunRecord {
         RunRecord {
             job: Arc::from(job),
             trigger: started.parse().unwrap(),
             instance: Arc::from("test"),
+            cause: Cause::Scheduled,
+            attempts: 1,
             outcome: Outcome::Succeeded,
             fencing_token: None,
             started: started.parse().unwrap(),
             duration: Duration::ZERO,
             error: None,
+            process: None,
         }
     }
 

@@ -5,7 +5,15 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-/// How a trigger ended on one replica.
+use super::UnknownName;
+
+/// How a trigger ended on one replica, or that its run is still going.
+///
+/// An open set: a ledger written by several releases (a rolling upgrade) may hold names
+/// this release does not know; they read as [`Outcome::Other`] ([`Outcome::from_name`])
+/// and are shown as written. Adding an outcome: a variant, its name in
+/// [`Outcome::as_str`], and an entry in [`Outcome::ALL`].
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// The handler returned `Ok`.
@@ -28,11 +36,19 @@ pub enum Outcome {
     SkippedClockSkew,
     /// The trigger was noticed after its grace window and the misfire policy dropped it.
     Missed,
+    /// The run has started and not ended yet: the record written when it starts, which
+    /// its end completes.
+    Running,
+    /// The run never ended: the process recording it died (a crash, `kill -9`, a power
+    /// loss), and a later start found its `running` record (the stale sweep).
+    Interrupted,
+    /// An outcome this release does not know, written by another release.
+    Other(UnknownName),
 }
 
 impl Outcome {
-    /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 9] = [
+    /// Every outcome this release knows, in declaration order.
+    pub const ALL: [Outcome; 11] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -42,6 +58,8 @@ impl Outcome {
         Self::SkippedBackendUnavailable,
         Self::SkippedClockSkew,
         Self::Missed,
+        Self::Running,
+        Self::Interrupted,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -56,12 +74,31 @@ impl Outcome {
             Self::SkippedBackendUnavailable => "skipped-backend-unavailable",
             Self::SkippedClockSkew => "skipped-clock-skew",
             Self::Missed => "missed",
+            Self::Running => "running",
+            Self::Interrupted => "interrupted",
+            Self::Other(name) => name.as_str(),
         }
     }
 
-    /// Whether the handler ran (whatever its result).
+    /// The outcome named `name`, as a reader takes it: a name this release does not know
+    /// is [`Outcome::Other`], never an error.
+    pub fn from_name(name: &str) -> Self {
+        name.parse().unwrap_or_else(|_| Self::Other(UnknownName::new(name)))
+    }
+
+    /// Whether the handler ran (whatever its result), or is running. An outcome of
+    /// another release counts as not run.
     pub fn ran(self) -> bool {
-        matches!(self, Self::Succeeded | Self::Failed | Self::TimedOut | Self::Panicked | Self::Aborted)
+        matches!(
+            self,
+            Self::Succeeded
+                | Self::Failed
+                | Self::TimedOut
+                | Self::Panicked
+                | Self::Aborted
+                | Self::Running
+                | Self::Interrupted
+        )
     }
 }
 
@@ -76,12 +113,83 @@ impl fmt::Display for Outcome {
 #[error("unknown outcome {0:?}")]
 pub struct UnknownOutcome(pub String);
 
+/// Only the names this release knows ([`Outcome::ALL`]): for names a user typed. A
+/// reader of stored names uses [`Outcome::from_name`].
 impl FromStr for Outcome {
     type Err = UnknownOutcome;
 
     fn from_str(name: &str) -> Result<Self, UnknownOutcome> {
         Self::ALL.into_iter().find(|o| o.as_str() == name).ok_or_else(|| UnknownOutcome(name.to_owned()))
     }
+}
+
+/// Why a trigger was handled: what put it in the queue.
+///
+/// An open set, as [`Outcome`] is: a name this release does not know reads as
+/// [`Cause::Other`] ([`Cause::from_name`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Cause {
+    /// The trigger came due on schedule.
+    #[default]
+    Scheduled,
+    /// A trigger missed while the scheduler was down or busy, run late by the misfire
+    /// policy (`run_once`, `run_all`).
+    CatchUp,
+    /// A run asked for by hand (e.g. through an admin API).
+    Manual,
+    /// A past trigger run on purpose for a time range.
+    Backfill,
+    /// The start-up run of a job with `run_on_start`.
+    StartUp,
+    /// A cause this release does not know, written by another release.
+    Other(UnknownName),
+}
+
+impl Cause {
+    /// Every cause this release knows, in declaration order.
+    pub const ALL: [Cause; 5] = [Self::Scheduled, Self::CatchUp, Self::Manual, Self::Backfill, Self::StartUp];
+
+    /// The stable name used in logs, files and databases, e.g. `catch-up`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Scheduled => "scheduled",
+            Self::CatchUp => "catch-up",
+            Self::Manual => "manual",
+            Self::Backfill => "backfill",
+            Self::StartUp => "start-up",
+            Self::Other(name) => name.as_str(),
+        }
+    }
+
+    /// The cause named `name`; a name this release does not know is [`Cause::Other`].
+    pub fn from_name(name: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .unwrap_or_else(|| Self::Other(UnknownName::new(name)))
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The process a run started, as its handler reported it
+/// ([`JobContext::started_process`](crate::JobContext::started_process)): what a later
+/// start needs to stop a command that a dead scheduler left running.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RunProcess {
+    /// The host it runs on (its hostname).
+    pub host: Arc<str>,
+    /// Its process id, which is also its process group's id when it leads one.
+    pub pid: u32,
+    /// When it started, in whatever unit the handler chose (the daemon: clock ticks since
+    /// boot, `/proc/PID/stat` field 22): a process with the same pid and another start is
+    /// a later one that reused the pid.
+    pub start_time: u64,
 }
 
 /// One trigger as one replica handled it.
@@ -93,14 +201,20 @@ pub struct RunRecord {
     pub trigger: Timestamp,
     /// The scheduler instance that recorded it.
     pub instance: Arc<str>,
-    /// How it ended.
+    /// Why the trigger was handled.
+    pub cause: Cause,
+    /// How many times the handler was called: 0 for a skipped or missed trigger.
+    pub attempts: u32,
+    /// How it ended, or [`Outcome::Running`].
     pub outcome: Outcome,
     /// The fencing token of the won claim, when the handler ran.
     pub fencing_token: Option<u64>,
     /// When the handler started, or when the trigger was skipped (UTC).
     pub started: Timestamp,
-    /// How long the handler ran (zero when it did not).
+    /// How long the handler ran (zero when it did not, or while it runs).
     pub duration: Duration,
     /// The error, panic message, or reason for a skip.
     pub error: Option<String>,
+    /// The process the run started, if its handler reported one.
+    pub process: Option<RunProcess>,
 }

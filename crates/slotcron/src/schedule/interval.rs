@@ -2,7 +2,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{MAX_DURATION, Schedule, ScheduleError, ScheduleKind};
+use super::describe::Compact;
+use super::{Description, MAX_DURATION, Schedule, ScheduleError, ScheduleKind};
 
 /// A fixed period, anchored to the Unix epoch plus an optional offset.
 ///
@@ -81,6 +82,10 @@ impl Schedule for Interval {
 
     fn kind(&self) -> ScheduleKind {
         ScheduleKind::Interval { period: self.period() }
+    }
+
+    fn describe(&self) -> Description {
+        Description::new(format!("every {}", Compact(self.period())), self.explain())
     }
 }
 

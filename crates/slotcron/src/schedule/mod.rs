@@ -11,6 +11,7 @@
 //! | a delay after the scheduler starts | [`After`] | one-shot |
 
 pub mod cron;
+mod describe;
 mod duration;
 mod error;
 mod every_days;
@@ -19,6 +20,7 @@ mod one_shot;
 mod zone;
 
 pub use cron::{CronError, CronSchedule};
+pub use describe::Description;
 pub use duration::{DurationError, parse_duration};
 pub use error::ScheduleError;
 pub use every_days::EveryDays;
@@ -50,6 +52,12 @@ pub trait Schedule: fmt::Debug + Send + Sync + 'static {
     /// overridden.
     fn kind(&self) -> ScheduleKind {
         ScheduleKind::Recurring
+    }
+
+    /// How the schedule reads to a person (the admin API and status page show it). The
+    /// default: its `Debug` text, no English; the built-in schedules say more.
+    fn describe(&self) -> Description {
+        Description { text: format!("{self:?}"), english: None, zone: None }
     }
 }
 
@@ -87,6 +95,10 @@ impl<S: Schedule + ?Sized> Schedule for Box<S> {
     fn kind(&self) -> ScheduleKind {
         (**self).kind()
     }
+
+    fn describe(&self) -> Description {
+        (**self).describe()
+    }
 }
 
 impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
@@ -96,5 +108,9 @@ impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
 
     fn kind(&self) -> ScheduleKind {
         (**self).kind()
+    }
+
+    fn describe(&self) -> Description {
+        (**self).describe()
     }
 }

@@ -2,7 +2,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::{Schedule, ScheduleKind};
+use super::describe::Compact;
+use super::{Description, Schedule, ScheduleKind};
 
 /// One fire time at an absolute instant.
 ///
@@ -30,6 +31,10 @@ impl Schedule for At {
 
     fn kind(&self) -> ScheduleKind {
         ScheduleKind::At(self.0)
+    }
+
+    fn describe(&self) -> Description {
+        Description::new(format!("at {}", self.0), format!("Once, at {}", self.0))
     }
 }
 
@@ -61,6 +66,11 @@ impl Schedule for After {
 
     fn kind(&self) -> ScheduleKind {
         ScheduleKind::After(self.0)
+    }
+
+    fn describe(&self) -> Description {
+        let delay = Compact(self.0);
+        Description::new(format!("after {delay}"), format!("Once, {delay} after the scheduler starts"))
     }
 }
 

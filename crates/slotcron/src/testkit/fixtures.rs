@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::{JobState, Outcome, RunRecord};
+use crate::{Cause, JobState, Outcome, RunRecord};
 
-/// A succeeded run of `job` for `trigger` (RFC 3339): instance `test`, fencing token 1,
-/// started at the trigger, 5 ms long.
+/// A succeeded scheduled run of `job` for `trigger` (RFC 3339): instance `test`, one
+/// attempt, fencing token 1, started at the trigger, 5 ms long.
 ///
 /// # Panics
 /// `trigger` is not an RFC 3339 instant.
@@ -18,11 +18,14 @@ pub fn succeeded_run(job: &str, trigger: &str) -> RunRecord {
         job: Arc::from(job),
         trigger,
         instance: Arc::from("test"),
+        cause: Cause::Scheduled,
+        attempts: 1,
         outcome: Outcome::Succeeded,
         fencing_token: Some(1),
         started: trigger,
         duration: Duration::from_millis(5),
         error: None,
+        process: None,
     }
 }
 

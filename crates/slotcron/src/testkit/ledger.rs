@@ -7,10 +7,10 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use tokio::sync::watch;
 
-use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
+use crate::ledger::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord, same_run};
 
-/// An unbounded in-memory ledger that counts records per `(job, trigger)` and wakes
-/// [`WatchedLedger::changed`] waiters on every append.
+/// An unbounded in-memory ledger that counts finished records per `(job, trigger)` and
+/// wakes [`WatchedLedger::changed`] waiters on every write.
 #[derive(Debug)]
 pub struct WatchedLedger {
     state: Mutex<State>,
@@ -39,13 +39,14 @@ impl WatchedLedger {
         self.lock().records.clone()
     }
 
-    /// How many records there are for one trigger of one job.
+    /// How many finished records (not [`Outcome::Running`]) there are for one trigger of
+    /// one job.
     pub fn count(&self, job: &str, trigger: Timestamp) -> usize {
         let key: (Arc<str>, Timestamp) = (job.into(), trigger);
         self.lock().counts.get(&key).copied().unwrap_or(0)
     }
 
-    /// A receiver that sees a change after every append.
+    /// A receiver that sees a change after every write.
     pub fn changed(&self) -> watch::Receiver<usize> {
         self.appended.subscribe()
     }
@@ -56,12 +57,33 @@ impl Ledger for WatchedLedger {
     async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
         let len = {
             let mut state = self.lock();
-            *state.counts.entry((record.job.clone(), record.trigger)).or_default() += 1;
+            if record.outcome != Outcome::Running {
+                *state.counts.entry((record.job.clone(), record.trigger)).or_default() += 1;
+            }
             state.records.push(record.clone());
             state.records.len()
         };
         self.appended.send_replace(len);
         Ok(())
+    }
+
+    async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        let replaced = {
+            let mut state = self.lock();
+            let same = state.records.iter_mut().rev().find(|r| same_run(r, record));
+            let was_running = same.as_ref().is_some_and(|r| r.outcome == Outcome::Running);
+            let replaced = same.map(|same| *same = record.clone()).is_some();
+            if replaced && was_running && record.outcome != Outcome::Running {
+                *state.counts.entry((record.job.clone(), record.trigger)).or_default() += 1;
+            }
+            replaced
+        };
+        if replaced {
+            self.appended.send_modify(|_| {});
+            Ok(())
+        } else {
+            self.append(record).await
+        }
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::ledger::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+use crate::ledger::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunRecord};
 
 /// How many jobs the filled ledger has.
 pub const JOBS: u64 = 100;
@@ -82,11 +82,14 @@ pub async fn append_under_retention(
             job: Arc::from(format!("job-{}", i % 10).as_str()),
             trigger,
             instance: Arc::from("replica-1"),
+            cause: Cause::Scheduled,
+            attempts: 1,
             outcome: Outcome::Succeeded,
             fencing_token: Some(i),
             started: trigger,
             duration: Duration::from_millis(3),
             error: None,
+            process: None,
         };
         ledger.append(&record).await.unwrap();
         if (i + 1) % 10_000 == 0 {

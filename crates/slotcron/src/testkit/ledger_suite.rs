@@ -1,28 +1,89 @@
-//! The [`Ledger`] conformance suite: record round trips, query filters, order and limit
-//! ([`run`], for every ledger), and retention ([`run_retention`], for durable ledgers).
+//! The [`Ledger`] conformance suite: record round trips (names of other releases
+//! included), `running` records completed by updates, batches, query filters, order and
+//! limit ([`run`], for every ledger), retention and appends written twice
+//! ([`run_retention`], for durable ledgers), and the run output kept beside the records
+//! ([`run_output`], for durable output stores).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::ledger::{Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+use crate::ledger::{
+    Cause, Ledger, LedgerQuery, LedgerWrite, Outcome, OutputStore, Retention, RunOutput, RunProcess,
+    RunRecord, UnknownName,
+};
 
 /// Runs the query cases, each on a fresh, empty ledger made by `make`.
 pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
     starts_empty(&make().await).await;
     records_round_trip(&make().await).await;
+    names_of_other_releases_read_back(&make().await).await;
+    an_update_completes_the_running_record(&make().await).await;
+    a_batch_is_written_in_order(&make().await).await;
     newest_trigger_first_with_a_limit(&make().await).await;
     filters(&make().await).await;
 }
 
-/// Runs the retention cases. `make` returns a fresh, empty ledger with the given
+/// Runs the retention cases and [`an_append_written_twice_is_stored_once`]. `make` returns a fresh, empty ledger with the given
 /// retention that prunes on every append.
 pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L) {
     keeps_the_newest_records_per_job(&make(count(3)).await).await;
     drops_records_older_than_the_max_age(&make(age(Duration::from_secs(3600))).await).await;
     keeps_everything_without_limits(&make(Retention { max_age: None, max_records_per_job: None }).await)
         .await;
+    an_append_written_twice_is_stored_once(
+        &make(Retention { max_age: None, max_records_per_job: None }).await,
+    )
+    .await;
+}
+
+/// An append written again (its reply was lost) adds nothing: a record of the same run
+/// is stored. A record of another start is another run.
+pub async fn an_append_written_twice_is_stored_once(ledger: &dyn Ledger) {
+    let skipped = record("tick", 0, Outcome::SkippedBackendUnavailable);
+    let later = started_at(skipped.clone(), 5);
+    append_all(ledger, &[skipped.clone(), skipped.clone(), later.clone()]).await;
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), [later, skipped]);
+}
+
+/// Runs the run-output cases. `make` returns a fresh, empty ledger keeping one record per
+/// job and pruning on every append, and an output store in the same database.
+pub async fn run_output<L: Ledger, O: OutputStore>(mut make: impl AsyncFnMut(Retention) -> (L, O)) {
+    let (ledger, outputs) = make(count(1)).await;
+    output_round_trips_and_goes_with_its_record(&ledger, &outputs).await;
+}
+
+async fn output_round_trips_and_goes_with_its_record(ledger: &dyn Ledger, outputs: &dyn OutputStore) {
+    let output = |job: &str, trigger, instance: &str, text: &[u8], truncated| RunOutput {
+        job: Arc::from(job),
+        trigger,
+        instance: Arc::from(instance),
+        output: text.to_vec(),
+        truncated,
+    };
+    // Round trips: the last one saved per instance, by instance.
+    assert!(outputs.output("pair", at(0)).await.unwrap().is_empty(), "nothing kept yet");
+    outputs.save_output(&output("pair", at(0), "replica-2", b"elsewhere\n", false)).await.unwrap();
+    outputs.save_output(&output("pair", at(0), "replica-1", b"draft", false)).await.unwrap();
+    let kept = output("pair", at(0), "replica-1", b"line\n\xff bytes\n", true);
+    outputs.save_output(&kept).await.unwrap();
+    let found = outputs.output("pair", at(0)).await.unwrap();
+    assert_eq!(found, [kept, output("pair", at(0), "replica-2", b"elsewhere\n", false)]);
+    assert!(outputs.output("pair", at(1)).await.unwrap().is_empty(), "another trigger");
+    assert!(outputs.output("other", at(0)).await.unwrap().is_empty(), "another job");
+
+    // Keeping one record per job: appending the next record prunes the first, and the
+    // output of its run.
+    let first = record("job", 0, Outcome::Succeeded);
+    outputs.save_output(&output("job", first.trigger, "replica-1", b"first\n", false)).await.unwrap();
+    ledger.append(&first).await.unwrap();
+    let second = record("job", 60, Outcome::Failed);
+    let kept = output("job", second.trigger, "replica-1", b"second\n", false);
+    outputs.save_output(&kept).await.unwrap();
+    ledger.append(&second).await.unwrap();
+    assert!(outputs.output("job", first.trigger).await.unwrap().is_empty(), "pruned with its record");
+    assert_eq!(outputs.output("job", second.trigger).await.unwrap(), [kept]);
 }
 
 fn count(n: u64) -> Retention {
@@ -45,11 +106,14 @@ fn record(job: &str, seconds: i64, outcome: Outcome) -> RunRecord {
         job: Arc::from(job),
         trigger: at(seconds),
         instance: Arc::from("replica-1"),
+        cause: Cause::Scheduled,
+        attempts: u32::from(outcome.ran()),
         outcome,
         fencing_token: outcome.ran().then_some(seconds.unsigned_abs() + 1),
         started: at(seconds + 1),
         duration: Duration::from_millis(250),
         error: (outcome == Outcome::Failed).then(|| "exit status 1".to_owned()),
+        process: None,
     }
 }
 
@@ -72,8 +136,9 @@ pub async fn starts_empty(ledger: &dyn Ledger) {
     assert_eq!(ledger.query(&query(None)).await.unwrap(), []);
 }
 
-/// Every field of a record comes back as appended: each outcome, with and without a
-/// fencing token (up to `u64::MAX`) and an error, microsecond instants and durations.
+/// Every field of a record comes back as appended: each outcome and cause, attempts up
+/// to `u32::MAX`, with and without a fencing token (up to `u64::MAX`), an error and a
+/// process (pid and start time up to their maximum), microsecond instants and durations.
 pub async fn records_round_trip(ledger: &dyn Ledger) {
     let mut appended = Vec::new();
     for (i, outcome) in Outcome::ALL.into_iter().enumerate() {
@@ -82,16 +147,77 @@ pub async fn records_round_trip(ledger: &dyn Ledger) {
             job: Arc::from("report 'quoted' \"ünï\""),
             trigger: at(i * 60) + SignedDuration::from_micros(123_456),
             instance: Arc::from(format!("host-{i}:4242").as_str()),
+            cause: Cause::ALL[i as usize % Cause::ALL.len()],
+            attempts: if i == 3 { u32::MAX } else { i as u32 },
             outcome,
             fencing_token: (i % 2 == 0).then_some(if i == 2 { u64::MAX } else { i as u64 * 1_000_000_007 }),
             started: at(i * 60 + 1) + SignedDuration::from_micros(654_321),
             duration: Duration::from_micros(i as u64 * 1_500_001),
             error: (i % 3 != 0).then(|| format!("error {i}: ünï 'quoted'\nsecond line")),
+            process: (i % 2 == 1).then(|| RunProcess {
+                host: Arc::from(format!("host-{i}").as_str()),
+                pid: if i == 1 { u32::MAX } else { 4242 + i as u32 },
+                start_time: if i == 1 { u64::MAX } else { 1_234_567 * i as u64 },
+            }),
         });
     }
     append_all(ledger, &appended).await;
     appended.reverse();
     assert_eq!(ledger.query(&query(None)).await.unwrap(), appended);
+}
+
+/// An outcome and a cause that a newer release wrote read back as written
+/// ([`Outcome::Other`], [`Cause::Other`]), never failing the read.
+pub async fn names_of_other_releases_read_back(ledger: &dyn Ledger) {
+    let mut newer = record("tick", 0, Outcome::Other(UnknownName::new("skipped-paused")));
+    newer.cause = Cause::Other(UnknownName::new("replay"));
+    ledger.append(&newer).await.unwrap();
+    let read = ledger.query(&query(None)).await.unwrap();
+    assert_eq!(read, [newer]);
+    assert_eq!((read[0].outcome.as_str(), read[0].cause.as_str()), ("skipped-paused", "replay"));
+}
+
+/// [`Ledger::update`] replaces the record of the same run (job, trigger, instance and
+/// start) — not another instance's, not another start's — written twice it leaves one
+/// record, and it appends when there is none.
+pub async fn an_update_completes_the_running_record(ledger: &dyn Ledger) {
+    let running = record("tick", 0, Outcome::Running);
+    let mut other_replica = running.clone();
+    other_replica.instance = Arc::from("replica-2");
+    let finished_before = record("tick", 10, Outcome::Failed);
+    append_all(ledger, &[running.clone(), other_replica.clone(), finished_before.clone()]).await;
+
+    let mut with_process = running.clone();
+    with_process.process = Some(RunProcess { host: Arc::from("host-1"), pid: 4242, start_time: 99 });
+    ledger.update(&with_process).await.unwrap();
+    let mut done = with_process.clone();
+    done.outcome = Outcome::Succeeded;
+    done.duration = Duration::from_secs(3);
+    ledger.update(&done).await.unwrap();
+    ledger.update(&done).await.unwrap();
+    // Another run of trigger 10 (a later start): appended beside the failed one.
+    let again = started_at(record("tick", 10, Outcome::Succeeded), 12);
+    ledger.update(&again).await.unwrap();
+
+    let mut read = ledger.query(&query(None)).await.unwrap();
+    read.sort_by_key(|r| (r.trigger, r.instance.clone(), r.outcome.as_str()));
+    assert_eq!(read, [done, other_replica, finished_before, again]);
+}
+
+/// [`Ledger::write_batch`] writes in order: a run's append and its update in one batch
+/// leave one completed record.
+pub async fn a_batch_is_written_in_order(ledger: &dyn Ledger) {
+    let running = record("tick", 0, Outcome::Running);
+    let mut done = running.clone();
+    done.outcome = Outcome::Succeeded;
+    let skipped = record("tick", 10, Outcome::SkippedLost);
+    let writes = [
+        LedgerWrite::Append(running),
+        LedgerWrite::Append(skipped.clone()),
+        LedgerWrite::Update(done.clone()),
+    ];
+    ledger.write_batch(&writes).await.unwrap();
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), [skipped, done]);
 }
 
 /// Newest trigger first, ties broken by the newest start; at most `limit` records.
@@ -147,6 +273,13 @@ pub async fn filters(ledger: &dyn Ledger) {
     assert_eq!(find(LedgerQuery { outcome: Some(Outcome::Failed), ..query(None) }).await, ["a@10"]);
     let all_filters = LedgerQuery { outcome: Some(Outcome::Succeeded), job: Some("a".into()), ..range };
     assert_eq!(find(all_filters).await, ["a@20"]);
+    let mut elsewhere = record("a", 50, Outcome::Running);
+    elsewhere.instance = Arc::from("replica-2");
+    ledger.append(&elsewhere).await.unwrap();
+    let of_instance = LedgerQuery { instance: Some("replica-2".into()), ..query(None) };
+    assert_eq!(find(of_instance).await, ["a@50"]);
+    let running = LedgerQuery { outcome: Some(Outcome::Running), ..query(None) };
+    assert_eq!(find(running).await, ["a@50"]);
 }
 
 fn started_at(mut record: RunRecord, seconds: i64) -> RunRecord {

@@ -277,10 +277,9 @@ impl Reader {
                     .into(),
             ));
         }
-        if me.is(user) {
-            return Ok((None, rest));
-        }
-        if !me.uid.is_root() {
+        // A line for the daemon's own user needs no switch, but still gets that user's
+        // HOME, LOGNAME and USER from the password database, as cron gives them.
+        if !me.is(user) && !me.uid.is_root() {
             let me = me.name.as_deref().map_or_else(|| format!("uid {}", me.uid), |name| format!("{name:?}"));
             return Err(problem(format!(
                 "runs as {user:?}, but slotcron runs as {me}: only a daemon running as root can run \

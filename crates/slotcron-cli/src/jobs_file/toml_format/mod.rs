@@ -14,6 +14,10 @@
 //! slack = "5s"                   # clock-skew slack (default 5s;
 //!                                # --clock-skew-slack takes precedence)
 //!
+//! [admin]                        # optional
+//! listen = "127.0.0.1:9090"      # the admin API (--admin and SLOTCRON_ADMIN take
+//!                                # precedence); or "unix:/run/slotcron.sock"
+//!
 //! [[job]]
 //! name = "backup"
 //! cron = "0 3 * * *"             # exactly one of every, cron, at, after
@@ -55,7 +59,7 @@ use super::{Draft, Parsed, Problem};
 use crate::command::{self, ShellCommand};
 use crate::{coordination, zone};
 use env::Defaults;
-use table::{COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
+use table::{ADMIN_KEYS, COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
 mod chunks;
@@ -169,6 +173,24 @@ impl Reader<'_> {
                 known: COORDINATION_KEYS,
                 what: "[coordination]",
             });
+        }
+        if let Some(entries) = self.typed(&top, "admin", "an [admin] table", DeValue::as_table) {
+            let line = self.line(entries.span());
+            let table = Table {
+                entries: entries.into_inner(),
+                line,
+                job: None,
+                prefix: "admin.",
+                known: ADMIN_KEYS,
+                what: "[admin]",
+            };
+            self.unknown_keys(&table);
+            if let Some(listen) = self.string(&table, "listen", "an address string like \"127.0.0.1:9090\"") {
+                match crate::admin::Listen::parse(listen.get_ref()) {
+                    Ok(_) => self.parsed.coordination.admin_listen = Some((*listen.get_ref()).to_owned()),
+                    Err(reason) => self.problem(&table, "listen", listen.span(), reason),
+                }
+            }
         }
         self.jobs(root);
     }

@@ -13,8 +13,9 @@ use super::Reader;
 use crate::jobs_file::Problem;
 
 pub(super) const TOP_LEVEL_KEYS: &[&str] =
-    &["timezone", "env", "working_dir", "shutdown_timeout", "coordination", "job"];
+    &["timezone", "env", "working_dir", "shutdown_timeout", "coordination", "admin", "job"];
 pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix", "slack"];
+pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",

@@ -31,7 +31,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::zone::{fixed_offset, fixed_time_instant};
-use super::{Interval, Schedule, ScheduleKind};
+use super::{Description, Interval, Schedule, ScheduleKind};
 use parse::Parsed;
 use search::Wall;
 use spec::Spec;
@@ -178,6 +178,14 @@ impl Schedule for CronSchedule {
         match &self.repr {
             Repr::Every(interval) => interval.kind(),
             Repr::Fields(_) => ScheduleKind::Recurring,
+        }
+    }
+
+    fn describe(&self) -> Description {
+        let english = self.explain();
+        match &self.repr {
+            Repr::Every(_) => Description::new(&*self.expression, english),
+            Repr::Fields(_) => Description::new(&*self.expression, english).in_zone(&self.zone),
         }
     }
 }

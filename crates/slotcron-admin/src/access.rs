@@ -1,0 +1,125 @@
+//! Who may ask: the bearer token and the `Host` check.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use subtle::ConstantTimeEq;
+
+use crate::ApiError;
+
+/// The access rules of an admin router; see [`Admin::token`](crate::Admin::token) and
+/// [`Admin::allowed_hosts`](crate::Admin::allowed_hosts).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// The bearer token every guarded request must carry, if any.
+    pub token: Option<String>,
+    /// The `Host` values accepted; empty: any.
+    pub hosts: Vec<String>,
+}
+
+impl Access {
+    /// Whether `host` (a `Host` header) is accepted.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        self.hosts.is_empty()
+            || self.hosts.iter().any(|allowed| {
+                host.eq_ignore_ascii_case(allowed)
+                    || (!has_port(allowed) && name_of(host).eq_ignore_ascii_case(allowed))
+            })
+    }
+
+    /// Whether an `Authorization` header value carries the token.
+    pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(token) = &self.token else { return true };
+        let Some(given) = authorization.and_then(|value| value.strip_prefix(b"Bearer ")) else {
+            return false;
+        };
+        bool::from(given.ct_eq(token.as_bytes()))
+    }
+}
+
+/// Whether `host` ends in a port: `name:port` or `[v6]:port`.
+fn has_port(host: &str) -> bool {
+    match host.rsplit_once(':') {
+        Some((name, port)) => {
+            !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !name.ends_with(':')
+        }
+        None => false,
+    }
+}
+
+/// `host` without its port.
+fn name_of(host: &str) -> &str {
+    if has_port(host) { host.rsplit_once(':').map_or(host, |(name, _)| name) } else { host }
+}
+
+/// Refuses a request whose `Host` is not allowed (403).
+pub(crate) async fn check_host(
+    State(access): State<Arc<Access>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    if access.hosts.is_empty() {
+        return Ok(next.run(request).await);
+    }
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    match host {
+        Some(host) if access.host_allowed(host) => Ok(next.run(request).await),
+        Some(host) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("Host {host:?} is not this server's; allowed: {}", access.hosts.join(", ")),
+        )),
+        None => Err(ApiError::new(StatusCode::FORBIDDEN, "the request has no Host header")),
+    }
+}
+
+/// Refuses a request without the bearer token (401).
+pub(crate) async fn require_token(
+    State(access): State<Arc<Access>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let authorization = request.headers().get(header::AUTHORIZATION).map(|value| value.as_bytes());
+    if access.authorized(authorization) {
+        Ok(next.run(request).await)
+    } else {
+        let mut error = ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+        if authorization.is_none() {
+            error.message = "this server needs Authorization: Bearer TOKEN (SLOTCRON_ADMIN_TOKEN)".into();
+        }
+        Err(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(list: &[&str]) -> Access {
+        Access { token: None, hosts: list.iter().map(|h| h.to_string()).collect() }
+    }
+
+    #[test]
+    fn hosts_match_with_or_without_a_port() {
+        let access = hosts(&["127.0.0.1:9090", "cron.example"]);
+        assert!(access.host_allowed("127.0.0.1:9090"));
+        assert!(!access.host_allowed("127.0.0.1:9091"));
+        assert!(access.host_allowed("CRON.example:443"));
+        assert!(access.host_allowed("cron.example"));
+        assert!(!access.host_allowed("evil.example"));
+        assert!(hosts(&["[::1]:9090"]).host_allowed("[::1]:9090"));
+        assert!(hosts(&[]).host_allowed("anything"));
+    }
+
+    #[test]
+    fn the_token_is_a_bearer_token() {
+        let access = Access { token: Some("s3cret".into()), hosts: Vec::new() };
+        assert!(access.authorized(Some(b"Bearer s3cret")));
+        assert!(!access.authorized(Some(b"Bearer s3cre")));
+        assert!(!access.authorized(Some(b"Basic s3cret")));
+        assert!(!access.authorized(None));
+        assert!(Access::default().authorized(None));
+    }
+}

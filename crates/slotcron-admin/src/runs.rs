@@ -1,0 +1,132 @@
+//! `/api/v1/jobs/{name}/runs` and a run's output.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use slotcron::{LedgerQuery, RunRecord};
+
+use crate::jobs::unknown_job;
+use crate::{AdminState, ApiError};
+
+/// The runs a page holds unless `limit` says otherwise.
+pub const DEFAULT_LIMIT: usize = 20;
+/// The most runs a page may hold.
+pub const MAX_LIMIT: usize = 1000;
+
+/// `?limit=N&before=T`, as text so that a bad value gets this API's message.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Page {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct RunView {
+    job: String,
+    trigger: Timestamp,
+    instance: String,
+    outcome: String,
+    fencing_token: Option<u64>,
+    started: Timestamp,
+    duration_ms: u128,
+    error: Option<String>,
+}
+
+impl From<RunRecord> for RunView {
+    fn from(r: RunRecord) -> Self {
+        Self {
+            job: r.job.to_string(),
+            trigger: r.trigger,
+            instance: r.instance.to_string(),
+            outcome: r.outcome.to_string(),
+            fencing_token: r.fencing_token,
+            started: r.started,
+            duration_ms: r.duration.as_millis(),
+            error: r.error,
+        }
+    }
+}
+
+fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
+    text.parse().map_err(|e| {
+        ApiError::bad_request(format!(
+            "{what} {text:?} is not an RFC 3339 instant with an offset, e.g. 2026-12-04T16:00:00Z: {e}"
+        ))
+    })
+}
+
+impl Page {
+    fn query(&self, job: &str) -> Result<LedgerQuery, ApiError> {
+        let limit = match &self.limit {
+            None => DEFAULT_LIMIT,
+            Some(text) => match text.parse::<usize>() {
+                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "limit {text:?} must be a whole number from 1 to {MAX_LIMIT}"
+                    )));
+                }
+            },
+        };
+        let until = self.before.as_deref().map(|text| instant("before", text)).transpose()?;
+        Ok(LedgerQuery { job: Some(job.to_owned()), until, limit, ..LedgerQuery::default() })
+    }
+}
+
+/// `{"runs": [...], "next_before": T|null}`: the job's records, newest trigger first,
+/// triggers strictly before `before`; `next_before` is the `before` of the next page
+/// (`null` on the last one).
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Query(page): Query<Page>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if state.scheduler.job(&name, 0).is_none() {
+        return Err(unknown_job(&name));
+    }
+    let query = page.query(&name)?;
+    let runs = state
+        .scheduler
+        .history(&query)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("cannot read the run history: {e}")))?;
+    let next_before = (runs.len() == query.limit).then(|| runs.last().map(|r| r.trigger)).flatten();
+    let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
+    Ok(Json(serde_json::json!({ "runs": runs, "next_before": next_before })))
+}
+
+#[derive(Debug, Serialize)]
+struct OutputView {
+    instance: String,
+    /// The output as text (bytes that are not UTF-8 replaced with U+FFFD).
+    output: String,
+    truncated: bool,
+}
+
+/// `{"job", "trigger", "outputs": [{"instance", "output", "truncated"}]}`, or 404.
+pub(crate) async fn output(
+    State(state): State<AdminState>,
+    Path((name, trigger)): Path<(String, String)>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let trigger = instant("trigger", &trigger)?;
+    let Some(outputs) = &state.outputs else {
+        return Err(ApiError::not_found("this scheduler keeps no run output"));
+    };
+    let found = outputs
+        .output(&name, trigger)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("cannot read the run output: {e}")))?;
+    if found.is_empty() {
+        return Err(ApiError::not_found(format!("no output kept for job {name:?} at {trigger}")));
+    }
+    let outputs: Vec<OutputView> = found
+        .into_iter()
+        .map(|o| OutputView {
+            instance: o.instance.to_string(),
+            output: String::from_utf8_lossy(&o.output).into_owned(),
+            truncated: o.truncated,
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "job": name, "trigger": trigger, "outputs": outputs })))
+}

@@ -1,0 +1,231 @@
+//! `slotcron run --admin ADDR`: the admin HTTP API, status page and `/metrics` of the
+//! daemon ([`slotcron_admin`]), on a TCP address or a Unix socket.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use slotcron::ledger::OutputStore;
+use slotcron::{CancellationToken, Scheduler};
+use slotcron_admin::Admin;
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::cli::RunArgs;
+
+/// The environment variable naming the admin address when `--admin` is not given.
+pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
+/// The environment variable holding the admin API's bearer token.
+pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
+
+/// The histogram buckets of every `_seconds` histogram, in seconds: from a millisecond
+/// (claims) to an hour (long jobs).
+const BUCKETS: &[f64] =
+    &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
+
+/// How often the exporter's histograms are maintained.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Where the admin server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// An IP address and port (`localhost:PORT` is `127.0.0.1:PORT`).
+    Tcp(SocketAddr),
+    /// `unix:PATH`: a Unix socket.
+    Unix(PathBuf),
+}
+
+impl Listen {
+    /// Reads `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT` or `unix:PATH`.
+    ///
+    /// # Errors
+    /// The reason, with the forms accepted.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(path) = text.strip_prefix("unix:") {
+            if path.is_empty() {
+                return Err(format!("{text:?}: no path after unix:"));
+            }
+            return Ok(Self::Unix(PathBuf::from(path)));
+        }
+        if let Some(port) = text.strip_prefix("localhost:")
+            && let Ok(port) = port.parse::<u16>()
+        {
+            return Ok(Self::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+        }
+        text.parse().map(Self::Tcp).map_err(|_| {
+            format!(
+                "{text:?} is not an address to listen on: write IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH"
+            )
+        })
+    }
+
+    /// Whether only this machine can connect: a loopback address or a Unix socket.
+    pub fn is_local(&self) -> bool {
+        match self {
+            Self::Tcp(addr) => addr.ip().is_loopback(),
+            Self::Unix(_) => true,
+        }
+    }
+}
+
+/// How the admin server is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminSettings {
+    /// Where it listens.
+    pub listen: Listen,
+    /// Extra names the `Host` header may carry (`--admin-host`).
+    pub hosts: Vec<String>,
+    /// The bearer token (`SLOTCRON_ADMIN_TOKEN`), if set.
+    pub token: Option<String>,
+}
+
+impl AdminSettings {
+    /// The admin settings of `slotcron run`: the address from `--admin`, else
+    /// `SLOTCRON_ADMIN`, else the jobs file's `[admin] listen`; `None`: no admin server.
+    ///
+    /// # Errors
+    /// A malformed address, an empty token, or an address other machines can reach
+    /// without `SLOTCRON_ADMIN_TOKEN` set.
+    pub fn choose(args: &RunArgs, file: Option<&str>) -> Result<Option<Self>, String> {
+        let var = std::env::var(ADMIN_VAR).ok();
+        let given =
+            [(args.admin.as_deref(), "--admin"), (var.as_deref(), ADMIN_VAR), (file, "[admin] listen")]
+                .into_iter()
+                .find_map(|(value, source)| value.map(|value| (value, source)));
+        let Some((text, source)) = given else { return Ok(None) };
+        let listen = Listen::parse(text).map_err(|e| format!("{source}: {e}"))?;
+        let token = std::env::var(TOKEN_VAR).ok();
+        if token.as_deref() == Some("") {
+            return Err(format!("{TOKEN_VAR} is set but empty; remove it, or give a token"));
+        }
+        if token.is_none() && !listen.is_local() {
+            return Err(format!(
+                "{source} {text}: other machines can reach this address; set {TOKEN_VAR} so that \
+                 requests need a bearer token, or listen on a loopback address or unix:PATH"
+            ));
+        }
+        Ok(Some(Self { listen, hosts: args.admin_host.clone(), token }))
+    }
+
+    /// Binds the address: the server ready to serve.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the message names it.
+    pub async fn bind(&self) -> Result<Bound, String> {
+        let (listener, hosts) = match &self.listen {
+            Listen::Tcp(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("--admin {addr}: cannot listen: {e}"))?;
+                let local = listener.local_addr().map_err(|e| format!("--admin {addr}: {e}"))?;
+                let mut hosts = vec![local.to_string()];
+                if local.ip().is_loopback() {
+                    hosts.push(format!("localhost:{}", local.port()));
+                }
+                hosts.extend(self.hosts.iter().cloned());
+                tracing::info!(address = %local, "admin API listening");
+                (Listener::Tcp(listener), hosts)
+            }
+            Listen::Unix(path) => {
+                remove_stale_socket(path);
+                let listener = UnixListener::bind(path)
+                    .map_err(|e| format!("--admin unix:{}: cannot listen: {e}", path.display()))?;
+                tracing::info!(socket = %path.display(), "admin API listening");
+                // Browsers cannot reach a Unix socket: no Host check.
+                (Listener::Unix(listener, path.clone()), Vec::new())
+            }
+        };
+        Ok(Bound { listener, hosts, token: self.token.clone() })
+    }
+}
+
+/// A socket file left by a daemon that died: removed so that the address can be bound
+/// again (anything else at the path is left alone, and binding fails).
+fn remove_stale_socket(path: &std::path::Path) {
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+/// A bound admin address.
+pub struct Bound {
+    listener: Listener,
+    hosts: Vec<String>,
+    token: Option<String>,
+}
+
+/// Installs the Prometheus recorder the engine's metrics go to.
+///
+/// # Errors
+/// A recorder is already installed.
+pub fn install_metrics() -> Result<PrometheusHandle, String> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets(BUCKETS)
+        .and_then(PrometheusBuilder::install_recorder)
+        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
+    slotcron::metrics::describe();
+    Ok(handle)
+}
+
+impl Bound {
+    /// Serves the admin API over `scheduler` until `stop` fires; the metrics from
+    /// `metrics`, run output from `outputs`.
+    pub async fn serve(
+        self,
+        scheduler: Scheduler,
+        metrics: PrometheusHandle,
+        outputs: Arc<dyn OutputStore>,
+        stop: CancellationToken,
+    ) {
+        let upkeep = {
+            let (metrics, stop) = (metrics.clone(), stop.clone());
+            async move {
+                let mut every = tokio::time::interval(UPKEEP_EVERY);
+                while stop.run_until_cancelled(every.tick()).await.is_some() {
+                    metrics.run_upkeep();
+                }
+            }
+        };
+        tokio::spawn(upkeep);
+        let mut admin = Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs);
+        if let Some(token) = self.token {
+            admin = admin.token(token);
+        }
+        let router = admin.allowed_hosts(self.hosts).router();
+        let shutdown = stop.cancelled_owned();
+        let served = match self.listener {
+            Listener::Tcp(listener) => axum::serve(listener, router).with_graceful_shutdown(shutdown).await,
+            Listener::Unix(listener, path) => {
+                let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+                let _ = std::fs::remove_file(path);
+                served
+            }
+        };
+        if let Err(e) = served {
+            tracing::error!("the admin API stopped: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(Listen::parse("127.0.0.1:9090").unwrap(), Listen::Tcp("127.0.0.1:9090".parse().unwrap()));
+        assert_eq!(Listen::parse("localhost:9090").unwrap(), Listen::Tcp("127.0.0.1:9090".parse().unwrap()));
+        assert_eq!(Listen::parse("unix:/run/s.sock").unwrap(), Listen::Unix("/run/s.sock".into()));
+        assert!(Listen::parse("[::1]:9090").unwrap().is_local());
+        assert!(!Listen::parse("0.0.0.0:9090").unwrap().is_local());
+        assert!(Listen::parse("unix:").is_err());
+        assert!(Listen::parse("example.com:80").unwrap_err().contains("IP:PORT"));
+    }
+}

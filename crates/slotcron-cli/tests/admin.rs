@@ -1,0 +1,390 @@
+//! `slotcron run --admin`: the admin API of a running daemon, its metrics, a run's
+//! output, access rules, `slotcron status`, and the status page in a real browser.
+//!
+//! Each test runs one daemon on its own SQLite state and waits for log lines or API
+//! answers (each wait bounded by `support::PATIENCE`); none asserts how long anything
+//! took.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use nix::sys::signal::Signal;
+use slotcron::jiff::Timestamp;
+use support::http::{self, Answer, free_port};
+use support::{Daemon, history, run_in, scratch, slotcron, stderr, stdout, wait_until, write};
+
+/// Three one-shots already past at start-up, so each is handled once, right away: `ok`
+/// succeeds, `broken` fails, `dropped` is missed (misfire skip); and `daily`, which
+/// does not fire during a test.
+const JOBS: &str = r#"[[job]]
+name = "ok"
+at = "2020-01-01T00:00:00Z"
+command = "echo fine; echo also on stderr >&2"
+
+[[job]]
+name = "broken"
+at = "2021-01-01T00:00:00Z"
+command = "echo last words >&2; exit 3"
+
+[[job]]
+name = "dropped"
+at = "2022-01-01T00:00:00Z"
+misfire = "skip"
+command = "echo never"
+
+[[job]]
+name = "daily"
+cron = "0 3 * * *"
+timezone = "Europe/Paris"
+command = "echo nightly"
+"#;
+
+const NAMES: [&str; 4] = ["broken", "daily", "dropped", "ok"];
+
+/// A daemon of [`JOBS`] with its admin API on a free loopback port, once its three
+/// one-shots are in the history: the directory, the daemon and the address.
+fn serving(test: &str, env: &[(&str, &str)], auth: &[(&str, &str)]) -> (std::path::PathBuf, Daemon, String) {
+    let dir = scratch(test);
+    write(&dir, "jobs.toml", JOBS);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut command = slotcron();
+    command.args(["run", "jobs.toml", "--instance", "it-1", "--admin", &addr]);
+    command.envs(env.iter().copied());
+    let mut daemon = Daemon::spawn(command, &dir);
+    daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    wait_until("three runs recorded", || {
+        ["ok", "broken", "dropped"].iter().all(|job| {
+            let runs = http::get(&addr, &format!("/api/v1/jobs/{job}/runs"), auth).json();
+            runs["runs"].as_array().is_some_and(|runs| runs.len() == 1)
+        })
+    });
+    (dir, daemon, addr)
+}
+
+fn stop(mut daemon: Daemon) {
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+/// `slotcron_runs_total` by (job, outcome), from a Prometheus text exposition.
+fn runs_total(exposition: &str) -> BTreeMap<(String, String), f64> {
+    let scrape = prometheus_parse::Scrape::parse(exposition.lines().map(|l| Ok(l.to_owned())))
+        .unwrap_or_else(|e| panic!("not Prometheus text: {e}\n{exposition}"));
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "slotcron_runs_total")
+        .map(|s| {
+            let prometheus_parse::Value::Counter(value) = s.value else { panic!("not a counter: {s:?}") };
+            ((s.labels["job"].to_owned(), s.labels["outcome"].to_owned()), value)
+        })
+        .collect()
+}
+
+#[test]
+fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
+    let (dir, daemon, addr) = serving("admin-api", &[], &[]);
+
+    let metrics = http::get(&addr, "/metrics", &[]);
+    assert_eq!(metrics.status, 200);
+    assert!(metrics.content_type.starts_with("text/plain; version=0.0.4"), "{}", metrics.content_type);
+    let mut recorded = BTreeMap::new();
+    for run in history(&dir, &[]).into_iter().filter(|r| r.instance == "it-1") {
+        *recorded.entry((run.job, run.outcome)).or_insert(0.0) += 1.0;
+    }
+    assert_eq!(runs_total(&metrics.body), recorded);
+    assert_eq!(
+        recorded.keys().map(|(job, outcome)| format!("{job}={outcome}")).collect::<Vec<_>>(),
+        ["broken=failed", "dropped=missed", "ok=succeeded"]
+    );
+    for family in [
+        "slotcron_run_duration_seconds",
+        "slotcron_trigger_lateness_seconds",
+        "slotcron_running_runs",
+        "slotcron_job_last_success_timestamp_seconds",
+        "slotcron_job_next_trigger_timestamp_seconds",
+    ] {
+        assert!(metrics.body.contains(&format!("# TYPE {family} ")), "{family} missing:\n{}", metrics.body);
+    }
+
+    let jobs = http::get(&addr, "/api/v1/jobs", &[]).json();
+    let jobs = jobs["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs.iter().map(|j| j["name"].as_str().unwrap()).collect();
+    assert_eq!(names, NAMES);
+    let daily = &jobs[1];
+    assert_eq!(daily["schedule"], "0 3 * * *");
+    assert_eq!(daily["schedule_english"], "At 03:00");
+    assert_eq!(daily["time_zone"], "Europe/Paris");
+    assert_eq!(daily["paused"], false);
+    assert_eq!(daily["policies"]["misfire"], "skip");
+    let next: Vec<Timestamp> = daily["next_triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().parse().unwrap())
+        .collect();
+    let first = next[0].checked_sub(slotcron::jiff::SignedDuration::from_secs(1)).unwrap().to_string();
+    let expected = run_in(&dir, &["next", "0 3 * * *", "--tz", "Europe/Paris", "--from", &first, "-n", "5"]);
+    let expected: Vec<Timestamp> = stdout(&expected).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(next, expected, "the next five fire times");
+    let ok = &jobs[3];
+    assert_eq!(ok["last_run"]["outcome"], "succeeded");
+    assert_eq!(ok["last_run"]["instance"], "it-1");
+    assert_eq!(ok["last_run"]["trigger"], "2020-01-01T00:00:00Z");
+    assert_eq!(ok["next_triggers"], serde_json::json!([]), "a one-shot that ran has no next fire");
+
+    let one = http::get(&addr, "/api/v1/jobs/broken", &[]).json();
+    assert_eq!(one["last_run"]["outcome"], "failed");
+    let runs = http::get(&addr, "/api/v1/jobs/broken/runs?limit=5", &[]).json();
+    assert_eq!(runs["runs"][0]["error"], "command failed: exit status: 3; last stderr line: last words");
+    assert_eq!(runs["next_before"], serde_json::Value::Null);
+
+    let output = http::get(&addr, "/api/v1/jobs/ok/runs/2020-01-01T00:00:00Z/output", &[]).json();
+    assert_eq!(output["outputs"][0]["output"], "fine\nalso on stderr\n");
+    assert_eq!(output["outputs"][0]["instance"], "it-1");
+    assert_eq!(output["outputs"][0]["truncated"], false);
+
+    assert_eq!(http::get(&addr, "/healthz", &[]).status, 200);
+    assert_eq!(http::get(&addr, "/readyz", &[]).status, 200);
+
+    let status = run_in(&dir, &["status", "--admin-url", &format!("http://{addr}")]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let table = stdout(&status);
+    assert!(table.starts_with("JOB "), "{table}");
+    for name in NAMES {
+        assert!(table.lines().any(|l| l.starts_with(&format!("{name} "))), "{name} missing:\n{table}");
+    }
+    assert!(table.contains(&next[0].to_string()), "{table}");
+    stop(daemon);
+}
+
+#[test]
+fn readyz_is_503_while_the_coordinator_is_down_and_the_skips_are_counted() {
+    let dir = scratch("admin-readyz");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1s\"\ncommand = \"true\"\n");
+    let redis = support::redis_server::RedisServer::start(&dir);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--redis", &redis.url(), "--admin", &addr]);
+    daemon.wait_for("for a run", |line| line.contains("run finished") && line.contains("succeeded"));
+    assert_eq!(http::get(&addr, "/readyz", &[]).status, 200);
+    drop(redis);
+    daemon.wait_for("for a skip", |line| line.contains(r#"outcome="skipped-backend-unavailable""#));
+    let ready = http::get(&addr, "/readyz", &[]);
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert_eq!(ready.error(), "the coordinator failed the last claim");
+    assert_eq!(http::get(&addr, "/healthz", &[]).status, 200, "the engine still runs");
+    let metrics = http::get(&addr, "/metrics", &[]).body;
+    let skipped = runs_total(&metrics)[&("tick".to_owned(), "skipped-backend-unavailable".to_owned())];
+    assert!(skipped >= 1.0, "{metrics}");
+    let errors = metrics.lines().find(|l| l.starts_with(r#"slotcron_claims_total{result="error"}"#));
+    assert!(errors.is_some_and(|l| !l.ends_with(" 0")), "{metrics}");
+    stop(daemon);
+}
+
+#[test]
+fn the_reload_gauges_say_whether_the_last_reload_succeeded() {
+    let (dir, mut daemon, addr) = serving("admin-reload", &[], &[]);
+    let gauge = |name: &str| -> f64 {
+        let metrics = http::get(&addr, "/metrics", &[]).body;
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{metrics}"));
+        line.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    assert_eq!(gauge("slotcron_config_last_reload_successful"), 1.0, "the start's load");
+    let loaded_at = gauge("slotcron_config_last_reload_success_timestamp_seconds");
+    assert!(loaded_at > 1.7e9, "{loaded_at}");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"broken\"\n");
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_for("for the reload to fail", |line| line.contains("reload failed"));
+    assert_eq!(gauge("slotcron_config_last_reload_successful"), 0.0);
+    assert_eq!(gauge("slotcron_config_last_reload_success_timestamp_seconds"), loaded_at);
+    stop(daemon);
+}
+
+#[test]
+fn bad_requests_get_a_4xx_with_a_message() {
+    let (_dir, daemon, addr) = serving("admin-bad-input", &[], &[]);
+    let cases: [(&str, u16, &str); 6] = [
+        ("/api/v1/jobs/nope", 404, "no job named \"nope\""),
+        ("/api/v1/jobs/nope/runs", 404, "no job named \"nope\""),
+        ("/api/v1/jobs/ok/runs?before=yesterday", 400, "before \"yesterday\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/ok/runs?limit=1001", 400, "limit \"1001\" must be a whole number from 1 to 1000"),
+        ("/api/v1/jobs/ok/runs/soon/output", 400, "trigger \"soon\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/daily/runs/2020-01-01T00:00:00Z/output", 404, "no output kept for job \"daily\""),
+    ];
+    for (path, status, message) in cases {
+        let answer: Answer = http::get(&addr, path, &[]);
+        assert_eq!(answer.status, status, "{path}: {}", answer.body);
+        assert!(answer.error().starts_with(message), "{path}: {}", answer.body);
+    }
+    let foreign = http::get_with(&addr, "/api/v1/jobs", &[("host", "attacker.example")]);
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    assert!(foreign.error().contains("attacker.example"), "{}", foreign.body);
+    let port = addr.rsplit_once(':').unwrap().1;
+    let localhost = http::get_with(&addr, "/api/v1/jobs", &[("host", &format!("localhost:{port}"))]);
+    assert_eq!(localhost.status, 200, "localhost is the loopback address's name too");
+    stop(daemon);
+}
+
+#[test]
+fn with_a_token_every_request_but_health_and_metrics_needs_it() {
+    let token = [("SLOTCRON_ADMIN_TOKEN", "s3cret")];
+    let bearer = [("authorization", "Bearer s3cret")];
+    let (dir, daemon, addr) = serving("admin-token", &token, &bearer);
+    for path in ["/api/v1/jobs", "/api/v1/jobs/ok", "/readyz"] {
+        assert_eq!(http::get(&addr, path, &[]).status, 401, "{path}");
+        assert_eq!(http::get(&addr, path, &[("authorization", "Bearer s3cre")]).status, 401, "{path}");
+        assert_eq!(http::get(&addr, path, &[("authorization", "s3cret")]).status, 401, "{path}");
+        assert_eq!(http::get(&addr, path, &bearer).status, 200, "{path}");
+    }
+    for path in ["/healthz", "/metrics"] {
+        assert_eq!(http::get(&addr, path, &[]).status, 200, "{path}");
+    }
+    let url = format!("http://{addr}");
+    let refused = slotcron().args(["status", "--admin-url", &url]).current_dir(&dir).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("401"), "{}", stderr(&refused));
+    let allowed =
+        slotcron().args(["status", "--admin-url", &url]).envs(token).current_dir(&dir).output().unwrap();
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    stop(daemon);
+}
+
+#[test]
+fn an_address_other_machines_reach_needs_a_token_to_start() {
+    let dir = scratch("admin-open");
+    write(&dir, "jobs.toml", JOBS);
+    let out = run_in(&dir, &["run", "jobs.toml", "--admin", "0.0.0.0:9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().last().unwrap(),
+        "slotcron run: --admin 0.0.0.0:9: other machines can reach this address; set SLOTCRON_ADMIN_TOKEN \
+         so that requests need a bearer token, or listen on a loopback address or unix:PATH"
+    );
+    assert!(!dir.join("slotcron.db").exists(), "nothing was started");
+    let bad = run_in(&dir, &["run", "jobs.toml", "--admin", "nowhere"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--admin: \"nowhere\" is not an address to listen on"), "{}", stderr(&bad));
+}
+
+#[test]
+fn a_unix_socket_serves_the_api_without_credentials() {
+    let dir = scratch("admin-unix");
+    write(
+        &dir,
+        "jobs.toml",
+        &JOBS.replace(
+            "[[job]]\nname = \"ok\"",
+            "[admin]\nlisten = \"unix:admin.sock\"\n\n[[job]]\nname = \"ok\"",
+        ),
+    );
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    let socket = dir.join("admin.sock");
+    let jobs = http::get_unix(&socket, "/api/v1/jobs");
+    assert_eq!(jobs.status, 200, "{}", jobs.body);
+    assert_eq!(jobs.json()["jobs"].as_array().unwrap().len(), 4);
+    let status = run_in(&dir, &["status", "--admin-url", "unix:admin.sock"]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    assert!(stdout(&status).contains("daily"), "{}", stdout(&status));
+    stop(daemon);
+    assert!(!Path::new(&socket).exists(), "the socket is removed at exit");
+}
+
+/// A chromedriver on a free port, stopped with the test.
+struct ChromeDriver {
+    _child: support::KillOnDrop,
+    url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl ChromeDriver {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let port = free_port();
+        let mut child = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver runs (apt-get install chromium chromium-driver; .ci/run installs them)");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let started = lines.by_ref().map_while(Result::ok).any(|l| l.contains("started successfully"));
+        assert!(started, "chromedriver did not start");
+        // Keep reading its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self {
+            _child: support::KillOnDrop(child),
+            url: format!("http://127.0.0.1:{port}"),
+            _profile: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A headless Chromium session, with the flags that work in containers and a fresh
+    /// profile.
+    async fn session(&self) -> fantoccini::Client {
+        let profile = format!("--user-data-dir={}", self._profile.path().display());
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=390,844",
+            &profile,
+        ];
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), serde_json::json!({ "args": args }));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        fantoccini::ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+#[test]
+fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_browser() {
+    use fantoccini::Locator;
+    let (_dir, daemon, addr) = serving("admin-browser", &[], &[]);
+    let jobs = http::get(&addr, "/api/v1/jobs", &[]).json();
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        browser.goto(&format!("http://{addr}/")).await.unwrap();
+        let wait = || browser.wait().at_most(support::PATIENCE);
+        for job in jobs["jobs"].as_array().unwrap() {
+            let name = job["name"].as_str().unwrap();
+            let row = wait().for_element(Locator::Css(&format!("tr[data-job='{name}']"))).await.unwrap();
+            let text = row.text().await.unwrap();
+            assert!(text.contains(name), "{text}");
+            if let Some(next) = job["next_triggers"][0].as_str() {
+                assert!(text.contains(next), "the row of {name} shows its next fire {next}: {text}");
+            }
+        }
+        wait().for_element(Locator::Css("tr[data-job='ok']")).await.unwrap().click().await.unwrap();
+        let open = wait()
+            .for_element(Locator::Css("button.open-output[data-trigger='2020-01-01T00:00:00Z']"))
+            .await
+            .unwrap();
+        open.click().await.unwrap();
+        let output = browser.find(Locator::Id("output")).await.unwrap();
+        wait()
+            .for_element(Locator::XPath("//pre[@id='output'][contains(., 'also on stderr')]"))
+            .await
+            .unwrap_or_else(|e| panic!("the run's output did not open: {e}"));
+        assert_eq!(output.text().await.unwrap(), "fine\nalso on stderr");
+        browser.close().await.unwrap();
+    });
+    stop(daemon);
+}

@@ -1,0 +1,52 @@
+//! Fault suite, failure 4 of issue 8: `kill -9` of the daemon while an `after` job's
+//! command runs. The restarted daemon finds the run's `running` record, stops the command
+//! still going from before, and records the run `interrupted`; the one-shot is not run
+//! again. Every wait is bounded by `support::PATIENCE`.
+
+mod support;
+
+use nix::sys::signal::Signal;
+use support::{Daemon, has_ended, history, scratch, wait_until, write};
+
+#[test]
+fn a_run_cut_short_by_kill_9_is_recorded_interrupted_and_its_command_stopped() {
+    let dir = scratch("fault_crash_after");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[job]]
+name = "migrate"
+after = "1s"
+command = 'echo $$ > pid.txt; exec sleep 300'
+"#,
+    );
+    let mut first = Daemon::start(&dir, "jobs.toml");
+    first.wait_for("for the command to start", |line| line.contains("command started"));
+    wait_until("the command's pid written", || {
+        std::fs::read_to_string(dir.join("pid.txt")).is_ok_and(|pid| pid.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(dir.join("pid.txt")).unwrap().trim().parse().unwrap();
+    // Mid-run: the run's record says `running`, with its command's pid (the ledger is
+    // written asynchronously: a kill within its first milliseconds may beat it).
+    wait_until("the run recorded running with its pid", || {
+        history(&dir, &["migrate"]).iter().any(|run| run.outcome == "running" && run.pid == Some(pid))
+    });
+    first.signal(Signal::SIGKILL);
+    first.wait_exit();
+    assert!(!has_ended(pid), "the command outlives its killed daemon (the scenario)");
+
+    let mut second = Daemon::start(&dir, "jobs.toml");
+    second.wait_for("the one-shot found done", |line| line.contains("one-shot job already ran"));
+    wait_until("the command from before stopped", || has_ended(pid));
+    wait_until("the run recorded interrupted", || {
+        history(&dir, &["migrate"]).iter().any(|run| run.outcome == "interrupted")
+    });
+    second.signal(Signal::SIGTERM);
+    assert_eq!(second.wait_exit().code(), Some(0), "{}", second.log());
+
+    let runs = history(&dir, &["migrate"]);
+    assert_eq!(runs.len(), 1, "one record for the one trigger: {runs:?}");
+    assert_eq!(runs[0].outcome, "interrupted", "{runs:?}");
+    assert!(second.lines_with(&["command started"]).is_empty(), "not run again:\n{}", second.log());
+    assert!(has_ended(pid), "no copy of the command runs on");
+}

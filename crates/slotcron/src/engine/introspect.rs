@@ -1,0 +1,126 @@
+//! What a running scheduler can tell about its jobs: for the admin API and status page.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::Scheduler;
+use crate::job::Job;
+use crate::ledger::{Outcome, RunRecord};
+
+/// A job as the scheduler holds it now; see [`Scheduler::jobs`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct JobInfo {
+    /// The job: its name, schedule and policies (through [`Job`]'s accessors).
+    pub job: Arc<Job>,
+    /// Its next fire times (UTC), earliest first: the queued trigger, then the schedule's
+    /// next ones; fewer when the schedule runs out, none before [`Scheduler::run`] starts
+    /// queueing.
+    pub next_triggers: Vec<Timestamp>,
+    /// The last trigger this scheduler handled, if any.
+    pub last_run: Option<LastRun>,
+}
+
+/// The last trigger a scheduler handled of a job: its record once this process handled
+/// one, else what the store kept (trigger and outcome only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LastRun {
+    /// The scheduled instant (UTC).
+    pub trigger: Timestamp,
+    /// How it ended (`None`: the store saw it start, its end was not stored).
+    pub outcome: Option<Outcome>,
+    /// The instance that handled it (`None` when read from the store).
+    pub instance: Option<Arc<str>>,
+    /// How long the handler ran (`None` when read from the store).
+    pub duration: Option<Duration>,
+}
+
+impl From<&RunRecord> for LastRun {
+    fn from(record: &RunRecord) -> Self {
+        Self {
+            trigger: record.trigger,
+            outcome: Some(record.outcome),
+            instance: Some(record.instance.clone()),
+            duration: Some(record.duration),
+        }
+    }
+}
+
+impl Scheduler {
+    /// Every job, in no particular order, each with its next `next` fire times.
+    pub fn jobs(&self, next: usize) -> Vec<JobInfo> {
+        // The fire times are computed after the table's lock is released: the engine
+        // goes on dispatching meanwhile.
+        let mut infos = self.shared.table().infos();
+        infos.iter_mut().for_each(|info| info.add_fire_times(next));
+        infos
+    }
+
+    /// One job with its next `next` fire times; `None` if there is no such job.
+    pub fn job(&self, name: &str, next: usize) -> Option<JobInfo> {
+        let mut info = self.shared.table().info(name)?;
+        info.add_fire_times(next);
+        Some(info)
+    }
+
+    /// Whether the backends answered the last time the engine used them: the
+    /// coordinator at the last claim, the state (store and ledger) at the last write of
+    /// its buffered records and job states.
+    /// Both are `true` until a call fails.
+    pub fn backends_reachable(&self) -> Reachable {
+        let health = &self.shared.health;
+        Reachable {
+            coordinator: health.coordinator.load(Ordering::Relaxed),
+            state: !self.shared.outbox.is_failing(),
+        }
+    }
+
+    /// Whether [`Scheduler::run`] is running.
+    pub fn is_running(&self) -> bool {
+        self.shared.running.load(Ordering::SeqCst)
+    }
+}
+
+/// What [`Scheduler::backends_reachable`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reachable {
+    /// The coordinator answered the last claim (always `true` without one).
+    pub coordinator: bool,
+    /// The last write to the store or the ledger succeeded.
+    pub state: bool,
+}
+
+/// The engine's last word from each backend; see [`Scheduler::backends_reachable`].
+#[derive(Debug)]
+pub(crate) struct Health {
+    pub coordinator: AtomicBool,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self { coordinator: AtomicBool::new(true) }
+    }
+}
+
+impl JobInfo {
+    /// `next_triggers` holds the queued trigger (if any): makes it that and the fire
+    /// times after it, `count` in all.
+    fn add_fire_times(&mut self, count: usize) {
+        self.next_triggers.truncate(count);
+        let one_shot = self.job.schedule.kind().is_one_shot();
+        while let Some(&last) = self.next_triggers.last() {
+            if one_shot || self.next_triggers.len() >= count {
+                break;
+            }
+            match self.job.schedule.next_after(last) {
+                Some(next) => self.next_triggers.push(next),
+                None => break,
+            }
+        }
+    }
+}

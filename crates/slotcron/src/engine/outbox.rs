@@ -1,0 +1,232 @@
+//! The outbox: ledger writes and failed job-state writes, kept in a bounded buffer and
+//! written in order by one task, so that a run never waits on the ledger and nothing is
+//! dropped while a backend is down.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::later;
+use crate::clock::Clock;
+use crate::ledger::{Ledger, LedgerWrite};
+use crate::store::{JobState, Store, merge_state};
+
+/// How many ledger writes one batch carries.
+const BATCH: usize = 256;
+/// The first wait before writing again after a failure; it doubles up to [`RETRY_MAX`].
+const RETRY_MIN: Duration = Duration::from_millis(100);
+/// The longest wait between two tries while a backend is down.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+/// How long a stopping scheduler keeps trying to write what is buffered.
+pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) struct Outbox {
+    ledger: Arc<dyn Ledger>,
+    store: Arc<dyn Store>,
+    capacity: usize,
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Pending {
+    writes: VecDeque<LedgerWrite>,
+    /// The sequence number of `writes[0]`: how many writes left the front so far.
+    front: u64,
+    /// Job-state writes that failed, the newest per job (merged as the store merges).
+    states: BTreeMap<Arc<str>, JobState>,
+    /// Ledger writes dropped because the buffer was full, since the last report.
+    dropped: u64,
+    /// Whether the last try failed (an outage is going on).
+    failing: bool,
+}
+
+impl Outbox {
+    pub fn new(ledger: Arc<dyn Ledger>, store: Arc<dyn Store>, capacity: usize) -> Self {
+        Self { ledger, store, capacity: capacity.max(1), pending: Mutex::default(), wake: Notify::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues a ledger write; when the buffer is full, the oldest write is dropped (and
+    /// counted): a later update of the same run still appends its record whole.
+    pub fn push(&self, write: LedgerWrite) {
+        let mut pending = self.lock();
+        if pending.writes.len() >= self.capacity {
+            pending.writes.pop_front();
+            pending.front += 1;
+            pending.dropped += 1;
+            if pending.dropped == 1 {
+                tracing::error!(
+                    capacity = self.capacity,
+                    "the ledger buffer is full: dropping the oldest records until the ledger takes them"
+                );
+            }
+        }
+        pending.writes.push_back(write);
+        drop(pending);
+        self.wake.notify_one();
+    }
+
+    /// Saves a job's state: at once, unless an earlier state of the job is still waiting
+    /// (it is merged with it then); a failed write is kept and tried again later.
+    pub async fn save_state(&self, job: &Arc<str>, state: JobState) {
+        {
+            let mut pending = self.lock();
+            if let Some(waiting) = pending.states.get(job) {
+                if let Some(merged) = merge_state(Some(waiting), &state) {
+                    pending.states.insert(job.clone(), merged);
+                }
+                return;
+            }
+        }
+        if let Err(e) = self.store.save_state(job, &state).await {
+            tracing::warn!(job = %job, trigger = %state.last_trigger, "{e}; the state is kept to be written later");
+            let mut pending = self.lock();
+            let merged = match pending.states.get(job) {
+                Some(waiting) => merge_state(Some(waiting), &state),
+                None => Some(state),
+            };
+            if let Some(merged) = merged {
+                pending.states.insert(job.clone(), merged);
+            }
+            drop(pending);
+            self.wake.notify_one();
+        }
+    }
+
+    /// How many ledger writes and job states wait to be written.
+    pub fn len(&self) -> (usize, usize) {
+        let pending = self.lock();
+        (pending.writes.len(), pending.states.len())
+    }
+
+    /// Writes what is buffered, in order, until `stop` fires and nothing is left, or
+    /// [`FLUSH_TIMEOUT`] after `stop` fired; then reports what could not be written.
+    pub async fn deliver(self: Arc<Self>, clock: Arc<dyn Clock>, stop: CancellationToken) {
+        let mut retry = RETRY_MIN;
+        let mut flush_by = None;
+        loop {
+            let woken = self.wake.notified();
+            let wrote = self.write_some().await;
+            let (writes, states) = self.len();
+            if stop.is_cancelled() {
+                let deadline = *flush_by.get_or_insert_with(|| later(clock.now(), FLUSH_TIMEOUT));
+                if writes + states == 0 || clock.now() >= deadline {
+                    if writes + states > 0 {
+                        tracing::error!(
+                            records = writes,
+                            job_states = states,
+                            "stopping with writes the backends did not take: they are lost"
+                        );
+                    }
+                    return;
+                }
+            }
+            if !wrote {
+                let deadline = later(clock.now(), retry);
+                retry = (retry * 2).min(RETRY_MAX);
+                let limit = flush_by.map_or(deadline, |by| deadline.min(by));
+                tokio::select! {
+                    () = clock.sleep_until(limit) => {}
+                    () = stop.cancelled(), if flush_by.is_none() => {}
+                }
+                continue;
+            }
+            retry = RETRY_MIN;
+            if writes + states > 0 {
+                continue;
+            }
+            tokio::select! {
+                () = woken => {}
+                () = stop.cancelled(), if flush_by.is_none() => {}
+            }
+        }
+    }
+
+    /// One try: the waiting job states, then a batch of ledger writes. `false` if a
+    /// backend failed.
+    async fn write_some(&self) -> bool {
+        let states: Vec<(Arc<str>, JobState)> =
+            self.lock().states.iter().map(|(job, state)| (job.clone(), state.clone())).collect();
+        for (job, state) in states {
+            if let Err(e) = self.store.save_state(&job, &state).await {
+                self.failed(&format!("job state of {job}: {e}"));
+                return false;
+            }
+            let mut pending = self.lock();
+            // A newer state that arrived meanwhile stays to be written.
+            if pending.states.get(&job) == Some(&state) {
+                pending.states.remove(&job);
+            }
+        }
+        let (first, batch): (u64, Vec<LedgerWrite>) = {
+            let pending = self.lock();
+            (pending.front, pending.writes.iter().take(BATCH).cloned().collect())
+        };
+        if batch.is_empty() {
+            self.recovered();
+            return true;
+        }
+        let result = self.ledger.write_batch(&batch).await;
+        let written = result.as_ref().map_or_else(|e| e.written, |()| batch.len());
+        {
+            let mut pending = self.lock();
+            // Writes dropped meanwhile (a full buffer) left the front already.
+            let end = first + written as u64;
+            let remove = (end.saturating_sub(pending.front) as usize).min(pending.writes.len());
+            pending.writes.drain(..remove);
+            pending.front += remove as u64;
+        }
+        match result {
+            Ok(()) => {
+                self.recovered();
+                true
+            }
+            Err(e) => {
+                self.failed(&e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Whether the last try to write failed: an outage of the ledger or the store is
+    /// going on.
+    pub fn is_failing(&self) -> bool {
+        self.lock().failing
+    }
+
+    fn failed(&self, error: &str) {
+        let mut pending = self.lock();
+        if !pending.failing {
+            pending.failing = true;
+            tracing::warn!(
+                records = pending.writes.len(),
+                job_states = pending.states.len(),
+                "{error}; buffering the run records and job states until the backend takes them"
+            );
+        }
+    }
+
+    fn recovered(&self) {
+        let mut pending = self.lock();
+        if pending.failing || pending.dropped > 0 {
+            let dropped = std::mem::take(&mut pending.dropped);
+            pending.failing = false;
+            if dropped > 0 {
+                tracing::error!(
+                    dropped,
+                    capacity = self.capacity,
+                    "the buffered records were written, but {dropped} were dropped: the buffer was full"
+                );
+            } else {
+                tracing::info!("the backends are back: every buffered record and job state was written");
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The stale sweep (seed 001's `WithStaleSweep`): at start, the `running` records a
+//! scheduler that died left behind are marked `interrupted`; and the heartbeat that tells
+//! a live instance from a dead one on a shared ledger.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, later};
+use crate::Scheduler;
+use crate::ledger::{HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+
+/// Records the scheduler's heartbeat in its ledger every [`HEARTBEAT_EVERY`] (on its
+/// clock) until `stop` fires.
+pub(crate) async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        if let Err(e) = shared.ledger.heartbeat(&shared.instance).await {
+            tracing::debug!("heartbeat: {e}");
+        }
+        let next = later(shared.clock.now(), HEARTBEAT_EVERY);
+        tokio::select! {
+            () = shared.clock.sleep_until(next) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+impl Scheduler {
+    /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger that
+    /// `owned` says this scheduler answers for — a run whose scheduler died before it
+    /// ended: a crash, `kill -9`, a power loss. Call it at start, before
+    /// [`Scheduler::run`]. Records of this scheduler's own instance id are left alone
+    /// unless `owned` takes them (a restarted scheduler that kept its id owns them; a
+    /// running one does not).
+    ///
+    /// `stop` is called first for each, to stop what the run left going (the daemon: the
+    /// command's process group, from [`RunRecord::process`]); it returns what it did, for
+    /// the record's error. Returns the records as they were found.
+    ///
+    /// # Errors
+    /// The ledger could not be read or written; the records marked so far stay marked.
+    pub async fn sweep_stale(
+        &self,
+        owned: impl Fn(&RunRecord) -> bool,
+        mut stop: impl AsyncFnMut(&RunRecord) -> Option<String>,
+    ) -> Result<Vec<RunRecord>, LedgerError> {
+        let query =
+            LedgerQuery { outcome: Some(Outcome::Running), limit: usize::MAX, ..LedgerQuery::default() };
+        let stale: Vec<RunRecord> =
+            self.ledger().query(&query).await?.into_iter().filter(|r| owned(r)).collect();
+        for record in &stale {
+            let stopped = stop(record).await;
+            let mut interrupted = record.clone();
+            interrupted.outcome = Outcome::Interrupted;
+            let mut error =
+                "the scheduler running it stopped before the run ended (found at the next start)".to_owned();
+            if let Some(stopped) = stopped {
+                error.push_str("; ");
+                error.push_str(&stopped);
+            }
+            interrupted.error = Some(error);
+            self.ledger().update(&interrupted).await?;
+            tracing::warn!(
+                job = %record.job,
+                trigger = %record.trigger,
+                instance = %record.instance,
+                "a run left running by a scheduler that stopped is recorded interrupted"
+            );
+        }
+        Ok(stale)
+    }
+}

@@ -1,0 +1,116 @@
+//! The engine's metrics, read through `metrics-util`'s debugging recorder on a manual
+//! clock: every record is counted by job and outcome, claims by result (each result's
+//! series exported from the start, at 0), and the gauges follow the runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::{InProcessCoordinator, Job, JobContext, Outcome, SchedulerBuilder};
+
+async fn boom(_ctx: JobContext) -> Result<(), std::io::Error> {
+    Err(std::io::Error::other("boom"))
+}
+
+/// Runs `test` on a paused current-thread runtime with `recorder` as the thread's
+/// recorder (every task of that runtime runs on this thread).
+fn recorded<F: Future<Output = ()>>(test: impl FnOnce() -> F) -> Snapshotter {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    metrics::with_local_recorder(&recorder, || runtime.block_on(test()));
+    snapshotter
+}
+
+/// Every series: `name{label=value,...}` and its value (counters and gauges; histograms
+/// as their number of samples).
+fn series(snapshotter: &Snapshotter) -> Vec<(String, f64)> {
+    let mut all: Vec<(String, f64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+            let value = match value {
+                DebugValue::Counter(n) => n as f64,
+                DebugValue::Gauge(g) => g.into_inner(),
+                DebugValue::Histogram(samples) => samples.len() as f64,
+            };
+            (format!("{}{{{}}}", key.name(), labels.join(",")), value)
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
+}
+
+fn harness(configure: impl FnOnce(SchedulerBuilder) -> SchedulerBuilder) -> Harness {
+    let h = Harness::with("2024-05-17T00:00:30Z", |b| {
+        configure(b.coordinator(Arc::new(InProcessCoordinator::new())))
+    });
+    h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.add(Job::builder("boom").every(Duration::from_secs(120)).handler(boom).build().unwrap());
+    h
+}
+
+#[test]
+fn runs_claims_and_gauges_are_counted_per_job_and_outcome() {
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b);
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:04:30Z")).await;
+        assert_eq!(h.triggers("tick", Outcome::Succeeded).len(), 4);
+        assert_eq!(h.triggers("boom", Outcome::Failed).len(), 2);
+        h.stop().await;
+    });
+    let tick_next = ts("2024-05-17T00:05:00Z").as_second() as f64;
+    let boom_next = ts("2024-05-17T00:06:00Z").as_second() as f64;
+    let last_success = ts("2024-05-17T00:04:00Z").as_second() as f64;
+    let expected: Vec<(String, f64)> = [
+        ("slotcron_claim_duration_seconds{}", 6.0),
+        ("slotcron_claims_total{result=error}", 0.0),
+        ("slotcron_claims_total{result=lost}", 0.0),
+        ("slotcron_claims_total{result=won}", 6.0),
+        ("slotcron_job_last_success_timestamp_seconds{job=boom}", 0.0),
+        ("slotcron_job_last_success_timestamp_seconds{job=tick}", last_success),
+        ("slotcron_job_next_trigger_timestamp_seconds{job=boom}", boom_next),
+        ("slotcron_job_next_trigger_timestamp_seconds{job=tick}", tick_next),
+        ("slotcron_run_duration_seconds{job=boom}", 2.0),
+        ("slotcron_run_duration_seconds{job=tick}", 4.0),
+        ("slotcron_running_runs{}", 0.0),
+        ("slotcron_runs_total{job=boom,outcome=failed}", 2.0),
+        ("slotcron_runs_total{job=tick,outcome=succeeded}", 4.0),
+        ("slotcron_trigger_lateness_seconds{}", 6.0),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    assert_eq!(series(&snapshotter), expected);
+}
+
+#[test]
+fn without_per_job_labels_only_outcomes_are_counted() {
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b.metrics_per_job(false));
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:02:30Z")).await;
+        h.stop().await;
+    });
+    let names: Vec<String> = series(&snapshotter).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(
+        names,
+        [
+            "slotcron_claim_duration_seconds{}",
+            "slotcron_claims_total{result=error}",
+            "slotcron_claims_total{result=lost}",
+            "slotcron_claims_total{result=won}",
+            "slotcron_run_duration_seconds{}",
+            "slotcron_running_runs{}",
+            "slotcron_runs_total{outcome=failed}",
+            "slotcron_runs_total{outcome=succeeded}",
+            "slotcron_trigger_lateness_seconds{}",
+        ]
+    );
+}
