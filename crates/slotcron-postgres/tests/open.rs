@@ -100,7 +100,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (3); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (5); \
                  upgrade slotcron to use it",
                 database_url()
             )
