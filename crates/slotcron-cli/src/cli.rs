@@ -131,6 +131,12 @@ pub struct RunArgs {
     /// `[coordination]` table.
     #[arg(long, value_name = "PREFIX")]
     pub redis_prefix: Option<String>,
+    /// How far this daemon's clock may be off its coordinator's (Redis TIME, PostgreSQL
+    /// now()), e.g. `5s`: beyond it every trigger is skipped as `skipped-clock-skew`, and
+    /// every claim holds this much longer [default: 5s]. Takes precedence over `slack` in
+    /// the jobs file's `[coordination]` table.
+    #[arg(long, value_name = "DURATION", value_parser = parse_slack)]
+    pub clock_skew_slack: Option<Duration>,
     /// This daemon's id, unique in the fleet [default: HOSTNAME-PID].
     ///
     /// In logs, claims, run history and SLOTCRON_INSTANCE; 1 to 200 bytes, no control
@@ -317,6 +323,13 @@ fn parse_instance(id: &str) -> Result<String, String> {
         return Err(format!("must not contain control characters, found {c:?}"));
     }
     Ok(id.to_owned())
+}
+
+/// A `--clock-skew-slack`: a duration as in jobs files, longer than zero.
+fn parse_slack(text: &str) -> Result<Duration, String> {
+    let slack = slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())?;
+    crate::coordination::check_slack(slack)?;
+    Ok(slack)
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {

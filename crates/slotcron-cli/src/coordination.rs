@@ -75,6 +75,21 @@ impl Sources {
     }
 }
 
+/// Refuses a clock-skew slack of zero: every measurable offset would skip every
+/// trigger.
+///
+/// # Errors
+/// The slack is zero.
+pub fn check_slack(slack: std::time::Duration) -> Result<(), String> {
+    if slack.is_zero() {
+        return Err(format!(
+            "must be longer than zero (the default is {})",
+            crate::duration::display(slotcron::SchedulerBuilder::DEFAULT_SLACK)
+        ));
+    }
+    Ok(())
+}
+
 /// The Redis the daemon claims triggers in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redis {

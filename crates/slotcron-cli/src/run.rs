@@ -46,6 +46,9 @@ pub struct Settings {
     pub max_concurrent_runs: Option<usize>,
     /// The jobs' `on_failure` commands.
     pub failure_hooks: FailureHooks,
+    /// How far this daemon's clock may be off its coordinator's (`--clock-skew-slack`,
+    /// `[coordination] slack`, default [`SchedulerBuilder::DEFAULT_SLACK`]).
+    pub slack: Duration,
     /// The admin API, if asked for (see [`AdminSettings::choose`]).
     pub admin: Option<AdminSettings>,
     /// Whether metrics carry a `job` label (`--metrics-per-job`).
@@ -98,6 +101,7 @@ impl Settings {
             cancel_grace: Self::CANCEL_GRACE,
             max_concurrent_runs: None,
             failure_hooks,
+            slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
         })
     }
 
@@ -162,6 +166,7 @@ impl Settings {
             .drain_on_shutdown(true)
             .shutdown_timeout(self.shutdown_timeout)
             .cancel_grace(self.cancel_grace)
+            .slack(self.slack)
             .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),

@@ -193,7 +193,7 @@ X = "1"
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, job"
             .to_owned(),
-        "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix)"
+        "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
         format!(r#"jobs.toml:11: job "a": comand: unknown key; did you mean command? (a [[job]] table takes {job_keys})"#),
@@ -707,6 +707,27 @@ jitter = "2m"
     ] {
         assert!(err.contains(expected), "{expected}\nnot in\n{err}");
     }
+}
+
+#[test]
+fn a_clock_skew_slack_of_zero_or_not_a_duration_is_refused_naming_the_key() {
+    let (code, _out, err) = check(
+        "slack_problems",
+        "jobs.toml",
+        "[coordination]\nslack = \"0s\"\n\n[[job]]\nname = \"a\"\nevery = \"10s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("jobs.toml:2: coordination.slack: must be longer than zero (the default is 5s)"),
+        "{err}"
+    );
+    let (code, _out, err) = check(
+        "slack_not_a_duration",
+        "jobs.toml",
+        "[coordination]\nslack = 5\n\n[[job]]\nname = \"a\"\nevery = \"10s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("jobs.toml:2: coordination.slack: expected a duration string"), "{err}");
 }
 
 #[test]

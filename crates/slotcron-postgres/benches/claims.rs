@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use futures_util::stream;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
-const TTL: Option<Duration> = Some(Duration::from_secs(3_600));
+const HOLD: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(3_600), run_budget: None, slack: Duration::ZERO });
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -56,9 +57,11 @@ async fn run(
     let started = Instant::now();
     let outcomes: Vec<ClaimOutcome> = stream::iter(seconds)
         .map(|second| async move {
-            let trigger = Timestamp::from_second(1_715_904_000 + second).unwrap();
+            // In 2100: ahead of the server's clock, so claims made out of order (50 in
+            // flight) are decided by their rows, not by the job's high-water mark.
+            let trigger = Timestamp::from_second(4_102_444_800 + second).unwrap();
             let key = format!("{job}:{trigger}");
-            let claim = Claim { job, trigger, key: &key, instance: "bench", ttl: TTL };
+            let claim = Claim { job, trigger, key: &key, instance: "bench", hold: HOLD };
             coordinator.claim(&claim).await.unwrap()
         })
         .buffer_unordered(in_flight)

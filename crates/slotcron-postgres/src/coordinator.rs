@@ -4,6 +4,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
+use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 use tokio_postgres::Row;
 
@@ -19,9 +20,11 @@ use crate::{DbError, PostgresDatabase};
 /// transaction): it inserts the row keyed by (job, trigger key) if absent — or takes it
 /// over if its expiry has passed — and, only if it did, bumps the job's fencing counter
 /// and returns the new token. Concurrent claims of one trigger serialize on the row's
-/// key, so exactly one wins. Expiry is measured on the server's clock (`now()`), so
-/// replicas' clocks do not matter; one-shot claims (no TTL) never expire. Claims are never
-/// released. The row keeps the claimant's instance, a random 64-bit token drawn for each
+/// key, so exactly one wins. A recurring claim expires at the absolute instant
+/// [`Hold`](slotcron::Hold) describes, on the server's clock (`now()`), and the function
+/// keeps the job's high-water mark in the same transaction (claims of one job serialize
+/// on its mark row), refusing a trigger behind it whose claim may have expired; one-shot
+/// claims never expire. Claims are never released. The row keeps the claimant's instance, a random 64-bit token drawn for each
 /// claim, and the fencing token it won.
 ///
 /// When the reply is lost (the connection closed or broke, the server ended the session,
@@ -56,7 +59,7 @@ pub struct PostgresCoordinator {
 impl PostgresCoordinator {
     /// How many claims of this process between two removals of expired claims.
     pub const REMOVE_EXPIRED_EVERY: u64 = 1_000;
-    /// TTLs are capped at this (a thousand years): longer is forever in practice, and
+    /// Hold durations are capped at this (a thousand years): longer is forever in practice, and
     /// the server's `timestamptz` has an end.
     pub const MAX_TTL: Duration = Duration::from_secs(1_000 * 365 * 86_400);
     /// How long a claim waits for each reply unless told otherwise: shorter than the
@@ -66,7 +69,7 @@ impl PostgresCoordinator {
     /// The coordinator on `database`'s schema.
     pub fn new(database: PostgresDatabase) -> Self {
         Self {
-            claim_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6)"),
+            claim_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6, $7)"),
             // FOR SHARE waits for a claim of the row still in progress, then reads it.
             read_back_sql: database.sql(
                 "SELECT claimant_token, instance, fencing_token FROM {schema}.claim
@@ -116,11 +119,11 @@ impl PostgresCoordinator {
         &self,
         claim: &Claim<'_>,
         trigger: &SystemTime,
-        ttl_us: &Option<i64>,
+        hold_us: &(Option<i64>, Option<i64>),
         token: Token,
     ) -> Result<ClaimOutcome, AttemptError<String>> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-            [&claim.job, &claim.key, trigger, &claim.instance, ttl_us, &token.column()];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+            [&claim.job, &claim.key, trigger, &claim.instance, &hold_us.0, &hold_us.1, &token.column()];
         let rows = match self.database.query_within(&self.claim_sql, &params, self.response_timeout).await {
             Ok(rows) => rows,
             Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
@@ -128,6 +131,7 @@ impl PostgresCoordinator {
         };
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
         match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
+            Some(Ok(Some(-1))) => Ok(ClaimOutcome::BehindMark),
             Some(Ok(Some(fencing_token))) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
             Some(Ok(None)) => Ok(ClaimOutcome::Lost),
             Some(Err(e)) => Err(AttemptError::ReplyLost(chain(&e))),
@@ -192,7 +196,7 @@ impl PostgresCoordinator {
         job: &str,
     ) -> Result<Vec<Row>, CoordinatorError> {
         self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
-            CoordinatorError::new(format!(
+            CoordinatorError::unavailable(format!(
                 "{}: lease of {job}: {}",
                 self.database.url(),
                 e.into_cause().cause
@@ -217,10 +221,11 @@ fn claim_row(row: &Row) -> Result<ClaimRow, tokio_postgres::Error> {
 #[async_trait]
 impl Coordinator for PostgresCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError)?;
-        let ttl_us = claim.ttl.map(|ttl| ttl.min(Self::MAX_TTL).as_micros() as i64);
-        let token =
-            Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
+        let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError::unavailable)?;
+        let us = |d: Duration| d.min(Self::MAX_TTL).as_micros() as i64;
+        let hold_us = (claim.hold.map(|h| us(h.after_trigger())), claim.hold.map(|h| us(h.after_claim())));
+        let token = Token::random()
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
         if self.claims.fetch_add(1, Ordering::Relaxed) % Self::REMOVE_EXPIRED_EVERY
             == Self::REMOVE_EXPIRED_EVERY - 1
         {
@@ -229,7 +234,7 @@ impl Coordinator for PostgresCoordinator {
         claim_with_read_back(
             &format!("{}: claim of {}", self.database.url(), claim.key),
             &token,
-            || self.try_claim(claim, &trigger, &ttl_us, token),
+            || self.try_claim(claim, &trigger, &hold_us, token),
             || self.read_holder(claim, token),
         )
         .await
@@ -246,7 +251,7 @@ impl Coordinator for PostgresCoordinator {
         let ttl = ttl_us(lease.ttl);
         let rows = self.lease_query(&self.lease.renew, &[&lease.job, &lease.owner, &ttl], lease.job).await?;
         let cancel = rows.first().map(|row| row.try_get::<_, bool>(0)).transpose();
-        match cancel.map_err(|e| CoordinatorError::new(chain(&e)))? {
+        match cancel.map_err(|e| CoordinatorError::outcome_unknown(chain(&e)))? {
             None => Ok(LeaseRenewal::Lost),
             Some(false) => Ok(LeaseRenewal::Renewed),
             Some(true) => Ok(LeaseRenewal::CancelRequested),
@@ -259,6 +264,22 @@ impl Coordinator for PostgresCoordinator {
 
     async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
         Ok(!self.lease_query(&self.lease.cancel, &[&job], job).await?.is_empty())
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        let failed =
+            |cause: String| CoordinatorError::unavailable(format!("{}: now(): {cause}", self.database.url()));
+        let rows = self
+            .database
+            .query_within("SELECT now()", &[], self.response_timeout)
+            .await
+            .map_err(|e| failed(e.into_cause().cause))?;
+        let now: SystemTime = rows
+            .first()
+            .ok_or_else(|| failed("no row".to_owned()))?
+            .try_get(0)
+            .map_err(|e| failed(chain(&e)))?;
+        Ok(Some(codec::instant(now).map_err(|e| failed(e.to_string()))?))
     }
 
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -154,9 +154,95 @@ CREATE TRIGGER run_output_pruned AFTER DELETE ON {schema}.run_record
     FOR EACH ROW EXECUTE FUNCTION {schema}.run_output_pruned();
 ";
 
+/// Claims that hold as DESIGN.md says: a recurring claim expires at an absolute instant
+/// on the server's clock, and each job keeps a high-water mark, the newest recurring
+/// trigger granted, set in the same transaction as the claim. The version 2 function
+/// stays for replicas of the older release during a rolling upgrade.
+const V5: &str = "
+CREATE TABLE {schema}.claim_mark (
+    job        text PRIMARY KEY,
+    trigger_at timestamptz NOT NULL
+);
+
+-- Claims a trigger. A trigger whose claim is held loses as in version 2, with no lock
+-- taken and nothing written. Recurring (p_after_trigger_us NOT NULL): the job's mark
+-- row is locked next, so claims of one job serialize on it; a trigger at or before the
+-- mark and at least
+-- p_after_trigger_us old (now()), with no claim held, is refused with -1: its claim may
+-- have expired; otherwise the claim is made as in version 2, expiring at the later of
+-- trigger + p_after_trigger_us and now() + p_after_claim_us, and the mark moves up to
+-- the trigger. One-shot (NULL): the claim never expires and the mark is not touched.
+-- Returns the fencing token when won, NULL when another claim holds the trigger, -1
+-- when the mark refuses it. A claim made again with the same token and instance (after
+-- a lost reply) that finds its own row returns that row's fencing token.
+CREATE FUNCTION {schema}.claim_trigger(
+    p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
+    p_after_trigger_us bigint, p_after_claim_us bigint, p_claimant_token bigint
+) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    won bigint;
+    own boolean;
+    mark timestamptz;
+    expires timestamptz;
+BEGIN
+    -- A held claim loses (or is this claimant's own, after a lost reply) without taking
+    -- a lock or writing anything.
+    SELECT fencing_token, claimant_token = p_claimant_token AND instance = p_instance
+    INTO won, own FROM {schema}.claim
+    WHERE job = p_job AND trigger_key = p_trigger_key AND (expires_at IS NULL OR expires_at > now());
+    IF FOUND THEN
+        RETURN CASE WHEN own THEN won END;
+    END IF;
+    IF p_after_trigger_us IS NOT NULL THEN
+        SELECT trigger_at INTO mark FROM {schema}.claim_mark WHERE job = p_job FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO {schema}.claim_mark (job, trigger_at) VALUES (p_job, '-infinity')
+            ON CONFLICT (job) DO NOTHING;
+            SELECT trigger_at INTO mark FROM {schema}.claim_mark WHERE job = p_job FOR UPDATE;
+        END IF;
+        IF p_trigger_at <= mark
+           AND now() >= p_trigger_at + p_after_trigger_us * interval '1 microsecond'
+           AND NOT EXISTS (SELECT FROM {schema}.claim
+                           WHERE job = p_job AND trigger_key = p_trigger_key
+                             AND (expires_at IS NULL OR expires_at > now())) THEN
+            RETURN -1;
+        END IF;
+        expires := greatest(p_trigger_at + p_after_trigger_us * interval '1 microsecond',
+                            now() + p_after_claim_us * interval '1 microsecond');
+    END IF;
+    INSERT INTO {schema}.claim AS held
+        (job, trigger_key, trigger_at, instance, claimed_at, expires_at, claimant_token)
+    VALUES (p_job, p_trigger_key, p_trigger_at, p_instance, now(), expires, p_claimant_token)
+    ON CONFLICT (job, trigger_key) DO UPDATE SET
+        trigger_at = EXCLUDED.trigger_at,
+        instance = EXCLUDED.instance,
+        claimed_at = EXCLUDED.claimed_at,
+        expires_at = EXCLUDED.expires_at,
+        claimant_token = EXCLUDED.claimant_token,
+        fencing_token = NULL
+    WHERE held.expires_at <= now();
+    IF NOT FOUND THEN
+        SELECT fencing_token INTO won FROM {schema}.claim
+        WHERE job = p_job AND trigger_key = p_trigger_key
+          AND claimant_token = p_claimant_token AND instance = p_instance;
+        RETURN won;
+    END IF;
+    INSERT INTO {schema}.fencing AS counter (job, token) VALUES (p_job, 1)
+    ON CONFLICT (job) DO UPDATE SET token = counter.token + 1
+    RETURNING token INTO won;
+    UPDATE {schema}.claim SET fencing_token = won
+    WHERE job = p_job AND trigger_key = p_trigger_key;
+    IF p_after_trigger_us IS NOT NULL AND p_trigger_at > mark THEN
+        UPDATE {schema}.claim_mark SET trigger_at = p_trigger_at WHERE job = p_job;
+    END IF;
+    RETURN won;
+END
+$$;
+";
+
 /// The per-job leases of the overlap policies: one row per job whose run holds it, the
 /// owner compared by every renewal and release; expiry on the server's clock.
-const V5: &str = "
+const V6: &str = "
 CREATE TABLE {schema}.lease (
     job        text PRIMARY KEY,
     owner      text NOT NULL,
@@ -169,8 +255,8 @@ CREATE TABLE {schema}.lease (
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger this release reads (version 2 changed
-/// the claims only; the ledger columns of version 3 read as NULL before it).
+/// The oldest schema version whose store and ledger this release reads (versions 2, 5 and 6
+/// changed the claims and leases only; the ledger columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

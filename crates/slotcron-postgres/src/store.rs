@@ -23,6 +23,7 @@ struct Sql {
     load_definitions: String,
     save_definition: String,
     delete_definition: String,
+    next_fencing_token: String,
 }
 
 /// [`slotcron::store::merge_state`]'s rules as one atomic upsert: an older trigger
@@ -55,6 +56,11 @@ impl PostgresStore {
                  ON CONFLICT (job) DO UPDATE SET definition = EXCLUDED.definition",
             ),
             delete_definition: database.sql("DELETE FROM {schema}.job_definition WHERE job = $1"),
+            // The coordinator's counter: one sequence of tokens per job, whoever takes them.
+            next_fencing_token: database.sql(
+                "INSERT INTO {schema}.fencing AS counter (job, token) VALUES ($1, 1)
+                 ON CONFLICT (job) DO UPDATE SET token = counter.token + 1 RETURNING token",
+            ),
         };
         Self { database, sql }
     }
@@ -93,6 +99,16 @@ impl Store for PostgresStore {
             .await
             .map_err(StoreError::new)?;
         Ok(())
+    }
+
+    async fn next_fencing_token(&self, job: &str) -> Result<u64, StoreError> {
+        let rows =
+            self.database.query(&self.sql.next_fencing_token, &[&job]).await.map_err(StoreError::new)?;
+        let token: i64 = rows
+            .first()
+            .ok_or_else(|| StoreError::new(format!("{}: no fencing token returned", self.database.url())))?
+            .get(0);
+        Ok(token as u64)
     }
 
     async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {

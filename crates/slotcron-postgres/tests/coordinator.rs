@@ -8,24 +8,24 @@ use std::time::Duration;
 
 use common::{Schemas, isolated};
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()
 }
 
-/// Claims `job`'s trigger at `trigger` as `instance` with `ttl` (`None`: a one-shot).
+/// Claims `job`'s trigger at `trigger` as `instance` with `hold` (`None`: a one-shot).
 async fn claim(
     coordinator: &PostgresCoordinator,
     job: &str,
     trigger: &str,
     instance: &str,
-    ttl: Option<Duration>,
+    hold: Option<Hold>,
 ) -> ClaimOutcome {
     let trigger = ts(trigger);
     let key = trigger_key(job, trigger);
-    coordinator.claim(&Claim { job, trigger, key: &key, instance, ttl }).await.unwrap()
+    coordinator.claim(&Claim { job, trigger, key: &key, instance, hold }).await.unwrap()
 }
 
 /// The trigger key, as the engine makes it for a recurring job.
@@ -37,7 +37,8 @@ fn won(fencing_token: u64) -> ClaimOutcome {
     ClaimOutcome::Won { fencing_token }
 }
 
-const MINUTE: Option<Duration> = Some(Duration::from_secs(60));
+const MINUTE: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_one_of_several_replicas_wins_each_trigger() {
@@ -59,7 +60,7 @@ async fn exactly_one_of_several_replicas_wins_each_trigger() {
                     tokio::spawn(async move {
                         let instance = format!("replica-{i}");
                         let claim =
-                            Claim { job: "tick", trigger, key: &key, instance: &instance, ttl: MINUTE };
+                            Claim { job: "tick", trigger, key: &key, instance: &instance, hold: MINUTE };
                         replica.claim(&claim).await.unwrap()
                     })
                 })
@@ -92,7 +93,7 @@ async fn fencing_tokens_grow_with_every_won_claim_of_a_job() {
 }
 
 #[tokio::test]
-async fn an_expired_claim_is_taken_over_with_a_higher_token() {
+async fn an_expired_claim_is_not_taken_over_the_high_water_mark_refuses_it() {
     isolated(async |schemas: &mut Schemas| {
         let database = schemas.open().await;
         let schema = schemas.names()[0].clone();
@@ -102,8 +103,12 @@ async fn an_expired_claim_is_taken_over_with_a_higher_token() {
         assert_eq!(claim(&coordinator, "tick", trigger, "r2", MINUTE).await, ClaimOutcome::Lost);
         // The minute passes on the server's clock.
         schemas.execute(&schema, "UPDATE {schema}.claim SET expires_at = now() - interval '1 second'").await;
-        assert_eq!(claim(&coordinator, "tick", trigger, "r2", MINUTE).await, won(2));
-        assert_eq!(claim(&coordinator, "tick", trigger, "r3", MINUTE).await, ClaimOutcome::Lost);
+        assert_eq!(claim(&coordinator, "tick", trigger, "r2", MINUTE).await, ClaimOutcome::BehindMark);
+        assert_eq!(
+            schemas.scalar(&schema, "SELECT count(*) FROM {schema}.claim WHERE instance = 'r1'").await,
+            1
+        );
+        assert_eq!(claim(&coordinator, "tick", "2024-05-17T00:01:00Z", "r3", MINUTE).await, won(2));
     })
     .await;
 }
@@ -130,7 +135,8 @@ async fn a_one_shot_claim_never_expires_and_expired_claims_are_removed() {
             claim(&coordinator, "migrate", "2024-05-17T00:00:00Z", "r2", None).await,
             ClaimOutcome::Lost
         );
-        assert_eq!(claim(&coordinator, "tick", "2024-05-17T00:00:00Z", "r2", MINUTE).await, won(2));
+        let again = claim(&coordinator, "tick", "2024-05-17T00:00:00Z", "r2", MINUTE).await;
+        assert_eq!(again, ClaimOutcome::BehindMark, "removed, but the high-water mark remembers it");
     })
     .await;
 }
@@ -156,7 +162,7 @@ async fn a_claim_that_fails_is_an_error_never_a_win() {
         schemas.execute(&schema, "DROP TABLE {schema}.fencing").await;
         let trigger = ts("2024-05-17T00:00:00Z");
         let key = trigger_key("tick", trigger);
-        let claim = Claim { job: "tick", trigger, key: &key, instance: "r1", ttl: MINUTE };
+        let claim = Claim { job: "tick", trigger, key: &key, instance: "r1", hold: MINUTE };
         let err = coordinator.claim(&claim).await.unwrap_err().to_string();
         assert!(err.starts_with("postgres://postgres@"), "{err}");
         assert!(err.ends_with(&format!("relation \"{schema}.fencing\" does not exist")), "{err}");
@@ -164,6 +170,19 @@ async fn a_claim_that_fails_is_an_error_never_a_win() {
         assert!(!err.contains("outcome unknown"), "{err}");
         let rows = "SELECT count(*) FROM {schema}.claim";
         assert_eq!(schemas.scalar(&schema, rows).await, 0, "the claim was rolled back");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_coordinators_clock_is_the_servers() {
+    isolated(async |schemas: &mut Schemas| {
+        let coordinator = PostgresCoordinator::new(schemas.open().await);
+        let before = Timestamp::now();
+        let time = coordinator.time().await.unwrap().expect("the server's clock");
+        // The server runs on this machine: its clock is this one's.
+        let off = before.duration_until(time).abs();
+        assert!(off < slotcron::jiff::SignedDuration::from_secs(1), "{before} vs {time}");
     })
     .await;
 }

@@ -6,7 +6,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Schemas, database_url, isolated};
-use slotcron::{Cause, Claim, ClaimOutcome, Coordinator, JobState, Ledger, LedgerQuery, Outcome, Store};
+use slotcron::{
+    Cause, Claim, ClaimOutcome, Coordinator, Hold, JobState, Ledger, LedgerQuery, Outcome, Store,
+};
 use slotcron_postgres::{OpenError, PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresStore};
 
 /// A local port nobody listens on.
@@ -98,7 +100,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (5); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (6); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -128,7 +130,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 5);
+        assert_eq!(schemas.scalar(&schema, version).await, 6);
         let tick_state = JobState {
             last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
             last_outcome: Some(Outcome::Succeeded),
@@ -143,11 +145,11 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
 
         // The old release's claims still hold, and fencing tokens go on from its counter.
         let coordinator = PostgresCoordinator::new(database);
-        let claim = async |job: &str, key: &str, trigger: &str, ttl: Option<Duration>| {
+        let claim = async |job: &str, key: &str, trigger: &str, hold: Option<Hold>| {
             let trigger = trigger.parse().unwrap();
-            coordinator.claim(&Claim { job, trigger, key, instance: "new-replica", ttl }).await.unwrap()
+            coordinator.claim(&Claim { job, trigger, key, instance: "new-replica", hold }).await.unwrap()
         };
-        let minute = Some(Duration::from_secs(60));
+        let minute = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
         let (at, next) = ("2024-05-17T00:01:00Z", "2024-05-17T00:02:00Z");
         assert_eq!(claim("tick", "tick:2024-05-17T00:01:00Z", at, minute).await, ClaimOutcome::Lost);
         assert_eq!(claim("migrate", "migrate", at, None).await, ClaimOutcome::Lost);

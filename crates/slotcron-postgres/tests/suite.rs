@@ -63,9 +63,25 @@ async fn forbid_keeps_runs_apart_across_replicas() {
 }
 
 #[tokio::test]
+async fn claims_hold_until_an_absolute_instant() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::claims_hold_until_an_absolute_instant(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_lease_expires_within_its_ttl() {
     isolated(async |schemas: &mut Schemas| {
         testkit::a_dead_owners_lease_expires_within_its_ttl(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_high_water_mark_refuses_handled_triggers() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::the_high_water_mark_refuses_handled_triggers(&factory(schemas.adopter())).await
     })
     .await;
 }

@@ -105,10 +105,20 @@ async fn claims(
     for k in range {
         let trigger = base + Duration::from_secs(k);
         let key = format!("{job}:{trigger}");
-        let claim = Claim { job, trigger, key: &key, instance: "bench", ttl: Some(Duration::from_secs(60)) };
+        let claim = Claim {
+            job,
+            trigger,
+            key: &key,
+            instance: "bench",
+            hold: Some(slotcron::Hold {
+                slot: Duration::from_secs(60),
+                run_budget: None,
+                slack: Duration::ZERO,
+            }),
+        };
         match coordinator.claim(&claim).await? {
             ClaimOutcome::Won { .. } => {}
-            ClaimOutcome::Lost => return Err(format!("claim {key} lost: the key prefix is not fresh").into()),
+            other => return Err(format!("claim {key}: {other:?}: the key prefix is not fresh").into()),
         }
     }
     Ok(())

@@ -4,10 +4,11 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{ErrorKind, RedisError, Script};
+use redis::{ErrorKind, RedisError, Script, ScriptInvocation};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
-use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
+use slotcron::jiff::Timestamp;
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
 
 use crate::claimant::{Token, holder};
 use crate::connection::Connection;
@@ -21,11 +22,14 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("leas
 /// runs on exactly one replica.
 ///
 /// Each claim is one call of a Lua script (`EVALSHA`; the first call after the server
-/// starts also loads the script): if the trigger key is absent it is set, with the
-/// claim's TTL in milliseconds (one-shots: no expiry unless
-/// [`RedisConfig::one_shot_retention`] is set), to `{fencing token} {token} {instance}`,
-/// where the fencing token comes from `INCR` on the job's counter and the token is 64
-/// random bits per claim. Claims are never released.
+/// starts also loads the script): if the trigger key is absent it is set to `{fencing
+/// token} {token} {instance}`, where the fencing token comes from `INCR` on the job's
+/// counter and the token is 64 random bits per claim. A recurring claim expires at the
+/// absolute instant [`Hold`] describes, computed in the script on the server's clock
+/// (`TIME`, `SET ... PXAT`: Redis 6.2 or later), and the script keeps the job's
+/// high-water mark in the same step, refusing a trigger behind it whose claim may have
+/// expired. One-shots never expire unless [`RedisConfig::one_shot_retention`] is set.
+/// Claims are never released.
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
 /// made; the coordinator reads the trigger key back, as
@@ -75,28 +79,26 @@ impl RedisCoordinator {
         Ok(Self { connection, keys, one_shot_retention: config.one_shot_retention })
     }
 
-    /// The claim's expiry in milliseconds, rounded up; 0 for none.
-    fn expiry_ms(&self, ttl: Option<Duration>) -> u64 {
-        ttl.or(self.one_shot_retention).map_or(0, |ttl| {
-            let ms = ttl.as_nanos().div_ceil(1_000_000).max(1);
-            u64::try_from(ms).unwrap_or(u64::MAX)
-        })
+    /// The script's hold arguments, in milliseconds rounded up: after the trigger and
+    /// after the claim for a recurring claim; `""` and the retention (`0`: for ever) for
+    /// a one-shot.
+    fn hold_args(&self, hold: Option<Hold>) -> (String, u64) {
+        match hold {
+            Some(hold) => (ceil_ms(hold.after_trigger()).to_string(), ceil_ms(hold.after_claim())),
+            None => (String::new(), self.one_shot_retention.map_or(0, ceil_ms)),
+        }
     }
 
     /// Runs the claim script once.
     async fn run_script(
         &self,
-        key: &str,
-        fencing: &str,
-        claimant: &str,
-        expiry_ms: u64,
+        script: &ScriptInvocation<'_>,
     ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        let mut script = CLAIM.key(key);
-        script.key(fencing).arg(claimant).arg(expiry_ms);
-        // The new fencing token when won, nil when taken.
-        match self.connection.invoke::<Option<u64>>(&script).await {
-            Ok(Some(fencing_token)) => Ok(ClaimOutcome::Won { fencing_token }),
-            Ok(None) => Ok(ClaimOutcome::Lost),
+        // The new fencing token when won, 0 when taken, -1 when behind the mark.
+        match self.connection.invoke::<i64>(script).await {
+            Ok(0) => Ok(ClaimOutcome::Lost),
+            Ok(-1) => Ok(ClaimOutcome::BehindMark),
+            Ok(fencing_token) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
             Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),
             Err(e) => Err(AttemptError::NotMade(e)),
         }
@@ -117,7 +119,7 @@ impl RedisCoordinator {
         self.connection
             .invoke::<i64>(&script)
             .await
-            .map_err(|e| CoordinatorError::new(format!("lease of {key}: {op}: {e}")))
+            .map_err(|e| CoordinatorError::unavailable(format!("lease of {key}: {op}: {e}")))
     }
 
     /// Who holds the trigger key now.
@@ -134,19 +136,31 @@ fn outcome_unknown(error: &RedisError) -> bool {
     matches!(error.kind(), ErrorKind::Io | ErrorKind::Parse)
 }
 
+/// A duration in whole milliseconds, rounded up (at least 1).
+fn ceil_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos().div_ceil(1_000_000).max(1)).unwrap_or(u64::MAX)
+}
+
 #[async_trait]
 impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let token =
-            Token::random().map_err(|e| CoordinatorError::new(format!("no random claim token: {e}")))?;
+        let token = Token::random()
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
         let key = self.keys.trigger(claim.job, claim.key);
-        let fencing = self.keys.fencing(claim.job);
-        let claimant = token.claimant(claim.instance);
-        let expiry_ms = self.expiry_ms(claim.ttl);
+        let (after_trigger, after_claim) = self.hold_args(claim.hold);
+        let mut script = CLAIM.prepare_invoke();
+        script
+            .key(&key)
+            .key(self.keys.fencing(claim.job))
+            .key(self.keys.mark(claim.job))
+            .arg(token.claimant(claim.instance))
+            .arg(claim.trigger.as_millisecond())
+            .arg(after_trigger)
+            .arg(after_claim);
         claim_with_read_back(
             &format!("claim of {key}"),
             &token,
-            || self.run_script(&key, &fencing, &claimant, expiry_ms),
+            || self.run_script(&script),
             || self.read_holder(&key, &token),
         )
         .await
@@ -171,6 +185,17 @@ impl Coordinator for RedisCoordinator {
 
     async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
         Ok(self.lease_call("cancel", job, "", Duration::ZERO).await? == 1)
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        let mut connection = self.connection.clone();
+        let (seconds, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
+        let time = Timestamp::from_microsecond(seconds.saturating_mul(1_000_000).saturating_add(micros))
+            .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
+        Ok(Some(time))
     }
 
     fn name(&self) -> &'static str {

@@ -49,6 +49,12 @@ impl KeyLayout {
         self.per_job("fencing", job)
     }
 
+    /// The job's high-water mark: the newest recurring trigger granted (milliseconds
+    /// since the Unix epoch).
+    pub fn mark(&self, job: &str) -> String {
+        self.per_job("mark", job)
+    }
+
     /// The job's key of kind `kind` (`fencing`...): `{prefix}{kind}:{job}` on one
     /// server, `{prefix}{{job}}:{kind}` in a cluster.
     fn per_job(&self, kind: &str, job: &str) -> String {
@@ -75,6 +81,7 @@ mod tests {
         assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:warmup");
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
         assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
+        assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
     }
 
     #[test]
@@ -85,6 +92,7 @@ mod tests {
         assert_eq!(keys.trigger("warmup", "warmup"), "app:slotcron:{warmup}");
         assert_eq!(keys.fencing("backup"), "app:slotcron:{backup}:fencing");
         assert_eq!(keys.lease("backup"), "app:slotcron:{backup}:lease");
+        assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");
     }
 }

@@ -10,23 +10,30 @@ use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
 use slotcron::testkit;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 use support::cluster::RedisCluster;
 use support::factory;
 
-const TTL: Option<Duration> = Some(Duration::from_secs(60));
+const HOLD: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
 
-/// The claim of `job`'s trigger at `at` (`00:00:SS`).
+/// The claim of `key`: a recurring trigger's (`{job}:{trigger}`, the trigger the instant
+/// in the key), or a one-shot's (the job name alone, at 2024-05-17T00:00:00Z).
 fn claim<'a>(job: &'a str, key: &'a str) -> Claim<'a> {
-    let trigger: Timestamp = "2024-05-17T00:00:00Z".parse().unwrap();
-    Claim { job, trigger, key, instance: "host-1", ttl: TTL }
+    match key.split_once(':').and_then(|(_, at)| at.parse::<Timestamp>().ok()) {
+        Some(trigger) => Claim { job, trigger, key, instance: "host-1", hold: HOLD },
+        None => {
+            let trigger = "2024-05-17T00:00:00Z".parse().unwrap();
+            Claim { job, trigger, key, instance: "host-1", hold: None }
+        }
+    }
 }
 
 fn won(outcome: ClaimOutcome) -> u64 {
     match outcome {
         ClaimOutcome::Won { fencing_token } => fencing_token,
-        ClaimOutcome::Lost => panic!("lost"),
+        other => panic!("{other:?}"),
     }
 }
 
@@ -51,7 +58,9 @@ suite_on_a_cluster!(
     skewed_clocks,
     staggered_starts,
     racing_replicas,
-    one_shots_survive_restarts
+    one_shots_survive_restarts,
+    claims_hold_until_an_absolute_instant,
+    the_high_water_mark_refuses_handled_triggers
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
@@ -80,6 +89,7 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
         expected[node].extend([
             format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
             format!("app:{{{job}}}:fencing"),
+            format!("app:{{{job}}}:mark"),
             format!("app:{{{job}}}"),
         ]);
     }

@@ -15,7 +15,13 @@ const KEY: &str = "job:2024-05-17T00:00:00Z";
 
 fn claim() -> Claim<'static> {
     let trigger: Timestamp = "2024-05-17T00:00:00Z".parse().unwrap();
-    Claim { job: "job", trigger, key: KEY, instance: "test", ttl: Some(Duration::from_secs(60)) }
+    Claim {
+        job: "job",
+        trigger,
+        key: KEY,
+        instance: "test",
+        hold: Some(slotcron::Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO }),
+    }
 }
 
 /// Whether database `db` holds the claim's key.

@@ -8,19 +8,22 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
 use slotcron_redis::RedisCoordinator;
 use support::RedisServer;
 
-fn claim<'a>(job: &'a str, key: &'a str, ttl: Option<Duration>) -> Claim<'a> {
-    let trigger: Timestamp = "2024-05-17T00:00:00Z".parse().unwrap();
-    Claim { job, trigger, key, instance: "host-1 pid 42", ttl }
+/// A claim of `key`, whose trigger is the instant after the job's name in the key (as the
+/// engine's trigger keys have it), or 2024-05-17T00:00:00Z.
+fn claim<'a>(job: &'a str, key: &'a str, hold: Option<Hold>) -> Claim<'a> {
+    let instant = key.split_once(':').and_then(|(_, at)| at.parse().ok());
+    let trigger: Timestamp = instant.unwrap_or_else(|| "2024-05-17T00:00:00Z".parse().unwrap());
+    Claim { job, trigger, key, instance: "host-1 pid 42", hold }
 }
 
 fn won(outcome: ClaimOutcome) -> u64 {
     match outcome {
         ClaimOutcome::Won { fencing_token } => fencing_token,
-        ClaimOutcome::Lost => panic!("lost"),
+        other => panic!("{other:?}"),
     }
 }
 
@@ -35,19 +38,20 @@ async fn prefixes_isolate_applications_sharing_one_redis() {
     let a = RedisCoordinator::connect(server.config().key_prefix("app-a:")).await.unwrap();
     let b = RedisCoordinator::connect(server.config().key_prefix("app-b:")).await.unwrap();
     let key = "job:2024-05-17T00:00:00Z";
-    let ttl = Some(Duration::from_secs(60));
+    let ttl = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
     for coordinator in [&default, &a, &b] {
         assert_eq!(won(coordinator.claim(&claim("job", key, ttl)).await.unwrap()), 1);
     }
     let expected: BTreeSet<String> = ["slotcron:", "app-a:", "app-b:"]
         .into_iter()
-        .flat_map(|p| [format!("{p}{key}"), format!("{p}fencing:job")])
+        .flat_map(|p| [format!("{p}{key}"), format!("{p}fencing:job"), format!("{p}mark:job")])
         .collect();
     assert_eq!(keys(&server), expected);
 }
 
 #[tokio::test]
-async fn recurring_claims_expire_after_their_ttl_and_one_shot_claims_never_unless_retained() {
+async fn recurring_claims_expire_a_slot_and_the_slack_after_a_late_claim_and_one_shot_claims_never_unless_retained()
+ {
     let server = RedisServer::tcp();
     let plain = RedisCoordinator::connect(server.config()).await.unwrap();
     let retained = RedisCoordinator::connect(
@@ -56,7 +60,11 @@ async fn recurring_claims_expire_after_their_ttl_and_one_shot_claims_never_unles
     .await
     .unwrap();
     won(plain
-        .claim(&claim("tick", "tick:2024-05-17T00:00:00Z", Some(Duration::from_millis(65_000))))
+        .claim(&claim(
+            "tick",
+            "tick:2024-05-17T00:00:00Z",
+            Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::from_secs(5) }),
+        ))
         .await
         .unwrap());
     won(plain.claim(&claim("once", "once", None)).await.unwrap());
@@ -64,7 +72,7 @@ async fn recurring_claims_expire_after_their_ttl_and_one_shot_claims_never_unles
     let mut admin = server.admin_connection().unwrap();
     let pttl = |admin: &mut redis::Connection, key: &str| -> i64 { admin.pttl(key).unwrap() };
     let tick = pttl(&mut admin, "slotcron:tick:2024-05-17T00:00:00Z");
-    assert!(tick > 0 && tick <= 65_000, "the slot plus the slack: {tick} ms");
+    assert!(tick > 0 && tick <= 65_000, "the slot plus the slack after the (late) claim: {tick} ms");
     assert_eq!(pttl(&mut admin, "slotcron:once"), -1, "a one-shot claim never expires");
     let once = pttl(&mut admin, "retained:once");
     assert!(once > 0 && once <= 30 * 24 * 3600 * 1000, "the configured retention: {once} ms");
@@ -94,10 +102,24 @@ async fn each_claim_is_one_round_trip() {
     redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut admin).unwrap();
     let keys: Vec<String> = (0..50).map(|k| format!("job:2024-05-17T00:00:{k:02}Z")).collect();
     for key in &keys {
-        won(coordinator.claim(&claim("job", key, Some(Duration::from_secs(60)))).await.unwrap());
+        won(coordinator
+            .claim(&claim(
+                "job",
+                key,
+                Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO }),
+            ))
+            .await
+            .unwrap());
     }
     for key in &keys[..10] {
-        let lost = coordinator.claim(&claim("job", key, Some(Duration::from_secs(60)))).await.unwrap();
+        let lost = coordinator
+            .claim(&claim(
+                "job",
+                key,
+                Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO }),
+            ))
+            .await
+            .unwrap();
         assert_eq!(lost, ClaimOutcome::Lost);
     }
     let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
@@ -110,12 +132,25 @@ async fn each_claim_is_one_round_trip() {
         })
         .filter(|(name, _)| !name.starts_with("config") && !name.starts_with("info"))
         .collect();
-    // Redis counts the script's own commands too: 60 EXISTS, and INCR and SET for the 50
-    // wins. The client sent nothing but the 60 EVALSHA (no GET, no SCRIPT LOAD).
-    let expected = [("evalsha", 60), ("exists", 60), ("set", 50), ("incr", 50)];
+    // Redis counts the script's own commands too: 60 EXISTS; TIME and the GET of the
+    // high-water mark for the 50 claims that find no key; INCR and two SETs (the trigger
+    // key, the mark) for the 50 wins. The client sent nothing but the 60 EVALSHA (no GET
+    // of its own, no SCRIPT LOAD).
+    let expected = [("evalsha", 60), ("exists", 60), ("time", 50), ("get", 50), ("set", 100), ("incr", 50)];
     let mut calls = calls;
     calls.sort();
     let mut expected: Vec<(String, u64)> = expected.into_iter().map(|(n, c)| (n.to_owned(), c)).collect();
     expected.sort();
     assert_eq!(calls, expected, "{stats}");
+}
+
+#[tokio::test]
+async fn the_coordinators_clock_is_the_servers() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let before = Timestamp::now();
+    let time = coordinator.time().await.unwrap().expect("the server's clock");
+    // The server runs on this machine: its clock is this one's.
+    let off = before.duration_until(time).abs();
+    assert!(off < slotcron::jiff::SignedDuration::from_secs(1), "{before} vs {time}");
 }

@@ -14,14 +14,13 @@ use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 use support::{Listen, RedisServer};
 
-const TTL: Option<Duration> = Some(Duration::from_secs(60));
+const HOLD: Option<slotcron::Hold> =
+    Some(slotcron::Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
 
-fn trigger() -> Timestamp {
-    "2024-05-17T00:00:05Z".parse().unwrap()
-}
-
+/// A claim of `key` (`job:{trigger}`), whose trigger is the instant in the key.
 fn claim<'a>(key: &'a str, instance: &'a str) -> Claim<'a> {
-    Claim { job: "job", trigger: trigger(), key, instance, ttl: TTL }
+    let trigger: Timestamp = key.strip_prefix("job:").unwrap().parse().unwrap();
+    Claim { job: "job", trigger, key, instance, hold: HOLD }
 }
 
 /// A server, a proxy in front of it, and a coordinator through the proxy that has

@@ -75,3 +75,15 @@ async fn a_dead_owners_lease_expires_within_its_ttl() {
     let server = RedisServer::tcp();
     testkit::a_dead_owners_lease_expires_within_its_ttl(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn claims_hold_until_an_absolute_instant() {
+    let server = RedisServer::tcp();
+    testkit::claims_hold_until_an_absolute_instant(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn the_high_water_mark_refuses_handled_triggers() {
+    let server = RedisServer::tcp();
+    testkit::the_high_water_mark_refuses_handled_triggers(&factory(server.config())).await;
+}

@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -76,6 +76,15 @@ CREATE TRIGGER run_output_pruned AFTER DELETE ON run_record BEGIN
     DELETE FROM run_output
     WHERE job = OLD.job AND trigger_us = OLD.trigger_us AND instance = OLD.instance;
 END;
+";
+
+/// Fencing tokens that survive the process: the last token taken per job, for
+/// single-replica mode (no coordinator hands them out).
+const V4: &str = "
+CREATE TABLE fencing (
+    job   TEXT PRIMARY KEY NOT NULL,
+    token INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 ";
 
 /// The newest schema version this release knows.

@@ -84,6 +84,22 @@ impl Store for SqliteStore {
             .map_err(StoreError::new)
     }
 
+    async fn next_fencing_token(&self, job: &str) -> Result<u64, StoreError> {
+        let job = job.to_owned();
+        let token = self
+            .database
+            .call(move |c| {
+                let mut statement = c.prepare_cached(
+                    "INSERT INTO fencing (job, token) VALUES (?1, 1)
+                     ON CONFLICT (job) DO UPDATE SET token = token + 1 RETURNING token",
+                )?;
+                Ok(statement.query_row([&job], |row| row.get::<_, i64>(0))?)
+            })
+            .await
+            .map_err(StoreError::new)?;
+        Ok(token as u64)
+    }
+
     async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {
         let job = job.to_owned();
         self.database

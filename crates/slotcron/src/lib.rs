@@ -165,10 +165,12 @@ pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
-pub use coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator};
+pub use coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
+};
 pub use engine::{
     DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Scheduler,
-    SchedulerBuilder, claim_ttl, trigger_key,
+    SchedulerBuilder, trigger_key,
 };
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
 use slotcron::testkit::harness::{Harness, settle, ts};
-use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Job, JobContext, Outcome};
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold, Job, JobContext, Outcome};
 
 /// What a scripted coordinator answers.
 #[derive(Clone, Copy)]
@@ -26,7 +26,7 @@ struct Seen {
     trigger: Timestamp,
     key: String,
     instance: String,
-    ttl: Option<Duration>,
+    hold: Option<Hold>,
 }
 
 /// Answers every claim the same way and remembers what it was asked.
@@ -56,13 +56,13 @@ impl Coordinator for Scripted {
             trigger: claim.trigger,
             key: claim.key.to_owned(),
             instance: claim.instance.to_owned(),
-            ttl: claim.ttl,
+            hold: claim.hold,
         });
         self.runs_at_claim.lock().unwrap().push(self.runs.load(Ordering::SeqCst));
         match self.answer {
             Answer::Win => Ok(ClaimOutcome::Won { fencing_token: 7 }),
             Answer::Lose => Ok(ClaimOutcome::Lost),
-            Answer::Fail => Err(CoordinatorError::new("connection refused")),
+            Answer::Fail => Err(CoordinatorError::unavailable("connection refused")),
             Answer::Hang => std::future::pending().await,
         }
     }
@@ -97,25 +97,26 @@ async fn harness(answer: Answer) -> (Harness, Arc<Scripted>, Arc<AtomicUsize>) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn each_trigger_is_claimed_once_before_its_handler_with_key_instance_and_ttl() {
+async fn each_trigger_is_claimed_once_before_its_handler_with_key_instance_and_hold() {
     let (mut h, coordinator, runs) = harness(Answer::Win).await;
     h.advance_to(ts("2024-05-17T00:00:20Z")).await;
     let seen = coordinator.seen();
-    let claim = |job: &str, trigger: &str, key: &str, ttl| Seen {
+    let claim = |job: &str, trigger: &str, key: &str, hold| Seen {
         job: job.into(),
         trigger: ts(trigger),
         key: key.into(),
         instance: "test".into(),
-        ttl,
+        hold,
     };
+    // The slot (10 s), no run budget (no timeout), the slack (3 s).
+    let hold = Some(Hold { slot: Duration::from_secs(10), run_budget: None, slack: Duration::from_secs(3) });
     assert_eq!(
         seen,
         [
-            // The slot (10 s) plus the slack (3 s).
-            claim("tick", "2024-05-17T00:00:10Z", "tick:2024-05-17T00:00:10Z", Some(Duration::from_secs(13))),
+            claim("tick", "2024-05-17T00:00:10Z", "tick:2024-05-17T00:00:10Z", hold),
             // One-shots never expire.
             claim("once", "2024-05-17T00:00:15Z", "once:2024-05-17T00:00:15Z", None),
-            claim("tick", "2024-05-17T00:00:20Z", "tick:2024-05-17T00:00:20Z", Some(Duration::from_secs(13))),
+            claim("tick", "2024-05-17T00:00:20Z", "tick:2024-05-17T00:00:20Z", hold),
         ]
     );
     assert_eq!(*coordinator.runs_at_claim.lock().unwrap(), [0, 1, 2], "each claim precedes its run");
@@ -152,7 +153,7 @@ async fn a_coordinator_error_skips_the_trigger_as_backend_unavailable_and_the_ha
     assert_eq!(tick.len(), 2);
     for record in &tick {
         assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable);
-        assert_eq!(record.error.as_deref(), Some("scripted coordinator: connection refused"));
+        assert_eq!(record.error.as_deref(), Some("scripted coordinator (unavailable): connection refused"));
     }
     assert_eq!(h.triggers("once", Outcome::SkippedBackendUnavailable), [ts("2024-05-17T00:00:15Z")]);
     h.stop().await;
@@ -172,7 +173,7 @@ async fn a_claim_slower_than_the_claim_timeout_skips_the_trigger_and_the_handler
     assert_eq!(tick[0].outcome, Outcome::SkippedBackendUnavailable);
     assert_eq!(
         tick[0].error.as_deref(),
-        Some("scripted coordinator: no answer within the claim timeout of 2s")
+        Some("scripted coordinator (timed-out): no answer within the claim timeout of 2s")
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     h.stop().await;

@@ -381,7 +381,7 @@ async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() 
     use slotcron::{Coordinator, InProcessCoordinator};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
-    let leases = Arc::new(InProcessCoordinator::with_clock(Arc::new(clock.clone())));
+    let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));
     let mut h = Harness::with("2024-05-17T10:00:30Z", |b| {
         b.clock(clock.clone()).coordinator(leases.clone()).lease_ttl(3 * S)
     });
@@ -429,7 +429,7 @@ async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish()
     use slotcron::{Coordinator, InProcessCoordinator};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
-    let leases = Arc::new(InProcessCoordinator::with_clock(Arc::new(clock.clone())));
+    let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));
     let mut h = Harness::with("2024-05-17T10:00:30Z", |b| {
         b.clock(clock.clone())
             .coordinator(leases.clone())

@@ -1,52 +1,21 @@
-//! The coordinator suite against an in-memory arbitrating coordinator: checks the suite
-//! itself without a server.
+//! The coordinator suite against the in-process coordinator, shared per namespace:
+//! checks the suite itself (and the in-process coordinator) without a server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
-use async_trait::async_trait;
-use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, testkit};
+use slotcron::{Coordinator, InProcessCoordinator, testkit};
 
-/// One namespace's claims: trigger key → expiry (`None`: never), and fencing counters.
+/// Builds coordinators that share their claims per namespace: clones of one
+/// [`InProcessCoordinator`] on the system clock.
 #[derive(Default)]
-struct Space {
-    claims: HashMap<String, Option<Instant>>,
-    fencing: HashMap<String, u64>,
-}
-
-/// Set-if-absent with expiry on a map shared by every coordinator of a namespace.
-struct SharedMemory(Arc<Mutex<Space>>);
-
-#[async_trait]
-impl Coordinator for SharedMemory {
-    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let mut space = self.0.lock().unwrap();
-        let now = Instant::now();
-        let held = space.claims.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now));
-        if held {
-            return Ok(ClaimOutcome::Lost);
-        }
-        space.claims.insert(claim.key.to_owned(), claim.ttl.map(|ttl| now + ttl));
-        let token = space.fencing.entry(claim.job.to_owned()).or_default();
-        *token += 1;
-        Ok(ClaimOutcome::Won { fencing_token: *token })
-    }
-
-    fn name(&self) -> &'static str {
-        "shared-memory"
-    }
-}
-
-/// Builds coordinators that share state per namespace.
-#[derive(Default)]
-struct Factory(Mutex<HashMap<String, Arc<Mutex<Space>>>>);
+struct Factory(Mutex<HashMap<String, InProcessCoordinator>>);
 
 impl Factory {
     fn build(&self) -> impl Fn(String) -> std::future::Ready<Arc<dyn Coordinator>> + '_ {
         |namespace| {
-            let space = self.0.lock().unwrap().entry(namespace).or_default().clone();
-            std::future::ready(Arc::new(SharedMemory(space)) as Arc<dyn Coordinator>)
+            let shared = self.0.lock().unwrap().entry(namespace).or_default().clone();
+            std::future::ready(Arc::new(shared) as Arc<dyn Coordinator>)
         }
     }
 }
@@ -81,12 +50,22 @@ async fn one_shots_survive_restarts() {
     testkit::one_shots_survive_restarts(&Factory::default().build()).await;
 }
 
+#[tokio::test]
+async fn claims_hold_until_an_absolute_instant() {
+    testkit::claims_hold_until_an_absolute_instant(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn the_high_water_mark_refuses_handled_triggers() {
+    testkit::the_high_water_mark_refuses_handled_triggers(&Factory::default().build()).await;
+}
+
 /// The suite must catch a coordinator that lets every replica win.
 #[tokio::test]
 #[should_panic(expected = "ran 3 times across the fleet")]
 async fn the_suite_fails_a_coordinator_that_lets_every_replica_win() {
     testkit::racing_replicas(&|_namespace: String| async {
-        Arc::new(slotcron::InProcessCoordinator::new()) as Arc<dyn Coordinator>
+        Arc::new(InProcessCoordinator::new()) as Arc<dyn Coordinator>
     })
     .await;
 }

@@ -78,6 +78,9 @@ pub struct Coordination {
     /// `prefix = "PREFIX"`: the prefix of the keys written in that Redis (the
     /// `--redis-prefix` flag and the `SLOTCRON_REDIS_PREFIX` variable take precedence).
     pub prefix: Option<String>,
+    /// `slack = "5s"`: the clock-skew slack (the `--clock-skew-slack` flag takes
+    /// precedence).
+    pub slack: Option<std::time::Duration>,
     /// `[admin] listen = "ADDR"`: where the admin API listens (the `--admin` flag and
     /// the `SLOTCRON_ADMIN` variable take precedence).
     pub admin_listen: Option<String>,

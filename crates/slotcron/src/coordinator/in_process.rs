@@ -1,7 +1,5 @@
 use std::collections::HashMap;
-use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -9,14 +7,17 @@ use jiff::Timestamp;
 use super::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal};
 use crate::clock::{Clock, SystemClock};
 
-/// The single-replica coordinator: every claim is won. Fencing tokens count the claims
-/// of each job since this process started. Leases live in memory and expire on its
-/// clock (default the system clock).
+/// The coordinator of the schedulers of one process: claims, their expiry and each
+/// job's high-water mark (see [`Hold`](super::Hold)) kept in memory, on its own clock.
+/// A scheduler alone wins every trigger once; schedulers sharing one (a clone shares
+/// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
+/// each job's won claims since this coordinator was made. Leases live in memory too and
+/// expire on the same clock.
+#[derive(Clone)]
 pub struct InProcessCoordinator {
-    /// Per-job counters; the write lock is taken only for a job's first claim.
-    tokens: RwLock<HashMap<String, AtomicU64>>,
-    leases: Mutex<HashMap<String, HeldLease>>,
     clock: Arc<dyn Clock>,
+    claims: Arc<Mutex<Claims>>,
+    leases: Arc<Mutex<HashMap<String, HeldLease>>>,
 }
 
 struct HeldLease {
@@ -25,35 +26,48 @@ struct HeldLease {
     cancel: bool,
 }
 
-impl fmt::Debug for InProcessCoordinator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+#[derive(Default)]
+struct Claims {
+    /// Trigger key → expiry (`None`: never).
+    held: HashMap<String, Option<Timestamp>>,
+    /// Job → (last fencing token, high-water mark).
+    jobs: HashMap<String, (u64, Option<Timestamp>)>,
+    /// Claims since expired ones were last removed.
+    since_sweep: usize,
+}
+
+impl Claims {
+    /// Expired claims are removed every this many claims, so memory stays bounded.
+    const SWEEP_EVERY: usize = 1024;
+}
+
+impl std::fmt::Debug for InProcessCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InProcessCoordinator").finish_non_exhaustive()
     }
 }
 
 impl Default for InProcessCoordinator {
     fn default() -> Self {
-        Self::with_clock(Arc::new(SystemClock))
+        Self::new()
     }
 }
 
 impl InProcessCoordinator {
-    /// A coordinator for a scheduler that runs alone.
+    /// A coordinator on the [`SystemClock`].
     pub fn new() -> Self {
-        Self::default()
+        Self::with_clock(SystemClock)
     }
 
-    /// A coordinator whose leases expire on `clock` (a manual clock in tests).
-    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { tokens: RwLock::default(), leases: Mutex::default(), clock }
+    /// A coordinator on `clock`: the "coordinator's clock" that claims expire on and
+    /// that schedulers measure their skew against.
+    pub fn with_clock(clock: impl Clock) -> Self {
+        Self::on_shared_clock(Arc::new(clock))
     }
 
-    fn next_token(&self, job: &str) -> u64 {
-        if let Some(counter) = self.tokens.read().unwrap_or_else(|p| p.into_inner()).get(job) {
-            return counter.fetch_add(1, Ordering::Relaxed) + 1;
-        }
-        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
-        tokens.entry(job.to_owned()).or_default().fetch_add(1, Ordering::Relaxed) + 1
+    /// A coordinator on a clock shared with its scheduler.
+    pub(crate) fn on_shared_clock(clock: Arc<dyn Clock>) -> Self {
+        Self { clock, claims: Arc::default(), leases: Arc::default() }
     }
 
     /// The job's unexpired lease, under the lock.
@@ -72,7 +86,31 @@ impl InProcessCoordinator {
 #[async_trait]
 impl Coordinator for InProcessCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        Ok(ClaimOutcome::Won { fencing_token: self.next_token(claim.job) })
+        let now = self.clock.now();
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims.since_sweep += 1;
+        if claims.since_sweep >= Claims::SWEEP_EVERY {
+            claims.since_sweep = 0;
+            claims.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
+        }
+        if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
+            return Ok(ClaimOutcome::Lost);
+        }
+        let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
+        let expiry = match claim.hold {
+            Some(hold) if hold.refused_by_mark(mark, claim.trigger, now) => {
+                return Ok(ClaimOutcome::BehindMark);
+            }
+            Some(hold) => Some(hold.expires_at(claim.trigger, now)),
+            None => None,
+        };
+        let mark = match claim.hold {
+            Some(_) => mark.max(Some(claim.trigger)),
+            None => mark,
+        };
+        claims.held.insert(claim.key.to_owned(), expiry);
+        claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
+        Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
@@ -119,6 +157,10 @@ impl Coordinator for InProcessCoordinator {
             }
             None => false,
         }))
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        Ok(Some(self.clock.now()))
     }
 
     fn name(&self) -> &'static str {

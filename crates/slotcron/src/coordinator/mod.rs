@@ -1,18 +1,18 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
+mod error;
+mod hold;
 mod in_process;
 pub mod lease;
 pub mod read_back;
 
+pub use error::{CoordinatorError, CoordinatorErrorKind};
+pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{Lease, LeaseGrant, LeaseRenewal};
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use jiff::Timestamp;
-
-use crate::job::BoxError;
 
 /// One claim on one trigger.
 #[derive(Debug, Clone, Copy)]
@@ -26,10 +26,10 @@ pub struct Claim<'a> {
     pub key: &'a str,
     /// The claimant's instance id.
     pub instance: &'a str,
-    /// How long the claim must hold: the slot length plus the clock-skew slack, or
-    /// `None` for one-shots, whose claims never expire (unless the backend is configured
-    /// with a retention).
-    pub ttl: Option<Duration>,
+    /// How long the claim holds and when the job's high-water mark refuses it (see
+    /// [`Hold`]), or `None` for one-shots, whose claims never expire (unless the backend
+    /// is configured with a retention) and which the mark does not concern.
+    pub hold: Option<Hold>,
 }
 
 /// The result of a claim.
@@ -42,7 +42,15 @@ pub enum ClaimOutcome {
     },
     /// Another replica holds the trigger.
     Lost,
+    /// The trigger is at or before the job's high-water mark and old enough that its
+    /// claim may have expired: the fleet handled it (or a later trigger), so it is never
+    /// claimed again (see [`Hold`]).
+    BehindMark,
 }
+
+/// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
+/// to measure its own clock's offset from it.
+pub const SKEW_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Arbitrates claims between replicas.
 ///
@@ -50,7 +58,8 @@ pub enum ClaimOutcome {
 /// PostgreSQL coordinators in their own crates. Each claim must be one round trip to the
 /// backend, must never be released when the run ends (it marks the slot as taken), and
 /// must report an error rather than guess when the outcome is unknown: the engine then
-/// skips the trigger (fail closed). A networked backend whose reply can be lost reads the
+/// skips the trigger (fail closed). A recurring claim expires and is refused by the job's
+/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked backend whose reply can be lost reads the
 /// claim back with [`read_back::claim_with_read_back`].
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {
@@ -96,24 +105,23 @@ pub trait Coordinator: Send + Sync + 'static {
         Err(no_leases(self.name(), job))
     }
 
+    /// The coordinator's clock now (Redis `TIME`, PostgreSQL `now()`), one round trip,
+    /// for the scheduler's clock-skew guard, which asks at most once every
+    /// [`SKEW_SAMPLE_EVERY`] while triggers come due. `None` (the default) for a
+    /// coordinator without a clock of its own: no skew check.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        Ok(None)
+    }
+
     /// A short name for logs: `in-process`, `redis`, `postgres`.
     fn name(&self) -> &'static str;
 }
 
 fn no_leases(coordinator: &str, job: &str) -> CoordinatorError {
-    CoordinatorError::new(format!(
+    CoordinatorError::unavailable(format!(
         "the {coordinator} coordinator keeps no leases, which job {job:?}'s overlap policy needs"
     ))
-}
-
-/// A coordinator backend failure: the claim's outcome is unknown.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct CoordinatorError(#[source] pub BoxError);
-
-impl CoordinatorError {
-    /// Wraps any error.
-    pub fn new(error: impl Into<BoxError>) -> Self {
-        Self(error.into())
-    }
 }

@@ -81,12 +81,12 @@ where
         let lost = match attempt().await {
             Ok(outcome) => return Ok(outcome),
             Err(AttemptError::NotMade(e)) => {
-                return Err(CoordinatorError::new(format!("{claim} failed: {e}")));
+                return Err(CoordinatorError::unavailable(format!("{claim} failed: {e}")));
             }
             Err(AttemptError::ReplyLost(e)) => e,
         };
         let holder = read_holder().await.map_err(|e| {
-            CoordinatorError::new(format!(
+            CoordinatorError::outcome_unknown(format!(
                 "{claim}: outcome unknown after \"{lost}\", and reading it back failed: {e}"
             ))
         })?;
@@ -96,7 +96,7 @@ where
             Holder::Other => return Ok(ClaimOutcome::Lost),
             Holder::Nobody if !tried_again => tried_again = true,
             Holder::Nobody => {
-                return Err(CoordinatorError::new(format!(
+                return Err(CoordinatorError::outcome_unknown(format!(
                     "{claim} failed twice: {lost}; reading it back found no claim"
                 )));
             }
@@ -170,6 +170,32 @@ mod tests {
         let expected = "claim of k: outcome unknown after \"reset\", and reading it back failed: down";
         assert_eq!(outcome, Err(expected.to_owned()));
         assert_eq!((made, read), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_claim_not_made_is_unavailable_and_an_unread_lost_reply_is_outcome_unknown() {
+        use crate::coordinator::CoordinatorErrorKind;
+        let kind = |attempts: Vec<Attempt>, read_backs: Vec<ReadBack>| async move {
+            let attempts = Mutex::new(VecDeque::from(attempts));
+            let read_backs = Mutex::new(VecDeque::from(read_backs));
+            claim_with_read_back(
+                "claim of k",
+                "00000000000000aa",
+                || std::future::ready(attempts.lock().unwrap().pop_front().expect("an attempt")),
+                || std::future::ready(read_backs.lock().unwrap().pop_front().expect("a read-back")),
+            )
+            .await
+            .expect_err("no answer")
+            .kind()
+        };
+        let lost = || Err(AttemptError::ReplyLost("reset"));
+        assert_eq!(
+            kind(vec![Err(AttemptError::NotMade("refused"))], vec![]).await,
+            CoordinatorErrorKind::Unavailable
+        );
+        assert_eq!(kind(vec![lost()], vec![Err("down")]).await, CoordinatorErrorKind::OutcomeUnknown);
+        let nobody = vec![Ok(Holder::Nobody), Ok(Holder::Nobody)];
+        assert_eq!(kind(vec![lost(), lost()], nobody).await, CoordinatorErrorKind::OutcomeUnknown);
     }
 
     #[tokio::test]

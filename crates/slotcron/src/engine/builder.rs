@@ -42,7 +42,8 @@ impl Default for SchedulerBuilder {
             instance: None,
             settings: Settings {
                 claim_timeout: Duration::from_secs(1),
-                slack: Duration::from_secs(5),
+                slack: SchedulerBuilder::DEFAULT_SLACK,
+                check_clock_skew: true,
                 cancel_grace: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
@@ -58,6 +59,9 @@ impl Default for SchedulerBuilder {
 }
 
 impl SchedulerBuilder {
+    /// The default [clock-skew slack](Self::slack): 5 s.
+    pub const DEFAULT_SLACK: Duration = Duration::from_secs(5);
+
     /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
     pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
 
@@ -115,9 +119,25 @@ impl SchedulerBuilder {
         self
     }
 
-    /// The clock-skew tolerance added to every recurring claim's TTL (default 5 s).
+    /// The clock-skew slack (default [`Self::DEFAULT_SLACK`], 5 s): how far this
+    /// replica's clock may be off its coordinator's. Every recurring claim holds this much
+    /// longer (see [`Hold`](crate::Hold)), and a replica whose clock is off by more skips
+    /// every trigger as `skipped-clock-skew` (fail closed) and warns at most once a
+    /// minute with the measured offset. The offset is measured by reading the
+    /// coordinator's clock at most every
+    /// [`SKEW_SAMPLE_EVERY`](crate::coordinator::SKEW_SAMPLE_EVERY), only while triggers
+    /// come due. In single-replica mode (no coordinator) there is nothing to measure.
     pub fn slack(mut self, slack: Duration) -> Self {
         self.settings.slack = slack;
+        self
+    }
+
+    /// Whether to measure this replica's clock against the coordinator's and skip
+    /// triggers beyond the [slack](Self::slack) (default `true`). Turn it off only for a
+    /// scheduler whose clock is deliberately not the wall clock while its coordinator's
+    /// is (a simulation on a [`ManualClock`](crate::ManualClock) against a real server).
+    pub fn check_clock_skew(mut self, check: bool) -> Self {
+        self.settings.check_clock_skew = check;
         self
     }
 
@@ -199,8 +219,9 @@ impl SchedulerBuilder {
                 instance: instance.into(),
                 settings: self.settings,
                 cap: self.max_concurrent_runs.map(ConcurrencyCap::new),
-                local_leases: InProcessCoordinator::with_clock(self.clock.clone()),
+                local_leases: InProcessCoordinator::on_shared_clock(self.clock.clone()),
                 observer: self.observer,
+                skew: Default::default(),
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),

@@ -10,6 +10,7 @@ mod queue;
 mod reconcile;
 mod record;
 mod run;
+mod skew;
 mod sweep;
 mod table;
 mod trigger;
@@ -19,7 +20,7 @@ pub use introspect::{JobInfo, LastRun, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 
 pub(crate) use run::{RunScope, lock};
-pub use trigger::{claim_ttl, trigger_key};
+pub use trigger::trigger_key;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -86,7 +87,7 @@ pub(crate) struct Shared {
     pub store: Arc<dyn Store>,
     /// Whether a store was configured: without one, per-trigger state is not saved
     /// (nothing would read it back).
-    persist_state: bool,
+    pub(crate) persist_state: bool,
     pub instance: Arc<str>,
     pub settings: Settings,
     /// The concurrency cap, if any.
@@ -95,6 +96,8 @@ pub(crate) struct Shared {
     /// `on_every_replica` jobs (each replica keeps its own runs apart).
     local_leases: InProcessCoordinator,
     pub observer: Option<Arc<dyn RunObserver>>,
+    /// This replica's offset from its coordinator's clock.
+    pub(crate) skew: skew::SkewGuard,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -118,6 +121,7 @@ pub(crate) struct Shared {
 pub(crate) struct Settings {
     pub claim_timeout: Duration,
     pub slack: Duration,
+    pub check_clock_skew: bool,
     pub cancel_grace: Duration,
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
@@ -357,9 +361,20 @@ impl Scheduler {
                 let more = table.take_due(now, &mut due, SPAWN_BATCH);
                 (more, table.next_deadline())
             };
-            for item in due.drain(..) {
+            let mut items = due.drain(..).peekable();
+            while let Some(item) = items.next() {
                 scope.spawning();
-                tracker.spawn(run::execute(scope.clone(), item));
+                // A job's catch-up comes as consecutive items: claimed in trigger order.
+                if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
+                    let mut group = vec![item];
+                    while let Some(next) = items.next_if(|next| Arc::ptr_eq(&next.job, &group[0].job)) {
+                        scope.spawning();
+                        group.push(next);
+                    }
+                    tracker.spawn(run::execute_in_order(scope.clone(), group));
+                } else {
+                    tracker.spawn(run::execute(scope.clone(), item));
+                }
             }
             if more {
                 scope.pace().await;

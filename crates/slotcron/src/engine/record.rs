@@ -69,7 +69,8 @@ impl Shared {
         job.set_last_run(&record);
         let ran = record.outcome.ran().then_some(record.duration);
         job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
-        if record.outcome != Outcome::SkippedBackendUnavailable {
+        // A trigger skipped for an outage or for the clock may still be re-issued.
+        if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew) {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
         if let Some(observer) = &self.observer {
@@ -111,8 +112,13 @@ fn log_run(r: &RunRecord) {
         Outcome::Succeeded => {
             tracing::info!(job, %trigger, instance, outcome, cause, attempts, duration_ms, "run finished")
         }
-        Outcome::SkippedLost => {
+        // Losing a claim is normal; a refusal by the high-water mark (with a reason) is not.
+        Outcome::SkippedLost if r.error.is_none() => {
             tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
+        }
+        // The skew guard warns once a minute for all of them.
+        Outcome::SkippedClockSkew => {
+            tracing::debug!(job, %trigger, instance, outcome, cause, attempts, duration_ms, err, "run finished")
         }
         _ => {
             tracing::warn!(job, %trigger, instance, outcome, cause, attempts, duration_ms, err, "run finished")

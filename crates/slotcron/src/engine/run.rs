@@ -14,10 +14,11 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::later;
+use super::skew::{self, Skew};
 use super::table::{Action, Due};
-use super::trigger::claim_ttl;
+use super::trigger::{claim_hold, job_run_budget};
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, EngineSeries};
@@ -99,27 +100,50 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     Box::pin(execute_started(scope, due)).instrument(span).await;
 }
 
+/// Handles several due items of one job (a catch-up) in trigger order, one after the
+/// other: each claim, and so each fencing token, is made after the previous item's run
+/// has ended, so claims, tokens and starts follow trigger order (DESIGN.md). A catch-up
+/// is a bounded burst (the misfire cap), and its items' runs do not overlap.
+pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
+    for due in items {
+        execute(scope.clone(), due).await;
+    }
+}
+
 async fn execute_started(scope: Arc<RunScope>, due: Due) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;
-    if job.removed.load(Ordering::SeqCst) {
-        tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
+    if removed(&job, trigger) {
         return;
     }
     let record = match action {
-        Action::Missed { count } => {
-            let reason = format!(
-                "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
-                job.grace,
-                job.misfire.name()
-            );
-            shared.skipped(&job, trigger, cause, Outcome::Missed, Some(reason))
-        }
+        Action::Missed { count } => missed(shared, &job, trigger, cause, count),
         Action::Run => claim_and_run(&scope, &job, trigger, next, cause).await,
     };
     shared.finish(&job, record).await;
 }
 
+/// Whether `job` was removed before `trigger` started (logged): it does not run then.
+fn removed(job: &Job, trigger: Timestamp) -> bool {
+    let removed = job.removed.load(Ordering::SeqCst);
+    if removed {
+        tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
+    }
+    removed
+}
+
+/// The record of `count` triggers the misfire policy dropped, up to `trigger`.
+fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u64) -> RunRecord {
+    let reason = format!(
+        "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
+        job.grace,
+        job.misfire.name()
+    );
+    shared.skipped(job, trigger, cause, Outcome::Missed, Some(reason))
+}
+
+/// Handles one trigger to its record: jitter, the concurrency cap, the claim, then the
+/// overlap lease around the retries around each attempt under its timeout.
 async fn claim_and_run(
     scope: &Arc<RunScope>,
     job: &Arc<Job>,
@@ -146,8 +170,8 @@ async fn claim_and_run(
     let trigger_key = OnceLock::new();
     let fencing_token = match &shared.coordinator {
         // Single-replica mode, or a job every replica runs: nothing to claim.
-        None => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
-        Some(_) if job.every_replica => job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1,
+        None => local_fencing_token(shared, job).await,
+        Some(_) if job.every_replica => local_fencing_token(shared, job).await,
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
@@ -278,6 +302,22 @@ impl Drop for Running<'_> {
     }
 }
 
+/// The next fencing token of a run that claims nothing: from the store, so tokens go on
+/// growing after a restart. Without a store, or if it fails (logged), one more than the
+/// last this process handed out (or took from the store).
+async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
+    if shared.persist_state {
+        match shared.store.next_fencing_token(&job.name).await {
+            Ok(token) => {
+                job.local_fencing.fetch_max(token, Ordering::Relaxed);
+                return token;
+            }
+            Err(e) => tracing::warn!(job = %job.name, "{e}; fencing token counted in memory"),
+        }
+    }
+    job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 /// Claims the trigger: the fencing token if won, else the record of the skip.
 async fn claim(
     shared: &Shared,
@@ -289,40 +329,85 @@ async fn claim(
     key: &str,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
-    let ttl = claim_ttl(trigger, next, kind.is_one_shot(), shared.settings.slack);
-    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
-    let asked = shared.clock.now();
-    let mut claiming = coordinator.claim(&claim);
-    // Most claims answer at once: arm the timeout only if not.
-    let claimed = match (&mut claiming).now_or_never() {
-        Some(claimed) => claimed.map_err(|e| e.to_string()),
-        None => {
-            let timeout = shared.settings.claim_timeout;
-            tokio::select! {
-                biased;
-                claimed = claiming => claimed.map_err(|e| e.to_string()),
-                () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => {
-                    Err(format!("no answer within the claim timeout of {timeout:?}"))
-                }
+    let settings = &shared.settings;
+    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
+    let hold = claim_hold(trigger, next, kind.is_one_shot(), budget, settings.slack);
+    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, hold };
+    if settings.check_clock_skew {
+        match shared.skew.check(shared, coordinator).await {
+            Ok(Skew::Within) => {}
+            Ok(Skew::Beyond(offset)) => {
+                let reason = skew::reason(coordinator, offset, settings.slack);
+                return Err(shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason)));
+            }
+            Err(e) => {
+                shared.health.coordinator.store(false, Ordering::Relaxed);
+                return Err(unclaimed(shared, coordinator, job, trigger, cause, &e));
             }
         }
-    };
+    }
+    let asked = shared.clock.now();
+    let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
     let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
-        Ok(ClaimOutcome::Lost) => ClaimResult::Lost,
+        Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark) => ClaimResult::Lost,
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
-        Err(e) => {
-            let reason = format!("{} coordinator: {e}", coordinator.name());
-            Err(shared.skipped(job, trigger, cause, Outcome::SkippedBackendUnavailable, Some(reason)))
+        Ok(ClaimOutcome::BehindMark) => {
+            let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
+                          or a later one, and this trigger's claim may have expired, so it is never \
+                          claimed again"
+                .to_owned();
+            Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason)))
         }
+        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
     }
+}
+
+/// Awaits a call to the coordinator for at most the claim timeout; its end is the
+/// [`TimedOut`](CoordinatorErrorKind::TimedOut) kind.
+pub(super) async fn within_claim_timeout<T>(
+    shared: &Shared,
+    call: impl Future<Output = Result<T, CoordinatorError>>,
+) -> Result<T, CoordinatorError> {
+    let mut call = std::pin::pin!(call);
+    // Most calls answer at once: arm the timeout only if not.
+    if let Some(answer) = (&mut call).now_or_never() {
+        return answer;
+    }
+    let timeout = shared.settings.claim_timeout;
+    tokio::select! {
+        biased;
+        answer = call => answer,
+        () = shared.clock.sleep_until(later(shared.clock.now(), timeout)) => Err(CoordinatorError::timed_out(
+            format!("no answer within the claim timeout of {timeout:?}"),
+        )),
+    }
+}
+
+/// The record of a claim without an answer. Every kind fails closed: a missed run can
+/// be re-issued, a double run cannot be undone (DESIGN.md).
+fn unclaimed(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    cause: Cause,
+    error: &CoordinatorError,
+) -> RunRecord {
+    let outcome = match error.kind() {
+        CoordinatorErrorKind::Unavailable
+        | CoordinatorErrorKind::TimedOut
+        | CoordinatorErrorKind::OutcomeUnknown => Outcome::SkippedBackendUnavailable,
+    };
+    let reason = format!("{} coordinator ({}): {error}", coordinator.name(), error.kind());
+    shared.skipped(job, trigger, cause, outcome, Some(reason))
 }
 
 /// Runs one attempt of the handler, catching errors and panics, and enforcing the

@@ -1,9 +1,11 @@
-//! Trigger keys and claim TTLs: the values every replica must compute identically.
+//! Trigger keys and how long claims hold: the values every replica must compute identically.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::coordinator::Hold;
+use crate::job::Job;
 use crate::schedule::ScheduleKind;
 
 /// The trigger key `{job}:{trigger}`, the trigger in RFC 3339 UTC with millisecond
@@ -20,20 +22,29 @@ pub fn trigger_key(job: &str, kind: ScheduleKind, trigger: Timestamp) -> String 
     }
 }
 
-/// How long a claim must hold: until the next trigger plus `slack` (so a replica whose
-/// clock is late by less than the slack still finds the claim), or `None` (never
-/// expires) for one-shots and exhausted schedules.
-pub fn claim_ttl(
+/// How long the claim of `trigger` holds ([`Hold`]): its slot up to `next` (zero for an
+/// exhausted schedule), the run budget and the slack; `None` (never expires) for
+/// one-shots.
+pub(crate) fn claim_hold(
     trigger: Timestamp,
     next: Option<Timestamp>,
     one_shot: bool,
+    run_budget: Option<Duration>,
     slack: Duration,
-) -> Option<Duration> {
+) -> Option<Hold> {
     if one_shot {
         return None;
     }
-    let slot = Duration::try_from(trigger.duration_until(next?)).unwrap_or(Duration::ZERO);
-    Some(slot + slack)
+    let slot = next.map_or(Duration::ZERO, |next| {
+        Duration::try_from(trigger.duration_until(next)).unwrap_or(Duration::ZERO)
+    });
+    Some(Hold { slot, run_budget, slack })
+}
+
+/// How long one run of `job` may take, all its attempts and backoffs included
+/// ([`Job::run_budget`]), `kill_grace` for each attempt's grace after its timeout.
+pub(crate) fn job_run_budget(job: &Job, kill_grace: Duration, slack: Duration) -> Option<Duration> {
+    job.run_budget(kill_grace, slack)
 }
 
 #[cfg(test)]
@@ -52,11 +63,13 @@ mod tests {
     }
 
     #[test]
-    fn ttl_covers_the_slot_and_the_slack() {
+    fn a_recurring_claim_holds_for_its_slot_budget_and_slack_and_a_one_shot_forever() {
         let t: Timestamp = "2024-05-17T10:00:00Z".parse().unwrap();
-        let next = t + Duration::from_secs(60);
-        assert_eq!(claim_ttl(t, Some(next), false, Duration::from_secs(5)), Some(Duration::from_secs(65)));
-        assert_eq!(claim_ttl(t, Some(next), true, Duration::from_secs(5)), None);
-        assert_eq!(claim_ttl(t, None, false, Duration::from_secs(5)), None);
+        let (next, slack, budget) =
+            (t + Duration::from_secs(60), Duration::from_secs(5), Some(Duration::from_secs(9)));
+        let hold = Hold { slot: Duration::from_secs(60), run_budget: budget, slack };
+        assert_eq!(claim_hold(t, Some(next), false, budget, slack), Some(hold));
+        assert_eq!(claim_hold(t, Some(next), true, budget, slack), None);
+        assert_eq!(claim_hold(t, None, false, budget, slack), Some(Hold { slot: Duration::ZERO, ..hold }));
     }
 }

@@ -31,6 +31,9 @@ pub enum Outcome {
     /// The coordinator was unreachable or slower than the claim timeout: the trigger was
     /// skipped rather than risk a double run (fail closed).
     SkippedBackendUnavailable,
+    /// This replica's clock was off the coordinator's by more than the clock-skew slack:
+    /// the trigger was skipped rather than risk a double run (fail closed).
+    SkippedClockSkew,
     /// The trigger was noticed after its grace window and the misfire policy dropped it.
     Missed,
     /// A run of the job was still going in the fleet and the overlap policy (`forbid`,
@@ -51,7 +54,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 13] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -59,6 +62,7 @@ impl Outcome {
         Self::Aborted,
         Self::SkippedLost,
         Self::SkippedBackendUnavailable,
+        Self::SkippedClockSkew,
         Self::Missed,
         Self::SkippedOverlap,
         Self::SkippedConcurrency,
@@ -76,6 +80,7 @@ impl Outcome {
             Self::Aborted => "aborted",
             Self::SkippedLost => "skipped-lost",
             Self::SkippedBackendUnavailable => "skipped-backend-unavailable",
+            Self::SkippedClockSkew => "skipped-clock-skew",
             Self::Missed => "missed",
             Self::SkippedOverlap => "skipped-overlap",
             Self::SkippedConcurrency => "skipped-concurrency",

@@ -64,6 +64,7 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
                 | Outcome::Panicked
                 | Outcome::Missed
                 | Outcome::SkippedBackendUnavailable
+                | Outcome::SkippedClockSkew
                 | Outcome::Interrupted
         )
     }

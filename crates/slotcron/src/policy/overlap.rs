@@ -279,7 +279,7 @@ impl Guard<'_> {
             biased;
             answer = call => answer,
             () = self.clock.sleep_until(later(self.clock.now(), self.call_timeout)) => Err(
-                CoordinatorError::new(format!("no answer within {:?}", self.call_timeout)),
+                CoordinatorError::timed_out(format!("no answer within {:?}", self.call_timeout)),
             ),
         }
     }

@@ -15,6 +15,7 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Inner {
     states: HashMap<String, JobState>,
+    fencing: HashMap<String, u64>,
     definitions: HashMap<String, JobDefinition>,
 }
 
@@ -48,6 +49,13 @@ impl Store for MemoryStore {
             }
         }
         Ok(())
+    }
+
+    async fn next_fencing_token(&self, job: &str) -> Result<u64, StoreError> {
+        let mut inner = self.lock();
+        let token = inner.fencing.entry(job.to_owned()).or_default();
+        *token += 1;
+        Ok(*token)
     }
 
     async fn delete_state(&self, job: &str) -> Result<bool, StoreError> {

@@ -50,6 +50,16 @@ pub trait Store: Send + Sync + 'static {
     /// The backend failed.
     async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError>;
 
+    /// Takes the job's next fencing token: 1 for a job's first, then one more than the
+    /// last taken, kept durably so that tokens go on growing after a restart (even after
+    /// `kill -9`). The scheduler takes one per run in single-replica mode and for jobs
+    /// every replica runs, where no coordinator hands out tokens. Concurrent calls get
+    /// distinct tokens.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn next_fencing_token(&self, job: &str) -> Result<u64, StoreError>;
+
     /// Forgets a job's state, so that a job added again under this name starts from its
     /// schedule (the engine calls it when a recurring job is removed); `false` if there
     /// was none.

@@ -38,6 +38,7 @@ pub enum Delivery {
 pub struct Fleet {
     now: Timestamp,
     timeout: Duration,
+    check_clock_skew: bool,
     replicas: Vec<Replica>,
 }
 
@@ -47,7 +48,18 @@ impl Fleet {
 
     /// An empty fleet whose time reads `now`.
     pub fn new(now: Timestamp) -> Self {
-        Self { now, timeout: Self::DEFAULT_TIMEOUT, replicas: Vec::new() }
+        Self { now, timeout: Self::DEFAULT_TIMEOUT, check_clock_skew: false, replicas: Vec::new() }
+    }
+
+    /// Whether the replicas' schedulers check their clocks against the coordinator's
+    /// ([`SchedulerBuilder::check_clock_skew`](crate::SchedulerBuilder::check_clock_skew)).
+    /// Off by default: the replicas' manual clocks run ahead of a real server's clock as
+    /// the fleet's time is advanced. Turn it on with a coordinator whose clock follows
+    /// the fleet's time (an [`InProcessCoordinator`](crate::InProcessCoordinator) on a
+    /// replica's clock).
+    pub fn with_clock_skew_check(mut self, check: bool) -> Self {
+        self.check_clock_skew = check;
+        self
     }
 
     /// Sets how long a wait may take before the test fails.
@@ -82,7 +94,7 @@ impl Fleet {
     /// due at once.
     pub async fn start(&mut self, index: usize, coordinator: Arc<dyn Coordinator>) {
         let replica = &mut self.replicas[index];
-        replica.start(coordinator, self.timeout).await;
+        replica.start(coordinator, self.timeout, self.check_clock_skew).await;
         replica.wait_recorded(self.timeout).await;
     }
 

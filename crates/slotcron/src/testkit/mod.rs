@@ -65,8 +65,9 @@ pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;
 pub use suite::{
-    claim_contract, namespaces_are_isolated, one_shots_survive_restarts, racing_replicas, skewed_clocks,
-    staggered_starts,
+    claim_contract, claims_hold_until_an_absolute_instant, namespaces_are_isolated,
+    one_shots_survive_restarts, racing_replicas, skewed_clocks, staggered_starts,
+    the_high_water_mark_refuses_handled_triggers,
 };
 
 use std::future::Future;

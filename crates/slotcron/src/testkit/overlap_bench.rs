@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Lease, LeaseGrant};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Hold, Lease, LeaseGrant};
 use crate::engine::trigger_key;
 use crate::schedule::ScheduleKind;
 
@@ -31,11 +31,11 @@ pub struct Cost {
 /// If a claim is lost or the lease held: the coordinator must be otherwise unused.
 pub async fn forbid_cost(coordinator: &dyn Coordinator, job: &str, triggers: u32) -> (Cost, Cost) {
     let start: Timestamp = "2024-05-17T00:00:00Z".parse().expect("an instant");
-    let ttl = Some(Duration::from_secs(3_600));
+    let hold = Some(Hold { slot: Duration::from_secs(3_600), run_budget: None, slack: Duration::ZERO });
     let claim = async |k: u32| {
         let trigger = start + Duration::from_secs(u64::from(k));
         let key = trigger_key(job, ScheduleKind::Recurring, trigger);
-        let claim = Claim { job, trigger, key: &key, instance: "bench", ttl };
+        let claim = Claim { job, trigger, key: &key, instance: "bench", hold };
         let won = coordinator.claim(&claim).await.expect("claim");
         assert!(matches!(won, ClaimOutcome::Won { .. }), "claim of {key} lost");
         key

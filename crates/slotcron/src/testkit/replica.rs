@@ -95,13 +95,19 @@ impl Replica {
 
     /// Starts a scheduler with a fresh coordinator, waits until it has read its clock,
     /// and queues what is due at once (a past `at`).
-    pub(super) async fn start(&mut self, coordinator: Arc<dyn Coordinator>, timeout: Duration) {
+    pub(super) async fn start(
+        &mut self,
+        coordinator: Arc<dyn Coordinator>,
+        timeout: Duration,
+        check_clock_skew: bool,
+    ) {
         assert!(self.running.is_none(), "replica {} is already running", self.instance);
         let scheduler = Scheduler::builder()
             .clock(self.clock.clone())
             .coordinator(coordinator)
             .ledger(self.ledger.clone())
             .instance(self.instance.clone())
+            .check_clock_skew(check_clock_skew)
             .build();
         for job in &self.jobs {
             scheduler.add(job.clone()).expect("distinct job names");

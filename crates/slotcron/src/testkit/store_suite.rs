@@ -16,6 +16,7 @@ pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
     state_delete(&make().await).await;
     definitions_round_trip(&make().await).await;
     definitions_replace_and_delete(&make().await).await;
+    fencing_tokens_grow_per_job(&make().await).await;
 }
 
 fn ts(s: &str) -> Timestamp {
@@ -165,4 +166,19 @@ pub async fn definitions_replace_and_delete(store: &dyn Store) {
     assert!(store.delete_definition("mail").await.unwrap());
     assert!(!store.delete_definition("mail").await.unwrap(), "deleted twice");
     assert_eq!(store.load_definitions().await.unwrap(), [every]);
+}
+
+/// Fencing tokens start at 1 and grow by one per job, each job on its own, and calls at
+/// once get distinct tokens.
+pub async fn fencing_tokens_grow_per_job(store: &dyn Store) {
+    let mut tokens = Vec::new();
+    for _ in 0..3 {
+        tokens.push(store.next_fencing_token("a").await.unwrap());
+    }
+    assert_eq!(tokens, [1, 2, 3]);
+    assert_eq!(store.next_fencing_token("b 'quoted'").await.unwrap(), 1, "each job counts its own");
+    let at_once = futures_util::future::join_all((0..8).map(|_| store.next_fencing_token("a"))).await;
+    let mut at_once: Vec<u64> = at_once.into_iter().map(|t| t.unwrap()).collect();
+    at_once.sort();
+    assert_eq!(at_once, (4..=11).collect::<Vec<u64>>(), "distinct tokens for calls at once");
 }

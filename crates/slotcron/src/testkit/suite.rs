@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::{CoordinatorFactory, Delivery, Fleet};
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome};
+use crate::coordinator::{Claim, ClaimOutcome, Hold};
 use crate::engine::trigger_key;
 use crate::job::Job;
 use crate::ledger::Outcome;
@@ -26,6 +26,21 @@ pub(super) fn namespace(case: &str) -> String {
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a valid instant")
+}
+
+/// The fleet's start: the next whole minute of the real clock plus `offset`. The
+/// coordinator's clock is the real one (Redis `TIME`, PostgreSQL `now()`), so a fleet
+/// starting now sees its claims expire, and the high-water mark judge them, as a real
+/// fleet would; the replicas' manual clocks then run ahead of it, never behind.
+fn fleet_start(offset: SignedDuration) -> Timestamp {
+    let now = Timestamp::now().as_second();
+    Timestamp::from_second(now - now.rem_euclid(60) + 60).expect("a valid instant") + offset
+}
+
+/// The real clock now, rounded down to the millisecond (the precision of every
+/// coordinator's instants).
+fn real_now() -> Timestamp {
+    Timestamp::from_millisecond(Timestamp::now().as_millisecond()).expect("a valid instant")
 }
 
 fn ms(ms: i64) -> SignedDuration {
@@ -62,14 +77,27 @@ fn seconds(from: Timestamp, count: i64) -> Vec<Timestamp> {
 }
 
 /// A claim on `job`'s trigger at `trigger`, by the instance `suite`.
-fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, ttl: Option<Duration>) -> Claim<'a> {
-    Claim { job, trigger, key, instance: "suite", ttl }
+fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, hold: Option<Hold>) -> Claim<'a> {
+    Claim { job, trigger, key, instance: "suite", hold }
 }
+
+/// A hold of a one-minute slot with no run budget and no slack.
+const MINUTE: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
+
+/// A hold of 2 ms after the claim (1 ms slot, 1 ms slack), so that a real wait of
+/// [`EXPIRED`] lets the claim expire.
+fn brief(run_budget: Option<Duration>) -> Option<Hold> {
+    Some(Hold { slot: Duration::from_millis(1), run_budget, slack: Duration::from_millis(1) })
+}
+
+/// Longer than a [`brief`] hold without a run budget.
+const EXPIRED: Duration = Duration::from_millis(50);
 
 fn won(outcome: ClaimOutcome) -> u64 {
     match outcome {
         ClaimOutcome::Won { fencing_token } => fencing_token,
-        ClaimOutcome::Lost => panic!("expected a won claim, got a lost one"),
+        other => panic!("expected a won claim, got {other:?}"),
     }
 }
 
@@ -79,7 +107,7 @@ fn won(outcome: ClaimOutcome) -> u64 {
 pub async fn claim_contract(factory: &impl CoordinatorFactory) {
     let ns = namespace("claim_contract");
     let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
-    let ttl = Some(Duration::from_secs(60));
+    let ttl = MINUTE;
     let kind = ScheduleKind::Recurring;
     let t1 = ts("2024-05-17T00:00:01Z");
     let t2 = ts("2024-05-17T00:00:02Z");
@@ -109,7 +137,7 @@ pub async fn claim_contract(factory: &impl CoordinatorFactory) {
         .into_iter()
         .filter_map(|o| match o.expect("claim") {
             ClaimOutcome::Won { fencing_token } => Some(fencing_token),
-            ClaimOutcome::Lost => None,
+            ClaimOutcome::Lost | ClaimOutcome::BehindMark => None,
         })
         .collect();
     assert_eq!(winners.len(), 1, "exactly one of 8 simultaneous claims wins: {winners:?}");
@@ -123,7 +151,7 @@ pub async fn namespaces_are_isolated(factory: &impl CoordinatorFactory) {
     let b = factory.coordinator(&ns_b).await;
     let t = ts("2024-05-17T00:00:00Z");
     let key = trigger_key("job", ScheduleKind::Recurring, t);
-    let c = claim("job", &key, t, Some(Duration::from_secs(60)));
+    let c = claim("job", &key, t, MINUTE);
     won(a.claim(&c).await.expect("claim in the first namespace"));
     won(b.claim(&c).await.expect("claim in the second namespace"));
     for ns in [&ns_a, &ns_b] {
@@ -139,7 +167,7 @@ pub async fn namespaces_are_isolated(factory: &impl CoordinatorFactory) {
 /// fast replica wins 00:00:01 before the slow one wins 00:00:00, the trigger only it saw).
 pub async fn skewed_clocks(factory: &impl CoordinatorFactory) {
     let ns = namespace("skewed_clocks");
-    let start = ts("2024-05-17T00:00:00Z");
+    let start = fleet_start(SignedDuration::ZERO);
     let jobs = || {
         vec![
             every_second("interval"),
@@ -169,7 +197,7 @@ pub async fn skewed_clocks(factory: &impl CoordinatorFactory) {
 /// trigger (a claim released after a fast run would let every later replica run).
 pub async fn staggered_starts(factory: &impl CoordinatorFactory) {
     let ns = namespace("staggered_starts");
-    let start = ts("2024-05-17T00:00:00.800Z");
+    let start = fleet_start(ms(800));
     let job = || {
         vec![Job::builder("tick").every(Duration::from_secs(1)).handler(busy).build().expect("a valid job")]
     };
@@ -183,7 +211,7 @@ pub async fn staggered_starts(factory: &impl CoordinatorFactory) {
     }
     fleet.advance(Duration::from_secs(120), Delivery::InTurn).await;
     fleet.assert_exactly_once();
-    let first = ts("2024-05-17T00:00:01Z");
+    let first = start + ms(200);
     assert_eq!(succeeded(&fleet, "tick"), seconds(first, 121));
     // From 00:00:02 on every replica saw every trigger: one ran it, two lost the claim.
     let lost = fleet.records().into_iter().filter(|r| r.outcome == Outcome::SkippedLost && r.trigger > first);
@@ -195,7 +223,7 @@ pub async fn staggered_starts(factory: &impl CoordinatorFactory) {
 /// one simulated minute: one run per trigger.
 pub async fn racing_replicas(factory: &impl CoordinatorFactory) {
     let ns = namespace("racing_replicas");
-    let start = ts("2024-05-17T00:00:00Z");
+    let start = fleet_start(SignedDuration::ZERO);
     let jobs = || (0..8).map(|k| every_second(&format!("job-{k}"))).collect::<Vec<_>>();
     let mut fleet = Fleet::new(start);
     for instance in ["replica-0", "replica-1", "replica-2"] {
@@ -215,7 +243,7 @@ pub async fn racing_replicas(factory: &impl CoordinatorFactory) {
 /// restarted replicas find the claims taken.
 pub async fn one_shots_survive_restarts(factory: &impl CoordinatorFactory) {
     let ns = namespace("one_shots_restart");
-    let start = ts("2024-05-17T00:00:00Z");
+    let start = fleet_start(SignedDuration::ZERO);
     let at = start + Duration::from_secs(10);
     let jobs = || {
         vec![
@@ -248,4 +276,80 @@ pub async fn one_shots_survive_restarts(factory: &impl CoordinatorFactory) {
         .count();
     assert_eq!(lost_after_restart, 2 * 2 + 3 * 2, "2 losers before, 3 restarted replicas after, 2 jobs");
     fleet.stop_all().await;
+}
+
+/// A recurring claim holds until an absolute instant on the coordinator's clock: a claim
+/// made long after its trigger (catch-up) still holds for its slot, and one whose run
+/// budget outlasts its slot holds for the budget. Told apart by what a second claim
+/// meets: the claim (lost), or, once the claim has expired, the job's high-water mark.
+pub async fn claims_hold_until_an_absolute_instant(factory: &impl CoordinatorFactory) {
+    let ns = namespace("absolute_expiry");
+    let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    let kind = ScheduleKind::Recurring;
+    let hour_ago = real_now() - SignedDuration::from_hours(1);
+    let key = trigger_key("late", kind, hour_ago);
+    won(a.claim(&claim("late", &key, hour_ago, MINUTE)).await.expect("claim"));
+    let again = b.claim(&claim("late", &key, hour_ago, MINUTE)).await.expect("claim");
+    assert_eq!(again, ClaimOutcome::Lost, "a claim made an hour late holds for a slot from the claim");
+
+    let recent = real_now() - SignedDuration::from_secs(10);
+    let (long, short) = (trigger_key("long", kind, recent), trigger_key("short", kind, recent));
+    let budget = brief(Some(Duration::from_secs(3_600)));
+    won(a.claim(&claim("long", &long, recent, budget)).await.expect("claim"));
+    won(a.claim(&claim("short", &short, recent, brief(None))).await.expect("claim"));
+    tokio::time::sleep(EXPIRED).await;
+    let again = b.claim(&claim("long", &long, recent, budget)).await.expect("claim");
+    assert_eq!(again, ClaimOutcome::Lost, "a claim holds for its run budget after its trigger");
+    let again = b.claim(&claim("short", &short, recent, brief(None))).await.expect("claim");
+    assert_eq!(again, ClaimOutcome::BehindMark, "without a budget it expired, and the mark refuses it");
+}
+
+/// The job's high-water mark: a replica catching up triggers another replica ran, once
+/// their claims have expired, is refused every one; a catch-up of an old trigger nobody
+/// ran loses to another replica's claim of the current trigger if that came first (the
+/// mark's cost) and wins if it came first itself; a fleet that was entirely down catches
+/// up in trigger order with growing fencing tokens; and a trigger behind the mark but
+/// younger than its hold — one only a slow replica saw — is still decided by its claim.
+pub async fn the_high_water_mark_refuses_handled_triggers(factory: &impl CoordinatorFactory) {
+    let ns = namespace("high_water_mark");
+    let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    let kind = ScheduleKind::Recurring;
+    let base = real_now() - SignedDuration::from_mins(10);
+    let at = |s: i64| base + SignedDuration::from_secs(s);
+    let key = |job: &str, t: Timestamp| trigger_key(job, kind, t);
+
+    // b ran five triggers while a was down; their claims expired.
+    for s in 0..5 {
+        won(b.claim(&claim("ran", &key("ran", at(s)), at(s), brief(None))).await.expect("claim"));
+    }
+    tokio::time::sleep(EXPIRED).await;
+    for s in 0..5 {
+        let caught_up = a.claim(&claim("ran", &key("ran", at(s)), at(s), brief(None))).await.expect("claim");
+        assert_eq!(caught_up, ClaimOutcome::BehindMark, "trigger {} ran on b", at(s));
+    }
+
+    // The race of a catch-up with a claim of the current trigger.
+    let now = real_now();
+    won(b.claim(&claim("race", &key("race", now), now, MINUTE)).await.expect("claim"));
+    let old = a.claim(&claim("race", &key("race", at(1)), at(1), MINUTE)).await.expect("claim");
+    assert_eq!(old, ClaimOutcome::BehindMark, "nobody ran it, but the mark has passed it: fail closed");
+    won(a.claim(&claim("race2", &key("race2", at(1)), at(1), MINUTE)).await.expect("catch-up first"));
+    won(b.claim(&claim("race2", &key("race2", now), now, MINUTE)).await.expect("then the current trigger"));
+
+    // The whole fleet was down after at(0): a catches up at(1)..at(10) in order.
+    won(b.claim(&claim("down", &key("down", at(0)), at(0), MINUTE)).await.expect("claim"));
+    let mut tokens = Vec::new();
+    for s in 1..=10 {
+        tokens.push(won(a.claim(&claim("down", &key("down", at(s)), at(s), MINUTE)).await.expect("claim")));
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens follow the triggers: {tokens:?}");
+    for s in 1..=10 {
+        let again = b.claim(&claim("down", &key("down", at(s)), at(s), MINUTE)).await.expect("claim");
+        assert_eq!(again, ClaimOutcome::Lost, "b catching up too finds a's claim of {}", at(s));
+    }
+
+    // A fast replica claimed the next trigger; the slow one's own trigger is still young.
+    let (t, next) = (real_now(), real_now() + SignedDuration::from_secs(1));
+    won(a.claim(&claim("skew", &key("skew", next), next, MINUTE)).await.expect("claim"));
+    won(b.claim(&claim("skew", &key("skew", t), t, MINUTE)).await.expect("a young trigger behind the mark"));
 }

@@ -13,6 +13,8 @@
 //!                                # SLOTCRON_REDIS_URL take precedence)
 //! prefix = "myapp:"              # its key prefix (--redis-prefix and
 //!                                # SLOTCRON_REDIS_PREFIX take precedence)
+//! slack = "5s"                   # clock-skew slack (default 5s;
+//!                                # --clock-skew-slack takes precedence)
 //!
 //! [admin]                        # optional
 //! listen = "127.0.0.1:9090"      # the admin API (--admin and SLOTCRON_ADMIN take
@@ -251,6 +253,15 @@ impl Reader<'_> {
                     self.problem(table, "prefix", prefix.span(), reason);
                 }
                 text => self.parsed.coordination.prefix = Some(text.to_owned()),
+            }
+        }
+        if let Some(slack) = self.duration(table, "slack") {
+            match coordination::check_slack(slack) {
+                Ok(()) => self.parsed.coordination.slack = Some(slack),
+                Err(reason) => {
+                    let span = table.get("slack").map(|v| v.span()).unwrap_or_default();
+                    self.problem(table, "slack", span, reason);
+                }
             }
         }
     }

@@ -1,0 +1,159 @@
+//! Issue 8's fault trial in library form, on manual clocks: whole fleets of schedulers
+//! sharing one [`InProcessCoordinator`] whose clock is the fleet's time (the
+//! "coordinator's clock"), counting every record.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use slotcron::jiff::{SignedDuration, Timestamp};
+use slotcron::testkit::harness::Harness;
+use slotcron::testkit::{Delivery, Fleet};
+use slotcron::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator, Job, JobContext, JobState,
+    MemoryStore, Misfire, Outcome, RunRecord, Store,
+};
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+fn every_second() -> Vec<Job> {
+    vec![Job::builder("tick").every(Duration::from_secs(1)).handler(ok).build().unwrap()]
+}
+
+/// A fleet checking clock skew, and a coordinator on the clock of a replica that never
+/// runs (its clock follows the fleet's time exactly).
+fn fleet(start: Timestamp) -> (Fleet, Arc<dyn Coordinator>) {
+    let mut fleet = Fleet::new(start).with_clock_skew_check(true);
+    let clock = fleet.add_replica("coordinator-clock", SignedDuration::ZERO, every_second());
+    let coordinator = InProcessCoordinator::with_clock(fleet.replica(clock).clock().clone());
+    (fleet, Arc::new(coordinator))
+}
+
+/// The successes per trigger across the fleet.
+fn successes(records: &[RunRecord]) -> BTreeMap<Timestamp, usize> {
+    let mut by_trigger = BTreeMap::new();
+    for record in records.iter().filter(|r| r.outcome == Outcome::Succeeded) {
+        *by_trigger.entry(record.trigger).or_default() += 1;
+    }
+    by_trigger
+}
+
+/// Failure 2: a replica 6.5 s ahead (beyond the default 5 s slack) records every
+/// trigger it sees as `skipped-clock-skew`, with its offset, and runs none; the replica
+/// on time runs every trigger once.
+#[tokio::test]
+async fn a_replica_skewed_beyond_the_slack_skips_every_trigger_and_nothing_runs_twice() {
+    let start = ts("2024-05-17T00:00:00Z");
+    let (mut fleet, coordinator) = fleet(start);
+    let on_time = fleet.add_replica("on-time", SignedDuration::ZERO, every_second());
+    let ahead = fleet.add_replica("ahead", SignedDuration::from_millis(6_500), every_second());
+    fleet.start(on_time, coordinator.clone()).await;
+    fleet.start(ahead, coordinator).await;
+    fleet.advance(Duration::from_secs(45), Delivery::Together).await;
+    fleet.stop_all().await;
+
+    let skewed = fleet.replica(ahead).records();
+    assert!(skewed.len() >= 40, "the skewed replica saw {} triggers", skewed.len());
+    for record in &skewed {
+        assert_eq!(record.outcome, Outcome::SkippedClockSkew, "{record:?}");
+        let reason = record.error.as_deref().unwrap_or_default();
+        assert!(reason.contains("+6.500s"), "the offset is recorded: {reason}");
+    }
+    let runs = successes(&fleet.records());
+    let expected: Vec<Timestamp> = (1..=45).map(|s| start + SignedDuration::from_secs(s)).collect();
+    assert_eq!(runs.keys().copied().collect::<Vec<_>>(), expected, "every trigger ran");
+    assert!(runs.values().all(|n| *n == 1), "nothing ran twice: {runs:?}");
+}
+
+/// Replicas 2 s ahead and 2 s behind (within the slack): every trigger runs exactly once.
+#[tokio::test]
+async fn replicas_skewed_within_the_slack_run_every_trigger_once() {
+    let start = ts("2024-05-17T00:00:00Z");
+    let (mut fleet, coordinator) = fleet(start);
+    let ahead = fleet.add_replica("ahead", SignedDuration::from_secs(2), every_second());
+    let behind = fleet.add_replica("behind", SignedDuration::from_secs(-2), every_second());
+    fleet.start(ahead, coordinator.clone()).await;
+    fleet.start(behind, coordinator).await;
+    fleet.advance(Duration::from_secs(45), Delivery::Together).await;
+    fleet.stop_all().await;
+
+    let records = fleet.records();
+    assert!(records.iter().all(|r| r.outcome != Outcome::SkippedClockSkew), "within the slack");
+    let runs = successes(&records);
+    // The one 2 s behind saw 23:59:58 and 23:59:59 first; the one ahead, 00:00:47.
+    let expected: Vec<Timestamp> = (-1..=47).map(|s| start + SignedDuration::from_secs(s)).collect();
+    assert_eq!(runs.keys().copied().collect::<Vec<_>>(), expected, "no gaps");
+    assert!(runs.values().all(|n| *n == 1), "nothing ran twice: {runs:?}");
+}
+
+/// Answers each claim after a delay that shrinks with every claim (the first waits
+/// longest), as a busy network may, and hands out fencing tokens as it answers.
+#[derive(Default)]
+struct Slowing {
+    claims: AtomicU64,
+    tokens: AtomicU64,
+}
+
+#[async_trait]
+impl Coordinator for Slowing {
+    async fn claim(&self, _claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        let k = self.claims.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(100u64.saturating_sub(k * 10))).await;
+        Ok(ClaimOutcome::Won { fencing_token: self.tokens.fetch_add(1, Ordering::SeqCst) + 1 })
+    }
+
+    fn name(&self) -> &'static str {
+        "slowing"
+    }
+}
+
+/// Failure 6: a replica catching up nine triggers after downtime (`run_all`) claims them,
+/// gets their fencing tokens and starts them in trigger order, even when the coordinator
+/// answers later claims sooner.
+#[tokio::test(start_paused = true)]
+async fn a_catch_up_claims_and_starts_in_trigger_order() {
+    let store = Arc::new(MemoryStore::new());
+    let state =
+        JobState { last_trigger: ts("2024-05-17T00:00:00Z"), last_outcome: None, one_shot_done: false };
+    store.save_state("tick", &state).await.unwrap();
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let mut h = Harness::with("2024-05-17T00:00:09.500Z", |b| {
+        b.store(store.clone())
+            .coordinator(Arc::new(Slowing::default()))
+            .claim_timeout(Duration::from_secs(3_600))
+    });
+    let handler = {
+        let started = started.clone();
+        move |ctx: JobContext| {
+            started.lock().unwrap().push(ctx.trigger());
+            async { Ok::<_, std::io::Error>(()) }
+        }
+    };
+    let job = Job::builder("tick")
+        .every(Duration::from_secs(1))
+        .misfire(Misfire::RunAll { cap: 100 })
+        .handler(handler)
+        .build()
+        .unwrap();
+    h.add(job);
+    h.start().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut records = h.records("tick");
+    records.sort_by_key(|r| r.trigger);
+    let triggers: Vec<Timestamp> = records.iter().map(|r| r.trigger).collect();
+    let expected: Vec<Timestamp> =
+        (1..=9).map(|s| ts("2024-05-17T00:00:00Z") + SignedDuration::from_secs(s)).collect();
+    assert_eq!(triggers, expected, "nine catch-up runs");
+    let tokens: Vec<Option<u64>> = records.iter().map(|r| r.fencing_token).collect();
+    assert_eq!(tokens, (1..=9).map(Some).collect::<Vec<_>>(), "fencing tokens in trigger order");
+    assert_eq!(*started.lock().unwrap(), expected, "starts in trigger order");
+    h.stop().await;
+}
