@@ -238,6 +238,30 @@ async fn buffer_one_holds_one_trigger_and_replace_cancels_the_running_one() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_buffered_trigger_runs_before_a_newer_one_that_finds_the_job_free() {
+    // The default lease TTL: the waiting trigger polls for its turn once every 5 s, so
+    // newer triggers find the job free before it does.
+    let mut h = Harness::with("2024-05-17T10:00:00.500Z", |b| b);
+    let spans = Arc::new(Mutex::new(Vec::new()));
+    h.add(
+        Job::builder("buffered")
+            .every(S)
+            .overlap(Overlap::BufferOne)
+            .handler(working(h.clock.clone(), spans.clone(), Duration::from_millis(2_500)))
+            .build()
+            .unwrap(),
+    );
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:00:12.900Z")).await;
+    h.stop().await;
+    let at = |s: u32| ts("2024-05-17T10:00:00Z") + s * S;
+    let runs = spans.lock().unwrap().iter().map(|s| s.0).collect::<Vec<_>>();
+    // 1 runs; 2 waits and is the next to run; those that came while it waited are skipped.
+    assert!(runs.starts_with(&[at(1), at(2)]), "{runs:?}");
+    assert!(h.triggers("buffered", Outcome::SkippedOverlap).contains(&at(4)));
+}
+
+#[tokio::test(start_paused = true)]
 async fn at_its_cap_a_scheduler_runs_two_at_once_and_skips_what_waits_past_the_grace() {
     let mut h = Harness::with("2024-05-17T10:00:30Z", |b| b.max_concurrent_runs(2));
     let running = Arc::new(Mutex::new((0usize, 0usize)));

@@ -122,7 +122,19 @@ impl Guard<'_> {
             return Guarded::Ran(run.await, None);
         }
         match self.call(self.coordinator.acquire_lease(&self.lease)).await {
-            Ok(LeaseGrant::Acquired) => {}
+            Ok(LeaseGrant::Acquired) => {
+                // A `buffer_one` trigger that finds the job free while another trigger
+                // waits for its turn (it polls once a heartbeat) must not jump the queue.
+                if let Err(skipped) = self.behind_a_waiter().await {
+                    if let Err(e) = self.call(self.coordinator.release_lease(&self.lease)).await {
+                        tracing::warn!(
+                            job = self.lease.job,
+                            "lease not released, it expires within its TTL: {e}"
+                        );
+                    }
+                    return skipped;
+                }
+            }
             Ok(LeaseGrant::Held) => {
                 if let Err(skipped) = self.wait_for_lease().await {
                     return skipped;
@@ -142,6 +154,31 @@ impl Guard<'_> {
         }
         let note = note.into_inner().unwrap_or_else(|p| p.into_inner());
         Guarded::Ran(outcome, note)
+    }
+
+    /// For `buffer_one`: whether another trigger holds the buffer lease, waiting for its
+    /// turn; then this one is skipped, since the one place to wait is taken.
+    async fn behind_a_waiter<T>(&self) -> Result<(), Guarded<T>> {
+        if self.policy != Overlap::BufferOne {
+            return Ok(());
+        }
+        let name = buffer_lease_name(self.lease.job);
+        let buffer = Lease { job: &name, ..self.lease };
+        match self.call(self.coordinator.acquire_lease(&buffer)).await {
+            Ok(LeaseGrant::Acquired) => {
+                if let Err(e) = self.call(self.coordinator.release_lease(&buffer)).await {
+                    tracing::warn!(
+                        job = self.lease.job,
+                        "buffer lease not released, it expires within its TTL: {e}"
+                    );
+                }
+                Ok(())
+            }
+            Ok(LeaseGrant::Held) => {
+                Err(Guarded::Skipped("another trigger already waits for its turn to run".into()))
+            }
+            Err(e) => Err(Guarded::Unavailable(format!("buffer lease of job {}: {e}", self.lease.job))),
+        }
     }
 
     /// A held lease: skipped (`forbid`), or waited for (`buffer_one`, `replace`).
