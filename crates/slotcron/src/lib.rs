@@ -146,6 +146,7 @@
 
 pub mod clock;
 pub mod context;
+pub mod control;
 pub mod coordinator;
 mod engine;
 pub mod job;
@@ -165,12 +166,14 @@ pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
+pub use control::{ControlError, Controls};
 pub use coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
+    RequestClaim,
 };
 pub use engine::{
-    DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Scheduler,
-    SchedulerBuilder, trigger_key,
+    DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
+    SchedulerBuilder, Triggered, request_key, trigger_key,
 };
 pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
 pub use ledger::{

@@ -94,3 +94,8 @@ async fn forbid_keeps_runs_apart_across_replicas() {
 async fn a_dead_owners_lease_expires_within_its_ttl() {
     testkit::a_dead_owners_lease_expires_within_its_ttl(&in_process_leases()).await;
 }
+
+#[tokio::test]
+async fn pauses_and_requests() {
+    testkit::pauses_and_requests(&Factory::default().build()).await;
+}

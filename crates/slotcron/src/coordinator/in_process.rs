@@ -4,20 +4,24 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use super::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal};
+use super::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal, RequestClaim,
+};
 use crate::clock::{Clock, SystemClock};
+use crate::control::{Controls, MemoryControls};
 
 /// The coordinator of the schedulers of one process: claims, their expiry and each
 /// job's high-water mark (see [`Hold`](super::Hold)) kept in memory, on its own clock.
 /// A scheduler alone wins every trigger once; schedulers sharing one (a clone shares
 /// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
 /// each job's won claims since this coordinator was made. Leases live in memory too and
-/// expire on the same clock.
+/// expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]).
 #[derive(Clone)]
 pub struct InProcessCoordinator {
     clock: Arc<dyn Clock>,
     claims: Arc<Mutex<Claims>>,
     leases: Arc<Mutex<HashMap<String, HeldLease>>>,
+    controls: MemoryControls,
 }
 
 struct HeldLease {
@@ -67,7 +71,24 @@ impl InProcessCoordinator {
 
     /// A coordinator on a clock shared with its scheduler.
     pub(crate) fn on_shared_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, claims: Arc::default(), leases: Arc::default() }
+        Self {
+            controls: MemoryControls::new(clock.clone()),
+            clock,
+            claims: Arc::default(),
+            leases: Arc::default(),
+        }
+    }
+
+    /// The claims, locked, with the expired ones removed every [`Claims::SWEEP_EVERY`]
+    /// calls.
+    fn claims_at(&self, now: Timestamp) -> std::sync::MutexGuard<'_, Claims> {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims.since_sweep += 1;
+        if claims.since_sweep >= Claims::SWEEP_EVERY {
+            claims.since_sweep = 0;
+            claims.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
+        }
+        claims
     }
 
     /// The job's unexpired lease, under the lock.
@@ -87,14 +108,12 @@ impl InProcessCoordinator {
 impl Coordinator for InProcessCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let now = self.clock.now();
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        claims.since_sweep += 1;
-        if claims.since_sweep >= Claims::SWEEP_EVERY {
-            claims.since_sweep = 0;
-            claims.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
-        }
+        let mut claims = self.claims_at(now);
         if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
             return Ok(ClaimOutcome::Lost);
+        }
+        if self.controls.is_paused(claim.job) {
+            return Ok(ClaimOutcome::Paused);
         }
         let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
         let expiry = match claim.hold {
@@ -111,6 +130,22 @@ impl Coordinator for InProcessCoordinator {
         claims.held.insert(claim.key.to_owned(), expiry);
         claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
         Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
+    }
+
+    async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        let now = self.clock.now();
+        let mut claims = self.claims_at(now);
+        if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
+            return Ok(ClaimOutcome::Lost);
+        }
+        let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
+        claims.held.insert(claim.key.to_owned(), Some(crate::engine::later(now, claim.ttl)));
+        claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
+        Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
+    }
+
+    fn controls(&self) -> Option<&dyn Controls> {
+        Some(&self.controls)
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

@@ -11,6 +11,8 @@ pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{Lease, LeaseGrant, LeaseRenewal};
 
+use crate::control::Controls;
+
 use async_trait::async_trait;
 use jiff::Timestamp;
 
@@ -46,6 +48,27 @@ pub enum ClaimOutcome {
     /// claim may have expired: the fleet handled it (or a later trigger), so it is never
     /// claimed again (see [`Hold`]).
     BehindMark,
+    /// The job is paused fleet-wide ([`Controls`]): nothing was claimed, and the trigger
+    /// is recorded `skipped-paused`.
+    Paused,
+}
+
+/// A claim of a run an operator asked for — a manual run, a backfilled trigger, a
+/// trigger caught up at a resume — under a key of its own: no pause and no high-water
+/// mark apply, and it holds for `ttl` from when it is made (on the coordinator's clock).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestClaim<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The instant the run stands for (UTC).
+    pub trigger: Timestamp,
+    /// The run's key (see [`request_key`](crate::request_key)); a backend prefixes it
+    /// with its own namespace.
+    pub key: &'a str,
+    /// The claimant's instance id.
+    pub instance: &'a str,
+    /// How long the claim holds once made.
+    pub ttl: std::time::Duration,
 }
 
 /// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
@@ -68,6 +91,28 @@ pub trait Coordinator: Send + Sync + 'static {
     /// # Errors
     /// The backend is unreachable or the outcome is unknown.
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError>;
+
+    /// Claims a run an operator asked for ([`RequestClaim`]): won if nobody holds its
+    /// key, with the job's next fencing token. One round trip. The default claims
+    /// nothing: an error, so that such runs fail closed on a coordinator without them.
+    ///
+    /// # Errors
+    /// The backend is unreachable, the outcome is unknown, or request claims are not
+    /// supported.
+    async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        Err(CoordinatorError::unavailable(format!(
+            "the {} coordinator claims no manual or backfilled runs (job {:?})",
+            self.name(),
+            claim.job
+        )))
+    }
+
+    /// Where the fleet keeps its pauses and idempotency keys: the coordinator's claims
+    /// then refuse a paused job's triggers ([`ClaimOutcome::Paused`]). `None` (the
+    /// default): the coordinator keeps none, and pausing fails.
+    fn controls(&self) -> Option<&dyn Controls> {
+        None
+    }
 
     /// Takes the job's lease for `lease.owner`, or finds it held; see [`lease`] for what
     /// a lease promises. The default keeps no leases: an error, so that the overlap

@@ -232,6 +232,8 @@ impl SchedulerBuilder {
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
                 stopped: CancellationToken::new(),
+                requests: Mutex::default(),
+                local_paused: Mutex::default(),
             }),
         }
     }

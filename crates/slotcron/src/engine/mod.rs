@@ -11,6 +11,7 @@ mod reconcile;
 mod record;
 mod run;
 mod skew;
+mod steer;
 mod sweep;
 mod table;
 mod trigger;
@@ -18,9 +19,10 @@ mod trigger;
 pub use builder::SchedulerBuilder;
 pub use introspect::{JobInfo, LastRun, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
+pub use steer::{Resumed, Triggered};
 
 pub(crate) use run::{RunScope, lock};
-pub use trigger::trigger_key;
+pub use trigger::{request_key, trigger_key};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -114,6 +116,11 @@ pub(crate) struct Shared {
     pub outbox: Arc<Outbox>,
     /// Fired when [`Scheduler::run`] returns: ends the reconcile loops.
     stopped: CancellationToken,
+    /// Groups of requested runs (manual, backfill, catch-up at a resume), each run in
+    /// order, waiting for the engine to spawn them.
+    requests: Mutex<Vec<Vec<table::Due>>>,
+    /// Single-replica mode's paused jobs (kept in the store), and since when.
+    local_paused: Mutex<std::collections::HashMap<String, Timestamp>>,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`] methods.
@@ -287,6 +294,11 @@ impl Scheduler {
             false => Vec::new(),
         };
         let states = self.shared.store.load_states().await?;
+        if self.shared.coordinator.is_none()
+            && let Some(controls) = self.shared.store.controls()
+        {
+            *self.shared.local_paused() = controls.paused_jobs().await.map_err(StoreError)?;
+        }
         for definition in definitions {
             match definition.to_job(&self.shared.handlers) {
                 Ok(job) => self.replace(job),
@@ -375,6 +387,11 @@ impl Scheduler {
                 } else {
                     tracker.spawn(run::execute(scope.clone(), item));
                 }
+            }
+            let requests = std::mem::take(&mut *self.shared.requests());
+            for group in requests {
+                group.iter().for_each(|_| scope.spawning());
+                tracker.spawn(run::execute_in_order(scope.clone(), group));
             }
             if more {
                 scope.pace().await;

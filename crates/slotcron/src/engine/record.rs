@@ -70,7 +70,9 @@ impl Shared {
         let ran = record.outcome.ran().then_some(record.duration);
         job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.
-        if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew) {
+        if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew)
+            && saves_state(record.cause)
+        {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
         if let Some(observer) = &self.observer {
@@ -101,6 +103,12 @@ impl Shared {
             tracing::warn!(job = %job.name, "the removed job's state stays: {e}");
         }
     }
+}
+
+/// Whether a run of this cause is a scheduled trigger the job's state follows: not a
+/// manual or backfilled run, whose instant is no trigger the schedule resumes from.
+pub(crate) fn saves_state(cause: Cause) -> bool {
+    !matches!(cause, Cause::Manual | Cause::Backfill)
 }
 
 fn log_run(r: &RunRecord) {

@@ -16,9 +16,11 @@ use super::Shared;
 use super::later;
 use super::skew::{self, Skew};
 use super::table::{Action, Due};
-use super::trigger::{claim_hold, job_run_budget};
+use super::trigger::{claim_hold, job_run_budget, request_ttl};
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease};
+use crate::coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease, RequestClaim,
+};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, EngineSeries};
@@ -118,7 +120,8 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
     }
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, cause, count),
-        Action::Run => claim_and_run(&scope, &job, trigger, next, cause).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, false).await,
+        Action::Requested => claim_and_run(&scope, &job, trigger, next, cause, true).await,
     };
     shared.finish(&job, record).await;
 }
@@ -143,22 +146,40 @@ fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u
 }
 
 /// Handles one trigger to its record: jitter, the concurrency cap, the claim, then the
-/// overlap lease around the retries around each attempt under its timeout.
+/// overlap lease around the retries around each attempt under its timeout. A
+/// `requested` run (manual, backfill, caught up at a resume) has no jitter, ignores a
+/// pause and is claimed under its own key ([`request_key`](super::request_key)).
 async fn claim_and_run(
     scope: &Arc<RunScope>,
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
     cause: Cause,
+    requested: bool,
 ) -> RunRecord {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
     // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
-    let start = match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
+    let jitter = if requested { None } else { job.jitter };
+    let start = match policy::wait_for_start(&job.name, trigger, jitter, clock, &scope.stopping).await {
         Ok(start) => start,
         Err(reason) => return skipped(Outcome::Missed, reason),
     };
+    // A pause of a job no coordinator claims for: checked here (a claim checks its own).
+    let unclaimed = shared.coordinator.is_none() || job.every_replica;
+    if unclaimed && !requested {
+        match shared.unclaimed_paused(job).await {
+            Ok(None) => {}
+            Ok(Some(since)) => {
+                return skipped(Outcome::SkippedPaused, format!("the job is paused since {since}"));
+            }
+            Err(e) => {
+                let reason = format!("whether the job is paused is unknown: {e}");
+                return skipped(Outcome::SkippedBackendUnavailable, reason);
+            }
+        }
+    }
     // The concurrency cap: a slot before the claim, so a replica with room wins it. A
     // late trigger (catch-up, start-up) waits the grace window from when it came up.
     let deadline = later(start.max(clock.now()), job.grace);
@@ -168,6 +189,9 @@ async fn claim_and_run(
     };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
+    if requested {
+        let _ = trigger_key.set(super::request_key(&job.name, kind, cause, trigger).into_boxed_str());
+    }
     let fencing_token = match &shared.coordinator {
         // Single-replica mode, or a job every replica runs: nothing to claim.
         None => local_fencing_token(shared, job).await,
@@ -175,7 +199,11 @@ async fn claim_and_run(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            match claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await {
+            let claimed = match requested {
+                true => claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await,
+                false => claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await,
+            };
+            match claimed {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
             }
@@ -183,7 +211,9 @@ async fn claim_and_run(
     };
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
-    shared.save_state(job, trigger, None).await;
+    if super::record::saves_state(cause) {
+        shared.save_state(job, trigger, None).await;
+    }
     // The run's `running` record, written when the first attempt starts (after any wait
     // for the lease); it counts the attempts as they go.
     let record: OnceLock<Arc<Mutex<RunRecord>>> = OnceLock::new();
@@ -348,11 +378,42 @@ async fn claim(
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
+    settle(shared, coordinator, job, trigger, cause, asked, claimed)
+}
+
+/// Claims a requested run under its own key: no skew check (it holds from when it is
+/// made, on the coordinator's clock), no pause, no high-water mark.
+async fn claim_requested(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    cause: Cause,
+    key: &str,
+) -> Result<u64, RunRecord> {
+    let settings = &shared.settings;
+    let ttl = request_ttl(job, cause, trigger, settings.cancel_grace, settings.slack);
+    let claim = RequestClaim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
+    let asked = shared.clock.now();
+    let claimed = within_claim_timeout(shared, coordinator.claim_request(&claim)).await;
+    settle(shared, coordinator, job, trigger, cause, asked, claimed)
+}
+
+/// The fencing token of a won claim, else the record of the skip; counts the claim.
+fn settle(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    cause: Cause,
+    asked: Timestamp,
+    claimed: Result<ClaimOutcome, CoordinatorError>,
+) -> Result<u64, RunRecord> {
     let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
-        Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark) => ClaimResult::Lost,
+        Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark | ClaimOutcome::Paused) => ClaimResult::Lost,
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
@@ -365,6 +426,10 @@ async fn claim(
                           claimed again"
                 .to_owned();
             Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason)))
+        }
+        Ok(ClaimOutcome::Paused) => {
+            let reason = format!("the job is paused in the {} coordinator", coordinator.name());
+            Err(shared.skipped(job, trigger, cause, Outcome::SkippedPaused, Some(reason)))
         }
         Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
     }

@@ -33,6 +33,10 @@ pub(crate) enum Action {
     Run,
     /// Record `count` late triggers, the newest being `trigger`, as missed.
     Missed { count: u64 },
+    /// Claim a run an operator asked for under its own key
+    /// ([`request_key`](super::request_key)) and run the handler: no jitter, no pause,
+    /// no high-water mark.
+    Requested,
 }
 
 #[derive(Debug)]
@@ -277,6 +281,11 @@ impl Table {
     /// The next trigger of a job, if it is queued.
     pub fn next_trigger(&self, name: &str) -> Option<Timestamp> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.next
+    }
+
+    /// The job of this name.
+    pub fn job(&self, name: &str) -> Option<Arc<Job>> {
+        Some(self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.clone())
     }
 
     /// A job with its queued trigger.

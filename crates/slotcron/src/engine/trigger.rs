@@ -6,6 +6,7 @@ use jiff::Timestamp;
 
 use crate::coordinator::Hold;
 use crate::job::Job;
+use crate::ledger::Cause;
 use crate::schedule::ScheduleKind;
 
 /// The trigger key `{job}:{trigger}`, the trigger in RFC 3339 UTC with millisecond
@@ -20,6 +21,43 @@ pub fn trigger_key(job: &str, kind: ScheduleKind, trigger: Timestamp) -> String 
     } else {
         format!("{job}:{trigger:.3}")
     }
+}
+
+/// The key of a run an operator asked for, distinct from every scheduled trigger's:
+/// `{job}:manual:{instant}` for a manual run (the instant it was asked for),
+/// `{job}:backfill:{trigger}` for a backfilled trigger, in the form of [`trigger_key`];
+/// any other cause (a trigger caught up at a resume) has its scheduled [`trigger_key`].
+pub fn request_key(job: &str, kind: ScheduleKind, cause: Cause, trigger: Timestamp) -> String {
+    let tag = match cause {
+        Cause::Manual => "manual",
+        Cause::Backfill => "backfill",
+        _ => return trigger_key(job, kind, trigger),
+    };
+    // The instant in trigger_key's form, whatever the schedule.
+    let at = trigger_key("", ScheduleKind::Recurring, trigger);
+    format!("{job}:{tag}{at}")
+}
+
+/// How long the claim of a requested run holds, from when it is made: the slot its
+/// trigger starts (none for a manual run), or the run budget if longer, plus the slack;
+/// an unbounded run holds its slot.
+pub(crate) fn request_ttl(
+    job: &Job,
+    cause: Cause,
+    trigger: Timestamp,
+    kill_grace: Duration,
+    slack: Duration,
+) -> Duration {
+    let slot = match cause {
+        Cause::Manual => Duration::ZERO,
+        _ => job
+            .schedule
+            .next_after(trigger)
+            .and_then(|next| Duration::try_from(trigger.duration_until(next)).ok())
+            .unwrap_or(Duration::ZERO),
+    };
+    let hold = Hold { slot, run_budget: job_run_budget(job, kill_grace, slack), slack };
+    hold.after_trigger()
 }
 
 /// How long the claim of `trigger` holds ([`Hold`]): its slot up to `next` (zero for an
@@ -60,6 +98,16 @@ mod tests {
             "a:2024-05-17T10:00:00.500Z"
         );
         assert_eq!(trigger_key("a", ScheduleKind::After(Duration::ZERO), Timestamp::UNIX_EPOCH), "a");
+    }
+
+    #[test]
+    fn requested_runs_have_keys_of_their_own() {
+        let t: Timestamp = "2024-05-17T10:00:00.250Z".parse().unwrap();
+        let kind = ScheduleKind::Recurring;
+        assert_eq!(request_key("a", kind, Cause::Manual, t), "a:manual:2024-05-17T10:00:00.250Z");
+        let whole: Timestamp = "2024-05-17T10:00:00Z".parse().unwrap();
+        assert_eq!(request_key("a", kind, Cause::Backfill, whole), "a:backfill:2024-05-17T10:00:00Z");
+        assert_eq!(request_key("a", kind, Cause::CatchUp, whole), trigger_key("a", kind, whole));
     }
 
     #[test]

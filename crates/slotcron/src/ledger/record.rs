@@ -42,6 +42,9 @@ pub enum Outcome {
     /// This replica was at its concurrency cap for the whole grace window and did not
     /// claim the trigger.
     SkippedConcurrency,
+    /// The job was paused ([`Scheduler::pause`](crate::Scheduler::pause)) when the
+    /// trigger came due: nothing was claimed or run.
+    SkippedPaused,
     /// The run has started and not ended yet: the record written when it starts, which
     /// its end completes.
     Running,
@@ -54,7 +57,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 13] = [
+    pub const ALL: [Outcome; 14] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -66,6 +69,7 @@ impl Outcome {
         Self::Missed,
         Self::SkippedOverlap,
         Self::SkippedConcurrency,
+        Self::SkippedPaused,
         Self::Running,
         Self::Interrupted,
     ];
@@ -84,6 +88,7 @@ impl Outcome {
             Self::Missed => "missed",
             Self::SkippedOverlap => "skipped-overlap",
             Self::SkippedConcurrency => "skipped-concurrency",
+            Self::SkippedPaused => "skipped-paused",
             Self::Running => "running",
             Self::Interrupted => "interrupted",
             Self::Other(name) => name.as_str(),

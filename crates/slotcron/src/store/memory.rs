@@ -4,12 +4,22 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{JobDefinition, JobState, Store, StoreError, merge_state};
+use crate::clock::SystemClock;
+use crate::control::{Controls, MemoryControls};
 
 /// A store in memory: state survives a scheduler but not the process. The library's
-/// default; share one between schedulers to simulate restarts in tests.
-#[derive(Debug, Default)]
+/// default; share one between schedulers to simulate restarts in tests. Its pauses and
+/// idempotency keys are [`MemoryControls`] on the system clock.
+#[derive(Debug)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    controls: MemoryControls,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self { inner: Mutex::default(), controls: MemoryControls::new(std::sync::Arc::new(SystemClock)) }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -75,5 +85,9 @@ impl Store for MemoryStore {
 
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
         Ok(self.lock().definitions.remove(job).is_some())
+    }
+
+    fn controls(&self) -> Option<&dyn Controls> {
+        Some(&self.controls)
     }
 }

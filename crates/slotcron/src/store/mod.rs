@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
+use crate::control::Controls;
 use crate::job::BoxError;
 use crate::ledger::Outcome;
 
@@ -85,6 +86,13 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// The backend failed.
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError>;
+
+    /// Where a scheduler without a coordinator keeps its pauses and idempotency keys, so
+    /// that a pause survives a restart. `None` (the default): the store keeps none, and
+    /// pausing in single-replica mode fails.
+    fn controls(&self) -> Option<&dyn Controls> {
+        None
+    }
 }
 
 /// A store backend failure.

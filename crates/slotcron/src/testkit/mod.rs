@@ -48,6 +48,7 @@ pub mod ledger_suite;
 pub mod overlap_bench;
 pub mod store_suite;
 
+mod control_suite;
 mod fleet;
 mod lease_suite;
 mod ledger;
@@ -56,6 +57,7 @@ mod replica;
 mod restart;
 mod suite;
 
+pub use control_suite::pauses_and_requests;
 pub use fleet::{Delivery, Fleet};
 pub use lease_suite::{
     a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,

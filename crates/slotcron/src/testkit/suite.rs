@@ -137,7 +137,7 @@ pub async fn claim_contract(factory: &impl CoordinatorFactory) {
         .into_iter()
         .filter_map(|o| match o.expect("claim") {
             ClaimOutcome::Won { fencing_token } => Some(fencing_token),
-            ClaimOutcome::Lost | ClaimOutcome::BehindMark => None,
+            ClaimOutcome::Lost | ClaimOutcome::BehindMark | ClaimOutcome::Paused => None,
         })
         .collect();
     assert_eq!(winners.len(), 1, "exactly one of 8 simultaneous claims wins: {winners:?}");

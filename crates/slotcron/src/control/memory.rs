@@ -1,0 +1,91 @@
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use super::Controls;
+use crate::clock::Clock;
+use crate::engine::later;
+use crate::job::BoxError;
+
+/// [`Controls`] in memory, on a clock (idempotency keys expire on it): the in-process
+/// coordinator's and the memory store's. Clones share their pauses and keys.
+#[derive(Clone)]
+pub struct MemoryControls {
+    clock: Arc<dyn Clock>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    paused: HashMap<String, Timestamp>,
+    /// (job, key) → (trigger, expiry).
+    requests: HashMap<(String, String), (Timestamp, Timestamp)>,
+}
+
+impl std::fmt::Debug for MemoryControls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryControls").finish_non_exhaustive()
+    }
+}
+
+impl MemoryControls {
+    /// Empty controls on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self { clock, inner: Arc::default() }
+    }
+
+    /// Whether `job` is paused, without waiting.
+    pub(crate) fn is_paused(&self, job: &str) -> bool {
+        self.lock().paused.contains_key(job)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl Controls for MemoryControls {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+        let mut inner = self.lock();
+        Ok(match at {
+            Some(at) => {
+                let before = inner.paused.get(job).copied();
+                inner.paused.entry(job.to_owned()).or_insert(at);
+                before
+            }
+            None => inner.paused.remove(job),
+        })
+    }
+
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+        Ok(self.lock().paused.get(job).copied())
+    }
+
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+        Ok(self.lock().paused.clone())
+    }
+
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, BoxError> {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        inner.requests.retain(|_, (_, expires)| *expires > now);
+        let entry = inner.requests.entry((job.to_owned(), key.to_owned()));
+        match entry {
+            std::collections::hash_map::Entry::Occupied(first) => Ok(Some(first.get().0)),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert((trigger, later(now, ttl)));
+                Ok(None)
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! What operators steer a fleet by: which jobs are paused, and the idempotency keys of
+//! the manual runs they asked for ([`Scheduler::pause`](crate::Scheduler::pause),
+//! [`Scheduler::trigger_now`](crate::Scheduler::trigger_now)).
+//!
+//! A [`Controls`] lives where the fleet agrees: in its coordinator
+//! ([`Coordinator::controls`](crate::Coordinator::controls)), or, in single-replica mode,
+//! in the store ([`Store::controls`](crate::Store::controls)), so a pause survives a
+//! restart.
+
+mod error;
+mod memory;
+
+pub use error::ControlError;
+pub use memory::MemoryControls;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::job::BoxError;
+
+/// How long an idempotency key of a manual run is remembered: 24 h. A key given again
+/// within it runs nothing more and answers with the first run.
+pub const IDEMPOTENCY_KEY_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The most triggers one backfill request may run: 1,000. A longer range is refused,
+/// nothing queued; split it.
+pub const MAX_BACKFILL_TRIGGERS: usize = 1_000;
+
+/// The longest idempotency key, in bytes: 128.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
+
+/// The paused jobs and remembered idempotency keys of a fleet (or of one replica).
+///
+/// Implementations: [`MemoryControls`] (the in-process coordinator's and the memory
+/// store's), and those of the Redis, PostgreSQL and SQLite backends. Instants are UTC.
+#[async_trait]
+pub trait Controls: Send + Sync + 'static {
+    /// Pauses `job` as of `at` (`Some`), or resumes it (`None`). Returns the instant it
+    /// was paused at before this call, `None` if it was not paused; pausing a paused job
+    /// keeps its first instant.
+    ///
+    /// # Errors
+    /// The backend failed; the pause may or may not have changed then.
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError>;
+
+    /// When `job` was paused, `None` if it is not.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError>;
+
+    /// Every paused job and when it was paused.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError>;
+
+    /// Remembers `key` for `ttl` as the idempotency key of `job`'s manual run at
+    /// `trigger`, unless it is remembered already (atomically: of two concurrent calls
+    /// with one key, one is first): then the trigger it was first given with.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, BoxError>;
+}
+
+/// Checks an idempotency key: 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes of ASCII letters,
+/// digits, `.`, `_` and `-` (so that every backend can keep it in a key of its own).
+///
+/// # Errors
+/// [`ControlError::InvalidKey`] with the reason.
+pub fn check_idempotency_key(key: &str) -> Result<(), ControlError> {
+    let reason = if key.is_empty() {
+        "it is empty".to_owned()
+    } else if key.len() > MAX_IDEMPOTENCY_KEY_LEN {
+        format!("it is {} bytes long, more than {MAX_IDEMPOTENCY_KEY_LEN}", key.len())
+    } else if let Some(c) = key.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        format!("{c:?} is not allowed: use ASCII letters, digits, '.', '_' and '-'")
+    } else {
+        return Ok(());
+    };
+    Err(ControlError::InvalidKey { reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotency_keys_are_short_and_plain() {
+        assert!(check_idempotency_key("deploy-2024.05_17").is_ok());
+        for bad in ["", "a:b", "a b", "é", &"x".repeat(129)] {
+            assert!(matches!(check_idempotency_key(bad), Err(ControlError::InvalidKey { .. })), "{bad:?}");
+        }
+    }
+}
