@@ -3,6 +3,7 @@
 -- KEYS[1]  the trigger key
 -- KEYS[2]  the job's fencing counter
 -- KEYS[3]  the job's high-water mark: the newest recurring trigger granted, in ms
+-- KEYS[4]  the job's pause: present while the job is paused
 -- ARGV[1]  the claimant: "{token} {instance}"
 -- ARGV[2]  the trigger, in milliseconds since the Unix epoch
 -- ARGV[3]  recurring: how long after its trigger the claim holds at least, in ms
@@ -10,8 +11,9 @@
 -- ARGV[4]  recurring: how long after the claim it holds at least (slot + slack), in ms;
 --          one-shot: how long it is retained, in ms, "0" for ever
 --
--- Returns the new fencing token when won, 0 when the trigger key is held (lost), -1
--- when the high-water mark refuses the trigger: it is at or before the mark and at
+-- Returns the new fencing token when won, 0 when the trigger key is held (lost), -2
+-- when the job is paused (nothing written), -1 when the high-water mark refuses the
+-- trigger: it is at or before the mark and at
 -- least ARGV[3] old on the server's clock (TIME), so its claim may have expired. A won
 -- recurring claim expires at the later of trigger + ARGV[3] and now + ARGV[4] (PEXPIREAT,
 -- the server's clock) and moves the mark up to its trigger. The key's value is
@@ -20,6 +22,9 @@
 -- (the counter was overwritten with a non-number), no claim is left behind.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return -2
 end
 local recurring = ARGV[3] ~= ''
 local trigger = tonumber(ARGV[2])

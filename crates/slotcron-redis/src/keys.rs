@@ -55,6 +55,25 @@ impl KeyLayout {
         self.per_job("mark", job)
     }
 
+    /// Whether the job is paused: present (holding the instant it was paused, in
+    /// milliseconds since the Unix epoch) while it is; read by the claim script.
+    pub fn paused(&self, job: &str) -> String {
+        self.per_job("paused", job)
+    }
+
+    /// The set of the paused jobs' names, for listing them (the per-job keys decide):
+    /// `{prefix}index:paused` on one server, `{prefix}{paused}:index` in a cluster, a key
+    /// of a kind no job has.
+    pub fn paused_index(&self) -> String {
+        self.per_job("index", "paused")
+    }
+
+    /// The idempotency key `key` of the job's manual runs (`key` holds no `:`, so this
+    /// equals no trigger key): `{prefix}request:{job}:{key}`, `{prefix}{{job}}:request:{key}`.
+    pub fn request(&self, job: &str, key: &str) -> String {
+        format!("{}:{key}", self.per_job("request", job))
+    }
+
     /// The job's key of kind `kind` (`fencing`...): `{prefix}{kind}:{job}` on one
     /// server, `{prefix}{{job}}:{kind}` in a cluster.
     fn per_job(&self, kind: &str, job: &str) -> String {
@@ -82,6 +101,9 @@ mod tests {
         assert_eq!(keys.fencing("backup"), "app:slotcron:fencing:backup");
         assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
         assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
+        assert_eq!(keys.paused("backup"), "app:slotcron:paused:backup");
+        assert_eq!(keys.paused_index(), "app:slotcron:index:paused");
+        assert_eq!(keys.request("backup", "k-1"), "app:slotcron:request:backup:k-1");
     }
 
     #[test]
@@ -93,6 +115,8 @@ mod tests {
         assert_eq!(keys.fencing("backup"), "app:slotcron:{backup}:fencing");
         assert_eq!(keys.lease("backup"), "app:slotcron:{backup}:lease");
         assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
+        assert_eq!(keys.paused("backup"), "app:slotcron:{backup}:paused");
+        assert_eq!(keys.request("backup", "k-1"), "app:slotcron:{backup}:request:k-1");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");
     }
 }

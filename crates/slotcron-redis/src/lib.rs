@@ -28,6 +28,7 @@
 mod claimant;
 mod config;
 mod connection;
+mod controls;
 mod coordinator;
 mod error;
 mod keys;

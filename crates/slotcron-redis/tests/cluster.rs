@@ -60,7 +60,8 @@ suite_on_a_cluster!(
     racing_replicas,
     one_shots_survive_restarts,
     claims_hold_until_an_absolute_instant,
-    the_high_water_mark_refuses_handled_triggers
+    the_high_water_mark_refuses_handled_triggers,
+    pauses_and_requests
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA

@@ -87,3 +87,9 @@ async fn the_high_water_mark_refuses_handled_triggers() {
     let server = RedisServer::tcp();
     testkit::the_high_water_mark_refuses_handled_triggers(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn pauses_and_requests() {
+    let server = RedisServer::tcp();
+    testkit::pauses_and_requests(&factory(server.config())).await;
+}

@@ -1,0 +1,90 @@
+//! The fleet's pauses and idempotency keys in Redis ([`Controls`]).
+//!
+//! A pause is the job's key `{prefix}paused:{job}` (`{prefix}{{job}}:paused` in a
+//! cluster, on the job's slot, so the claim script reads it in the same step), holding
+//! the instant it was paused (in ms since the Unix epoch); the set `{prefix}index:paused` lists the paused jobs for
+//! the admin API (in a cluster it lives on a slot of its own: a pause writes its key
+//! first, then the set, and a resume removes them in the same order, so a claim never
+//! depends on the set). An idempotency key is `{prefix}request:{job}:{key}`, set if
+//! absent with its TTL. Setting if absent is one script call (`keep_first.lua`), one round
+//! trip.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::{AsyncCommands, Script};
+use slotcron::jiff::Timestamp;
+use slotcron::{BoxError, Controls};
+
+use crate::coordinator::RedisCoordinator;
+
+static KEEP_FIRST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("keep_first.lua")));
+
+impl RedisCoordinator {
+    /// Sets `key` to `ms` (with a TTL, if given) unless it is set: what it held.
+    async fn keep_first(&self, key: &str, ms: i64, ttl: Option<Duration>) -> Result<Option<i64>, BoxError> {
+        let ttl = ttl.map_or(String::new(), |ttl| ttl.as_millis().max(1).to_string());
+        let mut script = KEEP_FIRST.key(key);
+        script.arg(ms).arg(ttl);
+        Ok(self.connection.invoke::<Option<i64>>(&script).await?)
+    }
+}
+
+fn instant(ms: i64) -> Result<Timestamp, BoxError> {
+    Timestamp::from_millisecond(ms)
+        .map_err(|e| format!("a stored instant {ms} ms is out of range: {e}").into())
+}
+
+#[async_trait]
+impl Controls for RedisCoordinator {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+        let mut connection = self.connection.clone();
+        let key = self.keys.paused(job);
+        let index = self.keys.paused_index();
+        let before: Option<i64> = match at {
+            Some(at) => {
+                // The instant of an earlier pause stays.
+                let before = self.keep_first(&key, at.as_millisecond(), None).await?;
+                let _: i64 = connection.sadd(&index, job).await?;
+                before
+            }
+            None => {
+                let before: Option<i64> = redis::cmd("GETDEL").arg(&key).query_async(&mut connection).await?;
+                let _: i64 = connection.srem(&index, job).await?;
+                before
+            }
+        };
+        before.map(instant).transpose()
+    }
+
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+        let value = self.connection.get(&self.keys.paused(job)).await?;
+        value.map(|ms| instant(ms.parse().map_err(|e| format!("pause of {job}: {ms:?}: {e}"))?)).transpose()
+    }
+
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+        let mut connection = self.connection.clone();
+        let jobs: Vec<String> = connection.smembers(self.keys.paused_index()).await?;
+        let mut paused = HashMap::with_capacity(jobs.len());
+        for job in jobs {
+            if let Some(at) = self.paused(&job).await? {
+                paused.insert(job, at);
+            }
+        }
+        Ok(paused)
+    }
+
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, BoxError> {
+        let before =
+            self.keep_first(&self.keys.request(job, key), trigger.as_millisecond(), Some(ttl)).await?;
+        before.map(instant).transpose()
+    }
+}
