@@ -5,11 +5,12 @@ use async_trait::async_trait;
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
+use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, RequestClaim};
 use tokio_postgres::Row;
 
 use crate::claimant::{ClaimRow, Token, holder};
 use crate::codec;
+use crate::controls::PostgresControls;
 use crate::database::QueryError;
 use crate::error::chain;
 use crate::{DbError, PostgresDatabase};
@@ -43,17 +44,24 @@ use crate::{DbError, PostgresDatabase};
 /// passed (or that is the caller's); renewing and releasing match the stored owner, so a
 /// lease that expired and was taken by another replica is never extended by the first.
 ///
+/// The claim statement first reads the job's row of `job_pause`: while the job is paused
+/// it claims nothing ([`ClaimOutcome::Paused`]), in the same round trip. Manual and
+/// backfilled runs are claimed under their own keys by the schema's six-argument
+/// `claim_trigger` (a claim expiring a TTL after it is made, no high-water mark).
+///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
 #[derive(Debug)]
 pub struct PostgresCoordinator {
     database: PostgresDatabase,
     claim_sql: String,
+    request_sql: String,
     read_back_sql: String,
     remove_expired_sql: String,
     lease: LeaseSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
+    controls: PostgresControls,
 }
 
 impl PostgresCoordinator {
@@ -69,7 +77,12 @@ impl PostgresCoordinator {
     /// The coordinator on `database`'s schema.
     pub fn new(database: PostgresDatabase) -> Self {
         Self {
-            claim_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6, $7)"),
+            // -2: paused. A volatile function in a CASE branch not taken is not called.
+            claim_sql: database.sql(
+                "SELECT CASE WHEN EXISTS (SELECT FROM {schema}.job_pause WHERE job = $1) THEN -2
+                        ELSE {schema}.claim_trigger($1, $2, $3, $4, $5, $6, $7) END",
+            ),
+            request_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6)"),
             // FOR SHARE waits for a claim of the row still in progress, then reads it.
             read_back_sql: database.sql(
                 "SELECT claimant_token, instance, fencing_token FROM {schema}.claim
@@ -77,6 +90,7 @@ impl PostgresCoordinator {
             ),
             remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
             lease: LeaseSql::new(&database),
+            controls: PostgresControls::new(database.clone()),
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
             claims: AtomicU64::new(0),
@@ -124,7 +138,17 @@ impl PostgresCoordinator {
     ) -> Result<ClaimOutcome, AttemptError<String>> {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
             [&claim.job, &claim.key, trigger, &claim.instance, &hold_us.0, &hold_us.1, &token.column()];
-        let rows = match self.database.query_within(&self.claim_sql, &params, self.response_timeout).await {
+        self.run_claim(&self.claim_sql, &params).await
+    }
+
+    /// Runs a claim statement once: its one row is the fencing token when won, NULL
+    /// when lost, -1 behind the mark, -2 paused.
+    async fn run_claim(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<ClaimOutcome, AttemptError<String>> {
+        let rows = match self.database.query_within(sql, params, self.response_timeout).await {
             Ok(rows) => rows,
             Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
             Err(QueryError::OutcomeUnknown(e)) => return Err(AttemptError::ReplyLost(e.cause)),
@@ -132,6 +156,7 @@ impl PostgresCoordinator {
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
         match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
             Some(Ok(Some(-1))) => Ok(ClaimOutcome::BehindMark),
+            Some(Ok(Some(-2))) => Ok(ClaimOutcome::Paused),
             Some(Ok(Some(fencing_token))) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
             Some(Ok(None)) => Ok(ClaimOutcome::Lost),
             Some(Err(e)) => Err(AttemptError::ReplyLost(chain(&e))),
@@ -139,16 +164,22 @@ impl PostgresCoordinator {
         }
     }
 
-    /// Who holds the claim's row now. Errors are the causes alone, as for
+    /// Who holds the row of `job`'s claim `key` now. Errors are the causes alone, as for
     /// [`Self::try_claim`].
-    async fn read_holder(&self, claim: &Claim<'_>, token: Token) -> Result<Holder, String> {
+    async fn read_holder(
+        &self,
+        job: &str,
+        key: &str,
+        instance: &str,
+        token: Token,
+    ) -> Result<Holder, String> {
         let rows = self
             .database
-            .query_within(&self.read_back_sql, &[&claim.job, &claim.key], self.response_timeout)
+            .query_within(&self.read_back_sql, &[&job, &key], self.response_timeout)
             .await
             .map_err(|e| e.into_cause().cause)?;
         let row = rows.first().map(claim_row).transpose().map_err(|e| chain(&e))?;
-        Ok(holder(row.as_ref(), token, claim.instance))
+        Ok(holder(row.as_ref(), token, instance))
     }
 }
 
@@ -235,9 +266,30 @@ impl Coordinator for PostgresCoordinator {
             &format!("{}: claim of {}", self.database.url(), claim.key),
             &token,
             || self.try_claim(claim, &trigger, &hold_us, token),
-            || self.read_holder(claim, token),
+            || self.read_holder(claim.job, claim.key, claim.instance, token),
         )
         .await
+    }
+
+    async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError::unavailable)?;
+        let ttl_us = ttl_us(claim.ttl);
+        let token = Token::random()
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
+        let column = token.column();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&claim.job, &claim.key, &trigger, &claim.instance, &ttl_us, &column];
+        claim_with_read_back(
+            &format!("{}: claim of {}", self.database.url(), claim.key),
+            &token,
+            || self.run_claim(&self.request_sql, &params),
+            || self.read_holder(claim.job, claim.key, claim.instance, token),
+        )
+        .await
+    }
+
+    fn controls(&self) -> Option<&dyn Controls> {
+        Some(&self.controls)
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

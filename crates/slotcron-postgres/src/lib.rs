@@ -28,6 +28,7 @@
 
 mod claimant;
 mod codec;
+mod controls;
 mod coordinator;
 mod database;
 mod error;

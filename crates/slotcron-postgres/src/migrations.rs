@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -252,11 +252,30 @@ CREATE TABLE {schema}.lease (
 );
 ";
 
+/// Steering the fleet: the paused jobs, which the claim statement reads (a claim of a
+/// paused job's trigger claims nothing), and the idempotency keys of manual runs,
+/// remembered until their expiry (server time).
+const V7: &str = "
+CREATE TABLE {schema}.job_pause (
+    job       text PRIMARY KEY,
+    paused_at timestamptz NOT NULL
+);
+
+CREATE TABLE {schema}.manual_request (
+    job         text NOT NULL,
+    request_key text NOT NULL,
+    trigger_at  timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (job, request_key)
+);
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger this release reads (versions 2, 5 and 6
-/// changed the claims and leases only; the ledger columns of version 3 read as NULL before it).
+/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6
+/// and 7 changed the claims, leases and pauses only; the ledger columns of version 3 read
+/// as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

@@ -2,17 +2,21 @@ use std::collections::HashMap;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use slotcron::{JobDefinition, JobState, Outcome, Store, StoreError};
+use slotcron::{Controls, JobDefinition, JobState, Outcome, Store, StoreError};
 
 use crate::PostgresDatabase;
 use crate::codec::{self, BoxError};
+use crate::controls::PostgresControls;
 
 /// A [`Store`] in PostgreSQL, shared by every replica: job state and job definitions
-/// survive any process. Each operation is one statement (one round trip).
+/// survive any process. Each operation is one statement (one round trip). Without a
+/// coordinator, pauses and idempotency keys are kept in the schema's `job_pause` and
+/// `manual_request` tables (the same the coordinator uses).
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     database: PostgresDatabase,
     sql: Sql,
+    controls: PostgresControls,
 }
 
 #[derive(Debug, Clone)]
@@ -62,7 +66,7 @@ impl PostgresStore {
                  ON CONFLICT (job) DO UPDATE SET token = counter.token + 1 RETURNING token",
             ),
         };
-        Self { database, sql }
+        Self { controls: PostgresControls::new(database.clone()), database, sql }
     }
 
     fn corrupt(&self, what: String, e: BoxError) -> StoreError {
@@ -137,5 +141,9 @@ impl Store for PostgresStore {
 
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
         Ok(self.database.execute(&self.sql.delete_definition, &[&job]).await.map_err(StoreError::new)? > 0)
+    }
+
+    fn controls(&self) -> Option<&dyn Controls> {
+        Some(&self.controls)
     }
 }

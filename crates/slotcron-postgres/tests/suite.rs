@@ -85,3 +85,9 @@ async fn the_high_water_mark_refuses_handled_triggers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn pauses_and_requests() {
+    isolated(async |schemas: &mut Schemas| testkit::pauses_and_requests(&factory(schemas.adopter())).await)
+        .await;
+}

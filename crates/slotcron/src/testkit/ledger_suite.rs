@@ -169,12 +169,12 @@ pub async fn records_round_trip(ledger: &dyn Ledger) {
 /// An outcome and a cause that a newer release wrote read back as written
 /// ([`Outcome::Other`], [`Cause::Other`]), never failing the read.
 pub async fn names_of_other_releases_read_back(ledger: &dyn Ledger) {
-    let mut newer = record("tick", 0, Outcome::Other(UnknownName::new("skipped-paused")));
+    let mut newer = record("tick", 0, Outcome::Other(UnknownName::new("skipped-quarantined")));
     newer.cause = Cause::Other(UnknownName::new("replay"));
     ledger.append(&newer).await.unwrap();
     let read = ledger.query(&query(None)).await.unwrap();
     assert_eq!(read, [newer]);
-    assert_eq!((read[0].outcome.as_str(), read[0].cause.as_str()), ("skipped-paused", "replay"));
+    assert_eq!((read[0].outcome.as_str(), read[0].cause.as_str()), ("skipped-quarantined", "replay"));
 }
 
 /// [`Ledger::update`] replaces the record of the same run (job, trigger, instance and

@@ -1,0 +1,113 @@
+//! The fleet's pauses and idempotency keys in PostgreSQL ([`Controls`]): the tables
+//! `job_pause` (one row per paused job, read by the claim statement) and
+//! `manual_request` (one row per remembered idempotency key, with its expiry on the
+//! server's clock). Shared by [`PostgresCoordinator`](crate::PostgresCoordinator) and
+//! [`PostgresStore`](crate::PostgresStore): the same rows, whichever a scheduler uses.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use slotcron::jiff::Timestamp;
+use slotcron::{BoxError, Controls};
+
+use crate::PostgresDatabase;
+use crate::codec;
+
+/// The pause and idempotency statements, on a schema.
+#[derive(Debug, Clone)]
+pub(crate) struct PostgresControls {
+    database: PostgresDatabase,
+    pause: String,
+    resume: String,
+    paused: String,
+    paused_jobs: String,
+    remember: String,
+    remembered: String,
+}
+
+impl PostgresControls {
+    pub(crate) fn new(database: PostgresDatabase) -> Self {
+        Self {
+            // The instant of an earlier pause stays; the one before this statement is
+            // answered.
+            pause: database.sql(
+                "WITH before AS (SELECT paused_at FROM {schema}.job_pause WHERE job = $1),
+                      pausing AS (INSERT INTO {schema}.job_pause (job, paused_at) VALUES ($1, $2)
+                                  ON CONFLICT (job) DO NOTHING)
+                 SELECT paused_at FROM before",
+            ),
+            resume: database.sql("DELETE FROM {schema}.job_pause WHERE job = $1 RETURNING paused_at"),
+            paused: database.sql("SELECT paused_at FROM {schema}.job_pause WHERE job = $1"),
+            paused_jobs: database.sql("SELECT job, paused_at FROM {schema}.job_pause"),
+            // Inserted, or taking over an expired row: a row comes back. Of two concurrent
+            // inserts the second waits for the first and then finds its row unexpired.
+            // The job's other expired keys go in the same statement.
+            remember: database.sql(
+                "WITH gone AS (DELETE FROM {schema}.manual_request
+                               WHERE job = $1 AND request_key <> $2 AND expires_at <= now())
+                 INSERT INTO {schema}.manual_request AS held (job, request_key, trigger_at, expires_at)
+                 VALUES ($1, $2, $3, now() + $4::bigint * interval '1 microsecond')
+                 ON CONFLICT (job, request_key) DO UPDATE SET
+                     trigger_at = EXCLUDED.trigger_at, expires_at = EXCLUDED.expires_at
+                 WHERE held.expires_at <= now()
+                 RETURNING 1",
+            ),
+            remembered: database
+                .sql("SELECT trigger_at FROM {schema}.manual_request WHERE job = $1 AND request_key = $2"),
+            database,
+        }
+    }
+
+    /// The first column of the first row, an instant, if there is a row.
+    async fn instant(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<Timestamp>, BoxError> {
+        let rows = self.database.query(sql, params).await?;
+        rows.first().map(|row| codec::instant(row.try_get::<_, SystemTime>(0)?)).transpose()
+    }
+}
+
+#[async_trait]
+impl Controls for PostgresControls {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+        match at {
+            Some(at) => self.instant(&self.pause, &[&job, &codec::timestamptz(at)?]).await,
+            None => self.instant(&self.resume, &[&job]).await,
+        }
+    }
+
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+        self.instant(&self.paused, &[&job]).await
+    }
+
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+        let rows = self.database.query(&self.paused_jobs, &[]).await?;
+        rows.iter().map(|row| Ok((row.try_get(0)?, codec::instant(row.try_get(1)?)?))).collect()
+    }
+
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, BoxError> {
+        let ttl_us = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+        let inserted = self
+            .database
+            .query(&self.remember, &[&job, &key, &codec::timestamptz(trigger)?, &ttl_us])
+            .await?;
+        if !inserted.is_empty() {
+            return Ok(None);
+        }
+        match self.instant(&self.remembered, &[&job, &key]).await? {
+            Some(first) => Ok(Some(first)),
+            None => {
+                Err(format!("idempotency key {key:?} of job {job:?} expired while read: try again").into())
+            }
+        }
+    }
+}
