@@ -23,6 +23,7 @@
 //! [`SqliteDatabase::open_read_only`].
 
 mod codec;
+mod controls;
 mod database;
 mod error;
 mod ledger;

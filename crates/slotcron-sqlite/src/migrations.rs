@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -84,6 +84,23 @@ const V4: &str = "
 CREATE TABLE fencing (
     job   TEXT PRIMARY KEY NOT NULL,
     token INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+";
+
+/// Steering a single replica: its paused jobs (and since when), kept so that a pause
+/// survives a restart, and the idempotency keys of its manual runs, until their expiry.
+const V5: &str = "
+CREATE TABLE job_pause (
+    job       TEXT PRIMARY KEY NOT NULL,
+    paused_us INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE manual_request (
+    job         TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    trigger_us  INTEGER NOT NULL,
+    expires_us  INTEGER NOT NULL,
+    PRIMARY KEY (job, request_key)
 ) STRICT, WITHOUT ROWID;
 ";
 

@@ -1,21 +1,25 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use slotcron::{JobDefinition, JobState, Outcome, Store, StoreError};
+use slotcron::{Controls, JobDefinition, JobState, Outcome, Store, StoreError};
 
 use crate::SqliteDatabase;
 use crate::codec;
+use crate::controls::SqliteControls;
 
-/// A [`Store`] in a SQLite file: job state and job definitions survive the process.
+/// A [`Store`] in a SQLite file: job state and job definitions survive the process, and
+/// so do the pauses and idempotency keys of single-replica mode (tables `job_pause` and
+/// `manual_request`; keys expire on this machine's clock).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     database: SqliteDatabase,
+    controls: SqliteControls,
 }
 
 impl SqliteStore {
     /// The store in `database`.
     pub fn new(database: SqliteDatabase) -> Self {
-        Self { database }
+        Self { controls: SqliteControls { database: database.clone() }, database }
     }
 }
 
@@ -152,5 +156,9 @@ impl Store for SqliteStore {
             })
             .await
             .map_err(StoreError::new)
+    }
+
+    fn controls(&self) -> Option<&dyn Controls> {
+        Some(&self.controls)
     }
 }

@@ -17,6 +17,7 @@ pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
     definitions_round_trip(&make().await).await;
     definitions_replace_and_delete(&make().await).await;
     fencing_tokens_grow_per_job(&make().await).await;
+    pauses_and_idempotency_keys(&make().await).await;
 }
 
 fn ts(s: &str) -> Timestamp {
@@ -181,4 +182,24 @@ pub async fn fencing_tokens_grow_per_job(store: &dyn Store) {
     let mut at_once: Vec<u64> = at_once.into_iter().map(|t| t.unwrap()).collect();
     at_once.sort();
     assert_eq!(at_once, (4..=11).collect::<Vec<u64>>(), "distinct tokens for calls at once");
+}
+
+/// The store's controls keep pauses (the first instant of a repeated pause) until a
+/// resume, and remember an idempotency key once per job.
+pub async fn pauses_and_idempotency_keys(store: &dyn Store) {
+    let controls = store.controls().expect("a store keeps pauses");
+    assert!(controls.paused_jobs().await.unwrap().is_empty());
+    let (first, second) = (ts("2024-05-17T00:00:00Z"), ts("2024-05-17T00:05:00Z"));
+    assert_eq!(controls.set_paused("a", Some(first)).await.unwrap(), None);
+    assert_eq!(controls.set_paused("a", Some(second)).await.unwrap(), Some(first));
+    assert_eq!(controls.paused("a").await.unwrap(), Some(first));
+    assert_eq!(controls.paused("b").await.unwrap(), None);
+    assert_eq!(controls.paused_jobs().await.unwrap(), HashMap::from([("a".to_owned(), first)]));
+    assert_eq!(controls.set_paused("a", None).await.unwrap(), Some(first));
+    assert_eq!(controls.set_paused("a", None).await.unwrap(), None);
+    assert!(controls.paused_jobs().await.unwrap().is_empty());
+    let day = std::time::Duration::from_secs(86_400);
+    assert_eq!(controls.remember_request("a", "k", first, day).await.unwrap(), None);
+    assert_eq!(controls.remember_request("a", "k", second, day).await.unwrap(), Some(first));
+    assert_eq!(controls.remember_request("b", "k", second, day).await.unwrap(), None);
 }
