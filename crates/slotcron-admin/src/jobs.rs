@@ -1,5 +1,7 @@
 //! `/api/v1/jobs` and `/api/v1/jobs/{name}`.
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use jiff::Timestamp;
@@ -22,8 +24,11 @@ pub(crate) struct JobView {
     /// The IANA zone of the schedule's wall-clock times, if it has any.
     time_zone: Option<String>,
     policies: Policies,
-    /// Always `false` until pausing exists.
-    paused: bool,
+    /// Whether the job is paused across the fleet; `null` when the coordinator (or
+    /// store) that keeps the pauses cannot be read.
+    paused: Option<bool>,
+    /// When it was paused, while it is.
+    paused_since: Option<Timestamp>,
     /// RFC 3339 UTC, earliest first.
     next_triggers: Vec<Timestamp>,
     last_run: Option<LastRunView>,
@@ -91,18 +96,37 @@ impl From<JobInfo> for JobView {
                 overlap: job.overlap().name(),
                 jitter_ms: job.jitter().map(|d| d.as_millis()),
             },
-            paused: false,
+            paused: None,
+            paused_since: None,
             next_triggers: info.next_triggers,
             last_run: info.last_run.as_ref().map(LastRunView::from),
         }
     }
 }
 
+impl JobView {
+    /// Sets `paused` from the fleet's paused jobs (`None`: unknown).
+    fn with_pauses(mut self, paused: Option<&HashMap<String, Timestamp>>) -> Self {
+        if let Some(paused) = paused {
+            self.paused_since = paused.get(&self.name).copied();
+            self.paused = Some(self.paused_since.is_some());
+        }
+        self
+    }
+}
+
+/// The fleet's paused jobs, or `None` (logged) when they cannot be read.
+async fn pauses(state: &AdminState) -> Option<HashMap<String, Timestamp>> {
+    state.scheduler.paused_jobs().await.inspect_err(|e| tracing::warn!("paused jobs unknown: {e}")).ok()
+}
+
 /// `{"jobs": [...]}`, by name.
 pub(crate) async fn list(State(state): State<AdminState>) -> Json<serde_json::Value> {
+    let paused = pauses(&state).await;
     let mut jobs = state.scheduler.jobs(NEXT_FIRE_TIMES);
     jobs.sort_unstable_by(|a, b| a.job.name().cmp(b.job.name()));
-    let jobs: Vec<JobView> = jobs.into_iter().map(JobView::from).collect();
+    let jobs: Vec<JobView> =
+        jobs.into_iter().map(|info| JobView::from(info).with_pauses(paused.as_ref())).collect();
     Json(serde_json::json!({ "jobs": jobs }))
 }
 
@@ -112,7 +136,8 @@ pub(crate) async fn one(
     Path(name): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
-    Ok(Json(JobView::from(info)))
+    let paused = pauses(&state).await;
+    Ok(Json(JobView::from(info).with_pauses(paused.as_ref())))
 }
 
 /// The 404 of a job name the scheduler does not have.

@@ -25,6 +25,15 @@
 //! | `GET /api/v1/jobs/{name}` | one job, the same fields |
 //! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first |
 //! | `GET /api/v1/jobs/{name}/runs/{trigger}/output` | what that run wrote, per instance |
+//! | `POST /api/v1/jobs/{name}/pause` | pauses the job across the fleet |
+//! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) |
+//! | `POST /api/v1/jobs/{name}/trigger` | queues one manual run; header `Idempotency-Key` optional |
+//! | `POST /api/v1/jobs/{name}/backfill` | runs each trigger of `{"from": T1, "to": T2}` (≤ 1,000) |
+//!
+//! Every `POST` needs `Content-Type: application/json` (415 otherwise), a body of at most
+//! 1 MiB (413) that is a JSON object of the endpoint's fields (400 otherwise; an empty
+//! body for an endpoint whose fields are optional), and the same token as the reads; a
+//! refused request changes nothing.
 //!
 //! Access ([`Admin::token`], [`Admin::allowed_hosts`]): with a token, every request but
 //! `/healthz`, `/metrics` and the static page `/` needs `Authorization: Bearer TOKEN`
@@ -38,16 +47,19 @@ mod health;
 mod jobs;
 mod page;
 mod runs;
+mod steer;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use slotcron::Scheduler;
 use slotcron::ledger::OutputStore;
 
 pub use access::Access;
 pub use error::ApiError;
+pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
 
 /// Renders the metrics exposition (e.g. `PrometheusHandle::render`).
 pub type RenderMetrics = Arc<dyn Fn() -> String + Send + Sync>;
@@ -120,12 +132,16 @@ impl Admin {
     }
 }
 
-/// The `/api/v1` routes. Write endpoints (pause, resume, trigger) go here too, and
-/// share the token check.
+/// The `/api/v1` routes, reads and writes, behind one token check.
 fn api_v1() -> Router<AdminState> {
     Router::new()
         .route("/jobs", get(jobs::list))
         .route("/jobs/{name}", get(jobs::one))
         .route("/jobs/{name}/runs", get(runs::list))
         .route("/jobs/{name}/runs/{trigger}/output", get(runs::output))
+        .route("/jobs/{name}/pause", post(steer::pause))
+        .route("/jobs/{name}/resume", post(steer::resume))
+        .route("/jobs/{name}/trigger", post(steer::trigger))
+        .route("/jobs/{name}/backfill", post(steer::backfill))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
 }

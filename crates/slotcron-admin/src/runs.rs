@@ -27,6 +27,8 @@ struct RunView {
     trigger: Timestamp,
     instance: String,
     outcome: String,
+    /// `scheduled`, `catch-up`, `manual`, `backfill`, `start-up`...
+    cause: String,
     fencing_token: Option<u64>,
     started: Timestamp,
     duration_ms: u128,
@@ -40,6 +42,7 @@ impl From<RunRecord> for RunView {
             trigger: r.trigger,
             instance: r.instance.to_string(),
             outcome: r.outcome.to_string(),
+            cause: r.cause.to_string(),
             fencing_token: r.fencing_token,
             started: r.started,
             duration_ms: r.duration.as_millis(),

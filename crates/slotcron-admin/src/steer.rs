@@ -1,0 +1,153 @@
+//! The write endpoints: `POST /api/v1/jobs/{name}/pause`, `…/resume`, `…/trigger` and
+//! `…/backfill`, over [`Scheduler`](slotcron::Scheduler)'s steering operations.
+//!
+//! Every one needs `Content-Type: application/json` (so that a page of another site
+//! cannot send it as a simple cross-origin request, which a browser sends without asking)
+//! and a body of at most [`MAX_BODY`] bytes: a JSON object, or nothing for an endpoint
+//! whose fields are all optional. Anything else is a 4xx with a message, and nothing is
+//! changed.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use slotcron::ControlError;
+
+use crate::{AdminState, ApiError};
+
+/// The largest request body accepted: 1 MiB.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The header carrying a manual run's idempotency key.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// `…/resume`'s body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    /// Run the paused triggers under the misfire policy (default `false`).
+    #[serde(default)]
+    catch_up: bool,
+}
+
+/// `…/pause` and `…/trigger` take no fields.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+/// `…/backfill`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackfillBody {
+    from: Timestamp,
+    to: Timestamp,
+}
+
+/// The body as `T`: checks the content type and the size, and reads an empty body as
+/// `T::default()` when `empty` gives one.
+fn body<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+    empty: Option<T>,
+) -> Result<T, ApiError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        let given = if content_type.is_empty() { "none".to_owned() } else { format!("{content_type:?}") };
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("a POST needs Content-Type: application/json (given: {given})"),
+        ));
+    }
+    let bytes = bytes.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {MAX_BODY} bytes"))
+        }
+        status => ApiError::new(status, format!("the body cannot be read: {e}")),
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace)
+        && let Some(empty) = empty
+    {
+        return Ok(empty);
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not the JSON expected: {e}")))
+}
+
+/// The answer to a refused operation.
+fn refused(error: ControlError) -> ApiError {
+    let status = match &error {
+        ControlError::NoSuchJob { .. } => StatusCode::NOT_FOUND,
+        ControlError::NotRunning | ControlError::Backend(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(status, error.to_string())
+}
+
+/// `POST …/pause`: `{"job", "paused": true, "paused_since"}`.
+pub(crate) async fn pause(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    body(&headers, bytes, Some(NoFields::default()))?;
+    let since = state.scheduler.pause(&name).await.map_err(refused)?;
+    Ok(Json(json!({ "job": name, "paused": true, "paused_since": since })))
+}
+
+/// `POST …/resume` (`{"catch_up": bool}`, default false): `{"job", "paused": false,
+/// "paused_since", "caught_up"}`.
+pub(crate) async fn resume(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let asked: ResumeBody = body(&headers, bytes, Some(ResumeBody::default()))?;
+    let resumed = state.scheduler.resume(&name, asked.catch_up).await.map_err(refused)?;
+    Ok(Json(json!({
+        "job": name,
+        "paused": false,
+        "paused_since": resumed.paused_since,
+        "caught_up": resumed.caught_up,
+    })))
+}
+
+/// `POST …/trigger` (header `Idempotency-Key` optional): 202 `{"job", "trigger",
+/// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`.
+pub(crate) async fn trigger(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    body(&headers, bytes, Some(NoFields::default()))?;
+    let key = match headers.get(IDEMPOTENCY_KEY) {
+        Some(value) => Some(
+            value.to_str().map_err(|_| ApiError::bad_request("the Idempotency-Key header is not ASCII"))?,
+        ),
+        None => None,
+    };
+    let triggered = state.scheduler.trigger_now(&name, key).await.map_err(refused)?;
+    let status = if triggered.repeated { StatusCode::OK } else { StatusCode::ACCEPTED };
+    Ok((status, Json(json!({ "job": name, "trigger": triggered.trigger, "repeated": triggered.repeated }))))
+}
+
+/// `POST …/backfill` (`{"from": T1, "to": T2}`, RFC 3339, both included): 202
+/// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000).
+pub(crate) async fn backfill(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let range: BackfillBody = body(&headers, bytes, None)?;
+    let triggers = state.scheduler.backfill(&name, range.from, range.to).await.map_err(refused)?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "job": name, "triggers": triggers }))))
+}

@@ -1,0 +1,211 @@
+//! The write endpoints of a mounted router over a scheduler on a manual clock: pause,
+//! resume, trigger (with an idempotency key), backfill; and every refusal a 4xx with a
+//! message that changes nothing.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::{Cause, Job, Outcome};
+use slotcron_admin::Admin;
+use tower::ServiceExt;
+
+async fn send(
+    router: &axum::Router,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Body>,
+) -> (StatusCode, serde_json::Value) {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+}
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+async fn post(router: &axum::Router, path: &str, body: &str) -> (StatusCode, serde_json::Value) {
+    send(router, "POST", path, &[JSON], body.to_owned()).await
+}
+
+async fn running() -> Harness {
+    let mut h = Harness::new("2024-05-17T01:00:00Z");
+    h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.start().await;
+    h
+}
+
+#[tokio::test(start_paused = true)]
+async fn pause_resume_trigger_and_backfill_through_the_api() {
+    let mut h = running().await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    let (status, paused) = post(&router, "/api/v1/jobs/tick/pause", "").await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    assert_eq!(paused["paused_since"], "2024-05-17T01:00:00Z");
+    let (_, job) = send(&router, "GET", "/api/v1/jobs/tick", &[], Body::empty()).await;
+    assert_eq!(
+        (job["paused"].clone(), job["paused_since"].clone()),
+        (true.into(), "2024-05-17T01:00:00Z".into())
+    );
+    h.advance_to(ts("2024-05-17T01:02:30Z")).await;
+    assert_eq!(h.triggers("tick", Outcome::SkippedPaused).len(), 2);
+
+    let (status, resumed) = post(&router, "/api/v1/jobs/tick/resume", r#"{"catch_up": false}"#).await;
+    assert_eq!(status, StatusCode::OK, "{resumed}");
+    assert_eq!(resumed["caught_up"], serde_json::json!([]));
+    let (_, jobs) = send(&router, "GET", "/api/v1/jobs", &[], Body::empty()).await;
+    assert_eq!(jobs["jobs"][0]["paused"], false);
+
+    let key = [JSON, ("idempotency-key", "release-42")];
+    let (status, first) = send(&router, "POST", "/api/v1/jobs/tick/trigger", &key, "{}").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    assert_eq!(
+        (first["trigger"].as_str(), first["repeated"].as_bool()),
+        (Some("2024-05-17T01:02:30Z"), Some(false))
+    );
+    h.advance(Duration::from_secs(5)).await;
+    let (status, again) = send(&router, "POST", "/api/v1/jobs/tick/trigger", &key, "").await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        (again["trigger"].clone(), again["repeated"].clone()),
+        (first["trigger"].clone(), true.into())
+    );
+
+    let range = r#"{"from": "2024-05-17T00:10:00Z", "to": "2024-05-17T00:12:00Z"}"#;
+    let (status, backfill) = post(&router, "/api/v1/jobs/tick/backfill", range).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{backfill}");
+    assert_eq!(
+        backfill["triggers"],
+        serde_json::json!(["2024-05-17T00:10:00Z", "2024-05-17T00:11:00Z", "2024-05-17T00:12:00Z"])
+    );
+    h.advance(Duration::from_millis(1)).await;
+    let ran: Vec<_> = h
+        .records("tick")
+        .into_iter()
+        .filter(|r| r.outcome == Outcome::Succeeded && r.cause != Cause::Scheduled)
+        .map(|r| (r.trigger.to_string(), r.cause))
+        .collect();
+    let want = [
+        ("2024-05-17T01:02:30Z", Cause::Manual),
+        ("2024-05-17T00:10:00Z", Cause::Backfill),
+        ("2024-05-17T00:11:00Z", Cause::Backfill),
+        ("2024-05-17T00:12:00Z", Cause::Backfill),
+    ]
+    .map(|(t, c)| (t.to_owned(), c));
+    assert_eq!(ran, want);
+    let (_, runs) = send(&router, "GET", "/api/v1/jobs/tick/runs?limit=1", &[], Body::empty()).await;
+    assert_eq!(runs["runs"][0]["cause"], "manual");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
+    let mut h = running().await;
+    let router = Admin::new(h.scheduler.clone()).token("t0ken").router();
+    let bearer = ("authorization", "Bearer t0ken");
+    let big = format!(r#"{{"catch_up": false, "pad": "{}"}}"#, "x".repeat(slotcron_admin::MAX_BODY));
+    let cases: Vec<(&str, Vec<(&str, &str)>, String, StatusCode, &str)> = vec![
+        (
+            "/api/v1/jobs/nope/pause",
+            vec![JSON, bearer],
+            String::new(),
+            StatusCode::NOT_FOUND,
+            "no job named \"nope\"",
+        ),
+        (
+            "/api/v1/jobs/tick/pause",
+            vec![bearer],
+            String::new(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a POST needs Content-Type: application/json",
+        ),
+        (
+            "/api/v1/jobs/tick/pause",
+            vec![("content-type", "text/plain"), bearer],
+            "{}".into(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a POST needs Content-Type",
+        ),
+        (
+            "/api/v1/jobs/tick/pause",
+            vec![JSON],
+            String::new(),
+            StatusCode::UNAUTHORIZED,
+            "this server needs Authorization",
+        ),
+        (
+            "/api/v1/jobs/tick/pause",
+            vec![JSON, bearer],
+            "{\"why\": 1}".into(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected: unknown field `why`",
+        ),
+        (
+            "/api/v1/jobs/tick/resume",
+            vec![JSON, bearer],
+            "{catch_up: true".into(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected",
+        ),
+        (
+            "/api/v1/jobs/tick/resume",
+            vec![JSON, bearer],
+            big,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the body is larger than 1048576 bytes",
+        ),
+        (
+            "/api/v1/jobs/tick/backfill",
+            vec![JSON, bearer],
+            String::new(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected",
+        ),
+        (
+            "/api/v1/jobs/tick/backfill",
+            vec![JSON, bearer],
+            r#"{"from": "2024-05-17T00:20:00Z", "to": "2024-05-17T00:10:00Z"}"#.into(),
+            StatusCode::BAD_REQUEST,
+            "backfill of job \"tick\": from 2024-05-17T00:20:00Z is after to 2024-05-17T00:10:00Z",
+        ),
+        (
+            "/api/v1/jobs/tick/backfill",
+            vec![JSON, bearer],
+            r#"{"from": "2024-05-15T00:00:00Z", "to": "2024-05-17T00:00:00Z"}"#.into(),
+            StatusCode::BAD_REQUEST,
+            "backfill of job \"tick\": the range holds more than 1000 triggers",
+        ),
+        (
+            "/api/v1/jobs/tick/backfill",
+            vec![JSON, bearer],
+            r#"{"from": "yesterday", "to": "2024-05-17T00:00:00Z"}"#.into(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected",
+        ),
+        (
+            "/api/v1/jobs/tick/trigger",
+            vec![JSON, bearer, ("idempotency-key", "a:b")],
+            String::new(),
+            StatusCode::BAD_REQUEST,
+            "idempotency key refused: ':' is not allowed",
+        ),
+    ];
+    for (path, headers, body, status, message) in cases {
+        let (got, answer) = send(&router, "POST", path, &headers, body).await;
+        assert_eq!(got, status, "{path}: {answer}");
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with(message), "{path}: {answer}");
+    }
+    let (_, job) = send(&router, "GET", "/api/v1/jobs/tick", &[bearer], Body::empty()).await;
+    assert_eq!(job["paused"], false, "nothing was paused");
+    h.advance(Duration::from_secs(1)).await;
+    assert!(h.records("tick").is_empty(), "nothing ran: {:?}", h.records("tick"));
+    h.stop().await;
+}
