@@ -53,6 +53,79 @@ pub enum Command {
     /// Print the jobs of a running daemon, read from its admin API.
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
+    #[command(flatten)]
+    Steer(SteerCommand),
+}
+
+/// The commands that steer a running fleet through a daemon's admin API.
+#[derive(Debug, Subcommand)]
+pub enum SteerCommand {
+    /// Pause JOB across the fleet until it is resumed, also across restarts.
+    ///
+    /// No daemon sharing the coordinator runs its triggers; each records them
+    /// skipped-paused.
+    #[command(after_help = PAUSE_EXAMPLES)]
+    Pause(SteerArgs),
+    /// Resume a paused JOB across the fleet.
+    #[command(after_help = PAUSE_EXAMPLES)]
+    Resume {
+        #[command(flatten)]
+        args: SteerArgs,
+        /// Also run the triggers that came due while paused, as misfires under the
+        /// job's misfire policy (skip: none, run_once: the newest, run_all: up to its cap).
+        #[arg(long)]
+        catch_up: bool,
+    },
+    /// Run JOB once now, once across the fleet (cause manual), also while paused.
+    #[command(after_help = PAUSE_EXAMPLES)]
+    Trigger {
+        #[command(flatten)]
+        args: SteerArgs,
+        /// A key naming this request: given again within 24 h it runs nothing more.
+        ///
+        /// 1 to 128 ASCII letters, digits, `.`, `_` or `-`.
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
+    },
+    /// Run each past trigger of JOB from FROM to TO, oldest first (cause backfill).
+    ///
+    /// Both ends included, at most 1,000 triggers; each runs once across the fleet.
+    #[command(after_help = PAUSE_EXAMPLES)]
+    Backfill {
+        #[command(flatten)]
+        args: SteerArgs,
+        /// The first instant of the range (RFC 3339).
+        #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+        from: Timestamp,
+        /// The last instant of the range (RFC 3339), not after now.
+        #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+        to: Timestamp,
+    },
+}
+
+impl SteerCommand {
+    /// The command's name and its common arguments.
+    pub fn parts(&self) -> (&'static str, &SteerArgs) {
+        match self {
+            Self::Pause(args) => ("pause", args),
+            Self::Resume { args, .. } => ("resume", args),
+            Self::Trigger { args, .. } => ("trigger", args),
+            Self::Backfill { args, .. } => ("backfill", args),
+        }
+    }
+}
+
+/// The job and daemon of a steering command.
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    /// The job's name.
+    pub job: String,
+    /// The daemon's admin API: http://HOST:PORT or unix:PATH.
+    ///
+    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN is sent as a bearer
+    /// token. Any daemon of the fleet will do.
+    #[arg(long, value_name = "URL")]
+    pub admin_url: String,
 }
 
 /// `slotcron status`.
@@ -306,6 +379,14 @@ const STATUS_EXAMPLES: &str = "\
 Examples:
   slotcron status --admin-url http://127.0.0.1:9090      (a daemon run with --admin 127.0.0.1:9090)
   slotcron status --admin-url unix:/run/slotcron/admin.sock";
+
+/// After `slotcron pause --help` and the other steering commands'.
+const PAUSE_EXAMPLES: &str = "\
+Examples:
+  slotcron pause backup --admin-url http://127.0.0.1:9090
+  slotcron resume backup --catch-up --admin-url http://127.0.0.1:9090
+  slotcron trigger backup --idempotency-key deploy-42 --admin-url unix:/run/slotcron/admin.sock
+  slotcron backfill backup --from 2026-11-30T00:00:00Z --to 2026-11-30T23:59:59Z --admin-url http://127.0.0.1:9090";
 
 /// The longest `--instance`, in bytes.
 const MAX_INSTANCE_LEN: usize = 200;

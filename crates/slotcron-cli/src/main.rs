@@ -2,6 +2,7 @@
 //! schedules. See the README for the file formats.
 
 mod admin;
+mod admin_client;
 mod check;
 mod cli;
 mod command;
@@ -22,6 +23,7 @@ mod state;
 mod state_jobs;
 mod state_lock;
 mod status;
+mod steer;
 mod table;
 mod zone;
 
@@ -45,5 +47,6 @@ fn main() -> ExitCode {
         Command::History(args) => history::run(args),
         Command::Jobs(args) => jobs::run(args),
         Command::Status(args) => status::run(args),
+        Command::Steer(command) => steer::run(command),
     }
 }
