@@ -383,10 +383,9 @@ Examples:
 /// After `slotcron pause --help` and the other steering commands'.
 const PAUSE_EXAMPLES: &str = "\
 Examples:
-  slotcron pause backup --admin-url http://127.0.0.1:9090
-  slotcron resume backup --catch-up --admin-url http://127.0.0.1:9090
+  slotcron pause backup --admin-url http://127.0.0.1:9090       (then: slotcron resume backup ...)
   slotcron trigger backup --idempotency-key deploy-42 --admin-url unix:/run/slotcron/admin.sock
-  slotcron backfill backup --from 2026-11-30T00:00:00Z --to 2026-11-30T23:59:59Z --admin-url http://127.0.0.1:9090";
+  slotcron backfill backup --from 2026-11-30T00:00:00Z --to 2026-11-30T06:00:00Z --admin-url URL";
 
 /// The longest `--instance`, in bytes.
 const MAX_INSTANCE_LEN: usize = 200;

@@ -10,7 +10,18 @@ const WIDTH: usize = 100;
 
 #[test]
 fn every_help_has_short_lines_and_ends_with_examples() {
-    for command in [&[][..], &["run"], &["next"], &["check"], &["history"], &["status"]] {
+    for command in [
+        &[][..],
+        &["run"],
+        &["next"],
+        &["check"],
+        &["history"],
+        &["status"],
+        &["pause"],
+        &["resume"],
+        &["trigger"],
+        &["backfill"],
+    ] {
         for flag in ["-h", "--help"] {
             let args: Vec<&str> = command.iter().copied().chain([flag]).collect();
             let out = run(&args);

@@ -1,6 +1,6 @@
 //! HTTP requests to a daemon's admin API, over TCP or a Unix socket (hyper's client).
 
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -29,24 +29,39 @@ impl Answer {
 pub fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
     let mut all = vec![("host", addr)];
     all.extend_from_slice(headers);
-    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, path, &all)
+    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, "GET", path, &all, "")
+}
+
+/// `POST path` at `addr` (`IP:PORT`) with `Host: addr`, `headers` and `body`.
+pub fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut all = vec![("host", addr)];
+    all.extend_from_slice(headers);
+    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, "POST", path, &all, body)
 }
 
 /// `GET path` with exactly these headers (a `Host` among them, or none).
 pub fn get_with(addr: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
-    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, path, headers)
+    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, "GET", path, headers, "")
 }
 
 /// `GET path` over the Unix socket at `socket`.
 pub fn get_unix(socket: &std::path::Path, path: &str) -> Answer {
     request(
         || async { tokio::net::UnixStream::connect(socket).await.unwrap() },
+        "GET",
         path,
         &[("host", "localhost")],
+        "",
     )
 }
 
-fn request<S, F>(connect: impl FnOnce() -> F, path: &str, headers: &[(&str, &str)]) -> Answer
+fn request<S, F>(
+    connect: impl FnOnce() -> F,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     F: Future<Output = S>,
@@ -57,11 +72,12 @@ where
         let (mut sender, connection) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
-        let mut request = hyper::Request::get(path);
+        let mut request = hyper::Request::builder().method(method).uri(path);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = sender.send_request(request.body(Empty::<Bytes>::new()).unwrap()).await.unwrap();
+        let body = Full::new(Bytes::from(body.to_owned()));
+        let response = sender.send_request(request.body(body).unwrap()).await.unwrap();
         let status = response.status().as_u16();
         let content_type = response
             .headers()

@@ -50,14 +50,14 @@ impl Scheduler {
     /// coordinator claims its triggers; each records them `skipped-paused`. Kept by the
     /// coordinator, or by the store without one, so it survives restarts. Manual runs and
     /// backfills still run. Returns when it was paused (the first instant, if it already
-    /// was).
+    /// was; to the millisecond).
     ///
     /// # Errors
     /// [`ControlError::NoSuchJob`], or [`ControlError::Backend`] if the coordinator (or
     /// store) keeps no pauses or failed.
     pub async fn pause(&self, name: &str) -> Result<Timestamp, ControlError> {
         let job = self.job_named(name)?;
-        let now = self.shared.clock.now();
+        let now = self.now_ms();
         let before = self.controls()?.set_paused(&job.name, Some(now)).await.map_err(backend)?;
         let since = before.unwrap_or(now);
         if self.shared.coordinator.is_none() {
@@ -117,8 +117,7 @@ impl Scheduler {
         if !self.is_running() {
             return Err(ControlError::NotRunning);
         }
-        let now = self.shared.clock.now();
-        let trigger = Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now);
+        let trigger = self.now_ms();
         if let Some(key) = idempotency_key {
             let remembered = self.controls()?.remember_request(&job.name, key, trigger, IDEMPOTENCY_KEY_TTL);
             if let Some(first) = remembered.await.map_err(backend)? {
@@ -183,6 +182,12 @@ impl Scheduler {
     /// [`ControlError::Backend`] if the coordinator (or store) keeps no pauses or failed.
     pub async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlError> {
         self.controls()?.paused_jobs().await.map_err(backend)
+    }
+
+    /// The clock now, to the millisecond: the precision every backend keeps.
+    fn now_ms(&self) -> Timestamp {
+        let now = self.shared.clock.now();
+        Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now)
     }
 
     fn job_named(&self, name: &str) -> Result<Arc<Job>, ControlError> {
