@@ -388,3 +388,47 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
     });
     stop(daemon);
 }
+
+#[test]
+fn the_status_page_pauses_and_resumes_a_job_asking_for_the_token() {
+    use fantoccini::Locator;
+    let token = [("SLOTCRON_ADMIN_TOKEN", "s3cret")];
+    let bearer = [("authorization", "Bearer s3cret")];
+    let (_dir, daemon, addr) = serving("admin-browser-steer", &token, &bearer);
+    // Asked from a thread of its own: the browser's runtime runs on this one.
+    let paused = || {
+        let addr = addr.clone();
+        std::thread::spawn(move || http::get(&addr, "/api/v1/jobs/daily", &bearer).json()["paused"].clone())
+            .join()
+            .unwrap()
+    };
+    assert_eq!(paused(), false);
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        browser.goto(&format!("http://{addr}/")).await.unwrap();
+        let wait = || browser.wait().at_most(support::PATIENCE);
+        // The API refuses the page without the token: it asks for it.
+        let input = wait().for_element(Locator::Css("#token-input")).await.unwrap();
+        wait()
+            .for_element(Locator::XPath("//form[@id='token'][contains(@style, 'flex')]"))
+            .await
+            .unwrap_or_else(|e| panic!("the page did not ask for the token: {e}"));
+        input.send_keys("s3cret").await.unwrap();
+        browser.find(Locator::Css("#token button")).await.unwrap().click().await.unwrap();
+        let pause = wait().for_element(Locator::Css("button.pause[data-job='daily']")).await.unwrap();
+        pause.click().await.unwrap();
+        wait()
+            .for_element(Locator::XPath("//tr[@data-job='daily']//div[@class='paused']"))
+            .await
+            .unwrap_or_else(|e| panic!("the page does not show the job paused: {e}"));
+        assert_eq!(paused(), true, "the API reports the job paused");
+        let resume = wait().for_element(Locator::Css("button.resume[data-job='daily']")).await.unwrap();
+        resume.click().await.unwrap();
+        wait().for_element(Locator::Css("button.pause[data-job='daily']")).await.unwrap();
+        assert_eq!(paused(), false, "the API reports the job resumed");
+        browser.close().await.unwrap();
+    });
+    stop(daemon);
+}
