@@ -136,6 +136,9 @@
 //!   [`LedgerQuery`]) and remembers each job's last trigger in a [`Store`];
 //!   [`Scheduler::reconcile`] converges its jobs to a desired set of [`Plan`]s while it
 //!   runs.
+//! - Steering a fleet: [`Scheduler::pause`], [`Scheduler::resume`],
+//!   [`Scheduler::trigger_now`] and [`Scheduler::backfill`], kept in the coordinator's
+//!   (or, alone, the store's) [`Controls`], so that every replica obeys them.
 //! - [`metrics`]: the Prometheus-style metrics the engine emits through the `metrics`
 //!   facade.
 //! - [`redact()`]: a connection string without its password, for the messages of the
