@@ -105,13 +105,16 @@ async fn pause_resume_trigger_and_backfill_through_the_api() {
     h.stop().await;
 }
 
+/// A refused request: path, headers, body, the status and the start of the message.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, StatusCode, &'a str);
+
 #[tokio::test(start_paused = true)]
 async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
     let mut h = running().await;
     let router = Admin::new(h.scheduler.clone()).token("t0ken").router();
     let bearer = ("authorization", "Bearer t0ken");
     let big = format!(r#"{{"catch_up": false, "pad": "{}"}}"#, "x".repeat(slotcron_admin::MAX_BODY));
-    let cases: Vec<(&str, Vec<(&str, &str)>, String, StatusCode, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "/api/v1/jobs/nope/pause",
             vec![JSON, bearer],

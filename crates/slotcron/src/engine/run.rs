@@ -378,7 +378,7 @@ async fn claim(
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
-    settle(shared, coordinator, job, trigger, cause, asked, claimed)
+    settle(shared, coordinator, job, trigger, cause, asked, claimed).map_err(|skipped| *skipped)
 }
 
 /// Claims a requested run under its own key: no skew check (it holds from when it is
@@ -396,7 +396,7 @@ async fn claim_requested(
     let claim = RequestClaim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim_request(&claim)).await;
-    settle(shared, coordinator, job, trigger, cause, asked, claimed)
+    settle(shared, coordinator, job, trigger, cause, asked, claimed).map_err(|skipped| *skipped)
 }
 
 /// The fencing token of a won claim, else the record of the skip; counts the claim.
@@ -408,7 +408,8 @@ fn settle(
     cause: Cause,
     asked: Timestamp,
     claimed: Result<ClaimOutcome, CoordinatorError>,
-) -> Result<u64, RunRecord> {
+) -> Result<u64, Box<RunRecord>> {
+    let skip = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
     let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
@@ -419,19 +420,19 @@ fn settle(
     shared.series().claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
+        Ok(ClaimOutcome::Lost) => Err(skip(Outcome::SkippedLost, None)),
         Ok(ClaimOutcome::BehindMark) => {
             let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
                           or a later one, and this trigger's claim may have expired, so it is never \
                           claimed again"
                 .to_owned();
-            Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason)))
+            Err(skip(Outcome::SkippedLost, Some(reason)))
         }
-        Ok(ClaimOutcome::Paused) => {
-            let reason = format!("the job is paused in the {} coordinator", coordinator.name());
-            Err(shared.skipped(job, trigger, cause, Outcome::SkippedPaused, Some(reason)))
-        }
-        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
+        Ok(ClaimOutcome::Paused) => Err(skip(
+            Outcome::SkippedPaused,
+            Some(format!("the job is paused in the {} coordinator", coordinator.name())),
+        )),
+        Err(e) => Err(Box::new(unclaimed(shared, coordinator, job, trigger, cause, &e))),
     }
 }
 
