@@ -150,3 +150,81 @@ async fn a_backfill_runs_each_trigger_of_the_range_once_oldest_first() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A handler that runs until the clock reaches `until`.
+fn busy_until(clock: slotcron::ManualClock, until: slotcron::jiff::Timestamp) -> impl slotcron::Handler {
+    move |_ctx: slotcron::JobContext| {
+        let clock = clock.clone();
+        async move {
+            use slotcron::Clock;
+            clock.sleep_until(until).await;
+            Ok::<_, std::io::Error>(())
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn manual_and_backfilled_runs_obey_the_overlap_policy_and_the_concurrency_cap() {
+    let mut h = Harness::with("2024-05-17T00:00:05Z", |b| b.max_concurrent_runs(1));
+    let job = Job::builder("long").every(Duration::from_secs(60)).overlap(slotcron::Overlap::Forbid);
+    h.add(
+        job.grace(Duration::from_secs(2))
+            .handler(busy_until(h.clock.clone(), ts("2024-05-17T00:01:30Z")))
+            .build()
+            .unwrap(),
+    );
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:00.500Z")).await;
+    // The scheduled run of 00:01:00 holds the lease and the one slot until 00:01:30.
+    h.scheduler.trigger_now("long", None).await.unwrap();
+    h.advance_to(ts("2024-05-17T00:01:10Z")).await;
+    let manual =
+        h.records("long").into_iter().find(|r| r.cause == Cause::Manual).expect("the manual run's record");
+    assert_eq!(manual.outcome, Outcome::SkippedConcurrency, "{manual:?}");
+    h.advance_to(ts("2024-05-17T00:01:31Z")).await;
+
+    // Without the cap, the overlap policy: a backfilled run finds the job's run going.
+    let mut h2 = Harness::new("2024-05-17T00:00:05Z");
+    let job = Job::builder("long").every(Duration::from_secs(60)).overlap(slotcron::Overlap::Forbid);
+    h2.add(job.handler(busy_until(h2.clock.clone(), ts("2024-05-17T00:01:30Z"))).build().unwrap());
+    h2.start().await;
+    h2.advance_to(ts("2024-05-17T00:01:00.500Z")).await;
+    h2.scheduler.backfill("long", ts("2024-05-17T00:00:00Z"), ts("2024-05-17T00:00:00Z")).await.unwrap();
+    h2.advance_to(ts("2024-05-17T00:01:10Z")).await;
+    let backfill =
+        h2.records("long").into_iter().find(|r| r.cause == Cause::Backfill).expect("the backfill's record");
+    assert_eq!(backfill.outcome, Outcome::SkippedOverlap, "{backfill:?}");
+    h.stop().await;
+    h2.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_every_replica_runs_is_paused_on_every_replica_by_the_coordinator() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let c = coordinator.clone();
+        let mut h = Harness::with("2024-05-17T00:00:05Z", move |b| b.coordinator(c).check_clock_skew(false));
+        let job = Job::builder("local").every(Duration::from_secs(10)).on_every_replica(true);
+        h.add(job.handler(ok).build().unwrap());
+        h.start().await;
+        replicas.push(h);
+    }
+    replicas[0].scheduler.pause("local").await.unwrap();
+    for h in &replicas {
+        h.advance_to(ts("2024-05-17T00:00:25Z")).await;
+        let paused = ["2024-05-17T00:00:10Z", "2024-05-17T00:00:20Z"].map(ts);
+        assert_eq!(h.triggers("local", Outcome::SkippedPaused), paused);
+        assert!(h.triggers("local", Outcome::Succeeded).is_empty());
+    }
+    replicas[1].scheduler.resume("local", false).await.unwrap();
+    for h in &mut replicas {
+        h.advance_to(ts("2024-05-17T00:00:35Z")).await;
+        assert_eq!(
+            h.triggers("local", Outcome::Succeeded),
+            [ts("2024-05-17T00:00:30Z")],
+            "each replica runs it"
+        );
+        h.stop().await;
+    }
+}

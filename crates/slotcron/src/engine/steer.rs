@@ -13,12 +13,13 @@ use std::sync::{Arc, MutexGuard};
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::misfire;
 use super::table::{Action, Due};
 use super::{Scheduler, Shared};
+use super::{misfire, run};
 use crate::control::{
     ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, check_idempotency_key,
 };
+use crate::coordinator::CoordinatorError;
 use crate::job::Job;
 use crate::ledger::Cause;
 use crate::schedule::ScheduleKind;
@@ -230,18 +231,20 @@ impl Shared {
     }
 
     /// Whether a trigger of `job` that no coordinator claims is paused: the local pauses
-    /// in single-replica mode, the coordinator's for a job every replica runs.
+    /// in single-replica mode, the coordinator's for a job every replica runs (one call,
+    /// bounded by the claim timeout; none if the coordinator keeps no pauses).
     ///
     /// # Errors
-    /// The coordinator's controls failed (or it keeps none): the reason.
+    /// The coordinator's controls failed or did not answer in time: the reason.
     pub(crate) async fn unclaimed_paused(&self, job: &Job) -> Result<Option<Timestamp>, String> {
-        match &self.coordinator {
-            None => Ok(self.local_paused().get(&*job.name).copied()),
-            Some(coordinator) => match coordinator.controls() {
-                Some(controls) => controls.paused(&job.name).await.map_err(|e| e.to_string()),
-                None => Ok(None),
-            },
-        }
+        let Some(coordinator) = &self.coordinator else {
+            return Ok(self.local_paused().get(&*job.name).copied());
+        };
+        let Some(controls) = coordinator.controls() else { return Ok(None) };
+        let asked = async { controls.paused(&job.name).await.map_err(CoordinatorError::unavailable) };
+        run::within_claim_timeout(self, asked)
+            .await
+            .map_err(|e| format!("{} coordinator: {e}", coordinator.name()))
     }
 }
 
