@@ -35,8 +35,8 @@ pub const RUNS_TOTAL: &str = "slotcron_runs_total";
 pub const RUN_DURATION_SECONDS: &str = "slotcron_run_duration_seconds";
 /// Histogram, seconds: from a trigger's scheduled instant to its handler's start.
 pub const TRIGGER_LATENESS_SECONDS: &str = "slotcron_trigger_lateness_seconds";
-/// Counter, label `result`: `won`, `lost` or `error` (unreachable, timed out), one per
-/// claim sent to the coordinator.
+/// Counter, label `result`: `won`, `lost` (also refused as paused or by the high-water
+/// mark) or `error` (unreachable, timed out), one per claim sent to the coordinator.
 pub const CLAIMS_TOTAL: &str = "slotcron_claims_total";
 /// Histogram, seconds: how long a claim took to answer (or to time out).
 pub const CLAIM_DURATION_SECONDS: &str = "slotcron_claim_duration_seconds";
