@@ -122,6 +122,45 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// The strings at `keys`, in one `MGET` (in a cluster through the connection for
+    /// reads, which splits it by slot).
+    pub async fn mget(&self, keys: &[String]) -> RedisResult<Vec<Option<String>>> {
+        let mut cmd = redis::cmd("MGET");
+        cmd.arg(keys);
+        match self {
+            Self::Single(connection) => cmd.query_async(&mut connection.clone()).await,
+            Self::Cluster { reads, .. } => cmd.query_async(&mut reads.clone()).await,
+        }
+    }
+
+    /// `HMGET key fields...` of each key: one pipeline on one server; in a cluster, whose
+    /// keys may sit on several nodes, one request per key (a tally per owner: a few).
+    pub async fn hmget_each(&self, keys: &[String], fields: &[&str]) -> RedisResult<Vec<Vec<Option<i64>>>> {
+        let hmget = |key: &String| {
+            let mut cmd = redis::cmd("HMGET");
+            cmd.arg(key).arg(fields);
+            cmd
+        };
+        match self {
+            Self::Single(connection) => {
+                let mut pipe = redis::pipe();
+                for key in keys {
+                    pipe.add_command(hmget(key));
+                }
+                pipe.query_async(&mut connection.clone()).await
+            }
+            Self::Cluster { reads, .. } => {
+                let mut values = Vec::with_capacity(keys.len());
+                for key in keys {
+                    values.push(hmget(key).query_async(&mut reads.clone()).await?);
+                }
+                Ok(values)
+            }
+        }
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {

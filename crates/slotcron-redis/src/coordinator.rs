@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{ErrorKind, RedisError, Script, ScriptInvocation};
 use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use slotcron::coordinator::{Handled, TriggerRef};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
@@ -17,6 +18,7 @@ use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease.lua")));
+static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("members.lua")));
 
 /// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
 /// runs on exactly one replica.
@@ -44,6 +46,14 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("leas
 /// another replica is never extended by the first. A lease call whose reply is lost is
 /// an error: the engine treats an unanswered acquisition as a skip and retries an
 /// unanswered renewal until the lease's TTL has passed.
+///
+/// The fleet's [membership](slotcron::coordinator::membership) is a sorted set of
+/// instance ids scored by when each lapses on the server's clock, renewed by one script
+/// call per heartbeat (`TIME`, `ZREMRANGEBYSCORE`, `ZADD`, `ZRANGE`); leaving is one
+/// `ZREM`. Which triggers are still unclaimed is one `MGET` of their keys (in a cluster
+/// the client splits it by slot). An owner's [`Handled`] tally of an instant is a hash
+/// of two counters, added to with one pipeline (`HINCRBY` twice, `PEXPIRE`); the tallies
+/// of several owners are one pipeline of `HMGET`s.
 ///
 /// On one server the connection is a `redis` connection manager: multiplexed, and
 /// re-established by itself after Redis restarts. A failover to a replica that had not
@@ -196,6 +206,80 @@ impl Coordinator for RedisCoordinator {
         let time = Timestamp::from_microsecond(seconds.saturating_mul(1_000_000).saturating_add(micros))
             .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
         Ok(Some(time))
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        let mut script = MEMBERS.key(self.keys.members());
+        script.arg(instance).arg(ceil_ms(ttl));
+        let members = self
+            .connection
+            .invoke::<Vec<String>>(&script)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("membership heartbeat: {e}")))?;
+        Ok(Some(members))
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("ZREM")
+            .arg(self.keys.members())
+            .arg(instance)
+            .query_async::<i64>(&mut connection)
+            .await
+            .map(drop)
+            .map_err(|e| CoordinatorError::unavailable(format!("leaving the membership: {e}")))
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        if triggers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = triggers.iter().map(|t| self.keys.trigger(t.job, t.key)).collect();
+        let values = self.connection.mget(&keys).await.map_err(|e| {
+            CoordinatorError::unavailable(format!("reading {} trigger keys: {e}", keys.len()))
+        })?;
+        Ok(values.iter().map(Option::is_none).collect())
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        let key = self.keys.handled(owner, at.as_millisecond());
+        let signed =
+            |n: u64| i64::try_from(n).map_err(|_| CoordinatorError::unavailable("tally out of range"));
+        let mut pipe = redis::pipe();
+        pipe.cmd("HINCRBY").arg(&key).arg("n").arg(signed(handled.count)?).ignore();
+        pipe.cmd("HINCRBY").arg(&key).arg("f").arg(signed(handled.fingerprint)?).ignore();
+        pipe.cmd("PEXPIRE").arg(&key).arg(ceil_ms(ttl)).ignore();
+        let mut connection = self.connection.clone();
+        pipe.query_async::<()>(&mut connection)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("tally {key}: {e}")))
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        let keys: Vec<String> =
+            tallies.iter().map(|(owner, at)| self.keys.handled(owner, at.as_millisecond())).collect();
+        let values = self
+            .connection
+            .hmget_each(&keys, &["n", "f"])
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("reading {} tallies: {e}", keys.len())))?;
+        Ok(values
+            .into_iter()
+            .map(|fields| match fields.as_slice() {
+                [Some(n), Some(f)] => Some(Handled { count: *n as u64, fingerprint: *f as u64 }),
+                _ => None,
+            })
+            .collect())
     }
 
     fn name(&self) -> &'static str {

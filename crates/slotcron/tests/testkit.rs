@@ -94,3 +94,18 @@ async fn forbid_keeps_runs_apart_across_replicas() {
 async fn a_dead_owners_lease_expires_within_its_ttl() {
     testkit::a_dead_owners_lease_expires_within_its_ttl(&in_process_leases()).await;
 }
+
+#[tokio::test]
+async fn membership_contract() {
+    testkit::membership_contract(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    testkit::an_owner_that_cannot_claim_is_taken_over(&Factory::default().build()).await;
+}

@@ -1,23 +1,37 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use super::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal};
+use super::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef,
+};
 use crate::clock::{Clock, SystemClock};
 
 /// The coordinator of the schedulers of one process: claims, their expiry and each
 /// job's high-water mark (see [`Hold`](super::Hold)) kept in memory, on its own clock.
 /// A scheduler alone wins every trigger once; schedulers sharing one (a clone shares
 /// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
-/// each job's won claims since this coordinator was made. Leases live in memory too and
-/// expire on the same clock.
+/// each job's won claims since this coordinator was made. Leases, the fleet's
+/// [membership](super::membership) and the owners' [`Handled`] tallies live in memory too
+/// and expire on the same clock.
 #[derive(Clone)]
 pub struct InProcessCoordinator {
     clock: Arc<dyn Clock>,
     claims: Arc<Mutex<Claims>>,
     leases: Arc<Mutex<HashMap<String, HeldLease>>>,
+    members: Arc<Mutex<Members>>,
+}
+
+/// The membership and the owners' tallies.
+#[derive(Default)]
+struct Members {
+    /// Instance → when its membership lapses.
+    expiry: HashMap<String, Timestamp>,
+    /// (owner, trigger instant) → its tally and when it lapses.
+    handled: HashMap<(String, Timestamp), (Handled, Timestamp)>,
 }
 
 struct HeldLease {
@@ -67,7 +81,16 @@ impl InProcessCoordinator {
 
     /// A coordinator on a clock shared with its scheduler.
     pub(crate) fn on_shared_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, claims: Arc::default(), leases: Arc::default() }
+        Self { clock, claims: Arc::default(), leases: Arc::default(), members: Arc::default() }
+    }
+
+    /// The membership and tallies without the lapsed ones, under the lock.
+    fn with_members<T>(&self, f: impl FnOnce(&mut Members, Timestamp) -> T) -> T {
+        let now = self.clock.now();
+        let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        members.expiry.retain(|_, lapses| *lapses > now);
+        members.handled.retain(|_, (_, lapses)| *lapses > now);
+        f(&mut members, now)
     }
 
     /// The job's unexpired lease, under the lock.
@@ -161,6 +184,55 @@ impl Coordinator for InProcessCoordinator {
 
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         Ok(Some(self.clock.now()))
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        Ok(Some(self.with_members(|members, now| {
+            members.expiry.insert(instance.to_owned(), crate::engine::later(now, ttl));
+            let mut live: Vec<String> = members.expiry.keys().cloned().collect();
+            live.sort();
+            live
+        })))
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.with_members(|members, _| members.expiry.remove(instance));
+        Ok(())
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        let now = self.clock.now();
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let held = |key: &str| claims.held.get(key).is_some_and(|expiry| expiry.is_none_or(|at| at > now));
+        Ok(triggers.iter().map(|trigger| !held(trigger.key)).collect())
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.with_members(|members, now| {
+            let lapses = crate::engine::later(now, ttl);
+            let entry = members.handled.entry((owner.to_owned(), at)).or_default();
+            *entry = (entry.0.add(handled), lapses);
+        });
+        Ok(())
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        Ok(self.with_members(|members, _| {
+            tallies
+                .iter()
+                .map(|(owner, at)| members.handled.get(&((*owner).to_owned(), *at)).map(|(tally, _)| *tally))
+                .collect()
+        }))
     }
 
     fn name(&self) -> &'static str {

@@ -4,12 +4,17 @@ mod error;
 mod hold;
 mod in_process;
 pub mod lease;
+pub mod membership;
 pub mod read_back;
+pub mod rendezvous;
 
 pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{Lease, LeaseGrant, LeaseRenewal};
+pub use membership::{Handled, TriggerRef};
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -50,7 +55,7 @@ pub enum ClaimOutcome {
 
 /// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
 /// to measure its own clock's offset from it.
-pub const SKEW_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 
 /// Arbitrates claims between replicas.
 ///
@@ -114,6 +119,68 @@ pub trait Coordinator: Send + Sync + 'static {
     /// The backend is unreachable.
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         Ok(None)
+    }
+
+    /// Registers (or renews) `instance` as a member of the fleet until `ttl` from now on
+    /// the coordinator's clock, and returns the live members, this one included, sorted;
+    /// see [`membership`]. `None` (the default) for a coordinator without a membership:
+    /// every replica then owns every trigger and claims it at once.
+    ///
+    /// # Errors
+    /// The backend is unreachable; the scheduler keeps its last view and retries.
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        let _ = (instance, ttl);
+        Ok(None)
+    }
+
+    /// Removes `instance` from the membership (graceful shutdown), so its triggers move to
+    /// the other members at once rather than after the membership TTL. Nothing by default.
+    ///
+    /// # Errors
+    /// The backend is unreachable; the member then lapses within its TTL.
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        let _ = instance;
+        Ok(())
+    }
+
+    /// Whether each trigger is unclaimed (no claim holds its key), in one round trip:
+    /// a non-owner asks it once per batch after the takeover delay, and claims only
+    /// those. A stale answer costs a lost claim, never a double run: the claim decides.
+    /// The default answers `true` for all (the non-owner then claims every one).
+    ///
+    /// # Errors
+    /// The backend is unreachable; the engine then claims them all (the claims decide).
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        Ok(vec![true; triggers.len()])
+    }
+
+    /// Adds `handled` to `owner`'s [`Handled`] tally of trigger instant `at`, kept for
+    /// `ttl` on the coordinator's clock; see [`membership`]. Nothing by default.
+    ///
+    /// # Errors
+    /// The backend is unreachable; non-owners then read trigger by trigger.
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        let _ = (owner, at, handled, ttl);
+        Ok(())
+    }
+
+    /// The [`Handled`] tally of each `(owner, trigger instant)`, `None` where there is
+    /// none, in one round trip. The default has none.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        Ok(vec![None; tallies.len()])
     }
 
     /// A short name for logs: `in-process`, `redis`, `postgres`.

@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::later;
+use super::ownership::Tally;
 use super::skew::{self, Skew};
 use super::table::{Action, Due};
 use super::trigger::{claim_hold, job_run_budget};
@@ -95,9 +96,14 @@ impl RunScope {
 /// The run is a `tracing` span, `run`, carrying the job and the trigger, so the handler's
 /// own events carry them too.
 pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
+    execute_owned(scope, due, None).await;
+}
+
+/// [`execute`] for a trigger this replica owns: its claim's answer goes into `tally`.
+pub(crate) async fn execute_owned(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally>>) {
     scope.started();
     let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
-    Box::pin(execute_started(scope, due)).instrument(span).await;
+    Box::pin(execute_started(scope, due, tally)).instrument(span).await;
 }
 
 /// Handles several due items of one job (a catch-up) in trigger order, one after the
@@ -110,7 +116,7 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
     }
 }
 
-async fn execute_started(scope: Arc<RunScope>, due: Due) {
+async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally>>) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;
     if removed(&job, trigger) {
@@ -118,7 +124,7 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
     }
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, cause, count),
-        Action::Run => claim_and_run(&scope, &job, trigger, next, cause).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, tally).await,
     };
     shared.finish(&job, record).await;
 }
@@ -150,6 +156,7 @@ async fn claim_and_run(
     trigger: Timestamp,
     next: Option<Timestamp>,
     cause: Cause,
+    tally: Option<Arc<Tally>>,
 ) -> RunRecord {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
@@ -175,7 +182,8 @@ async fn claim_and_run(
         Some(coordinator) => {
             let key =
                 trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            match claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await {
+            let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key, tally).await;
+            match claimed {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
             }
@@ -318,7 +326,9 @@ async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
     job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-/// Claims the trigger: the fencing token if won, else the record of the skip.
+/// Claims the trigger: the fencing token if won, else the record of the skip. An
+/// answered claim goes into the owner's `tally`, dropped once answered.
+#[allow(clippy::too_many_arguments)]
 async fn claim(
     shared: &Shared,
     coordinator: &dyn Coordinator,
@@ -327,6 +337,7 @@ async fn claim(
     next: Option<Timestamp>,
     cause: Cause,
     key: &str,
+    tally: Option<Arc<Tally>>,
 ) -> Result<u64, RunRecord> {
     let kind = job.schedule.kind();
     let settings = &shared.settings;
@@ -356,6 +367,9 @@ async fn claim(
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
+    if let (Some(tally), Ok(_)) = (tally, &claimed) {
+        tally.answered(key);
+    }
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),

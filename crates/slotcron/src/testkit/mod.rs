@@ -51,6 +51,8 @@ pub mod store_suite;
 mod fleet;
 mod lease_suite;
 mod ledger;
+mod link;
+mod ownership_suite;
 mod proxy;
 mod replica;
 mod restart;
@@ -61,6 +63,11 @@ pub use lease_suite::{
     a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,
 };
 pub use ledger::WatchedLedger;
+pub use link::{Link, LinkState};
+pub use ownership_suite::{
+    a_dead_owners_jobs_move_within_the_membership_ttl, an_owner_that_cannot_claim_is_taken_over,
+    membership_contract,
+};
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;
