@@ -60,7 +60,9 @@ suite_on_a_cluster!(
     racing_replicas,
     one_shots_survive_restarts,
     claims_hold_until_an_absolute_instant,
-    the_high_water_mark_refuses_handled_triggers
+    the_high_water_mark_refuses_handled_triggers,
+    membership_contract,
+    an_owner_that_cannot_claim_is_taken_over
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA

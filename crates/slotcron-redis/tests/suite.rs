@@ -87,3 +87,21 @@ async fn the_high_water_mark_refuses_handled_triggers() {
     let server = RedisServer::tcp();
     testkit::the_high_water_mark_refuses_handled_triggers(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn membership_contract() {
+    let server = RedisServer::tcp();
+    testkit::membership_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    let server = RedisServer::tcp();
+    testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::an_owner_that_cannot_claim_is_taken_over(&factory(server.config())).await;
+}
