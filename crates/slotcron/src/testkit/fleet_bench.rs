@@ -140,7 +140,8 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                     for job in 0..load.jobs {
                         scheduler.add(noop_job(job, load.every, runs.clone())).expect("a new job");
                     }
-                    ready.wait();
+                    // Off the runtime's thread, whose tasks (connection drivers) must go on.
+                    let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
                     scheduler.run(cancel).await;
                 });
             });
