@@ -26,8 +26,24 @@ use slotcron_redis::{RedisConfig, RedisCoordinator};
 const REPLICAS: usize = 3;
 
 const ROWS: [(&str, Load); 2] = [
-    ("10k", Load { replicas: REPLICAS, jobs: 10_000, every: Duration::from_secs(1), window: Duration::from_secs(20) }),
-    ("100k", Load { replicas: REPLICAS, jobs: 100_000, every: Duration::from_secs(10), window: Duration::from_secs(60) }),
+    (
+        "10k",
+        Load {
+            replicas: REPLICAS,
+            jobs: 10_000,
+            every: Duration::from_secs(1),
+            window: Duration::from_secs(20),
+        },
+    ),
+    (
+        "100k",
+        Load {
+            replicas: REPLICAS,
+            jobs: 100_000,
+            every: Duration::from_secs(10),
+            window: Duration::from_secs(60),
+        },
+    ),
 ];
 
 fn main() -> Result<(), BoxError> {

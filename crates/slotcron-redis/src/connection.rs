@@ -1,7 +1,6 @@
 //! The connection to Redis: one server through a connection manager, or a Redis Cluster
 //! through the cluster client; the coordinator's commands are written once, for both.
 
-use redis::AsyncCommands;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -112,13 +111,20 @@ impl Connection {
         }
     }
 
-    /// The string at `key`, if any (`GET`); in a cluster through the connection for
-    /// reads.
-    pub async fn get(&self, key: &str) -> RedisResult<Option<String>> {
+    /// The strings at `keys`, one per key (`MGET`, one command; in a cluster the keys
+    /// must share a slot), through the connection for reads.
+    pub async fn mget(&self, keys: &[&str]) -> RedisResult<Vec<Option<String>>> {
+        let mut mget = redis::cmd("MGET");
+        mget.arg(keys);
         match self {
-            Self::Single(connection) => connection.clone().get(key).await,
-            Self::Cluster { reads, .. } => reads.clone().get(key).await,
+            Self::Single(connection) => mget.query_async(&mut connection.clone()).await,
+            Self::Cluster { reads, .. } => mget.query_async(&mut reads.clone()).await,
         }
+    }
+
+    /// Whether this is a Redis Cluster connection.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Self::Cluster { .. })
     }
 }
 

@@ -1,6 +1,7 @@
 //! The engine: one ordered queue of next triggers, a sleep until the earliest through
 //! the [`Clock`], and one task per run.
 
+mod batch;
 mod builder;
 mod introspect;
 mod misfire;
@@ -353,28 +354,42 @@ impl Scheduler {
             "scheduler started"
         );
         self.shared.table().start(self.shared.clock.now());
-        let mut due = Vec::with_capacity(SPAWN_BATCH);
+        // With a coordinator, the triggers due together are claimed in batches of up to
+        // one round trip's claims; without, nothing is claimed.
+        let take = if self.shared.coordinator.is_some() { batch::MAX_BATCH } else { SPAWN_BATCH };
+        let mut due = Vec::with_capacity(take);
+        let mut batched = Vec::new();
         loop {
             let now = self.shared.clock.now();
             let (more, deadline) = {
                 let mut table = self.shared.table();
-                let more = table.take_due(now, &mut due, SPAWN_BATCH);
+                let more = table.take_due(now, &mut due, take);
                 (more, table.next_deadline())
             };
             let mut items = due.drain(..).peekable();
             while let Some(item) = items.next() {
-                scope.spawning();
                 // A job's catch-up comes as consecutive items: claimed in trigger order.
                 if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
+                    scope.spawning();
                     let mut group = vec![item];
                     while let Some(next) = items.next_if(|next| Arc::ptr_eq(&next.job, &group[0].job)) {
                         scope.spawning();
                         group.push(next);
                     }
                     tracker.spawn(run::execute_in_order(scope.clone(), group));
+                } else if batch::batchable(&self.shared, &item) {
+                    // Counted as spawning once claimed, when its run is spawned.
+                    batched.push(item);
                 } else {
+                    scope.spawning();
                     tracker.spawn(run::execute(scope.clone(), item));
                 }
+            }
+            if !batched.is_empty() {
+                let permit =
+                    scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let claims = std::mem::take(&mut batched);
+                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims, permit));
             }
             if more {
                 scope.pace().await;

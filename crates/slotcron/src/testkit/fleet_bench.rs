@@ -25,7 +25,9 @@ use jiff::{SignedDuration, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal};
+use crate::coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal,
+};
 use crate::engine::Scheduler;
 use crate::job::Job;
 
