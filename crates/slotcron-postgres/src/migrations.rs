@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -252,10 +252,39 @@ CREATE TABLE {schema}.lease (
 );
 ";
 
+/// Batched claims: one statement claims many triggers, each by the version 5
+/// `claim_trigger`, in one transaction, in the order of (job, trigger, position), so that
+/// concurrent batches lock the jobs' rows in one order (no deadlock) and a job's triggers
+/// get their fencing tokens in trigger order.
+const V7: &str = "
+-- Claims the triggers given by position in the arrays (all of one length), each as
+-- claim_trigger does; returns, by position, what claim_trigger returned for it.
+CREATE FUNCTION {schema}.claim_triggers(
+    p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
+    p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+    answers bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_jobs)]);
+BEGIN
+    FOR c IN
+        SELECT * FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us,
+                             p_after_claim_us, p_claimant_tokens)
+            WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, after_claim, token, ord)
+        ORDER BY job, trigger_at, ord
+    LOOP
+        answers[c.ord] := {schema}.claim_trigger(c.job, c.trigger_key, c.trigger_at, p_instance,
+                                                  c.after_trigger, c.after_claim, c.token);
+    END LOOP;
+    RETURN answers;
+END
+$$;
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger this release reads (versions 2, 5 and 6
+/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6 and 7
 /// changed the claims and leases only; the ledger columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 

@@ -1,11 +1,15 @@
 //! The Redis coordinator: one script call per claim.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{ErrorKind, RedisError, Script, ScriptInvocation};
-use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use futures_util::future::join_all;
+use redis::cluster_routing::Slot;
+use redis::{ErrorKind, RedisError, Script};
+use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
+use slotcron::coordinator::read_back::{AttemptError, BatchAttempt, Holder, claim_batch_with_read_back};
 use slotcron::coordinator::{Handled, TriggerRef};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::jiff::Timestamp;
@@ -99,19 +103,77 @@ impl RedisCoordinator {
         }
     }
 
-    /// Runs the claim script once.
+    /// Claims `claims`, all of whose keys hash to one slot in a cluster (any on one
+    /// server), in one script call: one result per claim, in order. A lost reply is read
+    /// back for every claim of the call ([`claim_batch_with_read_back`]).
+    async fn claim_group(&self, claims: &[&Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut tokens = Vec::with_capacity(claims.len());
+        for _ in claims {
+            match Token::random() {
+                Ok(token) => tokens.push(token),
+                Err(e) => {
+                    let e = format!("no random claim token: {e}");
+                    return claims.iter().map(|_| Err(CoordinatorError::unavailable(e.clone()))).collect();
+                }
+            }
+        }
+        let keys: Vec<String> = claims.iter().map(|c| self.keys.trigger(c.job, c.key)).collect();
+        let name = |i: usize| format!("claim of {}", keys[i]);
+        claim_batch_with_read_back(
+            claims.len(),
+            &name,
+            |pending: Vec<usize>| self.run_script(claims, &keys, &tokens, pending),
+            |pending: Vec<usize>| self.read_holders(&keys, &tokens, pending),
+        )
+        .await
+    }
+
+    /// Runs the claim script once for the claims `pending` (indices into `claims`).
     async fn run_script(
         &self,
-        script: &ScriptInvocation<'_>,
-    ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        // The new fencing token when won, 0 when taken, -1 when behind the mark.
-        match self.connection.invoke::<i64>(script).await {
-            Ok(0) => Ok(ClaimOutcome::Lost),
-            Ok(-1) => Ok(ClaimOutcome::BehindMark),
-            Ok(fencing_token) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
-            Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),
-            Err(e) => Err(AttemptError::NotMade(e)),
+        claims: &[&Claim<'_>],
+        keys: &[String],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> BatchAttempt<RedisError> {
+        let mut script = CLAIM.prepare_invoke();
+        for &i in &pending {
+            let claim = claims[i];
+            let (after_trigger, after_claim) = self.hold_args(claim.hold);
+            script
+                .key(&keys[i])
+                .key(self.keys.fencing(claim.job))
+                .key(self.keys.mark(claim.job))
+                .arg(tokens[i].claimant(claim.instance))
+                .arg(claim.trigger.as_millisecond())
+                .arg(after_trigger)
+                .arg(after_claim);
         }
+        // Per claim: the new fencing token when won, 0 when taken, -1 when behind the
+        // mark, -2 when the job's state key holds something else.
+        let answers = match self.connection.invoke::<Vec<i64>>(&script).await {
+            Ok(answers) if answers.len() == pending.len() => answers,
+            Ok(answers) => {
+                let e = format!("{} answers to {} claims", answers.len(), pending.len());
+                return Err(AttemptError::ReplyLost(RedisError::from((ErrorKind::Parse, "claim script", e))));
+            }
+            Err(e) if outcome_unknown(&e) => return Err(AttemptError::ReplyLost(e)),
+            Err(e) => return Err(AttemptError::NotMade(e)),
+        };
+        Ok(pending
+            .iter()
+            .zip(answers)
+            .map(|(&i, answer)| match answer {
+                0 => Ok(ClaimOutcome::Lost),
+                -1 => Ok(ClaimOutcome::BehindMark),
+                -2 => Err(CoordinatorError::unavailable(format!(
+                    "claim of {} failed: the job's state {} holds a value slotcron did not write",
+                    keys[i],
+                    self.keys.fencing(claims[i].job)
+                ))),
+                fencing_token => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
+            })
+            .collect())
     }
 
     /// Runs one operation of the lease script.
@@ -132,10 +194,16 @@ impl RedisCoordinator {
             .map_err(|e| CoordinatorError::unavailable(format!("lease of {key}: {op}: {e}")))
     }
 
-    /// Who holds the trigger key now.
-    async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
-        let value = self.connection.get(key).await?;
-        Ok(holder(value.as_deref(), token))
+    /// Who holds the trigger keys `pending` (indices into `keys`) now: one `MGET`.
+    async fn read_holders(
+        &self,
+        keys: &[String],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> Result<Vec<Holder>, RedisError> {
+        let asked: Vec<&str> = pending.iter().map(|&i| keys[i].as_str()).collect();
+        let values = self.connection.mget(&asked).await?;
+        Ok(pending.iter().zip(values).map(|(&i, value)| holder(value.as_deref(), &tokens[i])).collect())
     }
 }
 
@@ -154,26 +222,44 @@ fn ceil_ms(duration: Duration) -> u64 {
 #[async_trait]
 impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let token = Token::random()
-            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.job, claim.key);
-        let (after_trigger, after_claim) = self.hold_args(claim.hold);
-        let mut script = CLAIM.prepare_invoke();
-        script
-            .key(&key)
-            .key(self.keys.fencing(claim.job))
-            .key(self.keys.mark(claim.job))
-            .arg(token.claimant(claim.instance))
-            .arg(claim.trigger.as_millisecond())
-            .arg(after_trigger)
-            .arg(after_claim);
-        claim_with_read_back(
-            &format!("claim of {key}"),
-            &token,
-            || self.run_script(&script),
-            || self.read_holder(&key, &token),
-        )
-        .await
+        let mut outcome = self.claim_group(&[claim]).await;
+        outcome.pop().unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
+    }
+
+    /// One script call per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] claims on one server,
+    /// the chunks one after the other; in a cluster, one script call per hash slot of the
+    /// chunk (a script's keys must share a slot), all of the chunk's calls in flight at
+    /// once (the client pipelines those of one node).
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            if !self.connection.is_cluster() {
+                outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>()).await);
+                continue;
+            }
+            let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
+            for (i, claim) in chunk.iter().enumerate() {
+                let key = self.keys.trigger(claim.job, claim.key);
+                slots.entry(Slot::for_key(key.as_bytes())).or_default().push(i);
+            }
+            let groups: Vec<Vec<usize>> = slots.into_values().collect();
+            let answers = join_all(groups.iter().map(|group| {
+                let claims: Vec<&Claim<'_>> = group.iter().map(|&i| &chunk[i]).collect();
+                async move { self.claim_group(&claims).await }
+            }))
+            .await;
+            let mut chunk_outcomes: Vec<Option<Result<ClaimOutcome, CoordinatorError>>> =
+                (0..chunk.len()).map(|_| None).collect();
+            for (group, answers) in groups.iter().zip(answers) {
+                for (&i, answer) in group.iter().zip(answers) {
+                    chunk_outcomes[i] = Some(answer);
+                }
+            }
+            outcomes.extend(chunk_outcomes.into_iter().map(|outcome| {
+                outcome.unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
+            }));
+        }
+        outcomes
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
@@ -239,7 +325,8 @@ impl Coordinator for RedisCoordinator {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = triggers.iter().map(|t| self.keys.trigger(t.job, t.key)).collect();
-        let values = self.connection.mget(&keys).await.map_err(|e| {
+        let asked: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let values = self.connection.mget(&asked).await.map_err(|e| {
             CoordinatorError::unavailable(format!("reading {} trigger keys: {e}", keys.len()))
         })?;
         Ok(values.iter().map(Option::is_none).collect())

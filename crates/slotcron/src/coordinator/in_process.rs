@@ -53,6 +53,31 @@ struct Claims {
 impl Claims {
     /// Expired claims are removed every this many claims, so memory stays bounded.
     const SWEEP_EVERY: usize = 1024;
+
+    /// Claims one trigger at `now` (the coordinator's clock).
+    fn claim(&mut self, claim: &Claim<'_>, now: Timestamp) -> ClaimOutcome {
+        self.since_sweep += 1;
+        if self.since_sweep >= Self::SWEEP_EVERY {
+            self.since_sweep = 0;
+            self.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
+        }
+        if self.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
+            return ClaimOutcome::Lost;
+        }
+        let (fencing, mark) = self.jobs.get(claim.job).copied().unwrap_or_default();
+        let expiry = match claim.hold {
+            Some(hold) if hold.refused_by_mark(mark, claim.trigger, now) => return ClaimOutcome::BehindMark,
+            Some(hold) => Some(hold.expires_at(claim.trigger, now)),
+            None => None,
+        };
+        let mark = match claim.hold {
+            Some(_) => mark.max(Some(claim.trigger)),
+            None => mark,
+        };
+        self.held.insert(claim.key.to_owned(), expiry);
+        self.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
+        ClaimOutcome::Won { fencing_token: fencing + 1 }
+    }
 }
 
 impl std::fmt::Debug for InProcessCoordinator {
@@ -93,6 +118,10 @@ impl InProcessCoordinator {
         f(&mut members, now)
     }
 
+    fn claims(&self) -> std::sync::MutexGuard<'_, Claims> {
+        self.claims.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The job's unexpired lease, under the lock.
     fn with_lease<T>(&self, job: &str, f: impl FnOnce(&mut Option<HeldLease>, Timestamp) -> T) -> T {
         let now = self.clock.now();
@@ -109,31 +138,14 @@ impl InProcessCoordinator {
 #[async_trait]
 impl Coordinator for InProcessCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        Ok(self.claims().claim(claim, self.clock.now()))
+    }
+
+    /// One lock and one reading of the clock for the whole batch.
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
         let now = self.clock.now();
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        claims.since_sweep += 1;
-        if claims.since_sweep >= Claims::SWEEP_EVERY {
-            claims.since_sweep = 0;
-            claims.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
-        }
-        if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
-            return Ok(ClaimOutcome::Lost);
-        }
-        let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
-        let expiry = match claim.hold {
-            Some(hold) if hold.refused_by_mark(mark, claim.trigger, now) => {
-                return Ok(ClaimOutcome::BehindMark);
-            }
-            Some(hold) => Some(hold.expires_at(claim.trigger, now)),
-            None => None,
-        };
-        let mark = match claim.hold {
-            Some(_) => mark.max(Some(claim.trigger)),
-            None => mark,
-        };
-        claims.held.insert(claim.key.to_owned(), expiry);
-        claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
-        Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
+        let mut held = self.claims();
+        claims.iter().map(|claim| Ok(held.claim(claim, now))).collect()
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

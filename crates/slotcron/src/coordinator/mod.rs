@@ -53,6 +53,11 @@ pub enum ClaimOutcome {
     BehindMark,
 }
 
+/// The most claims a networked coordinator sends in one round trip: a larger batch given
+/// to [`Coordinator::claim_batch`] goes in chunks of this many, one after the other, so
+/// that one round trip (and the server's time on it) stays bounded.
+pub const MAX_CLAIMS_PER_ROUND_TRIP: usize = 1_000;
+
 /// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
 /// to measure its own clock's offset from it.
 pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
@@ -64,8 +69,9 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// backend, must never be released when the run ends (it marks the slot as taken), and
 /// must report an error rather than guess when the outcome is unknown: the engine then
 /// skips the trigger (fail closed). A recurring claim expires and is refused by the job's
-/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked backend whose reply can be lost reads the
-/// claim back with [`read_back::claim_with_read_back`].
+/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked
+/// backend whose reply can be lost reads the claim back with
+/// [`read_back::claim_with_read_back`] (a batch: [`read_back::claim_batch_with_read_back`]).
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {
     /// Tries to claim a trigger.
@@ -73,6 +79,29 @@ pub trait Coordinator: Send + Sync + 'static {
     /// # Errors
     /// The backend is unreachable or the outcome is unknown.
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError>;
+
+    /// Claims many triggers in one round trip (or as few as the backend allows); one
+    /// result per claim, same order.
+    ///
+    /// Each claim's semantics are those of [`Coordinator::claim`], as if the claims were
+    /// made one after the other in the order given: one winner per trigger across the
+    /// fleet; a fencing token per won claim, growing per job in the order of the claims
+    /// (so a job's triggers given in trigger order get tokens in trigger order); the hold,
+    /// the expiry and the job's high-water mark of [`Hold`]; an error rather than a guess
+    /// when a claim's outcome is unknown (the engine then skips that trigger: fail
+    /// closed); and a lost reply read back, claim by claim, never guessed. A backend
+    /// splits a batch longer than [`MAX_CLAIMS_PER_ROUND_TRIP`] into chunks of that many.
+    /// The engine bounds the whole call by its claim timeout.
+    ///
+    /// The default makes the claims one at a time with [`Coordinator::claim`]: correct
+    /// for every backend, one round trip per claim.
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for claim in claims {
+            outcomes.push(self.claim(claim).await);
+        }
+        outcomes
+    }
 
     /// Takes the job's lease for `lease.owner`, or finds it held; see [`lease`] for what
     /// a lease promises. The default keeps no leases: an error, so that the overlap

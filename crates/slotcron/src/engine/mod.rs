@@ -1,6 +1,7 @@
 //! The engine: one ordered queue of next triggers, a sleep until the earliest through
 //! the [`Clock`], and one task per run.
 
+mod batch;
 mod builder;
 mod introspect;
 mod misfire;
@@ -386,12 +387,16 @@ impl Scheduler {
             "scheduler started"
         );
         self.shared.table().start(self.shared.clock.now());
-        let mut due = Vec::with_capacity(SPAWN_BATCH);
+        // With a coordinator, the triggers due together are claimed in batches of up to
+        // one round trip's claims; without, nothing is claimed.
+        let take = if self.shared.coordinator.is_some() { batch::MAX_BATCH } else { SPAWN_BATCH };
+        let mut due = Vec::with_capacity(take);
+        let mut batched = Vec::new();
         loop {
             let now = self.shared.clock.now();
             let (more, deadline) = {
                 let mut table = self.shared.table();
-                let more = table.take_due(now, &mut due, SPAWN_BATCH);
+                let more = table.take_due(now, &mut due, take);
                 (more, table.next_deadline())
             };
             let mut items = due.drain(..).peekable();
@@ -408,9 +413,17 @@ impl Scheduler {
                     tracker.spawn(run::execute_in_order(scope.clone(), group));
                     continue;
                 }
-                match split.role(&self.shared, &item) {
+                let role = split.role(&self.shared, &item);
+                match role {
                     ownership::Role::Other(owner) => {
                         self.shared.takeovers.push(&scope, &tracker, item, owner)
+                    }
+                    // Counted as spawning once claimed, when its run is spawned.
+                    ownership::Role::Owner(tally) if batch::batchable(&self.shared, &item) => {
+                        batched.push((item, Some(tally)))
+                    }
+                    ownership::Role::Everyone if batch::batchable(&self.shared, &item) => {
+                        batched.push((item, None))
                     }
                     ownership::Role::Owner(tally) => {
                         scope.spawning();
@@ -423,6 +436,12 @@ impl Scheduler {
                 }
             }
             drop(split);
+            if !batched.is_empty() {
+                let permit =
+                    scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let claims = std::mem::take(&mut batched);
+                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims, permit));
+            }
             if more {
                 scope.pace().await;
                 continue;

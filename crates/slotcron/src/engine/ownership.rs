@@ -29,11 +29,13 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::batch::{self, Claimed};
 use super::run::{RunScope, within_claim_timeout};
 use super::table::{Action, Due};
 use super::{Shared, later, trigger_key};
 use crate::coordinator::rendezvous;
 use crate::coordinator::{Coordinator, Handled, TriggerRef};
+use crate::ledger::Outcome;
 
 /// This replica's last view of the fleet's membership, sorted; `None` until the first
 /// heartbeat answers, and for a coordinator without a membership: every trigger is
@@ -146,8 +148,12 @@ impl Tally {
         Self { shared, at, handled: Mutex::default() }
     }
 
-    /// The claim of `key` was answered (won, lost, or refused by the mark).
-    pub fn answered(&self, key: &str) {
+    /// The claim of `key` was decided as `claimed`: counted if it was answered (won,
+    /// lost, or refused by the mark), not if it was skipped or had no answer.
+    pub fn note(&self, key: &str, claimed: &Claimed) {
+        if claimed.as_ref().is_err_and(|skip| skip.outcome != Outcome::SkippedLost) {
+            return;
+        }
         let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
         *handled = handled.add(Handled::of_key(key));
     }
@@ -226,17 +232,24 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
         .map(|(due, _)| trigger_key(&due.job.name, due.job.schedule.kind(), due.trigger))
         .collect();
     let unclaimed = read_unclaimed(&shared, coordinator.as_ref(), at, &items, &keys).await;
-    let (mut taken, mut claimed) = (0, 0);
+    let (mut taken, mut claimed, mut batched) = (0, 0, Vec::new());
     for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
         if !unclaimed {
             claimed += 1;
-            continue;
+        } else if batch::batchable(&shared, &due) {
+            taken += 1;
+            batched.push((due, None));
+        } else {
+            taken += 1;
+            scope.spawning();
+            tracker.spawn(super::run::execute(scope.clone(), due));
         }
-        taken += 1;
-        scope.spawning();
-        tracker.spawn(super::run::execute(scope.clone(), due));
     }
     shared.series().takeover(taken, claimed);
+    if !batched.is_empty() {
+        let permit = scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
+        tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched, permit));
+    }
     if taken > 0 {
         tracing::info!(%at, taken, claimed, "triggers left unclaimed by their owners: taken over");
     }

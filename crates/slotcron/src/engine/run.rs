@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use jiff::Timestamp;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Shared;
+use super::batch::Claimed;
 use super::later;
 use super::ownership::Tally;
 use super::skew::{self, Skew};
@@ -41,6 +42,8 @@ pub(crate) struct RunScope {
     waiting: AtomicUsize,
     /// Notified when `waiting` falls to [`RunScope::RESUME_AT`].
     drained: Notify,
+    /// The claim batches in flight ([`batch::BATCHES_IN_FLIGHT`](super::batch::BATCHES_IN_FLIGHT)).
+    pub batches: Arc<Semaphore>,
 }
 
 impl RunScope {
@@ -59,6 +62,7 @@ impl RunScope {
             stopping: CancellationToken::new(),
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
+            batches: Arc::new(Semaphore::new(super::batch::BATCHES_IN_FLIGHT)),
         }
     }
 
@@ -116,6 +120,20 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
     }
 }
 
+/// Handles one due item whose claim a batch has decided ([`batch`](super::batch)), to
+/// the end, as [`execute`] does; `key` is its trigger key. It was not removed when it was
+/// claimed, so it ends in its record even if its job is removed now.
+pub(crate) async fn execute_claimed(scope: Arc<RunScope>, due: Due, claimed: Claimed, key: Box<str>) {
+    scope.started();
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    let run = async move {
+        let Due { job, trigger, next, cause, .. } = due;
+        let record = claim_and_run(&scope, &job, trigger, next, cause, Some((claimed, key)), None).await;
+        scope.shared.finish(&job, record).await;
+    };
+    Box::pin(run).instrument(span).await;
+}
+
 async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally>>) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;
@@ -124,13 +142,13 @@ async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally
     }
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, cause, count),
-        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, tally).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, None, tally).await,
     };
     shared.finish(&job, record).await;
 }
 
 /// Whether `job` was removed before `trigger` started (logged): it does not run then.
-fn removed(job: &Job, trigger: Timestamp) -> bool {
+pub(super) fn removed(job: &Job, trigger: Timestamp) -> bool {
     let removed = job.removed.load(Ordering::SeqCst);
     if removed {
         tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
@@ -148,44 +166,61 @@ fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u
     shared.skipped(job, trigger, cause, Outcome::Missed, Some(reason))
 }
 
-/// Handles one trigger to its record: jitter, the concurrency cap, the claim, then the
-/// overlap lease around the retries around each attempt under its timeout.
+/// Handles one trigger to its record: jitter, the concurrency cap, the claim (unless a
+/// batch has `claimed` it, with its key: then the trigger has neither jitter nor cap),
+/// then the overlap lease around the retries around each attempt under its timeout.
 async fn claim_and_run(
     scope: &Arc<RunScope>,
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
     cause: Cause,
+    claimed: Option<(Claimed, Box<str>)>,
     tally: Option<Arc<Tally>>,
 ) -> RunRecord {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
-    // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
-    let start = match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
-        Ok(start) => start,
-        Err(reason) => return skipped(Outcome::Missed, reason),
-    };
-    // The concurrency cap: a slot before the claim, so a replica with room wins it. A
-    // late trigger (catch-up, start-up) waits the grace window from when it came up.
-    let deadline = later(start.max(clock.now()), job.grace);
-    let _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
-        Ok(slot) => slot,
-        Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
-    };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
-    let fencing_token = match &shared.coordinator {
-        // Single-replica mode, or a job every replica runs: nothing to claim.
-        None => local_fencing_token(shared, job).await,
-        Some(_) if job.every_replica => local_fencing_token(shared, job).await,
-        Some(coordinator) => {
-            let key =
-                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key, tally).await;
+    let mut _slot = None;
+    let fencing_token = match claimed {
+        Some((claimed, key)) => {
+            trigger_key.get_or_init(|| key);
             match claimed {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
+            }
+        }
+        None => {
+            // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
+            let start =
+                match policy::wait_for_start(&job.name, trigger, job.jitter, clock, &scope.stopping).await {
+                    Ok(start) => start,
+                    Err(reason) => return skipped(Outcome::Missed, reason),
+                };
+            // The concurrency cap: a slot before the claim, so a replica with room wins it.
+            // A late trigger (catch-up, start-up) waits the grace window from when it came up.
+            let deadline = later(start.max(clock.now()), job.grace);
+            _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
+                Ok(slot) => Some(slot),
+                Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
+            };
+            match &shared.coordinator {
+                // Single-replica mode, or a job every replica runs: nothing to claim.
+                None => local_fencing_token(shared, job).await,
+                Some(_) if job.every_replica => local_fencing_token(shared, job).await,
+                Some(coordinator) => {
+                    let key = trigger_key.get_or_init(|| key_of(job, trigger));
+                    let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await;
+                    if let Some(tally) = tally {
+                        tally.note(key, &claimed);
+                    }
+                    match claimed {
+                        Ok(fencing_token) => fencing_token,
+                        Err(skipped) => return skipped,
+                    }
+                }
             }
         }
     };
@@ -205,8 +240,7 @@ async fn claim_and_run(
     let owner = match job.overlap {
         Overlap::Allow => String::new(),
         _ => {
-            let key =
-                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
+            let key = trigger_key.get_or_init(|| key_of(job, trigger));
             format!("{} {key}", shared.instance)
         }
     };
@@ -326,9 +360,69 @@ async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
     job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-/// Claims the trigger: the fencing token if won, else the record of the skip. An
-/// answered claim goes into the owner's `tally`, dropped once answered.
-#[allow(clippy::too_many_arguments)]
+/// The trigger key of `job`'s `trigger`.
+pub(super) fn key_of(job: &Job, trigger: Timestamp) -> Box<str> {
+    super::trigger_key(&job.name, job.schedule.kind(), trigger).into_boxed_str()
+}
+
+/// The claim of `job`'s `trigger` (key `key`, next trigger `next`) by this scheduler.
+pub(super) fn claim_of<'a>(
+    shared: &'a Shared,
+    job: &'a Job,
+    trigger: Timestamp,
+    next: Option<Timestamp>,
+    key: &'a str,
+) -> Claim<'a> {
+    let settings = &shared.settings;
+    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
+    let hold = claim_hold(trigger, next, job.schedule.kind().is_one_shot(), budget, settings.slack);
+    Claim { job: &job.name, trigger, key, instance: &shared.instance, hold }
+}
+
+/// Why the clock-skew guard lets no claim through.
+pub(super) enum SkewSkip {
+    /// This replica's clock is off by more than the slack.
+    Beyond(jiff::SignedDuration),
+    /// The coordinator's clock could not be read.
+    Unread(CoordinatorError),
+}
+
+impl SkewSkip {
+    /// The record of `job`'s `trigger` skipped for it.
+    pub fn record(
+        &self,
+        shared: &Shared,
+        coordinator: &dyn Coordinator,
+        job: &Job,
+        trigger: Timestamp,
+        cause: Cause,
+    ) -> RunRecord {
+        match self {
+            Self::Beyond(offset) => {
+                let reason = skew::reason(coordinator, *offset, shared.settings.slack);
+                shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason))
+            }
+            Self::Unread(e) => unclaimed(shared, coordinator, job, trigger, cause, e),
+        }
+    }
+}
+
+/// The clock-skew guard before a claim (or a batch of claims), if it is on.
+pub(super) async fn skew_gate(shared: &Shared, coordinator: &dyn Coordinator) -> Result<(), SkewSkip> {
+    if !shared.settings.check_clock_skew {
+        return Ok(());
+    }
+    match shared.skew.check(shared, coordinator).await {
+        Ok(Skew::Within) => Ok(()),
+        Ok(Skew::Beyond(offset)) => Err(SkewSkip::Beyond(offset)),
+        Err(e) => {
+            shared.health.coordinator.store(false, Ordering::Relaxed);
+            Err(SkewSkip::Unread(e))
+        }
+    }
+}
+
+/// Claims the trigger: the fencing token if won, else the record of the skip.
 async fn claim(
     shared: &Shared,
     coordinator: &dyn Coordinator,
@@ -337,29 +431,28 @@ async fn claim(
     next: Option<Timestamp>,
     cause: Cause,
     key: &str,
-    tally: Option<Arc<Tally>>,
 ) -> Result<u64, RunRecord> {
-    let kind = job.schedule.kind();
-    let settings = &shared.settings;
-    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
-    let hold = claim_hold(trigger, next, kind.is_one_shot(), budget, settings.slack);
-    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, hold };
-    if settings.check_clock_skew {
-        match shared.skew.check(shared, coordinator).await {
-            Ok(Skew::Within) => {}
-            Ok(Skew::Beyond(offset)) => {
-                let reason = skew::reason(coordinator, offset, settings.slack);
-                return Err(shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason)));
-            }
-            Err(e) => {
-                shared.health.coordinator.store(false, Ordering::Relaxed);
-                return Err(unclaimed(shared, coordinator, job, trigger, cause, &e));
-            }
-        }
+    let claim = claim_of(shared, job, trigger, next, key);
+    if let Err(skip) = skew_gate(shared, coordinator).await {
+        return Err(skip.record(shared, coordinator, job, trigger, cause));
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
     let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    decide(shared, coordinator, job, trigger, cause, claimed, latency)
+}
+
+/// What a claim's answer (which took `latency`) means for its trigger: the fencing token
+/// if won, else the record of the skip; counted in the claim metrics and the health.
+pub(super) fn decide(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    job: &Job,
+    trigger: Timestamp,
+    cause: Cause,
+    claimed: Result<ClaimOutcome, CoordinatorError>,
+    latency: Duration,
+) -> Claimed {
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
@@ -367,9 +460,6 @@ async fn claim(
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
-    if let (Some(tally), Ok(_)) = (tally, &claimed) {
-        tally.answered(key);
-    }
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),

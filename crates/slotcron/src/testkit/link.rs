@@ -76,6 +76,18 @@ impl Coordinator for Link {
         self.up()?.claim(claim).await
     }
 
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        self.claimed.lock().unwrap().extend(claims.iter().map(|claim| (claim.job.into(), claim.trigger)));
+        let failed = |reason: &'static str| {
+            claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
+        };
+        match self.state() {
+            LinkState::Up => self.inner.claim_batch(claims).await,
+            LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
+            LinkState::Down => failed("the link is down (simulated)"),
+        }
+    }
+
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
         self.up()?.acquire_lease(lease).await
     }

@@ -34,7 +34,8 @@
 //! backends keep.
 //!
 //! Tests that drive one scheduler on a manual clock without real sleeping use
-//! [`harness`]; the restart tests of the in-memory and SQLite stores share
+//! [`harness`]; the backends' fleet benchmarks (R replicas on their own threads and
+//! runtimes, under load) share [`fleet_bench`]; the restart tests of the in-memory and SQLite stores share
 //! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`], and
 //! their tests the records and states of [`fixtures`].
 //!
@@ -42,6 +43,7 @@
 //! server, to lose a reply on purpose.
 
 pub mod fixtures;
+pub mod fleet_bench;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
