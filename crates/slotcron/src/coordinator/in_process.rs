@@ -233,7 +233,7 @@ impl Coordinator for InProcessCoordinator {
         self.with_members(|members, now| {
             let lapses = crate::engine::later(now, ttl);
             let entry = members.handled.entry((owner.to_owned(), at)).or_default();
-            *entry = (entry.0.add(handled), lapses);
+            *entry = (entry.0.plus(handled), lapses);
         });
         Ok(())
     }

@@ -37,7 +37,7 @@ pub struct TriggerRef<'a> {
 
 /// What one owner has claimed, to an answer (won, lost, or refused by the mark), of the
 /// triggers it owns at one trigger instant: their number and a fingerprint of their
-/// keys. Tallies add up ([`Handled::add`]), so an owner that claims an instant's
+/// keys. Tallies add up ([`Handled::plus`]), so an owner that claims an instant's
 /// triggers in several batches adds one tally per batch.
 ///
 /// The fingerprint is the sum of a 40-bit [stable hash](Handled::of_key) of each trigger
@@ -60,7 +60,7 @@ impl Handled {
 
     /// The tally of both.
     #[must_use]
-    pub fn add(self, other: Self) -> Self {
+    pub fn plus(self, other: Self) -> Self {
         Self {
             count: self.count.wrapping_add(other.count),
             fingerprint: self.fingerprint.wrapping_add(other.fingerprint),
@@ -75,11 +75,11 @@ mod tests {
     #[test]
     fn tallies_add_up_in_any_order_and_tell_sets_apart() {
         let keys = ["a:2024-05-17T10:00:00Z", "b:2024-05-17T10:00:00Z", "c:2024-05-17T10:00:00Z"];
-        let all = keys.iter().fold(Handled::default(), |t, k| t.add(Handled::of_key(k)));
-        let reversed = keys.iter().rev().fold(Handled::default(), |t, k| t.add(Handled::of_key(k)));
+        let all = keys.iter().fold(Handled::default(), |t, k| t.plus(Handled::of_key(k)));
+        let reversed = keys.iter().rev().fold(Handled::default(), |t, k| t.plus(Handled::of_key(k)));
         assert_eq!(all, reversed);
         assert_eq!(all.count, 3);
-        let other = Handled::of_key(keys[0]).add(Handled::of_key(keys[1])).add(Handled::of_key("d:x"));
+        let other = Handled::of_key(keys[0]).plus(Handled::of_key(keys[1])).plus(Handled::of_key("d:x"));
         assert_ne!(all, other, "same count, another set");
         assert!(Handled::of_key(keys[0]).fingerprint < 1 << 40);
     }

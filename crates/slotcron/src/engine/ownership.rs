@@ -155,7 +155,7 @@ impl Tally {
             return;
         }
         let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
-        *handled = handled.add(Handled::of_key(key));
+        *handled = handled.plus(Handled::of_key(key));
     }
 }
 
@@ -180,8 +180,11 @@ impl Drop for Tally {
 /// in.
 #[derive(Default)]
 pub(crate) struct Takeovers {
-    waiting: Mutex<BTreeMap<Timestamp, Vec<(Due, Arc<str>)>>>,
+    waiting: Mutex<BTreeMap<Timestamp, Vec<Awaiting>>>,
 }
+
+/// A trigger waiting out the takeover delay, and its owner.
+type Awaiting = (Due, Arc<str>);
 
 impl Takeovers {
     /// Queues `due`, owned by `owner`; the first item of its instant starts the task that
@@ -207,7 +210,7 @@ impl Takeovers {
         waiting.get(&trigger).is_some_and(|items| items.iter().any(|(due, _)| &*due.job.name == job))
     }
 
-    fn take(&self, at: Timestamp) -> Vec<(Due, Arc<str>)> {
+    fn take(&self, at: Timestamp) -> Vec<Awaiting> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&at).unwrap_or_default()
     }
 }
@@ -262,13 +265,13 @@ async fn read_unclaimed(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     at: Timestamp,
-    items: &[(Due, Arc<str>)],
+    items: &[Awaiting],
     keys: &[String],
 ) -> Vec<bool> {
     let mut expected: BTreeMap<&str, Handled> = BTreeMap::new();
     for ((_, owner), key) in items.iter().zip(keys) {
         let tally = expected.entry(owner).or_default();
-        *tally = tally.add(Handled::of_key(key));
+        *tally = tally.plus(Handled::of_key(key));
     }
     let owners: Vec<(&str, Timestamp)> = expected.keys().map(|owner| (*owner, at)).collect();
     let tallies = match within_claim_timeout(shared, coordinator.handled(&owners)).await {

@@ -44,8 +44,12 @@ pub struct Fleet {
     configure: Option<Configure>,
     /// With shared work: the takeover delay, and the triggers due whose success the fleet
     /// waits for once the fleet's time reaches their deadline (their fleet time plus it).
-    shared_work: Option<(Duration, Vec<(Timestamp, Arc<str>, Timestamp)>)>,
+    shared_work: Option<(Duration, Vec<Deadline>)>,
 }
+
+/// A trigger (job, scheduled instant) whose success the fleet waits for once its time
+/// reaches the first field.
+type Deadline = (Timestamp, Arc<str>, Timestamp);
 
 impl Fleet {
     /// The default bound on each wait: generous, since it only fails a broken test.

@@ -118,7 +118,7 @@ pub async fn membership_contract(factory: &impl CoordinatorFactory) {
     b.add_handled("a-host", t, h1, minute).await.expect("tally");
     let later = t + SignedDuration::from_secs(1);
     let tallies = b.handled(&[("a-host", t), ("b-host", t), ("a-host", later)]).await.expect("tallies");
-    assert_eq!(tallies, [Some(h0.add(h1)), None, None]);
+    assert_eq!(tallies, [Some(h0.plus(h1)), None, None]);
 }
 
 /// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run
@@ -131,13 +131,9 @@ pub async fn a_dead_owners_jobs_move_within_the_membership_ttl(factory: &impl Co
     let shared_from = fleet.now();
     fleet.advance(Duration::from_secs(3), Delivery::Together).await;
     let total = 3 * jobs().len();
-    for replica in 0..REPLICAS.len() {
+    for (replica, instance) in REPLICAS.iter().enumerate() {
         let claimed = records_after(&fleet, replica, shared_from).len();
-        assert!(
-            claimed < total,
-            "{} claimed all {total} triggers: the work was not shared",
-            REPLICAS[replica]
-        );
+        assert!(claimed < total, "{instance} claimed all {total} triggers: the work was not shared");
     }
     let owned_by_a = records_after(&fleet, 0, shared_from).iter().filter(|r| r.outcome.ran()).count();
     assert!(owned_by_a > 0, "replica-a owned none of the jobs");
