@@ -25,7 +25,7 @@
 -- trigger key's value is "{fencing token} {claimant}", so a claimant whose reply was lost
 -- can read back whether it won and which token it got.
 --
--- Commands: TIME once (if any claim is recurring), one MGET of every trigger key, one
+-- Commands: one MGET of every trigger key, TIME once (if a free trigger is recurring), one
 -- MGET of the states (and one of the old marks while a state has none) of the claims
 -- whose trigger is free, a SET per won claim, and one MSET of the states changed.
 local n = #KEYS / 3
@@ -44,7 +44,7 @@ for i = 1, n do
     free_states[#free_states + 1] = state
     free_marks[#free_marks + 1] = KEYS[3 * i]
   end
-  if ARGV[4 * i - 1] ~= '' and not now then
+  if not held[i] and ARGV[4 * i - 1] ~= '' and not now then
     local time = redis.call('TIME')
     now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end

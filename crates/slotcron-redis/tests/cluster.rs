@@ -91,7 +91,6 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
         expected[node].extend([
             format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
             format!("app:{{{job}}}:fencing"),
-            format!("app:{{{job}}}:mark"),
             format!("app:{{{job}}}"),
         ]);
     }
