@@ -60,7 +60,10 @@ suite_on_a_cluster!(
     racing_replicas,
     one_shots_survive_restarts,
     claims_hold_until_an_absolute_instant,
-    the_high_water_mark_refuses_handled_triggers
+    the_high_water_mark_refuses_handled_triggers,
+    batch_claims,
+    a_batch_of_which_another_replica_won_some,
+    every_claim_rule_holds_within_a_batch
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
