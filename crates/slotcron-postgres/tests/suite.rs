@@ -85,3 +85,24 @@ async fn the_high_water_mark_refuses_handled_triggers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn batch_claims() {
+    isolated(async |schemas: &mut Schemas| testkit::batch_claims(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_batch_of_which_another_replica_won_some(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::every_claim_rule_holds_within_a_batch(&factory(schemas.adopter())).await
+    })
+    .await;
+}

@@ -105,3 +105,21 @@ async fn an_owner_that_cannot_claim_is_taken_over() {
     let server = RedisServer::tcp();
     testkit::an_owner_that_cannot_claim_is_taken_over(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn batch_claims() {
+    let server = RedisServer::tcp();
+    testkit::batch_claims(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    let server = RedisServer::tcp();
+    testkit::a_batch_of_which_another_replica_won_some(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    let server = RedisServer::tcp();
+    testkit::every_claim_rule_holds_within_a_batch(&factory(server.config())).await;
+}

@@ -21,6 +21,21 @@ impl Factory {
 }
 
 #[tokio::test]
+async fn batch_claims() {
+    testkit::batch_claims(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    testkit::a_batch_of_which_another_replica_won_some(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    testkit::every_claim_rule_holds_within_a_batch(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn claim_contract() {
     testkit::claim_contract(&Factory::default().build()).await;
 }

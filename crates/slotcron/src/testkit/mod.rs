@@ -50,6 +50,7 @@ pub mod ledger_suite;
 pub mod overlap_bench;
 pub mod store_suite;
 
+mod batch_suite;
 mod fleet;
 mod lease_suite;
 mod ledger;
@@ -60,6 +61,9 @@ mod replica;
 mod restart;
 mod suite;
 
+pub use batch_suite::{
+    a_batch_of_which_another_replica_won_some, batch_claims, every_claim_rule_holds_within_a_batch,
+};
 pub use fleet::{Delivery, Fleet};
 pub use lease_suite::{
     a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,
