@@ -6,7 +6,7 @@ use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::coordinator::read_back::{
     AttemptError, BatchAttempt, Holder, claim_batch_with_read_back, claim_with_read_back,
 };
-use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
+use slotcron::coordinator::{Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef};
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError};
 use tokio_postgres::Row;
@@ -16,6 +16,10 @@ use crate::codec;
 use crate::database::QueryError;
 use crate::error::chain;
 use crate::{DbError, PostgresDatabase};
+
+mod membership;
+
+use membership::MembershipSql;
 
 /// A [`Coordinator`] on a claims table, so a fleet with only PostgreSQL needs no Redis.
 ///
@@ -46,6 +50,14 @@ use crate::{DbError, PostgresDatabase};
 /// passed (or that is the caller's); renewing and releasing match the stored owner, so a
 /// lease that expired and was taken by another replica is never extended by the first.
 ///
+/// The fleet's [membership](slotcron::coordinator::membership) is the `member` table,
+/// one row per replica with the instant its membership lapses on the server's clock;
+/// each heartbeat is one statement that removes the lapsed rows, renews its own and
+/// returns the live members. The owners' [`Handled`] tallies are rows of the `handled`
+/// table per (owner, trigger instant), lapsing after the membership TTL, removed by the
+/// heartbeats. Which triggers are still unclaimed, and the tallies of many owners, are
+/// each read in one statement.
+///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
 #[derive(Debug)]
@@ -57,6 +69,7 @@ pub struct PostgresCoordinator {
     read_back_batch_sql: String,
     remove_expired_sql: String,
     lease: LeaseSql,
+    membership: MembershipSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
 }
@@ -90,6 +103,7 @@ impl PostgresCoordinator {
             ),
             remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
             lease: LeaseSql::new(&database),
+            membership: MembershipSql::new(&database),
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
             claims: AtomicU64::new(0),
@@ -310,20 +324,31 @@ impl LeaseSql {
 }
 
 impl PostgresCoordinator {
-    /// Runs one lease statement; its rows.
+    /// Runs one statement of a lease or the membership, bounded by the response timeout;
+    /// its rows, or an error naming the URL and `what` it was for.
+    async fn query_for(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        what: &str,
+    ) -> Result<Vec<Row>, CoordinatorError> {
+        self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
+            CoordinatorError::unavailable(format!(
+                "{}: {what}: {}",
+                self.database.url(),
+                e.into_cause().cause
+            ))
+        })
+    }
+
+    /// Runs one lease statement of `job`'s lease; its rows.
     async fn lease_query(
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
         job: &str,
     ) -> Result<Vec<Row>, CoordinatorError> {
-        self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
-            CoordinatorError::unavailable(format!(
-                "{}: lease of {job}: {}",
-                self.database.url(),
-                e.into_cause().cause
-            ))
-        })
+        self.query_for(sql, params, &format!("lease of {job}")).await
     }
 }
 
@@ -427,6 +452,40 @@ impl Coordinator for PostgresCoordinator {
             .try_get(0)
             .map_err(|e| failed(chain(&e)))?;
         Ok(Some(codec::instant(now).map_err(|e| failed(e.to_string()))?))
+    }
+
+    /// One statement: removes the lapsed members (and the lapsed tallies), renews this
+    /// one and returns the live members, on the server's clock.
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        self.renew_member(instance, ttl).await.map(Some)
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.remove_member(instance).await
+    }
+
+    /// One statement over the given keys (`unnest`), whatever their number.
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        self.read_unclaimed(triggers).await
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.add_tally(owner, at, handled, ttl).await
+    }
+
+    /// One statement for all the given owners and instants.
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        self.read_tallies(tallies).await
     }
 
     fn name(&self) -> &'static str {

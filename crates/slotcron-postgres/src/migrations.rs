@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -281,11 +281,34 @@ END
 $$;
 ";
 
+/// Shared work across replicas (`slotcron::coordinator::membership`): the fleet's live
+/// members, each until its last heartbeat plus the membership TTL on the server's clock,
+/// and what each owner claimed per trigger instant (its tally), kept for the membership
+/// TTL. Heartbeats remove the lapsed rows of both tables, so they stay bounded.
+const V8: &str = "
+CREATE TABLE {schema}.member (
+    instance   text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);
+
+-- An owner's tally of one trigger instant: how many triggers it claimed to an answer
+-- and the sum of their keys' 40-bit hashes.
+CREATE TABLE {schema}.handled (
+    owner       text NOT NULL,
+    trigger_at  timestamptz NOT NULL,
+    count       bigint NOT NULL,
+    fingerprint bigint NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (owner, trigger_at)
+);
+CREATE INDEX handled_expiry ON {schema}.handled (expires_at);
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6 and 7
-/// changed the claims and leases only; the ledger columns of version 3 read as NULL before it).
+/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6, 7 and 8
+/// changed the claims, leases and membership only; the ledger columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

@@ -106,3 +106,25 @@ async fn every_claim_rule_holds_within_a_batch() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn membership_contract() {
+    isolated(async |schemas: &mut Schemas| testkit::membership_contract(&factory(schemas.adopter())).await)
+        .await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_that_cannot_claim_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}
