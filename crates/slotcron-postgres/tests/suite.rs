@@ -128,3 +128,11 @@ async fn an_owner_that_cannot_claim_is_taken_over() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_owner_at_its_concurrency_cap_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_at_its_concurrency_cap_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}

@@ -63,6 +63,7 @@ suite_on_a_cluster!(
     the_high_water_mark_refuses_handled_triggers,
     membership_contract,
     an_owner_that_cannot_claim_is_taken_over,
+    an_owner_at_its_concurrency_cap_is_taken_over,
     batch_claims,
     a_batch_of_which_another_replica_won_some,
     every_claim_rule_holds_within_a_batch

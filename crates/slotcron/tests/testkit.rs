@@ -124,3 +124,8 @@ async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
 async fn an_owner_that_cannot_claim_is_taken_over() {
     testkit::an_owner_that_cannot_claim_is_taken_over(&Factory::default().build()).await;
 }
+
+#[tokio::test]
+async fn an_owner_at_its_concurrency_cap_is_taken_over() {
+    testkit::an_owner_at_its_concurrency_cap_is_taken_over(&Factory::default().build()).await;
+}

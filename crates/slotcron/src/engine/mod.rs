@@ -269,6 +269,12 @@ impl Scheduler {
         self.shared.takeovers.waits(job, trigger)
     }
 
+    /// Whether `job`'s `trigger` waits here for a slot of the concurrency cap.
+    #[cfg(feature = "testkit")]
+    pub(crate) fn awaits_slot(&self, job: &str, trigger: Timestamp) -> bool {
+        self.shared.cap.as_ref().is_some_and(|cap| cap.waits(job, trigger))
+    }
+
     /// The ledger the run records go to.
     pub fn ledger(&self) -> &Arc<dyn Ledger> {
         &self.shared.ledger

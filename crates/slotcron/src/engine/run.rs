@@ -202,7 +202,14 @@ async fn claim_and_run(
             // The concurrency cap: a slot before the claim, so a replica with room wins it.
             // A late trigger (catch-up, start-up) waits the grace window from when it came up.
             let deadline = later(start.max(clock.now()), job.grace);
-            _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
+            let taken = ConcurrencyCap::take(
+                shared.cap.as_ref(),
+                clock,
+                deadline,
+                &scope.stopping,
+                (&job.name, trigger),
+            );
+            _slot = match taken.await {
                 Ok(slot) => Some(slot),
                 Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
             };

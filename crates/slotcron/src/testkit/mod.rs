@@ -71,8 +71,8 @@ pub use lease_suite::{
 pub use ledger::WatchedLedger;
 pub use link::{Link, LinkState};
 pub use ownership_suite::{
-    a_dead_owners_jobs_move_within_the_membership_ttl, an_owner_that_cannot_claim_is_taken_over,
-    membership_contract,
+    a_dead_owners_jobs_move_within_the_membership_ttl, an_owner_at_its_concurrency_cap_is_taken_over,
+    an_owner_that_cannot_claim_is_taken_over, membership_contract,
 };
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;

@@ -10,7 +10,7 @@ use super::suite::namespace;
 use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
 use crate::context::JobContext;
 use crate::coordinator::{Claim, Handled, Hold, TriggerRef};
-use crate::engine::trigger_key;
+use crate::engine::{SchedulerBuilder, later, trigger_key};
 use crate::job::Job;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
@@ -29,11 +29,32 @@ async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
+/// A run that goes on until the scheduler stops.
+async fn until_stopped(ctx: JobContext) -> Result<(), std::io::Error> {
+    ctx.cancellation_token().cancelled().await;
+    Ok(())
+}
+
 /// Twelve jobs every second: with three members, each owns some (rendezvous hashing
 /// of these names).
 fn jobs() -> Vec<Job> {
+    jobs_running(ok)
+}
+
+/// [`jobs`] with `handler`.
+fn jobs_running<F, Fut>(handler: F) -> Vec<Job>
+where
+    F: Fn(JobContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), std::io::Error>> + Send + 'static,
+{
     (0..12)
-        .map(|i| Job::builder(format!("job-{i}")).every(Duration::from_secs(1)).handler(ok).build().unwrap())
+        .map(|i| {
+            Job::builder(format!("job-{i}"))
+                .every(Duration::from_secs(1))
+                .handler(handler.clone())
+                .build()
+                .unwrap()
+        })
         .collect()
 }
 
@@ -44,12 +65,22 @@ fn start() -> Timestamp {
 
 /// Three replicas sharing the work, started and agreeing on their membership.
 async fn fleet(factory: &impl CoordinatorFactory, case: &str) -> Fleet {
+    fleet_of(factory, case, |builder| builder, |_| jobs()).await
+}
+
+/// [`fleet`] with `settings` on every replica's scheduler and `jobs_of(index)` on each.
+async fn fleet_of(
+    factory: &impl CoordinatorFactory,
+    case: &str,
+    settings: impl Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync + 'static,
+    jobs_of: impl Fn(usize) -> Vec<Job>,
+) -> Fleet {
     let ns = namespace(case);
     let mut fleet = Fleet::new(start())
         .with_shared_work(TAKEOVER_DELAY)
-        .with_settings(|builder| builder.membership_ttl(MEMBERSHIP_TTL));
-    for instance in REPLICAS {
-        fleet.add_replica(instance, SignedDuration::ZERO, jobs());
+        .with_settings(move |builder| settings(builder.membership_ttl(MEMBERSHIP_TTL)));
+    for (index, instance) in REPLICAS.iter().enumerate() {
+        fleet.add_replica(instance, SignedDuration::ZERO, jobs_of(index));
     }
     for index in 0..REPLICAS.len() {
         fleet.start(index, factory.coordinator(&ns).await).await;
@@ -168,5 +199,45 @@ pub async fn an_owner_that_cannot_claim_is_taken_over(factory: &impl Coordinator
     let ran = records_after(&fleet, 0, mended).iter().filter(|r| r.outcome.ran()).count();
     assert!(ran > 0, "replica-a runs its own triggers again");
     fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner at its concurrency cap (`max_concurrent_runs` 1 on every replica; replica-a's
+/// runs go on until its scheduler stops, so the first trigger it runs keeps its one slot):
+/// it claims none of its later triggers and records each as `skipped-concurrency` (it
+/// waited for a slot up to the grace window, then gave up), and each of those runs on
+/// another replica once the takeover delay has passed. Nothing runs twice; every replica
+/// has one record per trigger it tried to claim.
+pub async fn an_owner_at_its_concurrency_cap_is_taken_over(factory: &impl CoordinatorFactory) {
+    let capped = |builder: SchedulerBuilder| builder.max_concurrent_runs(1);
+    let jobs_of = |index| if index == 0 { jobs_running(until_stopped) } else { jobs() };
+    let mut fleet = fleet_of(factory, "owner_at_cap", capped, jobs_of).await;
+    let shared_from = fleet.now();
+    fleet.advance(Duration::from_secs(3) + TAKEOVER_DELAY, Delivery::Together).await;
+    let end = fleet.now();
+    fleet.stop_all().await;
+    let ran = fleet.replica(0).records().into_iter().filter(|r| r.outcome.ran()).count();
+    assert!(ran <= 1, "replica-a ran {ran} triggers with one slot whose first run never ended");
+    let records = records_after(&fleet, 0, shared_from);
+    let at_cap: Vec<_> = records.iter().filter(|r| r.outcome == Outcome::SkippedConcurrency).collect();
+    assert!(at_cap.len() + 1 >= records.len(), "replica-a at its cap: {records:?}");
+    // The last instant's waiting triggers were skipped when the scheduler stopped; those
+    // whose takeover delay had passed by then ran elsewhere.
+    let taken_over: Vec<_> = at_cap.into_iter().filter(|r| later(r.trigger, TAKEOVER_DELAY) <= end).collect();
+    assert!(!taken_over.is_empty(), "replica-a owned no trigger after its first run");
+    let elsewhere: Vec<_> = (1..REPLICAS.len()).flat_map(|index| fleet.replica(index).records()).collect();
+    for skipped in taken_over {
+        let run = elsewhere
+            .iter()
+            .find(|r| r.job == skipped.job && r.trigger == skipped.trigger && r.outcome.ran())
+            .unwrap_or_else(|| panic!("{}@{} ran nowhere", skipped.job, skipped.trigger));
+        assert!(
+            run.started >= later(skipped.trigger, TAKEOVER_DELAY),
+            "{}@{} taken over at {}, before the takeover delay",
+            run.job,
+            run.trigger,
+            run.started
+        );
+    }
     fleet.assert_shared_exactly_once();
 }

@@ -191,17 +191,23 @@ impl Replica {
     }
 
     /// The triggers that came due and that the fleet has not waited for yet; first waits
-    /// until this replica, if running, has either recorded each or set it aside to wait
-    /// for its owner, so that owners' claims are made before another replica's takeover.
+    /// until this replica, if running, has either recorded each (a running record will
+    /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, so
+    /// that owners' claims are made before another replica's takeover.
     pub(super) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
         if let Some(running) = &self.running {
             let (ledger, pending) = (&self.ledger, &self.pending);
-            let settled = || {
-                pending.iter().all(|(job, trigger)| {
-                    ledger.count(job, *trigger) > 0 || running.scheduler.awaits_takeover(job, *trigger)
-                })
+            let settled = |(job, trigger): &(Arc<str>, Timestamp)| {
+                ledger.has_record(job, *trigger)
+                    || running.scheduler.awaits_takeover(job, *trigger)
+                    || running.scheduler.awaits_slot(job, *trigger)
             };
-            wait_until(timeout, settled, || format!("replica {} did not settle", self.instance)).await;
+            let what = || {
+                let open: Vec<String> =
+                    pending.iter().filter(|due| !settled(due)).map(|(job, t)| format!("{job}@{t}")).collect();
+                format!("replica {} did not settle {}", self.instance, open.join(", "))
+            };
+            wait_until(timeout, || pending.iter().all(settled), what).await;
         }
         std::mem::take(&mut self.pending)
     }
