@@ -2,8 +2,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
-use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
+use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
+use slotcron::coordinator::read_back::{
+    AttemptError, BatchAttempt, Holder, claim_batch_with_read_back, claim_with_read_back,
+};
+use slotcron::coordinator::{Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef};
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, RequestClaim};
 use tokio_postgres::Row;
@@ -14,6 +17,10 @@ use crate::controls::PostgresControls;
 use crate::database::QueryError;
 use crate::error::chain;
 use crate::{DbError, PostgresDatabase};
+
+mod membership;
+
+use membership::MembershipSql;
 
 /// A [`Coordinator`] on a claims table, so a fleet with only PostgreSQL needs no Redis.
 ///
@@ -44,10 +51,19 @@ use crate::{DbError, PostgresDatabase};
 /// passed (or that is the caller's); renewing and releasing match the stored owner, so a
 /// lease that expired and was taken by another replica is never extended by the first.
 ///
-/// The claim statement first reads the job's row of `job_pause`: while the job is paused
-/// it claims nothing ([`ClaimOutcome::Paused`]), in the same round trip. Manual and
-/// backfilled runs are claimed under their own keys by the schema's six-argument
-/// `claim_trigger` (a claim expiring a TTL after it is made, no high-water mark).
+/// The fleet's [membership](slotcron::coordinator::membership) is the `member` table,
+/// one row per replica with the instant its membership lapses on the server's clock;
+/// each heartbeat is one statement that removes the lapsed rows, renews its own and
+/// returns the live members. The owners' [`Handled`] tallies are rows of the `handled`
+/// table per (owner, trigger instant), lapsing after the membership TTL, removed by the
+/// heartbeats. Which triggers are still unclaimed, and the tallies of many owners, are
+/// each read in one statement.
+///
+/// The claim statement first reads the job's row of `job_pause`, and the batch claim
+/// (`claim_triggers`) reads it for each claim: while the job is paused nothing is
+/// claimed ([`ClaimOutcome::Paused`]), in the same round trip. Manual and backfilled runs
+/// are claimed under their own keys by the schema's six-argument `claim_trigger` (a
+/// claim expiring a TTL after it is made, no high-water mark, the job's fencing counter).
 ///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
@@ -55,10 +71,13 @@ use crate::{DbError, PostgresDatabase};
 pub struct PostgresCoordinator {
     database: PostgresDatabase,
     claim_sql: String,
+    claim_batch_sql: String,
     request_sql: String,
     read_back_sql: String,
+    read_back_batch_sql: String,
     remove_expired_sql: String,
     lease: LeaseSql,
+    membership: MembershipSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
     controls: PostgresControls,
@@ -82,14 +101,23 @@ impl PostgresCoordinator {
                 "SELECT CASE WHEN EXISTS (SELECT FROM {schema}.job_pause WHERE job = $1) THEN -2
                         ELSE {schema}.claim_trigger($1, $2, $3, $4, $5, $6, $7) END",
             ),
+            claim_batch_sql: database.sql("SELECT {schema}.claim_triggers($1, $2, $3, $4, $5, $6, $7)"),
             request_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6)"),
             // FOR SHARE waits for a claim of the row still in progress, then reads it.
             read_back_sql: database.sql(
                 "SELECT claimant_token, instance, fencing_token FROM {schema}.claim
                  WHERE job = $1 AND trigger_key = $2 FOR SHARE",
             ),
+            // The rows of the given (job, trigger key) pairs, by position; none: nobody's.
+            read_back_batch_sql: database.sql(
+                "SELECT t.ord, c.claimant_token, c.instance, c.fencing_token
+                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(job, trigger_key, ord)
+                 JOIN {schema}.claim c USING (job, trigger_key)
+                 FOR SHARE OF c",
+            ),
             remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
             lease: LeaseSql::new(&database),
+            membership: MembershipSql::new(&database),
             controls: PostgresControls::new(database.clone()),
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
@@ -128,6 +156,118 @@ impl PostgresCoordinator {
         });
     }
 
+    /// Counts `claims` more claims, and removes the expired ones in the background each
+    /// time the count passes a multiple of [`Self::REMOVE_EXPIRED_EVERY`].
+    fn count_claims(&self, claims: u64) {
+        let before = self.claims.fetch_add(claims, Ordering::Relaxed);
+        if (before + claims) / Self::REMOVE_EXPIRED_EVERY > before / Self::REMOVE_EXPIRED_EVERY {
+            self.remove_expired_in_background();
+        }
+    }
+
+    /// Claims the chunk `claims` in one statement ([`Coordinator::claim_batch`]).
+    async fn claim_chunk(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let failed =
+            |e: String| claims.iter().map(|_| Err(CoordinatorError::unavailable(e.clone()))).collect();
+        let mut triggers = Vec::with_capacity(claims.len());
+        let mut tokens = Vec::with_capacity(claims.len());
+        for claim in claims {
+            match codec::timestamptz(claim.trigger) {
+                Ok(trigger) => triggers.push(trigger),
+                Err(e) => return failed(e.to_string()),
+            }
+            match Token::random() {
+                Ok(token) => tokens.push(token),
+                Err(e) => return failed(format!("no random claim token: {e}")),
+            }
+        }
+        let holds: Vec<(Option<i64>, Option<i64>)> = claims.iter().map(|c| hold_us(c.hold)).collect();
+        self.count_claims(claims.len() as u64);
+        let name = |i: usize| format!("{}: claim of {}", self.database.url(), claims[i].key);
+        claim_batch_with_read_back(
+            claims.len(),
+            &name,
+            |pending: Vec<usize>| self.try_claims(claims, &triggers, &holds, &tokens, pending),
+            |pending: Vec<usize>| self.read_holders(claims, &tokens, pending),
+        )
+        .await
+    }
+
+    /// Makes the claims `pending` (indices into `claims`) once, in one statement.
+    async fn try_claims(
+        &self,
+        claims: &[Claim<'_>],
+        triggers: &[SystemTime],
+        holds: &[(Option<i64>, Option<i64>)],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> BatchAttempt<String> {
+        let instance = claims.first().map_or("", |c| c.instance);
+        if let Some(other) = pending.iter().find(|&&i| claims[i].instance != instance) {
+            let e =
+                format!("a batch of claims of two instances, {instance:?} and {:?}", claims[*other].instance);
+            return Err(AttemptError::NotMade(e));
+        }
+        let jobs: Vec<&str> = pending.iter().map(|&i| claims[i].job).collect();
+        let keys: Vec<&str> = pending.iter().map(|&i| claims[i].key).collect();
+        let at: Vec<SystemTime> = pending.iter().map(|&i| triggers[i]).collect();
+        let after_trigger: Vec<Option<i64>> = pending.iter().map(|&i| holds[i].0).collect();
+        let after_claim: Vec<Option<i64>> = pending.iter().map(|&i| holds[i].1).collect();
+        let token_column: Vec<i64> = pending.iter().map(|&i| tokens[i].column()).collect();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+            [&jobs, &keys, &at, &instance, &after_trigger, &after_claim, &token_column];
+        let rows =
+            match self.database.query_within(&self.claim_batch_sql, &params, self.response_timeout).await {
+                Ok(rows) => rows,
+                Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
+                Err(QueryError::OutcomeUnknown(e)) => return Err(AttemptError::ReplyLost(e.cause)),
+            };
+        // One row: per claim, the fencing token, NULL (lost), -1 (behind the mark) or -2
+        // (paused).
+        let answers = match rows.first().map(|row| row.try_get::<_, Vec<Option<i64>>>(0)) {
+            Some(Ok(answers)) if answers.len() == pending.len() => answers,
+            Some(Ok(answers)) => {
+                let e = format!("{} answers to {} claims", answers.len(), pending.len());
+                return Err(AttemptError::ReplyLost(e));
+            }
+            Some(Err(e)) => return Err(AttemptError::ReplyLost(chain(&e))),
+            None => return Err(AttemptError::ReplyLost("no row in the reply".to_owned())),
+        };
+        Ok(answers.into_iter().map(|answer| Ok(outcome(answer))).collect())
+    }
+
+    /// Who holds the rows of the claims `pending` now, in one statement.
+    async fn read_holders(
+        &self,
+        claims: &[Claim<'_>],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> Result<Vec<Holder>, String> {
+        let jobs: Vec<&str> = pending.iter().map(|&i| claims[i].job).collect();
+        let keys: Vec<&str> = pending.iter().map(|&i| claims[i].key).collect();
+        let rows = self
+            .database
+            .query_within(&self.read_back_batch_sql, &[&jobs, &keys], self.response_timeout)
+            .await
+            .map_err(|e| e.into_cause().cause)?;
+        let mut found: Vec<Option<ClaimRow>> = pending.iter().map(|_| None).collect();
+        for row in &rows {
+            let ord: i64 = row.try_get(0).map_err(|e| chain(&e))?;
+            let claim = ClaimRow {
+                claimant_token: row.try_get(1).map_err(|e| chain(&e))?,
+                instance: row.try_get(2).map_err(|e| chain(&e))?,
+                fencing_token: row.try_get(3).map_err(|e| chain(&e))?,
+            };
+            let slot = usize::try_from(ord - 1).ok().and_then(|k| found.get_mut(k));
+            *slot.ok_or_else(|| format!("the read-back answered for position {ord}"))? = Some(claim);
+        }
+        Ok(pending
+            .iter()
+            .zip(found)
+            .map(|(&i, row)| holder(row.as_ref(), tokens[i], claims[i].instance))
+            .collect())
+    }
+
     /// Makes the claim once. Errors are the causes alone: the claim's errors name the URL.
     async fn try_claim(
         &self,
@@ -155,10 +295,7 @@ impl PostgresCoordinator {
         };
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
         match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
-            Some(Ok(Some(-1))) => Ok(ClaimOutcome::BehindMark),
-            Some(Ok(Some(-2))) => Ok(ClaimOutcome::Paused),
-            Some(Ok(Some(fencing_token))) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
-            Some(Ok(None)) => Ok(ClaimOutcome::Lost),
+            Some(Ok(answer)) => Ok(outcome(answer)),
             Some(Err(e)) => Err(AttemptError::ReplyLost(chain(&e))),
             None => Err(AttemptError::ReplyLost("no row in the reply".to_owned())),
         }
@@ -219,21 +356,50 @@ impl LeaseSql {
 }
 
 impl PostgresCoordinator {
-    /// Runs one lease statement; its rows.
+    /// Runs one statement of a lease or the membership, bounded by the response timeout;
+    /// its rows, or an error naming the URL and `what` it was for.
+    async fn query_for(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        what: &str,
+    ) -> Result<Vec<Row>, CoordinatorError> {
+        self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
+            CoordinatorError::unavailable(format!(
+                "{}: {what}: {}",
+                self.database.url(),
+                e.into_cause().cause
+            ))
+        })
+    }
+
+    /// Runs one lease statement of `job`'s lease; its rows.
     async fn lease_query(
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
         job: &str,
     ) -> Result<Vec<Row>, CoordinatorError> {
-        self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
-            CoordinatorError::unavailable(format!(
-                "{}: lease of {job}: {}",
-                self.database.url(),
-                e.into_cause().cause
-            ))
-        })
+        self.query_for(sql, params, &format!("lease of {job}")).await
     }
+}
+
+/// What a claim statement answered: the fencing token when won, NULL when lost, -1 when
+/// the high-water mark refused the trigger, -2 when the job is paused.
+fn outcome(answer: Option<i64>) -> ClaimOutcome {
+    match answer {
+        Some(-1) => ClaimOutcome::BehindMark,
+        Some(-2) => ClaimOutcome::Paused,
+        Some(fencing_token) => ClaimOutcome::Won { fencing_token: fencing_token as u64 },
+        None => ClaimOutcome::Lost,
+    }
+}
+
+/// A claim's hold in microseconds, capped at [`PostgresCoordinator::MAX_TTL`]: after the
+/// trigger and after the claim; both NULL for a one-shot.
+fn hold_us(hold: Option<slotcron::Hold>) -> (Option<i64>, Option<i64>) {
+    let us = |d: Duration| d.min(PostgresCoordinator::MAX_TTL).as_micros() as i64;
+    (hold.map(|h| us(h.after_trigger())), hold.map(|h| us(h.after_claim())))
 }
 
 /// A lease TTL in microseconds, capped as claims' are.
@@ -253,15 +419,10 @@ fn claim_row(row: &Row) -> Result<ClaimRow, tokio_postgres::Error> {
 impl Coordinator for PostgresCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let trigger: SystemTime = codec::timestamptz(claim.trigger).map_err(CoordinatorError::unavailable)?;
-        let us = |d: Duration| d.min(Self::MAX_TTL).as_micros() as i64;
-        let hold_us = (claim.hold.map(|h| us(h.after_trigger())), claim.hold.map(|h| us(h.after_claim())));
+        let hold_us = hold_us(claim.hold);
         let token = Token::random()
             .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
-        if self.claims.fetch_add(1, Ordering::Relaxed) % Self::REMOVE_EXPIRED_EVERY
-            == Self::REMOVE_EXPIRED_EVERY - 1
-        {
-            self.remove_expired_in_background();
-        }
+        self.count_claims(1);
         claim_with_read_back(
             &format!("{}: claim of {}", self.database.url(), claim.key),
             &token,
@@ -269,6 +430,19 @@ impl Coordinator for PostgresCoordinator {
             || self.read_holder(claim.job, claim.key, claim.instance, token),
         )
         .await
+    }
+
+    /// One statement per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] claims (the schema's
+    /// `claim_triggers`, one transaction), the chunks one after the other. Within a chunk
+    /// the claims are made in the order of job, trigger and position, each as
+    /// [`Coordinator::claim`] makes it; a lost reply is read back for the whole chunk in
+    /// one statement.
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            outcomes.extend(self.claim_chunk(chunk).await);
+        }
+        outcomes
     }
 
     async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
@@ -332,6 +506,40 @@ impl Coordinator for PostgresCoordinator {
             .try_get(0)
             .map_err(|e| failed(chain(&e)))?;
         Ok(Some(codec::instant(now).map_err(|e| failed(e.to_string()))?))
+    }
+
+    /// One statement: removes the lapsed members (and the lapsed tallies), renews this
+    /// one and returns the live members, on the server's clock.
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        self.renew_member(instance, ttl).await.map(Some)
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.remove_member(instance).await
+    }
+
+    /// One statement over the given keys (`unnest`), whatever their number.
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        self.read_unclaimed(triggers).await
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.add_tally(owner, at, handled, ttl).await
+    }
+
+    /// One statement for all the given owners and instants.
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        self.read_tallies(tallies).await
     }
 
     fn name(&self) -> &'static str {

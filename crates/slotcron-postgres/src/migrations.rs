@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -252,10 +252,63 @@ CREATE TABLE {schema}.lease (
 );
 ";
 
-/// Steering the fleet: the paused jobs, which the claim statement reads (a claim of a
-/// paused job's trigger claims nothing), and the idempotency keys of manual runs,
-/// remembered until their expiry (server time).
+/// Batched claims: one statement claims many triggers, each by the version 5
+/// `claim_trigger`, in one transaction, in the order of (job, trigger, position), so that
+/// concurrent batches lock the jobs' rows in one order (no deadlock) and a job's triggers
+/// get their fencing tokens in trigger order.
 const V7: &str = "
+-- Claims the triggers given by position in the arrays (all of one length), each as
+-- claim_trigger does; returns, by position, what claim_trigger returned for it.
+CREATE FUNCTION {schema}.claim_triggers(
+    p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
+    p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+    answers bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_jobs)]);
+BEGIN
+    FOR c IN
+        SELECT * FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us,
+                             p_after_claim_us, p_claimant_tokens)
+            WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, after_claim, token, ord)
+        ORDER BY job, trigger_at, ord
+    LOOP
+        answers[c.ord] := {schema}.claim_trigger(c.job, c.trigger_key, c.trigger_at, p_instance,
+                                                  c.after_trigger, c.after_claim, c.token);
+    END LOOP;
+    RETURN answers;
+END
+$$;
+";
+
+/// Shared work across replicas (`slotcron::coordinator::membership`): the fleet's live
+/// members, each until its last heartbeat plus the membership TTL on the server's clock,
+/// and what each owner claimed per trigger instant (its tally), kept for the membership
+/// TTL. Heartbeats remove the lapsed rows of both tables, so they stay bounded.
+const V8: &str = "
+CREATE TABLE {schema}.member (
+    instance   text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+);
+
+-- An owner's tally of one trigger instant: how many triggers it claimed to an answer
+-- and the sum of their keys' 40-bit hashes.
+CREATE TABLE {schema}.handled (
+    owner       text NOT NULL,
+    trigger_at  timestamptz NOT NULL,
+    count       bigint NOT NULL,
+    fingerprint bigint NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (owner, trigger_at)
+);
+CREATE INDEX handled_expiry ON {schema}.handled (expires_at);
+";
+
+/// Steering the fleet: the paused jobs, which the claim statement and the batch claim
+/// read (a claim of a paused job's trigger claims nothing), and the idempotency keys of
+/// manual runs, remembered until their expiry (server time). The version 7
+/// `claim_triggers` is replaced by one that reads the pause of each claim's job.
+const V9: &str = "
 CREATE TABLE {schema}.job_pause (
     job       text PRIMARY KEY,
     paused_at timestamptz NOT NULL
@@ -268,14 +321,44 @@ CREATE TABLE {schema}.manual_request (
     expires_at  timestamptz NOT NULL,
     PRIMARY KEY (job, request_key)
 );
+
+-- Claims the triggers given by position in the arrays (all of one length), each as
+-- claim_trigger does, in the order of version 7; a trigger of a paused job claims
+-- nothing and answers -2. Returns, by position, what claim_trigger returned for it (or
+-- -2).
+CREATE OR REPLACE FUNCTION {schema}.claim_triggers(
+    p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
+    p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+    answers bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_jobs)]);
+BEGIN
+    FOR c IN
+        SELECT t.*, EXISTS (SELECT FROM {schema}.job_pause p WHERE p.job = t.job) AS paused
+        FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us,
+                    p_after_claim_us, p_claimant_tokens)
+            WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, after_claim, token, ord)
+        ORDER BY t.job, t.trigger_at, t.ord
+    LOOP
+        IF c.paused THEN
+            answers[c.ord] := -2;
+        ELSE
+            answers[c.ord] := {schema}.claim_trigger(c.job, c.trigger_key, c.trigger_at, p_instance,
+                                                      c.after_trigger, c.after_claim, c.token);
+        END IF;
+    END LOOP;
+    RETURN answers;
+END
+$$;
 ";
 
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6
-/// and 7 changed the claims, leases and pauses only; the ledger columns of version 3 read
-/// as NULL before it).
+/// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
+/// 7, 8 and 9 changed the claims, leases, membership and pauses only; the ledger columns
+/// of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

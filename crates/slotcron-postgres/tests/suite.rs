@@ -91,3 +91,62 @@ async fn pauses_and_requests() {
     isolated(async |schemas: &mut Schemas| testkit::pauses_and_requests(&factory(schemas.adopter())).await)
         .await;
 }
+
+#[tokio::test]
+async fn batch_claims() {
+    isolated(async |schemas: &mut Schemas| testkit::batch_claims(&factory(schemas.adopter())).await).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_batch_of_which_another_replica_won_some(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::every_claim_rule_holds_within_a_batch(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn membership_contract() {
+    isolated(async |schemas: &mut Schemas| testkit::membership_contract(&factory(schemas.adopter())).await)
+        .await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_that_cannot_claim_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_owner_at_its_concurrency_cap_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_at_its_concurrency_cap_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&factory(schemas.adopter())).await
+    })
+    .await;
+}

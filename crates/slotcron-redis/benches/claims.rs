@@ -9,7 +9,6 @@
 //! be otherwise idle. Keys go under `slotcron-bench:{pid}:` and `slotcron-bench-rb:` and
 //! are deleted at the end. `redis-benchmark` must be on PATH for the comparison.
 
-use std::collections::HashMap;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +19,9 @@ use slotcron::testkit::{Delivery, Fleet};
 use slotcron::{Claim, ClaimOutcome, Coordinator, Job, JobContext, Outcome};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod common;
+
+use common::{BoxError, command_calls, delete_keys};
 
 const SEQUENTIAL_CLAIMS: u64 = 20_000;
 const CONCURRENT_CLAIMS: u64 = 100_000;
@@ -30,11 +31,7 @@ const REDIS_BENCHMARK_PREFIX: &str = "slotcron-bench-rb:";
 
 fn main() -> Result<(), BoxError> {
     // `cargo bench` passes `--bench`; the first other argument is the URL.
-    let url = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with("--"))
-        .or_else(|| std::env::var("SLOTCRON_REDIS_URL").ok())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+    let url = common::url_from_args();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let prefix = format!("slotcron-bench:{}:", std::process::id());
     let result = runtime.block_on(bench(&url, &prefix));
@@ -155,20 +152,6 @@ async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// Calls per command since the server started (`INFO commandstats`).
-fn command_calls(url: &str) -> Result<HashMap<String, u64>, BoxError> {
-    let mut admin = redis::Client::open(url)?.get_connection()?;
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin)?;
-    Ok(stats
-        .lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .collect())
-}
-
 fn tcp_address(url: &str) -> Result<(String, u16), BoxError> {
     match url.into_connection_info()?.addr() {
         ConnectionAddr::Tcp(host, port) => Ok((host.clone(), *port)),
@@ -187,18 +170,4 @@ fn redis_benchmark(host: &str, port: u16, clients: u64, requests: u64) -> Result
     let csv = String::from_utf8(output.stdout)?;
     let rps = csv.lines().nth(1).and_then(|line| line.split(',').nth(1)).map(|f| f.trim_matches('"').parse());
     Ok(rps.ok_or_else(|| format!("unexpected redis-benchmark output: {csv}"))??)
-}
-
-/// Deletes the keys matching `patterns`; returns how many.
-fn delete_keys(url: &str, patterns: &[String]) -> Result<usize, BoxError> {
-    let mut admin = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(5))?;
-    let mut deleted = 0;
-    for pattern in patterns {
-        let keys: Vec<String> =
-            redis::Commands::scan_match::<_, String>(&mut admin, pattern)?.collect::<Result<_, _>>()?;
-        for chunk in keys.chunks(1_000) {
-            deleted += redis::cmd("UNLINK").arg(chunk).query::<usize>(&mut admin)?;
-        }
-    }
-    Ok(deleted)
 }

@@ -1,54 +1,168 @@
--- Claims one slotcron trigger; Redis runs the script atomically.
+-- Claims a batch of slotcron triggers (one or many); Redis runs the script atomically,
+-- so the claims are made one after the other, in order, as separate claims would be.
 --
--- KEYS[1]  the trigger key
--- KEYS[2]  the job's fencing counter
--- KEYS[3]  the job's high-water mark: the newest recurring trigger granted, in ms
--- KEYS[4]  the job's pause: present while the job is paused
--- ARGV[1]  the claimant: "{token} {instance}"
--- ARGV[2]  the trigger, in milliseconds since the Unix epoch
--- ARGV[3]  recurring: how long after its trigger the claim holds at least, in ms
---          (max(slot, run budget) + slack); "" for a one-shot
--- ARGV[4]  recurring: how long after the claim it holds at least (slot + slack), in ms;
---          one-shot: how long it is retained, in ms, "0" for ever
+-- For claim i (1-based), KEYS[4i-3 .. 4i] and ARGV[5i-4 .. 5i]:
+-- KEYS[4i-3]  the trigger key
+-- KEYS[4i-2]  the job's state: "{fencing token}" (as INCR left it), or
+--             "{fencing token} {mark}" once a recurring trigger was granted, the mark
+--             being the newest recurring trigger granted, in ms
+-- KEYS[4i-1]  the job's high-water mark key of releases before the state held the mark:
+--             read only while the state has no mark, never written
+-- KEYS[4i]    the job's pause: present while the job is paused, never written
+-- ARGV[5i-4]  the claimant: "{token} {instance}"
+-- ARGV[5i-3]  the trigger, in milliseconds since the Unix epoch
+-- ARGV[5i-2]  recurring: how long after its trigger the claim holds at least, in ms
+--             (max(slot, run budget) + slack); "" for a one-shot, or for a run an
+--             operator asked for (manual, backfill, caught up at a resume) under a key
+--             of its own
+-- ARGV[5i-1]  recurring: how long after the claim it holds at least (slot + slack), in
+--             ms; otherwise how long it is retained, in ms, "0" for ever
+-- ARGV[5i]    "1" if the job's pause refuses the claim, "0" for a run an operator asked
+--             for
 --
--- Returns the new fencing token when won, 0 when the trigger key is held (lost), -2
--- when the job is paused (nothing written), -1 when the high-water mark refuses the
--- trigger: it is at or before the mark and at
--- least ARGV[3] old on the server's clock (TIME), so its claim may have expired. A won
--- recurring claim expires at the later of trigger + ARGV[3] and now + ARGV[4] (PEXPIREAT,
--- the server's clock) and moves the mark up to its trigger. The key's value is
--- "{fencing token} {claimant}", so a claimant whose reply was lost can read back whether
--- it won and which token it got. The counter grows before the key is set: if INCR fails
--- (the counter was overwritten with a non-number), no claim is left behind.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+-- Returns one integer per claim: the new fencing token when won (or this claimant's own
+-- token, when a claim made again after a lost reply finds its own claim), 0 when the
+-- trigger key is held (lost), -3 when the job is paused (nothing written), -1 when the
+-- high-water mark refuses the trigger (it is at or before the mark and at least
+-- ARGV[5i-2] old on the server's clock, TIME, so its claim may have expired), -2 when
+-- the job's state is not a slotcron state (nothing is claimed then). A won recurring
+-- claim expires at the later of trigger + ARGV[5i-2] and now + ARGV[5i-1] (PXAT, the
+-- server's clock) and moves the mark up to its trigger. The
+-- trigger key's value is "{fencing token} {claimant}", so a claimant whose reply was lost
+-- can read back whether it won and which token it got.
+--
+-- Commands: one MGET of every trigger key, TIME once (if a free trigger is recurring), one
+-- MGET of the states and pauses (and one of the old marks while a state has none) of
+-- the jobs whose trigger is free, a SET per won claim, and one MSET of the states changed.
+local n = #KEYS / 4
+local triggers, results = {}, {}
+for i = 1, n do
+  triggers[i] = KEYS[4 * i - 3]
 end
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return -2
-end
-local recurring = ARGV[3] ~= ''
-local trigger = tonumber(ARGV[2])
-local expires, mark
-if recurring then
-  local time = redis.call('TIME')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  local after_trigger = tonumber(ARGV[3])
-  mark = tonumber(redis.call('GET', KEYS[3]) or '')
-  if mark and trigger <= mark and now >= trigger + after_trigger then
-    return -1
+local held = redis.call('MGET', unpack(triggers))
+local now
+-- The states and pauses of the jobs whose triggers are free, read once per job.
+local free_states, free_marks, free_pauses, seen = {}, {}, {}, {}
+for i = 1, n do
+  local state = KEYS[4 * i - 2]
+  if not held[i] and not seen[state] then
+    seen[state] = true
+    free_states[#free_states + 1] = state
+    free_marks[#free_marks + 1] = KEYS[4 * i - 1]
+    free_pauses[#free_pauses + 1] = KEYS[4 * i]
   end
-  expires = math.max(trigger + after_trigger, now + tonumber(ARGV[4]))
-end
-local fencing = redis.call('INCR', KEYS[2])
-local value = string.format('%d %s', fencing, ARGV[1])
-if recurring then
-  redis.call('SET', KEYS[1], value, 'PXAT', string.format('%.0f', expires))
-  if not mark or trigger > mark then
-    redis.call('SET', KEYS[3], ARGV[2])
+  if not held[i] and ARGV[5 * i - 2] ~= '' and not now then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end
-elseif ARGV[4] == '0' then
-  redis.call('SET', KEYS[1], value)
-else
-  redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
 end
-return fencing
+-- state key -> { fencing, mark } (mark nil: none yet); false: not a slotcron state.
+-- state key -> true while its job is paused.
+local jobs, paused, changed = {}, {}, {}
+if #free_states > 0 then
+  local read = {}
+  for k, state in ipairs(free_states) do
+    read[k] = state
+    read[#free_states + k] = free_pauses[k]
+  end
+  local values = redis.call('MGET', unpack(read))
+  local old = {}
+  for k, state in ipairs(free_states) do
+    paused[state] = values[#free_states + k] ~= false
+    local value = values[k]
+    local fencing, mark
+    if not value then
+      fencing = 0
+    else
+      local f, m = string.match(value, '^(%d+) (%d+)$')
+      if f then
+        fencing, mark = tonumber(f), tonumber(m)
+      else
+        fencing = tonumber(string.match(value, '^%d+$') or '')
+      end
+    end
+    if fencing then
+      jobs[state] = { fencing, mark }
+      if not mark then
+        old[#old + 1] = k
+      end
+    else
+      jobs[state] = false
+    end
+  end
+  if #old > 0 then
+    local keys = {}
+    for j, k in ipairs(old) do
+      keys[j] = free_marks[k]
+    end
+    local marks = redis.call('MGET', unpack(keys))
+    for j, k in ipairs(old) do
+      jobs[free_states[k]][2] = tonumber(marks[j] or '')
+    end
+  end
+end
+local taken = {}
+for i = 1, n do
+  local key, state = KEYS[4 * i - 3], KEYS[4 * i - 2]
+  local claimant, trigger = ARGV[5 * i - 4], tonumber(ARGV[5 * i - 3])
+  local after_trigger, after = ARGV[5 * i - 2], ARGV[5 * i - 1]
+  local value = held[i]
+  if value or taken[key] then
+    -- Held: lost, unless it is this very claim (made again after a lost reply).
+    local f, rest = string.match(value or '', '^(%d+) (.*)$')
+    results[i] = (f and rest == claimant) and tonumber(f) or 0
+  elseif paused[state] and ARGV[5 * i] == '1' then
+    results[i] = -3
+  elseif not jobs[state] then
+    results[i] = -2
+  else
+    local job = jobs[state]
+    local recurring = after_trigger ~= ''
+    local expires
+    if recurring then
+      local mark = job[2]
+      if mark and trigger <= mark and now >= trigger + tonumber(after_trigger) then
+        results[i] = -1
+      else
+        expires = math.max(trigger + tonumber(after_trigger), now + tonumber(after))
+      end
+    end
+    if not results[i] then
+      -- NX: a key of another type (MGET reads it as nil) is not overwritten: lost.
+      local claimed = string.format('%d %s', job[1] + 1, claimant)
+      local set
+      if recurring then
+        set = redis.call('SET', key, claimed, 'NX', 'PXAT', string.format('%.0f', expires))
+      elseif after == '0' then
+        set = redis.call('SET', key, claimed, 'NX')
+      else
+        set = redis.call('SET', key, claimed, 'NX', 'PX', after)
+      end
+      taken[key] = true
+      if set then
+        job[1] = job[1] + 1
+        if recurring and (not job[2] or trigger > job[2]) then
+          job[2] = trigger
+        end
+        changed[state] = true
+        results[i] = job[1]
+      else
+        results[i] = 0
+      end
+    end
+  end
+end
+local writes = {}
+for state in pairs(changed) do
+  local job = jobs[state]
+  writes[#writes + 1] = state
+  if job[2] then
+    writes[#writes + 1] = string.format('%d %.0f', job[1], job[2])
+  else
+    writes[#writes + 1] = string.format('%d', job[1])
+  end
+end
+if #writes > 0 then
+  redis.call('MSET', unpack(writes))
+end
+return results

@@ -1,7 +1,6 @@
 //! The connection to Redis: one server through a connection manager, or a Redis Cluster
 //! through the cluster client; the coordinator's commands are written once, for both.
 
-use redis::AsyncCommands;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -112,12 +111,47 @@ impl Connection {
         }
     }
 
-    /// The string at `key`, if any (`GET`); in a cluster through the connection for
-    /// reads.
-    pub async fn get(&self, key: &str) -> RedisResult<Option<String>> {
+    /// The strings at `keys`, one per key (`MGET`, one command; in a cluster the client
+    /// splits it into one `MGET` per slot), through the connection for reads.
+    pub async fn mget(&self, keys: &[&str]) -> RedisResult<Vec<Option<String>>> {
+        let mut mget = redis::cmd("MGET");
+        mget.arg(keys);
         match self {
-            Self::Single(connection) => connection.clone().get(key).await,
-            Self::Cluster { reads, .. } => reads.clone().get(key).await,
+            Self::Single(connection) => mget.query_async(&mut connection.clone()).await,
+            Self::Cluster { reads, .. } => mget.query_async(&mut reads.clone()).await,
+        }
+    }
+
+    /// Whether this is a Redis Cluster connection.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Self::Cluster { .. })
+    }
+}
+
+impl Connection {
+    /// `HMGET key fields...` of each key: one pipeline on one server; in a cluster, whose
+    /// keys may sit on several nodes, one request per key (a tally per owner: a few).
+    pub async fn hmget_each(&self, keys: &[String], fields: &[&str]) -> RedisResult<Vec<Vec<Option<i64>>>> {
+        let hmget = |key: &String| {
+            let mut cmd = redis::cmd("HMGET");
+            cmd.arg(key).arg(fields);
+            cmd
+        };
+        match self {
+            Self::Single(connection) => {
+                let mut pipe = redis::pipe();
+                for key in keys {
+                    pipe.add_command(hmget(key));
+                }
+                pipe.query_async(&mut connection.clone()).await
+            }
+            Self::Cluster { reads, .. } => {
+                let mut values = Vec::with_capacity(keys.len());
+                for key in keys {
+                    values.push(hmget(key).query_async(&mut reads.clone()).await?);
+                }
+                Ok(values)
+            }
         }
     }
 }

@@ -60,7 +60,7 @@ impl Controls for RedisCoordinator {
     }
 
     async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
-        let value = self.connection.get(&self.keys.paused(job)).await?;
+        let value = self.connection.mget(&[&self.keys.paused(job)]).await?.pop().flatten();
         value.map(|ms| instant(ms.parse().map_err(|e| format!("pause of {job}: {ms:?}: {e}"))?)).transpose()
     }
 

@@ -1,11 +1,16 @@
 //! The Redis coordinator: one script call per claim.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{ErrorKind, RedisError, Script, ScriptInvocation};
-use slotcron::coordinator::read_back::{AttemptError, Holder, claim_with_read_back};
+use futures_util::future::join_all;
+use redis::cluster_routing::Slot;
+use redis::{ErrorKind, RedisError, Script};
+use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
+use slotcron::coordinator::read_back::{AttemptError, BatchAttempt, Holder, claim_batch_with_read_back};
+use slotcron::coordinator::{Handled, TriggerRef};
 use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, Hold, RequestClaim};
@@ -17,7 +22,7 @@ use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease.lua")));
-static REQUEST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("request.lua")));
+static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("members.lua")));
 
 /// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
 /// runs on exactly one replica.
@@ -31,9 +36,11 @@ static REQUEST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("re
 /// high-water mark in the same step, refusing a trigger behind it whose claim may have
 /// expired. One-shots never expire unless [`RedisConfig::one_shot_retention`] is set.
 /// Claims are never released. The script also reads the job's pause key
-/// (`{prefix}paused:{job}`): while it is set, nothing is claimed ([`ClaimOutcome::Paused`]),
-/// at no extra round trip. Manual and backfilled runs are claimed by a script of their
-/// own under their keys, with a TTL and the job's fencing counter.
+/// (`{prefix}paused:{job}`, in the same `MGET` as the job's state, for each job of a
+/// batch): while it is set, nothing is claimed ([`ClaimOutcome::Paused`]), at no extra
+/// round trip. Manual and backfilled runs are claimed by the same script under their
+/// own keys (as a one-shot retained for the claim's TTL, past any pause, with the job's
+/// fencing counter), so fencing tokens grow per job across both.
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
 /// made; the coordinator reads the trigger key back, as
@@ -48,6 +55,14 @@ static REQUEST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("re
 /// another replica is never extended by the first. A lease call whose reply is lost is
 /// an error: the engine treats an unanswered acquisition as a skip and retries an
 /// unanswered renewal until the lease's TTL has passed.
+///
+/// The fleet's [membership](slotcron::coordinator::membership) is a sorted set of
+/// instance ids scored by when each lapses on the server's clock, renewed by one script
+/// call per heartbeat (`TIME`, `ZREMRANGEBYSCORE`, `ZADD`, `ZRANGE`); leaving is one
+/// `ZREM`. Which triggers are still unclaimed is one `MGET` of their keys and of their
+/// jobs' pause keys (in a cluster the client splits it by slot). An owner's [`Handled`] tally of an instant is a hash
+/// of two counters, added to with one pipeline (`HINCRBY` twice, `PEXPIRE`); the tallies
+/// of several owners are one pipeline of `HMGET`s.
 ///
 /// On one server the connection is a `redis` connection manager: multiplexed, and
 /// re-established by itself after Redis restarts. A failover to a replica that had not
@@ -68,6 +83,22 @@ pub struct RedisCoordinator {
     pub(crate) connection: Connection,
     pub(crate) keys: KeyLayout,
     one_shot_retention: Option<Duration>,
+}
+
+/// One claim as the claim script takes it: a trigger's, or a run's an operator asked for.
+struct Scripted<'a> {
+    job: &'a str,
+    /// The key in the layout ([`KeyLayout::trigger`]).
+    key: String,
+    instance: &'a str,
+    /// The instant it stands for, in milliseconds since the Unix epoch.
+    trigger_ms: i64,
+    /// [`RedisCoordinator::hold_args`]: after the trigger (`""`: not recurring) and after
+    /// the claim (or the retention), in ms.
+    after_trigger: String,
+    after_claim: u64,
+    /// Whether the job's pause refuses it.
+    pausable: bool,
 }
 
 impl RedisCoordinator {
@@ -93,21 +124,93 @@ impl RedisCoordinator {
         }
     }
 
-    /// Runs the claim script once.
+    /// A trigger's claim as the script takes it.
+    fn scripted<'a>(&self, claim: &Claim<'a>) -> Scripted<'a> {
+        let (after_trigger, after_claim) = self.hold_args(claim.hold);
+        Scripted {
+            job: claim.job,
+            key: self.keys.trigger(claim.job, claim.key),
+            instance: claim.instance,
+            trigger_ms: claim.trigger.as_millisecond(),
+            after_trigger,
+            after_claim,
+            pausable: true,
+        }
+    }
+
+    /// Claims `claims`, all of whose keys hash to one slot in a cluster (any on one
+    /// server), in one script call: one result per claim, in order. A lost reply is read
+    /// back for every claim of the call ([`claim_batch_with_read_back`]).
+    async fn claim_group(&self, claims: &[&Scripted<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut tokens = Vec::with_capacity(claims.len());
+        for _ in claims {
+            match Token::random() {
+                Ok(token) => tokens.push(token),
+                Err(e) => {
+                    let e = format!("no random claim token: {e}");
+                    return claims.iter().map(|_| Err(CoordinatorError::unavailable(e.clone()))).collect();
+                }
+            }
+        }
+        let keys: Vec<String> = claims.iter().map(|c| c.key.clone()).collect();
+        let name = |i: usize| format!("claim of {}", keys[i]);
+        claim_batch_with_read_back(
+            claims.len(),
+            &name,
+            |pending: Vec<usize>| self.run_script(claims, &keys, &tokens, pending),
+            |pending: Vec<usize>| self.read_holders(&keys, &tokens, pending),
+        )
+        .await
+    }
+
+    /// Runs the claim script once for the claims `pending` (indices into `claims`).
     async fn run_script(
         &self,
-        script: &ScriptInvocation<'_>,
-    ) -> Result<ClaimOutcome, AttemptError<RedisError>> {
-        // The new fencing token when won, 0 when taken, -1 when behind the mark, -2 when
-        // paused.
-        match self.connection.invoke::<i64>(script).await {
-            Ok(0) => Ok(ClaimOutcome::Lost),
-            Ok(-1) => Ok(ClaimOutcome::BehindMark),
-            Ok(-2) => Ok(ClaimOutcome::Paused),
-            Ok(fencing_token) => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
-            Err(e) if outcome_unknown(&e) => Err(AttemptError::ReplyLost(e)),
-            Err(e) => Err(AttemptError::NotMade(e)),
+        claims: &[&Scripted<'_>],
+        keys: &[String],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> BatchAttempt<RedisError> {
+        let mut script = CLAIM.prepare_invoke();
+        for &i in &pending {
+            let claim = claims[i];
+            script
+                .key(&keys[i])
+                .key(self.keys.fencing(claim.job))
+                .key(self.keys.mark(claim.job))
+                .key(self.keys.paused(claim.job))
+                .arg(tokens[i].claimant(claim.instance))
+                .arg(claim.trigger_ms)
+                .arg(&claim.after_trigger)
+                .arg(claim.after_claim)
+                .arg(if claim.pausable { "1" } else { "0" });
         }
+        // Per claim: the new fencing token when won, 0 when taken, -1 when behind the
+        // mark, -2 when the job's state key holds something else, -3 when paused.
+        let answers = match self.connection.invoke::<Vec<i64>>(&script).await {
+            Ok(answers) if answers.len() == pending.len() => answers,
+            Ok(answers) => {
+                let e = format!("{} answers to {} claims", answers.len(), pending.len());
+                return Err(AttemptError::ReplyLost(RedisError::from((ErrorKind::Parse, "claim script", e))));
+            }
+            Err(e) if outcome_unknown(&e) => return Err(AttemptError::ReplyLost(e)),
+            Err(e) => return Err(AttemptError::NotMade(e)),
+        };
+        Ok(pending
+            .iter()
+            .zip(answers)
+            .map(|(&i, answer)| match answer {
+                0 => Ok(ClaimOutcome::Lost),
+                -1 => Ok(ClaimOutcome::BehindMark),
+                -3 => Ok(ClaimOutcome::Paused),
+                -2 => Err(CoordinatorError::unavailable(format!(
+                    "claim of {} failed: the job's state {} holds a value slotcron did not write",
+                    keys[i],
+                    self.keys.fencing(claims[i].job)
+                ))),
+                fencing_token => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
+            })
+            .collect())
     }
 
     /// Runs one operation of the lease script.
@@ -128,10 +231,16 @@ impl RedisCoordinator {
             .map_err(|e| CoordinatorError::unavailable(format!("lease of {key}: {op}: {e}")))
     }
 
-    /// Who holds the trigger key now.
-    async fn read_holder(&self, key: &str, token: &Token) -> Result<Holder, RedisError> {
-        let value = self.connection.get(key).await?;
-        Ok(holder(value.as_deref(), token))
+    /// Who holds the trigger keys `pending` (indices into `keys`) now: one `MGET`.
+    async fn read_holders(
+        &self,
+        keys: &[String],
+        tokens: &[Token],
+        pending: Vec<usize>,
+    ) -> Result<Vec<Holder>, RedisError> {
+        let asked: Vec<&str> = pending.iter().map(|&i| keys[i].as_str()).collect();
+        let values = self.connection.mget(&asked).await?;
+        Ok(pending.iter().zip(values).map(|(&i, value)| holder(value.as_deref(), &tokens[i])).collect())
     }
 }
 
@@ -150,46 +259,60 @@ fn ceil_ms(duration: Duration) -> u64 {
 #[async_trait]
 impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let token = Token::random()
-            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.job, claim.key);
-        let (after_trigger, after_claim) = self.hold_args(claim.hold);
-        let mut script = CLAIM.prepare_invoke();
-        script
-            .key(&key)
-            .key(self.keys.fencing(claim.job))
-            .key(self.keys.mark(claim.job))
-            .key(self.keys.paused(claim.job))
-            .arg(token.claimant(claim.instance))
-            .arg(claim.trigger.as_millisecond())
-            .arg(after_trigger)
-            .arg(after_claim);
-        claim_with_read_back(
-            &format!("claim of {key}"),
-            &token,
-            || self.run_script(&script),
-            || self.read_holder(&key, &token),
-        )
-        .await
+        let mut outcome = self.claim_group(&[&self.scripted(claim)]).await;
+        outcome.pop().unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
     }
 
+    /// One script call per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] claims on one server,
+    /// the chunks one after the other; in a cluster, one script call per hash slot of the
+    /// chunk (a script's keys must share a slot), all of the chunk's calls in flight at
+    /// once (the client pipelines those of one node).
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
+            if !self.connection.is_cluster() {
+                outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>()).await);
+                continue;
+            }
+            let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
+            for (i, claim) in chunk.iter().enumerate() {
+                slots.entry(Slot::for_key(claim.key.as_bytes())).or_default().push(i);
+            }
+            let groups: Vec<Vec<usize>> = slots.into_values().collect();
+            let answers = join_all(groups.iter().map(|group| {
+                let claims: Vec<&Scripted<'_>> = group.iter().map(|&i| &chunk[i]).collect();
+                async move { self.claim_group(&claims).await }
+            }))
+            .await;
+            let mut chunk_outcomes: Vec<Option<Result<ClaimOutcome, CoordinatorError>>> =
+                (0..chunk.len()).map(|_| None).collect();
+            for (group, answers) in groups.iter().zip(answers) {
+                for (&i, answer) in group.iter().zip(answers) {
+                    chunk_outcomes[i] = Some(answer);
+                }
+            }
+            outcomes.extend(chunk_outcomes.into_iter().map(|outcome| {
+                outcome.unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
+            }));
+        }
+        outcomes
+    }
+
+    /// The claim script, as for a one-shot retained for the claim's TTL that no pause
+    /// refuses: the job's fencing counter, one round trip, a lost reply read back.
     async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let token = Token::random()
-            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
-        let key = self.keys.trigger(claim.job, claim.key);
-        let mut script = REQUEST.prepare_invoke();
-        script
-            .key(&key)
-            .key(self.keys.fencing(claim.job))
-            .arg(token.claimant(claim.instance))
-            .arg(ceil_ms(claim.ttl));
-        claim_with_read_back(
-            &format!("claim of {key}"),
-            &token,
-            || self.run_script(&script),
-            || self.read_holder(&key, &token),
-        )
-        .await
+        let scripted = Scripted {
+            job: claim.job,
+            key: self.keys.trigger(claim.job, claim.key),
+            instance: claim.instance,
+            trigger_ms: claim.trigger.as_millisecond(),
+            after_trigger: String::new(),
+            after_claim: ceil_ms(claim.ttl),
+            pausable: false,
+        };
+        let mut outcome = self.claim_group(&[&scripted]).await;
+        outcome.pop().unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
     }
 
     fn controls(&self) -> Option<&dyn Controls> {
@@ -226,6 +349,94 @@ impl Coordinator for RedisCoordinator {
         let time = Timestamp::from_microsecond(seconds.saturating_mul(1_000_000).saturating_add(micros))
             .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
         Ok(Some(time))
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        let mut script = MEMBERS.key(self.keys.members());
+        script.arg(instance).arg(ceil_ms(ttl));
+        let members = self
+            .connection
+            .invoke::<Vec<String>>(&script)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("membership heartbeat: {e}")))?;
+        Ok(Some(members))
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("ZREM")
+            .arg(self.keys.members())
+            .arg(instance)
+            .query_async::<i64>(&mut connection)
+            .await
+            .map(drop)
+            .map_err(|e| CoordinatorError::unavailable(format!("leaving the membership: {e}")))
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        if triggers.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The trigger keys, then each trigger's job's pause key.
+        let keys: Vec<String> = triggers
+            .iter()
+            .map(|t| self.keys.trigger(t.job, t.key))
+            .chain(triggers.iter().map(|t| self.keys.paused(t.job)))
+            .collect();
+        let asked: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let values = self.connection.mget(&asked).await.map_err(|e| {
+            CoordinatorError::unavailable(format!("reading {} trigger keys: {e}", triggers.len()))
+        })?;
+        let (held, paused) = values.split_at(triggers.len().min(values.len()));
+        if paused.len() != triggers.len() {
+            return Err(CoordinatorError::unavailable(format!(
+                "{} values for {} keys",
+                values.len(),
+                keys.len()
+            )));
+        }
+        Ok(held.iter().zip(paused).map(|(held, paused)| held.is_none() && paused.is_none()).collect())
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        let key = self.keys.handled(owner, at.as_millisecond());
+        let signed =
+            |n: u64| i64::try_from(n).map_err(|_| CoordinatorError::unavailable("tally out of range"));
+        let mut pipe = redis::pipe();
+        pipe.cmd("HINCRBY").arg(&key).arg("n").arg(signed(handled.count)?).ignore();
+        pipe.cmd("HINCRBY").arg(&key).arg("f").arg(signed(handled.fingerprint)?).ignore();
+        pipe.cmd("PEXPIRE").arg(&key).arg(ceil_ms(ttl)).ignore();
+        let mut connection = self.connection.clone();
+        pipe.query_async::<()>(&mut connection)
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("tally {key}: {e}")))
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        let keys: Vec<String> =
+            tallies.iter().map(|(owner, at)| self.keys.handled(owner, at.as_millisecond())).collect();
+        let values = self
+            .connection
+            .hmget_each(&keys, &["n", "f"])
+            .await
+            .map_err(|e| CoordinatorError::unavailable(format!("reading {} tallies: {e}", keys.len())))?;
+        Ok(values
+            .into_iter()
+            .map(|fields| match fields.as_slice() {
+                [Some(n), Some(f)] => Some(Handled { count: *n as u64, fingerprint: *f as u64 }),
+                _ => None,
+            })
+            .collect())
     }
 
     fn name(&self) -> &'static str {

@@ -81,6 +81,20 @@ impl KeyLayout {
         if self.cluster { format!("{prefix}{{{job}}}:{kind}") } else { format!("{prefix}{kind}:{job}") }
     }
 
+    /// The fleet's membership (a sorted set): `{prefix}fleet:members` in either layout.
+    /// A trigger key of a job named `fleet` has a digit after its `:`, and in a cluster
+    /// every trigger key has a `{`: no trigger key equals it.
+    pub fn members(&self) -> String {
+        format!("{}fleet:members", self.prefix)
+    }
+
+    /// The [`Handled`](slotcron::Handled) tally of `owner` at trigger instant `at_ms`
+    /// (milliseconds since the Unix epoch), a hash: `{prefix}fleet:handled:{at_ms}:{owner}`
+    /// in either layout, apart from every trigger key as [`KeyLayout::members`] is.
+    pub fn handled(&self, owner: &str, at_ms: i64) -> String {
+        format!("{}fleet:handled:{at_ms}:{owner}", self.prefix)
+    }
+
     /// The job's lease (overlap policies): `{prefix}lease:{job}` on one server,
     /// `{prefix}{{job}}:lease` in a cluster. Like the fencing key, it equals no trigger key.
     pub fn lease(&self, job: &str) -> String {
@@ -104,6 +118,11 @@ mod tests {
         assert_eq!(keys.paused("backup"), "app:slotcron:paused:backup");
         assert_eq!(keys.paused_index(), "app:slotcron:index:paused");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:request:backup:k-1");
+        assert_eq!(keys.members(), "app:slotcron:fleet:members");
+        assert_eq!(
+            keys.handled("host-1", 1_700_000_000_000),
+            "app:slotcron:fleet:handled:1700000000000:host-1"
+        );
     }
 
     #[test]

@@ -61,7 +61,14 @@ suite_on_a_cluster!(
     one_shots_survive_restarts,
     claims_hold_until_an_absolute_instant,
     the_high_water_mark_refuses_handled_triggers,
-    pauses_and_requests
+    pauses_and_requests,
+    membership_contract,
+    an_owner_that_cannot_claim_is_taken_over,
+    an_owner_at_its_concurrency_cap_is_taken_over,
+    a_paused_jobs_triggers_are_refused_by_their_owner_alone,
+    batch_claims,
+    a_batch_of_which_another_replica_won_some,
+    every_claim_rule_holds_within_a_batch
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
@@ -90,7 +97,6 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
         expected[node].extend([
             format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
             format!("app:{{{job}}}:fencing"),
-            format!("app:{{{job}}}:mark"),
             format!("app:{{{job}}}"),
         ]);
     }

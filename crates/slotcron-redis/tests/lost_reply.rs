@@ -40,8 +40,10 @@ fn stored(server: &RedisServer, key: &str) -> Option<String> {
     server.admin_connection().unwrap().get(key).unwrap()
 }
 
+/// The job's fencing counter, from its state `{fencing token} {high-water mark}`.
 fn fencing_counter(server: &RedisServer) -> u64 {
-    server.admin_connection().unwrap().get("slotcron:fencing:job").unwrap()
+    let state: String = server.admin_connection().unwrap().get("slotcron:fencing:job").unwrap();
+    state.split(' ').next().unwrap().parse().unwrap()
 }
 
 const KEY: &str = "job:2024-05-17T00:00:05Z";
@@ -91,4 +93,66 @@ async fn a_lost_request_leaves_no_key_and_the_claim_is_made_again() {
     assert_eq!(proxy.lost(), 1, "the request was lost");
     assert_eq!(outcome, ClaimOutcome::Won { fencing_token: 2 });
     assert_eq!(fencing_counter(&server), 2, "the script ran once");
+}
+
+/// 64 triggers of the job a second apart, in 2100: ahead of the server's clock, so that
+/// the high-water mark (which another replica's claims move up) refuses none of them.
+fn batch_keys() -> Vec<String> {
+    (0..64).map(|k| format!("job:2100-01-01T00:{:02}:{:02}Z", k / 60, k % 60)).collect()
+}
+
+/// A batch's lost reply is read back claim by claim in one round trip: the claims the
+/// script made are won with their stored tokens, those another replica held are lost.
+#[tokio::test]
+async fn a_lost_reply_to_a_batch_is_read_back_claim_by_claim() {
+    let (server, proxy, coordinator) = setup().await;
+    let other = RedisCoordinator::connect(server.config()).await.unwrap();
+    let keys = batch_keys();
+    let claims: Vec<Claim<'_>> = keys.iter().map(|key| claim(key, "proxied")).collect();
+    // Another replica won every fourth trigger first.
+    for key in keys.iter().step_by(4) {
+        assert!(matches!(other.claim(&claim(key, "other")).await.unwrap(), ClaimOutcome::Won { .. }));
+    }
+    proxy.inject(Fault::LoseNextReply);
+    let outcomes = coordinator.claim_batch(&claims).await;
+    assert_eq!(proxy.lost(), 1, "the batch's reply was lost");
+    let mut tokens = Vec::new();
+    for (k, (key, outcome)) in keys.iter().zip(outcomes).enumerate() {
+        let value = stored(&server, &format!("slotcron:{key}")).unwrap();
+        match outcome.unwrap() {
+            ClaimOutcome::Won { fencing_token } => {
+                assert!(k % 4 != 0, "{key} was the other replica's");
+                assert!(
+                    value.starts_with(&format!("{fencing_token} ")) && value.ends_with(" proxied"),
+                    "{value}"
+                );
+                tokens.push(fencing_token);
+            }
+            ClaimOutcome::Lost => assert!(k % 4 == 0 && value.ends_with(" other"), "{key}: {value}"),
+            other @ (ClaimOutcome::BehindMark | ClaimOutcome::Paused) => panic!("{key}: {other:?}"),
+        }
+    }
+    assert_eq!(tokens.len(), 48);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens in trigger order: {tokens:?}");
+    assert_eq!(fencing_counter(&server), 1 + 16 + 48, "the script ran once");
+}
+
+/// A batch whose request was lost left no claims: read back as nobody's, made once more.
+#[tokio::test]
+async fn a_lost_batch_request_is_made_again() {
+    let (server, proxy, coordinator) = setup().await;
+    let keys = batch_keys();
+    let claims: Vec<Claim<'_>> = keys.iter().map(|key| claim(key, "proxied")).collect();
+    proxy.inject(Fault::LoseNextRequest);
+    let outcomes = coordinator.claim_batch(&claims).await;
+    assert_eq!(proxy.lost(), 1, "the request was lost");
+    let tokens: Vec<u64> = outcomes
+        .into_iter()
+        .map(|o| match o.unwrap() {
+            ClaimOutcome::Won { fencing_token } => fencing_token,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(tokens, (2..66).collect::<Vec<u64>>());
+    assert_eq!(fencing_counter(&server), 65, "the script ran once");
 }

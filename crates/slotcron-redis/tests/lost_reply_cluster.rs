@@ -66,16 +66,17 @@ async fn a_lost_reply_to_a_won_claim_is_a_win_with_the_stored_fencing_token() {
     let outcome = coordinator.claim(&claim(KEY)).await.unwrap();
     assert_eq!(proxy.lost(), 1, "the reply was lost");
     assert_eq!(outcome, ClaimOutcome::Won { fencing_token: 2 });
-    // One claim script, not sent again, then one read-back: two GETs, the script's own
-    // of the high-water mark and the read-back's.
+    // One claim script, not sent again, then one read-back: three MGETs, the script's
+    // own of the trigger key and of the job's state, and the read-back's.
     let stats: String = cluster.query(node, redis::cmd("INFO").arg("commandstats"));
     let calls = |command: &str| {
         let line = stats.lines().find(|l| l.starts_with(&format!("cmdstat_{command}:")));
         line.and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok()).unwrap_or(0)
     };
-    assert_eq!((calls("evalsha"), calls("get")), (1, 2), "{stats}");
-    let counter: u64 = cluster.query(node, redis::cmd("GET").arg("slotcron:{job}:fencing"));
-    assert_eq!(counter, 2, "the script ran once");
+    assert_eq!((calls("evalsha"), calls("mget"), calls("get")), (1, 3, 0), "{stats}");
+    // The job's state: "{fencing token} {high-water mark}".
+    let state: String = cluster.query(node, redis::cmd("GET").arg("slotcron:{job}:fencing"));
+    assert!(state.starts_with("2 "), "the script ran once: {state}");
     let value = stored(&cluster, node, "slotcron:{job}:2024-05-17T00:00:05Z").unwrap();
     assert!(value.starts_with("2 ") && value.ends_with(" proxied"), "{value}");
 }

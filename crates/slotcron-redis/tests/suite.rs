@@ -93,3 +93,51 @@ async fn pauses_and_requests() {
     let server = RedisServer::tcp();
     testkit::pauses_and_requests(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn membership_contract() {
+    let server = RedisServer::tcp();
+    testkit::membership_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    let server = RedisServer::tcp();
+    testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::an_owner_that_cannot_claim_is_taken_over(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn an_owner_at_its_concurrency_cap_is_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::an_owner_at_its_concurrency_cap_is_taken_over(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn batch_claims() {
+    let server = RedisServer::tcp();
+    testkit::batch_claims(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    let server = RedisServer::tcp();
+    testkit::a_batch_of_which_another_replica_won_some(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    let server = RedisServer::tcp();
+    testkit::every_claim_rule_holds_within_a_batch(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
+    let server = RedisServer::tcp();
+    testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&factory(server.config())).await;
+}

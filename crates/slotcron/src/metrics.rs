@@ -40,6 +40,16 @@ pub const TRIGGER_LATENESS_SECONDS: &str = "slotcron_trigger_lateness_seconds";
 pub const CLAIMS_TOTAL: &str = "slotcron_claims_total";
 /// Histogram, seconds: how long a claim took to answer (or to time out).
 pub const CLAIM_DURATION_SECONDS: &str = "slotcron_claim_duration_seconds";
+/// Counter: triggers this scheduler claimed as a non-owner because their owner had left
+/// them unclaimed for the takeover delay (see
+/// [`SchedulerBuilder::takeover_delay`](crate::SchedulerBuilder::takeover_delay)).
+pub const TAKEOVERS_TOTAL: &str = "slotcron_takeovers_total";
+/// Counter: triggers this scheduler, not their owner, found claimed after the takeover
+/// delay; it recorded nothing for them.
+pub const TAKEOVER_FOUND_CLAIMED_TOTAL: &str = "slotcron_takeover_found_claimed_total";
+/// Gauge: the live members of the fleet in this scheduler's last membership view (0
+/// without a membership: every replica then claims every trigger).
+pub const FLEET_MEMBERS: &str = "slotcron_fleet_members";
 /// Gauge: handlers running now on this scheduler.
 pub const RUNNING_RUNS: &str = "slotcron_running_runs";
 /// Gauge, label `job`, Unix seconds: the trigger of the job's last successful run here;
@@ -155,6 +165,9 @@ pub(crate) struct EngineSeries {
     lost: Counter,
     error: Counter,
     claim_duration: Histogram,
+    takeovers: Counter,
+    found_claimed: Counter,
+    members: Gauge,
 }
 
 impl Default for EngineSeries {
@@ -166,6 +179,9 @@ impl Default for EngineSeries {
             lost: counter!(CLAIMS_TOTAL, "result" => "lost"),
             error: counter!(CLAIMS_TOTAL, "result" => "error"),
             claim_duration: histogram!(CLAIM_DURATION_SECONDS),
+            takeovers: counter!(TAKEOVERS_TOTAL),
+            found_claimed: counter!(TAKEOVER_FOUND_CLAIMED_TOTAL),
+            members: gauge!(FLEET_MEMBERS),
         }
     }
 }
@@ -188,6 +204,18 @@ impl EngineSeries {
     /// A handler that [`EngineSeries::run_started`] counted has ended.
     pub fn run_ended(&self) {
         self.running.decrement(1.0);
+    }
+
+    /// After the takeover delay, `taken` triggers were found unclaimed (this scheduler
+    /// claims them) and `claimed` claimed by another replica.
+    pub fn takeover(&self, taken: u64, claimed: u64) {
+        self.takeovers.increment(taken);
+        self.found_claimed.increment(claimed);
+    }
+
+    /// The membership view has `members` live members.
+    pub fn members(&self, members: usize) {
+        self.members.set(members as f64);
     }
 
     /// A claim's answer after `latency`.
@@ -216,6 +244,15 @@ pub fn describe() {
     describe_counter!(CLAIMS_TOTAL, "Claims sent to the coordinator, by result (won, lost, error).");
     describe_histogram!(CLAIM_DURATION_SECONDS, Unit::Seconds, "How long claims took to answer.");
     describe_gauge!(RUNNING_RUNS, "Handlers running now.");
+    describe_counter!(
+        TAKEOVERS_TOTAL,
+        "Triggers claimed by this replica as a non-owner, left unclaimed by their owner for the takeover delay."
+    );
+    describe_counter!(
+        TAKEOVER_FOUND_CLAIMED_TOTAL,
+        "Triggers this replica, not their owner, found claimed after the takeover delay (not recorded)."
+    );
+    describe_gauge!(FLEET_MEMBERS, "Live members of the fleet in this replica's membership view.");
     describe_gauge!(
         JOB_LAST_SUCCESS_TIMESTAMP_SECONDS,
         Unit::Seconds,

@@ -36,11 +36,19 @@ struct Scripted {
     /// How many handlers had run when each claim arrived.
     runs_at_claim: Mutex<Vec<usize>>,
     runs: Arc<AtomicUsize>,
+    /// The size of each batch of claims, in order.
+    batches: Mutex<Vec<usize>>,
 }
 
 impl Scripted {
     fn new(answer: Answer, runs: Arc<AtomicUsize>) -> Arc<Self> {
-        Arc::new(Self { answer, seen: Mutex::default(), runs_at_claim: Mutex::default(), runs })
+        Arc::new(Self {
+            answer,
+            seen: Mutex::default(),
+            runs_at_claim: Mutex::default(),
+            runs,
+            batches: Mutex::default(),
+        })
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -65,6 +73,15 @@ impl Coordinator for Scripted {
             Answer::Fail => Err(CoordinatorError::unavailable("connection refused")),
             Answer::Hang => std::future::pending().await,
         }
+    }
+
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        self.batches.lock().unwrap().push(claims.len());
+        let mut outcomes = Vec::new();
+        for claim in claims {
+            outcomes.push(self.claim(claim).await);
+        }
+        outcomes
     }
 
     fn name(&self) -> &'static str {
@@ -176,6 +193,57 @@ async fn a_claim_slower_than_the_claim_timeout_skips_the_trigger_and_the_handler
         Some("scripted coordinator (timed-out): no answer within the claim timeout of 2s")
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+    h.stop().await;
+}
+
+/// Adds `count` jobs `batch-{k}`, every 10 s, counting their runs in `runs`.
+fn add_batch_jobs(h: &Harness, count: usize, runs: &Arc<AtomicUsize>) {
+    for k in 0..count {
+        let runs = runs.clone();
+        let job = Job::builder(format!("batch-{k}")).every(Duration::from_secs(10)).handler(move |_ctx| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<_, std::io::Error>(()) }
+        });
+        h.add(job.build().unwrap());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn triggers_due_together_are_claimed_in_one_batch_and_each_runs_with_its_own_record() {
+    let (mut h, coordinator, runs) = harness(Answer::Win).await;
+    add_batch_jobs(&h, 99, &runs);
+    h.advance_to(ts("2024-05-17T00:00:10Z")).await;
+    settle().await;
+    assert_eq!(*coordinator.batches.lock().unwrap(), [100], "tick and the 99 others, in one batch");
+    assert_eq!(runs.load(Ordering::SeqCst), 100);
+    for k in 0..99 {
+        let job = format!("batch-{k}");
+        assert_eq!(h.triggers(&job, Outcome::Succeeded), [ts("2024-05-17T00:00:10Z")], "{job}");
+        assert_eq!(h.records(&job).len(), 1, "{job}: one record");
+    }
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_slower_than_the_claim_timeout_skips_all_its_triggers_and_runs_none() {
+    let (mut h, coordinator, runs) = harness(Answer::Hang).await;
+    add_batch_jobs(&h, 9, &runs);
+    h.advance_to(ts("2024-05-17T00:00:10Z")).await;
+    h.advance(Duration::from_millis(1999)).await;
+    assert!(h.records("batch-0").is_empty(), "the claim timeout (2 s) has not passed");
+    h.advance(Duration::from_millis(1)).await;
+    settle().await;
+    assert_eq!(*coordinator.batches.lock().unwrap(), [10], "one batch");
+    for job in std::iter::once("tick".to_owned()).chain((0..9).map(|k| format!("batch-{k}"))) {
+        let records = h.records(&job);
+        assert_eq!(records.len(), 1, "{job}: one record");
+        assert_eq!(records[0].outcome, Outcome::SkippedBackendUnavailable, "{job}");
+        assert_eq!(
+            records[0].error.as_deref(),
+            Some("scripted coordinator (timed-out): no answer within the claim timeout of 2s")
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "none ran");
     h.stop().await;
 }
 

@@ -75,6 +75,8 @@ fn runs_claims_and_gauges_are_counted_per_job_and_outcome() {
         ("slotcron_claims_total{result=error}", 0.0),
         ("slotcron_claims_total{result=lost}", 0.0),
         ("slotcron_claims_total{result=won}", 6.0),
+        // A fleet of one: the only member, who owns everything.
+        ("slotcron_fleet_members{}", 1.0),
         ("slotcron_job_last_success_timestamp_seconds{job=boom}", 0.0),
         ("slotcron_job_last_success_timestamp_seconds{job=tick}", last_success),
         ("slotcron_job_next_trigger_timestamp_seconds{job=boom}", boom_next),
@@ -84,6 +86,8 @@ fn runs_claims_and_gauges_are_counted_per_job_and_outcome() {
         ("slotcron_running_runs{}", 0.0),
         ("slotcron_runs_total{job=boom,outcome=failed}", 2.0),
         ("slotcron_runs_total{job=tick,outcome=succeeded}", 4.0),
+        ("slotcron_takeover_found_claimed_total{}", 0.0),
+        ("slotcron_takeovers_total{}", 0.0),
         ("slotcron_trigger_lateness_seconds{}", 6.0),
     ]
     .into_iter()
@@ -108,10 +112,13 @@ fn without_per_job_labels_only_outcomes_are_counted() {
             "slotcron_claims_total{result=error}",
             "slotcron_claims_total{result=lost}",
             "slotcron_claims_total{result=won}",
+            "slotcron_fleet_members{}",
             "slotcron_run_duration_seconds{}",
             "slotcron_running_runs{}",
             "slotcron_runs_total{outcome=failed}",
             "slotcron_runs_total{outcome=succeeded}",
+            "slotcron_takeover_found_claimed_total{}",
+            "slotcron_takeovers_total{}",
             "slotcron_trigger_lateness_seconds{}",
         ]
     );

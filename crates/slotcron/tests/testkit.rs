@@ -21,6 +21,21 @@ impl Factory {
 }
 
 #[tokio::test]
+async fn batch_claims() {
+    testkit::batch_claims(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_batch_of_which_another_replica_won_some() {
+    testkit::a_batch_of_which_another_replica_won_some(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn every_claim_rule_holds_within_a_batch() {
+    testkit::every_claim_rule_holds_within_a_batch(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn claim_contract() {
     testkit::claim_contract(&Factory::default().build()).await;
 }
@@ -98,4 +113,29 @@ async fn a_dead_owners_lease_expires_within_its_ttl() {
 #[tokio::test]
 async fn pauses_and_requests() {
     testkit::pauses_and_requests(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn membership_contract() {
+    testkit::membership_contract(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
+    testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_claim_is_taken_over() {
+    testkit::an_owner_that_cannot_claim_is_taken_over(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn an_owner_at_its_concurrency_cap_is_taken_over() {
+    testkit::an_owner_at_its_concurrency_cap_is_taken_over(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
+    testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&Factory::default().build()).await;
 }

@@ -1,11 +1,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
 
 use super::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal, RequestClaim,
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
+    RequestClaim, TriggerRef,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::control::{Controls, MemoryControls};
@@ -14,14 +16,25 @@ use crate::control::{Controls, MemoryControls};
 /// job's high-water mark (see [`Hold`](super::Hold)) kept in memory, on its own clock.
 /// A scheduler alone wins every trigger once; schedulers sharing one (a clone shares
 /// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
-/// each job's won claims since this coordinator was made. Leases live in memory too and
-/// expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]).
+/// each job's won claims since this coordinator was made. Leases, the fleet's
+/// [membership](super::membership) and the owners' [`Handled`] tallies live in memory too
+/// and expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]).
 #[derive(Clone)]
 pub struct InProcessCoordinator {
     clock: Arc<dyn Clock>,
     claims: Arc<Mutex<Claims>>,
     leases: Arc<Mutex<HashMap<String, HeldLease>>>,
     controls: MemoryControls,
+    members: Arc<Mutex<Members>>,
+}
+
+/// The membership and the owners' tallies.
+#[derive(Default)]
+struct Members {
+    /// Instance → when its membership lapses.
+    expiry: HashMap<String, Timestamp>,
+    /// (owner, trigger instant) → its tally and when it lapses.
+    handled: HashMap<(String, Timestamp), (Handled, Timestamp)>,
 }
 
 struct HeldLease {
@@ -43,6 +56,41 @@ struct Claims {
 impl Claims {
     /// Expired claims are removed every this many claims, so memory stays bounded.
     const SWEEP_EVERY: usize = 1024;
+
+    /// Counts a claim at `now` (the coordinator's clock) and removes the expired claims
+    /// every [`Claims::SWEEP_EVERY`] claims; whether a claim holds `key` now.
+    fn held_at(&mut self, key: &str, now: Timestamp) -> bool {
+        self.since_sweep += 1;
+        if self.since_sweep >= Self::SWEEP_EVERY {
+            self.since_sweep = 0;
+            self.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
+        }
+        self.held.get(key).is_some_and(|expiry| expiry.is_none_or(|at| at > now))
+    }
+
+    /// Claims one trigger at `now` (the coordinator's clock); `paused` tells whether a
+    /// job is paused (then an unheld trigger is refused, [`ClaimOutcome::Paused`]).
+    fn claim(&mut self, claim: &Claim<'_>, now: Timestamp, paused: impl Fn(&str) -> bool) -> ClaimOutcome {
+        if self.held_at(claim.key, now) {
+            return ClaimOutcome::Lost;
+        }
+        if paused(claim.job) {
+            return ClaimOutcome::Paused;
+        }
+        let (fencing, mark) = self.jobs.get(claim.job).copied().unwrap_or_default();
+        let expiry = match claim.hold {
+            Some(hold) if hold.refused_by_mark(mark, claim.trigger, now) => return ClaimOutcome::BehindMark,
+            Some(hold) => Some(hold.expires_at(claim.trigger, now)),
+            None => None,
+        };
+        let mark = match claim.hold {
+            Some(_) => mark.max(Some(claim.trigger)),
+            None => mark,
+        };
+        self.held.insert(claim.key.to_owned(), expiry);
+        self.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
+        ClaimOutcome::Won { fencing_token: fencing + 1 }
+    }
 }
 
 impl std::fmt::Debug for InProcessCoordinator {
@@ -76,19 +124,21 @@ impl InProcessCoordinator {
             clock,
             claims: Arc::default(),
             leases: Arc::default(),
+            members: Arc::default(),
         }
     }
 
-    /// The claims, locked, with the expired ones removed every [`Claims::SWEEP_EVERY`]
-    /// calls.
-    fn claims_at(&self, now: Timestamp) -> std::sync::MutexGuard<'_, Claims> {
-        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        claims.since_sweep += 1;
-        if claims.since_sweep >= Claims::SWEEP_EVERY {
-            claims.since_sweep = 0;
-            claims.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
-        }
-        claims
+    /// The membership and tallies without the lapsed ones, under the lock.
+    fn with_members<T>(&self, f: impl FnOnce(&mut Members, Timestamp) -> T) -> T {
+        let now = self.clock.now();
+        let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+        members.expiry.retain(|_, lapses| *lapses > now);
+        members.handled.retain(|_, (_, lapses)| *lapses > now);
+        f(&mut members, now)
+    }
+
+    fn claims(&self) -> std::sync::MutexGuard<'_, Claims> {
+        self.claims.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The job's unexpired lease, under the lock.
@@ -107,35 +157,20 @@ impl InProcessCoordinator {
 #[async_trait]
 impl Coordinator for InProcessCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        Ok(self.claims().claim(claim, self.clock.now(), |job| self.controls.is_paused(job)))
+    }
+
+    /// One lock and one reading of the clock for the whole batch.
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
         let now = self.clock.now();
-        let mut claims = self.claims_at(now);
-        if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
-            return Ok(ClaimOutcome::Lost);
-        }
-        if self.controls.is_paused(claim.job) {
-            return Ok(ClaimOutcome::Paused);
-        }
-        let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
-        let expiry = match claim.hold {
-            Some(hold) if hold.refused_by_mark(mark, claim.trigger, now) => {
-                return Ok(ClaimOutcome::BehindMark);
-            }
-            Some(hold) => Some(hold.expires_at(claim.trigger, now)),
-            None => None,
-        };
-        let mark = match claim.hold {
-            Some(_) => mark.max(Some(claim.trigger)),
-            None => mark,
-        };
-        claims.held.insert(claim.key.to_owned(), expiry);
-        claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
-        Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
+        let mut held = self.claims();
+        claims.iter().map(|claim| Ok(held.claim(claim, now, |job| self.controls.is_paused(job)))).collect()
     }
 
     async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let now = self.clock.now();
-        let mut claims = self.claims_at(now);
-        if claims.held.get(claim.key).is_some_and(|expiry| expiry.is_none_or(|at| at > now)) {
+        let mut claims = self.claims();
+        if claims.held_at(claim.key, now) {
             return Ok(ClaimOutcome::Lost);
         }
         let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
@@ -196,6 +231,56 @@ impl Coordinator for InProcessCoordinator {
 
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         Ok(Some(self.clock.now()))
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        Ok(Some(self.with_members(|members, now| {
+            members.expiry.insert(instance.to_owned(), crate::engine::later(now, ttl));
+            let mut live: Vec<String> = members.expiry.keys().cloned().collect();
+            live.sort();
+            live
+        })))
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.with_members(|members, _| members.expiry.remove(instance));
+        Ok(())
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        let now = self.clock.now();
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        let held = |key: &str| claims.held.get(key).is_some_and(|expiry| expiry.is_none_or(|at| at > now));
+        let paused = |job: &str| self.controls.is_paused(job);
+        Ok(triggers.iter().map(|trigger| !held(trigger.key) && !paused(trigger.job)).collect())
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.with_members(|members, now| {
+            let lapses = crate::engine::later(now, ttl);
+            let entry = members.handled.entry((owner.to_owned(), at)).or_default();
+            *entry = (entry.0.plus(handled), lapses);
+        });
+        Ok(())
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        Ok(self.with_members(|members, _| {
+            tallies
+                .iter()
+                .map(|(owner, at)| members.handled.get(&((*owner).to_owned(), *at)).map(|(tally, _)| *tally))
+                .collect()
+        }))
     }
 
     fn name(&self) -> &'static str {

@@ -4,12 +4,17 @@ mod error;
 mod hold;
 mod in_process;
 pub mod lease;
+pub mod membership;
 pub mod read_back;
+pub mod rendezvous;
 
 pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{Lease, LeaseGrant, LeaseRenewal};
+pub use membership::{Handled, TriggerRef};
+
+use std::time::Duration;
 
 use crate::control::Controls;
 
@@ -71,9 +76,14 @@ pub struct RequestClaim<'a> {
     pub ttl: std::time::Duration,
 }
 
+/// The most claims a networked coordinator sends in one round trip: a larger batch given
+/// to [`Coordinator::claim_batch`] goes in chunks of this many, one after the other, so
+/// that one round trip (and the server's time on it) stays bounded.
+pub const MAX_CLAIMS_PER_ROUND_TRIP: usize = 1_000;
+
 /// How often at most a scheduler reads its coordinator's clock ([`Coordinator::time`])
 /// to measure its own clock's offset from it.
-pub const SKEW_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 
 /// Arbitrates claims between replicas.
 ///
@@ -82,8 +92,9 @@ pub const SKEW_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_sec
 /// backend, must never be released when the run ends (it marks the slot as taken), and
 /// must report an error rather than guess when the outcome is unknown: the engine then
 /// skips the trigger (fail closed). A recurring claim expires and is refused by the job's
-/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked backend whose reply can be lost reads the
-/// claim back with [`read_back::claim_with_read_back`].
+/// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked
+/// backend whose reply can be lost reads the claim back with
+/// [`read_back::claim_with_read_back`] (a batch: [`read_back::claim_batch_with_read_back`]).
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {
     /// Tries to claim a trigger.
@@ -112,6 +123,29 @@ pub trait Coordinator: Send + Sync + 'static {
     /// default): the coordinator keeps none, and pausing fails.
     fn controls(&self) -> Option<&dyn Controls> {
         None
+    }
+
+    /// Claims many triggers in one round trip (or as few as the backend allows); one
+    /// result per claim, same order.
+    ///
+    /// Each claim's semantics are those of [`Coordinator::claim`], as if the claims were
+    /// made one after the other in the order given: one winner per trigger across the
+    /// fleet; a fencing token per won claim, growing per job in the order of the claims
+    /// (so a job's triggers given in trigger order get tokens in trigger order); the hold,
+    /// the expiry and the job's high-water mark of [`Hold`]; an error rather than a guess
+    /// when a claim's outcome is unknown (the engine then skips that trigger: fail
+    /// closed); and a lost reply read back, claim by claim, never guessed. A backend
+    /// splits a batch longer than [`MAX_CLAIMS_PER_ROUND_TRIP`] into chunks of that many.
+    /// The engine bounds the whole call by its claim timeout.
+    ///
+    /// The default makes the claims one at a time with [`Coordinator::claim`]: correct
+    /// for every backend, one round trip per claim.
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for claim in claims {
+            outcomes.push(self.claim(claim).await);
+        }
+        outcomes
     }
 
     /// Takes the job's lease for `lease.owner`, or finds it held; see [`lease`] for what
@@ -159,6 +193,69 @@ pub trait Coordinator: Send + Sync + 'static {
     /// The backend is unreachable.
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         Ok(None)
+    }
+
+    /// Registers (or renews) `instance` as a member of the fleet until `ttl` from now on
+    /// the coordinator's clock, and returns the live members, this one included, sorted;
+    /// see [`membership`]. `None` (the default) for a coordinator without a membership:
+    /// every replica then owns every trigger and claims it at once.
+    ///
+    /// # Errors
+    /// The backend is unreachable; the scheduler keeps its last view and retries.
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        let _ = (instance, ttl);
+        Ok(None)
+    }
+
+    /// Removes `instance` from the membership (graceful shutdown), so its triggers move to
+    /// the other members at once rather than after the membership TTL. Nothing by default.
+    ///
+    /// # Errors
+    /// The backend is unreachable; the member then lapses within its TTL.
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        let _ = instance;
+        Ok(())
+    }
+
+    /// Whether each trigger is unclaimed (no claim holds its key, and its job is not
+    /// paused: the coordinator refuses a paused job's claims, so there is nothing to take
+    /// over), in one round trip: a non-owner asks it once per batch after the takeover
+    /// delay, and claims only those. A stale answer costs a lost claim, never a double run: the claim decides.
+    /// The default answers `true` for all (the non-owner then claims every one).
+    ///
+    /// # Errors
+    /// The backend is unreachable; the engine then claims them all (the claims decide).
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        Ok(vec![true; triggers.len()])
+    }
+
+    /// Adds `handled` to `owner`'s [`Handled`] tally of trigger instant `at`, kept for
+    /// `ttl` on the coordinator's clock; see [`membership`]. Nothing by default.
+    ///
+    /// # Errors
+    /// The backend is unreachable; non-owners then read trigger by trigger.
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        let _ = (owner, at, handled, ttl);
+        Ok(())
+    }
+
+    /// The [`Handled`] tally of each `(owner, trigger instant)`, `None` where there is
+    /// none, in one round trip. The default has none.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        Ok(vec![None; tallies.len()])
     }
 
     /// A short name for logs: `in-process`, `redis`, `postgres`.

@@ -16,7 +16,11 @@
 //!   closed, DESIGN.md's "Exactly once across replicas").
 //!
 //! A backend supplies the two round trips, the claim and the read-back, to
-//! [`claim_with_read_back`].
+//! [`claim_with_read_back`]. A batch of claims in one round trip
+//! ([`Coordinator::claim_batch`](super::Coordinator::claim_batch)) whose reply was lost
+//! is read back the same way, claim by claim, in one round trip for the batch, by
+//! [`claim_batch_with_read_back`]: the claims nobody holds are made once more, as one
+//! batch.
 
 use std::fmt;
 use std::future::Future;
@@ -101,6 +105,108 @@ where
                 )));
             }
         }
+    }
+}
+
+/// One attempt at a batch: each claim's outcome (or its own error, e.g. a key the backend
+/// cannot read), in the order asked, or why the attempt as a whole has no answer.
+pub type BatchAttempt<E> = Result<Vec<Result<ClaimOutcome, CoordinatorError>>, AttemptError<E>>;
+
+/// [`claim_with_read_back`] for a batch of `count` claims made in one round trip: the
+/// same decision, per claim, with one attempt and one read-back per round for every
+/// claim still undecided.
+///
+/// `attempt` makes the claims whose indices (into the batch, ascending) it is given, in
+/// one round trip, each always with its same token, and answers one result per index;
+/// `read_holders` reads back, in one round trip, who holds each of the given claims'
+/// triggers. `claim(i)` names claim `i` in errors. At most two attempts and two
+/// read-backs; the second attempt and read-back cover only the claims nobody held.
+///
+/// Returns one result per claim, in order. Errors are as [`claim_with_read_back`]'s,
+/// each naming its claim.
+pub async fn claim_batch_with_read_back<E, A, AF, R, RF>(
+    count: usize,
+    claim: &(dyn Fn(usize) -> String + Sync),
+    mut attempt: A,
+    mut read_holders: R,
+) -> Vec<Result<ClaimOutcome, CoordinatorError>>
+where
+    E: fmt::Display,
+    A: FnMut(Vec<usize>) -> AF,
+    AF: Future<Output = BatchAttempt<E>>,
+    R: FnMut(Vec<usize>) -> RF,
+    RF: Future<Output = Result<Vec<Holder>, E>>,
+{
+    let mut results: Vec<Option<Result<ClaimOutcome, CoordinatorError>>> = (0..count).map(|_| None).collect();
+    let mut pending: Vec<usize> = (0..count).collect();
+    let mut tried_again = false;
+    while !pending.is_empty() {
+        let lost = match attempt(pending.clone()).await {
+            Ok(outcomes) => {
+                for (i, outcome) in pending.iter().zip(outcomes) {
+                    results[*i] = Some(outcome);
+                }
+                break;
+            }
+            Err(AttemptError::NotMade(e)) => {
+                for &i in &pending {
+                    results[i] =
+                        Some(Err(CoordinatorError::unavailable(format!("{} failed: {e}", claim(i)))));
+                }
+                break;
+            }
+            Err(AttemptError::ReplyLost(e)) => e,
+        };
+        let holders = match read_holders(pending.clone()).await {
+            Ok(holders) if holders.len() == pending.len() => holders,
+            Ok(_) => {
+                let e = "the read-back answered for another number of claims";
+                fail_all(&mut results, &pending, claim, &lost, e);
+                break;
+            }
+            Err(e) => {
+                fail_all(&mut results, &pending, claim, &lost, e);
+                break;
+            }
+        };
+        tracing::warn!(claims = pending.len(), "batch claim reply lost ({lost}); read the claims back");
+        let mut nobody = Vec::new();
+        for (&i, holder) in pending.iter().zip(holders) {
+            results[i] = match holder {
+                Holder::Us { fencing_token } => Some(Ok(ClaimOutcome::Won { fencing_token })),
+                Holder::Other => Some(Ok(ClaimOutcome::Lost)),
+                Holder::Nobody if !tried_again => {
+                    nobody.push(i);
+                    None
+                }
+                Holder::Nobody => Some(Err(CoordinatorError::outcome_unknown(format!(
+                    "{} failed twice: {lost}; reading it back found no claim",
+                    claim(i)
+                )))),
+            };
+        }
+        pending = nobody;
+        tried_again = true;
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for this claim"))))
+        .collect()
+}
+
+/// Every pending claim's outcome is unknown: its reply was lost and the read-back failed.
+fn fail_all(
+    results: &mut [Option<Result<ClaimOutcome, CoordinatorError>>],
+    pending: &[usize],
+    claim: &(dyn Fn(usize) -> String + Sync),
+    lost: &dyn fmt::Display,
+    e: impl fmt::Display,
+) {
+    for &i in pending {
+        results[i] = Some(Err(CoordinatorError::outcome_unknown(format!(
+            "{}: outcome unknown after \"{lost}\", and reading it back failed: {e}",
+            claim(i)
+        ))));
     }
 }
 
@@ -206,5 +312,51 @@ mod tests {
             decide(vec![lost(), lost()], vec![Ok(Holder::Nobody), Ok(Holder::Nobody)]).await;
         assert_eq!(outcome, Err("claim of k failed twice: reset; reading it back found no claim".to_owned()));
         assert_eq!((made, read), (2, 2));
+    }
+
+    #[tokio::test]
+    async fn a_batch_whose_reply_was_lost_is_read_back_claim_by_claim_and_only_nobodys_made_again() {
+        let attempts = Mutex::new(Vec::new());
+        let outcomes = claim_batch_with_read_back(
+            3,
+            &|i| format!("claim {i}"),
+            |pending: Vec<usize>| {
+                attempts.lock().unwrap().push(pending.clone());
+                let answer: BatchAttempt<&str> = match attempts.lock().unwrap().len() {
+                    1 => Err(AttemptError::ReplyLost("reset")),
+                    _ => Ok(pending.iter().map(|_| Ok(WON)).collect()),
+                };
+                std::future::ready(answer)
+            },
+            |pending: Vec<usize>| {
+                assert_eq!(pending, [0, 1, 2], "one read-back for the whole batch");
+                std::future::ready(Ok::<_, &str>(vec![
+                    Holder::Us { fencing_token: 3 },
+                    Holder::Other,
+                    Holder::Nobody,
+                ]))
+            },
+        )
+        .await;
+        let outcomes: Vec<_> = outcomes.into_iter().map(|o| o.map_err(|e| e.to_string())).collect();
+        assert_eq!(outcomes, [Ok(ClaimOutcome::Won { fencing_token: 3 }), Ok(ClaimOutcome::Lost), Ok(WON)]);
+        assert_eq!(*attempts.lock().unwrap(), [vec![0, 1, 2], vec![2]], "only nobody's claim again");
+    }
+
+    #[tokio::test]
+    async fn a_batch_that_cannot_be_read_back_is_outcome_unknown_for_every_claim() {
+        let outcomes = claim_batch_with_read_back(
+            2,
+            &|i| format!("claim {i}"),
+            |_| std::future::ready(Err::<Vec<_>, _>(AttemptError::ReplyLost("reset"))),
+            |_| std::future::ready(Err::<Vec<Holder>, _>("down")),
+        )
+        .await;
+        for outcome in outcomes {
+            assert_eq!(
+                outcome.expect_err("unknown").kind(),
+                crate::coordinator::CoordinatorErrorKind::OutcomeUnknown
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ use super::table::Table;
 use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::lease::DEFAULT_LEASE_TTL;
+use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
 use crate::metrics::JobLabels;
@@ -48,6 +49,9 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 lease_ttl: DEFAULT_LEASE_TTL,
+                takeover_delay: SchedulerBuilder::DEFAULT_TAKEOVER_DELAY,
+                membership_ttl: DEFAULT_MEMBERSHIP_TTL,
+                shared_work: true,
                 metrics: JobLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
@@ -61,6 +65,10 @@ impl Default for SchedulerBuilder {
 impl SchedulerBuilder {
     /// The default [clock-skew slack](Self::slack): 5 s.
     pub const DEFAULT_SLACK: Duration = Duration::from_secs(5);
+
+    /// The default [takeover delay](Self::takeover_delay): 300 ms, below the default grace
+    /// window ([`Misfire::DEFAULT_GRACE`](crate::Misfire::DEFAULT_GRACE), 1 s).
+    pub const DEFAULT_TAKEOVER_DELAY: Duration = Duration::from_millis(300);
 
     /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
     pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
@@ -180,6 +188,39 @@ impl SchedulerBuilder {
         self
     }
 
+    /// How long, on this scheduler's clock, a replica that does not own a trigger waits
+    /// for its owner to claim it before it reads whether it is still unclaimed and, if so,
+    /// claims it (default [`Self::DEFAULT_TAKEOVER_DELAY`], 300 ms). With a coordinator
+    /// that keeps a [membership](crate::coordinator::membership), each trigger's owner
+    /// claims at once; an owner that cannot (at its concurrency cap, skipping for clock
+    /// skew, its link down) costs a run this much late. Keep it below the jobs' grace
+    /// windows and above the owners' claim round trip.
+    pub fn takeover_delay(mut self, delay: Duration) -> Self {
+        self.settings.takeover_delay = delay;
+        self
+    }
+
+    /// Whether the replicas share the work (default `true`): with a coordinator that keeps
+    /// a [membership](crate::coordinator::membership), each trigger's owner claims it at
+    /// once and the others only take over what it left unclaimed after the
+    /// [takeover delay](Self::takeover_delay). With `false` this replica joins no
+    /// membership and claims every trigger at once, as with a coordinator that keeps none.
+    pub fn shared_work(mut self, shared: bool) -> Self {
+        self.settings.shared_work = shared;
+        self
+    }
+
+    /// How long the coordinator keeps this replica in the fleet's
+    /// [membership](crate::coordinator::membership) after its last heartbeat (default
+    /// [`DEFAULT_MEMBERSHIP_TTL`], 10 s, on the coordinator's clock; at least 3 ms): the
+    /// most a replica that dies without leaving keeps owning its jobs, whose triggers
+    /// then run a [takeover delay](Self::takeover_delay) late. It heartbeats every third
+    /// of it, and leaves at once when it stops.
+    pub fn membership_ttl(mut self, ttl: Duration) -> Self {
+        self.settings.membership_ttl = ttl.max(Duration::from_millis(3));
+        self
+    }
+
     /// Called with every trigger's record once it has ended, e.g. a
     /// [`FailureHook`](crate::policy::FailureHook) (default: none).
     pub fn observer(mut self, observer: Arc<dyn RunObserver>) -> Self {
@@ -222,6 +263,8 @@ impl SchedulerBuilder {
                 local_leases: InProcessCoordinator::on_shared_clock(self.clock.clone()),
                 observer: self.observer,
                 skew: Default::default(),
+                membership: Default::default(),
+                takeovers: Default::default(),
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),

@@ -1,10 +1,12 @@
 //! The engine: one ordered queue of next triggers, a sleep until the earliest through
 //! the [`Clock`], and one task per run.
 
+mod batch;
 mod builder;
 mod introspect;
 mod misfire;
 mod outbox;
+mod ownership;
 mod plans;
 mod queue;
 mod reconcile;
@@ -100,6 +102,10 @@ pub(crate) struct Shared {
     pub observer: Option<Arc<dyn RunObserver>>,
     /// This replica's offset from its coordinator's clock.
     pub(crate) skew: skew::SkewGuard,
+    /// This replica's last view of the fleet's membership.
+    membership: ownership::View,
+    /// The triggers other replicas own, waiting out the takeover delay.
+    takeovers: ownership::Takeovers,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -133,6 +139,9 @@ pub(crate) struct Settings {
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
     pub lease_ttl: Duration,
+    pub takeover_delay: Duration,
+    pub membership_ttl: Duration,
+    pub shared_work: bool,
     pub metrics: JobLabels,
     pub record_buffer: usize,
     pub restore_definitions: bool,
@@ -146,6 +155,8 @@ struct Started {
     stop_writer: CancellationToken,
     writer: JoinHandle<()>,
     heartbeat: JoinHandle<()>,
+    /// The membership heartbeat: leaves the membership when the scheduler starts stopping.
+    membership: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
 }
 
@@ -243,6 +254,32 @@ impl Scheduler {
     /// This scheduler's instance id.
     pub fn instance(&self) -> &str {
         &self.shared.instance
+    }
+
+    /// This scheduler's last view of the fleet's
+    /// [membership](crate::coordinator::membership): the live members' instance ids,
+    /// sorted. `None` before the first heartbeat has answered, and with a coordinator
+    /// that keeps no membership (every replica then claims every trigger at once).
+    pub fn members(&self) -> Option<Vec<String>> {
+        self.shared.membership.get().map(|members| members.to_vec())
+    }
+
+    /// Whether no `run()` is going on, its shutdown included.
+    #[cfg(feature = "testkit")]
+    pub(crate) fn is_stopped(&self) -> bool {
+        !self.shared.running.load(Ordering::SeqCst) && self.shared.lifecycle.try_lock().is_ok()
+    }
+
+    /// Whether `job`'s `trigger` waits here for its owner, another replica, to claim it.
+    #[cfg(feature = "testkit")]
+    pub(crate) fn awaits_takeover(&self, job: &str, trigger: Timestamp) -> bool {
+        self.shared.takeovers.waits(job, trigger)
+    }
+
+    /// Whether `job`'s `trigger` waits here for a slot of the concurrency cap.
+    #[cfg(feature = "testkit")]
+    pub(crate) fn awaits_slot(&self, job: &str, trigger: Timestamp) -> bool {
+        self.shared.cap.as_ref().is_some_and(|cap| cap.waits(job, trigger))
     }
 
     /// The ledger the run records go to.
@@ -350,12 +387,15 @@ impl Scheduler {
         let writer =
             tokio::spawn(self.shared.outbox.clone().deliver(self.shared.clock.clone(), stop_writer.clone()));
         let heartbeat = tokio::spawn(sweep::heartbeat(self.shared.clone(), stop_writer.clone()));
+        let scope = Arc::new(RunScope::new(self.shared.clone()));
+        let membership = tokio::spawn(ownership::heartbeat(self.shared.clone(), scope.stopping.clone()));
         let started = guard.started.insert(Started {
             tracker: TaskTracker::new(),
-            scope: Arc::new(RunScope::new(self.shared.clone())),
+            scope,
             stop_writer,
             writer,
             heartbeat,
+            membership,
             _lifecycle: lifecycle,
         });
         let (scope, tracker) = (started.scope.clone(), started.tracker.clone());
@@ -365,28 +405,60 @@ impl Scheduler {
             "scheduler started"
         );
         self.shared.table().start(self.shared.clock.now());
-        let mut due = Vec::with_capacity(SPAWN_BATCH);
+        // With a coordinator, the triggers due together are claimed in batches of up to
+        // one round trip's claims; without, nothing is claimed.
+        let take = if self.shared.coordinator.is_some() { batch::MAX_BATCH } else { SPAWN_BATCH };
+        let mut due = Vec::with_capacity(take);
+        let mut batched = Vec::new();
         loop {
             let now = self.shared.clock.now();
             let (more, deadline) = {
                 let mut table = self.shared.table();
-                let more = table.take_due(now, &mut due, SPAWN_BATCH);
+                let more = table.take_due(now, &mut due, take);
                 (more, table.next_deadline())
             };
             let mut items = due.drain(..).peekable();
+            let mut split = ownership::Split::new(&self.shared);
             while let Some(item) = items.next() {
-                scope.spawning();
                 // A job's catch-up comes as consecutive items: claimed in trigger order.
                 if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
+                    scope.spawning();
                     let mut group = vec![item];
                     while let Some(next) = items.next_if(|next| Arc::ptr_eq(&next.job, &group[0].job)) {
                         scope.spawning();
                         group.push(next);
                     }
                     tracker.spawn(run::execute_in_order(scope.clone(), group));
-                } else {
-                    tracker.spawn(run::execute(scope.clone(), item));
+                    continue;
                 }
+                let role = split.role(&self.shared, &item);
+                match role {
+                    ownership::Role::Other(owner) => {
+                        self.shared.takeovers.push(&scope, &tracker, item, owner)
+                    }
+                    // Counted as spawning once claimed, when its run is spawned.
+                    ownership::Role::Owner(tally) if batch::batchable(&self.shared, &item) => {
+                        batched.push((item, Some(tally)))
+                    }
+                    ownership::Role::Everyone if batch::batchable(&self.shared, &item) => {
+                        batched.push((item, None))
+                    }
+                    ownership::Role::Owner(tally) => {
+                        scope.spawning();
+                        tracker.spawn(run::execute_owned(scope.clone(), item, Some(tally)));
+                    }
+                    ownership::Role::Everyone => {
+                        scope.spawning();
+                        tracker.spawn(run::execute(scope.clone(), item));
+                    }
+                }
+            }
+            drop(split);
+            if !batched.is_empty() {
+                let permit =
+                    scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let claims = std::mem::take(&mut batched);
+                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims, permit));
             }
             let requests = std::mem::take(&mut *self.shared.requests());
             for group in requests {
@@ -416,7 +488,7 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started { tracker, scope, stop_writer, writer, heartbeat, _lifecycle } = started;
+        let Started { tracker, scope, stop_writer, writer, heartbeat, membership, _lifecycle } = started;
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
@@ -452,6 +524,7 @@ impl Scheduler {
             tracing::error!("the ledger writer failed: {e}");
         }
         let _ = heartbeat.await;
+        let _ = membership.await;
         tracing::info!("scheduler stopped");
     }
 }

@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use jiff::Timestamp;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Shared;
+use super::batch::Claimed;
 use super::later;
+use super::ownership::Tally;
 use super::skew::{self, Skew};
 use super::table::{Action, Due};
 use super::trigger::{claim_hold, job_run_budget, request_ttl};
@@ -24,7 +26,9 @@ use crate::coordinator::{
 use crate::job::{BoxError, Job};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, EngineSeries};
-use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunStop};
+use crate::policy::{
+    self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunSlot, RunStop,
+};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
 /// scheduler and its stop signals, behind one reference count, so a burst of runs
@@ -42,6 +46,8 @@ pub(crate) struct RunScope {
     waiting: AtomicUsize,
     /// Notified when `waiting` falls to [`RunScope::RESUME_AT`].
     drained: Notify,
+    /// The claim batches in flight ([`batch::BATCHES_IN_FLIGHT`](super::batch::BATCHES_IN_FLIGHT)).
+    pub batches: Arc<Semaphore>,
 }
 
 impl RunScope {
@@ -60,6 +66,7 @@ impl RunScope {
             stopping: CancellationToken::new(),
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
+            batches: Arc::new(Semaphore::new(super::batch::BATCHES_IN_FLIGHT)),
         }
     }
 
@@ -97,9 +104,14 @@ impl RunScope {
 /// The run is a `tracing` span, `run`, carrying the job and the trigger, so the handler's
 /// own events carry them too.
 pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
+    execute_owned(scope, due, None).await;
+}
+
+/// [`execute`] for a trigger this replica owns: its claim's answer goes into `tally`.
+pub(crate) async fn execute_owned(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally>>) {
     scope.started();
     let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
-    Box::pin(execute_started(scope, due)).instrument(span).await;
+    Box::pin(execute_started(scope, due, tally)).instrument(span).await;
 }
 
 /// Handles several due items of one job (a catch-up) in trigger order, one after the
@@ -112,7 +124,21 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
     }
 }
 
-async fn execute_started(scope: Arc<RunScope>, due: Due) {
+/// Handles one due item whose claim a batch has decided ([`batch`](super::batch)), to
+/// the end, as [`execute`] does; `key` is its trigger key. It was not removed when it was
+/// claimed, so it ends in its record even if its job is removed now.
+pub(crate) async fn execute_claimed(scope: Arc<RunScope>, due: Due, claimed: Claimed, key: Box<str>) {
+    scope.started();
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    let run = async move {
+        let Due { job, trigger, next, cause, .. } = due;
+        let record = claim_and_run(&scope, &job, trigger, next, cause, Claiming::Batched(claimed, key)).await;
+        scope.shared.finish(&job, record).await;
+    };
+    Box::pin(run).instrument(span).await;
+}
+
+async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally>>) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;
     if removed(&job, trigger) {
@@ -120,14 +146,14 @@ async fn execute_started(scope: Arc<RunScope>, due: Due) {
     }
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, cause, count),
-        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, false).await,
-        Action::Requested => claim_and_run(&scope, &job, trigger, next, cause, true).await,
+        Action::Run => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Here(tally)).await,
+        Action::Requested => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested).await,
     };
     shared.finish(&job, record).await;
 }
 
 /// Whether `job` was removed before `trigger` started (logged): it does not run then.
-fn removed(job: &Job, trigger: Timestamp) -> bool {
+pub(super) fn removed(job: &Job, trigger: Timestamp) -> bool {
     let removed = job.removed.load(Ordering::SeqCst);
     if removed {
         tracing::info!(job = %job.name, %trigger, "job removed before this trigger started: not run");
@@ -145,67 +171,81 @@ fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u
     shared.skipped(job, trigger, cause, Outcome::Missed, Some(reason))
 }
 
-/// Handles one trigger to its record: jitter, the concurrency cap, the claim, then the
-/// overlap lease around the retries around each attempt under its timeout. A
-/// `requested` run (manual, backfill, caught up at a resume) has no jitter, ignores a
-/// pause and is claimed under its own key ([`request_key`](super::request_key)).
+/// How a trigger's claim is made.
+enum Claiming {
+    /// Here, after the jitter and the concurrency cap; a trigger this replica owns comes
+    /// with its instant's [`Tally`], which learns the claim's answer.
+    Here(Option<Arc<Tally>>),
+    /// A batch has claimed it ([`batch`](super::batch)), under this trigger key: then the
+    /// trigger has neither jitter nor cap.
+    Batched(Claimed, Box<str>),
+    /// A run an operator asked for (manual, backfill, caught up at a resume): no jitter,
+    /// no pause, claimed under its own key ([`request_key`](super::request_key)).
+    Requested,
+}
+
+/// Handles one trigger to its record: jitter, the concurrency cap, the claim (each as
+/// [`Claiming`] says), then the overlap lease around the retries around each attempt
+/// under its timeout.
 async fn claim_and_run(
     scope: &Arc<RunScope>,
     job: &Arc<Job>,
     trigger: Timestamp,
     next: Option<Timestamp>,
     cause: Cause,
-    requested: bool,
+    claiming: Claiming,
 ) -> RunRecord {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
-    // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
-    let jitter = if requested { None } else { job.jitter };
-    let start = match policy::wait_for_start(&job.name, trigger, jitter, clock, &scope.stopping).await {
-        Ok(start) => start,
-        Err(reason) => return skipped(Outcome::Missed, reason),
-    };
-    // A pause of a job no coordinator claims for: checked here (a claim checks its own).
-    let unclaimed = shared.coordinator.is_none() || job.every_replica;
-    if unclaimed && !requested {
-        match shared.unclaimed_paused(job).await {
-            Ok(None) => {}
-            Ok(Some(since)) => {
-                return skipped(Outcome::SkippedPaused, format!("the job is paused since {since}"));
-            }
-            Err(e) => {
-                let reason = format!("whether the job is paused is unknown: {e}");
-                return skipped(Outcome::SkippedBackendUnavailable, reason);
-            }
-        }
-    }
-    // The concurrency cap: a slot before the claim, so a replica with room wins it. A
-    // late trigger (catch-up, start-up) waits the grace window from when it came up.
-    let deadline = later(start.max(clock.now()), job.grace);
-    let _slot = match ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping).await {
-        Ok(slot) => slot,
-        Err(reason) => return skipped(Outcome::SkippedConcurrency, reason),
-    };
     let kind = job.schedule.kind();
     let trigger_key = OnceLock::new();
-    if requested {
-        let _ = trigger_key.set(super::request_key(&job.name, kind, cause, trigger).into_boxed_str());
-    }
-    let fencing_token = match &shared.coordinator {
-        // Single-replica mode, or a job every replica runs: nothing to claim.
-        None => local_fencing_token(shared, job).await,
-        Some(_) if job.every_replica => local_fencing_token(shared, job).await,
-        Some(coordinator) => {
-            let key =
-                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
-            let claimed = match requested {
-                true => claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await,
-                false => claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await,
-            };
+    let mut _slot = None;
+    let fencing_token = match claiming {
+        Claiming::Batched(claimed, key) => {
+            trigger_key.get_or_init(|| key);
             match claimed {
                 Ok(fencing_token) => fencing_token,
                 Err(skipped) => return skipped,
+            }
+        }
+        Claiming::Here(tally) => {
+            _slot = match start_gate(scope, job, trigger, cause, false).await {
+                Ok(slot) => Some(slot),
+                Err(skipped) => return skipped,
+            };
+            match &shared.coordinator {
+                // Single-replica mode, or a job every replica runs: nothing to claim.
+                None => local_fencing_token(shared, job).await,
+                Some(_) if job.every_replica => local_fencing_token(shared, job).await,
+                Some(coordinator) => {
+                    let key = trigger_key.get_or_init(|| key_of(job, trigger));
+                    let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await;
+                    if let Some(tally) = tally {
+                        tally.note(key, &claimed);
+                    }
+                    match claimed {
+                        Ok(fencing_token) => fencing_token,
+                        Err(skipped) => return skipped,
+                    }
+                }
+            }
+        }
+        Claiming::Requested => {
+            _slot = match start_gate(scope, job, trigger, cause, true).await {
+                Ok(slot) => Some(slot),
+                Err(skipped) => return skipped,
+            };
+            let key = trigger_key.get_or_init(|| super::request_key(&job.name, kind, cause, trigger).into());
+            match &shared.coordinator {
+                None => local_fencing_token(shared, job).await,
+                Some(_) if job.every_replica => local_fencing_token(shared, job).await,
+                Some(coordinator) => {
+                    match claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await {
+                        Ok(fencing_token) => fencing_token,
+                        Err(skipped) => return skipped,
+                    }
+                }
             }
         }
     };
@@ -227,8 +267,7 @@ async fn claim_and_run(
     let owner = match job.overlap {
         Overlap::Allow => String::new(),
         _ => {
-            let key =
-                trigger_key.get_or_init(|| super::trigger_key(&job.name, kind, trigger).into_boxed_str());
+            let key = trigger_key.get_or_init(|| key_of(job, trigger));
             format!("{} {key}", shared.instance)
         }
     };
@@ -309,6 +348,45 @@ async fn claim_and_run(
     record
 }
 
+/// What comes before a claim made here: the jitter (none for a `requested` run), the
+/// pause of a job no coordinator claims for (a claim checks its own; a requested run
+/// ignores it), and the concurrency cap's slot, taken before the claim so a replica with
+/// room wins it. Else the record of the skip.
+async fn start_gate(
+    scope: &RunScope,
+    job: &Job,
+    trigger: Timestamp,
+    cause: Cause,
+    requested: bool,
+) -> Result<RunSlot, RunRecord> {
+    let shared = &scope.shared;
+    let clock = shared.clock.as_ref();
+    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
+    // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
+    let jitter = if requested { None } else { job.jitter };
+    let start = match policy::wait_for_start(&job.name, trigger, jitter, clock, &scope.stopping).await {
+        Ok(start) => start,
+        Err(reason) => return Err(skipped(Outcome::Missed, reason)),
+    };
+    if !requested && (shared.coordinator.is_none() || job.every_replica) {
+        match shared.unclaimed_paused(job).await {
+            Ok(None) => {}
+            Ok(Some(since)) => {
+                return Err(skipped(Outcome::SkippedPaused, format!("the job is paused since {since}")));
+            }
+            Err(e) => {
+                let reason = format!("whether the job is paused is unknown: {e}");
+                return Err(skipped(Outcome::SkippedBackendUnavailable, reason));
+            }
+        }
+    }
+    // A late trigger (catch-up, start-up) waits the grace window from when it came up.
+    let deadline = later(start.max(clock.now()), job.grace);
+    let taken =
+        ConcurrencyCap::take(shared.cap.as_ref(), clock, deadline, &scope.stopping, (&job.name, trigger));
+    taken.await.map_err(|reason| skipped(Outcome::SkippedConcurrency, reason))
+}
+
 /// One log line per attempt of a job that may retry.
 fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResult) {
     let (job, outcome, of) = (&*job.name, result.outcome.as_str(), job.retry.attempts());
@@ -348,6 +426,68 @@ async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
     job.local_fencing.fetch_add(1, Ordering::Relaxed) + 1
 }
 
+/// The trigger key of `job`'s `trigger`.
+pub(super) fn key_of(job: &Job, trigger: Timestamp) -> Box<str> {
+    super::trigger_key(&job.name, job.schedule.kind(), trigger).into_boxed_str()
+}
+
+/// The claim of `job`'s `trigger` (key `key`, next trigger `next`) by this scheduler.
+pub(super) fn claim_of<'a>(
+    shared: &'a Shared,
+    job: &'a Job,
+    trigger: Timestamp,
+    next: Option<Timestamp>,
+    key: &'a str,
+) -> Claim<'a> {
+    let settings = &shared.settings;
+    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
+    let hold = claim_hold(trigger, next, job.schedule.kind().is_one_shot(), budget, settings.slack);
+    Claim { job: &job.name, trigger, key, instance: &shared.instance, hold }
+}
+
+/// Why the clock-skew guard lets no claim through.
+pub(super) enum SkewSkip {
+    /// This replica's clock is off by more than the slack.
+    Beyond(jiff::SignedDuration),
+    /// The coordinator's clock could not be read.
+    Unread(CoordinatorError),
+}
+
+impl SkewSkip {
+    /// The record of `job`'s `trigger` skipped for it.
+    pub fn record(
+        &self,
+        shared: &Shared,
+        coordinator: &dyn Coordinator,
+        job: &Job,
+        trigger: Timestamp,
+        cause: Cause,
+    ) -> RunRecord {
+        match self {
+            Self::Beyond(offset) => {
+                let reason = skew::reason(coordinator, *offset, shared.settings.slack);
+                shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason))
+            }
+            Self::Unread(e) => unclaimed(shared, coordinator, job, trigger, cause, e),
+        }
+    }
+}
+
+/// The clock-skew guard before a claim (or a batch of claims), if it is on.
+pub(super) async fn skew_gate(shared: &Shared, coordinator: &dyn Coordinator) -> Result<(), SkewSkip> {
+    if !shared.settings.check_clock_skew {
+        return Ok(());
+    }
+    match shared.skew.check(shared, coordinator).await {
+        Ok(Skew::Within) => Ok(()),
+        Ok(Skew::Beyond(offset)) => Err(SkewSkip::Beyond(offset)),
+        Err(e) => {
+            shared.health.coordinator.store(false, Ordering::Relaxed);
+            Err(SkewSkip::Unread(e))
+        }
+    }
+}
+
 /// Claims the trigger: the fencing token if won, else the record of the skip.
 async fn claim(
     shared: &Shared,
@@ -357,28 +497,15 @@ async fn claim(
     next: Option<Timestamp>,
     cause: Cause,
     key: &str,
-) -> Result<u64, RunRecord> {
-    let kind = job.schedule.kind();
-    let settings = &shared.settings;
-    let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
-    let hold = claim_hold(trigger, next, kind.is_one_shot(), budget, settings.slack);
-    let claim = Claim { job: &job.name, trigger, key, instance: &shared.instance, hold };
-    if settings.check_clock_skew {
-        match shared.skew.check(shared, coordinator).await {
-            Ok(Skew::Within) => {}
-            Ok(Skew::Beyond(offset)) => {
-                let reason = skew::reason(coordinator, offset, settings.slack);
-                return Err(shared.skipped(job, trigger, cause, Outcome::SkippedClockSkew, Some(reason)));
-            }
-            Err(e) => {
-                shared.health.coordinator.store(false, Ordering::Relaxed);
-                return Err(unclaimed(shared, coordinator, job, trigger, cause, &e));
-            }
-        }
+) -> Claimed {
+    let claim = claim_of(shared, job, trigger, next, key);
+    if let Err(skip) = skew_gate(shared, coordinator).await {
+        return Err(skip.record(shared, coordinator, job, trigger, cause));
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
-    settle(shared, coordinator, job, trigger, cause, asked, claimed).map_err(|skipped| *skipped)
+    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    decide(shared, coordinator, job, trigger, cause, claimed, latency)
 }
 
 /// Claims a requested run under its own key: no skew check (it holds from when it is
@@ -390,27 +517,27 @@ async fn claim_requested(
     trigger: Timestamp,
     cause: Cause,
     key: &str,
-) -> Result<u64, RunRecord> {
+) -> Claimed {
     let settings = &shared.settings;
     let ttl = request_ttl(job, cause, trigger, settings.cancel_grace, settings.slack);
     let claim = RequestClaim { job: &job.name, trigger, key, instance: &shared.instance, ttl };
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim_request(&claim)).await;
-    settle(shared, coordinator, job, trigger, cause, asked, claimed).map_err(|skipped| *skipped)
+    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    decide(shared, coordinator, job, trigger, cause, claimed, latency)
 }
 
-/// The fencing token of a won claim, else the record of the skip; counts the claim.
-fn settle(
+/// What a claim's answer (which took `latency`) means for its trigger: the fencing token
+/// if won, else the record of the skip; counted in the claim metrics and the health.
+pub(super) fn decide(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     job: &Job,
     trigger: Timestamp,
     cause: Cause,
-    asked: Timestamp,
     claimed: Result<ClaimOutcome, CoordinatorError>,
-) -> Result<u64, Box<RunRecord>> {
-    let skip = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
-    let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+    latency: Duration,
+) -> Claimed {
     shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
     let result = match claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
@@ -418,6 +545,7 @@ fn settle(
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
+    let skip = |outcome, reason| shared.skipped(job, trigger, cause, outcome, reason);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => Err(skip(Outcome::SkippedLost, None)),
@@ -432,7 +560,7 @@ fn settle(
             Outcome::SkippedPaused,
             Some(format!("the job is paused in the {} coordinator", coordinator.name())),
         )),
-        Err(e) => Err(Box::new(unclaimed(shared, coordinator, job, trigger, cause, &e))),
+        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
     }
 }
 

@@ -3,7 +3,7 @@
 //! waits for a free slot up to the job's grace window, so that a replica with room wins
 //! the claim; if none frees, the trigger is `skipped-concurrency` here.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -18,6 +18,20 @@ use crate::clock::Clock;
 pub(crate) struct ConcurrencyCap {
     slots: Arc<Semaphore>,
     max: usize,
+    /// The triggers (job, instant) waiting for a slot now.
+    waiting: Mutex<Vec<(Arc<str>, Timestamp)>>,
+}
+
+/// A trigger's place among those waiting for a slot, left when dropped.
+struct Waiting<'a>(&'a ConcurrencyCap, (Arc<str>, Timestamp));
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.0.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = waiting.iter().position(|w| *w == self.1) {
+            waiting.swap_remove(at);
+        }
+    }
 }
 
 /// A slot taken for one run, given back when dropped; `None` inside when uncapped.
@@ -28,22 +42,25 @@ impl ConcurrencyCap {
     /// A cap of `max` runs (at least 1).
     pub fn new(max: usize) -> Self {
         let max = max.clamp(1, Semaphore::MAX_PERMITS);
-        Self { slots: Arc::new(Semaphore::new(max)), max }
+        Self { slots: Arc::new(Semaphore::new(max)), max, waiting: Mutex::default() }
     }
 
-    /// The concurrency layer: a slot for a run, waiting for one until `deadline` on
-    /// `clock`; the reason for `skipped-concurrency` if none freed by then, or if
-    /// `stopping` fired first.
+    /// The concurrency layer: a slot for the run of `job`'s `trigger`, waiting for one
+    /// until `deadline` on `clock`; the reason for `skipped-concurrency` if none freed by
+    /// then, or if `stopping` fired first.
     pub async fn take(
         cap: Option<&Self>,
         clock: &dyn Clock,
         deadline: Timestamp,
         stopping: &CancellationToken,
+        (job, trigger): (&Arc<str>, Timestamp),
     ) -> Result<RunSlot, String> {
         let Some(cap) = cap else { return Ok(RunSlot(None)) };
         if let Ok(permit) = cap.slots.clone().try_acquire_owned() {
             return Ok(RunSlot(Some(permit)));
         }
+        cap.waiting.lock().unwrap_or_else(|p| p.into_inner()).push((job.clone(), trigger));
+        let _waiting = Waiting(cap, (job.clone(), trigger));
         let busy = format!("all {} run slots of this scheduler stayed busy", cap.max);
         tokio::select! {
             biased;
@@ -53,5 +70,12 @@ impl ConcurrencyCap {
             }
             () = clock.sleep_until(deadline) => Err(format!("{busy} for the job's grace window")),
         }
+    }
+
+    /// Whether `job`'s `trigger` waits for a slot now.
+    #[cfg(feature = "testkit")]
+    pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.iter().any(|(j, t)| &**j == job && *t == trigger)
     }
 }

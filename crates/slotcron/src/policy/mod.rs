@@ -12,7 +12,7 @@ mod overlap;
 mod retry;
 
 pub use budget::run_budget;
-pub(crate) use concurrency::ConcurrencyCap;
+pub(crate) use concurrency::{ConcurrencyCap, RunSlot};
 pub use hook::{Failure, FailureHook, RunObserver};
 pub use jitter::jitter_offset;
 pub(crate) use jitter::{jittered, wait_for_start};

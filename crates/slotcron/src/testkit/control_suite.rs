@@ -17,10 +17,12 @@ fn ts(s: &str) -> Timestamp {
 }
 
 /// A pause made through one coordinator refuses the job's claims through another of
-/// the same namespace (and only that job's), survives a new connection, and is listed;
-/// a resume lets claims win again. Request claims ignore the pause, win once per key,
-/// and take fencing tokens from the job's counter; an idempotency key is remembered
-/// once, atomically.
+/// the same namespace (and only that job's), one by one and in a batch (each paused
+/// claim of a batch refused, the others' decided as usual), survives a new connection,
+/// and is listed; a resume lets claims win again. Request claims ignore the pause, win
+/// once per key, and take fencing tokens from the job's counter, so that tokens grow
+/// per job across trigger claims, batches and request claims; an idempotency key is
+/// remembered once, atomically.
 pub async fn pauses_and_requests(factory: &impl CoordinatorFactory) {
     let ns = namespace("controls");
     let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
@@ -40,6 +42,17 @@ pub async fn pauses_and_requests(factory: &impl CoordinatorFactory) {
     assert_eq!(b.claim(&claim("job", now, &k1)).await.expect("claim"), ClaimOutcome::Paused);
     let other = trigger_key("other", kind, now);
     assert!(matches!(b.claim(&claim("other", now, &other)).await.expect("claim"), ClaimOutcome::Won { .. }));
+    let next = now + Duration::from_secs(60);
+    let (k2, other_next) = (trigger_key("job", kind, next), trigger_key("other", kind, next));
+    let batch = [claim("job", now, &k1), claim("other", next, &other_next), claim("job", next, &k2)];
+    let outcomes: Vec<ClaimOutcome> =
+        b.claim_batch(&batch).await.into_iter().map(|o| o.expect("batch claim")).collect();
+    assert_eq!(outcomes[0], ClaimOutcome::Paused, "a paused job's claim in a batch");
+    assert!(
+        matches!(outcomes[1], ClaimOutcome::Won { .. }),
+        "another job's claim in the batch: {outcomes:?}"
+    );
+    assert_eq!(outcomes[2], ClaimOutcome::Paused, "each paused claim of the batch");
     let fresh = factory.coordinator(&ns).await;
     let listed = fresh.controls().expect("controls").paused_jobs().await.expect("paused jobs");
     assert_eq!(listed.into_iter().collect::<Vec<_>>(), [("job".to_owned(), paused_at)]);
@@ -61,9 +74,19 @@ pub async fn pauses_and_requests(factory: &impl CoordinatorFactory) {
     assert_eq!(cb.set_paused("job", None).await.expect("resume"), Some(paused_at));
     assert_eq!(ca.paused("job").await.expect("paused"), None);
     assert!(ca.paused_jobs().await.expect("paused jobs").is_empty());
-    match a.claim(&claim("job", now, &k1)).await.expect("claim") {
-        ClaimOutcome::Won { fencing_token } => assert!(fencing_token > first, "tokens grow per job"),
-        other => panic!("a resumed job's claim wins: {other:?}"),
+    let resumed = match a.claim(&claim("job", now, &k1)).await.expect("claim") {
+        ClaimOutcome::Won { fencing_token } if fencing_token > first => fencing_token,
+        other => panic!("a resumed job's claim wins with a greater token than {first}: {other:?}"),
+    };
+    let backfill = request_key("job", kind, Cause::Backfill, now);
+    let request = RequestClaim { key: &backfill, ..request };
+    let requested = match b.claim_request(&request).await.expect("request claim") {
+        ClaimOutcome::Won { fencing_token } if fencing_token > resumed => fencing_token,
+        other => panic!("a request claim after a claim wins with a greater token than {resumed}: {other:?}"),
+    };
+    match b.claim_batch(&[claim("job", next, &k2)]).await.pop().expect("one answer").expect("batch claim") {
+        ClaimOutcome::Won { fencing_token } => assert!(fencing_token > requested, "tokens grow per job"),
+        other => panic!("a resumed job's claim in a batch wins: {other:?}"),
     }
 
     let day = Duration::from_secs(86_400);

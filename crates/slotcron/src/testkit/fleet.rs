@@ -7,8 +7,9 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 
 use super::Replica;
+use super::replica::Configure;
 use crate::coordinator::Coordinator;
-use crate::engine::trigger_key;
+use crate::engine::{SchedulerBuilder, trigger_key};
 use crate::job::Job;
 use crate::ledger::{Outcome, RunRecord};
 use crate::schedule::ScheduleKind;
@@ -40,7 +41,15 @@ pub struct Fleet {
     timeout: Duration,
     check_clock_skew: bool,
     replicas: Vec<Replica>,
+    configure: Option<Configure>,
+    /// With shared work: the takeover delay, and the triggers due whose success the fleet
+    /// waits for once the fleet's time reaches their deadline (their fleet time plus it).
+    shared_work: Option<(Duration, Vec<Deadline>)>,
 }
+
+/// A trigger (job, scheduled instant) whose success the fleet waits for once its time
+/// reaches the first field.
+type Deadline = (Timestamp, Arc<str>, Timestamp);
 
 impl Fleet {
     /// The default bound on each wait: generous, since it only fails a broken test.
@@ -48,7 +57,36 @@ impl Fleet {
 
     /// An empty fleet whose time reads `now`.
     pub fn new(now: Timestamp) -> Self {
-        Self { now, timeout: Self::DEFAULT_TIMEOUT, check_clock_skew: false, replicas: Vec::new() }
+        Self {
+            now,
+            timeout: Self::DEFAULT_TIMEOUT,
+            check_clock_skew: false,
+            replicas: Vec::new(),
+            configure: None,
+            shared_work: None,
+        }
+    }
+
+    /// Applies `configure` to every replica's scheduler builder, after the fleet's own
+    /// settings.
+    pub fn with_settings(
+        mut self,
+        configure: impl Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.configure = Some(Arc::new(configure));
+        self
+    }
+
+    /// Shared work across replicas (a coordinator with a
+    /// [membership](crate::coordinator::membership)): a replica records only the triggers
+    /// it tried to claim, so after each step the fleet no longer waits for every replica
+    /// to record every trigger. It waits instead, once the fleet's time has reached a
+    /// trigger's fleet time plus `takeover_delay` (the replicas' setting; time stops
+    /// there), until some replica has run it. Check the outcome with
+    /// [`Fleet::assert_shared_exactly_once`].
+    pub fn with_shared_work(mut self, takeover_delay: Duration) -> Self {
+        self.shared_work = Some((takeover_delay, Vec::new()));
+        self
     }
 
     /// Whether the replicas' schedulers check their clocks against the coordinator's
@@ -94,8 +132,21 @@ impl Fleet {
     /// due at once.
     pub async fn start(&mut self, index: usize, coordinator: Arc<dyn Coordinator>) {
         let replica = &mut self.replicas[index];
-        replica.start(coordinator, self.timeout, self.check_clock_skew).await;
-        replica.wait_recorded(self.timeout).await;
+        let delay = self.shared_work.as_ref().map(|(delay, _)| *delay);
+        let user = self.configure.clone();
+        let configure: Option<Configure> = Some(Arc::new(move |builder: SchedulerBuilder| {
+            let builder = match delay {
+                Some(delay) => builder.takeover_delay(delay),
+                // Every replica claims every trigger: the claims race.
+                None => builder.shared_work(false),
+            };
+            match &user {
+                Some(configure) => configure(builder),
+                None => builder,
+            }
+        }));
+        replica.start(coordinator, self.timeout, self.check_clock_skew, configure.as_ref()).await;
+        self.wait(self.now, index).await;
     }
 
     /// Stops replica `index`; its clock keeps following the fleet's time.
@@ -103,24 +154,72 @@ impl Fleet {
         self.replicas[index].stop(self.timeout).await;
     }
 
+    /// Stops replica `index` as a crash would: it stops heartbeating and claiming at once
+    /// and never leaves the membership; see [`Replica::kill`].
+    pub async fn kill(&mut self, index: usize) {
+        self.replicas[index].kill(self.timeout).await;
+    }
+
+    /// After a step to `step`: with shared work, notes what came due on replica `index`
+    /// and waits for the successes whose deadline has come (or the refusal, recorded
+    /// `skipped-paused`, of a paused job's trigger); else waits until the replica has
+    /// recorded what came due.
+    async fn wait(&mut self, step: Timestamp, index: usize) {
+        let Some((delay, waiting)) = &mut self.shared_work else {
+            return self.replicas[index].wait_recorded(self.timeout).await;
+        };
+        let deadline = step.checked_add(*delay).expect("fleet time in range");
+        for (job, trigger) in self.replicas[index].take_pending(self.timeout).await {
+            if !waiting.iter().any(|(_, j, t)| *j == job && *t == trigger) {
+                waiting.push((deadline, job, trigger));
+            }
+        }
+        let due: Vec<(Arc<str>, Timestamp)> =
+            waiting.iter().filter(|(at, ..)| *at <= step).map(|(_, j, t)| (j.clone(), *t)).collect();
+        waiting.retain(|(at, ..)| *at > step);
+        let replicas = &self.replicas;
+        let ran = |(job, trigger): &(Arc<str>, Timestamp)| {
+            replicas.iter().any(|r| {
+                r.records().iter().any(|rec| {
+                    rec.job == *job
+                        && rec.trigger == *trigger
+                        && (rec.outcome.ran() || rec.outcome == Outcome::SkippedPaused)
+                })
+            })
+        };
+        let what = || {
+            let missing: Vec<String> =
+                due.iter().filter(|d| !ran(d)).map(|(j, t)| format!("{j}@{t}")).collect();
+            format!("no replica ran (or refused for a pause) {}", missing.join(", "))
+        };
+        super::replica::wait_until(self.timeout, || due.iter().all(ran), what).await;
+    }
+
+    /// The next fleet time at which shared work waits for a success.
+    fn next_deadline(&self) -> Option<Timestamp> {
+        let (_, waiting) = self.shared_work.as_ref()?;
+        waiting.iter().map(|(at, ..)| *at).min()
+    }
+
     /// Moves the fleet's time to `until`, stopping at every instant a trigger of a running
     /// replica comes due, and waits for the records after each step.
     pub async fn advance_to(&mut self, until: Timestamp, delivery: Delivery) {
         loop {
-            let next = self.replicas.iter().filter_map(Replica::next_due).min().filter(|at| *at <= until);
+            let next = self.replicas.iter().filter_map(Replica::next_due).chain(self.next_deadline());
+            let next = next.min().filter(|at| *at <= until);
             let step = next.unwrap_or(until).max(self.now);
             self.now = step;
             match delivery {
                 Delivery::Together => {
                     self.replicas.iter_mut().for_each(|r| r.set_time(step));
-                    for replica in &mut self.replicas {
-                        replica.wait_recorded(self.timeout).await;
+                    for index in 0..self.replicas.len() {
+                        self.wait(step, index).await;
                     }
                 }
                 Delivery::InTurn => {
-                    for replica in &mut self.replicas {
-                        replica.set_time(step);
-                        replica.wait_recorded(self.timeout).await;
+                    for index in 0..self.replicas.len() {
+                        self.replicas[index].set_time(step);
+                        self.wait(step, index).await;
                     }
                 }
             }
@@ -206,27 +305,93 @@ impl Fleet {
             let won = successes.get(key).map_or(0, Vec::len);
             assert_eq!(won, 1, "trigger {key} ran {won} times across the fleet: {:?}", successes.get(key));
         }
-        // Fencing tokens grow in the order claims are won, which is not trigger order when
-        // clocks are skewed by more than a slot. Claims won at the same fleet instant may
-        // be in any order, but their tokens differ.
-        let mut by_job: BTreeMap<&str, Vec<&(RunRecord, Timestamp)>> = BTreeMap::new();
-        for success in successes.values().flatten() {
-            by_job.entry(&success.0.job).or_default().push(success);
-        }
-        for (job, mut runs) in by_job {
-            runs.sort_by_key(|(record, won_at)| (*won_at, record.fencing_token));
-            for pair in runs.windows(2) {
-                let ((a, a_at), (b, b_at)) = (pair[0], pair[1]);
-                assert!(
-                    a.fencing_token < b.fencing_token,
-                    "job {job}: fencing token {:?} of {} (won at fleet time {a_at}) is not below {:?} of {} \
-                     (won at {b_at})",
-                    a.fencing_token,
-                    a.trigger,
-                    b.fencing_token,
-                    b.trigger
-                );
+        assert_fencing_order(&successes);
+    }
+}
+
+impl Fleet {
+    /// Asserts the promise of shared work over everything that came due so far: each
+    /// trigger key that came due on any replica ran exactly once across the fleet; every
+    /// replica has exactly one record for each trigger it tried to claim, each time it
+    /// came due, and no record of a trigger it did not try to claim unless the record says
+    /// why it did not (its concurrency cap, its clock); and each job's fencing tokens grow
+    /// in the order its claims were won.
+    ///
+    /// # Panics
+    /// On the first broken promise, naming the replica, job and trigger.
+    pub fn assert_shared_exactly_once(&self) {
+        let mut successes: BTreeMap<String, Vec<(RunRecord, Timestamp)>> = BTreeMap::new();
+        let mut keys_due: BTreeSet<String> = BTreeSet::new();
+        for replica in &self.replicas {
+            for (job, trigger) in replica.due() {
+                keys_due.insert(trigger_key(job.name(), job.schedule().kind(), *trigger));
             }
+            let mut claimed: HashMap<(Arc<str>, Timestamp), usize> = HashMap::new();
+            for claim in replica.claimed() {
+                *claimed.entry(claim).or_default() += 1;
+            }
+            let mut recorded: HashMap<(Arc<str>, Timestamp), usize> = HashMap::new();
+            for record in replica.records() {
+                let unclaimed =
+                    matches!(record.outcome, Outcome::SkippedConcurrency | Outcome::SkippedClockSkew);
+                let id = (record.job.clone(), record.trigger);
+                if unclaimed {
+                    assert!(
+                        !claimed.contains_key(&id),
+                        "replica {}: {}@{} claimed, yet recorded {}",
+                        replica.instance(),
+                        record.job,
+                        record.trigger,
+                        record.outcome
+                    );
+                } else {
+                    *recorded.entry(id).or_default() += 1;
+                }
+                if record.outcome == Outcome::Succeeded {
+                    let job = replica.jobs().iter().find(|j| j.name() == &*record.job).expect("its job");
+                    let key = trigger_key(&record.job, job.schedule().kind(), record.trigger);
+                    let won_at = record.started.saturating_sub(replica.skew()).expect("in range");
+                    successes.entry(key).or_default().push((record, won_at));
+                }
+            }
+            assert_eq!(
+                recorded,
+                claimed,
+                "replica {}: its records (left) are not one per trigger it tried to claim (right)",
+                replica.instance()
+            );
+        }
+        for key in &keys_due {
+            let won = successes.get(key).map_or(0, Vec::len);
+            assert_eq!(won, 1, "trigger {key} ran {won} times across the fleet: {:?}", successes.get(key));
+        }
+        assert_fencing_order(&successes);
+    }
+}
+
+/// Fencing tokens grow in the order claims are won (`successes`: per trigger key, each
+/// success and the fleet time its claim was won).
+fn assert_fencing_order(successes: &BTreeMap<String, Vec<(RunRecord, Timestamp)>>) {
+    // Fencing tokens grow in the order claims are won, which is not trigger order when
+    // clocks are skewed by more than a slot. Claims won at the same fleet instant may
+    // be in any order, but their tokens differ.
+    let mut by_job: BTreeMap<&str, Vec<&(RunRecord, Timestamp)>> = BTreeMap::new();
+    for success in successes.values().flatten() {
+        by_job.entry(&success.0.job).or_default().push(success);
+    }
+    for (job, mut runs) in by_job {
+        runs.sort_by_key(|(record, won_at)| (*won_at, record.fencing_token));
+        for pair in runs.windows(2) {
+            let ((a, a_at), (b, b_at)) = (pair[0], pair[1]);
+            assert!(
+                a.fencing_token < b.fencing_token,
+                "job {job}: fencing token {:?} of {} (won at fleet time {a_at}) is not below {:?} of {} \
+                 (won at {b_at})",
+                a.fencing_token,
+                a.trigger,
+                b.fencing_token,
+                b.trigger
+            );
         }
     }
 }

@@ -164,6 +164,7 @@ impl LeaseFleet {
                 .build()
                 .expect("a valid job");
             let scheduler = Scheduler::builder()
+                .shared_work(false)
                 .clock(clock.clone())
                 .coordinator(factory.coordinator(ns).await)
                 .ledger(ledger.clone())

@@ -46,6 +46,11 @@ impl WatchedLedger {
         self.lock().counts.get(&key).copied().unwrap_or(0)
     }
 
+    /// Whether there is any record for one trigger of one job, a running one included.
+    pub fn has_record(&self, job: &str, trigger: Timestamp) -> bool {
+        self.lock().records.iter().any(|r| &*r.job == job && r.trigger == trigger)
+    }
+
     /// A receiver that sees a change after every write.
     pub fn changed(&self) -> watch::Receiver<usize> {
         self.appended.subscribe()

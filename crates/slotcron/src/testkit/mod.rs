@@ -34,7 +34,8 @@
 //! backends keep.
 //!
 //! Tests that drive one scheduler on a manual clock without real sleeping use
-//! [`harness`]; the restart tests of the in-memory and SQLite stores share
+//! [`harness`]; the backends' fleet benchmarks (R replicas on their own threads and
+//! runtimes, under load) share [`fleet_bench`]; the restart tests of the in-memory and SQLite stores share
 //! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`], and
 //! their tests the records and states of [`fixtures`].
 //!
@@ -42,27 +43,40 @@
 //! server, to lose a reply on purpose.
 
 pub mod fixtures;
+pub mod fleet_bench;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
 pub mod overlap_bench;
 pub mod store_suite;
 
+mod batch_suite;
 mod control_suite;
 mod fleet;
 mod lease_suite;
 mod ledger;
+mod link;
+mod ownership_suite;
 mod proxy;
 mod replica;
 mod restart;
 mod suite;
 
+pub use batch_suite::{
+    a_batch_of_which_another_replica_won_some, batch_claims, every_claim_rule_holds_within_a_batch,
+};
 pub use control_suite::pauses_and_requests;
 pub use fleet::{Delivery, Fleet};
 pub use lease_suite::{
     a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,
 };
 pub use ledger::WatchedLedger;
+pub use link::{Link, LinkState};
+pub use ownership_suite::{
+    a_dead_owners_jobs_move_within_the_membership_ttl,
+    a_paused_jobs_triggers_are_refused_by_their_owner_alone, an_owner_at_its_concurrency_cap_is_taken_over,
+    an_owner_that_cannot_claim_is_taken_over, membership_contract,
+};
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;

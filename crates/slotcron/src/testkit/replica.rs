@@ -9,9 +9,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::WatchedLedger;
+use super::link::{Link, LinkState};
 use crate::clock::{Clock, ManualClock};
 use crate::coordinator::Coordinator;
-use crate::engine::Scheduler;
+use crate::engine::{Scheduler, SchedulerBuilder};
 use crate::job::Job;
 use crate::ledger::RunRecord;
 use crate::schedule::ScheduleKind;
@@ -29,10 +30,16 @@ pub struct Replica {
     pending: Vec<(Arc<str>, Timestamp)>,
     /// Every trigger that came due on this replica, across restarts.
     due: Vec<(Job, Timestamp)>,
+    /// The links to the coordinator of every start, the last one's last.
+    links: Vec<Arc<Link>>,
 }
+
+/// Settings every replica's scheduler gets, on top of the fleet's own.
+pub(super) type Configure = Arc<dyn Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync>;
 
 /// A running scheduler and, per job, its next trigger not yet due.
 struct Running {
+    scheduler: Scheduler,
     cancel: CancellationToken,
     task: JoinHandle<()>,
     cursors: Vec<(Job, Option<Timestamp>)>,
@@ -50,6 +57,7 @@ impl Replica {
             running: None,
             pending: Vec::new(),
             due: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -93,6 +101,31 @@ impl Replica {
         self.running.is_some()
     }
 
+    /// Every `(job, trigger)` this replica tried to claim, across restarts, in order.
+    pub fn claimed(&self) -> Vec<(Arc<str>, Timestamp)> {
+        self.links.iter().flat_map(|link| link.claimed()).collect()
+    }
+
+    /// What the link of the running scheduler to its coordinator lets through.
+    ///
+    /// # Panics
+    /// If it never started.
+    pub fn set_link(&self, state: LinkState) {
+        self.links.last().expect("a started replica").set(state);
+    }
+
+    /// What the running scheduler's link to its coordinator lets through (`None` when it
+    /// never started).
+    pub fn link(&self) -> Option<LinkState> {
+        self.links.last().map(|link| link.state())
+    }
+
+    /// The running scheduler's view of the fleet's membership (`None` before its first
+    /// heartbeat answered, or when stopped).
+    pub fn members(&self) -> Option<Vec<String>> {
+        self.running.as_ref().and_then(|r| r.scheduler.members())
+    }
+
     /// Starts a scheduler with a fresh coordinator, waits until it has read its clock,
     /// and queues what is due at once (a past `at`).
     pub(super) async fn start(
@@ -100,15 +133,22 @@ impl Replica {
         coordinator: Arc<dyn Coordinator>,
         timeout: Duration,
         check_clock_skew: bool,
+        configure: Option<&Configure>,
     ) {
         assert!(self.running.is_none(), "replica {} is already running", self.instance);
-        let scheduler = Scheduler::builder()
+        let link = Arc::new(Link::new(coordinator));
+        self.links.push(link.clone());
+        let builder = Scheduler::builder()
             .clock(self.clock.clone())
-            .coordinator(coordinator)
+            .coordinator(link)
             .ledger(self.ledger.clone())
             .instance(self.instance.clone())
-            .check_clock_skew(check_clock_skew)
-            .build();
+            .check_clock_skew(check_clock_skew);
+        let scheduler = match configure {
+            Some(configure) => configure(builder),
+            None => builder,
+        }
+        .build();
         for job in &self.jobs {
             scheduler.add(job.clone()).expect("distinct job names");
         }
@@ -125,7 +165,7 @@ impl Replica {
         wait_until(timeout, started, || format!("replica {} did not start", self.instance)).await;
         let start = self.clock.now();
         let cursors = self.jobs.iter().map(|job| (job.clone(), first_trigger(job, start))).collect();
-        self.running = Some(Running { cancel, task, cursors });
+        self.running = Some(Running { scheduler, cancel, task, cursors });
         self.collect_due();
     }
 
@@ -136,6 +176,40 @@ impl Replica {
         let stopped = tokio::time::timeout(timeout, running.task).await;
         let joined = stopped.unwrap_or_else(|_| panic!("replica {} did not stop", self.instance));
         joined.unwrap_or_else(|e| panic!("replica {} panicked: {e}", self.instance));
+    }
+
+    /// Stops the scheduler as a crash would, as far as the fleet can tell: its link goes
+    /// down (no heartbeat, no claim, no leaving the membership) and its `run` future is
+    /// dropped; waits until what it had started has stopped.
+    pub(super) async fn kill(&mut self, timeout: Duration) {
+        let Some(running) = self.running.take() else { return };
+        self.set_link(LinkState::Down);
+        running.task.abort();
+        let _ = running.task.await;
+        let stopped = || running.scheduler.is_stopped();
+        wait_until(timeout, stopped, || format!("replica {} did not stop", self.instance)).await;
+    }
+
+    /// The triggers that came due and that the fleet has not waited for yet; first waits
+    /// until this replica, if running, has either recorded each (a running record will
+    /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, so
+    /// that owners' claims are made before another replica's takeover.
+    pub(super) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
+        if let Some(running) = &self.running {
+            let (ledger, pending) = (&self.ledger, &self.pending);
+            let settled = |(job, trigger): &(Arc<str>, Timestamp)| {
+                ledger.has_record(job, *trigger)
+                    || running.scheduler.awaits_takeover(job, *trigger)
+                    || running.scheduler.awaits_slot(job, *trigger)
+            };
+            let what = || {
+                let open: Vec<String> =
+                    pending.iter().filter(|due| !settled(due)).map(|(job, t)| format!("{job}@{t}")).collect();
+                format!("replica {} did not settle {}", self.instance, open.join(", "))
+            };
+            wait_until(timeout, || pending.iter().all(settled), what).await;
+        }
+        std::mem::take(&mut self.pending)
     }
 
     /// Moves this replica's clock to the fleet's time plus its skew and notes what comes

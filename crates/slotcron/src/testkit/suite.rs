@@ -39,7 +39,7 @@ fn fleet_start(offset: SignedDuration) -> Timestamp {
 
 /// The real clock now, rounded down to the millisecond (the precision of every
 /// coordinator's instants).
-fn real_now() -> Timestamp {
+pub(super) fn real_now() -> Timestamp {
     Timestamp::from_millisecond(Timestamp::now().as_millisecond()).expect("a valid instant")
 }
 
@@ -77,24 +77,24 @@ fn seconds(from: Timestamp, count: i64) -> Vec<Timestamp> {
 }
 
 /// A claim on `job`'s trigger at `trigger`, by the instance `suite`.
-fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, hold: Option<Hold>) -> Claim<'a> {
+pub(super) fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, hold: Option<Hold>) -> Claim<'a> {
     Claim { job, trigger, key, instance: "suite", hold }
 }
 
 /// A hold of a one-minute slot with no run budget and no slack.
-const MINUTE: Option<Hold> =
+pub(super) const MINUTE: Option<Hold> =
     Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
 
 /// A hold of 2 ms after the claim (1 ms slot, 1 ms slack), so that a real wait of
 /// [`EXPIRED`] lets the claim expire.
-fn brief(run_budget: Option<Duration>) -> Option<Hold> {
+pub(super) fn brief(run_budget: Option<Duration>) -> Option<Hold> {
     Some(Hold { slot: Duration::from_millis(1), run_budget, slack: Duration::from_millis(1) })
 }
 
 /// Longer than a [`brief`] hold without a run budget.
-const EXPIRED: Duration = Duration::from_millis(50);
+pub(super) const EXPIRED: Duration = Duration::from_millis(50);
 
-fn won(outcome: ClaimOutcome) -> u64 {
+pub(super) fn won(outcome: ClaimOutcome) -> u64 {
     match outcome {
         ClaimOutcome::Won { fencing_token } => fencing_token,
         other => panic!("expected a won claim, got {other:?}"),

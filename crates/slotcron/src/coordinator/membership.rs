@@ -1,0 +1,87 @@
+//! The membership of a fleet: the replicas that heartbeat into the coordinator, so that
+//! each trigger has one *owner* among the live ones ([`rendezvous`](super::rendezvous))
+//! that claims it at once, while the others only take over what it left unclaimed.
+//!
+//! A replica registers itself with [`Coordinator::heartbeat`](super::Coordinator::heartbeat)
+//! every third of the membership TTL; the coordinator keeps each member until its last
+//! heartbeat plus the TTL has passed on the coordinator's clock, so a replica that dies
+//! leaves the membership within the TTL, and one that stops gracefully leaves at once
+//! ([`Coordinator::leave`](super::Coordinator::leave)). The membership only decides who
+//! claims first: the claim alone decides who runs, so a stale view costs at most a late
+//! run (the takeover delay), never a double one.
+//!
+//! To spare non-owners one read per trigger, an owner adds what it has claimed at one
+//! trigger instant to a [`Handled`] tally (one write per batch); a non-owner reads the
+//! tallies of the owners of the triggers it waits for (one read per owner and instant)
+//! and reads trigger by trigger ([`Coordinator::unclaimed`](super::Coordinator::unclaimed))
+//! only for an owner whose tally does not account for every trigger the non-owner
+//! expected it to claim.
+
+use std::time::Duration;
+
+use super::rendezvous::stable_hash;
+
+/// The default membership TTL: a replica that stops heartbeating leaves the membership
+/// this long after its last heartbeat, on the coordinator's clock.
+pub const DEFAULT_MEMBERSHIP_TTL: Duration = Duration::from_secs(10);
+
+/// One trigger, by identity: the job's name and its trigger key
+/// ([`trigger_key`](crate::trigger_key)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TriggerRef<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The trigger key, `{job}:{trigger}`; a backend prefixes it as for a claim.
+    pub key: &'a str,
+}
+
+/// What one owner has claimed, to an answer (won, lost, refused by the mark or for the
+/// job's pause), of the
+/// triggers it owns at one trigger instant: their number and a fingerprint of their
+/// keys. Tallies add up ([`Handled::plus`]), so an owner that claims an instant's
+/// triggers in several batches adds one tally per batch.
+///
+/// The fingerprint is the sum of a 40-bit [stable hash](Handled::of_key) of each trigger
+/// key, so it fits a signed 64-bit counter (Redis `HINCRBY`, a PostgreSQL `bigint`) for
+/// up to 2²³ triggers per owner and instant; a backend whose counter would overflow
+/// fails the write, and non-owners then read trigger by trigger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Handled {
+    /// How many triggers.
+    pub count: u64,
+    /// The sum of their keys' hashes.
+    pub fingerprint: u64,
+}
+
+impl Handled {
+    /// The tally of one trigger key.
+    pub fn of_key(key: &str) -> Self {
+        Self { count: 1, fingerprint: stable_hash([key.as_bytes()]) >> 24 }
+    }
+
+    /// The tally of both.
+    #[must_use]
+    pub fn plus(self, other: Self) -> Self {
+        Self {
+            count: self.count.wrapping_add(other.count),
+            fingerprint: self.fingerprint.wrapping_add(other.fingerprint),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_add_up_in_any_order_and_tell_sets_apart() {
+        let keys = ["a:2024-05-17T10:00:00Z", "b:2024-05-17T10:00:00Z", "c:2024-05-17T10:00:00Z"];
+        let all = keys.iter().fold(Handled::default(), |t, k| t.plus(Handled::of_key(k)));
+        let reversed = keys.iter().rev().fold(Handled::default(), |t, k| t.plus(Handled::of_key(k)));
+        assert_eq!(all, reversed);
+        assert_eq!(all.count, 3);
+        let other = Handled::of_key(keys[0]).plus(Handled::of_key(keys[1])).plus(Handled::of_key("d:x"));
+        assert_ne!(all, other, "same count, another set");
+        assert!(Handled::of_key(keys[0]).fingerprint < 1 << 40);
+    }
+}

@@ -1,0 +1,135 @@
+//! Triggers that come due together are claimed together: one
+//! [`Coordinator::claim_batch`] per batch (one round trip for up to
+//! [`MAX_CLAIMS_PER_ROUND_TRIP`] claims in the Redis and PostgreSQL coordinators) instead
+//! of one claim per trigger, one after another.
+//!
+//! Each trigger of a batch is decided as a claim of its own would be (DESIGN.md's
+//! "Exactly once across replicas"): won, it runs with its fencing token; lost, refused
+//! by the high-water mark, skipped for clock skew or without an answer, it ends in the
+//! same skip record. The claim timeout bounds the batch's one round trip: at most
+//! [`BATCHES_IN_FLIGHT`] batches of a scheduler are in flight at once, and a batch's
+//! triggers wait for their turn in the engine's queue, not on the timeout, so a trigger
+//! is never skipped because other triggers were claimed before it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::task::TaskTracker;
+
+use super::Shared;
+use super::ownership::Tally;
+use super::run::{self, RunScope};
+use super::table::{Action, Due};
+use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP};
+use crate::ledger::RunRecord;
+
+/// How many due triggers the engine takes into one batch at most: one round trip.
+pub(super) const MAX_BATCH: usize = MAX_CLAIMS_PER_ROUND_TRIP;
+
+/// How many claim batches of one scheduler are in flight at once: one on the wire while
+/// the previous one's runs start.
+pub(super) const BATCHES_IN_FLIGHT: usize = 2;
+
+/// What the claim decided for one trigger: its fencing token, to run it with, or the
+/// record of why it does not run here.
+pub(super) type Claimed = Result<u64, RunRecord>;
+
+/// Whether `due` is claimed in a batch: a trigger to run that the coordinator arbitrates
+/// and whose claim nothing holds up — no jitter to wait out, no concurrency cap to take
+/// a slot of first (a replica at its cap lets another claim), and not one of a job's
+/// catch-up group (claimed one after the other, each after the previous run ended).
+pub(super) fn batchable(shared: &Shared, due: &Due) -> bool {
+    shared.coordinator.is_some()
+        && shared.cap.is_none()
+        && due.action == Action::Run
+        && !due.job.every_replica
+        && due.job.jitter.is_none()
+}
+
+/// Claims the batchable triggers `due` in batches of at most [`MAX_BATCH`]: one result
+/// per trigger, in order, each with the trigger's key.
+///
+/// The clock-skew guard is asked once per batch; beyond the slack every trigger of the
+/// batch is skipped (`skipped-clock-skew`). A batch without an answer within the claim
+/// timeout skips all its triggers (`skipped-backend-unavailable`, fail closed): none runs.
+pub(super) async fn claim(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    due: &[Due],
+) -> Vec<(Claimed, Box<str>)> {
+    let mut claimed = Vec::with_capacity(due.len());
+    for chunk in due.chunks(MAX_BATCH) {
+        claimed.extend(claim_chunk(shared, coordinator, chunk).await);
+    }
+    claimed
+}
+
+async fn claim_chunk(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    due: &[Due],
+) -> Vec<(Claimed, Box<str>)> {
+    let keys: Vec<Box<str>> = due.iter().map(|d| run::key_of(&d.job, d.trigger)).collect();
+    let decided: Vec<Claimed> = match run::skew_gate(shared, coordinator).await {
+        Err(skip) => {
+            due.iter().map(|d| Err(skip.record(shared, coordinator, &d.job, d.trigger, d.cause))).collect()
+        }
+        Ok(()) => {
+            let claims: Vec<Claim<'_>> = due
+                .iter()
+                .zip(&keys)
+                .map(|(d, key)| run::claim_of(shared, &d.job, d.trigger, d.next, key))
+                .collect();
+            let asked = shared.clock.now();
+            let answers =
+                run::within_claim_timeout(shared, async { Ok(coordinator.claim_batch(&claims).await) }).await;
+            let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+            let answers: Vec<Result<ClaimOutcome, CoordinatorError>> = match answers {
+                Ok(answers) if answers.len() == due.len() => answers,
+                Ok(answers) => {
+                    let reason =
+                        format!("the coordinator answered {} claims of {}", answers.len(), due.len());
+                    due.iter().map(|_| Err(CoordinatorError::outcome_unknown(reason.clone()))).collect()
+                }
+                Err(e) => due.iter().map(|_| Err(CoordinatorError::new(e.kind(), e.to_string()))).collect(),
+            };
+            due.iter()
+                .zip(answers)
+                .map(|(d, answer)| {
+                    run::decide(shared, coordinator, &d.job, d.trigger, d.cause, answer, latency)
+                })
+                .collect()
+        }
+    };
+    decided.into_iter().zip(keys).collect()
+}
+
+/// Claims `due` (batchable, as one batch) and starts each trigger's run or records its
+/// skip, as [`run::execute`] does for one trigger. `permit` is this batch's place among
+/// the [`BATCHES_IN_FLIGHT`], given back once the batch's runs are spawned. A trigger
+/// this replica owns comes with its instant's [`Tally`], which learns its claim's answer.
+pub(super) async fn execute(
+    scope: Arc<RunScope>,
+    tracker: TaskTracker,
+    due: Vec<(Due, Option<Arc<Tally>>)>,
+    permit: OwnedSemaphorePermit,
+) {
+    let shared = &scope.shared;
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    // A job removed before its trigger was claimed does not run (no claim, no record).
+    let (due, tallies): (Vec<Due>, Vec<Option<Arc<Tally>>>) =
+        due.into_iter().filter(|(d, _)| !run::removed(&d.job, d.trigger)).unzip();
+    let claimed = claim(shared, coordinator.as_ref(), &due).await;
+    drop(permit);
+    // The last reference to a tally, dropped here, writes it.
+    for ((claimed, key), tally) in claimed.iter().zip(tallies) {
+        if let Some(tally) = tally {
+            tally.note(key, claimed);
+        }
+    }
+    for (due, (claimed, key)) in due.into_iter().zip(claimed) {
+        scope.spawning();
+        tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
+    }
+}

@@ -1,0 +1,311 @@
+//! Shared work across replicas: each trigger has one *owner* among the fleet's live
+//! members (rendezvous hashing of the job's name over the membership, see
+//! [`coordinator::membership`](crate::coordinator::membership)). The owner claims at
+//! once; every other replica waits the takeover delay, then asks in one batched read
+//! which of those triggers are still unclaimed and claims only those. A non-owner that
+//! finds a trigger claimed records nothing for it (it counts it); a replica records every
+//! trigger it tried to claim.
+//!
+//! So an owner that is alive but does not claim (at its concurrency cap, skipping for
+//! clock skew, its link down) costs a late run, never a lost one; and since the claim
+//! alone decides who runs, a stale membership view costs at most a late run, never a
+//! double one. A replica that dies stops heartbeating, and its jobs move within the
+//! membership TTL.
+//!
+//! To spare non-owners a read per trigger, an owner adds what it claimed at each trigger
+//! instant to its [`Handled`] tally (one write per batch); a non-owner first reads the
+//! tallies of the owners it waits for, one read for all of them, and reads trigger by
+//! trigger only the triggers of an owner whose tally is not exactly the set it expected
+//! that owner to claim.
+//!
+//! Ownership applies to the triggers the engine claims one by one on schedule: a job's
+//! catch-up (claimed in trigger order), a job with jitter (its start is its own) and an
+//! `on_every_replica` job are claimed at once by every replica, as without a membership.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::batch::{self, Claimed};
+use super::run::{RunScope, within_claim_timeout};
+use super::table::{Action, Due};
+use super::{Shared, later, trigger_key};
+use crate::coordinator::rendezvous;
+use crate::coordinator::{Coordinator, Handled, TriggerRef};
+use crate::ledger::Outcome;
+
+/// This replica's last view of the fleet's membership, sorted; `None` until the first
+/// heartbeat answers, and for a coordinator without a membership: every trigger is
+/// then this replica's.
+#[derive(Default)]
+pub(crate) struct View(RwLock<Option<Arc<[String]>>>);
+
+impl View {
+    pub fn get(&self) -> Option<Arc<[String]>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, members: Option<Arc<[String]>>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = members;
+    }
+}
+
+/// Keeps this replica in the coordinator's membership: a heartbeat every third of the
+/// membership TTL (on the scheduler's clock) until `stopping` fires, then leaves it. Ends
+/// at once for a coordinator without a membership.
+pub(crate) async fn heartbeat(shared: Arc<Shared>, stopping: CancellationToken) {
+    let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
+        return;
+    };
+    let ttl = shared.settings.membership_ttl;
+    loop {
+        match within_claim_timeout(&shared, coordinator.heartbeat(&shared.instance, ttl)).await {
+            Ok(None) => return,
+            Ok(Some(mut members)) => {
+                if !members.iter().any(|m| **m == *shared.instance) {
+                    members.push(shared.instance.to_string());
+                    members.sort();
+                }
+                shared.series().members(members.len());
+                shared.membership.set(Some(members.into()));
+            }
+            Err(e) => tracing::warn!(
+                coordinator = coordinator.name(),
+                "membership heartbeat failed ({}): {e}; the last view stays",
+                e.kind()
+            ),
+        }
+        let next = later(shared.clock.now(), ttl / 3);
+        tokio::select! {
+            () = shared.clock.sleep_until(next) => {}
+            () = stopping.cancelled() => break,
+        }
+    }
+    if let Err(e) = within_claim_timeout(&shared, coordinator.leave(&shared.instance)).await {
+        tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
+    }
+}
+
+/// Who claims a due item first.
+pub(crate) enum Role {
+    /// This replica: it claims at once, adding what it claimed to this tally.
+    Owner(Arc<Tally>),
+    /// Another replica: this one waits the takeover delay.
+    Other(Arc<str>),
+    /// Everyone claims at once: no membership, or a trigger ownership does not apply to.
+    Everyone,
+}
+
+/// Decides the role of each item of one batch taken from the table, sharing one tally
+/// per trigger instant among the items this replica owns.
+pub(crate) struct Split {
+    members: Option<Arc<[String]>>,
+    tallies: HashMap<Timestamp, Arc<Tally>>,
+}
+
+impl Split {
+    pub fn new(shared: &Shared) -> Self {
+        let members = match (&shared.coordinator, shared.settings.shared_work) {
+            (Some(_), true) => shared.membership.get(),
+            _ => None,
+        };
+        Self { members, tallies: HashMap::new() }
+    }
+
+    /// The role of `due`, claimed on its own (not in a catch-up).
+    pub fn role(&mut self, shared: &Arc<Shared>, due: &Due) -> Role {
+        let Some(members) = &self.members else { return Role::Everyone };
+        let job = &due.job;
+        if job.every_replica || job.jitter.is_some() || due.action != Action::Run {
+            return Role::Everyone;
+        }
+        match rendezvous::owner(&job.name, members) {
+            Some(owner) if owner != &*shared.instance => Role::Other(owner.into()),
+            _ => Role::Owner(
+                self.tallies
+                    .entry(due.trigger)
+                    .or_insert_with(|| Arc::new(Tally::new(shared.clone(), due.trigger)))
+                    .clone(),
+            ),
+        }
+    }
+}
+
+/// What this replica, as owner, claimed to an answer at one trigger instant in one
+/// batch; added to its tally in the coordinator when the last claim of the batch has
+/// been answered (dropped).
+pub(crate) struct Tally {
+    shared: Arc<Shared>,
+    at: Timestamp,
+    handled: Mutex<Handled>,
+}
+
+impl Tally {
+    fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
+        Self { shared, at, handled: Mutex::default() }
+    }
+
+    /// The claim of `key` was decided as `claimed`: counted if it was answered (won,
+    /// lost, refused by the mark, or refused for the job's pause: the coordinator has
+    /// decided it, so no non-owner need take it over and be refused in turn), not if it
+    /// was skipped before the claim or had no answer.
+    pub fn note(&self, key: &str, claimed: &Claimed) {
+        let answered = |outcome: &Outcome| matches!(outcome, Outcome::SkippedLost | Outcome::SkippedPaused);
+        if claimed.as_ref().is_err_and(|skip| !answered(&skip.outcome)) {
+            return;
+        }
+        let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
+        *handled = handled.plus(Handled::of_key(key));
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        let handled = *self.handled.get_mut().unwrap_or_else(|p| p.into_inner());
+        let (Some(coordinator), true) = (self.shared.coordinator.clone(), handled.count > 0) else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (shared, at) = (self.shared.clone(), self.at);
+        runtime.spawn(async move {
+            let ttl = shared.settings.membership_ttl;
+            let added = coordinator.add_handled(&shared.instance, at, handled, ttl);
+            if let Err(e) = within_claim_timeout(&shared, added).await {
+                tracing::debug!(%at, "the owner's tally was not written ({e}): non-owners read each trigger");
+            }
+        });
+    }
+}
+
+/// The triggers other replicas own, waiting out the takeover delay, by trigger instant:
+/// the items of one instant are read together, whichever batch from the table they came
+/// in.
+#[derive(Default)]
+pub(crate) struct Takeovers {
+    waiting: Mutex<BTreeMap<Timestamp, Vec<Awaiting>>>,
+}
+
+/// A trigger waiting out the takeover delay, and its owner.
+type Awaiting = (Due, Arc<str>);
+
+impl Takeovers {
+    /// Queues `due`, owned by `owner`; the first item of its instant starts the task that
+    /// reads them all after the takeover delay.
+    pub fn push(&self, scope: &Arc<RunScope>, tracker: &TaskTracker, due: Due, owner: Arc<str>) {
+        let at = due.trigger;
+        let first = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let items = waiting.entry(at).or_default();
+            items.push((due, owner));
+            items.len() == 1
+        };
+        if first {
+            let deadline = later(scope.shared.clock.now(), scope.shared.settings.takeover_delay);
+            tracker.spawn(take_over(scope.clone(), tracker.clone(), at, deadline));
+        }
+    }
+
+    /// Whether `job`'s `trigger` waits out the takeover delay here.
+    #[cfg(feature = "testkit")]
+    pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.get(&trigger).is_some_and(|items| items.iter().any(|(due, _)| &*due.job.name == job))
+    }
+
+    fn take(&self, at: Timestamp) -> Vec<Awaiting> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&at).unwrap_or_default()
+    }
+}
+
+/// After `deadline`, reads which of the triggers of instant `at` that others own are
+/// still unclaimed and runs those (a claim each, recorded); the others are counted, not
+/// recorded. Stopping first: nothing was claimed, nothing is recorded.
+async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, deadline: Timestamp) {
+    let shared = scope.shared.clone();
+    tokio::select! {
+        biased;
+        () = scope.stopping.cancelled() => {}
+        () = shared.clock.sleep_until(deadline) => {}
+    }
+    let items = shared.takeovers.take(at);
+    if scope.stopping.is_cancelled() {
+        return;
+    }
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    let keys: Vec<String> = items
+        .iter()
+        .map(|(due, _)| trigger_key(&due.job.name, due.job.schedule.kind(), due.trigger))
+        .collect();
+    let unclaimed = read_unclaimed(&shared, coordinator.as_ref(), at, &items, &keys).await;
+    let (mut taken, mut claimed, mut batched) = (0, 0, Vec::new());
+    for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
+        if !unclaimed {
+            claimed += 1;
+        } else if batch::batchable(&shared, &due) {
+            taken += 1;
+            batched.push((due, None));
+        } else {
+            taken += 1;
+            scope.spawning();
+            tracker.spawn(super::run::execute(scope.clone(), due));
+        }
+    }
+    shared.series().takeover(taken, claimed);
+    if !batched.is_empty() {
+        let permit = scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
+        tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched, permit));
+    }
+    if taken > 0 {
+        tracing::info!(%at, taken, claimed, "triggers left unclaimed by their owners: taken over");
+    }
+}
+
+/// Whether each item is still unclaimed: `false` for those whose owner's tally accounts
+/// for exactly the triggers expected of it, else from one batched read. A failed read
+/// answers `true` for all: the claims decide (and are recorded).
+async fn read_unclaimed(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    at: Timestamp,
+    items: &[Awaiting],
+    keys: &[String],
+) -> Vec<bool> {
+    let mut expected: BTreeMap<&str, Handled> = BTreeMap::new();
+    for ((_, owner), key) in items.iter().zip(keys) {
+        let tally = expected.entry(owner).or_default();
+        *tally = tally.plus(Handled::of_key(key));
+    }
+    let owners: Vec<(&str, Timestamp)> = expected.keys().map(|owner| (*owner, at)).collect();
+    let tallies = match within_claim_timeout(shared, coordinator.handled(&owners)).await {
+        Ok(tallies) => tallies,
+        Err(e) => {
+            tracing::debug!(%at, "owners' tallies not read ({e}): reading each trigger");
+            vec![None; owners.len()]
+        }
+    };
+    let done: Vec<&str> = owners
+        .iter()
+        .zip(tallies)
+        .filter(|((owner, _), tally)| *tally == Some(expected[owner]))
+        .map(|((owner, _), _)| *owner)
+        .collect();
+    let open: Vec<usize> = (0..items.len()).filter(|i| !done.contains(&&*items[*i].1)).collect();
+    let mut unclaimed = vec![false; items.len()];
+    if open.is_empty() {
+        return unclaimed;
+    }
+    let triggers: Vec<TriggerRef<'_>> =
+        open.iter().map(|i| TriggerRef { job: &items[*i].0.job.name, key: &keys[*i] }).collect();
+    let answers = match within_claim_timeout(shared, coordinator.unclaimed(&triggers)).await {
+        Ok(answers) if answers.len() == triggers.len() => answers,
+        Ok(_) | Err(_) => {
+            tracing::warn!(%at, triggers = triggers.len(), "could not read which triggers are unclaimed: claiming them");
+            vec![true; triggers.len()]
+        }
+    };
+    for (i, answer) in open.into_iter().zip(answers) {
+        unclaimed[i] = answer;
+    }
+    unclaimed
+}

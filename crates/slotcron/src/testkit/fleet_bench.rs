@@ -1,0 +1,289 @@
+//! A fleet under load, for the backends' `fleet` benchmarks: R replicas, each a
+//! [`Scheduler`] on its own OS thread with its own tokio runtime and its own coordinator
+//! connection, run `allow` jobs with no-op handlers on the system clock, every job due at
+//! the same instants (interval schedules anchored at the Unix epoch), and the in-memory
+//! ledger.
+//!
+//! [`run`] measures one [`Load`] over a window of whole periods and returns a
+//! [`Report`]: triggers delivered of those expected in the window, duplicates (a trigger
+//! run more than once across the fleet), lateness from the scheduled instant to the
+//! handler's start, the process's CPU time (all replicas, all threads) per delivered
+//! fire, the coordinator calls the replicas made ([`Counted`], one round trip each in
+//! the Redis and PostgreSQL coordinators unless a reply was lost) and what the backend's
+//! own counter says (e.g. Redis `INFO commandstats`), both per expected trigger.
+//!
+//! CPU time comes from `/proc/self/stat` (Linux; `USER_HZ` ticks, 10 ms).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::future::LocalBoxFuture;
+use jiff::{SignedDuration, Timestamp};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::JobContext;
+use crate::coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal,
+};
+use crate::engine::Scheduler;
+use crate::job::Job;
+
+/// What the fleet runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Load {
+    /// Schedulers, one per OS thread.
+    pub replicas: usize,
+    /// Jobs per replica (the same on each): `job-0`, `job-1`, ...
+    pub jobs: usize,
+    /// Every job's interval (all due together).
+    pub every: Duration,
+    /// The measured window: triggers in `[start, start + window)` count.
+    pub window: Duration,
+}
+
+impl Load {
+    /// Triggers due in the window across the fleet (each once).
+    pub fn expected(&self) -> u64 {
+        let periods = (self.window.as_millis() / self.every.as_millis().max(1)) as u64;
+        periods * self.jobs as u64
+    }
+}
+
+/// What [`run`] measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Triggers due in the window.
+    pub expected: u64,
+    /// Triggers of the window run at least once.
+    pub delivered: u64,
+    /// Runs of the window beyond the first of their trigger.
+    pub duplicates: u64,
+    /// Lateness of the window's runs (handler start − scheduled instant), microseconds:
+    /// p50, p99, max.
+    pub lateness_us: (u64, u64, u64),
+    /// Process CPU time (every replica, every thread) over the window per delivered fire.
+    pub cpu_per_fire: Duration,
+    /// Coordinator calls per expected trigger, as [`Counted`] counts them.
+    pub calls_per_trigger: f64,
+    /// The backend counter's growth over the window per expected trigger (`None`
+    /// without a counter).
+    pub backend_per_trigger: Option<f64>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (p50, p99, max) = self.lateness_us;
+        let ms = |us: u64| us as f64 / 1e3;
+        write!(
+            f,
+            "delivered {}/{} ({:.1} %), duplicates {}, lateness p50 {:.1} ms p99 {:.1} ms max {:.1} ms, \
+             CPU {:.1} µs/fire, coordinator calls {:.4}/trigger",
+            self.delivered,
+            self.expected,
+            self.delivered as f64 * 100.0 / self.expected.max(1) as f64,
+            self.duplicates,
+            ms(p50),
+            ms(p99),
+            ms(max),
+            self.cpu_per_fire.as_secs_f64() * 1e6,
+            self.calls_per_trigger,
+        )?;
+        if let Some(backend) = self.backend_per_trigger {
+            write!(f, ", backend commands {backend:.3}/trigger")?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds replica `index`'s coordinator, with a connection of its own, on the replica's
+/// runtime.
+pub trait Connect: Send + Sync {
+    /// The coordinator of replica `index`; panics if it cannot connect.
+    fn connect(&self, index: usize) -> LocalBoxFuture<'static, Arc<dyn Coordinator>>;
+}
+
+impl<F> Connect for F
+where
+    F: Fn(usize) -> LocalBoxFuture<'static, Arc<dyn Coordinator>> + Send + Sync,
+{
+    fn connect(&self, index: usize) -> LocalBoxFuture<'static, Arc<dyn Coordinator>> {
+        self(index)
+    }
+}
+
+/// One run: job index, trigger (ms since the epoch), lateness (µs).
+type Run = (u32, i64, u64);
+
+/// Runs `load` and measures it. `backend` reads the backend's own command counter (if
+/// any); it is read at the window's start and end, on the calling thread.
+///
+/// # Panics
+/// A replica's thread panicked (e.g. its coordinator could not connect).
+pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>) -> Report {
+    let cancel = CancellationToken::new();
+    let ready = Arc::new(Barrier::new(load.replicas + 1));
+    let calls = Arc::new(AtomicU64::new(0));
+    let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
+    let report = std::thread::scope(|scope| {
+        for (index, runs) in runs.iter().enumerate() {
+            let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
+            scope.spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+                runtime.expect("a runtime").block_on(async move {
+                    let inner = connect.connect(index).await;
+                    let coordinator = Arc::new(Counted { inner, calls });
+                    let scheduler = Scheduler::builder()
+                        .coordinator(coordinator)
+                        .instance(format!("replica-{index}"))
+                        .build();
+                    for job in 0..load.jobs {
+                        scheduler.add(noop_job(job, load.every, runs.clone())).expect("a new job");
+                    }
+                    // Off the runtime's thread, whose tasks (connection drivers) must go on.
+                    let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
+                    scheduler.run(cancel).await;
+                });
+            });
+        }
+        ready.wait();
+        // The window starts at the second period boundary from now: every replica has
+        // started and the first due instant is behind it.
+        let every_ms = load.every.as_millis().max(1) as i64;
+        let now = Timestamp::now().as_millisecond();
+        let start = (now / every_ms + 2) * every_ms;
+        let end = start + load.window.as_millis() as i64;
+        sleep_until(start - 50);
+        let (cpu, counted, commands) = (cpu_time(), calls.load(Ordering::SeqCst), backend.map(|b| b()));
+        sleep_until(end - 50);
+        let cpu = cpu_time().saturating_sub(cpu);
+        let counted = calls.load(Ordering::SeqCst) - counted;
+        let commands = backend.zip(commands).map(|(b, before)| b().saturating_sub(before));
+        // Late runs of the window's last triggers may still start.
+        std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
+        cancel.cancel();
+        measure(load, &runs, (start, end), cpu, counted, commands)
+    });
+    report
+}
+
+fn measure(
+    load: Load,
+    runs: &[Arc<Mutex<Vec<Run>>>],
+    (start, end): (i64, i64),
+    cpu: Duration,
+    calls: u64,
+    commands: Option<u64>,
+) -> Report {
+    let mut seen: HashMap<(u32, i64), u32> = HashMap::new();
+    let mut lateness = Vec::new();
+    for runs in runs {
+        for &(job, trigger, late) in runs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            if (start..end).contains(&trigger) {
+                *seen.entry((job, trigger)).or_default() += 1;
+                lateness.push(late);
+            }
+        }
+    }
+    lateness.sort_unstable();
+    let at = |p: f64| lateness.get(((lateness.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied();
+    let delivered = seen.len() as u64;
+    let expected = load.expected();
+    Report {
+        expected,
+        delivered,
+        duplicates: seen.values().map(|&n| u64::from(n - 1)).sum(),
+        lateness_us: (at(0.5).unwrap_or(0), at(0.99).unwrap_or(0), lateness.last().copied().unwrap_or(0)),
+        cpu_per_fire: cpu / u32::try_from(delivered.max(1)).unwrap_or(u32::MAX),
+        calls_per_trigger: calls as f64 / expected.max(1) as f64,
+        backend_per_trigger: commands.map(|c| c as f64 / expected.max(1) as f64),
+    }
+}
+
+/// Job `index`: every `every`, a handler that notes its trigger and lateness.
+fn noop_job(index: usize, every: Duration, runs: Arc<Mutex<Vec<Run>>>) -> Job {
+    let job = u32::try_from(index).expect("fewer than 2^32 jobs");
+    Job::builder(format!("job-{index}"))
+        .every(every)
+        .handler(move |ctx: JobContext| {
+            let late = ctx.trigger().duration_until(Timestamp::now());
+            let late = late.max(SignedDuration::ZERO).as_micros() as u64;
+            let run = (job, ctx.trigger().as_millisecond(), late);
+            runs.lock().unwrap_or_else(|p| p.into_inner()).push(run);
+            std::future::ready(Ok::<(), std::io::Error>(()))
+        })
+        .build()
+        .expect("a valid job")
+}
+
+fn sleep_until(unix_ms: i64) {
+    let wait = unix_ms - Timestamp::now().as_millisecond();
+    if wait > 0 {
+        std::thread::sleep(Duration::from_millis(wait as u64));
+    }
+}
+
+/// The process's CPU time, user and system, from `/proc/self/stat` (zero elsewhere).
+fn cpu_time() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return Duration::ZERO };
+    // Fields after the command name (in parentheses): utime and stime are the 14th and
+    // 15th fields, in USER_HZ (100 per second on Linux) ticks.
+    let after = stat.rfind(')').map_or("", |i| &stat[i + 2..]);
+    let fields: Vec<&str> = after.split(' ').collect();
+    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((tick(11) + tick(12)) * 10)
+}
+
+/// A coordinator that counts the calls made to the one it wraps: one round trip each
+/// in the Redis and PostgreSQL coordinators (unless a reply was lost and read back).
+pub struct Counted {
+    /// The coordinator asked.
+    pub inner: Arc<dyn Coordinator>,
+    /// Calls so far.
+    pub calls: Arc<AtomicU64>,
+}
+
+impl Counted {
+    fn count(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[async_trait]
+impl Coordinator for Counted {
+    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        self.count();
+        self.inner.claim(claim).await
+    }
+
+    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
+        self.count();
+        self.inner.acquire_lease(lease).await
+    }
+
+    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
+        self.count();
+        self.inner.renew_lease(lease).await
+    }
+
+    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
+        self.count();
+        self.inner.release_lease(lease).await
+    }
+
+    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
+        self.count();
+        self.inner.cancel_lease(job).await
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        self.count();
+        self.inner.time().await
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}

@@ -1,0 +1,144 @@
+//! A replica's link to its coordinator, in a simulated fleet: it notes every claim the
+//! replica sends, and can be broken — for claims only (an owner that cannot claim) or for
+//! everything (a replica that died: no more heartbeats either).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+use crate::coordinator::{
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef,
+};
+
+/// What a [`Link`] lets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkState {
+    /// Everything.
+    Up = 0,
+    /// Everything but claims, which fail as unavailable.
+    ClaimsFail = 1,
+    /// Nothing: every call fails as unavailable.
+    Down = 2,
+}
+
+/// Wraps a replica's coordinator: forwards every call while up, notes each claim's
+/// trigger key (those it sent while up or not), and fails what its state says.
+pub struct Link {
+    inner: Arc<dyn Coordinator>,
+    state: AtomicU8,
+    claimed: Mutex<Vec<(Arc<str>, Timestamp)>>,
+}
+
+impl Link {
+    /// An up link to `inner`.
+    pub fn new(inner: Arc<dyn Coordinator>) -> Self {
+        Self { inner, state: AtomicU8::new(LinkState::Up as u8), claimed: Mutex::default() }
+    }
+
+    /// Sets what the link lets through from now on.
+    pub fn set(&self, state: LinkState) {
+        self.state.store(state as u8, Ordering::SeqCst);
+    }
+
+    /// Every `(job, trigger)` the replica tried to claim through this link, in order.
+    pub fn claimed(&self) -> Vec<(Arc<str>, Timestamp)> {
+        self.claimed.lock().unwrap().clone()
+    }
+
+    /// What the link lets through now.
+    pub fn state(&self) -> LinkState {
+        match self.state.load(Ordering::SeqCst) {
+            0 => LinkState::Up,
+            1 => LinkState::ClaimsFail,
+            _ => LinkState::Down,
+        }
+    }
+
+    fn up(&self) -> Result<&dyn Coordinator, CoordinatorError> {
+        match self.state() {
+            LinkState::Down => Err(CoordinatorError::unavailable("the link is down (simulated)")),
+            _ => Ok(self.inner.as_ref()),
+        }
+    }
+}
+
+#[async_trait]
+impl Coordinator for Link {
+    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
+        self.claimed.lock().unwrap().push((claim.job.into(), claim.trigger));
+        if self.state() == LinkState::ClaimsFail {
+            return Err(CoordinatorError::unavailable("claims fail on this link (simulated)"));
+        }
+        self.up()?.claim(claim).await
+    }
+
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        self.claimed.lock().unwrap().extend(claims.iter().map(|claim| (claim.job.into(), claim.trigger)));
+        let failed = |reason: &'static str| {
+            claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
+        };
+        match self.state() {
+            LinkState::Up => self.inner.claim_batch(claims).await,
+            LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
+            LinkState::Down => failed("the link is down (simulated)"),
+        }
+    }
+
+    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
+        self.up()?.acquire_lease(lease).await
+    }
+
+    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
+        self.up()?.renew_lease(lease).await
+    }
+
+    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
+        self.up()?.release_lease(lease).await
+    }
+
+    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
+        self.up()?.cancel_lease(job).await
+    }
+
+    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
+        self.up()?.time().await
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        self.up()?.heartbeat(instance, ttl).await
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.up()?.leave(instance).await
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        self.up()?.unclaimed(triggers).await
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.up()?.add_handled(owner, at, handled, ttl).await
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        self.up()?.handled(tallies).await
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}

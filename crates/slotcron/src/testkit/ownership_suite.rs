@@ -1,0 +1,279 @@
+//! The suite's cases for shared work across replicas: the membership, the batched reads,
+//! and whole fleets in which each trigger has one owner (see
+//! [`coordinator::membership`](crate::coordinator::membership)).
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::suite::namespace;
+use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
+use crate::context::JobContext;
+use crate::coordinator::{Claim, Handled, Hold, TriggerRef};
+use crate::engine::{SchedulerBuilder, later, trigger_key};
+use crate::job::Job;
+use crate::ledger::Outcome;
+use crate::schedule::ScheduleKind;
+
+/// The membership TTL of the fleets here, on the coordinator's (real) clock: short, so a
+/// killed replica lapses soon. The replicas heartbeat every third of it on their manual
+/// clocks, that is at every step of a second.
+const MEMBERSHIP_TTL: Duration = Duration::from_secs(1);
+
+/// The takeover delay of the fleets here, on the replicas' clocks.
+const TAKEOVER_DELAY: Duration = Duration::from_millis(300);
+
+const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
+
+async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+/// A run that goes on until the scheduler stops.
+async fn until_stopped(ctx: JobContext) -> Result<(), std::io::Error> {
+    ctx.cancellation_token().cancelled().await;
+    Ok(())
+}
+
+/// Twelve jobs every second: with three members, each owns some (rendezvous hashing
+/// of these names).
+fn jobs() -> Vec<Job> {
+    jobs_running(ok)
+}
+
+/// [`jobs`] with `handler`.
+fn jobs_running<F, Fut>(handler: F) -> Vec<Job>
+where
+    F: Fn(JobContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), std::io::Error>> + Send + 'static,
+{
+    (0..12)
+        .map(|i| {
+            Job::builder(format!("job-{i}"))
+                .every(Duration::from_secs(1))
+                .handler(handler.clone())
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The next whole second of the real clock: the coordinator's clock is the real one.
+fn start() -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second() + 1).expect("a valid instant")
+}
+
+/// Three replicas sharing the work, started and agreeing on their membership.
+async fn fleet(factory: &impl CoordinatorFactory, case: &str) -> Fleet {
+    fleet_of(factory, &namespace(case), |builder| builder, |_| jobs()).await
+}
+
+/// [`fleet`] in namespace `ns`, with `settings` on every replica's scheduler and
+/// `jobs_of(index)` on each.
+async fn fleet_of(
+    factory: &impl CoordinatorFactory,
+    ns: &str,
+    settings: impl Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync + 'static,
+    jobs_of: impl Fn(usize) -> Vec<Job>,
+) -> Fleet {
+    let mut fleet = Fleet::new(start())
+        .with_shared_work(TAKEOVER_DELAY)
+        .with_settings(move |builder| settings(builder.membership_ttl(MEMBERSHIP_TTL)));
+    for (index, instance) in REPLICAS.iter().enumerate() {
+        fleet.add_replica(instance, SignedDuration::ZERO, jobs_of(index));
+    }
+    for index in 0..REPLICAS.len() {
+        fleet.start(index, factory.coordinator(ns).await).await;
+    }
+    until_members(&mut fleet, &REPLICAS).await;
+    fleet
+}
+
+/// Steps the fleet a second at a time until every running replica's view is `expected`:
+/// real waits between steps let a killed member's heartbeat lapse.
+async fn until_members(fleet: &mut Fleet, expected: &[&str]) {
+    let deadline = tokio::time::Instant::now() + Fleet::DEFAULT_TIMEOUT;
+    loop {
+        let views: Vec<Option<Vec<String>>> =
+            fleet.replicas().iter().filter(|r| r.is_running()).map(|r| r.members()).collect();
+        if views.iter().all(|view| view.as_deref().is_some_and(|m| m == expected)) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "membership views {views:?} never became {expected:?}"
+        );
+        fleet.advance(Duration::from_secs(1), Delivery::Together).await;
+        tokio::time::sleep(MEMBERSHIP_TTL / 10).await;
+    }
+}
+
+/// The records of `replica` for triggers after `after`.
+fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<crate::ledger::RunRecord> {
+    fleet.replica(replica).records().into_iter().filter(|r| r.trigger > after).collect()
+}
+
+/// The membership, batched reads and tallies without a scheduler: a heartbeat returns
+/// the live members sorted, leaving removes one at once, a member that stops
+/// heartbeating lapses after its TTL; `unclaimed` tells claimed triggers from the others
+/// in one call; tallies add up per owner and instant.
+pub async fn membership_contract(factory: &impl CoordinatorFactory) {
+    let ns = namespace("membership_contract");
+    let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    let minute = Duration::from_secs(60);
+    let members = |m: &[&str]| Some(m.iter().map(|m| m.to_string()).collect::<Vec<_>>());
+    assert_eq!(a.heartbeat("b-host", minute).await.expect("heartbeat"), members(&["b-host"]));
+    assert_eq!(b.heartbeat("a-host", minute).await.expect("heartbeat"), members(&["a-host", "b-host"]));
+    assert_eq!(a.heartbeat("b-host", minute).await.expect("heartbeat"), members(&["a-host", "b-host"]));
+    a.leave("b-host").await.expect("leave");
+    assert_eq!(b.heartbeat("a-host", minute).await.expect("heartbeat"), members(&["a-host"]));
+    a.heartbeat("brief", Duration::from_millis(20)).await.expect("heartbeat");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(b.heartbeat("a-host", minute).await.expect("heartbeat"), members(&["a-host"]), "lapsed");
+    let other = factory.coordinator(&namespace("membership_contract")).await;
+    assert_eq!(other.heartbeat("x", minute).await.expect("heartbeat"), members(&["x"]), "namespaces apart");
+
+    let kind = ScheduleKind::Recurring;
+    let t = Timestamp::from_second(Timestamp::now().as_second()).expect("a valid instant");
+    let hold = Some(Hold { slot: minute, run_budget: None, slack: Duration::ZERO });
+    let keys: Vec<String> = ["j0", "j1", "j2"].iter().map(|job| trigger_key(job, kind, t)).collect();
+    let claim = Claim { job: "j1", trigger: t, key: &keys[1], instance: "a-host", hold };
+    a.claim(&claim).await.expect("claim");
+    let triggers: Vec<TriggerRef<'_>> =
+        ["j0", "j1", "j2"].iter().zip(&keys).map(|(job, key)| TriggerRef { job, key }).collect();
+    assert_eq!(b.unclaimed(&triggers).await.expect("unclaimed"), [true, false, true]);
+    assert_eq!(b.unclaimed(&[]).await.expect("unclaimed"), Vec::<bool>::new());
+
+    let (h0, h1) = (Handled::of_key(&keys[0]), Handled::of_key(&keys[1]));
+    a.add_handled("a-host", t, h0, minute).await.expect("tally");
+    b.add_handled("a-host", t, h1, minute).await.expect("tally");
+    let later = t + SignedDuration::from_secs(1);
+    let tallies = b.handled(&[("a-host", t), ("b-host", t), ("a-host", later)]).await.expect("tallies");
+    assert_eq!(tallies, [Some(h0.plus(h1)), None, None]);
+}
+
+/// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run
+/// on the others after the takeover delay until its membership lapses, then the others
+/// own its jobs. Before it died, no replica claimed every trigger (the work was shared);
+/// no trigger runs twice, including while the membership changes; each replica has one
+/// record per trigger it tried to claim.
+pub async fn a_dead_owners_jobs_move_within_the_membership_ttl(factory: &impl CoordinatorFactory) {
+    let mut fleet = fleet(factory, "dead_owner").await;
+    let shared_from = fleet.now();
+    fleet.advance(Duration::from_secs(3), Delivery::Together).await;
+    let total = 3 * jobs().len();
+    for (replica, instance) in REPLICAS.iter().enumerate() {
+        let claimed = records_after(&fleet, replica, shared_from).len();
+        assert!(claimed < total, "{instance} claimed all {total} triggers: the work was not shared");
+    }
+    let owned_by_a = records_after(&fleet, 0, shared_from).iter().filter(|r| r.outcome.ran()).count();
+    assert!(owned_by_a > 0, "replica-a owned none of the jobs");
+    fleet.kill(0).await;
+    until_members(&mut fleet, &REPLICAS[1..]).await;
+    let moved = fleet.now();
+    fleet.advance(Duration::from_secs(3), Delivery::Together).await;
+    // After the move, the survivors own every job: each trigger claimed once, by its owner.
+    let claims: usize = (1..3).map(|replica| records_after(&fleet, replica, moved).len()).sum();
+    assert_eq!(claims, 3 * jobs().len(), "each trigger after the move claimed by one replica");
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner that is alive but cannot claim (its claims fail; it still heartbeats, so it
+/// stays the owner): each of its triggers runs on another replica after the takeover
+/// delay, and it records each one it tried to claim as `skipped-backend-unavailable`.
+/// Once it can claim again, it runs its own triggers. Nothing runs twice.
+pub async fn an_owner_that_cannot_claim_is_taken_over(factory: &impl CoordinatorFactory) {
+    let mut fleet = fleet(factory, "owner_cannot_claim").await;
+    let broken = fleet.now();
+    fleet.replica(0).set_link(LinkState::ClaimsFail);
+    fleet.advance(Duration::from_secs(3), Delivery::Together).await;
+    let records = records_after(&fleet, 0, broken);
+    assert!(!records.is_empty(), "replica-a owned none of the jobs");
+    for record in &records {
+        assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable, "{record:?}");
+    }
+    fleet.replica(0).set_link(LinkState::Up);
+    let mended = fleet.now();
+    fleet.advance(Duration::from_secs(3), Delivery::Together).await;
+    let ran = records_after(&fleet, 0, mended).iter().filter(|r| r.outcome.ran()).count();
+    assert!(ran > 0, "replica-a runs its own triggers again");
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner at its concurrency cap (`max_concurrent_runs` 1 on every replica; replica-a's
+/// runs go on until its scheduler stops, so the first trigger it runs keeps its one slot):
+/// it claims none of its later triggers and records each as `skipped-concurrency` (it
+/// waited for a slot up to the grace window, then gave up), and each of those runs on
+/// another replica once the takeover delay has passed. Nothing runs twice; every replica
+/// has one record per trigger it tried to claim.
+pub async fn an_owner_at_its_concurrency_cap_is_taken_over(factory: &impl CoordinatorFactory) {
+    let capped = |builder: SchedulerBuilder| builder.max_concurrent_runs(1);
+    let jobs_of = |index| if index == 0 { jobs_running(until_stopped) } else { jobs() };
+    let mut fleet = fleet_of(factory, &namespace("owner_at_cap"), capped, jobs_of).await;
+    let shared_from = fleet.now();
+    fleet.advance(Duration::from_secs(3) + TAKEOVER_DELAY, Delivery::Together).await;
+    let end = fleet.now();
+    fleet.stop_all().await;
+    let ran = fleet.replica(0).records().into_iter().filter(|r| r.outcome.ran()).count();
+    assert!(ran <= 1, "replica-a ran {ran} triggers with one slot whose first run never ended");
+    let records = records_after(&fleet, 0, shared_from);
+    let at_cap: Vec<_> = records.iter().filter(|r| r.outcome == Outcome::SkippedConcurrency).collect();
+    assert!(at_cap.len() + 1 >= records.len(), "replica-a at its cap: {records:?}");
+    // The last instant's waiting triggers were skipped when the scheduler stopped; those
+    // whose takeover delay had passed by then ran elsewhere.
+    let taken_over: Vec<_> = at_cap.into_iter().filter(|r| later(r.trigger, TAKEOVER_DELAY) <= end).collect();
+    assert!(!taken_over.is_empty(), "replica-a owned no trigger after its first run");
+    let elsewhere: Vec<_> = (1..REPLICAS.len()).flat_map(|index| fleet.replica(index).records()).collect();
+    for skipped in taken_over {
+        let run = elsewhere
+            .iter()
+            .find(|r| r.job == skipped.job && r.trigger == skipped.trigger && r.outcome.ran())
+            .unwrap_or_else(|| panic!("{}@{} ran nowhere", skipped.job, skipped.trigger));
+        assert!(
+            run.started >= later(skipped.trigger, TAKEOVER_DELAY),
+            "{}@{} taken over at {}, before the takeover delay",
+            run.job,
+            run.trigger,
+            run.started
+        );
+    }
+    fleet.assert_shared_exactly_once();
+}
+
+/// A paused job's triggers under shared work: each is refused once, by its owner, which
+/// records it `skipped-paused` and counts the refusal in its tally; no non-owner takes it
+/// over (its tally says so, and a trigger of a paused job is not unclaimed), so none
+/// records it; the other jobs' triggers run once each. Also `unclaimed` answers `false`
+/// for a paused job's trigger.
+pub async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone(factory: &impl CoordinatorFactory) {
+    let ns = namespace("paused_shared");
+    let mut fleet = fleet_of(factory, &ns, |builder| builder, |_| jobs()).await;
+    let steering = factory.coordinator(&ns).await;
+    let paused_from = fleet.now();
+    let controls = steering.controls().expect("the coordinator keeps pauses");
+    controls.set_paused("job-0", Some(paused_from)).await.expect("pause");
+    let key = trigger_key("job-0", ScheduleKind::Recurring, paused_from + SignedDuration::from_secs(3600));
+    let free = trigger_key("job-1", ScheduleKind::Recurring, paused_from + SignedDuration::from_secs(3600));
+    let triggers = [TriggerRef { job: "job-0", key: &key }, TriggerRef { job: "job-1", key: &free }];
+    assert_eq!(steering.unclaimed(&triggers).await.expect("unclaimed"), [false, true]);
+    fleet.advance(Duration::from_secs(3) + TAKEOVER_DELAY, Delivery::Together).await;
+    fleet.stop_all().await;
+    let mut refused = Vec::new();
+    let mut ran = 0;
+    for (replica, instance) in REPLICAS.iter().enumerate() {
+        for record in records_after(&fleet, replica, paused_from) {
+            if &*record.job == "job-0" {
+                assert_eq!(record.outcome, Outcome::SkippedPaused, "{instance}: {record:?}");
+                refused.push((*instance, record.trigger));
+            } else if record.outcome.ran() {
+                ran += 1;
+            }
+        }
+    }
+    refused.sort();
+    assert_eq!(refused.len(), 3, "one record per trigger of the paused job across the fleet: {refused:?}");
+    assert!(refused.iter().all(|(instance, _)| *instance == refused[0].0), "all by its owner: {refused:?}");
+    assert_eq!(ran, 3 * (jobs().len() - 1), "the other jobs' triggers ran once each");
+}
