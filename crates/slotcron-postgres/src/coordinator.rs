@@ -46,6 +46,14 @@ use crate::{DbError, PostgresDatabase};
 /// passed (or that is the caller's); renewing and releasing match the stored owner, so a
 /// lease that expired and was taken by another replica is never extended by the first.
 ///
+/// A batch of claims ([`Coordinator::claim_batch`]) is one call of the schema's
+/// `claim_triggers` per [`MAX_CLAIMS_PER_ROUND_TRIP`] claims: one round trip, one
+/// transaction, in which each claim is made by `claim_trigger` as above, in the order of
+/// job, trigger and position (so concurrent batches lock jobs' rows in one order, and a
+/// job's triggers get their fencing tokens in trigger order). A lost reply is read back
+/// for every claim of the batch in one statement; the claims nobody holds are made once
+/// more, as one batch.
+///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded.
 #[derive(Debug)]

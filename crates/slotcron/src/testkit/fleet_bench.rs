@@ -128,7 +128,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
     let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
-    let report = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         for (index, runs) in runs.iter().enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
             scope.spawn(move || {
@@ -166,8 +166,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
         cancel.cancel();
         measure(load, &runs, (start, end), cpu, counted, commands)
-    });
-    report
+    })
 }
 
 fn measure(
