@@ -189,7 +189,7 @@ async fn claim_and_run(
             trigger_key.get_or_init(|| key);
             match claimed {
                 Ok(fencing_token) => fencing_token,
-                Err(skipped) => return skipped,
+                Err(skipped) => return *skipped,
             }
         }
         None => {
@@ -225,7 +225,7 @@ async fn claim_and_run(
                     }
                     match claimed {
                         Ok(fencing_token) => fencing_token,
-                        Err(skipped) => return skipped,
+                        Err(skipped) => return *skipped,
                     }
                 }
             }
@@ -438,10 +438,10 @@ async fn claim(
     next: Option<Timestamp>,
     cause: Cause,
     key: &str,
-) -> Result<u64, RunRecord> {
+) -> Claimed {
     let claim = claim_of(shared, job, trigger, next, key);
     if let Err(skip) = skew_gate(shared, coordinator).await {
-        return Err(skip.record(shared, coordinator, job, trigger, cause));
+        return Err(Box::new(skip.record(shared, coordinator, job, trigger, cause)));
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
@@ -467,17 +467,18 @@ pub(super) fn decide(
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
+    let skipped = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),
+        Ok(ClaimOutcome::Lost) => Err(skipped(Outcome::SkippedLost, None)),
         Ok(ClaimOutcome::BehindMark) => {
             let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
                           or a later one, and this trigger's claim may have expired, so it is never \
                           claimed again"
                 .to_owned();
-            Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason)))
+            Err(skipped(Outcome::SkippedLost, Some(reason)))
         }
-        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
+        Err(e) => Err(Box::new(unclaimed(shared, coordinator, job, trigger, cause, &e))),
     }
 }
 
