@@ -101,6 +101,36 @@ impl Fleet {
     }
 }
 
+/// While the daemons share the work, the takeover delay (and where it was given) that
+/// every job's grace window must exceed, at start and at each reload; `None` otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct GraceFloor(Option<(Duration, &'static str)>);
+
+impl GraceFloor {
+    /// Refuses a job of `file` whose grace window is not longer than the takeover delay:
+    /// a trigger its owner cannot claim would run on another daemon later than the job's
+    /// grace allows.
+    ///
+    /// # Errors
+    /// Names the file, the job's line, the job, the `grace` field and the takeover
+    /// delay's source.
+    pub fn check(self, file: &JobsFile) -> Result<(), String> {
+        let Some((delay, source)) = self.0 else { return Ok(()) };
+        match file.jobs.iter().find(|entry| entry.job.grace() <= delay) {
+            Some(entry) => Err(format!(
+                "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
+                 or a trigger its owner cannot claim runs later than its grace on another daemon",
+                file.path.display(),
+                entry.line,
+                entry.job.name(),
+                duration::display(entry.job.grace()),
+                duration::display(delay)
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 /// What the scheduler works with, opened and connected at start-up.
 pub struct Backends {
     /// The store and the ledger.
@@ -124,7 +154,8 @@ impl Settings {
     /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
-    /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
+    /// An invalid `--state` URL, Redis settings [`Redis::choose`] refuses, or a takeover
+    /// delay [`Fleet::choose`] refuses.
     pub fn from_args(
         args: &RunArgs,
         file: &Coordination,
@@ -157,29 +188,10 @@ impl Settings {
         self.redis.is_some() || matches!(self.state, StateUrl::Postgres { .. })
     }
 
-    /// Refuses, when the daemons share the work, a job whose grace window is not longer
-    /// than the takeover delay: a trigger its owner cannot claim would run on another
-    /// daemon later than the job's grace allows.
-    ///
-    /// # Errors
-    /// Names the job, its line, the `grace` field and the takeover delay's source.
-    pub fn check_grace_windows(&self, file: &JobsFile) -> Result<(), String> {
-        if !self.coordinated() || !self.fleet.shared_work {
-            return Ok(());
-        }
-        let Fleet { takeover_delay: (delay, source), .. } = &self.fleet;
-        match file.jobs.iter().find(|entry| entry.job.grace() <= *delay) {
-            Some(entry) => Err(format!(
-                "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
-                 or a trigger its owner cannot claim runs later than its grace on another daemon",
-                file.path.display(),
-                entry.line,
-                entry.job.name(),
-                duration::display(entry.job.grace()),
-                duration::display(*delay)
-            )),
-            None => Ok(()),
-        }
+    /// The takeover delay every job's grace window must exceed: the daemons share the
+    /// work only with a coordinator and `shared_work`.
+    pub fn grace_floor(&self) -> GraceFloor {
+        GraceFloor((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
     /// Takes the jobs file's concurrency cap and failure hooks.
@@ -286,7 +298,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(settings) => settings.with_policies_of(&loaded),
         Err(e) => return start_failed(&e),
     };
-    if let Err(e) = settings.check_grace_windows(&loaded) {
+    if let Err(e) = settings.grace_floor().check(&loaded) {
         return start_failed(&e);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -412,7 +424,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
         (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
     };
-    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs);
+    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs, settings.grace_floor());
     if let Err(e) = reloader.apply().await {
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));
