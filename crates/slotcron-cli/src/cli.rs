@@ -210,6 +210,24 @@ pub struct RunArgs {
     /// the jobs file's `[coordination]` table.
     #[arg(long, value_name = "DURATION", value_parser = parse_slack)]
     pub clock_skew_slack: Option<Duration>,
+    /// How long this daemon waits for a trigger's owner (another daemon of the fleet) to
+    /// claim it before it takes the trigger over if still unclaimed, e.g. `300ms`
+    /// [default: 300ms].
+    ///
+    /// An owner that cannot claim (at its max_concurrent_runs, its clock skewed, its link
+    /// down) costs a run this much late. Shorter than the membership TTL and every job's
+    /// grace. Takes precedence over `takeover_delay` in the jobs file's `[coordination]`
+    /// table.
+    #[arg(long, value_name = "DURATION", value_parser = parse_takeover_delay)]
+    pub takeover_delay: Option<Duration>,
+    /// How long the fleet keeps this daemon as a member after its last heartbeat (on the
+    /// coordinator's clock), e.g. `10s` [default: 10s].
+    ///
+    /// A daemon that dies keeps owning its jobs this long (their triggers run a takeover
+    /// delay late meanwhile); one that stops leaves at once. Takes precedence over
+    /// `membership_ttl` in the jobs file's `[coordination]` table.
+    #[arg(long, value_name = "DURATION", value_parser = parse_membership_ttl)]
+    pub membership_ttl: Option<Duration>,
     /// This daemon's id, unique in the fleet [default: HOSTNAME-PID].
     ///
     /// In logs, claims, run history and SLOTCRON_INSTANCE; 1 to 200 bytes, no control
@@ -410,6 +428,18 @@ fn parse_slack(text: &str) -> Result<Duration, String> {
     let slack = slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())?;
     crate::coordination::check_slack(slack)?;
     Ok(slack)
+}
+
+/// A `--takeover-delay`: a duration as in jobs files.
+fn parse_takeover_delay(text: &str) -> Result<Duration, String> {
+    slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A `--membership-ttl`: a duration as in jobs files, longer than zero.
+fn parse_membership_ttl(text: &str) -> Result<Duration, String> {
+    let ttl = slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())?;
+    crate::coordination::check_membership_ttl(ttl)?;
+    Ok(ttl)
 }
 
 fn parse_instant(text: &str) -> Result<Timestamp, String> {

@@ -4,7 +4,9 @@
 use std::env::VarError;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
+use slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
@@ -85,6 +87,38 @@ pub fn check_slack(slack: std::time::Duration) -> Result<(), String> {
         return Err(format!(
             "must be longer than zero (the default is {})",
             crate::duration::display(slotcron::SchedulerBuilder::DEFAULT_SLACK)
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a membership TTL of zero: a member would lapse as it joins.
+///
+/// # Errors
+/// The TTL is zero.
+pub fn check_membership_ttl(ttl: Duration) -> Result<(), String> {
+    if ttl.is_zero() {
+        return Err(format!(
+            "must be longer than zero (the default is {})",
+            crate::duration::display(DEFAULT_MEMBERSHIP_TTL)
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a takeover delay that is not shorter than the membership TTL (`ttl`, given in
+/// `ttl_source`): a trigger's owner that died would have left the fleet before the others
+/// even began to take its triggers over, and each takeover would cost a run longer than
+/// the TTL that bounds how long a dead owner keeps its jobs.
+///
+/// # Errors
+/// The delay is the TTL or longer.
+pub fn check_takeover_delay(delay: Duration, ttl: Duration, ttl_source: &str) -> Result<(), String> {
+    if delay >= ttl {
+        return Err(format!(
+            "{} must be shorter than the membership TTL ({}, {ttl_source})",
+            crate::duration::display(delay),
+            crate::duration::display(ttl)
         ));
     }
     Ok(())

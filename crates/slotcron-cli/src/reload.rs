@@ -11,6 +11,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::jobs_file::{self, Format, JobEntry, JobsFile};
+use crate::run::GraceFloor;
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
@@ -127,12 +128,20 @@ pub struct Reloader {
     format: Format,
     file_jobs: Vec<JobEntry>,
     state_jobs: Option<StateJobs>,
+    grace_floor: GraceFloor,
 }
 
 impl Reloader {
-    /// The jobs of `loaded` (and of `state_jobs`), for `scheduler`.
-    pub fn new(scheduler: Scheduler, loaded: JobsFile, state_jobs: Option<StateJobs>) -> Self {
-        Self { scheduler, path: loaded.path, format: loaded.format, file_jobs: loaded.jobs, state_jobs }
+    /// The jobs of `loaded` (and of `state_jobs`), for `scheduler`; a reloaded file whose
+    /// jobs `grace_floor` refuses is not applied.
+    pub fn new(
+        scheduler: Scheduler,
+        loaded: JobsFile,
+        state_jobs: Option<StateJobs>,
+        grace_floor: GraceFloor,
+    ) -> Self {
+        let JobsFile { path, format, jobs, .. } = loaded;
+        Self { scheduler, path, format, file_jobs: jobs, state_jobs, grace_floor }
     }
 
     /// The state's jobs, with `--jobs-from-state`.
@@ -217,13 +226,17 @@ impl Reloader {
                 return false;
             }
         };
+        let loaded = loaded.map_err(|problems| problems.to_string()).and_then(|loaded| {
+            self.grace_floor.check(&loaded)?;
+            Ok(loaded)
+        });
         match loaded {
             Ok(loaded) => {
                 self.file_jobs = loaded.jobs;
                 true
             }
             Err(problems) => {
-                for line in problems.to_string().lines() {
+                for line in problems.lines() {
                     tracing::error!("{line}");
                 }
                 tracing::error!(

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
 use crate::admin::{self, AdminSettings};
@@ -49,10 +50,85 @@ pub struct Settings {
     /// How far this daemon's clock may be off its coordinator's (`--clock-skew-slack`,
     /// `[coordination] slack`, default [`SchedulerBuilder::DEFAULT_SLACK`]).
     pub slack: Duration,
+    /// Shared work across the fleet (see [`Fleet::choose`]).
+    pub fleet: Fleet,
     /// The admin API, if asked for (see [`AdminSettings::choose`]).
     pub admin: Option<AdminSettings>,
     /// Whether metrics carry a `job` label (`--metrics-per-job`).
     pub metrics_per_job: bool,
+}
+
+/// How the daemons of a fleet share the work: each trigger's owner claims it at once, the
+/// others take over what it left unclaimed after the takeover delay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fleet {
+    /// The takeover delay and where it was given (`--takeover-delay`, `[coordination]
+    /// takeover_delay`, default [`SchedulerBuilder::DEFAULT_TAKEOVER_DELAY`]).
+    pub takeover_delay: (Duration, &'static str),
+    /// The membership TTL and where it was given (`--membership-ttl`, `[coordination]
+    /// membership_ttl`, default [`DEFAULT_MEMBERSHIP_TTL`]).
+    pub membership_ttl: (Duration, &'static str),
+    /// `[coordination] shared_work` (default `true`).
+    pub shared_work: bool,
+}
+
+impl Fleet {
+    /// The flags first, then the jobs file's `[coordination]` keys, then the defaults.
+    ///
+    /// # Errors
+    /// A takeover delay not shorter than the membership TTL, naming where each was given.
+    pub fn choose(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
+        let pick = |flag: Option<Duration>, flag_name, key: Option<Duration>, key_name, default| {
+            flag.map(|d| (d, flag_name)).or(key.map(|d| (d, key_name))).unwrap_or((default, "the default"))
+        };
+        let takeover_delay = pick(
+            args.takeover_delay,
+            "--takeover-delay",
+            file.takeover_delay,
+            "[coordination] takeover_delay",
+            SchedulerBuilder::DEFAULT_TAKEOVER_DELAY,
+        );
+        let membership_ttl = pick(
+            args.membership_ttl,
+            "--membership-ttl",
+            file.membership_ttl,
+            "[coordination] membership_ttl",
+            DEFAULT_MEMBERSHIP_TTL,
+        );
+        coordination::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1)
+            .map_err(|e| format!("{}: {e}", takeover_delay.1))?;
+        Ok(Self { takeover_delay, membership_ttl, shared_work: file.shared_work.unwrap_or(true) })
+    }
+}
+
+/// While the daemons share the work, the takeover delay (and where it was given) that
+/// every job's grace window must exceed, at start and at each reload; `None` otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct GraceFloor(Option<(Duration, &'static str)>);
+
+impl GraceFloor {
+    /// Refuses a job of `file` whose grace window is not longer than the takeover delay:
+    /// a trigger its owner cannot claim would run on another daemon later than the job's
+    /// grace allows.
+    ///
+    /// # Errors
+    /// Names the file, the job's line, the job, the `grace` field and the takeover
+    /// delay's source.
+    pub fn check(self, file: &JobsFile) -> Result<(), String> {
+        let Some((delay, source)) = self.0 else { return Ok(()) };
+        match file.jobs.iter().find(|entry| entry.job.grace() <= delay) {
+            Some(entry) => Err(format!(
+                "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
+                 or a trigger its owner cannot claim runs later than its grace on another daemon",
+                file.path.display(),
+                entry.line,
+                entry.job.name(),
+                duration::display(entry.job.grace()),
+                duration::display(delay)
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What the scheduler works with, opened and connected at start-up.
@@ -78,7 +154,8 @@ impl Settings {
     /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
-    /// An invalid `--state` URL, or Redis settings [`Redis::choose`] refuses.
+    /// An invalid `--state` URL, Redis settings [`Redis::choose`] refuses, or a takeover
+    /// delay [`Fleet::choose`] refuses.
     pub fn from_args(
         args: &RunArgs,
         file: &Coordination,
@@ -102,7 +179,19 @@ impl Settings {
             max_concurrent_runs: None,
             failure_hooks,
             slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
+            fleet: Fleet::choose(args, file)?,
         })
+    }
+
+    /// Whether a coordinator arbitrates the claims: a Redis, or a PostgreSQL state.
+    fn coordinated(&self) -> bool {
+        self.redis.is_some() || matches!(self.state, StateUrl::Postgres { .. })
+    }
+
+    /// The takeover delay every job's grace window must exceed: the daemons share the
+    /// work only with a coordinator and `shared_work`.
+    pub fn grace_floor(&self) -> GraceFloor {
+        GraceFloor((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
     /// Takes the jobs file's concurrency cap and failure hooks.
@@ -167,6 +256,9 @@ impl Settings {
             .shutdown_timeout(self.shutdown_timeout)
             .cancel_grace(self.cancel_grace)
             .slack(self.slack)
+            .shared_work(self.fleet.shared_work)
+            .takeover_delay(self.fleet.takeover_delay.0)
+            .membership_ttl(self.fleet.membership_ttl.0)
             .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
@@ -206,6 +298,9 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(settings) => settings.with_policies_of(&loaded),
         Err(e) => return start_failed(&e),
     };
+    if let Err(e) = settings.grace_floor().check(&loaded) {
+        return start_failed(&e);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -329,7 +424,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
         (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
     };
-    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs);
+    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs, settings.grace_floor());
     if let Err(e) = reloader.apply().await {
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));

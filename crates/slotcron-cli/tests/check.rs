@@ -193,7 +193,8 @@ X = "1"
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, job"
             .to_owned(),
-        "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack)"
+        "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack, \
+         takeover_delay, membership_ttl, shared_work)"
             .to_owned(),
         r#"jobs.toml:8: job "a": command: missing: the shell command to run"#.to_owned(),
         format!(r#"jobs.toml:11: job "a": comand: unknown key; did you mean command? (a [[job]] table takes {job_keys})"#),
@@ -728,6 +729,36 @@ fn a_clock_skew_slack_of_zero_or_not_a_duration_is_refused_naming_the_key() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("jobs.toml:2: coordination.slack: expected a duration string"), "{err}");
+}
+
+#[test]
+fn shared_work_settings_are_checked_naming_the_key() {
+    let job = "\n[[job]]\nname = \"a\"\nevery = \"10s\"\ncommand = \"true\"\n";
+    let refused = [
+        (
+            "takeover_delay = \"10s\"",
+            "jobs.toml:2: coordination.takeover_delay: 10s must be shorter than the membership TTL (10s, the default)",
+        ),
+        (
+            "membership_ttl = \"2s\"\ntakeover_delay = \"3s\"",
+            "jobs.toml:3: coordination.takeover_delay: 3s must be shorter than the membership TTL (2s, membership_ttl)",
+        ),
+        (
+            "membership_ttl = \"0s\"",
+            "jobs.toml:2: coordination.membership_ttl: must be longer than zero (the default is 10s)",
+        ),
+        ("takeover_delay = 300", "jobs.toml:2: coordination.takeover_delay: expected a duration string"),
+        ("shared_work = \"no\"", "jobs.toml:2: coordination.shared_work: expected true or false"),
+    ];
+    for (i, (keys, expected)) in refused.into_iter().enumerate() {
+        let (code, _out, err) =
+            check(&format!("fleet_problems_{i}"), "jobs.toml", &format!("[coordination]\n{keys}\n{job}"));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(expected), "{expected}\nnot in\n{err}");
+    }
+    let keys = "takeover_delay = \"500ms\"\nmembership_ttl = \"30s\"\nshared_work = false";
+    let (code, _out, err) = check("fleet_settings", "jobs.toml", &format!("[coordination]\n{keys}\n{job}"));
+    assert_eq!(code, Some(0), "{err}");
 }
 
 #[test]

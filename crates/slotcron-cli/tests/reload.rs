@@ -12,6 +12,7 @@ use std::process::Stdio;
 
 use nix::sys::signal::Signal;
 use slotcron::jiff::Timestamp;
+use support::redis_server::RedisServer;
 use support::{Daemon, KillOnDrop, has_ended, scratch, slotcron, wait_exit, wait_until, write};
 
 const BEFORE: &str = r#"[[job]]
@@ -176,6 +177,27 @@ command = 'echo old"#,
     let at = daemon.log.len();
     wait_runs(&mut daemon, at, "drop", 2);
     wait_runs(&mut daemon, at, "edit", 2);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
+fn with_shared_work_an_edit_giving_a_job_a_grace_below_the_takeover_delay_is_refused() {
+    let dir = scratch("reload-grace");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", BEFORE);
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--redis", &redis.url(), "--takeover-delay", "200ms"]);
+    wait_runs(&mut daemon, 0, "drop", 1);
+    let edited = BEFORE.replace("command = 'echo old", "grace = \"200ms\"\ncommand = 'echo old");
+    write(&dir, "jobs.toml", &edited);
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_for("for the failed reload", |line| line.contains("reload failed"));
+    let problem = [
+        r#"jobs.toml:6: job "edit": grace: 200ms must be longer than the takeover delay (200ms, --takeover-delay)"#,
+    ];
+    assert_eq!(daemon.lines_with(&problem).len(), 1, "the job, its grace and the delay:\n{}", daemon.log());
+    let at = daemon.log.len();
+    wait_runs(&mut daemon, at, "drop", 2);
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
 }

@@ -444,3 +444,49 @@ fn a_second_daemon_on_the_same_sqlite_file_is_refused_and_readers_are_not() {
     third.signal(Signal::SIGTERM);
     assert_eq!(third.wait_exit().code(), Some(0), "{}", third.log());
 }
+
+#[test]
+fn a_takeover_delay_not_below_the_membership_ttl_is_refused_naming_both_sources() {
+    let dir = scratch("takeover-ttl");
+    write(&dir, "jobs.toml", JOBS);
+    let out = run_failing(&dir, &["--takeover-delay", "2s", "--membership-ttl", "2s"]);
+    assert_start_error(
+        &out,
+        &["--takeover-delay: 2s must be shorter than the membership TTL (2s, --membership-ttl)"],
+    );
+    write(&dir, "jobs.toml", &format!("[coordination]\nmembership_ttl = \"1s\"\n\n{JOBS}"));
+    let out = run_failing(&dir, &["--takeover-delay", "1500ms"]);
+    assert_start_error(
+        &out,
+        &[
+            "--takeover-delay: 1s 500ms must be shorter than the membership TTL (1s, [coordination] membership_ttl)",
+        ],
+    );
+    let out = run_failing(&dir, &["--membership-ttl", "0s"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("must be longer than zero (the default is 10s)"), "{}", stderr(&out));
+    assert!(!dir.join("slotcron.db").exists(), "nothing was started");
+}
+
+#[test]
+fn with_shared_work_a_job_whose_grace_is_not_above_the_takeover_delay_is_refused() {
+    let dir = scratch("takeover-grace");
+    let jobs = "[[job]]\nname = \"quick\"\nevery = \"10s\"\ngrace = \"200ms\"\ncommand = \"true\"\n";
+    write(&dir, "jobs.toml", jobs);
+    // Port 1: the check comes before any connection.
+    let redis = ["--redis", "redis://127.0.0.1:1"];
+    let out = run_failing(&dir, &redis);
+    assert_start_error(
+        &out,
+        &[
+            "jobs.toml:1: job \"quick\": grace: 200ms must be longer than the takeover delay (300ms, the default)",
+        ],
+    );
+    let shorter = [&redis[..], &["--takeover-delay", "100ms"]].concat();
+    let out = run_failing(&dir, &shorter);
+    assert!(!stderr(&out).contains("grace"), "a shorter delay is accepted: {}", stderr(&out));
+    write(&dir, "jobs.toml", &format!("[coordination]\nshared_work = false\n\n{jobs}"));
+    let out = run_failing(&dir, &redis);
+    assert!(!stderr(&out).contains("grace"), "without shared work there is no takeover: {}", stderr(&out));
+    assert!(!dir.join("slotcron.db").exists(), "nothing was started");
+}

@@ -51,6 +51,14 @@ use membership::MembershipSql;
 /// passed (or that is the caller's); renewing and releasing match the stored owner, so a
 /// lease that expired and was taken by another replica is never extended by the first.
 ///
+/// A batch of claims ([`Coordinator::claim_batch`]) is one call of the schema's
+/// `claim_triggers` per [`MAX_CLAIMS_PER_ROUND_TRIP`] claims: one round trip, one
+/// transaction, in which each claim is made by `claim_trigger` as above, in the order of
+/// job, trigger and position (so concurrent batches lock jobs' rows in one order, and a
+/// job's triggers get their fencing tokens in trigger order). A lost reply is read back
+/// for every claim of the batch in one statement; the claims nobody holds are made once
+/// more, as one batch.
+///
 /// The fleet's [membership](slotcron::coordinator::membership) is the `member` table,
 /// one row per replica with the instant its membership lapses on the server's clock;
 /// each heartbeat is one statement that removes the lapsed rows, renews its own and

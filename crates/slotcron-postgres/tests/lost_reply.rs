@@ -251,3 +251,45 @@ async fn a_takeover_cut_off_while_still_running_is_waited_for_by_the_read_back()
     })
     .await;
 }
+
+/// A batch's lost reply is read back claim by claim in one statement: the claims the
+/// batch committed are won with their stored tokens, those another replica held are lost.
+#[tokio::test]
+async fn a_lost_reply_to_a_batch_is_read_back_claim_by_claim() {
+    isolated(async |schemas: &mut Schemas| {
+        let setup = Setup::new(schemas).await;
+        // In 2100: ahead of the server's clock, so the mark refuses none of them.
+        let keys: Vec<String> =
+            (0..64).map(|k| format!("job:2100-01-01T00:{:02}:{:02}Z", k / 60, k % 60)).collect();
+        let claims = |instance: &'static str| -> Vec<Claim<'_>> {
+            keys.iter()
+                .map(|key| {
+                    let trigger = key.strip_prefix("job:").unwrap().parse().unwrap();
+                    Claim { job: "job", trigger, key, instance, hold: HOLD }
+                })
+                .collect()
+        };
+        // Prepares the batch statement on the proxied connection.
+        let warm_up = setup.coordinator.claim_batch(&claims("proxied")[63..]).await;
+        assert_eq!(warm_up.into_iter().map(Result::unwrap).collect::<Vec<_>>(), [won(2)]);
+        let other = setup.other_replica().await;
+        for claim in claims("other").iter().take(63).step_by(4) {
+            assert!(matches!(other.claim(claim).await.unwrap(), ClaimOutcome::Won { .. }));
+        }
+        setup.proxy.inject(Fault::LoseNextReply);
+        let outcomes = setup.coordinator.claim_batch(&claims("proxied")[..63]).await;
+        assert_eq!(setup.proxy.lost(), 1, "the batch's reply was lost");
+        let mut tokens = Vec::new();
+        for (k, outcome) in outcomes.into_iter().enumerate() {
+            match outcome.unwrap() {
+                ClaimOutcome::Won { fencing_token } if k % 4 != 0 => tokens.push(fencing_token),
+                ClaimOutcome::Lost if k % 4 == 0 => {}
+                other => panic!("{}: {other:?}", keys[k]),
+            }
+        }
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens in trigger order: {tokens:?}");
+        assert_eq!(tokens.len(), 47);
+        assert_eq!(setup.fencing_counter(schemas).await, 2 + 16 + 47, "the batch was made once");
+    })
+    .await;
+}

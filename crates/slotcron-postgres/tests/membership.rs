@@ -66,3 +66,37 @@ async fn a_tally_beyond_a_bigint_is_refused_and_nothing_written() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_heartbeats_removing_lapsed_rows_all_succeed() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        let mut replicas = Vec::new();
+        for _ in 0..6 {
+            let database = PostgresDatabase::open(&common::database_url(), &schema).await.unwrap();
+            replicas.push(std::sync::Arc::new(PostgresCoordinator::new(database)));
+        }
+        for second in 0..200 {
+            let at = Timestamp::from_second(1_715_904_000 + second).unwrap();
+            replicas[0].add_handled("gone", at, Handled::of_key("j:1"), BRIEF).await.unwrap();
+            replicas[0].heartbeat(&format!("gone-{second}"), BRIEF).await.unwrap();
+        }
+        tokio::time::sleep(BRIEF * 5).await;
+        let beats: Vec<_> = replicas
+            .iter()
+            .enumerate()
+            .map(|(i, replica)| {
+                let replica = replica.clone();
+                tokio::spawn(async move { replica.heartbeat(&format!("r{i}"), MINUTE).await })
+            })
+            .collect();
+        for beat in beats {
+            beat.await.unwrap().expect("every heartbeat succeeds");
+        }
+        let rows = "SELECT count(*) FROM {schema}.handled";
+        assert_eq!(schemas.scalar(&schema, rows).await, 0, "the lapsed tallies are gone");
+        let members = replicas[0].heartbeat("r0", MINUTE).await.unwrap().unwrap();
+        assert_eq!(members, ["r0", "r1", "r2", "r3", "r4", "r5"]);
+    })
+    .await;
+}

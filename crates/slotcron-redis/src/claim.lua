@@ -108,9 +108,12 @@ for i = 1, n do
   local after_trigger, after = ARGV[5 * i - 2], ARGV[5 * i - 1]
   local value = held[i]
   if value or taken[key] then
-    -- Held: lost, unless it is this very claim (made again after a lost reply).
-    local f, rest = string.match(value or '', '^(%d+) (.*)$')
-    results[i] = (f and rest == claimant) and tonumber(f) or 0
+    -- Held: lost, unless it is this very claim (made again after a lost reply): its
+    -- value ends with " {claimant}" after the fencing token.
+    results[i] = 0
+    if value and string.sub(value, -#claimant - 1) == ' ' .. claimant then
+      results[i] = tonumber(string.sub(value, 1, #value - #claimant - 1)) or 0
+    end
   elseif paused[state] and ARGV[5 * i] == '1' then
     results[i] = -3
   elseif not jobs[state] then

@@ -1,4 +1,4 @@
-//! The Redis coordinator: one script call per claim.
+//! The Redis coordinator: one script call per claim, or per batch of claims.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -27,20 +27,33 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 /// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
 /// runs on exactly one replica.
 ///
-/// Each claim is one call of a Lua script (`EVALSHA`; the first call after the server
-/// starts also loads the script): if the trigger key is absent it is set to `{fencing
-/// token} {token} {instance}`, where the fencing token comes from `INCR` on the job's
-/// counter and the token is 64 random bits per claim. A recurring claim expires at the
-/// absolute instant [`Hold`] describes, computed in the script on the server's clock
-/// (`TIME`, `SET ... PXAT`: Redis 6.2 or later), and the script keeps the job's
-/// high-water mark in the same step, refusing a trigger behind it whose claim may have
-/// expired. One-shots never expire unless [`RedisConfig::one_shot_retention`] is set.
-/// Claims are never released. The script also reads the job's pause key
-/// (`{prefix}paused:{job}`, in the same `MGET` as the job's state, for each job of a
-/// batch): while it is set, nothing is claimed ([`ClaimOutcome::Paused`]), at no extra
-/// round trip. Manual and backfilled runs are claimed by the same script under their
-/// own keys (as a one-shot retained for the claim's TTL, past any pause, with the job's
-/// fencing counter), so fencing tokens grow per job across both.
+/// Claims are made by one Lua script (`EVALSHA`; the first call after the server starts
+/// also loads it), one call for one claim or for a batch of up to
+/// [`MAX_CLAIMS_PER_ROUND_TRIP`] ([`Coordinator::claim_batch`]), made one after the other
+/// inside Redis, atomically: if the trigger key is absent it is set to `{fencing token}
+/// {token} {instance}`, where the fencing token is one more than the job's last and the
+/// token is 64 random bits per claim. A recurring claim expires at the absolute instant
+/// [`Hold`] describes, computed in the script on the server's clock (`TIME`, once per
+/// call; `SET ... PXAT`: Redis 6.2 or later), and the script keeps the job's high-water
+/// mark in the same step, refusing a trigger behind it whose claim may have expired.
+/// One-shots never expire unless [`RedisConfig::one_shot_retention`] is set. Claims are
+/// never released. The script also reads the job's pause key (`{prefix}paused:{job}`, in
+/// the same `MGET` as the job's state, for each job of a call): while it is set, nothing
+/// is claimed ([`ClaimOutcome::Paused`]), at no extra round trip. Manual and backfilled
+/// runs are claimed by the same script under their own keys (as a one-shot retained for
+/// the claim's TTL, past any pause, with the job's fencing token), so fencing tokens grow
+/// per job across both.
+///
+/// Each job's fencing token and mark live in one key, the job's state,
+/// `{prefix}fencing:{job}` (`{prefix}{{job}}:fencing` in a cluster), as `{token} {mark
+/// in ms}` (`{token}` alone before its first recurring claim, as `INCR` left the counter
+/// of earlier releases, whose separate mark key `{prefix}mark:{job}` is read once, while
+/// the state holds no mark, and no longer written). A script call reads every trigger
+/// key in one `MGET`, the free triggers' job states and pauses in another, and writes a
+/// `SET` per won claim and one `MSET` of the states. A replica of an earlier release
+/// sharing the Redis fails its claims of a job once this release has written the job's
+/// state with a mark (its `INCR` fails before it writes anything): it skips those
+/// triggers, fail closed, until it is upgraded.
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
 /// made; the coordinator reads the trigger key back, as
@@ -71,7 +84,8 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 /// On a Redis Cluster (a `redis+cluster://` URL) it is the `redis` crate's cluster
 /// client: each claim goes to the node serving its job's hash slot (every key of a job
 /// carries the job's name as hash tag, see [`RedisConfig::key_prefix`]), so it stays one
-/// atomic script on one node. A MOVED reply (the slot changed owner) is followed; a node
+/// atomic script on one node; a batch is one script call per hash slot among its claims,
+/// all in flight at once (the client pipelines those of one node). A MOVED reply (the slot changed owner) is followed; a node
 /// that is down or failing over fails the claims of its slots (the scheduler skips those
 /// triggers: fail closed) until the client, which reconnects and refreshes its slot map by
 /// itself, reaches the slot's new or restarted master. The client never sends a claim

@@ -81,6 +81,15 @@ pub struct Coordination {
     /// `slack = "5s"`: the clock-skew slack (the `--clock-skew-slack` flag takes
     /// precedence).
     pub slack: Option<std::time::Duration>,
+    /// `takeover_delay = "300ms"`: how long a daemon waits for a trigger's owner to claim
+    /// it before it takes the trigger over (the `--takeover-delay` flag takes precedence).
+    pub takeover_delay: Option<std::time::Duration>,
+    /// `membership_ttl = "10s"`: how long the fleet keeps a daemon that stopped
+    /// heartbeating as a member (the `--membership-ttl` flag takes precedence).
+    pub membership_ttl: Option<std::time::Duration>,
+    /// `shared_work = false`: every daemon claims every trigger at once rather than
+    /// sharing the work by owners (default `true`).
+    pub shared_work: Option<bool>,
     /// `[admin] listen = "ADDR"`: where the admin API listens (the `--admin` flag and
     /// the `SLOTCRON_ADMIN` variable take precedence).
     pub admin_listen: Option<String>,

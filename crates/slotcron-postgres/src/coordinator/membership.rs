@@ -26,15 +26,21 @@ pub(super) struct MembershipSql {
 impl MembershipSql {
     pub(super) fn new(database: &PostgresDatabase) -> Self {
         Self {
-            // Removes the lapsed members and tallies, renews $1 until $2 µs from now, and
-            // returns the live members, $1 included, in byte order (as Rust sorts them).
-            // The SELECT sees the rows as they were before the statement: the others
-            // still live, and $1 added by the UNION.
+            // Removes the lapsed members and tallies (those another heartbeat is removing
+            // now are skipped, so concurrent heartbeats never wait for, or deadlock on,
+            // each other), renews $1 until $2 µs from now, and returns the live members,
+            // $1 included, in byte order (as Rust sorts them). The SELECT sees the rows as
+            // they were before the statement: the others still live, and $1 added by the
+            // UNION.
             heartbeat: database.sql(
                 "WITH lapsed AS (
-                     DELETE FROM {schema}.member WHERE expires_at <= now() AND instance <> $1
+                     DELETE FROM {schema}.member WHERE instance IN (
+                         SELECT instance FROM {schema}.member
+                         WHERE expires_at <= now() AND instance <> $1 FOR UPDATE SKIP LOCKED)
                  ), lapsed_tallies AS (
-                     DELETE FROM {schema}.handled WHERE expires_at <= now()
+                     DELETE FROM {schema}.handled WHERE (owner, trigger_at) IN (
+                         SELECT owner, trigger_at FROM {schema}.handled
+                         WHERE expires_at <= now() FOR UPDATE SKIP LOCKED)
                  ), beat AS (
                      INSERT INTO {schema}.member (instance, expires_at)
                      VALUES ($1, now() + $2::bigint * interval '1 microsecond')

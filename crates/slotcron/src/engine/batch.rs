@@ -33,7 +33,7 @@ pub(super) const BATCHES_IN_FLIGHT: usize = 2;
 
 /// What the claim decided for one trigger: its fencing token, to run it with, or the
 /// record of why it does not run here.
-pub(super) type Claimed = Result<u64, RunRecord>;
+pub(super) type Claimed = Result<u64, Box<RunRecord>>;
 
 /// Whether `due` is claimed in a batch: a trigger to run that the coordinator arbitrates
 /// and whose claim nothing holds up — no jitter to wait out, no concurrency cap to take
@@ -72,9 +72,10 @@ async fn claim_chunk(
 ) -> Vec<(Claimed, Box<str>)> {
     let keys: Vec<Box<str>> = due.iter().map(|d| run::key_of(&d.job, d.trigger)).collect();
     let decided: Vec<Claimed> = match run::skew_gate(shared, coordinator).await {
-        Err(skip) => {
-            due.iter().map(|d| Err(skip.record(shared, coordinator, &d.job, d.trigger, d.cause))).collect()
-        }
+        Err(skip) => due
+            .iter()
+            .map(|d| Err(Box::new(skip.record(shared, coordinator, &d.job, d.trigger, d.cause))))
+            .collect(),
         Ok(()) => {
             let claims: Vec<Claim<'_>> = due
                 .iter()

@@ -206,13 +206,13 @@ async fn claim_and_run(
             trigger_key.get_or_init(|| key);
             match claimed {
                 Ok(fencing_token) => fencing_token,
-                Err(skipped) => return skipped,
+                Err(skipped) => return *skipped,
             }
         }
         Claiming::Here(tally) => {
             _slot = match start_gate(scope, job, trigger, cause, false).await {
                 Ok(slot) => Some(slot),
-                Err(skipped) => return skipped,
+                Err(skipped) => return *skipped,
             };
             match &shared.coordinator {
                 // Single-replica mode, or a job every replica runs: nothing to claim.
@@ -226,7 +226,7 @@ async fn claim_and_run(
                     }
                     match claimed {
                         Ok(fencing_token) => fencing_token,
-                        Err(skipped) => return skipped,
+                        Err(skipped) => return *skipped,
                     }
                 }
             }
@@ -234,7 +234,7 @@ async fn claim_and_run(
         Claiming::Requested => {
             _slot = match start_gate(scope, job, trigger, cause, true).await {
                 Ok(slot) => Some(slot),
-                Err(skipped) => return skipped,
+                Err(skipped) => return *skipped,
             };
             let key = trigger_key.get_or_init(|| super::request_key(&job.name, kind, cause, trigger).into());
             match &shared.coordinator {
@@ -243,7 +243,7 @@ async fn claim_and_run(
                 Some(coordinator) => {
                     match claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await {
                         Ok(fencing_token) => fencing_token,
-                        Err(skipped) => return skipped,
+                        Err(skipped) => return *skipped,
                     }
                 }
             }
@@ -358,10 +358,11 @@ async fn start_gate(
     trigger: Timestamp,
     cause: Cause,
     requested: bool,
-) -> Result<RunSlot, RunRecord> {
+) -> Result<RunSlot, Box<RunRecord>> {
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
-    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
+    let skipped =
+        |outcome, reason: String| Box::new(shared.skipped(job, trigger, cause, outcome, Some(reason)));
     // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
     let jitter = if requested { None } else { job.jitter };
     let start = match policy::wait_for_start(&job.name, trigger, jitter, clock, &scope.stopping).await {
@@ -500,7 +501,7 @@ async fn claim(
 ) -> Claimed {
     let claim = claim_of(shared, job, trigger, next, key);
     if let Err(skip) = skew_gate(shared, coordinator).await {
-        return Err(skip.record(shared, coordinator, job, trigger, cause));
+        return Err(Box::new(skip.record(shared, coordinator, job, trigger, cause)));
     }
     let asked = shared.clock.now();
     let claimed = within_claim_timeout(shared, coordinator.claim(&claim)).await;
@@ -545,22 +546,22 @@ pub(super) fn decide(
         Err(_) => ClaimResult::Error,
     };
     shared.series().claim(result, latency);
-    let skip = |outcome, reason| shared.skipped(job, trigger, cause, outcome, reason);
+    let skipped = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
-        Ok(ClaimOutcome::Lost) => Err(skip(Outcome::SkippedLost, None)),
+        Ok(ClaimOutcome::Lost) => Err(skipped(Outcome::SkippedLost, None)),
         Ok(ClaimOutcome::BehindMark) => {
             let reason = "the job's high-water mark refused the claim: the fleet has handled this trigger \
                           or a later one, and this trigger's claim may have expired, so it is never \
                           claimed again"
                 .to_owned();
-            Err(skip(Outcome::SkippedLost, Some(reason)))
+            Err(skipped(Outcome::SkippedLost, Some(reason)))
         }
-        Ok(ClaimOutcome::Paused) => Err(skip(
+        Ok(ClaimOutcome::Paused) => Err(skipped(
             Outcome::SkippedPaused,
             Some(format!("the job is paused in the {} coordinator", coordinator.name())),
         )),
-        Err(e) => Err(unclaimed(shared, coordinator, job, trigger, cause, &e)),
+        Err(e) => Err(Box::new(unclaimed(shared, coordinator, job, trigger, cause, &e))),
     }
 }
 

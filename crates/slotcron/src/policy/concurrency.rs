@@ -3,6 +3,7 @@
 //! waits for a free slot up to the job's grace window, so that a replica with room wins
 //! the claim; if none frees, the trigger is `skipped-concurrency` here.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
@@ -18,8 +19,9 @@ use crate::clock::Clock;
 pub(crate) struct ConcurrencyCap {
     slots: Arc<Semaphore>,
     max: usize,
-    /// The triggers (job, instant) waiting for a slot now.
-    waiting: Mutex<Vec<(Arc<str>, Timestamp)>>,
+    /// The triggers (job, instant) waiting for a slot now, each with how many times
+    /// (a trigger run again, e.g. by hand, waits once more).
+    waiting: Mutex<HashMap<(Arc<str>, Timestamp), usize>>,
 }
 
 /// A trigger's place among those waiting for a slot, left when dropped.
@@ -28,8 +30,11 @@ struct Waiting<'a>(&'a ConcurrencyCap, (Arc<str>, Timestamp));
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         let mut waiting = self.0.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(at) = waiting.iter().position(|w| *w == self.1) {
-            waiting.swap_remove(at);
+        if let Some(times) = waiting.get_mut(&self.1) {
+            *times -= 1;
+            if *times == 0 {
+                waiting.remove(&self.1);
+            }
         }
     }
 }
@@ -59,7 +64,8 @@ impl ConcurrencyCap {
         if let Ok(permit) = cap.slots.clone().try_acquire_owned() {
             return Ok(RunSlot(Some(permit)));
         }
-        cap.waiting.lock().unwrap_or_else(|p| p.into_inner()).push((job.clone(), trigger));
+        *cap.waiting.lock().unwrap_or_else(|p| p.into_inner()).entry((job.clone(), trigger)).or_default() +=
+            1;
         let _waiting = Waiting(cap, (job.clone(), trigger));
         let busy = format!("all {} run slots of this scheduler stayed busy", cap.max);
         tokio::select! {
@@ -76,6 +82,6 @@ impl ConcurrencyCap {
     #[cfg(feature = "testkit")]
     pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        waiting.iter().any(|(j, t)| &**j == job && *t == trigger)
+        waiting.contains_key(&(Arc::<str>::from(job), trigger))
     }
 }

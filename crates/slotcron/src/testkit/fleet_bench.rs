@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::JobContext;
 use crate::coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal,
+    MAX_CLAIMS_PER_ROUND_TRIP,
 };
 use crate::engine::Scheduler;
 use crate::job::Job;
@@ -127,7 +128,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
     let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
-    let report = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         for (index, runs) in runs.iter().enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
             scope.spawn(move || {
@@ -165,8 +166,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
         cancel.cancel();
         measure(load, &runs, (start, end), cpu, counted, commands)
-    });
-    report
+    })
 }
 
 fn measure(
@@ -237,7 +237,9 @@ fn cpu_time() -> Duration {
 }
 
 /// A coordinator that counts the calls made to the one it wraps: one round trip each
-/// in the Redis and PostgreSQL coordinators (unless a reply was lost and read back).
+/// in the Redis and PostgreSQL coordinators (unless a reply was lost and read back); a
+/// batch of claims counts one per [`MAX_CLAIMS_PER_ROUND_TRIP`] claims, as a single Redis
+/// server or PostgreSQL takes it (a Redis Cluster: one per hash slot).
 pub struct Counted {
     /// The coordinator asked.
     pub inner: Arc<dyn Coordinator>,
@@ -256,6 +258,12 @@ impl Coordinator for Counted {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         self.count();
         self.inner.claim(claim).await
+    }
+
+    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let round_trips = claims.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
+        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
+        self.inner.claim_batch(claims).await
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

@@ -15,6 +15,13 @@
 //!                                # SLOTCRON_REDIS_PREFIX take precedence)
 //! slack = "5s"                   # clock-skew slack (default 5s;
 //!                                # --clock-skew-slack takes precedence)
+//! takeover_delay = "300ms"       # how long a daemon waits for a trigger's owner
+//!                                # before taking it over (default 300ms, below
+//!                                # membership_ttl and every job's grace;
+//!                                # --takeover-delay takes precedence)
+//! membership_ttl = "10s"         # a daemon that stops heartbeating leaves the fleet
+//!                                # this long after (default 10s; --membership-ttl)
+//! shared_work = true             # false: every daemon claims every trigger
 //!
 //! [admin]                        # optional
 //! listen = "127.0.0.1:9090"      # the admin API (--admin and SLOTCRON_ADMIN take
@@ -263,6 +270,31 @@ impl Reader<'_> {
                     self.problem(table, "slack", span, reason);
                 }
             }
+        }
+        self.fleet(table);
+    }
+
+    /// The shared-work keys of the `[coordination]` table: `takeover_delay`,
+    /// `membership_ttl` and `shared_work`.
+    fn fleet(&mut self, table: &Table<'_, '_>) {
+        let span = |key: &str| table.get(key).map(|v| v.span()).unwrap_or_default();
+        if let Some(ttl) = self.duration(table, "membership_ttl") {
+            match coordination::check_membership_ttl(ttl) {
+                Ok(()) => self.parsed.coordination.membership_ttl = Some(ttl),
+                Err(reason) => self.problem(table, "membership_ttl", span("membership_ttl"), reason),
+            }
+        }
+        if let Some(delay) = self.duration(table, "takeover_delay") {
+            let ttl = self.parsed.coordination.membership_ttl;
+            let ttl_source = if ttl.is_some() { "membership_ttl" } else { "the default" };
+            let ttl = ttl.unwrap_or(slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL);
+            match coordination::check_takeover_delay(delay, ttl, ttl_source) {
+                Ok(()) => self.parsed.coordination.takeover_delay = Some(delay),
+                Err(reason) => self.problem(table, "takeover_delay", span("takeover_delay"), reason),
+            }
+        }
+        if let Some(shared) = self.bool(table, "shared_work") {
+            self.parsed.coordination.shared_work = Some(*shared.get_ref());
         }
     }
 

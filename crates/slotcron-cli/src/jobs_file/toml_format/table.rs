@@ -23,7 +23,8 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "admin",
     "job",
 ];
-pub(super) const COORDINATION_KEYS: &[&str] = &["redis", "prefix", "slack"];
+pub(super) const COORDINATION_KEYS: &[&str] =
+    &["redis", "prefix", "slack", "takeover_delay", "membership_ttl", "shared_work"];
 pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
