@@ -367,6 +367,7 @@ impl Scheduler {
                 (more, table.next_deadline())
             };
             let mut items = due.drain(..).peekable();
+            let mut spawned = 0;
             while let Some(item) = items.next() {
                 // A job's catch-up comes as consecutive items: claimed in trigger order.
                 if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
@@ -377,22 +378,27 @@ impl Scheduler {
                         group.push(next);
                     }
                     tracker.spawn(run::execute_in_order(scope.clone(), group));
+                    spawned += 1;
                 } else if batch::batchable(&self.shared, &item) {
                     // Counted as spawning once claimed, when its run is spawned.
                     batched.push(item);
                 } else {
                     scope.spawning();
                     tracker.spawn(run::execute(scope.clone(), item));
+                    spawned += 1;
                 }
             }
+            // Only batches were spawned: they pace their own runs, so the loop goes on
+            // taking due triggers, which then wait for their batch's turn, not in the table.
+            let only_batches = !batched.is_empty() && spawned == 0;
             if !batched.is_empty() {
-                let permit =
-                    scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
                 let claims = std::mem::take(&mut batched);
-                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims, permit));
+                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims));
             }
             if more {
-                scope.pace().await;
+                if !only_batches {
+                    scope.pace().await;
+                }
                 continue;
             }
             let sleep = async {
