@@ -7,14 +7,15 @@
 //! "Exactly once across replicas"): won, it runs with its fencing token; lost, refused
 //! by the high-water mark, skipped for clock skew or without an answer, it ends in the
 //! same skip record. The claim timeout bounds the batch's one round trip: at most
-//! [`BATCHES_IN_FLIGHT`] batches of a scheduler are in flight at once, and a batch's
-//! triggers wait for their turn in the engine's queue, not on the timeout, so a trigger
-//! is never skipped because other triggers were claimed before it.
+//! [`BATCHES_IN_FLIGHT`] batches of a scheduler are in flight at once, and a batch waits
+//! for its turn before its claims go out, not on the timeout, so a trigger is never
+//! skipped because other triggers were claimed before it. Under a load the backend
+//! cannot keep up with, triggers wait in line for their batch's turn (late, never
+//! dropped for it).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
@@ -107,22 +108,21 @@ async fn claim_chunk(
 }
 
 /// Claims `due` (batchable, as one batch) and starts each trigger's run or records its
-/// skip, as [`run::execute`] does for one trigger. `permit` is this batch's place among
-/// the [`BATCHES_IN_FLIGHT`], given back once the batch's runs are spawned. A trigger
-/// this replica owns comes with its instant's [`Tally`], which learns its claim's answer.
-pub(super) async fn execute(
-    scope: Arc<RunScope>,
-    tracker: TaskTracker,
-    due: Vec<(Due, Option<Arc<Tally>>)>,
-    permit: OwnedSemaphorePermit,
-) {
+/// skip, as [`run::execute`] does for one trigger. The batch waits for its turn among the
+/// [`BATCHES_IN_FLIGHT`] (in the order the batches came due) before its claims go out,
+/// and keeps it until most of its runs have started; the engine's loop meanwhile goes on taking
+/// due triggers, so none waits in the engine's queue past its grace window because
+/// other triggers' claims went first. A trigger this replica owns comes with its instant's
+/// [`Tally`], which learns its claim's answer.
+pub(super) async fn execute(scope: Arc<RunScope>, tracker: TaskTracker, due: Vec<(Due, Option<Arc<Tally>>)>) {
     let shared = &scope.shared;
     let Some(coordinator) = shared.coordinator.clone() else { return };
+    // Never closed: the scope owns it.
+    let Ok(turn) = scope.batches.clone().acquire_owned().await else { return };
     // A job removed before its trigger was claimed does not run (no claim, no record).
     let (due, tallies): (Vec<Due>, Vec<Option<Arc<Tally>>>) =
         due.into_iter().filter(|(d, _)| !run::removed(&d.job, d.trigger)).unzip();
     let claimed = claim(shared, coordinator.as_ref(), &due).await;
-    drop(permit);
     // The last reference to a tally, dropped here, writes it.
     for ((claimed, key), tally) in claimed.iter().zip(tallies) {
         if let Some(tally) = tally {
@@ -133,4 +133,7 @@ pub(super) async fn execute(
         scope.spawning();
         tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
     }
+    // The next batch's claims go out once most of these runs have started.
+    scope.pace().await;
+    drop(turn);
 }

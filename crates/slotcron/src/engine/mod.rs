@@ -419,6 +419,7 @@ impl Scheduler {
             };
             let mut items = due.drain(..).peekable();
             let mut split = ownership::Split::new(&self.shared);
+            let mut spawned = 0;
             while let Some(item) = items.next() {
                 // A job's catch-up comes as consecutive items: claimed in trigger order.
                 if items.peek().is_some_and(|next| Arc::ptr_eq(&next.job, &item.job)) {
@@ -429,6 +430,7 @@ impl Scheduler {
                         group.push(next);
                     }
                     tracker.spawn(run::execute_in_order(scope.clone(), group));
+                    spawned += 1;
                     continue;
                 }
                 let role = split.role(&self.shared, &item);
@@ -446,19 +448,22 @@ impl Scheduler {
                     ownership::Role::Owner(tally) => {
                         scope.spawning();
                         tracker.spawn(run::execute_owned(scope.clone(), item, Some(tally)));
+                        spawned += 1;
                     }
                     ownership::Role::Everyone => {
                         scope.spawning();
                         tracker.spawn(run::execute(scope.clone(), item));
+                        spawned += 1;
                     }
                 }
             }
             drop(split);
+            // Only batches were spawned: they pace their own runs, so the loop goes on
+            // taking due triggers, which then wait for their batch's turn, not in the table.
+            let only_batches = !batched.is_empty() && spawned == 0;
             if !batched.is_empty() {
-                let permit =
-                    scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
                 let claims = std::mem::take(&mut batched);
-                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims, permit));
+                tracker.spawn(batch::execute(scope.clone(), tracker.clone(), claims));
             }
             let requests = std::mem::take(&mut *self.shared.requests());
             for group in requests {
@@ -466,7 +471,9 @@ impl Scheduler {
                 tracker.spawn(run::execute_in_order(scope.clone(), group));
             }
             if more {
-                scope.pace().await;
+                if !only_batches {
+                    scope.pace().await;
+                }
                 continue;
             }
             let sleep = async {

@@ -253,8 +253,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     }
     shared.series().takeover(taken, claimed);
     if !batched.is_empty() {
-        let permit = scope.batches.clone().acquire_owned().await.expect("the semaphore is never closed");
-        tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched, permit));
+        tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched));
     }
     if taken > 0 {
         tracing::info!(%at, taken, claimed, "triggers left unclaimed by their owners: taken over");

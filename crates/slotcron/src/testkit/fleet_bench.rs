@@ -14,7 +14,7 @@
 //!
 //! CPU time comes from `/proc/self/stat` (Linux; `USER_HZ` ticks, 10 ms).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
@@ -31,6 +31,8 @@ use crate::coordinator::{
 };
 use crate::engine::Scheduler;
 use crate::job::Job;
+use crate::ledger::RunRecord;
+use crate::policy::RunObserver;
 
 /// What the fleet runs.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +74,8 @@ pub struct Report {
     /// The backend counter's growth over the window per expected trigger (`None`
     /// without a counter).
     pub backend_per_trigger: Option<f64>,
+    /// The records of the window's triggers across the fleet, per outcome.
+    pub outcomes: BTreeMap<&'static str, u64>,
 }
 
 impl std::fmt::Display for Report {
@@ -95,7 +99,7 @@ impl std::fmt::Display for Report {
         if let Some(backend) = self.backend_per_trigger {
             write!(f, ", backend commands {backend:.3}/trigger")?;
         }
-        Ok(())
+        write!(f, ", records {:?}", self.outcomes)
     }
 }
 
@@ -118,6 +122,17 @@ where
 /// One run: job index, trigger (ms since the epoch), lateness (µs).
 type Run = (u32, i64, u64);
 
+/// Counts the records of one replica: trigger (ms since the epoch) and outcome.
+#[derive(Default)]
+struct Outcomes(Mutex<Vec<(i64, &'static str)>>);
+
+impl RunObserver for Outcomes {
+    fn run_ended(&self, record: &RunRecord) {
+        let seen = (record.trigger.as_millisecond(), record.outcome.as_str());
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(seen);
+    }
+}
+
 /// Runs `load` and measures it. `backend` reads the backend's own command counter (if
 /// any); it is read at the window's start and end, on the calling thread.
 ///
@@ -128,9 +143,11 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
     let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
+    let outcomes: Vec<Arc<Outcomes>> = (0..load.replicas).map(|_| Arc::default()).collect();
     std::thread::scope(|scope| {
-        for (index, runs) in runs.iter().enumerate() {
+        for (index, (runs, outcomes)) in runs.iter().zip(&outcomes).enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
+            let outcomes = outcomes.clone();
             scope.spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
                 runtime.expect("a runtime").block_on(async move {
@@ -139,6 +156,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                     let scheduler = Scheduler::builder()
                         .coordinator(coordinator)
                         .instance(format!("replica-{index}"))
+                        .observer(outcomes)
                         .build();
                     for job in 0..load.jobs {
                         scheduler.add(noop_job(job, load.every, runs.clone())).expect("a new job");
@@ -165,7 +183,15 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         // Late runs of the window's last triggers may still start.
         std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
         cancel.cancel();
-        measure(load, &runs, (start, end), cpu, counted, commands)
+        let mut report = measure(load, &runs, (start, end), cpu, counted, commands);
+        for outcomes in &outcomes {
+            for &(trigger, outcome) in outcomes.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                if (start..end).contains(&trigger) {
+                    *report.outcomes.entry(outcome).or_default() += 1;
+                }
+            }
+        }
+        report
     })
 }
 
@@ -199,6 +225,7 @@ fn measure(
         cpu_per_fire: cpu / u32::try_from(delivered.max(1)).unwrap_or(u32::MAX),
         calls_per_trigger: calls as f64 / expected.max(1) as f64,
         backend_per_trigger: commands.map(|c| c as f64 / expected.max(1) as f64),
+        outcomes: BTreeMap::new(),
     }
 }
 
