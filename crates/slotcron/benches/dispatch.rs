@@ -39,12 +39,13 @@ fn main() {
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
         metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])
+            .set_buckets(&slotcron::metrics::BUCKETS)
             .and_then(|b| b.install_recorder())
             .unwrap()
     });
     println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
     if let Some(metrics) = metrics.clone() {
+        slotcron::metrics::describe();
         // As the daemon does: the histograms' samples are folded in every 5 s.
         std::thread::spawn(move || {
             loop {

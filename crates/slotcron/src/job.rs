@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::JobContext;
 use crate::engine::LastRun;
 use crate::ledger::RunRecord;
-use crate::metrics::{JobLabels, JobSeries};
+use crate::metrics::JobSeries;
 use crate::policy::{Misfire, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
@@ -64,8 +64,8 @@ pub struct Job {
     pub(crate) jitter: Option<Duration>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
-    /// The job's metric series, registered at its first use.
-    pub(crate) series: OnceLock<JobSeries>,
+    /// The job's metric counts, flushed to the recorder by its scheduler.
+    pub(crate) series: Arc<JobSeries>,
     /// The last trigger handled, once one is recorded (for the admin API).
     pub(crate) last_run: Mutex<Option<LastRun>>,
     /// Set when the job is removed from its scheduler: a trigger of it that has not
@@ -92,7 +92,7 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
-            series: OnceLock::new(),
+            series: Arc::new(JobSeries::new(&self.name)),
             last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
@@ -203,11 +203,6 @@ impl Job {
 }
 
 impl Job {
-    /// The job's metric series (registered at the first call).
-    pub(crate) fn series(&self, labels: JobLabels) -> &JobSeries {
-        self.series.get_or_init(|| JobSeries::new(&self.name, labels))
-    }
-
     /// Remembers `record` as the job's last run (an older trigger finishing late does
     /// not replace a newer one).
     pub(crate) fn set_last_run(&self, record: &RunRecord) {
@@ -455,8 +450,10 @@ impl JobBuilder {
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
         }
+        let name: Arc<str> = self.name.into();
         Ok(Job {
-            name: self.name.into(),
+            series: Arc::new(JobSeries::new(&name)),
+            name,
             schedule,
             handler,
             timeout: self.timeout,
@@ -469,7 +466,6 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             local_fencing: AtomicU64::new(0),
-            series: OnceLock::new(),
             last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),

@@ -1,7 +1,7 @@
 //! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -14,7 +14,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::coordinator::lease::DEFAULT_LEASE_TTL;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
-use crate::metrics::JobLabels;
+use crate::metrics::{JobLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
@@ -205,7 +205,8 @@ impl SchedulerBuilder {
 
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
-        let table = Table::new(self.settings.metrics);
+        let metrics = Arc::new(Metrics::new(self.settings.metrics));
+        let table = Table::new(metrics.clone());
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
@@ -228,7 +229,7 @@ impl SchedulerBuilder {
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
                 health: Default::default(),
-                series: OnceLock::new(),
+                metrics,
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
                 stopped: CancellationToken::new(),

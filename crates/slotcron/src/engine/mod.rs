@@ -23,7 +23,7 @@ pub(crate) use run::{RunScope, lock};
 pub use trigger::trigger_key;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -36,7 +36,7 @@ use crate::clock::Clock;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
-use crate::metrics::{EngineSeries, JobLabels};
+use crate::metrics::{JobLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
@@ -105,8 +105,8 @@ pub(crate) struct Shared {
     /// Set while a `run()` fires triggers.
     running: AtomicBool,
     health: introspect::Health,
-    /// The scheduler's metric series, registered at the first use.
-    series: OnceLock<EngineSeries>,
+    /// The scheduler's metrics, counted locally and flushed to the recorder.
+    pub(crate) metrics: Arc<Metrics>,
     /// Held by a `run()` from its start to the end of its shutdown, which may go on after
     /// its future was dropped: a later `run()` waits for it.
     lifecycle: Arc<tokio::sync::Mutex<()>>,
@@ -139,6 +139,8 @@ struct Started {
     stop_writer: CancellationToken,
     writer: JoinHandle<()>,
     heartbeat: JoinHandle<()>,
+    /// Flushes the metrics [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after activity.
+    flusher: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
 }
 
@@ -236,6 +238,15 @@ impl Scheduler {
     /// This scheduler's instance id.
     pub fn instance(&self) -> &str {
         &self.shared.instance
+    }
+
+    /// Hands the [`metrics`](crate::metrics) counted since the last flush to the installed
+    /// recorder. The engine flushes [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after
+    /// activity and when [`Scheduler::run`] returns; call this just before rendering an
+    /// exposition (the `/metrics` endpoint of `slotcron-admin` does), so that the counters
+    /// hold every record written so far. Takes a few milliseconds for 10,000 jobs.
+    pub fn flush_metrics(&self) {
+        self.shared.metrics.flush();
     }
 
     /// The ledger the run records go to.
@@ -338,12 +349,16 @@ impl Scheduler {
         let writer =
             tokio::spawn(self.shared.outbox.clone().deliver(self.shared.clock.clone(), stop_writer.clone()));
         let heartbeat = tokio::spawn(sweep::heartbeat(self.shared.clone(), stop_writer.clone()));
+        let flusher = tokio::spawn(
+            self.shared.metrics.clone().flush_periodically(self.shared.clock.clone(), stop_writer.clone()),
+        );
         let started = guard.started.insert(Started {
             tracker: TaskTracker::new(),
             scope: Arc::new(RunScope::new(self.shared.clone())),
             stop_writer,
             writer,
             heartbeat,
+            flusher,
             _lifecycle: lifecycle,
         });
         let (scope, tracker) = (started.scope.clone(), started.tracker.clone());
@@ -399,7 +414,7 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started { tracker, scope, stop_writer, writer, heartbeat, _lifecycle } = started;
+        let Started { tracker, scope, stop_writer, writer, heartbeat, flusher, _lifecycle } = started;
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
@@ -435,6 +450,9 @@ impl Scheduler {
             tracing::error!("the ledger writer failed: {e}");
         }
         let _ = heartbeat.await;
+        let _ = flusher.await;
+        // The runs have ended: the recorder gets their last counts.
+        self.shared.metrics.flush();
         tracing::info!("scheduler stopped");
     }
 }
@@ -446,10 +464,6 @@ impl Shared {
             Some(coordinator) if !job.every_replica => coordinator.as_ref(),
             _ => &self.local_leases,
         }
-    }
-
-    pub(crate) fn series(&self) -> &EngineSeries {
-        self.series.get_or_init(EngineSeries::default)
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {

@@ -11,7 +11,7 @@ use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
 use crate::ledger::Cause;
-use crate::metrics::JobLabels;
+use crate::metrics::Metrics;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -72,13 +72,13 @@ pub(crate) struct Table {
     started: Option<Timestamp>,
     /// The stored state of each job, read when the engine starts.
     states: HashMap<String, JobState>,
-    /// Whether the next-trigger gauge is set per job.
-    metrics: JobLabels,
+    /// The scheduler's metrics, which flush each job's series.
+    metrics: Arc<Metrics>,
 }
 
 impl Table {
     /// An empty table.
-    pub fn new(metrics: JobLabels) -> Self {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
         Self { metrics, ..Self::default() }
     }
 
@@ -101,6 +101,7 @@ impl Table {
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
+        self.metrics.register(job.series.clone());
         let entry = Entry {
             job: Arc::new(job),
             generation: self.last_generation,
@@ -172,7 +173,7 @@ impl Table {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
         if let Some(entry) = &entry {
-            entry.job.series(self.metrics).next_trigger(None);
+            entry.job.series.next_trigger(None);
         }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
@@ -253,7 +254,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
-        job.series(self.metrics).next_trigger(first);
+        job.series.next_trigger(first);
         if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
             (job.run_on_start, replacing, kind, first)
         {
@@ -376,7 +377,7 @@ impl Table {
                 next
             };
             entry.next = next;
-            job.series(self.metrics).next_trigger(next);
+            job.series.next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),
