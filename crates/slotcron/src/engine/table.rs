@@ -193,6 +193,13 @@ impl Table {
         self.states = states;
     }
 
+    /// Replaces the stored state of `job`, if the table holds one.
+    pub fn set_state(&mut self, job: &str, state: JobState) {
+        if let Some(stored) = self.states.get_mut(job) {
+            *stored = state;
+        }
+    }
+
     /// Starts the clock for every job added so far. Once started, the queue stays: a
     /// later start (another `run()`) goes on from each job's queued trigger.
     pub fn start(&mut self, now: Timestamp) {
