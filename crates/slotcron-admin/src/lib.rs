@@ -118,6 +118,7 @@ impl Admin {
         open.merge(guarded)
             .fallback(error::not_found)
             .layer(axum::middleware::from_fn_with_state(access, access::check_host))
+            .layer(axum::middleware::from_fn(error::json_client_errors))
             .with_state(self.state)
     }
 }
