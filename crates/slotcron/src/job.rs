@@ -371,7 +371,8 @@ impl JobBuilder {
         self
     }
 
-    /// The longest wait between attempts (default: no cap).
+    /// The longest wait between attempts (default: no cap); at least the
+    /// [`backoff`](Self::backoff), or [`build`](Self::build) fails.
     pub fn backoff_max(mut self, max: Duration) -> Self {
         self.retry = self.retry.exponential(self.retry.multiplier(), Some(max));
         self
@@ -446,6 +447,15 @@ impl JobBuilder {
         }
         if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
             return Err(invalid("backoff", "must be at most 100 years"));
+        }
+        if let Some(max) = self.retry.max_backoff()
+            && max < self.retry.backoff()
+        {
+            let reason = format!(
+                "{max:?} is shorter than the backoff of {:?}: the cap must be at least the first wait",
+                self.retry.backoff()
+            );
+            return Err(invalid("backoff_max", &reason));
         }
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
