@@ -45,7 +45,7 @@ impl From<RunRecord> for RunView {
             fencing_token: r.fencing_token,
             started: r.started,
             duration_ms: (!matches!(r.outcome, Outcome::Running | Outcome::Interrupted))
-                .then(|| r.duration.as_millis()),
+                .then_some(r.duration.as_millis()),
             error: r.error,
         }
     }

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use slotcron::ledger::{MemoryOutputs, OutputStore, RunOutput};
-use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Job, Outcome};
 use slotcron_admin::Admin;
 use tower::ServiceExt;
@@ -157,16 +157,7 @@ async fn every_client_error_is_json_with_a_message() {
 async fn a_running_run_has_no_duration_yet() {
     let release = Arc::new(tokio::sync::Notify::new());
     let mut h = Harness::new("2024-05-17T00:00:30Z");
-    let waiting = release.clone();
-    let slow =
-        Job::builder("slow").every(Duration::from_secs(60)).handler(move |_ctx: slotcron::JobContext| {
-            let waiting = waiting.clone();
-            async move {
-                waiting.notified().await;
-                Ok::<_, std::io::Error>(())
-            }
-        });
-    h.add(slow.build().unwrap());
+    h.add(Job::builder("slow").every(Duration::from_secs(60)).handler(gated(&release)).build().unwrap());
     h.start().await;
     h.advance_to(ts("2024-05-17T00:01:05Z")).await;
     let router = Admin::new(h.scheduler.clone()).router();

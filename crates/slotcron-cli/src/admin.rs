@@ -19,8 +19,9 @@ pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
 /// The environment variable holding the admin API's bearer token.
 pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
 
-/// How often the exporter's histograms are maintained.
-const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+/// How often the exporter's histograms are maintained (their samples folded in): as
+/// often as the engine flushes its metrics to the exporter, when new samples come.
+const UPKEEP_EVERY: Duration = slotcron::metrics::FLUSH_EVERY;
 
 /// Where the admin server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]

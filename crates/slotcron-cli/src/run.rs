@@ -167,6 +167,8 @@ impl Settings {
             .shutdown_timeout(self.shutdown_timeout)
             .cancel_grace(self.cancel_grace)
             .slack(self.slack)
+            // Without the admin server no recorder is installed: nothing to count.
+            .metrics(self.admin.is_some())
             .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -64,10 +64,9 @@ pub struct Job {
     pub(crate) jitter: Option<Duration>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
-    /// The job's metric counts, flushed to the recorder by its scheduler.
+    /// The job's metric counts, flushed to the recorder by its scheduler, and its last
+    /// run (for the admin API): what each run's end writes, side by side.
     pub(crate) series: Arc<JobSeries>,
-    /// The last trigger handled, once one is recorded (for the admin API).
-    pub(crate) last_run: Mutex<Option<LastRun>>,
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
@@ -93,7 +92,6 @@ impl Clone for Job {
             jitter: self.jitter,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             series: Arc::new(JobSeries::new(&self.name)),
-            last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         }
@@ -206,7 +204,7 @@ impl Job {
     /// Remembers `record` as the job's last run (an older trigger finishing late does
     /// not replace a newer one).
     pub(crate) fn set_last_run(&self, record: &RunRecord) {
-        let mut last = self.last_run.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.series.last_run.lock().unwrap_or_else(|p| p.into_inner());
         if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
             *last = Some(LastRun::from(record));
         }
@@ -214,7 +212,7 @@ impl Job {
 
     /// The last run [`Job::set_last_run`] remembered.
     pub(crate) fn last_run(&self) -> Option<LastRun> {
-        self.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.series.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -476,7 +474,6 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             local_fencing: AtomicU64::new(0),
-            last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{InProcessCoordinator, Job, JobContext, Outcome, SchedulerBuilder};
 
 async fn boom(_ctx: JobContext) -> Result<(), std::io::Error> {
@@ -174,15 +174,7 @@ fn a_run_that_outlives_its_removed_job_is_counted() {
     let release = Arc::new(tokio::sync::Notify::new());
     let snapshotter = recorded(async || {
         let mut h = harness(|b| b);
-        let waiting = release.clone();
-        let slow = Job::builder("slow").every(Duration::from_secs(60)).handler(move |_ctx: JobContext| {
-            let waiting = waiting.clone();
-            async move {
-                waiting.notified().await;
-                Ok::<_, std::io::Error>(())
-            }
-        });
-        h.add(slow.build().unwrap());
+        h.add(Job::builder("slow").every(Duration::from_secs(60)).handler(gated(&release)).build().unwrap());
         h.start().await;
         h.advance_to(ts("2024-05-17T00:01:00Z")).await;
         assert_eq!(h.triggers("slow", Outcome::Running).len(), 1);
@@ -197,4 +189,17 @@ fn a_run_that_outlives_its_removed_job_is_counted() {
     assert_eq!(value("slotcron_runs_total{job=slow,outcome=succeeded}"), Some(1.0));
     assert_eq!(value("slotcron_job_next_trigger_timestamp_seconds{job=slow}"), Some(0.0), "removed");
     assert_eq!(value("slotcron_running_runs{}"), Some(0.0));
+}
+
+#[test]
+fn with_metrics_off_nothing_is_counted() {
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b.metrics(false));
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:02:30Z")).await;
+        assert_eq!(h.triggers("tick", Outcome::Succeeded).len(), 2);
+        h.scheduler.flush_metrics();
+        h.stop().await;
+    });
+    assert_eq!(series(&snapshotter), []);
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use slotcron::ledger::LedgerError;
-use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{
     Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,
     Store,
@@ -91,15 +91,7 @@ async fn a_full_buffer_drops_the_oldest_writes_and_keeps_the_newest() {
 async fn a_run_is_recorded_running_with_its_cause_and_completed_when_it_ends() {
     let mut h = Harness::new("2024-05-17T00:00:00Z");
     let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let job =
-        Job::builder("slow").at(ts("2024-05-16T00:00:00Z")).handler(move |_ctx: slotcron::JobContext| {
-            let gate = gate.clone();
-            async move {
-                gate.notified().await;
-                Ok::<_, std::io::Error>(())
-            }
-        });
+    let job = Job::builder("slow").at(ts("2024-05-16T00:00:00Z")).handler(gated(&release));
     h.add(job.build().unwrap());
     h.start().await;
     let running = h.records("slow");

@@ -48,6 +48,7 @@ impl Default for SchedulerBuilder {
                 shutdown_timeout: Duration::from_secs(30),
                 drain_on_shutdown: false,
                 lease_ttl: DEFAULT_LEASE_TTL,
+                count_metrics: true,
                 metrics: JobLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
@@ -187,6 +188,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether the engine counts its [`metrics`](crate::metrics) at all (default `true`).
+    /// Turn it off in a process that installs no recorder, to spare each run the few
+    /// atomic additions and the flushes (the daemon does without `--admin`).
+    pub fn metrics(mut self, count: bool) -> Self {
+        self.settings.count_metrics = count;
+        self
+    }
+
     /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
     /// it off for very large job sets: one series per job and outcome is more than a
     /// Prometheus server wants for tens of thousands of jobs.
@@ -205,7 +214,7 @@ impl SchedulerBuilder {
 
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
-        let metrics = Arc::new(Metrics::new(self.settings.metrics));
+        let metrics = Arc::new(Metrics::new(self.settings.count_metrics, self.settings.metrics));
         let table = Table::new(metrics.clone());
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));

@@ -126,6 +126,8 @@ pub(crate) struct Settings {
     pub shutdown_timeout: Duration,
     pub drain_on_shutdown: bool,
     pub lease_ttl: Duration,
+    /// Whether the engine counts metrics.
+    pub count_metrics: bool,
     pub metrics: JobLabels,
     pub record_buffer: usize,
     pub restore_definitions: bool,

@@ -21,7 +21,7 @@ use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease};
 use crate::job::{BoxError, Job};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
-use crate::metrics::{ClaimResult, JobSeries, Metrics};
+use crate::metrics::{ClaimResult, Metrics};
 use crate::policy::{self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunStop};
 
 /// What the runs started by one [`Scheduler::run`](crate::Scheduler::run) share: the
@@ -209,8 +209,8 @@ async fn claim_and_run(
         running.get_or_init(|| {
             // Lateness from the actual (jittered, lease-waited) start.
             let lateness = trigger.duration_until(lock(&run).started);
-            shared.metrics.run_started(&job.series, Duration::try_from(lateness).unwrap_or_default());
-            Running(&shared.metrics, &job.series)
+            shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
+            Running(&shared.metrics)
         });
         if attempt > 1 {
             let update = {
@@ -293,11 +293,11 @@ pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
 }
 
 /// A started handler, counted in the running-runs gauge until dropped.
-struct Running<'a>(&'a Metrics, &'a JobSeries);
+struct Running<'a>(&'a Metrics);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.run_ended(self.1);
+        self.0.run_ended();
     }
 }
 
@@ -354,7 +354,7 @@ async fn claim(
         Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark) => ClaimResult::Lost,
         Err(_) => ClaimResult::Error,
     };
-    shared.metrics.claim(&job.series, result, latency);
+    shared.metrics.claim(result, latency);
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),
         Ok(ClaimOutcome::Lost) => Err(shared.skipped(job, trigger, cause, Outcome::SkippedLost, None)),

@@ -13,14 +13,15 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{ClaimResult, EngineHandles, EngineSeries};
-use super::job::{JobSeries, OUTCOMES, Unlabeled};
+use super::job::{JobSeries, OUTCOMES, Unlabeled, outcome_index};
 use super::{FLUSH_EVERY, JobLabels, RUN_DURATION_SECONDS, RUNS_TOTAL};
 use crate::clock::Clock;
 use crate::ledger::Outcome;
 
 /// A scheduler's metrics: its jobs' series, its own, and when to flush them.
-#[derive(Default)]
 pub(crate) struct Metrics {
+    /// Off: nothing is counted or flushed.
+    enabled: bool,
     labels: JobLabels,
     engine: EngineSeries,
     registry: Mutex<Registry>,
@@ -54,9 +55,16 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(true, JobLabels::default())
+    }
+}
+
 impl Metrics {
-    pub fn new(labels: JobLabels) -> Self {
+    pub fn new(enabled: bool, labels: JobLabels) -> Self {
         Self {
+            enabled,
             labels,
             engine: EngineSeries::default(),
             registry: Mutex::default(),
@@ -67,10 +75,14 @@ impl Metrics {
 
     /// Flushes `series` from now on, until its job is dropped.
     pub fn register(&self, series: Arc<JobSeries>) {
-        self.lock().jobs.push(series);
+        if self.enabled {
+            self.lock().jobs.push(series);
+        }
     }
 
-    /// A run record of the job of `series`: `duration` if the handler ran.
+    /// A run record of the job of `series`: `duration` if the handler ran. Counted with
+    /// the job when series carry the `job` label, else in the calling thread's stripe
+    /// (no per-job line is written then).
     pub fn recorded(
         &self,
         series: &JobSeries,
@@ -78,24 +90,39 @@ impl Metrics {
         trigger: Timestamp,
         duration: Option<Duration>,
     ) {
-        series.record(outcome, trigger, duration);
+        if !self.enabled {
+            return;
+        }
+        match (self.labels.0, outcome_index(outcome)) {
+            (true, _) => series.record(outcome, trigger, duration),
+            (false, Some(outcome)) => self.engine.run_recorded(outcome, duration),
+            (false, None) => series.record_other(outcome),
+        }
         self.touched();
     }
 
-    /// A handler of the job of `series` started `lateness` after its trigger.
-    pub fn run_started(&self, series: &JobSeries, lateness: Duration) {
-        self.engine.run_started(series.stripe(), lateness);
+    /// A handler started `lateness` after its trigger.
+    pub fn run_started(&self, lateness: Duration) {
+        if !self.enabled {
+            return;
+        }
+        self.engine.run_started(lateness);
         self.touched();
     }
 
     /// A handler that [`Metrics::run_started`] counted has ended.
-    pub fn run_ended(&self, series: &JobSeries) {
-        self.engine.run_ended(series.stripe());
+    pub fn run_ended(&self) {
+        if self.enabled {
+            self.engine.run_ended();
+        }
     }
 
-    /// A claim of the job of `series` answered after `latency`.
-    pub fn claim(&self, series: &JobSeries, result: ClaimResult, latency: Duration) {
-        self.engine.claim(series.stripe(), result, latency);
+    /// A claim answered after `latency`.
+    pub fn claim(&self, result: ClaimResult, latency: Duration) {
+        if !self.enabled {
+            return;
+        }
+        self.engine.claim(result, latency);
         self.touched();
     }
 
@@ -110,6 +137,9 @@ impl Metrics {
     /// Hands every count since the last flush to the installed recorder, registering
     /// each series at its first flush.
     pub fn flush(&self) {
+        if !self.enabled {
+            return;
+        }
         let mut registry = self.lock();
         let Registry { jobs, engine, unlabeled } = &mut *registry;
         let per_job = self.labels.0;
@@ -124,10 +154,10 @@ impl Metrics {
             series.flush(per_job, &mut totals);
             !gone
         });
+        self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut totals);
         if !per_job {
             unlabeled.flush(&totals);
         }
-        self.engine.flush(engine.get_or_insert_with(EngineHandles::new));
     }
 
     /// Flushes [`FLUSH_EVERY`] after the first count since the last flush, until `stop`.

@@ -1,7 +1,7 @@
 //! One job's metrics: counted next to the job by its runs, handed to the recorder at
 //! each flush.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -11,8 +11,9 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 use super::histogram::{Drained, LocalHistogram};
 use super::{
     JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, RUN_DURATION_SECONDS, RUNS_TOTAL,
-    STRIPES, unix_seconds,
+    unix_seconds,
 };
+use crate::engine::LastRun;
 use crate::ledger::Outcome;
 
 /// The outcomes counted without a lock: every one this release knows.
@@ -21,30 +22,32 @@ pub(crate) const OUTCOMES: usize = Outcome::ALL.len();
 /// A gauge's "none yet" in the millisecond fields.
 const NONE: i64 = i64::MIN;
 
-/// Spreads the jobs over the engine's stripes.
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
 /// One job's counts since the last flush, and the series they are flushed to
-/// (registered with the recorder at the first flush).
+/// (registered with the recorder at the first flush); and its last run. What a run's end
+/// writes comes first, on consecutive cache lines: the counts, the last run, the
+/// duration histogram's first buckets.
+#[repr(C, align(128))]
 pub(crate) struct JobSeries {
-    name: Arc<str>,
-    /// The engine stripe this job's runs count in.
-    stripe: usize,
     /// Run records by [`outcome_index`] since the last flush (a `u32` is ample between
-    /// two flushes, and keeps these with the fields below in one cache line).
+    /// two flushes, and keeps these with the two fields below in 64 bytes).
     runs: [AtomicU32; OUTCOMES],
     /// Set by each record, cleared by the flush that takes it.
     dirty: AtomicBool,
     /// The trigger of the last successful run, Unix milliseconds, or [`NONE`].
     last_success: AtomicI64,
-    /// The next queued trigger, Unix milliseconds, or [`NONE`].
-    next_trigger: AtomicI64,
+    /// The last trigger handled, once one is recorded (for the admin API; kept here
+    /// rather than in the job, so that a run's end writes one neighbourhood).
+    pub last_run: Mutex<Option<LastRun>>,
     /// How long the handler ran, per run that started.
     duration: LocalHistogram,
+    /// The next queued trigger, Unix milliseconds, or [`NONE`].
+    next_trigger: AtomicI64,
+    name: Arc<str>,
     /// Records of outcomes this release does not know (the engine writes none).
     others: Mutex<Vec<(&'static str, u64)>>,
-    /// The job's series, if they carry the `job` label.
-    handles: OnceLock<Handles>,
+    /// The job's series, if they carry the `job` label (boxed: a job without them keeps
+    /// one pointer).
+    handles: OnceLock<Box<Handles>>,
 }
 
 impl std::fmt::Debug for JobSeries {
@@ -73,10 +76,10 @@ impl JobSeries {
     pub fn new(name: &Arc<str>) -> Self {
         Self {
             name: name.clone(),
-            stripe: NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES,
             runs: Default::default(),
             dirty: AtomicBool::new(false),
             last_success: AtomicI64::new(NONE),
+            last_run: Mutex::new(None),
             next_trigger: AtomicI64::new(NONE),
             duration: LocalHistogram::default(),
             others: Mutex::new(Vec::new()),
@@ -84,12 +87,8 @@ impl JobSeries {
         }
     }
 
-    /// The engine stripe of this job's runs.
-    pub fn stripe(&self) -> usize {
-        self.stripe
-    }
-
-    /// One run record: `duration` if the handler ran.
+    /// One run record, when series carry the `job` label: `duration` if the handler
+    /// ran.
     pub fn record(&self, outcome: Outcome, trigger: Timestamp, duration: Option<Duration>) {
         match outcome_index(outcome) {
             Some(i) => {
@@ -107,6 +106,13 @@ impl JobSeries {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// One run record of an outcome of another release, when series carry no `job`
+    /// label: the flush adds it to the unlabeled series.
+    pub fn record_other(&self, outcome: Outcome) {
+        add(&mut lock(&self.others), outcome.as_str(), 1);
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// The job's next trigger was queued (`None`: it has none, or the job was removed).
     pub fn next_trigger(&self, next: Option<Timestamp>) {
         self.next_trigger.store(next.map_or(NONE, |at| at.as_millisecond()), Ordering::Relaxed);
@@ -115,7 +121,7 @@ impl JobSeries {
     /// Hands the counts since the last flush to the job's series (`per_job`), or adds
     /// them to `unlabeled`.
     pub fn flush(&self, per_job: bool, unlabeled: &mut Unlabeled) {
-        let handles = per_job.then(|| self.handles.get_or_init(|| Handles::new(&self.name)));
+        let handles = per_job.then(|| &**self.handles.get_or_init(|| Box::new(Handles::new(&self.name))));
         if self.dirty.swap(false, Ordering::Acquire) {
             for (i, runs) in self.runs.iter().enumerate() {
                 if runs.load(Ordering::Relaxed) == 0 {

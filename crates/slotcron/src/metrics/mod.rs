@@ -12,8 +12,9 @@
 //!
 //! **Counted locally, flushed to the recorder.** A run does not touch the recorder: it
 //! bumps plain atomics kept with its job (its record by outcome, its duration in a
-//! histogram of the [`BUCKETS`] buckets, its last success) and in one of the engine's
-//! stripes (lateness, running handlers, claims). A flush hands what was counted since the
+//! histogram of the [`BUCKETS`] buckets, its last success; without the `job` label, in
+//! the stripe below instead) and in one of the engine's stripes, one per thread (lateness,
+//! running handlers, claims). A flush hands what was counted since the
 //! last one to the recorder: [`FLUSH_EVERY`] after activity, when
 //! [`Scheduler::run`](crate::Scheduler::run) ends, and whenever
 //! [`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics) is called — call it
@@ -93,7 +94,8 @@ pub const BUCKETS: [f64; 16] =
 /// ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) does it first.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(10);
 
-/// The stripes the engine's own counts are spread over.
+/// The stripes the engine's own counts are spread over, one per thread (threads beyond
+/// that share them).
 const STRIPES: usize = 16;
 
 /// Whether series carry the `job` label (default: yes).
