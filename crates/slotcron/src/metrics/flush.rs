@@ -1,5 +1,5 @@
 //! The flush: the counts the runs keep next to their job and in the engine's stripes go
-//! to the recorder [`FLUSH_EVERY`](super::FLUSH_EVERY) after activity, at a scrape
+//! to the recorder [`FLUSH_EVERY`] after activity, at a scrape
 //! ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) and when
 //! [`Scheduler::run`](crate::Scheduler::run) ends.
 

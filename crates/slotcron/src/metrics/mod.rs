@@ -46,7 +46,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use metrics::gauge;
 
-/// Counter, labels `job` and `outcome` ([`Outcome::as_str`]): one per run record, whatever
+/// Counter, labels `job` and `outcome` ([`Outcome::as_str`](crate::Outcome::as_str)): one per run record, whatever
 /// the outcome, including every reason a trigger did not run (`skipped-lost`,
 /// `skipped-backend-unavailable`, `missed`...).
 pub const RUNS_TOTAL: &str = "slotcron_runs_total";
