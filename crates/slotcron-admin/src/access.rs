@@ -30,14 +30,21 @@ impl Access {
             })
     }
 
-    /// Whether an `Authorization` header value carries the token.
+    /// Whether an `Authorization` header value carries the token: `Bearer TOKEN`, the
+    /// scheme in any case and followed by one or more spaces (RFC 7235 section 2.1), the
+    /// token compared in constant time.
     pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
         let Some(token) = &self.token else { return true };
-        let Some(given) = authorization.and_then(|value| value.strip_prefix(b"Bearer ")) else {
-            return false;
-        };
+        let Some(given) = authorization.and_then(bearer_token) else { return false };
         bool::from(given.ct_eq(token.as_bytes()))
     }
+}
+
+/// The credentials of a `Bearer` `Authorization` header value, if it is one.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    scheme.eq_ignore_ascii_case(b"bearer").then(|| rest.trim_ascii_start())
 }
 
 /// Whether `host` ends in a port: `name:port` or `[v6]:port`.
@@ -121,5 +128,16 @@ mod tests {
         assert!(!access.authorized(Some(b"Basic s3cret")));
         assert!(!access.authorized(None));
         assert!(Access::default().authorized(None));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case() {
+        let access = Access { token: Some("s3cret".into()), hosts: Vec::new() };
+        for header in [&b"bearer s3cret"[..], b"BEARER s3cret", b"bEaReR s3cret", b"Bearer   s3cret"] {
+            assert!(access.authorized(Some(header)), "{}", String::from_utf8_lossy(header));
+        }
+        for header in [&b"Bearers3cret"[..], b"Bearer", b"Bearer ", b"bearer S3CRET", b"xbearer s3cret"] {
+            assert!(!access.authorized(Some(header)), "{}", String::from_utf8_lossy(header));
+        }
     }
 }

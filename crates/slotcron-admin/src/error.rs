@@ -1,8 +1,13 @@
 //! API errors: a status and `{"error": "…"}`.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+/// The most of a plain-text error body kept as the message.
+const MAX_MESSAGE: usize = 4096;
 
 /// An error answer: its status and the message of its `{"error": "…"}` body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,4 +49,33 @@ impl IntoResponse for ApiError {
 /// The answer to a path no route serves.
 pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError::not_found(format!("no such endpoint: {}", uri.path()))
+}
+
+/// Gives every 4xx answer this API's `{"error": "…"}` body: axum's own answers (the
+/// rejection of a malformed query string or path, 405 for a method no route serves)
+/// come as plain text, which becomes the message; their headers (`Allow`) stay.
+pub(crate) async fn json_client_errors(request: Request, next: Next) -> Response {
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let response = next.run(request).await;
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if !response.status().is_client_error() || json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_MESSAGE).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_owned();
+    let message = match text.is_empty() {
+        true => format!("{}: {method} {path}", parts.status.canonical_reason().unwrap_or("client error")),
+        false => text,
+    };
+    let mut answer = ApiError::new(parts.status, message).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().append(name, value.clone());
+        }
+    }
+    answer
 }

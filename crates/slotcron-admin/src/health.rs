@@ -48,10 +48,12 @@ pub(crate) async fn readyz(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// The Prometheus text exposition, format 0.0.4.
+/// The Prometheus text exposition, format 0.0.4, after a flush of the scheduler's
+/// metrics: the counters hold every record written so far.
 pub(crate) async fn metrics(State(state): State<AdminState>) -> Response {
     match &state.metrics {
         Some(render) => {
+            state.scheduler.flush_metrics();
             (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render())
                 .into_response()
         }

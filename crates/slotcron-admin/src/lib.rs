@@ -86,7 +86,9 @@ impl Admin {
     }
 
     /// Serves `GET /metrics` with what `render` returns, as Prometheus text format 0.0.4
-    /// (without it, `/metrics` is 404).
+    /// (without it, `/metrics` is 404). Each request first flushes the scheduler's
+    /// metrics ([`Scheduler::flush_metrics`]) so the exposition holds every record
+    /// written so far.
     pub fn metrics(mut self, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
         self.state.metrics = Some(Arc::new(render));
         self
@@ -128,6 +130,7 @@ impl Admin {
         open.merge(guarded)
             .fallback(error::not_found)
             .layer(axum::middleware::from_fn_with_state(access, access::check_host))
+            .layer(axum::middleware::from_fn(error::json_client_errors))
             .with_state(self.state)
     }
 }

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use slotcron::{LedgerQuery, RunRecord};
+use slotcron::{LedgerQuery, Outcome, RunRecord};
 
 use crate::jobs::unknown_job;
 use crate::{AdminState, ApiError};
@@ -31,7 +31,9 @@ struct RunView {
     cause: String,
     fencing_token: Option<u64>,
     started: Timestamp,
-    duration_ms: u128,
+    /// How long the run took; `null` while it is `running` (its `started` tells since
+    /// when) and for an `interrupted` one, which never ended.
+    duration_ms: Option<u128>,
     error: Option<String>,
 }
 
@@ -45,7 +47,8 @@ impl From<RunRecord> for RunView {
             cause: r.cause.to_string(),
             fencing_token: r.fencing_token,
             started: r.started,
-            duration_ms: r.duration.as_millis(),
+            duration_ms: (!matches!(r.outcome, Outcome::Running | Outcome::Interrupted))
+                .then_some(r.duration.as_millis()),
             error: r.error,
         }
     }

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use slotcron::ledger::{MemoryOutputs, OutputStore, RunOutput};
-use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Job, Outcome};
 use slotcron_admin::Admin;
 use tower::ServiceExt;
@@ -108,4 +108,66 @@ async fn token_and_hosts_guard_the_api() {
         get(&router, "/api/v1/jobs", &[("host", "evil.example"), ("authorization", "Bearer t0ken")]).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(get(&router, "/metrics", &[host]).await.0, StatusCode::NOT_FOUND, "open, but not configured");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let h = Harness::new("2024-05-17T00:00:30Z");
+    let router = Admin::new(h.scheduler.clone()).token("t0ken").router();
+    for authorization in ["bearer t0ken", "BEARER t0ken", "Bearer  t0ken"] {
+        let (status, _) = get(&router, "/api/v1/jobs", &[("authorization", authorization)]).await;
+        assert_eq!(status, StatusCode::OK, "{authorization}");
+    }
+    let (status, body) = get(&router, "/api/v1/jobs", &[("authorization", "bearer T0KEN")]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the token itself is case-sensitive: {body}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_client_error_is_json_with_a_message() {
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.start().await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    for (path, status, says) in [
+        // axum's own rejections: of the query string (a repeated key), of the path (bytes
+        // that are not UTF-8).
+        ("/api/v1/jobs/tick/runs?limit=1&limit=2", StatusCode::BAD_REQUEST, "duplicate field `limit`"),
+        // This API's own messages.
+        ("/api/v1/jobs/tick/runs?limit=x", StatusCode::BAD_REQUEST, "limit \"x\" must be a whole number"),
+        ("/api/v1/jobs/tick/runs?before=yesterday", StatusCode::BAD_REQUEST, "before \"yesterday\""),
+        ("/api/v1/jobs/%FF", StatusCode::BAD_REQUEST, "UTF-8"),
+        ("/api/v1/jobs/nope", StatusCode::NOT_FOUND, "nope"),
+    ] {
+        let (got, body) = get(&router, path, &[]).await;
+        assert_eq!(got, status, "{path}: {body}");
+        let message = body["error"].as_str().unwrap_or_else(|| panic!("{path}: not JSON: {body}"));
+        assert!(message.contains(says), "{path}: {message}");
+    }
+    let request = Request::post("/api/v1/jobs").body(Body::empty()).unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers()["allow"], "GET,HEAD");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["error"], "Method Not Allowed: POST /api/v1/jobs");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_running_run_has_no_duration_yet() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    h.add(Job::builder("slow").every(Duration::from_secs(60)).handler(gated(&release)).build().unwrap());
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:05Z")).await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
+    assert_eq!(page["runs"][0]["outcome"], "running");
+    assert_eq!(page["runs"][0]["duration_ms"], serde_json::Value::Null, "{page}");
+    release.notify_one();
+    h.advance_to(ts("2024-05-17T00:01:06Z")).await;
+    let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
+    assert_eq!(page["runs"][0]["outcome"], "succeeded");
+    assert_eq!(page["runs"][0]["duration_ms"], 6000, "released 6 s after its start: {page}");
+    h.stop().await;
 }

@@ -19,13 +19,9 @@ pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
 /// The environment variable holding the admin API's bearer token.
 pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
 
-/// The histogram buckets of every `_seconds` histogram, in seconds: from a millisecond
-/// (claims) to an hour (long jobs).
-const BUCKETS: &[f64] =
-    &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
-
-/// How often the exporter's histograms are maintained.
-const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+/// How often the exporter's histograms are maintained (their samples folded in): as
+/// often as the engine flushes its metrics to the exporter, when new samples come.
+const UPKEEP_EVERY: Duration = slotcron::metrics::FLUSH_EVERY;
 
 /// Where the admin server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +163,7 @@ pub struct Bound {
 /// A recorder is already installed.
 pub fn install_metrics() -> Result<PrometheusHandle, String> {
     let handle = PrometheusBuilder::new()
-        .set_buckets(BUCKETS)
+        .set_buckets(&slotcron::metrics::BUCKETS)
         .and_then(PrometheusBuilder::install_recorder)
         .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
     slotcron::metrics::describe();

@@ -259,6 +259,8 @@ impl Settings {
             .shared_work(self.fleet.shared_work)
             .takeover_delay(self.fleet.takeover_delay.0)
             .membership_ttl(self.fleet.membership_ttl.0)
+            // Without the admin server no recorder is installed: nothing to count.
+            .metrics(self.admin.is_some())
             .metrics_per_job(self.metrics_per_job);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),

@@ -837,3 +837,19 @@ fn the_admin_table_is_checked_with_its_lines() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains('a'), "{out}");
 }
+
+#[test]
+fn a_backoff_max_below_the_backoff_is_refused_naming_job_field_and_reason() {
+    let (code, _, err) = check(
+        "backoff_max_below_backoff",
+        "jobs.toml",
+        "[[job]]\nname = \"sync\"\nevery = \"1m\"\ncommand = \"true\"\nattempts = 3\nbackoff = \"30s\"\nbackoff_max = \"10s\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "job \"sync\": backoff_max: 10s is shorter than the backoff of 30s: the cap must be at least the first wait"
+        ),
+        "{err}"
+    );
+}

@@ -13,7 +13,8 @@
 //!
 //! `-- --metrics` installs the Prometheus recorder the daemon uses (the engine's metrics
 //! then cost what they cost in production); without it the metrics go nowhere.
-//! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`.
+//! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`, `-- --no-metrics`
+//! with `metrics(false)` (nothing counted: what the daemon does without `--admin`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,16 +40,18 @@ fn main() {
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
         metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])
+            .set_buckets(&slotcron::metrics::BUCKETS)
             .and_then(|b| b.install_recorder())
             .unwrap()
     });
     println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
     if let Some(metrics) = metrics.clone() {
-        // As the daemon does: the histograms' samples are folded in every 5 s.
+        slotcron::metrics::describe();
+        // As the daemon does: the histograms' samples are folded in as often as the
+        // engine flushes its metrics.
         std::thread::spawn(move || {
             loop {
-                std::thread::sleep(Duration::from_secs(5));
+                std::thread::sleep(slotcron::metrics::FLUSH_EVERY);
                 metrics.run_upkeep();
             }
         });
@@ -95,7 +98,8 @@ async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
 
 async fn dispatch(baseline_kb: u64) {
     let per_job = !std::env::args().any(|a| a == "--no-job-labels");
-    let scheduler = Scheduler::builder().metrics_per_job(per_job).build();
+    let count = !std::env::args().any(|a| a == "--no-metrics");
+    let scheduler = Scheduler::builder().metrics(count).metrics_per_job(per_job).build();
     let fires = Arc::new(AtomicU64::new(0));
     let lateness = Arc::new(Histogram::default());
     for i in 0..JOBS {
@@ -122,6 +126,9 @@ async fn dispatch(baseline_kb: u64) {
     let now = Timestamp::now();
     let first = Timestamp::from_second(now.as_second() + 2).unwrap();
     tokio::time::sleep(until(first) + Duration::from_millis(500)).await;
+    // As a first scrape would: each series is registered with the recorder at its first
+    // flush, once for the life of the process, before the measured window.
+    scheduler.flush_metrics();
     let (fires_before, cpu_before) = (fires.load(Ordering::SeqCst), cpu_time());
     lateness.reset();
     let last = first + Duration::from_secs(SECONDS);

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::JobContext;
 use crate::engine::LastRun;
 use crate::ledger::RunRecord;
-use crate::metrics::{JobLabels, JobSeries};
+use crate::metrics::JobSeries;
 use crate::policy::{Misfire, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
@@ -64,10 +64,9 @@ pub struct Job {
     pub(crate) jitter: Option<Duration>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
-    /// The job's metric series, registered at its first use.
-    pub(crate) series: OnceLock<JobSeries>,
-    /// The last trigger handled, once one is recorded (for the admin API).
-    pub(crate) last_run: Mutex<Option<LastRun>>,
+    /// The job's metric counts, flushed to the recorder by its scheduler, and its last
+    /// run (for the admin API): what each run's end writes, side by side.
+    pub(crate) series: Arc<JobSeries>,
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
@@ -92,8 +91,7 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
-            series: OnceLock::new(),
-            last_run: Mutex::new(None),
+            series: Arc::new(JobSeries::new(&self.name)),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         }
@@ -203,15 +201,10 @@ impl Job {
 }
 
 impl Job {
-    /// The job's metric series (registered at the first call).
-    pub(crate) fn series(&self, labels: JobLabels) -> &JobSeries {
-        self.series.get_or_init(|| JobSeries::new(&self.name, labels))
-    }
-
     /// Remembers `record` as the job's last run (an older trigger finishing late does
     /// not replace a newer one).
     pub(crate) fn set_last_run(&self, record: &RunRecord) {
-        let mut last = self.last_run.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.series.last_run.lock().unwrap_or_else(|p| p.into_inner());
         if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
             *last = Some(LastRun::from(record));
         }
@@ -219,7 +212,7 @@ impl Job {
 
     /// The last run [`Job::set_last_run`] remembered.
     pub(crate) fn last_run(&self) -> Option<LastRun> {
-        self.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.series.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -376,7 +369,8 @@ impl JobBuilder {
         self
     }
 
-    /// The longest wait between attempts (default: no cap).
+    /// The longest wait between attempts (default: no cap); at least the
+    /// [`backoff`](Self::backoff), or [`build`](Self::build) fails.
     pub fn backoff_max(mut self, max: Duration) -> Self {
         self.retry = self.retry.exponential(self.retry.multiplier(), Some(max));
         self
@@ -452,11 +446,22 @@ impl JobBuilder {
         if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
             return Err(invalid("backoff", "must be at most 100 years"));
         }
+        if let Some(max) = self.retry.max_backoff()
+            && max < self.retry.backoff()
+        {
+            let reason = format!(
+                "{max:?} is shorter than the backoff of {:?}: the cap must be at least the first wait",
+                self.retry.backoff()
+            );
+            return Err(invalid("backoff_max", &reason));
+        }
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
         }
+        let name: Arc<str> = self.name.into();
         Ok(Job {
-            name: self.name.into(),
+            series: Arc::new(JobSeries::new(&name)),
+            name,
             schedule,
             handler,
             timeout: self.timeout,
@@ -469,8 +474,6 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             local_fencing: AtomicU64::new(0),
-            series: OnceLock::new(),
-            last_run: Mutex::new(None),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })

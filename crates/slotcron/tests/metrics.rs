@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use slotcron::testkit::harness::{Harness, ok, ts};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{InProcessCoordinator, Job, JobContext, Outcome, SchedulerBuilder};
 
 async fn boom(_ctx: JobContext) -> Result<(), std::io::Error> {
@@ -122,4 +122,91 @@ fn without_per_job_labels_only_outcomes_are_counted() {
             "slotcron_trigger_lateness_seconds{}",
         ]
     );
+}
+
+/// The runs counted since the last snapshot: (job, outcome, count), counts above 0.
+fn runs(snapshotter: &Snapshotter) -> Vec<(String, String, u64)> {
+    let mut runs: Vec<(String, String, u64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == slotcron::metrics::RUNS_TOTAL)
+        .filter_map(|(key, _, _, value)| {
+            let DebugValue::Counter(n) = value else { return None };
+            let label =
+                |name: &str| key.key().labels().find(|l| l.key() == name).map(|l| l.value().to_owned());
+            (n > 0).then(|| (label("job").unwrap(), label("outcome").unwrap(), n))
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+fn run(job: &str, outcome: &str, n: u64) -> (String, String, u64) {
+    (job.to_owned(), outcome.to_owned(), n)
+}
+
+#[test]
+fn counts_reach_the_recorder_at_a_flush_or_a_flush_interval_after_the_runs() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let mut h = harness(|b| b);
+            h.start().await;
+            h.advance_to(ts("2024-05-17T00:01:00Z")).await;
+            assert_eq!(h.triggers("tick", Outcome::Succeeded).len(), 1);
+            assert_eq!(runs(&snapshotter), [], "counted next to the job until a flush");
+            h.scheduler.flush_metrics();
+            assert_eq!(runs(&snapshotter), [run("tick", "succeeded", 1)], "a scrape's flush");
+
+            h.advance_to(ts("2024-05-17T00:02:00Z")).await;
+            assert_eq!(h.triggers("boom", Outcome::Failed).len(), 1);
+            assert_eq!(runs(&snapshotter), []);
+            h.advance_to(ts("2024-05-17T00:02:00Z") + slotcron::metrics::FLUSH_EVERY).await;
+            assert_eq!(
+                runs(&snapshotter),
+                [run("boom", "failed", 1), run("tick", "succeeded", 1)],
+                "the periodic flush, FLUSH_EVERY after the runs"
+            );
+            h.stop().await;
+        })
+    });
+}
+
+#[test]
+fn a_run_that_outlives_its_removed_job_is_counted() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b);
+        h.add(Job::builder("slow").every(Duration::from_secs(60)).handler(gated(&release)).build().unwrap());
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:01:00Z")).await;
+        assert_eq!(h.triggers("slow", Outcome::Running).len(), 1);
+        assert!(h.scheduler.remove("slow"));
+        release.notify_one();
+        h.advance_to(ts("2024-05-17T00:01:01Z")).await;
+        assert_eq!(h.triggers("slow", Outcome::Succeeded).len(), 1);
+        h.stop().await;
+    });
+    let all = series(&snapshotter);
+    let value = |name: &str| all.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    assert_eq!(value("slotcron_runs_total{job=slow,outcome=succeeded}"), Some(1.0));
+    assert_eq!(value("slotcron_job_next_trigger_timestamp_seconds{job=slow}"), Some(0.0), "removed");
+    assert_eq!(value("slotcron_running_runs{}"), Some(0.0));
+}
+
+#[test]
+fn with_metrics_off_nothing_is_counted() {
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b.metrics(false));
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:02:30Z")).await;
+        assert_eq!(h.triggers("tick", Outcome::Succeeded).len(), 2);
+        h.scheduler.flush_metrics();
+        h.stop().await;
+    });
+    assert_eq!(series(&snapshotter), []);
 }

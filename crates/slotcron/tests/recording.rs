@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use slotcron::ledger::LedgerError;
-use slotcron::testkit::harness::{Harness, ok, ts};
-use slotcron::{Cause, Job, Ledger, LedgerQuery, MemoryLedger, Outcome, RunRecord, Scheduler};
+use slotcron::testkit::harness::{Harness, gated, ok, ts};
+use slotcron::{
+    Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,
+    Store,
+};
 
 /// A memory ledger that refuses every write while `down` is set.
 #[derive(Default)]
@@ -88,15 +91,7 @@ async fn a_full_buffer_drops_the_oldest_writes_and_keeps_the_newest() {
 async fn a_run_is_recorded_running_with_its_cause_and_completed_when_it_ends() {
     let mut h = Harness::new("2024-05-17T00:00:00Z");
     let release = Arc::new(tokio::sync::Notify::new());
-    let gate = release.clone();
-    let job =
-        Job::builder("slow").at(ts("2024-05-16T00:00:00Z")).handler(move |_ctx: slotcron::JobContext| {
-            let gate = gate.clone();
-            async move {
-                gate.notified().await;
-                Ok::<_, std::io::Error>(())
-            }
-        });
+    let job = Job::builder("slow").at(ts("2024-05-16T00:00:00Z")).handler(gated(&release));
     h.add(job.build().unwrap());
     h.start().await;
     let running = h.records("slow");
@@ -143,4 +138,47 @@ async fn the_stale_sweep_marks_the_owned_running_records_interrupted() {
     assert_eq!(records[0].outcome, Outcome::Interrupted);
     assert!(records[0].error.as_deref().unwrap().ends_with("; its command was stopped"), "{records:?}");
     assert_eq!(records[1], running("alive"), "a record it does not own is left alone");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_stale_sweep_makes_the_interrupted_runs_job_state_say_so() {
+    let trigger = ts("2024-05-17T00:00:00Z");
+    let ledger = Arc::new(MemoryLedger::default());
+    ledger
+        .append(&RunRecord {
+            job: "migrate".into(),
+            trigger,
+            instance: "dead".into(),
+            cause: Cause::Scheduled,
+            attempts: 1,
+            outcome: Outcome::Running,
+            fencing_token: Some(1),
+            started: trigger,
+            duration: Duration::ZERO,
+            error: None,
+            process: None,
+        })
+        .await
+        .unwrap();
+    // The state a daemon leaves when it dies during a run: the trigger taken, no outcome.
+    let store = Arc::new(MemoryStore::new());
+    let started = JobState { last_trigger: trigger, last_outcome: None, one_shot_done: false };
+    store.save_state("migrate", &started).await.unwrap();
+    store.save_state("other", &started).await.unwrap();
+    let scheduler = Scheduler::builder().ledger(ledger.clone()).store(store.clone()).instance("new").build();
+    for name in ["migrate", "other"] {
+        scheduler
+            .add(Job::builder(name).every(Duration::from_secs(60)).handler(ok).build().unwrap())
+            .unwrap();
+    }
+    scheduler.restore().await.unwrap();
+    let last = |name: &str| scheduler.job(name, 0).unwrap().last_run.unwrap().outcome;
+    assert_eq!(last("migrate"), None, "before the sweep: started, no end stored");
+
+    scheduler.sweep_stale(|r| &*r.instance == "dead", async |_r: &RunRecord| None).await.unwrap();
+    assert_eq!(last("migrate"), Some(Outcome::Interrupted), "as the ledger says");
+    let states = store.load_states().await.unwrap();
+    assert_eq!(states["migrate"], JobState { last_outcome: Some(Outcome::Interrupted), ..started.clone() });
+    assert_eq!(states["other"], started, "a job without an interrupted run keeps its state");
+    assert_eq!(last("other"), None);
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::schedule::ScheduleError;
-use slotcron::{Job, JobError, Misfire, Overlap};
+use slotcron::{Job, JobBuilder, JobError, Misfire, Overlap};
 
 use crate::command::ShellCommand;
 
@@ -253,38 +253,21 @@ impl Draft {
     /// word on names, schedules and policies.
     fn build(self) -> Result<JobEntry, Problem> {
         let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
-        let mut builder = Job::builder(&self.name)
+        let builder = Job::builder(&self.name)
             .handler(command.into_handler())
             .run_on_start(self.run_on_start)
             .on_every_replica(self.on_every_replica);
-        if let Some(timeout) = self.timeout {
-            builder = builder.timeout(timeout);
-        }
-        if let Some(misfire) = self.misfire {
-            builder = builder.misfire(misfire);
-        }
-        if let Some(grace) = self.grace {
-            builder = builder.grace(grace);
-        }
         let policies = &self.policies;
-        if let Some(attempts) = policies.attempts {
-            builder = builder.attempts(attempts);
-        }
-        if let Some(backoff) = policies.backoff {
-            builder = builder.backoff(backoff);
-        }
-        if let Some(multiplier) = policies.backoff_multiplier {
-            builder = builder.backoff_multiplier(multiplier);
-        }
-        if let Some(max) = policies.backoff_max {
-            builder = builder.backoff_max(max);
-        }
-        if let Some(overlap) = policies.overlap {
-            builder = builder.overlap(overlap);
-        }
-        if let Some(jitter) = policies.jitter {
-            builder = builder.jitter(jitter);
-        }
+        // Each setting given replaces the core's default; one not given keeps it.
+        let builder = given(builder, self.timeout, JobBuilder::timeout);
+        let builder = given(builder, self.misfire, JobBuilder::misfire);
+        let builder = given(builder, self.grace, JobBuilder::grace);
+        let builder = given(builder, policies.attempts, JobBuilder::attempts);
+        let builder = given(builder, policies.backoff, JobBuilder::backoff);
+        let builder = given(builder, policies.backoff_multiplier, JobBuilder::backoff_multiplier);
+        let builder = given(builder, policies.backoff_max, JobBuilder::backoff_max);
+        let builder = given(builder, policies.overlap, JobBuilder::overlap);
+        let builder = given(builder, policies.jitter, JobBuilder::jitter);
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
@@ -339,5 +322,13 @@ impl Draft {
         let field = if field == "schedule" { schedule_field } else { field };
         let line = self.field_lines.iter().find(|(f, _)| *f == field).map_or(self.line, |(_, line)| *line);
         Problem::field(line, Some(&self.name), field, reason)
+    }
+}
+
+/// `builder` with `set` applied to `value`, if there is one.
+fn given<T>(builder: JobBuilder, value: Option<T>, set: fn(JobBuilder, T) -> JobBuilder) -> JobBuilder {
+    match value {
+        Some(value) => set(builder, value),
+        None => builder,
     }
 }

@@ -1,7 +1,7 @@
 //! Configuring a [`Scheduler`]: clock, backends, instance id and engine settings.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -15,7 +15,7 @@ use crate::coordinator::lease::DEFAULT_LEASE_TTL;
 use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
-use crate::metrics::JobLabels;
+use crate::metrics::{JobLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
@@ -52,6 +52,7 @@ impl Default for SchedulerBuilder {
                 takeover_delay: SchedulerBuilder::DEFAULT_TAKEOVER_DELAY,
                 membership_ttl: DEFAULT_MEMBERSHIP_TTL,
                 shared_work: true,
+                count_metrics: true,
                 metrics: JobLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 restore_definitions: true,
@@ -228,6 +229,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Whether the engine counts its [`metrics`](crate::metrics) at all (default `true`).
+    /// Turn it off in a process that installs no recorder, to spare each run the few
+    /// atomic additions and the flushes (the daemon does without `--admin`).
+    pub fn metrics(mut self, count: bool) -> Self {
+        self.settings.count_metrics = count;
+        self
+    }
+
     /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
     /// it off for very large job sets: one series per job and outcome is more than a
     /// Prometheus server wants for tens of thousands of jobs.
@@ -246,7 +255,8 @@ impl SchedulerBuilder {
 
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
-        let table = Table::new(self.settings.metrics);
+        let metrics = Arc::new(Metrics::new(self.settings.count_metrics, self.settings.metrics));
+        let table = Table::new(metrics.clone());
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
@@ -271,7 +281,7 @@ impl SchedulerBuilder {
                 wake: Notify::new(),
                 running: AtomicBool::new(false),
                 health: Default::default(),
-                series: OnceLock::new(),
+                metrics,
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
                 stopped: CancellationToken::new(),

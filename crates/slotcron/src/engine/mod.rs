@@ -27,7 +27,7 @@ pub(crate) use run::{RunScope, lock};
 pub use trigger::{request_key, trigger_key};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -40,7 +40,7 @@ use crate::clock::Clock;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
-use crate::metrics::{EngineSeries, JobLabels};
+use crate::metrics::{JobLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
@@ -113,8 +113,8 @@ pub(crate) struct Shared {
     /// Set while a `run()` fires triggers.
     running: AtomicBool,
     health: introspect::Health,
-    /// The scheduler's metric series, registered at the first use.
-    series: OnceLock<EngineSeries>,
+    /// The scheduler's metrics, counted locally and flushed to the recorder.
+    pub(crate) metrics: Arc<Metrics>,
     /// Held by a `run()` from its start to the end of its shutdown, which may go on after
     /// its future was dropped: a later `run()` waits for it.
     lifecycle: Arc<tokio::sync::Mutex<()>>,
@@ -142,6 +142,8 @@ pub(crate) struct Settings {
     pub takeover_delay: Duration,
     pub membership_ttl: Duration,
     pub shared_work: bool,
+    /// Whether the engine counts metrics.
+    pub count_metrics: bool,
     pub metrics: JobLabels,
     pub record_buffer: usize,
     pub restore_definitions: bool,
@@ -157,6 +159,8 @@ struct Started {
     heartbeat: JoinHandle<()>,
     /// The membership heartbeat: leaves the membership when the scheduler starts stopping.
     membership: JoinHandle<()>,
+    /// Flushes the metrics [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after activity.
+    flusher: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
 }
 
@@ -282,6 +286,15 @@ impl Scheduler {
         self.shared.cap.as_ref().is_some_and(|cap| cap.waits(job, trigger))
     }
 
+    /// Hands the [`metrics`](crate::metrics) counted since the last flush to the installed
+    /// recorder. The engine flushes [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after
+    /// activity and when [`Scheduler::run`] returns; call this just before rendering an
+    /// exposition (the `/metrics` endpoint of `slotcron-admin` does), so that the counters
+    /// hold every record written so far. Takes a few milliseconds for 10,000 jobs.
+    pub fn flush_metrics(&self) {
+        self.shared.metrics.flush();
+    }
+
     /// The ledger the run records go to.
     pub fn ledger(&self) -> &Arc<dyn Ledger> {
         &self.shared.ledger
@@ -389,6 +402,9 @@ impl Scheduler {
         let heartbeat = tokio::spawn(sweep::heartbeat(self.shared.clone(), stop_writer.clone()));
         let scope = Arc::new(RunScope::new(self.shared.clone()));
         let membership = tokio::spawn(ownership::heartbeat(self.shared.clone(), scope.stopping.clone()));
+        let flusher = tokio::spawn(
+            self.shared.metrics.clone().flush_periodically(self.shared.clock.clone(), stop_writer.clone()),
+        );
         let started = guard.started.insert(Started {
             tracker: TaskTracker::new(),
             scope,
@@ -396,6 +412,7 @@ impl Scheduler {
             writer,
             heartbeat,
             membership,
+            flusher,
             _lifecycle: lifecycle,
         });
         let (scope, tracker) = (started.scope.clone(), started.tracker.clone());
@@ -495,7 +512,8 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started { tracker, scope, stop_writer, writer, heartbeat, membership, _lifecycle } = started;
+        let Started { tracker, scope, stop_writer, writer, heartbeat, membership, flusher, _lifecycle } =
+            started;
         let settings = &self.shared.settings;
         let clock = &self.shared.clock;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
@@ -532,6 +550,9 @@ impl Scheduler {
         }
         let _ = heartbeat.await;
         let _ = membership.await;
+        let _ = flusher.await;
+        // The runs have ended: the recorder gets their last counts.
+        self.shared.metrics.flush();
         tracing::info!("scheduler stopped");
     }
 }
@@ -543,10 +564,6 @@ impl Shared {
             Some(coordinator) if !job.every_replica => coordinator.as_ref(),
             _ => &self.local_leases,
         }
-    }
-
-    pub(crate) fn series(&self) -> &EngineSeries {
-        self.series.get_or_init(EngineSeries::default)
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {

@@ -69,7 +69,7 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>, stopping: CancellationToken) 
                     members.push(shared.instance.to_string());
                     members.sort();
                 }
-                shared.series().members(members.len());
+                shared.metrics.members(members.len());
                 shared.membership.set(Some(members.into()));
             }
             Err(e) => tracing::warn!(
@@ -251,7 +251,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
             tracker.spawn(super::run::execute(scope.clone(), due));
         }
     }
-    shared.series().takeover(taken, claimed);
+    shared.metrics.takeover(taken, claimed);
     if !batched.is_empty() {
         tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched));
     }

@@ -68,7 +68,7 @@ impl Shared {
         log_run(&record);
         job.set_last_run(&record);
         let ran = record.outcome.ran().then_some(record.duration);
-        job.series(self.settings.metrics).record(record.outcome, record.trigger, ran);
+        self.metrics.recorded(&job.series, record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.
         if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew)
             && saves_state(record.cause)

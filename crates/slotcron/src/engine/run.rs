@@ -25,7 +25,7 @@ use crate::coordinator::{
 };
 use crate::job::{BoxError, Job};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
-use crate::metrics::{ClaimResult, EngineSeries};
+use crate::metrics::{ClaimResult, Metrics};
 use crate::policy::{
     self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunSlot, RunStop,
 };
@@ -257,7 +257,6 @@ async fn claim_and_run(
     // The run's `running` record, written when the first attempt starts (after any wait
     // for the lease); it counts the attempts as they go.
     let record: OnceLock<Arc<Mutex<RunRecord>>> = OnceLock::new();
-    let series = shared.series();
     // The running-runs gauge, from the first attempt's start to the run's end.
     let running: OnceLock<Running<'_>> = OnceLock::new();
     // The overlap lease, around the retries, around each attempt under its timeout.
@@ -279,8 +278,8 @@ async fn claim_and_run(
         running.get_or_init(|| {
             // Lateness from the actual (jittered, lease-waited) start.
             let lateness = trigger.duration_until(lock(&run).started);
-            series.run_started(Duration::try_from(lateness).unwrap_or_default());
-            Running(series)
+            shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
+            Running(&shared.metrics)
         });
         if attempt > 1 {
             let update = {
@@ -403,7 +402,7 @@ pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
 }
 
 /// A started handler, counted in the running-runs gauge until dropped.
-struct Running<'a>(&'a EngineSeries);
+struct Running<'a>(&'a Metrics);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
@@ -545,7 +544,7 @@ pub(super) fn decide(
         Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark | ClaimOutcome::Paused) => ClaimResult::Lost,
         Err(_) => ClaimResult::Error,
     };
-    shared.series().claim(result, latency);
+    shared.metrics.claim(result, latency);
     let skipped = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
     match claimed {
         Ok(ClaimOutcome::Won { fencing_token }) => Ok(fencing_token),

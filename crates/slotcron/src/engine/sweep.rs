@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Shared, later};
 use crate::Scheduler;
 use crate::ledger::{HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::store::JobState;
 
 /// Records the scheduler's heartbeat in its ledger every [`HEARTBEAT_EVERY`] (on its
 /// clock) until `stop` fires.
@@ -35,7 +36,10 @@ impl Scheduler {
     ///
     /// `stop` is called first for each, to stop what the run left going (the daemon: the
     /// command's process group, from [`RunRecord::process`]); it returns what it did, for
-    /// the record's error. Returns the records as they were found.
+    /// the record's error. The stored state of a job whose last trigger is such a run
+    /// (started, its end never stored) then says `interrupted` too, so the job's last run
+    /// ([`Scheduler::job`], the admin API) agrees with the ledger rather than looking
+    /// still running. Returns the records as they were found.
     ///
     /// # Errors
     /// The ledger could not be read or written; the records marked so far stay marked.
@@ -67,6 +71,34 @@ impl Scheduler {
                 "a run left running by a scheduler that stopped is recorded interrupted"
             );
         }
+        if !stale.is_empty() {
+            self.interrupt_states(&stale).await;
+        }
         Ok(stale)
+    }
+
+    /// Makes the stored state of each job whose last trigger is one of `interrupted`,
+    /// started and never ended, say so. A state that cannot be read or written is logged
+    /// and left as it is: the ledger holds the outcome either way.
+    async fn interrupt_states(&self, interrupted: &[RunRecord]) {
+        let shared = &self.shared;
+        if !shared.persist_state {
+            return;
+        }
+        let states = match shared.store.load_states().await {
+            Ok(states) => states,
+            Err(e) => return tracing::warn!("the interrupted runs' job states stay as they are: {e}"),
+        };
+        for record in interrupted {
+            let Some(state) = states.get(&*record.job) else { continue };
+            if state.last_trigger != record.trigger || state.last_outcome.is_some() {
+                continue;
+            }
+            let state = JobState { last_outcome: Some(Outcome::Interrupted), ..state.clone() };
+            match shared.store.save_state(&record.job, &state).await {
+                Ok(()) => shared.table().set_state(&record.job, state),
+                Err(e) => tracing::warn!(job = %record.job, "the interrupted run's job state stays: {e}"),
+            }
+        }
     }
 }

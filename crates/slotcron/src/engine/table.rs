@@ -11,7 +11,7 @@ use super::misfire;
 use super::queue::{Queued, TriggerQueue};
 use crate::job::Job;
 use crate::ledger::Cause;
-use crate::metrics::JobLabels;
+use crate::metrics::Metrics;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -76,13 +76,13 @@ pub(crate) struct Table {
     started: Option<Timestamp>,
     /// The stored state of each job, read when the engine starts.
     states: HashMap<String, JobState>,
-    /// Whether the next-trigger gauge is set per job.
-    metrics: JobLabels,
+    /// The scheduler's metrics, which flush each job's series.
+    metrics: Arc<Metrics>,
 }
 
 impl Table {
     /// An empty table.
-    pub fn new(metrics: JobLabels) -> Self {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
         Self { metrics, ..Self::default() }
     }
 
@@ -105,6 +105,7 @@ impl Table {
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
+        self.metrics.register(job.series.clone());
         let entry = Entry {
             job: Arc::new(job),
             generation: self.last_generation,
@@ -176,7 +177,7 @@ impl Table {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
         if let Some(entry) = &entry {
-            entry.job.series(self.metrics).next_trigger(None);
+            entry.job.series.next_trigger(None);
         }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
@@ -194,6 +195,13 @@ impl Table {
     /// Sets the stored states that the first triggers resume from.
     pub fn set_states(&mut self, states: HashMap<String, JobState>) {
         self.states = states;
+    }
+
+    /// Replaces the stored state of `job`, if the table holds one.
+    pub fn set_state(&mut self, job: &str, state: JobState) {
+        if let Some(stored) = self.states.get_mut(job) {
+            *stored = state;
+        }
     }
 
     /// Starts the clock for every job added so far. Once started, the queue stays: a
@@ -257,7 +265,7 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
-        job.series(self.metrics).next_trigger(first);
+        job.series.next_trigger(first);
         if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
             (job.run_on_start, replacing, kind, first)
         {
@@ -385,7 +393,7 @@ impl Table {
                 next
             };
             entry.next = next;
-            job.series(self.metrics).next_trigger(next);
+            job.series.next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.schedule.kind()),

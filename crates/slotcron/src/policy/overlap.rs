@@ -126,12 +126,7 @@ impl Guard<'_> {
                 // A `buffer_one` trigger that finds the job free while another trigger
                 // waits for its turn (it polls once a heartbeat) must not jump the queue.
                 if let Err(skipped) = self.behind_a_waiter().await {
-                    if let Err(e) = self.call(self.coordinator.release_lease(&self.lease)).await {
-                        tracing::warn!(
-                            job = self.lease.job,
-                            "lease not released, it expires within its TTL: {e}"
-                        );
-                    }
+                    self.release(&self.lease, "lease").await;
                     return skipped;
                 }
             }
@@ -149,11 +144,17 @@ impl Guard<'_> {
             outcome = run => outcome,
             never = self.renew(acquired, &note) => match never {},
         };
-        if let Err(e) = self.call(self.coordinator.release_lease(&self.lease)).await {
-            tracing::warn!(job = self.lease.job, "lease not released, it expires within its TTL: {e}");
-        }
+        self.release(&self.lease, "lease").await;
         let note = note.into_inner().unwrap_or_else(|p| p.into_inner());
         Guarded::Ran(outcome, note)
+    }
+
+    /// Releases `lease` (`what` names it in the log); if that fails, it expires within
+    /// its TTL.
+    async fn release(&self, lease: &Lease<'_>, what: &str) {
+        if let Err(e) = self.call(self.coordinator.release_lease(lease)).await {
+            tracing::warn!(job = self.lease.job, "{what} not released, it expires within its TTL: {e}");
+        }
     }
 
     /// For `buffer_one`: whether another trigger holds the buffer lease, waiting for its
@@ -166,12 +167,7 @@ impl Guard<'_> {
         let buffer = Lease { job: &name, ..self.lease };
         match self.call(self.coordinator.acquire_lease(&buffer)).await {
             Ok(LeaseGrant::Acquired) => {
-                if let Err(e) = self.call(self.coordinator.release_lease(&buffer)).await {
-                    tracing::warn!(
-                        job = self.lease.job,
-                        "buffer lease not released, it expires within its TTL: {e}"
-                    );
-                }
+                self.release(&buffer, "buffer lease").await;
                 Ok(())
             }
             Ok(LeaseGrant::Held) => {
@@ -207,12 +203,7 @@ impl Guard<'_> {
                     }
                 }
                 let waited = self.poll_lease(Some(&buffer)).await;
-                if let Err(e) = self.call(self.coordinator.release_lease(&buffer)).await {
-                    tracing::warn!(
-                        job = self.lease.job,
-                        "buffer lease not released, it expires within its TTL: {e}"
-                    );
-                }
+                self.release(&buffer, "buffer lease").await;
                 waited
             }
             Overlap::Replace => self.poll_lease(None).await,

@@ -87,30 +87,24 @@ impl ScheduleKind {
     }
 }
 
-impl<S: Schedule + ?Sized> Schedule for Box<S> {
-    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
-        (**self).next_after(after)
-    }
+/// A schedule behind a smart pointer is that schedule.
+macro_rules! schedule_behind {
+    ($pointer:ty) => {
+        impl<S: Schedule + ?Sized> Schedule for $pointer {
+            fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+                (**self).next_after(after)
+            }
 
-    fn kind(&self) -> ScheduleKind {
-        (**self).kind()
-    }
+            fn kind(&self) -> ScheduleKind {
+                (**self).kind()
+            }
 
-    fn describe(&self) -> Description {
-        (**self).describe()
-    }
+            fn describe(&self) -> Description {
+                (**self).describe()
+            }
+        }
+    };
 }
 
-impl<S: Schedule + ?Sized> Schedule for std::sync::Arc<S> {
-    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
-        (**self).next_after(after)
-    }
-
-    fn kind(&self) -> ScheduleKind {
-        (**self).kind()
-    }
-
-    fn describe(&self) -> Description {
-        (**self).describe()
-    }
-}
+schedule_behind!(Box<S>);
+schedule_behind!(std::sync::Arc<S>);

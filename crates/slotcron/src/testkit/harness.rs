@@ -51,6 +51,22 @@ pub async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
+/// A handler that succeeds once `release` is notified (`notify_one`: one run each), to
+/// hold a run in flight.
+pub fn gated(release: &Arc<tokio::sync::Notify>) -> impl Fn(JobContext) -> GatedRun + use<> {
+    let release = release.clone();
+    move |_ctx: JobContext| {
+        let release = release.clone();
+        Box::pin(async move {
+            release.notified().await;
+            Ok(())
+        })
+    }
+}
+
+/// The future of a [`gated`] handler's run.
+pub type GatedRun = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Error>> + Send>>;
+
 /// A scheduler with instance id `test` on a manual clock, recording runs in an in-memory
 /// ledger (unless configured otherwise), and its `run` task once started.
 pub struct Harness {

@@ -10,24 +10,43 @@
 //! records (a trigger another replica won is `skipped-lost` here), so the fleet's sum of
 //! `outcome="succeeded"` is the fleet's number of successful runs.
 //!
-//! Each series is registered with the recorder once (a job's at its first trigger) and
-//! its handle kept, so install the recorder before [`Scheduler::run`](crate::Scheduler::run)
-//! starts.
+//! **Counted locally, flushed to the recorder.** A run does not touch the recorder: it
+//! bumps plain atomics kept with its job (its record by outcome, its duration in a
+//! histogram of the [`BUCKETS`] buckets, its last success; without the `job` label, in
+//! the stripe below instead) and in one of the engine's stripes, one per thread (lateness,
+//! running handlers, claims). A flush hands what was counted since the
+//! last one to the recorder: [`FLUSH_EVERY`] after activity, when
+//! [`Scheduler::run`](crate::Scheduler::run) ends, and whenever
+//! [`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics) is called — call it
+//! before rendering an exposition (the `/metrics` endpoint of `slotcron-admin` does), so
+//! that a scrape sees every record written so far. A histogram's samples reach the
+//! recorder as each bucket's count of samples at that bucket's mean: a Prometheus
+//! exporter configured with [`BUCKETS`] (or with a subset of them) shows the same bucket
+//! counts, sample count and sum as if it had had each sample.
+//!
+//! Each series is registered with the recorder at its first flush, so install the
+//! recorder before [`Scheduler::run`](crate::Scheduler::run) starts.
 //!
 //! Per-job labels (`job`) can be turned off for very large job sets with
 //! [`SchedulerBuilder::metrics_per_job`](crate::SchedulerBuilder::metrics_per_job): the
 //! per-job series then go away (`runs_total` keeps its `outcome` label, the duration
 //! histogram has no label, and the two per-job gauges are not emitted).
 
-use std::sync::{Arc, Mutex};
+mod engine;
+mod flush;
+mod histogram;
+mod job;
+
+pub(crate) use engine::ClaimResult;
+pub(crate) use flush::Metrics;
+pub(crate) use job::JobSeries;
+
 use std::time::Duration;
 
 use jiff::Timestamp;
-use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+use metrics::gauge;
 
-use crate::ledger::Outcome;
-
-/// Counter, labels `job` and `outcome` ([`Outcome::as_str`]): one per run record, whatever
+/// Counter, labels `job` and `outcome` ([`Outcome::as_str`](crate::Outcome::as_str)): one per run record, whatever
 /// the outcome, including every reason a trigger did not run (`skipped-lost`,
 /// `skipped-backend-unavailable`, `missed`...).
 pub const RUNS_TOTAL: &str = "slotcron_runs_total";
@@ -75,6 +94,20 @@ pub fn config_reloaded(successful: bool, at: Timestamp) {
     }
 }
 
+/// The histogram buckets, in seconds, that the engine files samples in: from 1 ms to an
+/// hour. Install the Prometheus exporter with them (`set_buckets(&BUCKETS)`), as the
+/// daemon does, for exact bucket counts.
+pub const BUCKETS: [f64; 16] =
+    [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
+
+/// How long after a count the engine flushes it to the recorder, unless a scrape
+/// ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) does it first.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(10);
+
+/// The stripes the engine's own counts are spread over, one per thread (threads beyond
+/// that share them).
+const STRIPES: usize = 16;
+
 /// Whether series carry the `job` label (default: yes).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct JobLabels(pub bool);
@@ -87,147 +120,6 @@ impl Default for JobLabels {
 
 fn unix_seconds(at: Timestamp) -> f64 {
     at.as_millisecond() as f64 / 1e3
-}
-
-/// One job's series, registered with the recorder at the job's first use and kept, so a
-/// run costs a few atomic updates rather than a registry lookup per metric. (A recorder
-/// installed after a job's first trigger does not see that job: install it before
-/// [`Scheduler::run`](crate::Scheduler::run).)
-pub(crate) struct JobSeries {
-    /// The `job` label, if series carry it.
-    job: Option<Arc<str>>,
-    /// `runs_total` by outcome, registered as outcomes occur.
-    runs: Mutex<Vec<(&'static str, Counter)>>,
-    duration: Histogram,
-    last_success: Gauge,
-    next_trigger: Gauge,
-}
-
-impl std::fmt::Debug for JobSeries {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JobSeries").field("job", &self.job).finish_non_exhaustive()
-    }
-}
-
-impl JobSeries {
-    pub fn new(job: &Arc<str>, labels: JobLabels) -> Self {
-        match labels.0 {
-            true => Self {
-                job: Some(job.clone()),
-                runs: Mutex::new(Vec::new()),
-                duration: histogram!(RUN_DURATION_SECONDS, "job" => job.clone()),
-                last_success: gauge!(JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, "job" => job.clone()),
-                next_trigger: gauge!(JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, "job" => job.clone()),
-            },
-            false => Self {
-                job: None,
-                runs: Mutex::new(Vec::new()),
-                duration: histogram!(RUN_DURATION_SECONDS),
-                last_success: Gauge::noop(),
-                next_trigger: Gauge::noop(),
-            },
-        }
-    }
-
-    /// One run record: `duration` if the handler ran.
-    pub fn record(&self, outcome: Outcome, trigger: Timestamp, duration: Option<Duration>) {
-        if outcome == Outcome::Succeeded {
-            self.last_success.set(unix_seconds(trigger));
-        }
-        if let Some(duration) = duration {
-            self.duration.record(duration.as_secs_f64());
-        }
-        let outcome = outcome.as_str();
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, counter)) = runs.iter().find(|(name, _)| *name == outcome) {
-            counter.increment(1);
-            return;
-        }
-        let counter = match &self.job {
-            Some(job) => counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome),
-            None => counter!(RUNS_TOTAL, "outcome" => outcome),
-        };
-        counter.increment(1);
-        runs.push((outcome, counter));
-    }
-
-    /// The job's next trigger was queued (`None`: it has no more).
-    pub fn next_trigger(&self, next: Option<Timestamp>) {
-        self.next_trigger.set(next.map_or(0.0, unix_seconds));
-    }
-}
-
-/// A scheduler's series without a `job` label, registered at its first use.
-pub(crate) struct EngineSeries {
-    lateness: Histogram,
-    running: Gauge,
-    won: Counter,
-    lost: Counter,
-    error: Counter,
-    claim_duration: Histogram,
-    takeovers: Counter,
-    found_claimed: Counter,
-    members: Gauge,
-}
-
-impl Default for EngineSeries {
-    fn default() -> Self {
-        Self {
-            lateness: histogram!(TRIGGER_LATENESS_SECONDS),
-            running: gauge!(RUNNING_RUNS),
-            won: counter!(CLAIMS_TOTAL, "result" => "won"),
-            lost: counter!(CLAIMS_TOTAL, "result" => "lost"),
-            error: counter!(CLAIMS_TOTAL, "result" => "error"),
-            claim_duration: histogram!(CLAIM_DURATION_SECONDS),
-            takeovers: counter!(TAKEOVERS_TOTAL),
-            found_claimed: counter!(TAKEOVER_FOUND_CLAIMED_TOTAL),
-            members: gauge!(FLEET_MEMBERS),
-        }
-    }
-}
-
-/// A claim's answer, for [`EngineSeries::claim`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ClaimResult {
-    Won,
-    Lost,
-    Error,
-}
-
-impl EngineSeries {
-    /// A handler started, `lateness` after its trigger's scheduled instant.
-    pub fn run_started(&self, lateness: Duration) {
-        self.lateness.record(lateness.as_secs_f64());
-        self.running.increment(1.0);
-    }
-
-    /// A handler that [`EngineSeries::run_started`] counted has ended.
-    pub fn run_ended(&self) {
-        self.running.decrement(1.0);
-    }
-
-    /// After the takeover delay, `taken` triggers were found unclaimed (this scheduler
-    /// claims them) and `claimed` claimed by another replica.
-    pub fn takeover(&self, taken: u64, claimed: u64) {
-        self.takeovers.increment(taken);
-        self.found_claimed.increment(claimed);
-    }
-
-    /// The membership view has `members` live members.
-    pub fn members(&self, members: usize) {
-        self.members.set(members as f64);
-    }
-
-    /// A claim's answer after `latency`.
-    pub fn claim(&self, result: ClaimResult, latency: Duration) {
-        match result {
-            ClaimResult::Won => &self.won,
-            ClaimResult::Lost => &self.lost,
-            ClaimResult::Error => &self.error,
-        }
-        .increment(1);
-        self.claim_duration.record(latency.as_secs_f64());
-    }
 }
 
 /// Gives the installed recorder each metric's unit and help text (the `# HELP` lines of

@@ -1,0 +1,155 @@
+//! The scheduler's metrics without a `job` label, counted in stripes: each thread counts
+//! in its own (so the runtime's workers never write the same cache line), and a flush
+//! sums them and hands the sums to the recorder.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+
+use super::histogram::{Drained, LocalHistogram};
+use super::job::{OUTCOMES, Unlabeled};
+use super::{CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, RUNNING_RUNS, STRIPES, TRIGGER_LATENESS_SECONDS};
+
+/// A claim's answer, for [`EngineSeries::claim`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ClaimResult {
+    Won,
+    Lost,
+    Error,
+}
+
+impl ClaimResult {
+    const ALL: [ClaimResult; 3] = [ClaimResult::Won, ClaimResult::Lost, ClaimResult::Error];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ClaimResult::Won => "won",
+            ClaimResult::Lost => "lost",
+            ClaimResult::Error => "error",
+        }
+    }
+}
+
+/// One stripe's counts since the last flush, on cache lines of its own.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Stripe {
+    /// Handlers started minus handlers ended here (a run may end on another thread than
+    /// it started on: only the sum over the stripes means something). Not reset.
+    running: AtomicI64,
+    claims: [AtomicU64; 3],
+    lateness: LocalHistogram,
+    claim_duration: LocalHistogram,
+    /// Run records by outcome, when series carry no `job` label.
+    runs: [AtomicU64; OUTCOMES],
+    /// Handler durations, when series carry no `job` label.
+    duration: LocalHistogram,
+}
+
+/// The scheduler's counts in [`STRIPES`] stripes.
+#[derive(Debug, Default)]
+pub(crate) struct EngineSeries {
+    stripes: Box<[Stripe; STRIPES]>,
+}
+
+/// The scheduler's series, registered at the first flush.
+pub(crate) struct EngineHandles {
+    lateness: Histogram,
+    running: Gauge,
+    claims: [Counter; 3],
+    claim_duration: Histogram,
+}
+
+impl EngineHandles {
+    pub fn new() -> Self {
+        Self {
+            lateness: histogram!(TRIGGER_LATENESS_SECONDS),
+            running: gauge!(RUNNING_RUNS),
+            claims: ClaimResult::ALL.map(|result| counter!(CLAIMS_TOTAL, "result" => result.as_str())),
+            claim_duration: histogram!(CLAIM_DURATION_SECONDS),
+        }
+    }
+}
+
+/// The stripe of the calling thread: threads take the stripes in turn.
+fn stripe_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+    STRIPE.with(|stripe| {
+        stripe.get().unwrap_or_else(|| {
+            let index = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            stripe.set(Some(index));
+            index
+        })
+    })
+}
+
+impl EngineSeries {
+    fn stripe(&self) -> &Stripe {
+        &self.stripes[stripe_index()]
+    }
+
+    /// A handler started, `lateness` after its trigger's scheduled instant.
+    pub fn run_started(&self, lateness: Duration) {
+        let stripe = self.stripe();
+        stripe.lateness.record(lateness);
+        stripe.running.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handler that [`EngineSeries::run_started`] counted has ended.
+    pub fn run_ended(&self) {
+        self.stripe().running.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A claim answered after `latency`.
+    pub fn claim(&self, result: ClaimResult, latency: Duration) {
+        let stripe = self.stripe();
+        stripe.claims[result as usize].fetch_add(1, Ordering::Relaxed);
+        stripe.claim_duration.record(latency);
+    }
+
+    /// A run record of the outcome at `outcome` (an index into
+    /// [`Outcome::ALL`](crate::Outcome::ALL)), when series carry no `job` label.
+    pub fn run_recorded(&self, outcome: usize, duration: Option<Duration>) {
+        let stripe = self.stripe();
+        stripe.runs[outcome].fetch_add(1, Ordering::Relaxed);
+        if let Some(duration) = duration {
+            stripe.duration.record(duration);
+        }
+    }
+
+    /// Hands the counts since the last flush to `handles`, and adds the unlabeled run
+    /// records to `unlabeled`.
+    pub fn flush(&self, handles: &EngineHandles, unlabeled: &mut Unlabeled) {
+        let (mut lateness, mut claim_duration) = (Drained::default(), Drained::default());
+        let mut claims = [0; 3];
+        let mut running = 0;
+        for stripe in self.stripes.iter() {
+            running += stripe.running.load(Ordering::Relaxed);
+            take(&stripe.claims, &mut claims);
+            take(&stripe.runs, &mut unlabeled.runs);
+            stripe.lateness.drain_into(&mut lateness);
+            stripe.claim_duration.drain_into(&mut claim_duration);
+            stripe.duration.drain_into(&mut unlabeled.duration);
+        }
+        handles.running.set(running.max(0) as f64);
+        for (counter, n) in handles.claims.iter().zip(claims) {
+            counter.increment(n);
+        }
+        lateness.feed(&handles.lateness);
+        claim_duration.feed(&handles.claim_duration);
+    }
+}
+
+/// Adds `counts` to `into` and zeroes them.
+fn take(counts: &[AtomicU64], into: &mut [u64]) {
+    for (count, sum) in counts.iter().zip(into) {
+        if count.load(Ordering::Relaxed) != 0 {
+            *sum += count.swap(0, Ordering::Relaxed);
+        }
+    }
+}

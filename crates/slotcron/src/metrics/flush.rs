@@ -1,0 +1,224 @@
+//! The flush: the counts the runs keep next to their job and in the engine's stripes go
+//! to the recorder [`FLUSH_EVERY`] after activity, at a scrape
+//! ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) and when
+//! [`Scheduler::run`](crate::Scheduler::run) ends.
+
+use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use metrics::{Counter, Histogram, counter, gauge, histogram};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::engine::{ClaimResult, EngineHandles, EngineSeries};
+use super::job::{JobSeries, OUTCOMES, Unlabeled, outcome_index};
+use super::{
+    FLEET_MEMBERS, FLUSH_EVERY, JobLabels, RUN_DURATION_SECONDS, RUNS_TOTAL, TAKEOVER_FOUND_CLAIMED_TOTAL,
+    TAKEOVERS_TOTAL,
+};
+use crate::clock::Clock;
+use crate::ledger::Outcome;
+
+/// A scheduler's metrics: its jobs' series, its own, and when to flush them.
+pub(crate) struct Metrics {
+    /// Off: nothing is counted or flushed.
+    enabled: bool,
+    labels: JobLabels,
+    engine: EngineSeries,
+    registry: Mutex<Registry>,
+    /// Set from the first count after a flush until the next flush: a periodic flush is
+    /// on its way.
+    pending: AtomicBool,
+    arm: Notify,
+}
+
+/// What a flush walks, under one lock (so flushes do not interleave).
+#[derive(Default)]
+struct Registry {
+    /// In the order the jobs were added: a replacement comes after the job it replaced,
+    /// so its gauges are set last.
+    jobs: Vec<Arc<JobSeries>>,
+    engine: Option<EngineHandles>,
+    unlabeled: UnlabeledHandles,
+}
+
+/// The series without a `job` label ([`JobLabels`] off), registered at the first flush.
+#[derive(Default)]
+struct UnlabeledHandles {
+    runs: [Option<Counter>; OUTCOMES],
+    others: Vec<(&'static str, Counter)>,
+    duration: Option<Histogram>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").field("labels", &self.labels).finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(true, JobLabels::default())
+    }
+}
+
+impl Metrics {
+    pub fn new(enabled: bool, labels: JobLabels) -> Self {
+        Self {
+            enabled,
+            labels,
+            engine: EngineSeries::default(),
+            registry: Mutex::default(),
+            pending: AtomicBool::new(false),
+            arm: Notify::new(),
+        }
+    }
+
+    /// Flushes `series` from now on, until its job is dropped.
+    pub fn register(&self, series: Arc<JobSeries>) {
+        if self.enabled {
+            self.lock().jobs.push(series);
+        }
+    }
+
+    /// A run record of the job of `series`: `duration` if the handler ran. Counted with
+    /// the job when series carry the `job` label, else in the calling thread's stripe
+    /// (no per-job line is written then).
+    pub fn recorded(
+        &self,
+        series: &JobSeries,
+        outcome: Outcome,
+        trigger: Timestamp,
+        duration: Option<Duration>,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        match (self.labels.0, outcome_index(outcome)) {
+            (true, _) => series.record(outcome, trigger, duration),
+            (false, Some(outcome)) => self.engine.run_recorded(outcome, duration),
+            (false, None) => series.record_other(outcome),
+        }
+        self.touched();
+    }
+
+    /// A handler started `lateness` after its trigger.
+    pub fn run_started(&self, lateness: Duration) {
+        if !self.enabled {
+            return;
+        }
+        self.engine.run_started(lateness);
+        self.touched();
+    }
+
+    /// A handler that [`Metrics::run_started`] counted has ended.
+    pub fn run_ended(&self) {
+        if self.enabled {
+            self.engine.run_ended();
+        }
+    }
+
+    /// A claim answered after `latency`.
+    pub fn claim(&self, result: ClaimResult, latency: Duration) {
+        if !self.enabled {
+            return;
+        }
+        self.engine.claim(result, latency);
+        self.touched();
+    }
+
+    /// After the takeover delay, `taken` triggers were found unclaimed (this scheduler
+    /// claims them) and `claimed` claimed by another replica. Rare (once per takeover
+    /// batch), so counted straight at the recorder.
+    pub fn takeover(&self, taken: u64, claimed: u64) {
+        if self.enabled {
+            counter!(TAKEOVERS_TOTAL).increment(taken);
+            counter!(TAKEOVER_FOUND_CLAIMED_TOTAL).increment(claimed);
+        }
+    }
+
+    /// The membership view has `members` live members (set at each heartbeat).
+    pub fn members(&self, members: usize) {
+        if self.enabled {
+            gauge!(FLEET_MEMBERS).set(members as f64);
+        }
+    }
+
+    /// Arms the periodic flush if it is not on its way. Costs one load of a flag that
+    /// changes once per flush: the hot path writes no shared line.
+    fn touched(&self) {
+        if !self.pending.load(Ordering::Relaxed) && !self.pending.swap(true, Ordering::AcqRel) {
+            self.arm.notify_one();
+        }
+    }
+
+    /// Hands every count since the last flush to the installed recorder, registering
+    /// each series at its first flush.
+    pub fn flush(&self) {
+        if !self.enabled {
+            return;
+        }
+        let mut registry = self.lock();
+        let Registry { jobs, engine, unlabeled } = &mut *registry;
+        let per_job = self.labels.0;
+        let mut totals = Unlabeled::default();
+        jobs.retain(|series| {
+            // Held by the registry alone: its job is gone, and this is its last flush.
+            let gone = Arc::strong_count(series) == 1;
+            if gone {
+                // What the job's runs counted before it was dropped is seen below.
+                fence(Ordering::Acquire);
+            }
+            series.flush(per_job, &mut totals);
+            !gone
+        });
+        self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut totals);
+        if !per_job {
+            unlabeled.flush(&totals);
+        }
+    }
+
+    /// Flushes [`FLUSH_EVERY`] after the first count since the last flush, until `stop`.
+    pub async fn flush_periodically(self: Arc<Self>, clock: Arc<dyn Clock>, stop: CancellationToken) {
+        loop {
+            if stop.run_until_cancelled(self.arm.notified()).await.is_none() {
+                return;
+            }
+            let at = crate::engine::later(clock.now(), FLUSH_EVERY);
+            if stop.run_until_cancelled(clock.sleep_until(at)).await.is_none() {
+                return;
+            }
+            // Cleared first: a count after it arms the next flush.
+            self.pending.store(false, Ordering::Release);
+            self.flush();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl UnlabeledHandles {
+    fn flush(&mut self, totals: &Unlabeled) {
+        for (i, &n) in totals.runs.iter().enumerate() {
+            if n > 0 {
+                let outcome = Outcome::ALL[i].as_str();
+                self.runs[i].get_or_insert_with(|| counter!(RUNS_TOTAL, "outcome" => outcome)).increment(n);
+            }
+        }
+        for &(outcome, n) in &totals.others {
+            match self.others.iter().find(|(name, _)| *name == outcome) {
+                Some((_, counter)) => counter.increment(n),
+                None => {
+                    let counter = counter!(RUNS_TOTAL, "outcome" => outcome);
+                    counter.increment(n);
+                    self.others.push((outcome, counter));
+                }
+            }
+        }
+        totals.duration.feed(self.duration.get_or_insert_with(|| histogram!(RUN_DURATION_SECONDS)));
+    }
+}
