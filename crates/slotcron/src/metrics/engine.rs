@@ -10,7 +10,10 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use super::histogram::{Drained, LocalHistogram};
 use super::job::{OUTCOMES, Unlabeled};
-use super::{CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, RUNNING_RUNS, STRIPES, TRIGGER_LATENESS_SECONDS};
+use super::{
+    CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, RUNNING_RUNS, STRIPES, TAKEOVER_FOUND_CLAIMED_TOTAL,
+    TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS,
+};
 
 /// A claim's answer, for [`EngineSeries::claim`].
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +67,9 @@ pub(crate) struct EngineHandles {
 
 impl EngineHandles {
     pub fn new() -> Self {
+        // Counted straight at the recorder when they happen (rarely), and registered here
+        // so that a scrape shows them at zero before the first takeover.
+        let _ = (counter!(TAKEOVERS_TOTAL), counter!(TAKEOVER_FOUND_CLAIMED_TOTAL));
         Self {
             lateness: histogram!(TRIGGER_LATENESS_SECONDS),
             running: gauge!(RUNNING_RUNS),

@@ -1,5 +1,5 @@
-//! The pause and request contract of a coordinator ([`Coordinator::controls`],
-//! [`Coordinator::claim_request`]), shared by every backend's tests.
+//! The pause and request contract of a coordinator ([`Coordinator::controls`](crate::Coordinator::controls),
+//! [`Coordinator::claim_request`](crate::Coordinator::claim_request)), shared by every backend's tests.
 
 use std::time::Duration;
 
