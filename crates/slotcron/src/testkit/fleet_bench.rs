@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
 use crate::coordinator::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal,
-    MAX_CLAIMS_PER_ROUND_TRIP,
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
+    MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef,
 };
 use crate::engine::Scheduler;
 use crate::job::Job;
@@ -316,6 +316,41 @@ impl Coordinator for Counted {
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         self.count();
         self.inner.time().await
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        self.count();
+        self.inner.heartbeat(instance, ttl).await
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
+        self.count();
+        self.inner.leave(instance).await
+    }
+
+    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        self.count();
+        self.inner.unclaimed(triggers).await
+    }
+
+    async fn add_handled(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        handled: Handled,
+        ttl: Duration,
+    ) -> Result<(), CoordinatorError> {
+        self.count();
+        self.inner.add_handled(owner, at, handled, ttl).await
+    }
+
+    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
+        self.count();
+        self.inner.handled(tallies).await
     }
 
     fn name(&self) -> &'static str {
