@@ -105,8 +105,9 @@ fn print_columns(runs: &[RunRecord]) {
                 run.outcome.to_string(),
                 run.cause.to_string(),
                 run.attempts.to_string(),
-                // A trigger that did not run, or runs still, has no duration to show.
-                if run.outcome.ran() && run.outcome != Outcome::Running {
+                // A trigger that did not run, runs still, or was interrupted (its end was
+                // never seen) has no duration to show, as in the admin API.
+                if run.outcome.ran() && !matches!(run.outcome, Outcome::Running | Outcome::Interrupted) {
                     duration::display_run(run.duration)
                 } else {
                     "-".to_owned()

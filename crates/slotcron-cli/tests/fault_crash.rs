@@ -6,7 +6,7 @@
 mod support;
 
 use nix::sys::signal::Signal;
-use support::{Daemon, has_ended, history, scratch, wait_until, write};
+use support::{Daemon, has_ended, history, run_in, scratch, stdout, wait_until, write};
 
 #[test]
 fn a_run_cut_short_by_kill_9_is_recorded_interrupted_and_its_command_stopped() {
@@ -47,6 +47,10 @@ command = 'echo $$ > pid.txt; exec sleep 300'
     let runs = history(&dir, &["migrate"]);
     assert_eq!(runs.len(), 1, "one record for the one trigger: {runs:?}");
     assert_eq!(runs[0].outcome, "interrupted", "{runs:?}");
+    // The text table shows no duration for it (its end was never seen), as the API gives none.
+    let text = stdout(&run_in(&dir, &["history", "migrate"]));
+    let columns: Vec<&str> = text.lines().next().unwrap_or_default().split_whitespace().collect();
+    assert_eq!((columns.get(3), columns.get(6)), (Some(&"interrupted"), Some(&"-")), "{text}");
     assert!(second.lines_with(&["command started"]).is_empty(), "not run again:\n{}", second.log());
     assert!(has_ended(pid), "no copy of the command runs on");
 }
