@@ -15,6 +15,13 @@
 //! then cost what they cost in production); without it the metrics go nowhere.
 //! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`, `-- --no-metrics`
 //! with `metrics(false)` (nothing counted: what the daemon does without `--admin`).
+//!
+//! `-- dispatch --jobs N --seconds S` changes the dispatch scenario's job count (default
+//! 10,000) and measured window (default 20 s): small enough to run under
+//! `valgrind --tool=callgrind`, whose instruction counts are repeatable where CPU time is
+//! not. The instructions of the window alone are the difference of two runs of different
+//! lengths (start-up, adding the jobs and shutdown cancel out); make both windows
+//! multiples of `slotcron::metrics::FLUSH_EVERY` so each counts its share of flushes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +30,7 @@ use std::time::{Duration, Instant};
 use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Job, JobContext, Scheduler};
 
+/// The dispatch scenario's defaults (`--jobs`, `--seconds`).
 const JOBS: usize = 10_000;
 const SECONDS: u64 = 20;
 const ADDS: usize = 100_000;
@@ -36,7 +44,7 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     // `cargo bench -p slotcron --bench dispatch -- dispatch` runs one scenario.
-    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let only = std::env::args().skip(1).filter(|a| !a.starts_with('-')).find(|a| a.parse::<u64>().is_err());
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
         metrics_exporter_prometheus::PrometheusBuilder::new()
@@ -99,10 +107,12 @@ async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
 async fn dispatch(baseline_kb: u64) {
     let per_job = !std::env::args().any(|a| a == "--no-job-labels");
     let count = !std::env::args().any(|a| a == "--no-metrics");
+    let jobs = option("--jobs").map_or(JOBS, |n| n as usize);
+    let seconds = option("--seconds").unwrap_or(SECONDS);
     let scheduler = Scheduler::builder().metrics(count).metrics_per_job(per_job).build();
     let fires = Arc::new(AtomicU64::new(0));
     let lateness = Arc::new(Histogram::default());
-    for i in 0..JOBS {
+    for i in 0..jobs {
         let (fires, lateness) = (fires.clone(), lateness.clone());
         let job = Job::builder(format!("job-{i}"))
             .every(Duration::from_secs(1))
@@ -131,14 +141,14 @@ async fn dispatch(baseline_kb: u64) {
     scheduler.flush_metrics();
     let (fires_before, cpu_before) = (fires.load(Ordering::SeqCst), cpu_time());
     lateness.reset();
-    let last = first + Duration::from_secs(SECONDS);
+    let last = first + Duration::from_secs(seconds);
     tokio::time::sleep(until(last) + Duration::from_millis(500)).await;
     let (delivered, cpu) = (fires.load(Ordering::SeqCst) - fires_before, cpu_time() - cpu_before);
     let peak_kb = proc_status("VmHWM:");
     cancel.cancel();
     run.await.unwrap();
-    let expected = JOBS as u64 * SECONDS;
-    println!("dispatch, {JOBS} jobs every 1 s, {SECONDS} s:");
+    let expected = jobs as u64 * seconds;
+    println!("dispatch, {jobs} jobs every 1 s, {seconds} s:");
     println!(
         "  fires delivered {delivered} of {expected} expected ({:.2} %)",
         delivered as f64 * 100.0 / expected as f64
@@ -150,14 +160,14 @@ async fn dispatch(baseline_kb: u64) {
         lateness.max.load(Ordering::SeqCst) as f64 / 1e3
     );
     println!(
-        "  CPU {:.2} µs per fire ({:.0} ms over {SECONDS} s)",
+        "  CPU {:.2} µs per fire ({:.0} ms over {seconds} s)",
         cpu.as_secs_f64() * 1e6 / delivered.max(1) as f64,
         cpu.as_secs_f64() * 1e3
     );
     println!(
         "  peak memory {:.2} KB per job (peak RSS {peak_kb} KB, baseline {baseline_kb} KB; {:.2} KB per job once added, before running)",
-        (peak_kb - baseline_kb) as f64 / JOBS as f64,
-        (added_kb - baseline_kb) as f64 / JOBS as f64
+        (peak_kb - baseline_kb) as f64 / jobs as f64,
+        (added_kb - baseline_kb) as f64 / jobs as f64
     );
 }
 
@@ -226,6 +236,14 @@ impl Histogram {
         }
         0
     }
+}
+
+/// The number after `name` on the command line (`--jobs 1000`), if given.
+fn option(name: &str) -> Option<u64> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == name)?;
+    let value = args.get(at + 1).unwrap_or_else(|| panic!("{name} wants a number"));
+    Some(value.parse().unwrap_or_else(|_| panic!("{name} wants a number, not {value:?}")))
 }
 
 fn until(at: Timestamp) -> Duration {
