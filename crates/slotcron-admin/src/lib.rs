@@ -46,6 +46,7 @@ mod error;
 mod health;
 mod jobs;
 mod page;
+mod prometheus;
 mod runs;
 mod steer;
 
@@ -59,6 +60,7 @@ use slotcron::ledger::OutputStore;
 
 pub use access::Access;
 pub use error::ApiError;
+pub use prometheus::{MetricsRecorder, PrometheusMetrics};
 pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
 
 /// Renders the metrics exposition (e.g. `PrometheusHandle::render`).

@@ -4,12 +4,10 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use slotcron::ledger::OutputStore;
 use slotcron::{CancellationToken, Scheduler};
-use slotcron_admin::Admin;
+use slotcron_admin::{Admin, PrometheusMetrics};
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::cli::RunArgs;
@@ -18,10 +16,6 @@ use crate::cli::RunArgs;
 pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
 /// The environment variable holding the admin API's bearer token.
 pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
-
-/// How often the exporter's histograms are maintained (their samples folded in): as
-/// often as the engine flushes its metrics to the exporter, when new samples come.
-const UPKEEP_EVERY: Duration = slotcron::metrics::FLUSH_EVERY;
 
 /// Where the admin server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,39 +151,16 @@ pub struct Bound {
     token: Option<String>,
 }
 
-/// Installs the Prometheus recorder the engine's metrics go to.
-///
-/// # Errors
-/// A recorder is already installed.
-pub fn install_metrics() -> Result<PrometheusHandle, String> {
-    let handle = PrometheusBuilder::new()
-        .set_buckets(&slotcron::metrics::BUCKETS)
-        .and_then(PrometheusBuilder::install_recorder)
-        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
-    slotcron::metrics::describe();
-    Ok(handle)
-}
-
 impl Bound {
     /// Serves the admin API over `scheduler` until `stop` fires; the metrics from
     /// `metrics`, run output from `outputs`.
     pub async fn serve(
         self,
         scheduler: Scheduler,
-        metrics: PrometheusHandle,
+        metrics: PrometheusMetrics,
         outputs: Arc<dyn OutputStore>,
         stop: CancellationToken,
     ) {
-        let upkeep = {
-            let (metrics, stop) = (metrics.clone(), stop.clone());
-            async move {
-                let mut every = tokio::time::interval(UPKEEP_EVERY);
-                while stop.run_until_cancelled(every.tick()).await.is_some() {
-                    metrics.run_upkeep();
-                }
-            }
-        };
-        tokio::spawn(upkeep);
         let mut admin = Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs);
         if let Some(token) = self.token {
             admin = admin.token(token);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
-use crate::admin::{self, AdminSettings};
+use crate::admin::AdminSettings;
 use crate::cli::RunArgs;
 use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
@@ -405,7 +405,7 @@ struct Started {
 async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
     // Installed first, so that the first metrics of the jobs are recorded.
     let metrics = match &settings.admin {
-        Some(_) => Some(admin::install_metrics().map_err(|e| start_failed(&e))?),
+        Some(_) => Some(slotcron_admin::PrometheusMetrics::install().map_err(|e| start_failed(&e))?),
         None => None,
     };
     let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;

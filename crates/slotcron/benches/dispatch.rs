@@ -11,8 +11,9 @@
 //!
 //! CPU time and context switches come from /proc (Linux only).
 //!
-//! `-- --metrics` installs the Prometheus recorder the daemon uses (the engine's metrics
-//! then cost what they cost in production); without it the metrics go nowhere.
+//! `-- --metrics` installs the Prometheus recorder the daemon uses
+//! (`slotcron_admin::PrometheusMetrics`: the engine's metrics then cost what they cost in
+//! production); without it the metrics go nowhere.
 //! `-- --no-job-labels` builds the scheduler with `metrics_per_job(false)`, `-- --no-metrics`
 //! with `metrics(false)` (nothing counted: what the daemon does without `--admin`).
 //!
@@ -46,24 +47,10 @@ fn main() {
     // `cargo bench -p slotcron --bench dispatch -- dispatch` runs one scenario.
     let only = std::env::args().skip(1).filter(|a| !a.starts_with('-')).find(|a| a.parse::<u64>().is_err());
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
-    let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(&slotcron::metrics::BUCKETS)
-            .and_then(|b| b.install_recorder())
-            .unwrap()
-    });
+    let metrics = std::env::args()
+        .any(|a| a == "--metrics")
+        .then(|| slotcron_admin::PrometheusMetrics::install().unwrap());
     println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
-    if let Some(metrics) = metrics.clone() {
-        slotcron::metrics::describe();
-        // As the daemon does: the histograms' samples are folded in as often as the
-        // engine flushes its metrics.
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(slotcron::metrics::FLUSH_EVERY);
-                metrics.run_upkeep();
-            }
-        });
-    }
     if wanted("idle") {
         runtime().block_on(idle());
     }
