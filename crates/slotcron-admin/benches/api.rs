@@ -28,13 +28,8 @@ fn main() {
 }
 
 async fn bench() {
-    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .set_buckets(&[
-            0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
-        ])
-        .and_then(|b| b.install_recorder())
-        .unwrap();
-    slotcron::metrics::describe();
+    // The daemon's recorder.
+    let handle = slotcron_admin::PrometheusMetrics::install().unwrap();
     let scheduler = Scheduler::builder().build();
     for i in 0..JOBS {
         let job =

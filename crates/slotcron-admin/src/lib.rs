@@ -63,7 +63,7 @@ pub use error::ApiError;
 pub use prometheus::{MetricsRecorder, PrometheusMetrics};
 pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
 
-/// Renders the metrics exposition (e.g. `PrometheusHandle::render`).
+/// Renders the metrics exposition (e.g. [`PrometheusMetrics::render`]).
 pub type RenderMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// What the handlers share.

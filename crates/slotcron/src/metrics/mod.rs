@@ -1,6 +1,7 @@
 //! The metrics the engine emits, through the [`metrics`] facade: the core installs no
 //! exporter, so they cost next to nothing until the application installs a recorder
-//! (the daemon installs `metrics-exporter-prometheus` and serves `/metrics`).
+//! (the daemon installs `slotcron_admin::PrometheusMetrics`, `metrics-exporter-prometheus`
+//! with histograms counted in their buckets, and serves `/metrics`).
 //!
 //! Names and units follow the Prometheus naming conventions
 //! (<https://prometheus.io/docs/practices/naming/>): a `slotcron_` prefix, base units
@@ -95,8 +96,9 @@ pub fn config_reloaded(successful: bool, at: Timestamp) {
 }
 
 /// The histogram buckets, in seconds, that the engine files samples in: from 1 ms to an
-/// hour. Install the Prometheus exporter with them (`set_buckets(&BUCKETS)`), as the
-/// daemon does, for exact bucket counts.
+/// hour. Install the Prometheus exporter with them (`set_buckets(&BUCKETS)`), or
+/// `slotcron_admin::PrometheusMetrics` (which the daemon installs), for exact bucket
+/// counts.
 pub const BUCKETS: [f64; 16] =
     [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
 
