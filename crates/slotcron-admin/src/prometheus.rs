@@ -54,11 +54,14 @@ struct Buckets {
 }
 
 impl PrometheusMetrics {
-    /// A recorder whose histograms have buckets with upper bounds `bounds` (in increasing
-    /// order: pass `slotcron::metrics::BUCKETS`, which the engine files samples in), and
-    /// what renders it.
+    /// A recorder whose histograms have buckets with upper bounds `bounds` (pass
+    /// `slotcron::metrics::BUCKETS`, which the engine files samples in; sorted here, NaN
+    /// and repeated bounds dropped), and what renders it.
     pub fn recorder(bounds: &[f64]) -> (MetricsRecorder, PrometheusMetrics) {
         let exporter = PrometheusBuilder::new().build_recorder();
+        let mut bounds: Vec<f64> = bounds.iter().copied().filter(|b| !b.is_nan()).collect();
+        bounds.sort_by(f64::total_cmp);
+        bounds.dedup();
         let histograms = Arc::new(Histograms {
             bounds: bounds.into(),
             series: Mutex::default(),
@@ -282,6 +285,15 @@ mod tests {
         let (got, sums) = ours(|| SAMPLES.iter().for_each(|s| metrics::histogram!("h").record_many(*s, 7)));
         assert_eq!(got, expected);
         assert!(expected_sums[0].is_nan() && sums[0].is_nan(), "a NaN sample makes the sum NaN in both");
+    }
+
+    #[test]
+    fn bounds_are_sorted() {
+        let (recorder, metrics) = PrometheusMetrics::recorder(&[1.0, f64::NAN, 0.5, 1.0]);
+        metrics::with_local_recorder(&recorder, || metrics::histogram!("h").record(0.7));
+        let text = metrics.render();
+        let buckets: Vec<&str> = text.lines().filter(|l| l.starts_with("h_bucket")).collect();
+        assert_eq!(buckets, [r#"h_bucket{le="0.5"} 0"#, r#"h_bucket{le="1"} 1"#, r#"h_bucket{le="+Inf"} 1"#]);
     }
 
     #[test]
