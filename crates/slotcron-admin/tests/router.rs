@@ -7,9 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::ledger::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Job, Outcome};
+use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
 use tower::ServiceExt;
 

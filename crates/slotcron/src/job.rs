@@ -400,7 +400,7 @@ impl JobBuilder {
         let job = self.name.clone();
         let invalid =
             |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
-        validate_name(&self.name).map_err(|reason| invalid("name", &reason))?;
+        validate_job_name(&self.name).map_err(|reason| invalid("name", &reason))?;
         let mut schedules = self.schedules.into_iter();
         let schedule = match (schedules.next(), schedules.next()) {
             (None, _) => {
@@ -559,7 +559,7 @@ fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String>
 }
 
 /// Checks a job name; the reason on failure.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_job_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
     }

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
-use slotcron::policy::{Failure, FailureHook, jitter_offset};
 use slotcron::testkit::harness::{Harness, settle, ts};
 use slotcron::{Clock, Job, JobContext, ManualClock, Outcome, Overlap, Permanent};
+use slotcron::{Failure, FailureHook, jitter_offset};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -401,8 +401,8 @@ async fn replace_drops_a_run_that_ignores_its_cancellation_after_the_cancel_grac
 
 #[tokio::test(start_paused = true)]
 async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() {
-    use slotcron::coordinator::{Lease, LeaseGrant};
     use slotcron::{Coordinator, InProcessCoordinator};
+    use slotcron::{Lease, LeaseGrant};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
     let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));
@@ -449,8 +449,8 @@ async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() 
 
 #[tokio::test(start_paused = true)]
 async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish() {
-    use slotcron::coordinator::{Lease, LeaseGrant};
     use slotcron::{Coordinator, InProcessCoordinator};
+    use slotcron::{Lease, LeaseGrant};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
     let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));
