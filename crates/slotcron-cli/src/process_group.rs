@@ -3,6 +3,7 @@
 //! stopped at the next start ([`stop_stale`]) if the daemon died while it ran.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use std::time::{Duration, Instant};
@@ -21,14 +22,24 @@ fn running() -> MutexGuard<'static, BTreeSet<i32>> {
     RUNNING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Set by [`kill_all`], before its signals: the shutdown has been hurried.
+static HURRIED: AtomicBool = AtomicBool::new(false);
+
 /// Sends SIGKILL to the process group of every command running now; returns how many
 /// there were.
 pub fn kill_all() -> usize {
+    HURRIED.store(true, Ordering::SeqCst);
     let running = running();
     for &pgid in running.iter() {
         signal(Pid::from_raw(pgid), Signal::SIGKILL);
     }
     running.len()
+}
+
+/// Whether [`kill_all`] has run: a command killed by a signal since was stopped by the
+/// hurried shutdown.
+pub fn hurried() -> bool {
+    HURRIED.load(Ordering::SeqCst)
 }
 
 /// The process group a run's shell leads (spawned with `process_group(0)`, so the group

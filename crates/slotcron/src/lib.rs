@@ -201,7 +201,9 @@ pub use engine::{
     DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
     SchedulerBuilder, Triggered, request_key, trigger_key,
 };
-pub use job::{BoxError, Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, validate_job_name};
+pub use job::{
+    BoxError, Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name,
+};
 pub use ledger::{
     Cause, LEDGER_HEARTBEAT_EVERY, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite,
     MAX_OUTPUT_BYTES, MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention,
