@@ -134,7 +134,11 @@ async fn every_client_error_is_json_with_a_message() {
         ("/api/v1/jobs/tick/runs?limit=1&limit=2", StatusCode::BAD_REQUEST, "duplicate field `limit`"),
         // This API's own messages.
         ("/api/v1/jobs/tick/runs?limit=x", StatusCode::BAD_REQUEST, "limit \"x\" must be a whole number"),
-        ("/api/v1/jobs/tick/runs?before=yesterday", StatusCode::BAD_REQUEST, "before \"yesterday\""),
+        (
+            "/api/v1/jobs/tick/runs?before=xx",
+            StatusCode::BAD_REQUEST,
+            "before \"xx\" is not an RFC 3339 timestamp with an offset, e.g. 2026-12-04T16:00:00Z",
+        ),
         ("/api/v1/jobs/%FF", StatusCode::BAD_REQUEST, "UTF-8"),
         ("/api/v1/jobs/nope", StatusCode::NOT_FOUND, "nope"),
     ] {
@@ -142,6 +146,7 @@ async fn every_client_error_is_json_with_a_message() {
         assert_eq!(got, status, "{path}: {body}");
         let message = body["error"].as_str().unwrap_or_else(|| panic!("{path}: not JSON: {body}"));
         assert!(message.contains(says), "{path}: {message}");
+        assert!(!message.contains("end of input"), "no parser's words: {message}");
     }
     let request = Request::post("/api/v1/jobs").body(Body::empty()).unwrap();
     let response = router.clone().oneshot(request).await.unwrap();

@@ -211,9 +211,9 @@ fn bad_requests_get_a_4xx_with_a_message() {
     let cases: [(&str, u16, &str); 6] = [
         ("/api/v1/jobs/nope", 404, "no job named \"nope\""),
         ("/api/v1/jobs/nope/runs", 404, "no job named \"nope\""),
-        ("/api/v1/jobs/ok/runs?before=yesterday", 400, "before \"yesterday\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/ok/runs?before=yesterday", 400, "before \"yesterday\" is not an RFC 3339 timestamp"),
         ("/api/v1/jobs/ok/runs?limit=1001", 400, "limit \"1001\" must be a whole number from 1 to 1000"),
-        ("/api/v1/jobs/ok/runs/soon/output", 400, "trigger \"soon\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/ok/runs/soon/output", 400, "trigger \"soon\" is not an RFC 3339 timestamp"),
         ("/api/v1/jobs/daily/runs/2020-01-01T00:00:00Z/output", 404, "no output kept for job \"daily\""),
     ];
     for (path, status, message) in cases {
