@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use slotcron::RunProcess;
+use slotcron::{RunProcess, RunRecord};
 
 /// The process group ids of the commands running now. Process-wide, as the signals that
 /// make [`kill_all`] run are.
@@ -134,8 +134,8 @@ fn has_ended(pid: u32) -> bool {
 /// Stops the command of a run that a daemon left running when it died: if it runs on
 /// this host and its pid still names the same process (same start time), its process
 /// group gets SIGTERM, then SIGKILL if it has not ended after `grace`. Returns what
-/// happened, for the run's record.
-pub async fn stop_stale(process: &RunProcess, grace: Duration) -> String {
+/// happened, for the run's record; the log line names the run's job and trigger.
+pub async fn stop_stale(record: &RunRecord, process: &RunProcess, grace: Duration) -> String {
     let pid = process.pid;
     if *process.host != host() {
         return format!("its command (pid {pid}) runs on host {}: not stopped from here", process.host);
@@ -147,6 +147,8 @@ pub async fn stop_stale(process: &RunProcess, grace: Duration) -> String {
         return format!("its command (pid {pid}) cannot be signalled");
     };
     tracing::warn!(
+        job = &*record.job,
+        trigger = %record.trigger,
         pid,
         "stopping a command left running by a daemon that stopped: SIGTERM to its process group"
     );

@@ -500,7 +500,7 @@ async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
     };
     let grace = settings.cancel_grace;
     let stop = async |record: &slotcron::RunRecord| match &record.process {
-        Some(process) => Some(process_group::stop_stale(process, grace).await),
+        Some(process) => Some(process_group::stop_stale(record, process, grace).await),
         None => None,
     };
     match scheduler.sweep_stale(owned, stop).await {
