@@ -183,7 +183,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             r#"{"from": "2024-05-15T00:00:00Z", "to": "2024-05-17T00:00:00Z"}"#.into(),
             StatusCode::BAD_REQUEST,
-            "backfill of job \"tick\": the range holds more than 1000 triggers",
+            "backfill of job \"tick\": the range holds 2881 triggers; at most 1000 per request",
         ),
         (
             "/api/v1/jobs/tick/backfill",
