@@ -169,10 +169,16 @@ async fn a_running_run_has_no_duration_yet() {
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
     assert_eq!(page["runs"][0]["outcome"], "running");
     assert_eq!(page["runs"][0]["duration_ms"], serde_json::Value::Null, "{page}");
+    // The job's first run, still going, is its last run.
+    let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
+    assert_eq!(job["last_run"]["trigger"], "2024-05-17T00:01:00Z", "{job}");
+    assert_eq!(job["last_run"]["outcome"], "running", "{job}");
     release.notify_one();
     h.advance_to(ts("2024-05-17T00:01:06Z")).await;
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
     assert_eq!(page["runs"][0]["outcome"], "succeeded");
     assert_eq!(page["runs"][0]["duration_ms"], 6000, "released 6 s after its start: {page}");
+    let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
+    assert_eq!(job["last_run"]["outcome"], "succeeded", "{job}");
     h.stop().await;
 }
