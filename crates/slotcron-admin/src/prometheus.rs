@@ -2,7 +2,7 @@
 //! the counters and gauges; the histograms are counted here, in their buckets.
 //!
 //! The engine hands its histograms to the recorder at each flush as each bucket's count of
-//! samples at one value (`record_many`, see `slotcron::metrics`). The exporter's histogram
+//! samples at one value (`record_many`, see [`slotcron::METRIC_BUCKETS`]). The exporter's histogram
 //! takes samples one by one (a push each, and a pass over the bounds for each at its
 //! upkeep), and its upkeep copies every histogram's key and labels: with a duration
 //! histogram per job, that is most of what per-job metrics cost. Here `record_many` is two
@@ -55,7 +55,7 @@ struct Buckets {
 
 impl PrometheusMetrics {
     /// A recorder whose histograms have buckets with upper bounds `bounds` (pass
-    /// `slotcron::metrics::BUCKETS`, which the engine files samples in; sorted here, NaN
+    /// [`slotcron::METRIC_BUCKETS`], which the engine files samples in; sorted here, NaN
     /// and repeated bounds dropped), and what renders it.
     pub fn recorder(bounds: &[f64]) -> (MetricsRecorder, PrometheusMetrics) {
         let exporter = PrometheusBuilder::new().build_recorder();
@@ -71,16 +71,16 @@ impl PrometheusMetrics {
         (MetricsRecorder { exporter, histograms }, metrics)
     }
 
-    /// Installs the recorder with `slotcron::metrics::BUCKETS` as the process's recorder,
-    /// and gives it the engine's descriptions (`slotcron::metrics::describe`).
+    /// Installs the recorder with [`slotcron::METRIC_BUCKETS`] as the process's recorder,
+    /// and gives it the engine's descriptions ([`slotcron::describe_metrics`]).
     ///
     /// # Errors
     /// A recorder is already installed.
     pub fn install() -> Result<PrometheusMetrics, String> {
-        let (recorder, metrics) = Self::recorder(&slotcron::metrics::BUCKETS);
+        let (recorder, metrics) = Self::recorder(&slotcron::METRIC_BUCKETS);
         metrics::set_global_recorder(recorder)
             .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
-        slotcron::metrics::describe();
+        slotcron::describe_metrics();
         Ok(metrics)
     }
 

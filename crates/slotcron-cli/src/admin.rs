@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use slotcron::ledger::OutputStore;
+use slotcron::OutputStore;
 use slotcron::{CancellationToken, Scheduler};
 use slotcron_admin::{Admin, PrometheusMetrics};
 use tokio::net::{TcpListener, UnixListener};

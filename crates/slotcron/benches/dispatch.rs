@@ -22,7 +22,7 @@
 //! `valgrind --tool=callgrind`, whose instruction counts are repeatable where CPU time is
 //! not. The instructions of the window alone are the difference of two runs of different
 //! lengths (start-up, adding the jobs and shutdown cancel out); make both windows
-//! multiples of `slotcron::metrics::FLUSH_EVERY` so each counts its share of flushes.
+//! multiples of `slotcron::METRICS_FLUSH_EVERY` so each counts its share of flushes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
