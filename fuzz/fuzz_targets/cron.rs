@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use slotcron::jiff::Timestamp;
 use slotcron::jiff::tz::TimeZone;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronSchedule, Schedule};
 use zones::ZONES;
 
 #[path = "../../crates/slotcron/tests/cron_grammar/zones.rs"]

@@ -34,7 +34,7 @@ async fn bench() {
         ])
         .and_then(|b| b.install_recorder())
         .unwrap();
-    slotcron::metrics::describe();
+    slotcron::describe_metrics();
     let scheduler = Scheduler::builder().build();
     for i in 0..JOBS {
         let job =

@@ -54,8 +54,8 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+use slotcron::OutputStore;
 use slotcron::Scheduler;
-use slotcron::ledger::OutputStore;
 
 pub use access::Access;
 pub use error::ApiError;

@@ -54,10 +54,12 @@ impl From<RunRecord> for RunView {
     }
 }
 
+/// The query parameter `what`'s `text` as an instant; the message names the parameter,
+/// the value and the form expected (the parser's own words say less).
 fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
-    text.parse().map_err(|e| {
+    text.parse().map_err(|_| {
         ApiError::bad_request(format!(
-            "{what} {text:?} is not an RFC 3339 instant with an offset, e.g. 2026-12-04T16:00:00Z: {e}"
+            "{what} {text:?} is not an RFC 3339 timestamp with an offset, e.g. 2026-12-04T16:00:00Z"
         ))
     })
 }

@@ -48,9 +48,40 @@ struct BackfillBody {
     to: Timestamp,
 }
 
+/// A write endpoint's body: a JSON object.
+trait Fields: DeserializeOwned {
+    /// What the endpoint takes, in the API's words, for the message of a body that is
+    /// not it.
+    const EXPECTED: &str;
+}
+
+impl Fields for ResumeBody {
+    const EXPECTED: &str = r#"no body, or an object {"catch_up": true or false}"#;
+}
+
+impl Fields for NoFields {
+    const EXPECTED: &str = "no body, or an empty object {}";
+}
+
+impl Fields for BackfillBody {
+    const EXPECTED: &str = r#"an object {"from": T1, "to": T2} of RFC 3339 timestamps"#;
+}
+
+/// What a JSON value is, for a message.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The body as `T`: checks the content type and the size, and reads an empty body as
 /// `T::default()` when `empty` gives one.
-fn body<T: DeserializeOwned>(
+fn body<T: Fields>(
     headers: &HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
     empty: Option<T>,
@@ -70,13 +101,19 @@ fn body<T: DeserializeOwned>(
         }
         status => ApiError::new(status, format!("the body cannot be read: {e}")),
     })?;
-    if bytes.iter().all(u8::is_ascii_whitespace)
-        && let Some(empty) = empty
-    {
-        return Ok(empty);
+    let not_expected = |given: &str| {
+        ApiError::bad_request(format!("the body is not the JSON expected: {}, given {given}", T::EXPECTED))
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return empty.ok_or_else(|| not_expected("an empty body"));
     }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("the body is not the JSON expected: {e}")))
+    let invalid =
+        |e: serde_json::Error| ApiError::bad_request(format!("the body is not the JSON expected: {e}"));
+    let value: Value = serde_json::from_slice(&bytes).map_err(invalid)?;
+    if !value.is_object() {
+        return Err(not_expected(kind(&value)));
+    }
+    T::deserialize(value).map_err(invalid)
 }
 
 /// The answer to a refused operation.

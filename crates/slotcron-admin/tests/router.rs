@@ -7,9 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::ledger::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Job, Outcome};
+use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
 use tower::ServiceExt;
 
@@ -134,7 +134,11 @@ async fn every_client_error_is_json_with_a_message() {
         ("/api/v1/jobs/tick/runs?limit=1&limit=2", StatusCode::BAD_REQUEST, "duplicate field `limit`"),
         // This API's own messages.
         ("/api/v1/jobs/tick/runs?limit=x", StatusCode::BAD_REQUEST, "limit \"x\" must be a whole number"),
-        ("/api/v1/jobs/tick/runs?before=yesterday", StatusCode::BAD_REQUEST, "before \"yesterday\""),
+        (
+            "/api/v1/jobs/tick/runs?before=xx",
+            StatusCode::BAD_REQUEST,
+            "before \"xx\" is not an RFC 3339 timestamp with an offset, e.g. 2026-12-04T16:00:00Z",
+        ),
         ("/api/v1/jobs/%FF", StatusCode::BAD_REQUEST, "UTF-8"),
         ("/api/v1/jobs/nope", StatusCode::NOT_FOUND, "nope"),
     ] {
@@ -142,6 +146,7 @@ async fn every_client_error_is_json_with_a_message() {
         assert_eq!(got, status, "{path}: {body}");
         let message = body["error"].as_str().unwrap_or_else(|| panic!("{path}: not JSON: {body}"));
         assert!(message.contains(says), "{path}: {message}");
+        assert!(!message.contains("end of input"), "no parser's words: {message}");
     }
     let request = Request::post("/api/v1/jobs").body(Body::empty()).unwrap();
     let response = router.clone().oneshot(request).await.unwrap();
@@ -164,10 +169,16 @@ async fn a_running_run_has_no_duration_yet() {
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
     assert_eq!(page["runs"][0]["outcome"], "running");
     assert_eq!(page["runs"][0]["duration_ms"], serde_json::Value::Null, "{page}");
+    // The job's first run, still going, is its last run.
+    let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
+    assert_eq!(job["last_run"]["trigger"], "2024-05-17T00:01:00Z", "{job}");
+    assert_eq!(job["last_run"]["outcome"], "running", "{job}");
     release.notify_one();
     h.advance_to(ts("2024-05-17T00:01:06Z")).await;
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
     assert_eq!(page["runs"][0]["outcome"], "succeeded");
     assert_eq!(page["runs"][0]["duration_ms"], 6000, "released 6 s after its start: {page}");
+    let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
+    assert_eq!(job["last_run"]["outcome"], "succeeded", "{job}");
     h.stop().await;
 }

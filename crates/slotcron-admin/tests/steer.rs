@@ -169,7 +169,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             String::new(),
             StatusCode::BAD_REQUEST,
-            "the body is not the JSON expected",
+            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, given an empty body"#,
         ),
         (
             "/api/v1/jobs/tick/backfill",
@@ -183,7 +183,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             r#"{"from": "2024-05-15T00:00:00Z", "to": "2024-05-17T00:00:00Z"}"#.into(),
             StatusCode::BAD_REQUEST,
-            "backfill of job \"tick\": the range holds more than 1000 triggers",
+            "backfill of job \"tick\": the range holds 2881 triggers; at most 1000 per request",
         ),
         (
             "/api/v1/jobs/tick/backfill",
@@ -191,6 +191,35 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             r#"{"from": "yesterday", "to": "2024-05-17T00:00:00Z"}"#.into(),
             StatusCode::BAD_REQUEST,
             "the body is not the JSON expected",
+        ),
+        // A body that is not an object says what each endpoint takes, in the API's words.
+        (
+            "/api/v1/jobs/tick/trigger",
+            vec![JSON, bearer],
+            "null".into(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected: no body, or an empty object {}, given null",
+        ),
+        (
+            "/api/v1/jobs/tick/pause",
+            vec![JSON, bearer],
+            "[]".into(),
+            StatusCode::BAD_REQUEST,
+            "the body is not the JSON expected: no body, or an empty object {}, given an array",
+        ),
+        (
+            "/api/v1/jobs/tick/resume",
+            vec![JSON, bearer],
+            "[true]".into(),
+            StatusCode::BAD_REQUEST,
+            r#"the body is not the JSON expected: no body, or an object {"catch_up": true or false}, given an array"#,
+        ),
+        (
+            "/api/v1/jobs/tick/backfill",
+            vec![JSON, bearer],
+            "null".into(),
+            StatusCode::BAD_REQUEST,
+            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, given null"#,
         ),
         (
             "/api/v1/jobs/tick/trigger",

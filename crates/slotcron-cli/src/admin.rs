@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use slotcron::ledger::OutputStore;
+use slotcron::OutputStore;
 use slotcron::{CancellationToken, Scheduler};
 use slotcron_admin::Admin;
 use tokio::net::{TcpListener, UnixListener};
@@ -21,7 +21,7 @@ pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
 
 /// How often the exporter's histograms are maintained (their samples folded in): as
 /// often as the engine flushes its metrics to the exporter, when new samples come.
-const UPKEEP_EVERY: Duration = slotcron::metrics::FLUSH_EVERY;
+const UPKEEP_EVERY: Duration = slotcron::METRICS_FLUSH_EVERY;
 
 /// Where the admin server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,10 +163,10 @@ pub struct Bound {
 /// A recorder is already installed.
 pub fn install_metrics() -> Result<PrometheusHandle, String> {
     let handle = PrometheusBuilder::new()
-        .set_buckets(&slotcron::metrics::BUCKETS)
+        .set_buckets(&slotcron::METRIC_BUCKETS)
         .and_then(PrometheusBuilder::install_recorder)
         .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
-    slotcron::metrics::describe();
+    slotcron::describe_metrics();
     Ok(handle)
 }
 

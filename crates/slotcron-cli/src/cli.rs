@@ -425,19 +425,19 @@ fn parse_instance(id: &str) -> Result<String, String> {
 
 /// A `--clock-skew-slack`: a duration as in jobs files, longer than zero.
 fn parse_slack(text: &str) -> Result<Duration, String> {
-    let slack = slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())?;
+    let slack = slotcron::parse_duration(text).map_err(|e| e.to_string())?;
     crate::coordination::check_slack(slack)?;
     Ok(slack)
 }
 
 /// A `--takeover-delay`: a duration as in jobs files.
 fn parse_takeover_delay(text: &str) -> Result<Duration, String> {
-    slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
+    slotcron::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// A `--membership-ttl`: a duration as in jobs files, longer than zero.
 fn parse_membership_ttl(text: &str) -> Result<Duration, String> {
-    let ttl = slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())?;
+    let ttl = slotcron::parse_duration(text).map_err(|e| e.to_string())?;
     crate::coordination::check_membership_ttl(ttl)?;
     Ok(ttl)
 }
@@ -448,7 +448,7 @@ fn parse_instant(text: &str) -> Result<Timestamp, String> {
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    slotcron::schedule::parse_duration(text).map_err(|e| e.to_string())
+    slotcron::parse_duration(text).map_err(|e| e.to_string())
 }
 
 fn parse_outcome(text: &str) -> Result<Outcome, String> {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
+use slotcron::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};

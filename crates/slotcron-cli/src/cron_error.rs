@@ -1,6 +1,6 @@
 //! Showing a rejected cron expression: the reason, and a caret under the offending text.
 
-use slotcron::schedule::CronError;
+use slotcron::CronError;
 
 /// The reason `error` gives, with its column counted from `offset` characters before
 /// the expression (where the expression starts within a longer line), e.g.
@@ -50,7 +50,7 @@ fn shortened(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use slotcron::schedule::CronSchedule;
+    use slotcron::CronSchedule;
 
     #[test]
     fn caret_sits_under_the_offending_field() {

@@ -1,11 +1,11 @@
 //! Durations as the daemon shows them; jobs files are read with the core's
-//! [`parse_duration`](slotcron::schedule::parse_duration).
+//! [`parse_duration`](slotcron::parse_duration).
 
 use std::time::Duration;
 
 use jiff::SignedDuration;
 
-/// Formats a duration the way [`parse_duration`](slotcron::schedule::parse_duration)
+/// Formats a duration the way [`parse_duration`](slotcron::parse_duration)
 /// reads it back, e.g. `1h 30m` (days as hours, `48h`).
 pub fn display(duration: Duration) -> String {
     match SignedDuration::try_from(duration) {
@@ -23,7 +23,7 @@ pub fn display_run(duration: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use slotcron::schedule::parse_duration;
+    use slotcron::parse_duration;
 
     use super::*;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::CancellationToken;
-use slotcron::policy::{Failure, FailureHook, RunObserver};
+use slotcron::{Failure, FailureHook, RunObserver};
 
 use crate::command::{Launch, ShellCommand};
 

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use jiff::Timestamp;
+use slotcron::CronSchedule;
 use slotcron::Schedule;
-use slotcron::schedule::CronSchedule;
 
 use crate::cli::NextArgs;
 use crate::jobs_file::with_zone;

@@ -3,6 +3,7 @@
 //! stopped at the next start ([`stop_stale`]) if the daemon died while it ran.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use jiff::Timestamp;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use slotcron::RunProcess;
+use slotcron::{RunProcess, RunRecord};
 
 /// The process group ids of the commands running now. Process-wide, as the signals that
 /// make [`kill_all`] run are.
@@ -21,14 +22,24 @@ fn running() -> MutexGuard<'static, BTreeSet<i32>> {
     RUNNING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Set by [`kill_all`], before its signals: the shutdown has been hurried.
+static HURRIED: AtomicBool = AtomicBool::new(false);
+
 /// Sends SIGKILL to the process group of every command running now; returns how many
 /// there were.
 pub fn kill_all() -> usize {
+    HURRIED.store(true, Ordering::SeqCst);
     let running = running();
     for &pgid in running.iter() {
         signal(Pid::from_raw(pgid), Signal::SIGKILL);
     }
     running.len()
+}
+
+/// Whether [`kill_all`] has run: a command killed by a signal since was stopped by the
+/// hurried shutdown.
+pub fn hurried() -> bool {
+    HURRIED.load(Ordering::SeqCst)
 }
 
 /// The process group a run's shell leads (spawned with `process_group(0)`, so the group
@@ -123,8 +134,8 @@ fn has_ended(pid: u32) -> bool {
 /// Stops the command of a run that a daemon left running when it died: if it runs on
 /// this host and its pid still names the same process (same start time), its process
 /// group gets SIGTERM, then SIGKILL if it has not ended after `grace`. Returns what
-/// happened, for the run's record.
-pub async fn stop_stale(process: &RunProcess, grace: Duration) -> String {
+/// happened, for the run's record; the log line names the run's job and trigger.
+pub async fn stop_stale(record: &RunRecord, process: &RunProcess, grace: Duration) -> String {
     let pid = process.pid;
     if *process.host != host() {
         return format!("its command (pid {pid}) runs on host {}: not stopped from here", process.host);
@@ -136,6 +147,8 @@ pub async fn stop_stale(process: &RunProcess, grace: Duration) -> String {
         return format!("its command (pid {pid}) cannot be signalled");
     };
     tracing::warn!(
+        job = &*record.job,
+        trigger = %record.trigger,
         pid,
         "stopping a command left running by a daemon that stopped: SIGTERM to its process group"
     );

@@ -258,7 +258,7 @@ impl Reloader {
             };
             tracing::info!(cause, file = %self.path.display(), "reloading the jobs");
             let successful = self.reload(cause).await;
-            slotcron::metrics::config_reloaded(successful, Timestamp::now());
+            slotcron::record_config_reload(successful, Timestamp::now());
         }
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.unpublish().await;

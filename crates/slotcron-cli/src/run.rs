@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
+use slotcron::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
 
 use crate::admin::{self, AdminSettings};
@@ -432,7 +432,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         return Err(ExitCode::from(INVALID_INPUT));
     }
     // The jobs loaded at start count as the first successful load.
-    slotcron::metrics::config_reloaded(true, slotcron::jiff::Timestamp::now());
+    slotcron::record_config_reload(true, slotcron::jiff::Timestamp::now());
     let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
     for entry in reloader.file_jobs() {
@@ -457,7 +457,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
 
 /// How long an instance's heartbeat may be silent before its `running` records on a
 /// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
-const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::ledger::HEARTBEAT_EVERY.as_secs());
+const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::LEDGER_HEARTBEAT_EVERY.as_secs());
 
 /// When a stale sweep runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -500,7 +500,7 @@ async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
     };
     let grace = settings.cancel_grace;
     let stop = async |record: &slotcron::RunRecord| match &record.process {
-        Some(process) => Some(process_group::stop_stale(process, grace).await),
+        Some(process) => Some(process_group::stop_stale(record, process, grace).await),
         None => None,
     };
     match scheduler.sweep_stale(owned, stop).await {

@@ -6,8 +6,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use slotcron::ledger::{MemoryOutputs, OutputStore};
 use slotcron::{Ledger, MemoryLedger, Retention, Store, redact};
+use slotcron::{MemoryOutputs, OutputStore};
 use slotcron_postgres::{PostgresDatabase, PostgresLedger, PostgresOutputs, PostgresStore};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteOutputs, SqliteStore};
 
@@ -122,7 +122,7 @@ pub struct State {
     pub ledger: Arc<dyn Ledger>,
     /// The database of a `postgres://` state.
     pub postgres: Option<PostgresDatabase>,
-    /// Where run output is kept (the last [`MAX_OUTPUT_BYTES`](slotcron::ledger::MAX_OUTPUT_BYTES) of each run), pruned with
+    /// Where run output is kept (the last [`MAX_OUTPUT_BYTES`](slotcron::MAX_OUTPUT_BYTES) of each run), pruned with
     /// the run history.
     pub outputs: Arc<dyn OutputStore>,
 }

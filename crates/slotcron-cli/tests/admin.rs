@@ -161,6 +161,33 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
 }
 
 #[test]
+fn status_shows_a_first_run_still_going_as_running() {
+    let dir = scratch("admin-status-running");
+    write(
+        &dir,
+        "jobs.toml",
+        "[[job]]\nname = \"long\"\nat = \"2020-01-01T00:00:00Z\"\ncommand = \"sleep 600\"\n",
+    );
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--admin", &addr]);
+    daemon.wait_for("for the command to start", |line| line.contains("command started"));
+    let status = run_in(&dir, &["status", "--admin-url", &format!("http://{addr}")]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let table = stdout(&status);
+    let row: Vec<&str> =
+        table.lines().find(|l| l.starts_with("long ")).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        row.iter().rev().take(2).collect::<Vec<_>>(),
+        [&"running", &"2020-01-01T00:00:00Z"],
+        "{table}"
+    );
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_for("for the shutdown to start", |line| line.contains("stopping: no new runs"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
+
+#[test]
 fn readyz_is_503_while_the_coordinator_is_down_and_the_skips_are_counted() {
     let dir = scratch("admin-readyz");
     write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1s\"\ncommand = \"true\"\n");
@@ -211,9 +238,9 @@ fn bad_requests_get_a_4xx_with_a_message() {
     let cases: [(&str, u16, &str); 6] = [
         ("/api/v1/jobs/nope", 404, "no job named \"nope\""),
         ("/api/v1/jobs/nope/runs", 404, "no job named \"nope\""),
-        ("/api/v1/jobs/ok/runs?before=yesterday", 400, "before \"yesterday\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/ok/runs?before=yesterday", 400, "before \"yesterday\" is not an RFC 3339 timestamp"),
         ("/api/v1/jobs/ok/runs?limit=1001", 400, "limit \"1001\" must be a whole number from 1 to 1000"),
-        ("/api/v1/jobs/ok/runs/soon/output", 400, "trigger \"soon\" is not an RFC 3339 instant"),
+        ("/api/v1/jobs/ok/runs/soon/output", 400, "trigger \"soon\" is not an RFC 3339 timestamp"),
         ("/api/v1/jobs/daily/runs/2020-01-01T00:00:00Z/output", 404, "no output kept for job \"daily\""),
     ];
     for (path, status, message) in cases {

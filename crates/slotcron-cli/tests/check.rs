@@ -853,3 +853,20 @@ fn a_backoff_max_below_the_backoff_is_refused_naming_job_field_and_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn a_negative_or_zero_interval_is_refused_with_a_true_reason() {
+    let (code, _, err) = check(
+        "negative_interval",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"-5s\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"b\"\nevery = \"0s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        r#"jobs.toml:3: job "a": every: "-5s" is negative; a duration takes no minus sign"#,
+        r#"jobs.toml:8: job "b": every: the period must be a whole number of milliseconds, at least 1ms; got 0ns"#,
+        "2 problems in jobs.toml",
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}

@@ -43,6 +43,9 @@ command = 'echo $$ > pid.txt; exec sleep 300'
     });
     second.signal(Signal::SIGTERM);
     assert_eq!(second.wait_exit().code(), Some(0), "{}", second.log());
+    // The stale sweep's warning names the run it stops.
+    let stopping = second.lines_with(&["stopping a command left running", r#"job="migrate""#, " trigger="]);
+    assert_eq!(stopping.len(), 1, "{}", second.log());
 
     let runs = history(&dir, &["migrate"]);
     assert_eq!(runs.len(), 1, "one record for the one trigger: {runs:?}");

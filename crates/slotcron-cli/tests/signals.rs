@@ -59,6 +59,8 @@ fn shutdown_timeout_bounds_how_long_running_commands_may_go_on() {
     assert_eq!(daemon.lines_with(&["running commands get up to 1s to finish"]).len(), 1, "{}", daemon.log());
     let finished = daemon.lines_with(&["run finished", "job=\"sleeper\""]);
     assert_eq!(finished.len(), 1, "the run is recorded before the daemon exits:\n{}", daemon.log());
+    // Stopped by the shutdown (SIGTERM at its timeout): aborted, not failed.
+    assert!(finished[0].contains(r#"outcome="aborted""#), "{}", finished[0]);
     let stopping =
         daemon.lines_with(&["the daemon is stopping: sending SIGTERM to the command", "job=\"sleeper\""]);
     assert_eq!(stopping.len(), 1, "{}", daemon.log());

@@ -275,7 +275,7 @@ fn bad_requests_to_a_daemon_get_a_4xx_with_a_message_and_change_nothing() {
     );
     refused(
         &["backfill", "tick", "--from", "2024-05-17T00:00:00Z", "--to", "2024-05-17T01:00:00Z"],
-        "the range holds more than 1000 triggers; at most 1000 per request",
+        "the range holds 3601 triggers; at most 1000 per request",
     );
     let json = [("content-type", "application/json")];
     let malformed = http::post(&addr, "/api/v1/jobs/tick/resume", &json, "{\"catch_up\": maybe}");

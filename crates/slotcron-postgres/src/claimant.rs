@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use slotcron::coordinator::read_back::Holder;
+use slotcron::ClaimHolder;
 
 /// A random token that tells this claim from every other, even from the same instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,13 +42,13 @@ pub(crate) struct ClaimRow {
 /// The row is ours when it has our token and our instance: a replica of an older release
 /// taking over an expired row leaves the token column as it was, but writes its own
 /// instance. A row without a token is another's.
-pub(crate) fn holder(row: Option<&ClaimRow>, ours: Token, instance: &str) -> Holder {
-    let Some(row) = row else { return Holder::Nobody };
+pub(crate) fn holder(row: Option<&ClaimRow>, ours: Token, instance: &str) -> ClaimHolder {
+    let Some(row) = row else { return ClaimHolder::Nobody };
     match (row.claimant_token, row.fencing_token) {
         (Some(token), Some(fencing_token)) if token == ours.0 && row.instance == instance => {
-            Holder::Us { fencing_token: fencing_token as u64 }
+            ClaimHolder::Us { fencing_token: fencing_token as u64 }
         }
-        _ => Holder::Other,
+        _ => ClaimHolder::Other,
     }
 }
 
@@ -65,24 +65,24 @@ mod tests {
         let ours = Token(-42);
         assert_eq!(
             holder(Some(&row(Some(-42), "host-1", Some(17))), ours, "host-1"),
-            Holder::Us { fencing_token: 17 }
+            ClaimHolder::Us { fencing_token: 17 }
         );
         // Fencing tokens keep their 64 bits.
         assert_eq!(
             holder(Some(&row(Some(-42), "host-1", Some(-1))), ours, "host-1"),
-            Holder::Us { fencing_token: u64::MAX }
+            ClaimHolder::Us { fencing_token: u64::MAX }
         );
     }
 
     #[test]
     fn another_token_another_instance_or_a_version_1_row_loses_and_no_row_means_nobody() {
         let ours = Token(7);
-        assert_eq!(holder(Some(&row(Some(8), "host-1", Some(17))), ours, "host-1"), Holder::Other);
+        assert_eq!(holder(Some(&row(Some(8), "host-1", Some(17))), ours, "host-1"), ClaimHolder::Other);
         // Our token under another instance: an older release took the expired row over.
-        assert_eq!(holder(Some(&row(Some(7), "host-2", Some(17))), ours, "host-1"), Holder::Other);
-        assert_eq!(holder(Some(&row(None, "host-1", None)), ours, "host-1"), Holder::Other);
-        assert_eq!(holder(Some(&row(Some(7), "host-1", None)), ours, "host-1"), Holder::Other);
-        assert_eq!(holder(None, ours, "host-1"), Holder::Nobody);
+        assert_eq!(holder(Some(&row(Some(7), "host-2", Some(17))), ours, "host-1"), ClaimHolder::Other);
+        assert_eq!(holder(Some(&row(None, "host-1", None)), ours, "host-1"), ClaimHolder::Other);
+        assert_eq!(holder(Some(&row(Some(7), "host-1", None)), ours, "host-1"), ClaimHolder::Other);
+        assert_eq!(holder(None, ours, "host-1"), ClaimHolder::Nobody);
     }
 
     #[test]

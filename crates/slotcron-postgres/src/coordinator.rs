@@ -2,13 +2,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
-use slotcron::coordinator::read_back::{
-    AttemptError, BatchAttempt, Holder, claim_batch_with_read_back, claim_with_read_back,
-};
-use slotcron::coordinator::{Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef};
+use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, RequestClaim};
+use slotcron::{
+    ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
+};
+use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef};
 use tokio_postgres::Row;
 
 use crate::claimant::{ClaimRow, Token, holder};
@@ -39,7 +39,7 @@ use membership::MembershipSql;
 /// or no reply within the [response timeout](Self::response_timeout)) the claim may have
 /// committed. The coordinator drops that connection and reads the row back on another
 /// (waiting for a claim of the row still in progress), as
-/// [`read_back`](slotcron::coordinator::read_back) describes: its own token and instance mean
+/// [`Coordinator`](slotcron::Coordinator)'s "Lost replies" describes: its own token and instance mean
 /// won (with the stored fencing token), another's mean lost, no row means the claim did
 /// not happen and it is made once more, with the same token, so that a first attempt
 /// still running on the server is found rather than lost to. If the row cannot be read,
@@ -59,7 +59,7 @@ use membership::MembershipSql;
 /// for every claim of the batch in one statement; the claims nobody holds are made once
 /// more, as one batch.
 ///
-/// The fleet's [membership](slotcron::coordinator::membership) is the `member` table,
+/// The fleet's [membership](slotcron::Coordinator#membership) is the `member` table,
 /// one row per replica with the instant its membership lapses on the server's clock;
 /// each heartbeat is one statement that removes the lapsed rows, renews its own and
 /// returns the live members. The owners' [`Handled`] tallies are rows of the `handled`
@@ -209,12 +209,12 @@ impl PostgresCoordinator {
         holds: &[(Option<i64>, Option<i64>)],
         tokens: &[Token],
         pending: Vec<usize>,
-    ) -> BatchAttempt<String> {
+    ) -> ClaimBatchAttempt<String> {
         let instance = claims.first().map_or("", |c| c.instance);
         if let Some(other) = pending.iter().find(|&&i| claims[i].instance != instance) {
             let e =
                 format!("a batch of claims of two instances, {instance:?} and {:?}", claims[*other].instance);
-            return Err(AttemptError::NotMade(e));
+            return Err(ClaimAttemptError::NotMade(e));
         }
         let jobs: Vec<&str> = pending.iter().map(|&i| claims[i].job).collect();
         let keys: Vec<&str> = pending.iter().map(|&i| claims[i].key).collect();
@@ -227,8 +227,8 @@ impl PostgresCoordinator {
         let rows =
             match self.database.query_within(&self.claim_batch_sql, &params, self.response_timeout).await {
                 Ok(rows) => rows,
-                Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
-                Err(QueryError::OutcomeUnknown(e)) => return Err(AttemptError::ReplyLost(e.cause)),
+                Err(QueryError::NotApplied(e)) => return Err(ClaimAttemptError::NotMade(e.cause)),
+                Err(QueryError::OutcomeUnknown(e)) => return Err(ClaimAttemptError::ReplyLost(e.cause)),
             };
         // One row: per claim, the fencing token, NULL (lost), -1 (behind the mark) or -2
         // (paused).
@@ -236,10 +236,10 @@ impl PostgresCoordinator {
             Some(Ok(answers)) if answers.len() == pending.len() => answers,
             Some(Ok(answers)) => {
                 let e = format!("{} answers to {} claims", answers.len(), pending.len());
-                return Err(AttemptError::ReplyLost(e));
+                return Err(ClaimAttemptError::ReplyLost(e));
             }
-            Some(Err(e)) => return Err(AttemptError::ReplyLost(chain(&e))),
-            None => return Err(AttemptError::ReplyLost("no row in the reply".to_owned())),
+            Some(Err(e)) => return Err(ClaimAttemptError::ReplyLost(chain(&e))),
+            None => return Err(ClaimAttemptError::ReplyLost("no row in the reply".to_owned())),
         };
         Ok(answers.into_iter().map(|answer| Ok(outcome(answer))).collect())
     }
@@ -250,7 +250,7 @@ impl PostgresCoordinator {
         claims: &[Claim<'_>],
         tokens: &[Token],
         pending: Vec<usize>,
-    ) -> Result<Vec<Holder>, String> {
+    ) -> Result<Vec<ClaimHolder>, String> {
         let jobs: Vec<&str> = pending.iter().map(|&i| claims[i].job).collect();
         let keys: Vec<&str> = pending.iter().map(|&i| claims[i].key).collect();
         let rows = self
@@ -283,7 +283,7 @@ impl PostgresCoordinator {
         trigger: &SystemTime,
         hold_us: &(Option<i64>, Option<i64>),
         token: Token,
-    ) -> Result<ClaimOutcome, AttemptError<String>> {
+    ) -> Result<ClaimOutcome, ClaimAttemptError<String>> {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
             [&claim.job, &claim.key, trigger, &claim.instance, &hold_us.0, &hold_us.1, &token.column()];
         self.run_claim(&self.claim_sql, &params).await
@@ -295,17 +295,17 @@ impl PostgresCoordinator {
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<ClaimOutcome, AttemptError<String>> {
+    ) -> Result<ClaimOutcome, ClaimAttemptError<String>> {
         let rows = match self.database.query_within(sql, params, self.response_timeout).await {
             Ok(rows) => rows,
-            Err(QueryError::NotApplied(e)) => return Err(AttemptError::NotMade(e.cause)),
-            Err(QueryError::OutcomeUnknown(e)) => return Err(AttemptError::ReplyLost(e.cause)),
+            Err(QueryError::NotApplied(e)) => return Err(ClaimAttemptError::NotMade(e.cause)),
+            Err(QueryError::OutcomeUnknown(e)) => return Err(ClaimAttemptError::ReplyLost(e.cause)),
         };
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
         match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
             Some(Ok(answer)) => Ok(outcome(answer)),
-            Some(Err(e)) => Err(AttemptError::ReplyLost(chain(&e))),
-            None => Err(AttemptError::ReplyLost("no row in the reply".to_owned())),
+            Some(Err(e)) => Err(ClaimAttemptError::ReplyLost(chain(&e))),
+            None => Err(ClaimAttemptError::ReplyLost("no row in the reply".to_owned())),
         }
     }
 
@@ -317,7 +317,7 @@ impl PostgresCoordinator {
         key: &str,
         instance: &str,
         token: Token,
-    ) -> Result<Holder, String> {
+    ) -> Result<ClaimHolder, String> {
         let rows = self
             .database
             .query_within(&self.read_back_sql, &[&job, &key], self.response_timeout)

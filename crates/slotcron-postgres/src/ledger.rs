@@ -1,8 +1,8 @@
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use slotcron::ledger::{LedgerError, Prune, PruneSchedule};
 use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
+use slotcron::{LedgerError, Prune, PruneSchedule};
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresDatabase;

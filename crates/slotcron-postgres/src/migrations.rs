@@ -281,7 +281,7 @@ END
 $$;
 ";
 
-/// Shared work across replicas (`slotcron::coordinator::membership`): the fleet's live
+/// Shared work across replicas (`slotcron::Coordinator`, "Membership"): the fleet's live
 /// members, each until its last heartbeat plus the membership TTL on the server's clock,
 /// and what each owner claimed per trigger instant (its tally), kept for the membership
 /// TTL. Heartbeats remove the lapsed rows of both tables, so they stay bounded.

@@ -30,7 +30,7 @@ struct Sql {
     next_fencing_token: String,
 }
 
-/// [`slotcron::store::merge_state`]'s rules as one atomic upsert: an older trigger
+/// [`slotcron::merge_job_state`]'s rules as one atomic upsert: an older trigger
 /// changes nothing, the same trigger without an outcome (or with a lost claim's) keeps
 /// the stored one, `one_shot_done` stays set.
 const SAVE_STATE: &str = "

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{Schemas, isolated};
 use slotcron::Coordinator;
-use slotcron::coordinator::Handled;
+use slotcron::Handled;
 use slotcron::jiff::Timestamp;
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use slotcron::coordinator::read_back::Holder;
+use slotcron::ClaimHolder;
 
 /// A random token that tells this claim from every other, even from the same instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,13 +41,13 @@ impl fmt::Display for Token {
 
 /// Reads the holder of a trigger from its key's value (`None`: no key: the script did not
 /// run). A value slotcron did not write is another's.
-pub(crate) fn holder(value: Option<&str>, ours: &Token) -> Holder {
-    let Some(value) = value else { return Holder::Nobody };
+pub(crate) fn holder(value: Option<&str>, ours: &Token) -> ClaimHolder {
+    let Some(value) = value else { return ClaimHolder::Nobody };
     let mut parts = value.splitn(3, ' ');
     let (fencing, token) = (parts.next(), parts.next());
     match (fencing.and_then(|f| f.parse().ok()), token) {
-        (Some(fencing_token), Some(token)) if token == ours.0 => Holder::Us { fencing_token },
-        _ => Holder::Other,
+        (Some(fencing_token), Some(token)) if token == ours.0 => ClaimHolder::Us { fencing_token },
+        _ => ClaimHolder::Other,
     }
 }
 
@@ -63,18 +63,21 @@ mod tests {
     fn our_token_wins_with_the_stored_fencing_token() {
         let ours = token("00000000000000aa");
         let value = format!("17 {}", ours.claimant("host-1 pid 42"));
-        assert_eq!(holder(Some(&value), &ours), Holder::Us { fencing_token: 17 });
+        assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
     }
 
     #[test]
     fn another_token_or_a_foreign_value_loses_and_no_key_means_nobody() {
         let ours = token("00000000000000aa");
-        assert_eq!(holder(Some("17 00000000000000bb host-1"), &ours), Holder::Other);
+        assert_eq!(holder(Some("17 00000000000000bb host-1"), &ours), ClaimHolder::Other);
         // Same instance, another claim (a restarted process with the same id).
-        assert_eq!(holder(Some("18 00000000000000bb host-1"), &token("00000000000000cc")), Holder::Other);
-        assert_eq!(holder(Some("not a claim"), &ours), Holder::Other);
-        assert_eq!(holder(Some("x 00000000000000aa host-1"), &ours), Holder::Other);
-        assert_eq!(holder(None, &ours), Holder::Nobody);
+        assert_eq!(
+            holder(Some("18 00000000000000bb host-1"), &token("00000000000000cc")),
+            ClaimHolder::Other
+        );
+        assert_eq!(holder(Some("not a claim"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(Some("x 00000000000000aa host-1"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(None, &ours), ClaimHolder::Nobody);
     }
 
     #[test]

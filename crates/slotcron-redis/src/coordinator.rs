@@ -8,12 +8,12 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use redis::cluster_routing::Slot;
 use redis::{ErrorKind, RedisError, Script};
-use slotcron::coordinator::MAX_CLAIMS_PER_ROUND_TRIP;
-use slotcron::coordinator::read_back::{AttemptError, BatchAttempt, Holder, claim_batch_with_read_back};
-use slotcron::coordinator::{Handled, TriggerRef};
-use slotcron::coordinator::{Lease, LeaseGrant, LeaseRenewal};
+use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
 use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, Hold, RequestClaim};
+use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
+use slotcron::{Handled, TriggerRef};
+use slotcron::{Lease, LeaseGrant, LeaseRenewal};
 
 use crate::claimant::{Token, holder};
 use crate::connection::Connection;
@@ -57,7 +57,7 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
 /// made; the coordinator reads the trigger key back, as
-/// [`read_back`](slotcron::coordinator::read_back) describes: its own token means won
+/// [`Coordinator`](slotcron::Coordinator)'s "Lost replies" describes: its own token means won
 /// (with the stored fencing token), another's means lost, no key means the script did not
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
@@ -69,7 +69,7 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 /// an error: the engine treats an unanswered acquisition as a skip and retries an
 /// unanswered renewal until the lease's TTL has passed.
 ///
-/// The fleet's [membership](slotcron::coordinator::membership) is a sorted set of
+/// The fleet's [membership](slotcron::Coordinator#membership) is a sorted set of
 /// instance ids scored by when each lapses on the server's clock, renewed by one script
 /// call per heartbeat (`TIME`, `ZREMRANGEBYSCORE`, `ZADD`, `ZRANGE`); leaving is one
 /// `ZREM`. Which triggers are still unclaimed is one `MGET` of their keys and of their
@@ -181,7 +181,7 @@ impl RedisCoordinator {
         keys: &[&str],
         tokens: &[Token],
         pending: Vec<usize>,
-    ) -> BatchAttempt<RedisError> {
+    ) -> ClaimBatchAttempt<RedisError> {
         let mut script = CLAIM.prepare_invoke();
         for &i in &pending {
             let claim = claims[i];
@@ -202,10 +202,14 @@ impl RedisCoordinator {
             Ok(answers) if answers.len() == pending.len() => answers,
             Ok(answers) => {
                 let e = format!("{} answers to {} claims", answers.len(), pending.len());
-                return Err(AttemptError::ReplyLost(RedisError::from((ErrorKind::Parse, "claim script", e))));
+                return Err(ClaimAttemptError::ReplyLost(RedisError::from((
+                    ErrorKind::Parse,
+                    "claim script",
+                    e,
+                ))));
             }
-            Err(e) if outcome_unknown(&e) => return Err(AttemptError::ReplyLost(e)),
-            Err(e) => return Err(AttemptError::NotMade(e)),
+            Err(e) if outcome_unknown(&e) => return Err(ClaimAttemptError::ReplyLost(e)),
+            Err(e) => return Err(ClaimAttemptError::NotMade(e)),
         };
         Ok(pending
             .iter()
@@ -248,7 +252,7 @@ impl RedisCoordinator {
         keys: &[&str],
         tokens: &[Token],
         pending: Vec<usize>,
-    ) -> Result<Vec<Holder>, RedisError> {
+    ) -> Result<Vec<ClaimHolder>, RedisError> {
         let asked: Vec<&str> = pending.iter().map(|&i| keys[i]).collect();
         let values = self.connection.mget(&asked).await?;
         Ok(pending.iter().zip(values).map(|(&i, value)| holder(value.as_deref(), &tokens[i])).collect())

@@ -88,7 +88,7 @@ impl KeyLayout {
         format!("{}fleet:members", self.prefix)
     }
 
-    /// The [`Handled`](slotcron::coordinator::Handled) tally of `owner` at trigger instant `at_ms`
+    /// The [`Handled`](slotcron::Handled) tally of `owner` at trigger instant `at_ms`
     /// (milliseconds since the Unix epoch), a hash: `{prefix}fleet:handled:{at_ms}:{owner}`
     /// in either layout, apart from every trigger key as [`KeyLayout::members`] is.
     pub fn handled(&self, owner: &str, at_ms: i64) -> String {

@@ -3,8 +3,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::Connection;
 use rusqlite::types::Value;
-use slotcron::ledger::{BatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
+use slotcron::{LedgerBatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 
 use crate::SqliteDatabase;
 use crate::codec::{self, BoxError};
@@ -192,8 +192,8 @@ impl Ledger for SqliteLedger {
     }
 
     /// One transaction: all of `writes` or none.
-    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), BatchError> {
-        self.write_all(writes).await.map_err(|error| BatchError { written: 0, error })
+    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), LedgerBatchError> {
+        self.write_all(writes).await.map_err(|error| LedgerBatchError { written: 0, error })
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {

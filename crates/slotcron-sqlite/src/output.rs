@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
-use slotcron::ledger::{LedgerError, OutputStore, RunOutput};
+use slotcron::{LedgerError, OutputStore, RunOutput};
 
 use crate::SqliteDatabase;
 use crate::codec;

@@ -23,7 +23,7 @@ impl SqliteStore {
     }
 }
 
-/// [`slotcron::store::merge_state`]'s rules as one upsert: an older trigger changes
+/// [`slotcron::merge_job_state`]'s rules as one upsert: an older trigger changes
 /// nothing, the same trigger without an outcome (or with a lost claim's) keeps the stored
 /// one, `one_shot_done` stays set.
 const SAVE_STATE: &str = "

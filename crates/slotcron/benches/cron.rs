@@ -14,7 +14,7 @@ use criterion::{Criterion, criterion_group};
 use croner::parser::{CronParser, Seconds};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronSchedule, Schedule};
 
 /// An expression in slotcron's syntax, with its spelling for `cron` (seconds first,
 /// Quartz day numbers; `None` where that crate lacks the syntax). croner reads

@@ -40,18 +40,18 @@ fn main() {
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let metrics = std::env::args().any(|a| a == "--metrics").then(|| {
         metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(&slotcron::metrics::BUCKETS)
+            .set_buckets(&slotcron::METRIC_BUCKETS)
             .and_then(|b| b.install_recorder())
             .unwrap()
     });
     println!("metrics: {}", if metrics.is_some() { "on (Prometheus recorder)" } else { "off (no recorder)" });
     if let Some(metrics) = metrics.clone() {
-        slotcron::metrics::describe();
+        slotcron::describe_metrics();
         // As the daemon does: the histograms' samples are folded in as often as the
         // engine flushes its metrics.
         std::thread::spawn(move || {
             loop {
-                std::thread::sleep(slotcron::metrics::FLUSH_EVERY);
+                std::thread::sleep(slotcron::METRICS_FLUSH_EVERY);
                 metrics.run_upkeep();
             }
         });

@@ -24,6 +24,29 @@ use crate::schedule::{
 /// The error type handlers return, boxed.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A handler error saying that the scheduler's shutdown stopped the run (the daemon, at
+/// a second stop signal, kills the running commands): the trigger is recorded `aborted`
+/// ([`Outcome::Aborted`](crate::Outcome::Aborted)) rather than `failed`, with this
+/// error's message, and is not retried.
+///
+/// The engine tells it apart by type (`StoppedByShutdown` at the top of the error), as
+/// it does [`Permanent`](crate::Permanent).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoppedByShutdown(pub BoxError);
+
+impl StoppedByShutdown {
+    /// Marks `error` as the result of the shutdown's stop.
+    pub fn new(error: impl Into<BoxError>) -> Self {
+        Self(error.into())
+    }
+
+    /// Whether a handler's error is marked as the result of the shutdown's stop.
+    pub fn marks(error: &BoxError) -> bool {
+        error.is::<StoppedByShutdown>()
+    }
+}
+
 /// What a job runs: any `async fn(JobContext) -> Result<(), E>` (or closure returning
 /// such a future) where `E` converts into a [`BoxError`].
 pub trait Handler: Send + Sync + 'static {
@@ -404,7 +427,7 @@ impl JobBuilder {
         let job = self.name.clone();
         let invalid =
             |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
-        validate_name(&self.name).map_err(|reason| invalid("name", &reason))?;
+        validate_job_name(&self.name).map_err(|reason| invalid("name", &reason))?;
         let mut schedules = self.schedules.into_iter();
         let schedule = match (schedules.next(), schedules.next()) {
             (None, _) => {
@@ -564,7 +587,7 @@ fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String>
 }
 
 /// Checks a job name; the reason on failure.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_job_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
     }

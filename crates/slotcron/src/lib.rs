@@ -127,8 +127,9 @@
 //!
 //! # What is here
 //!
-//! - [`schedule`]: what yields fire times — intervals anchored to the Unix epoch, cron
-//!   expressions in IANA time zones, one-shots — behind the [`Schedule`] trait.
+//! - [`Schedule`]: what yields fire times — [`Interval`]s anchored to the Unix epoch,
+//!   [`CronSchedule`]s in IANA time zones, [`EveryDays`], the one-shots [`At`] and
+//!   [`After`].
 //! - [`Job`]: a name, a schedule, an async handler and policies ([`Misfire`], timeout,
 //!   grace).
 //! - [`Scheduler`]: the engine that fires jobs through a [`Clock`], claims each trigger
@@ -139,28 +140,45 @@
 //! - Steering a fleet: [`Scheduler::pause`], [`Scheduler::resume`],
 //!   [`Scheduler::trigger_now`] and [`Scheduler::backfill`], kept in the coordinator's
 //!   (or, alone, the store's) [`Controls`], so that every replica obeys them.
-//! - [`metrics`]: the Prometheus-style metrics the engine emits through the `metrics`
-//!   facade.
+//! - Metrics: the Prometheus-style metrics the engine emits through the `metrics`
+//!   facade, as [Metrics](#metrics) below describes.
 //! - [`redact()`]: a connection string without its password, for the messages of the
 //!   backends and the daemon.
 //!
 //! The `slotcron` daemon (crate `slotcron-cli`) runs shell jobs from a TOML file or a
 //! crontab on top of this crate.
+//!
+//! # Metrics
+//!
+//! The engine emits its metrics through the [`metrics`](::metrics) facade; the core
+//! installs no exporter, so they cost next to nothing until the application installs a
+//! recorder (the daemon installs `metrics-exporter-prometheus` and serves `/metrics`).
+//! Their names are constants: [`RUNS_TOTAL`], [`RUN_DURATION_SECONDS`],
+//! [`TRIGGER_LATENESS_SECONDS`], [`CLAIMS_TOTAL`], [`CLAIM_DURATION_SECONDS`],
+//! [`RUNNING_RUNS`], [`TAKEOVERS_TOTAL`], [`TAKEOVER_FOUND_CLAIMED_TOTAL`],
+//! [`FLEET_MEMBERS`], [`JOB_LAST_SUCCESS_TIMESTAMP_SECONDS`],
+//! [`JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS`], [`CONFIG_LAST_RELOAD_SUCCESSFUL`] and
+//! [`CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS`]; [`describe_metrics`] gives the
+//! recorder their units and help texts. A run counts locally; the engine hands what was
+//! counted to the recorder [`METRICS_FLUSH_EVERY`] after activity, when
+//! [`Scheduler::run`] ends and at [`Scheduler::flush_metrics`]. Histograms use the
+//! [`METRIC_BUCKETS`] buckets; per-job labels can be turned off with
+//! [`SchedulerBuilder::metrics_per_job`].
 
-pub mod clock;
-pub mod context;
-pub mod control;
-pub mod coordinator;
+mod clock;
+mod context;
+mod control;
+mod coordinator;
 mod engine;
-pub mod job;
-pub mod ledger;
-pub mod metrics;
+mod job;
+mod ledger;
+mod metrics;
 mod plan;
-pub mod policy;
+mod policy;
 mod redact;
 mod registry;
-pub mod schedule;
-pub mod store;
+mod schedule;
+mod store;
 // The conformance suites and test support of the backend crates (cargo feature
 // `testkit`): not part of the API, so not on the front page.
 #[cfg(feature = "testkit")]
@@ -169,25 +187,49 @@ pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
-pub use control::{ControlError, Controls};
+pub use control::{
+    ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN,
+    MemoryControls,
+};
 pub use coordinator::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Hold, InProcessCoordinator,
-    RequestClaim,
+    Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome, Coordinator, CoordinatorError,
+    CoordinatorErrorKind, DEFAULT_LEASE_TTL, DEFAULT_MEMBERSHIP_TTL, Handled, Hold, InProcessCoordinator,
+    Lease, LeaseGrant, LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, RequestClaim, SKEW_SAMPLE_EVERY, TriggerRef,
+    claim_batch_with_read_back, claim_with_read_back,
 };
 pub use engine::{
     DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
     SchedulerBuilder, Triggered, request_key, trigger_key,
 };
-pub use job::{BoxError, Handler, Job, JobBuilder, JobError};
+pub use job::{
+    BoxError, Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name,
+};
 pub use ledger::{
-    Cause, Ledger, LedgerError, LedgerQuery, MemoryLedger, Outcome, Retention, RunProcess, RunRecord,
+    Cause, LEDGER_HEARTBEAT_EVERY, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite,
+    MAX_OUTPUT_BYTES, MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention,
+    RunOutput, RunProcess, RunRecord, UnknownName, UnknownOutcome, same_run,
+};
+// The metrics module is worked on in parallel: its items keep their names there, and
+// take at the crate root the names that say what they are.
+pub use metrics::{
+    BUCKETS as METRIC_BUCKETS, CLAIM_DURATION_SECONDS, CLAIMS_TOTAL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS, CONFIG_LAST_RELOAD_SUCCESSFUL, FLEET_MEMBERS,
+    FLUSH_EVERY as METRICS_FLUSH_EVERY, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS,
+    JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, RUN_DURATION_SECONDS, RUNNING_RUNS, RUNS_TOTAL,
+    TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS,
+    config_reloaded as record_config_reload, describe as describe_metrics,
 };
 pub use plan::Plan;
-pub use policy::{Misfire, Overlap, Permanent, Retry};
+pub use policy::{
+    Failure, FailureHook, Misfire, Overlap, Permanent, Retry, RunObserver, jitter_offset, run_budget,
+};
 pub use redact::redact;
 pub use registry::HandlerRegistry;
-pub use schedule::{Schedule, ScheduleKind};
-pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError};
+pub use schedule::{
+    After, At, CronError, CronErrorKind, CronField, CronSchedule, DurationError, EveryDays, Interval,
+    MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, parse_duration,
+};
+pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError, merge_job_state};
 
 /// Re-exported so that users name the same versions of these types.
 pub use jiff;

@@ -10,7 +10,7 @@ use cron_grammar::Dialect;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use proptest::prelude::*;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronSchedule, Schedule};
 
 const ZONES: [&str; 4] = ["UTC", "America/New_York", "Australia/Lord_Howe", "Pacific/Apia"];
 

@@ -6,7 +6,7 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronSchedule, Schedule};
 
 #[derive(Deserialize)]
 struct Case {

@@ -35,7 +35,7 @@ use croner::{Cron, JobType};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use proptest::prelude::*;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronSchedule, Schedule};
 
 /// 2037-01-01T00:00:00Z: the end of chrono-tz's transition tables.
 const TABLES_END: i64 = 2_114_380_800;

@@ -17,8 +17,8 @@ use jiff::Timestamp;
 use jiff::civil::DateTime;
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use proptest::prelude::*;
-use slotcron::schedule::cron::CronErrorKind;
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::CronErrorKind;
+use slotcron::{CronSchedule, Schedule};
 
 /// 1970-01-01 and 2200-01-01 in seconds.
 const FIRST: i64 = 0;

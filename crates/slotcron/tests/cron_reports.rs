@@ -7,8 +7,8 @@
 use jiff::civil::{Date, Weekday};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
-use slotcron::schedule::cron::{CronErrorKind, Field};
-use slotcron::schedule::{CronSchedule, Schedule};
+use slotcron::{CronErrorKind, CronField};
+use slotcron::{CronSchedule, Schedule};
 
 fn schedule(expression: &str, zone: &str) -> CronSchedule {
     CronSchedule::parse(expression).unwrap().with_time_zone(TimeZone::get(zone).unwrap())
@@ -124,7 +124,7 @@ fn last_weekday_of_each_month_in_2024() {
 #[test]
 fn april_31st_is_rejected_when_parsed() {
     let error = CronSchedule::parse("0 0 31 4 *").unwrap_err();
-    assert_eq!(error.field(), Some(Field::DayOfMonth));
+    assert_eq!(error.field(), Some(CronField::DayOfMonth));
     assert_eq!(error.kind(), &CronErrorKind::ImpossibleDay { day: 31 });
     assert_eq!(error.token(), "31");
 }

@@ -130,7 +130,7 @@ fn runs(snapshotter: &Snapshotter) -> Vec<(String, String, u64)> {
         .snapshot()
         .into_vec()
         .into_iter()
-        .filter(|(key, ..)| key.key().name() == slotcron::metrics::RUNS_TOTAL)
+        .filter(|(key, ..)| key.key().name() == slotcron::RUNS_TOTAL)
         .filter_map(|(key, _, _, value)| {
             let DebugValue::Counter(n) = value else { return None };
             let label =
@@ -165,7 +165,7 @@ fn counts_reach_the_recorder_at_a_flush_or_a_flush_interval_after_the_runs() {
             h.advance_to(ts("2024-05-17T00:02:00Z")).await;
             assert_eq!(h.triggers("boom", Outcome::Failed).len(), 1);
             assert_eq!(runs(&snapshotter), []);
-            h.advance_to(ts("2024-05-17T00:02:00Z") + slotcron::metrics::FLUSH_EVERY).await;
+            h.advance_to(ts("2024-05-17T00:02:00Z") + slotcron::METRICS_FLUSH_EVERY).await;
             assert_eq!(
                 runs(&snapshotter),
                 [run("boom", "failed", 1), run("tick", "succeeded", 1)],

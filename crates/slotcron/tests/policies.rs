@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
-use slotcron::policy::{Failure, FailureHook, jitter_offset};
 use slotcron::testkit::harness::{Harness, settle, ts};
-use slotcron::{Clock, Job, JobContext, ManualClock, Outcome, Overlap, Permanent};
+use slotcron::{Clock, Job, JobContext, ManualClock, Outcome, Overlap, Permanent, StoppedByShutdown};
+use slotcron::{Failure, FailureHook, jitter_offset};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -124,6 +124,26 @@ async fn a_permanent_error_is_not_retried_and_a_retry_pending_at_shutdown_is_not
     assert_eq!((pending[0].outcome, pending[0].attempts), (Outcome::Failed, 1));
     let error = pending[0].error.as_deref().unwrap();
     assert!(error.contains("retry not started: the scheduler is shutting down"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_marked_stopped_by_shutdown_is_recorded_aborted_and_not_retried() {
+    let mut h = Harness::new("2024-05-17T10:00:30Z");
+    let job = Job::builder("killed")
+        .every(60 * S)
+        .attempts(3)
+        .handler(|_ctx: JobContext| async {
+            Err(StoppedByShutdown::new("command failed: signal: 9 (SIGKILL)"))
+        })
+        .build()
+        .unwrap();
+    h.add(job);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:05Z")).await;
+    h.stop().await;
+    let killed = h.records("killed");
+    assert_eq!((killed[0].outcome, killed[0].attempts), (Outcome::Aborted, 1));
+    assert_eq!(killed[0].error.as_deref(), Some("command failed: signal: 9 (SIGKILL)"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -401,8 +421,8 @@ async fn replace_drops_a_run_that_ignores_its_cancellation_after_the_cancel_grac
 
 #[tokio::test(start_paused = true)]
 async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() {
-    use slotcron::coordinator::{Lease, LeaseGrant};
     use slotcron::{Coordinator, InProcessCoordinator};
+    use slotcron::{Lease, LeaseGrant};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
     let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));
@@ -449,8 +469,8 @@ async fn a_run_whose_lease_is_taken_by_another_owner_is_cancelled_and_says_so() 
 
 #[tokio::test(start_paused = true)]
 async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish() {
-    use slotcron::coordinator::{Lease, LeaseGrant};
     use slotcron::{Coordinator, InProcessCoordinator};
+    use slotcron::{Lease, LeaseGrant};
 
     let clock = ManualClock::new(ts("2024-05-17T10:00:30Z"));
     let leases = Arc::new(InProcessCoordinator::with_clock(clock.clone()));

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use slotcron::store::ScheduleSpec;
+use slotcron::ScheduleSpec;
 use slotcron::testkit::harness::{Harness, ok, settle, ts};
 use slotcron::{
     BoxError, Job, JobBuilder, JobContext, JobDefinition, JobState, MemoryStore, Misfire, Outcome, Plan,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use slotcron::ledger::LedgerError;
+use slotcron::LedgerError;
 use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{
     Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,

@@ -144,7 +144,19 @@ async fn a_backfill_runs_each_trigger_of_the_range_once_oldest_first() {
     let future = s.backfill("tick", from, ts("2024-05-18T00:00:00Z")).await;
     assert!(matches!(future, Err(ControlError::FutureRange { .. })), "{future:?}");
     let long = s.backfill("tick", ts("2024-05-16T00:00:00Z"), ts("2024-05-17T00:00:00Z")).await;
-    assert_eq!(long, Err(ControlError::TooManyTriggers { job: "tick".into(), max: 1000 }));
+    // Said with how many: a day of 10 s triggers, both ends included.
+    assert_eq!(
+        long,
+        Err(ControlError::TooManyTriggers { job: "tick".into(), triggers: Some(8641), max: 1000 })
+    );
+    assert_eq!(
+        long.unwrap_err().to_string(),
+        "backfill of job \"tick\": the range holds 8641 triggers; at most 1000 per request, split the range"
+    );
+    // Counting stops at 100,000.
+    let longer = s.backfill("tick", ts("2024-04-01T00:00:00Z"), ts("2024-05-17T00:00:00Z")).await;
+    assert_eq!(longer, Err(ControlError::TooManyTriggers { job: "tick".into(), triggers: None, max: 1000 }));
+    assert!(longer.unwrap_err().to_string().contains("the range holds more than 100000 triggers"));
     let exactly = s.backfill("tick", ts("2024-05-16T20:00:00Z"), ts("2024-05-16T22:46:30Z")).await.unwrap();
     assert_eq!(exactly.len(), 1000, "1,000 triggers are allowed");
     a.stop().await;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use slotcron::JobContext;
-use slotcron::ledger::{MAX_OUTPUT_BYTES, OutputStore, RunOutput};
+use slotcron::{MAX_OUTPUT_BYTES, OutputStore, RunOutput};
 
 /// Where the daemon keeps run output, while [`KeepingOutput`] lives; unset (`slotcron
 /// check`, tests of the parser): output is only logged. Weak, so that the state closes

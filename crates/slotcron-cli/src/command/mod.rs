@@ -13,13 +13,14 @@ pub use user::Me;
 pub use capture::{KeepingOutput, keep_output_in};
 
 use std::fmt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
-use slotcron::{CancellationToken, Handler, JobContext};
+use slotcron::{BoxError, CancellationToken, Handler, JobContext, StoppedByShutdown};
 use tokio::io::AsyncWriteExt;
 
 use crate::duration;
@@ -121,6 +122,21 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
+impl CommandError {
+    /// This error as the run's handler returns it: marked [`StoppedByShutdown`] (the run
+    /// is recorded `aborted`) when the command was killed by a signal the daemon's
+    /// shutdown sent — SIGKILL at a second stop signal, or SIGTERM when the shutdown
+    /// timeout cancelled the run.
+    fn for_run(self, ctx: &JobContext) -> BoxError {
+        let killed = matches!(&self, Self::Exit { status, .. } if status.signal().is_some());
+        if killed && ctx.is_scheduler_stopping() && (process_group::hurried() || ctx.is_cancelled()) {
+            StoppedByShutdown::new(self).into()
+        } else {
+            self.into()
+        }
+    }
+}
+
 /// Checks text bound for `execve(2)` — a command line, or an environment variable's
 /// value — which takes NUL-terminated strings and so cannot hold a NUL byte (the spawn
 /// would fail at every run); `what` names it in the reason, e.g. `"a shell command"`.
@@ -151,7 +167,7 @@ impl ShellCommand {
         let command = Arc::new(self);
         move |ctx: JobContext| {
             let command = command.clone();
-            async move { command.run(&ctx).await }
+            async move { command.run(&ctx).await.map_err(|error| error.for_run(&ctx)) }
         }
     }
 

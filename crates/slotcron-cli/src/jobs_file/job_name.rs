@@ -61,7 +61,7 @@ mod tests {
                 crc32fast::hash(b"UTC\n*/5 * * * *\n/usr/local/bin/backup.sh --full")
             )
         );
-        assert!(slotcron::job::validate_name(&name).is_ok());
+        assert!(slotcron::validate_job_name(&name).is_ok());
     }
 
     #[test]

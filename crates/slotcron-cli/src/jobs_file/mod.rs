@@ -16,7 +16,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use slotcron::schedule::ScheduleError;
+use slotcron::ScheduleError;
 use slotcron::{Job, JobBuilder, JobError, Misfire, Overlap};
 
 use crate::command::ShellCommand;
@@ -170,7 +170,7 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
                 first_line.insert(name, *line);
                 // Here rather than only in the core's build, so that a bad name is
                 // reported beside the job's other problems.
-                match slotcron::job::validate_name(name) {
+                match slotcron::validate_job_name(name) {
                     Ok(()) => _ = named.insert((name, *line)),
                     Err(reason) => problems.push(Problem::field(*line, Some(name), "name", reason)),
                 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::schedule::{CronSchedule, Interval, ScheduleKind};
+use slotcron::{CronSchedule, Interval, ScheduleKind};
 use slotcron::{Job, JobBuilder, JobState};
 
 use crate::duration;

@@ -1,12 +1,12 @@
-//! The fleet's [membership](slotcron::coordinator::membership) on PostgreSQL: the
+//! The fleet's [membership](slotcron::Coordinator#membership) on PostgreSQL: the
 //! `member` and `handled` tables of schema version 8, each operation one statement (one
 //! round trip), every expiry on the server's clock (`now()`).
 
 use std::time::{Duration, SystemTime};
 
 use slotcron::CoordinatorError;
-use slotcron::coordinator::{Handled, TriggerRef};
 use slotcron::jiff::Timestamp;
+use slotcron::{Handled, TriggerRef};
 
 use super::{PostgresCoordinator, ttl_us};
 use crate::PostgresDatabase;

@@ -1,4 +1,6 @@
-use jiff::Timestamp;
+use jiff::{RoundMode, Timestamp, TimestampRound, Unit};
+
+use super::MAX_BACKFILL_COUNTED;
 
 /// Why a pause, resume, manual run or backfill was refused. Nothing changed unless the
 /// variant says otherwise.
@@ -25,7 +27,10 @@ pub enum ControlError {
         to: Timestamp,
     },
     /// A backfill range that reaches into the future.
-    #[error("backfill of job {job:?}: to {to} is after now ({now}); a backfill runs past triggers only")]
+    #[error(
+        "backfill of job {job:?}: to {to} is after now ({}); a backfill runs past triggers only",
+        whole_seconds(*now)
+    )]
     FutureRange {
         /// The job.
         job: String,
@@ -36,12 +41,15 @@ pub enum ControlError {
     },
     /// A backfill range holding more triggers than one request may run.
     #[error(
-        "backfill of job {job:?}: the range holds more than {max} triggers; at most {max} per request, \
-         split the range"
+        "backfill of job {job:?}: the range holds {} triggers; at most {max} per request, split the range",
+        how_many(*triggers)
     )]
     TooManyTriggers {
         /// The job.
         job: String,
+        /// How many triggers the range holds; `None` for more than 100,000, where
+        /// counting stops.
+        triggers: Option<usize>,
         /// The limit, [`MAX_BACKFILL_TRIGGERS`](super::MAX_BACKFILL_TRIGGERS).
         max: usize,
     },
@@ -61,4 +69,37 @@ pub enum ControlError {
     /// have been made.
     #[error("{0}")]
     Backend(String),
+}
+
+/// `at` to the second before it, for a message (truncated, so that an instant shown as
+/// before another still is).
+fn whole_seconds(at: Timestamp) -> Timestamp {
+    at.round(TimestampRound::new().smallest(Unit::Second).mode(RoundMode::Trunc)).unwrap_or(at)
+}
+
+/// A range's count of triggers, for a message.
+fn how_many(triggers: Option<usize>) -> String {
+    match triggers {
+        Some(triggers) => triggers.to_string(),
+        None => format!("more than {MAX_BACKFILL_COUNTED}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_is_said_to_the_second() {
+        let error = ControlError::FutureRange {
+            job: "tick".into(),
+            to: "2024-05-18T00:00:00Z".parse().unwrap(),
+            now: "2024-05-17T01:00:00.987654321Z".parse().unwrap(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "backfill of job \"tick\": to 2024-05-18T00:00:00Z is after now (2024-05-17T01:00:00Z); \
+             a backfill runs past triggers only"
+        );
+    }
 }

@@ -29,6 +29,10 @@ pub const IDEMPOTENCY_KEY_TTL: Duration = Duration::from_secs(24 * 3600);
 /// nothing queued; split it.
 pub const MAX_BACKFILL_TRIGGERS: usize = 1_000;
 
+/// How many triggers of a refused backfill range are counted for its message, at most:
+/// 100,000 (counting a long range of a short interval would take too long).
+pub(crate) const MAX_BACKFILL_COUNTED: usize = 100 * MAX_BACKFILL_TRIGGERS;
+
 /// The longest idempotency key, in bytes: 128.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
 

@@ -17,7 +17,7 @@ use crate::control::{Controls, MemoryControls};
 /// A scheduler alone wins every trigger once; schedulers sharing one (a clone shares
 /// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
 /// each job's won claims since this coordinator was made. Leases, the fleet's
-/// [membership](super::membership) and the owners' [`Handled`] tallies live in memory too
+/// [membership](super::Coordinator#membership) and the owners' [`Handled`] tallies live in memory too
 /// and expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]).
 #[derive(Clone)]
 pub struct InProcessCoordinator {

@@ -1,24 +1,4 @@
-//! The per-job lease: the overlap guard beside the claim (DESIGN.md, "Run policies").
-//!
-//! A claim marks one trigger as taken and is never released; a lease marks a *job* as
-//! running somewhere in the fleet, for as long as its owner renews it. The overlap
-//! policies `forbid`, `buffer_one` and `replace` take the lease after winning the claim,
-//! renew it by heartbeat every [`heartbeat`] while the run goes on (retries and backoffs
-//! included), and release it when the run ends.
-//!
-//! What every [`Coordinator`](super::Coordinator) that keeps leases promises:
-//! - **One owner.** While a lease is held and unexpired, every other owner's
-//!   [`acquire_lease`](super::Coordinator::acquire_lease) gets [`LeaseGrant::Held`].
-//! - **Renewed only by its owner**, compared atomically with the stored owner (never a
-//!   blind expire): a lease that expired, or was deleted and taken by another owner, is
-//!   [`LeaseRenewal::Lost`] to the first owner, who must stop its run.
-//! - **Expires** [`Lease::ttl`] after its last acquisition or renewal, measured on the
-//!   backend's clock, so a dead owner blocks the job for at most the TTL.
-//! - **Released** only by its owner; releasing a lease one does not hold changes nothing.
-//! - **Cancellation** ([`cancel_lease`](super::Coordinator::cancel_lease), for
-//!   `replace`) marks the held lease so that its owner's next renewal answers
-//!   [`LeaseRenewal::CancelRequested`]; the lease stays held until its owner releases
-//!   it or it expires.
+//! The per-job lease beside the claim: its promises are on [`Coordinator`](super::Coordinator), "Leases".
 
 use std::time::Duration;
 
@@ -27,7 +7,7 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
 
 /// How often a lease of `ttl` is renewed: a third of its TTL, so two renewals in a row
 /// may fail (a slow backend) before it expires.
-pub fn heartbeat(ttl: Duration) -> Duration {
+pub(crate) fn heartbeat(ttl: Duration) -> Duration {
     (ttl / 3).max(Duration::from_millis(1))
 }
 

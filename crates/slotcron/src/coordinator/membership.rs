@@ -1,21 +1,4 @@
-//! The membership of a fleet: the replicas that heartbeat into the coordinator, so that
-//! each trigger has one *owner* among the live ones ([`rendezvous`](super::rendezvous))
-//! that claims it at once, while the others only take over what it left unclaimed.
-//!
-//! A replica registers itself with [`Coordinator::heartbeat`](super::Coordinator::heartbeat)
-//! every third of the membership TTL; the coordinator keeps each member until its last
-//! heartbeat plus the TTL has passed on the coordinator's clock, so a replica that dies
-//! leaves the membership within the TTL, and one that stops gracefully leaves at once
-//! ([`Coordinator::leave`](super::Coordinator::leave)). The membership only decides who
-//! claims first: the claim alone decides who runs, so a stale view costs at most a late
-//! run (the takeover delay), never a double one.
-//!
-//! To spare non-owners one read per trigger, an owner adds what it has claimed at one
-//! trigger instant to a [`Handled`] tally (one write per batch); a non-owner reads the
-//! tallies of the owners of the triggers it waits for (one read per owner and instant)
-//! and reads trigger by trigger ([`Coordinator::unclaimed`](super::Coordinator::unclaimed))
-//! only for an owner whose tally does not account for every trigger the non-owner
-//! expected it to claim.
+//! The membership of a fleet: described on [`Coordinator`](super::Coordinator), "Membership".
 
 use std::time::Duration;
 

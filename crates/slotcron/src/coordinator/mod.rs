@@ -3,16 +3,19 @@
 mod error;
 mod hold;
 mod in_process;
-pub mod lease;
-pub mod membership;
-pub mod read_back;
-pub mod rendezvous;
+pub(crate) mod lease;
+pub(crate) mod membership;
+mod read_back;
+pub(crate) mod rendezvous;
 
 pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
-pub use lease::{Lease, LeaseGrant, LeaseRenewal};
-pub use membership::{Handled, TriggerRef};
+pub use lease::{DEFAULT_LEASE_TTL, Lease, LeaseGrant, LeaseRenewal};
+pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, TriggerRef};
+pub use read_back::{
+    ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
+};
 
 use std::time::Duration;
 
@@ -93,8 +96,77 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// must report an error rather than guess when the outcome is unknown: the engine then
 /// skips the trigger (fail closed). A recurring claim expires and is refused by the job's
 /// high-water mark as [`Hold`] describes, on the coordinator's own clock. A networked
-/// backend whose reply can be lost reads the claim back with
-/// [`read_back::claim_with_read_back`] (a batch: [`read_back::claim_batch_with_read_back`]).
+/// backend whose reply can be lost reads the claim back with [`claim_with_read_back`]
+/// (a batch: [`claim_batch_with_read_back`]), as "Lost replies" below describes.
+///
+/// # Leases
+///
+/// The per-job lease is the overlap guard beside the claim (DESIGN.md, "Run policies").
+/// A claim marks one trigger as taken and is never released; a lease marks a *job* as
+/// running somewhere in the fleet, for as long as its owner renews it. The overlap
+/// policies `forbid`, `buffer_one` and `replace` take the lease after winning the claim,
+/// renew it by heartbeat every third of its TTL while the run goes on (retries and
+/// backoffs included), and release it when the run ends.
+///
+/// What every coordinator that keeps leases promises:
+/// - **One owner.** While a lease is held and unexpired, every other owner's
+///   [`acquire_lease`](Coordinator::acquire_lease) gets [`LeaseGrant::Held`].
+/// - **Renewed only by its owner**, compared atomically with the stored owner (never a
+///   blind expire): a lease that expired, or was deleted and taken by another owner, is
+///   [`LeaseRenewal::Lost`] to the first owner, who must stop its run.
+/// - **Expires** [`Lease::ttl`] after its last acquisition or renewal, measured on the
+///   backend's clock, so a dead owner blocks the job for at most the TTL.
+/// - **Released** only by its owner; releasing a lease one does not hold changes nothing.
+/// - **Cancellation** ([`cancel_lease`](Coordinator::cancel_lease), for `replace`) marks
+///   the held lease so that its owner's next renewal answers
+///   [`LeaseRenewal::CancelRequested`]; the lease stays held until its owner releases it
+///   or it expires.
+///
+/// # Membership
+///
+/// The membership of a fleet is the replicas that heartbeat into the coordinator, so
+/// that each trigger has one *owner* among the live ones (rendezvous hashing of the
+/// job's name over the members' instance ids) that claims it at once, while the others
+/// only take over what it left unclaimed.
+///
+/// A replica registers itself with [`Coordinator::heartbeat`] every third of the
+/// membership TTL (default [`DEFAULT_MEMBERSHIP_TTL`]); the coordinator keeps each member
+/// until its last heartbeat plus the TTL has passed on the coordinator's clock, so a
+/// replica that dies leaves the membership within the TTL, and one that stops gracefully
+/// leaves at once ([`Coordinator::leave`]). The membership only decides who claims
+/// first: the claim alone decides who runs, so a stale view costs at most a late run
+/// (the takeover delay), never a double one.
+///
+/// To spare non-owners one read per trigger, an owner adds what it has claimed at one
+/// trigger instant to a [`Handled`] tally (one write per batch); a non-owner reads the
+/// tallies of the owners of the triggers it waits for (one read per owner and instant)
+/// and reads trigger by trigger ([`Coordinator::unclaimed`]) only for an owner whose
+/// tally does not account for every trigger the non-owner expected it to claim.
+///
+/// # Lost replies
+///
+/// A claim whose reply was lost is read back, never guessed: the decision every
+/// networked coordinator makes the same way, whatever its backend.
+///
+/// A claim is one round trip to the backend. When the request may have reached the
+/// backend but no whole reply came back (a dropped connection, a garbled reply, a
+/// response timeout), the claim may or may not have been made. The coordinator then
+/// reads the trigger back and compares the claimant stored there with the random token
+/// it drew for this claim:
+///
+/// - its own token: won, with the fencing token stored with the claim;
+/// - another's (or a value slotcron did not write): lost;
+/// - nobody's: the claim was not made, and it is made once more — with the same token,
+///   so that a first attempt still in flight on the backend is found rather than lost
+///   to; nobody's again after a second lost reply is an error;
+/// - the read-back fails too: an error, and the scheduler skips the trigger (fail
+///   closed, DESIGN.md's "Exactly once across replicas").
+///
+/// A backend supplies the two round trips, the claim and the read-back, to
+/// [`claim_with_read_back`]. A batch of claims in one round trip
+/// ([`Coordinator::claim_batch`]) whose reply was lost is read back the same way, claim
+/// by claim, in one round trip for the batch, by [`claim_batch_with_read_back`]: the
+/// claims nobody holds are made once more, as one batch.
 #[async_trait]
 pub trait Coordinator: Send + Sync + 'static {
     /// Tries to claim a trigger.
@@ -148,8 +220,8 @@ pub trait Coordinator: Send + Sync + 'static {
         outcomes
     }
 
-    /// Takes the job's lease for `lease.owner`, or finds it held; see [`lease`] for what
-    /// a lease promises. The default keeps no leases: an error, so that the overlap
+    /// Takes the job's lease for `lease.owner`, or finds it held; see ["Leases"](Coordinator#leases)
+    /// for what a lease promises. The default keeps no leases: an error, so that the overlap
     /// policies fail closed on a coordinator without them.
     ///
     /// # Errors
@@ -197,7 +269,7 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// Registers (or renews) `instance` as a member of the fleet until `ttl` from now on
     /// the coordinator's clock, and returns the live members, this one included, sorted;
-    /// see [`membership`]. `None` (the default) for a coordinator without a membership:
+    /// see ["Membership"](Coordinator#membership). `None` (the default) for a coordinator without a membership:
     /// every replica then owns every trigger and claims it at once.
     ///
     /// # Errors
@@ -234,7 +306,7 @@ pub trait Coordinator: Send + Sync + 'static {
     }
 
     /// Adds `handled` to `owner`'s [`Handled`] tally of trigger instant `at`, kept for
-    /// `ttl` on the coordinator's clock; see [`membership`]. Nothing by default.
+    /// `ttl` on the coordinator's clock; see ["Membership"](Coordinator#membership). Nothing by default.
     ///
     /// # Errors
     /// The backend is unreachable; non-owners then read trigger by trigger.

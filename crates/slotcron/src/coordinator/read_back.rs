@@ -1,26 +1,5 @@
-//! A claim whose reply was lost is read back, never guessed: the decision every
-//! networked coordinator makes the same way, whatever its backend.
-//!
-//! A claim is one round trip to the backend. When the request may have reached the
-//! backend but no whole reply came back (a dropped connection, a garbled reply, a
-//! response timeout), the claim may or may not have been made. The coordinator then reads
-//! the trigger back and compares the claimant stored there with the random token it drew
-//! for this claim:
-//!
-//! - its own token: won, with the fencing token stored with the claim;
-//! - another's (or a value slotcron did not write): lost;
-//! - nobody's: the claim was not made, and it is made once more — with the same token,
-//!   so that a first attempt still in flight on the backend is found rather than lost
-//!   to; nobody's again after a second lost reply is an error;
-//! - the read-back fails too: an error, and the scheduler skips the trigger (fail
-//!   closed, DESIGN.md's "Exactly once across replicas").
-//!
-//! A backend supplies the two round trips, the claim and the read-back, to
-//! [`claim_with_read_back`]. A batch of claims in one round trip
-//! ([`Coordinator::claim_batch`](super::Coordinator::claim_batch)) whose reply was lost
-//! is read back the same way, claim by claim, in one round trip for the batch, by
-//! [`claim_batch_with_read_back`]: the claims nobody holds are made once more, as one
-//! batch.
+//! A claim whose reply was lost is read back, never guessed: described on
+//! [`Coordinator`](super::Coordinator), "Lost replies".
 
 use std::fmt;
 use std::future::Future;
@@ -29,7 +8,7 @@ use super::{ClaimOutcome, CoordinatorError};
 
 /// Who holds a trigger, as a claimant whose reply was lost reads it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Holder {
+pub enum ClaimHolder {
     /// This claim (the backend stores its token): won.
     Us {
         /// The fencing token stored with the claim.
@@ -44,7 +23,7 @@ pub enum Holder {
 /// Why one attempt at a claim has no answer. `E` is the backend's account of the failure,
 /// shown in the claim's error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttemptError<E> {
+pub enum ClaimAttemptError<E> {
     /// The claim was not made: no connection, a failure before the request was sent, or
     /// an error reply from the backend (which made no claim). Nothing to read back.
     NotMade(E),
@@ -53,7 +32,7 @@ pub enum AttemptError<E> {
 }
 
 /// Makes a claim with `attempt` and, when its reply is lost, reads the trigger's holder
-/// with `read_holder` and decides as the [module](self) describes: at most two attempts
+/// with `read_holder` and decides as [`Coordinator`](super::Coordinator)'s "Lost replies" describes: at most two attempts
 /// and two read-backs.
 ///
 /// `attempt` makes the claim once, always with the same token; `read_holder` reads back
@@ -75,19 +54,19 @@ pub async fn claim_with_read_back<E, A, AF, R, RF, T>(
 where
     E: fmt::Display,
     A: FnMut() -> AF,
-    AF: Future<Output = Result<ClaimOutcome, AttemptError<E>>>,
+    AF: Future<Output = Result<ClaimOutcome, ClaimAttemptError<E>>>,
     R: FnMut() -> RF,
-    RF: Future<Output = Result<Holder, E>>,
+    RF: Future<Output = Result<ClaimHolder, E>>,
     T: fmt::Display + ?Sized,
 {
     let mut tried_again = false;
     loop {
         let lost = match attempt().await {
             Ok(outcome) => return Ok(outcome),
-            Err(AttemptError::NotMade(e)) => {
+            Err(ClaimAttemptError::NotMade(e)) => {
                 return Err(CoordinatorError::unavailable(format!("{claim} failed: {e}")));
             }
-            Err(AttemptError::ReplyLost(e)) => e,
+            Err(ClaimAttemptError::ReplyLost(e)) => e,
         };
         let holder = read_holder().await.map_err(|e| {
             CoordinatorError::outcome_unknown(format!(
@@ -96,10 +75,10 @@ where
         })?;
         tracing::warn!(claim, %token, ?holder, "claim reply lost ({lost}); read the claim back");
         match holder {
-            Holder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
-            Holder::Other => return Ok(ClaimOutcome::Lost),
-            Holder::Nobody if !tried_again => tried_again = true,
-            Holder::Nobody => {
+            ClaimHolder::Us { fencing_token } => return Ok(ClaimOutcome::Won { fencing_token }),
+            ClaimHolder::Other => return Ok(ClaimOutcome::Lost),
+            ClaimHolder::Nobody if !tried_again => tried_again = true,
+            ClaimHolder::Nobody => {
                 return Err(CoordinatorError::outcome_unknown(format!(
                     "{claim} failed twice: {lost}; reading it back found no claim"
                 )));
@@ -110,7 +89,7 @@ where
 
 /// One attempt at a batch: each claim's outcome (or its own error, e.g. a key the backend
 /// cannot read), in the order asked, or why the attempt as a whole has no answer.
-pub type BatchAttempt<E> = Result<Vec<Result<ClaimOutcome, CoordinatorError>>, AttemptError<E>>;
+pub type ClaimBatchAttempt<E> = Result<Vec<Result<ClaimOutcome, CoordinatorError>>, ClaimAttemptError<E>>;
 
 /// [`claim_with_read_back`] for a batch of `count` claims made in one round trip: the
 /// same decision, per claim, with one attempt and one read-back per round for every
@@ -133,9 +112,9 @@ pub async fn claim_batch_with_read_back<E, A, AF, R, RF>(
 where
     E: fmt::Display,
     A: FnMut(Vec<usize>) -> AF,
-    AF: Future<Output = BatchAttempt<E>>,
+    AF: Future<Output = ClaimBatchAttempt<E>>,
     R: FnMut(Vec<usize>) -> RF,
-    RF: Future<Output = Result<Vec<Holder>, E>>,
+    RF: Future<Output = Result<Vec<ClaimHolder>, E>>,
 {
     let mut results: Vec<Option<Result<ClaimOutcome, CoordinatorError>>> = (0..count).map(|_| None).collect();
     let mut pending: Vec<usize> = (0..count).collect();
@@ -148,14 +127,14 @@ where
                 }
                 break;
             }
-            Err(AttemptError::NotMade(e)) => {
+            Err(ClaimAttemptError::NotMade(e)) => {
                 for &i in &pending {
                     results[i] =
                         Some(Err(CoordinatorError::unavailable(format!("{} failed: {e}", claim(i)))));
                 }
                 break;
             }
-            Err(AttemptError::ReplyLost(e)) => e,
+            Err(ClaimAttemptError::ReplyLost(e)) => e,
         };
         let holders = match read_holders(pending.clone()).await {
             Ok(holders) if holders.len() == pending.len() => holders,
@@ -173,13 +152,13 @@ where
         let mut nobody = Vec::new();
         for (&i, holder) in pending.iter().zip(holders) {
             results[i] = match holder {
-                Holder::Us { fencing_token } => Some(Ok(ClaimOutcome::Won { fencing_token })),
-                Holder::Other => Some(Ok(ClaimOutcome::Lost)),
-                Holder::Nobody if !tried_again => {
+                ClaimHolder::Us { fencing_token } => Some(Ok(ClaimOutcome::Won { fencing_token })),
+                ClaimHolder::Other => Some(Ok(ClaimOutcome::Lost)),
+                ClaimHolder::Nobody if !tried_again => {
                     nobody.push(i);
                     None
                 }
-                Holder::Nobody => Some(Err(CoordinatorError::outcome_unknown(format!(
+                ClaimHolder::Nobody => Some(Err(CoordinatorError::outcome_unknown(format!(
                     "{} failed twice: {lost}; reading it back found no claim",
                     claim(i)
                 )))),
@@ -217,8 +196,8 @@ mod tests {
 
     use super::*;
 
-    type Attempt = Result<ClaimOutcome, AttemptError<&'static str>>;
-    type ReadBack = Result<Holder, &'static str>;
+    type Attempt = Result<ClaimOutcome, ClaimAttemptError<&'static str>>;
+    type ReadBack = Result<ClaimHolder, &'static str>;
 
     /// Runs the decision on scripted replies; the outcome (or error text) and how many
     /// attempts and read-backs it made.
@@ -256,23 +235,23 @@ mod tests {
 
     #[tokio::test]
     async fn an_attempt_that_made_no_claim_is_an_error_without_reading_back() {
-        let (outcome, made, read) = decide(vec![Err(AttemptError::NotMade("refused"))], vec![]).await;
+        let (outcome, made, read) = decide(vec![Err(ClaimAttemptError::NotMade("refused"))], vec![]).await;
         assert_eq!(outcome, Err("claim of k failed: refused".to_owned()));
         assert_eq!((made, read), (1, 0));
     }
 
     #[tokio::test]
     async fn a_lost_reply_is_won_or_lost_as_the_stored_claimant_says() {
-        let lost = || vec![Err(AttemptError::ReplyLost("reset"))];
-        let ours = Holder::Us { fencing_token: 9 };
+        let lost = || vec![Err(ClaimAttemptError::ReplyLost("reset"))];
+        let ours = ClaimHolder::Us { fencing_token: 9 };
         assert_eq!(decide(lost(), vec![Ok(ours)]).await, (Ok(ClaimOutcome::Won { fencing_token: 9 }), 1, 1));
-        assert_eq!(decide(lost(), vec![Ok(Holder::Other)]).await, (Ok(ClaimOutcome::Lost), 1, 1));
+        assert_eq!(decide(lost(), vec![Ok(ClaimHolder::Other)]).await, (Ok(ClaimOutcome::Lost), 1, 1));
     }
 
     #[tokio::test]
     async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
         let (outcome, made, read) =
-            decide(vec![Err(AttemptError::ReplyLost("reset"))], vec![Err("down")]).await;
+            decide(vec![Err(ClaimAttemptError::ReplyLost("reset"))], vec![Err("down")]).await;
         let expected = "claim of k: outcome unknown after \"reset\", and reading it back failed: down";
         assert_eq!(outcome, Err(expected.to_owned()));
         assert_eq!((made, read), (1, 1));
@@ -294,22 +273,22 @@ mod tests {
             .expect_err("no answer")
             .kind()
         };
-        let lost = || Err(AttemptError::ReplyLost("reset"));
+        let lost = || Err(ClaimAttemptError::ReplyLost("reset"));
         assert_eq!(
-            kind(vec![Err(AttemptError::NotMade("refused"))], vec![]).await,
+            kind(vec![Err(ClaimAttemptError::NotMade("refused"))], vec![]).await,
             CoordinatorErrorKind::Unavailable
         );
         assert_eq!(kind(vec![lost()], vec![Err("down")]).await, CoordinatorErrorKind::OutcomeUnknown);
-        let nobody = vec![Ok(Holder::Nobody), Ok(Holder::Nobody)];
+        let nobody = vec![Ok(ClaimHolder::Nobody), Ok(ClaimHolder::Nobody)];
         assert_eq!(kind(vec![lost(), lost()], nobody).await, CoordinatorErrorKind::OutcomeUnknown);
     }
 
     #[tokio::test]
     async fn nobody_holding_the_trigger_means_one_more_attempt_and_no_more() {
-        let lost = || Err(AttemptError::ReplyLost("reset"));
-        assert_eq!(decide(vec![lost(), Ok(WON)], vec![Ok(Holder::Nobody)]).await, (Ok(WON), 2, 1));
+        let lost = || Err(ClaimAttemptError::ReplyLost("reset"));
+        assert_eq!(decide(vec![lost(), Ok(WON)], vec![Ok(ClaimHolder::Nobody)]).await, (Ok(WON), 2, 1));
         let (outcome, made, read) =
-            decide(vec![lost(), lost()], vec![Ok(Holder::Nobody), Ok(Holder::Nobody)]).await;
+            decide(vec![lost(), lost()], vec![Ok(ClaimHolder::Nobody), Ok(ClaimHolder::Nobody)]).await;
         assert_eq!(outcome, Err("claim of k failed twice: reset; reading it back found no claim".to_owned()));
         assert_eq!((made, read), (2, 2));
     }
@@ -322,8 +301,8 @@ mod tests {
             &|i| format!("claim {i}"),
             |pending: Vec<usize>| {
                 attempts.lock().unwrap().push(pending.clone());
-                let answer: BatchAttempt<&str> = match attempts.lock().unwrap().len() {
-                    1 => Err(AttemptError::ReplyLost("reset")),
+                let answer: ClaimBatchAttempt<&str> = match attempts.lock().unwrap().len() {
+                    1 => Err(ClaimAttemptError::ReplyLost("reset")),
                     _ => Ok(pending.iter().map(|_| Ok(WON)).collect()),
                 };
                 std::future::ready(answer)
@@ -331,9 +310,9 @@ mod tests {
             |pending: Vec<usize>| {
                 assert_eq!(pending, [0, 1, 2], "one read-back for the whole batch");
                 std::future::ready(Ok::<_, &str>(vec![
-                    Holder::Us { fencing_token: 3 },
-                    Holder::Other,
-                    Holder::Nobody,
+                    ClaimHolder::Us { fencing_token: 3 },
+                    ClaimHolder::Other,
+                    ClaimHolder::Nobody,
                 ]))
             },
         )
@@ -348,8 +327,8 @@ mod tests {
         let outcomes = claim_batch_with_read_back(
             2,
             &|i| format!("claim {i}"),
-            |_| std::future::ready(Err::<Vec<_>, _>(AttemptError::ReplyLost("reset"))),
-            |_| std::future::ready(Err::<Vec<Holder>, _>("down")),
+            |_| std::future::ready(Err::<Vec<_>, _>(ClaimAttemptError::ReplyLost("reset"))),
+            |_| std::future::ready(Err::<Vec<ClaimHolder>, _>("down")),
         )
         .await;
         for outcome in outcomes {

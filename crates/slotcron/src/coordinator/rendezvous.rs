@@ -16,7 +16,7 @@
 /// The member of `members` that owns `job`'s triggers; `None` for an empty membership.
 /// Ties (equal weights) go to the smaller instance id, so the answer never depends on
 /// the order of `members`.
-pub fn owner<'a>(job: &str, members: &'a [impl AsRef<str>]) -> Option<&'a str> {
+pub(crate) fn owner<'a>(job: &str, members: &'a [impl AsRef<str>]) -> Option<&'a str> {
     members
         .iter()
         .map(AsRef::as_ref)

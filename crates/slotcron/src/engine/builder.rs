@@ -192,7 +192,7 @@ impl SchedulerBuilder {
     /// How long, on this scheduler's clock, a replica that does not own a trigger waits
     /// for its owner to claim it before it reads whether it is still unclaimed and, if so,
     /// claims it (default [`Self::DEFAULT_TAKEOVER_DELAY`], 300 ms). With a coordinator
-    /// that keeps a [membership](crate::coordinator::membership), each trigger's owner
+    /// that keeps a [membership](crate::Coordinator#membership), each trigger's owner
     /// claims at once; an owner that cannot (at its concurrency cap, skipping for clock
     /// skew, its link down) costs a run this much late. Keep it below the jobs' grace
     /// windows and above the owners' claim round trip.
@@ -202,7 +202,7 @@ impl SchedulerBuilder {
     }
 
     /// Whether the replicas share the work (default `true`): with a coordinator that keeps
-    /// a [membership](crate::coordinator::membership), each trigger's owner claims it at
+    /// a [membership](crate::Coordinator#membership), each trigger's owner claims it at
     /// once and the others only take over what it left unclaimed after the
     /// [takeover delay](Self::takeover_delay). With `false` this replica joins no
     /// membership and claims every trigger at once, as with a coordinator that keeps none.
@@ -212,7 +212,7 @@ impl SchedulerBuilder {
     }
 
     /// How long the coordinator keeps this replica in the fleet's
-    /// [membership](crate::coordinator::membership) after its last heartbeat (default
+    /// [membership](crate::Coordinator#membership) after its last heartbeat (default
     /// [`DEFAULT_MEMBERSHIP_TTL`], 10 s, on the coordinator's clock; at least 3 ms): the
     /// most a replica that dies without leaving keeps owning its jobs, whose triggers
     /// then run a [takeover delay](Self::takeover_delay) late. It heartbeats every third
@@ -229,7 +229,7 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Whether the engine counts its [`metrics`](crate::metrics) at all (default `true`).
+    /// Whether the engine counts its [metrics](crate#metrics) at all (default `true`).
     /// Turn it off in a process that installs no recorder, to spare each run the few
     /// atomic additions and the flushes (the daemon does without `--admin`).
     pub fn metrics(mut self, count: bool) -> Self {
@@ -237,7 +237,7 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Whether the [`metrics`](crate::metrics) carry a `job` label (default `true`). Turn
+    /// Whether the [metrics](crate#metrics) carry a `job` label (default `true`). Turn
     /// it off for very large job sets: one series per job and outcome is more than a
     /// Prometheus server wants for tens of thousands of jobs.
     pub fn metrics_per_job(mut self, per_job: bool) -> Self {

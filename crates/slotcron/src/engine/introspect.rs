@@ -20,12 +20,14 @@ pub struct JobInfo {
     /// next ones; fewer when the schedule runs out, none before [`Scheduler::run`] starts
     /// queueing.
     pub next_triggers: Vec<Timestamp>,
-    /// The last trigger this scheduler handled, if any.
+    /// The last trigger this scheduler handled, if any: while its run goes on, with
+    /// outcome [`Outcome::Running`].
     pub last_run: Option<LastRun>,
 }
 
-/// The last trigger a scheduler handled of a job: its record once this process handled
-/// one, else what the store kept (trigger and outcome only).
+/// The last trigger a scheduler handled of a job: its record once this process started
+/// or handled one (`running` while its run goes on), else what the store kept (trigger
+/// and outcome only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LastRun {

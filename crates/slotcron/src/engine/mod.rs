@@ -159,7 +159,7 @@ struct Started {
     heartbeat: JoinHandle<()>,
     /// The membership heartbeat: leaves the membership when the scheduler starts stopping.
     membership: JoinHandle<()>,
-    /// Flushes the metrics [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after activity.
+    /// Flushes the metrics [`METRICS_FLUSH_EVERY`](crate::METRICS_FLUSH_EVERY) after activity.
     flusher: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
 }
@@ -261,7 +261,7 @@ impl Scheduler {
     }
 
     /// This scheduler's last view of the fleet's
-    /// [membership](crate::coordinator::membership): the live members' instance ids,
+    /// [membership](crate::Coordinator#membership): the live members' instance ids,
     /// sorted. `None` before the first heartbeat has answered, and with a coordinator
     /// that keeps no membership (every replica then claims every trigger at once).
     pub fn members(&self) -> Option<Vec<String>> {
@@ -286,8 +286,8 @@ impl Scheduler {
         self.shared.cap.as_ref().is_some_and(|cap| cap.waits(job, trigger))
     }
 
-    /// Hands the [`metrics`](crate::metrics) counted since the last flush to the installed
-    /// recorder. The engine flushes [`FLUSH_EVERY`](crate::metrics::FLUSH_EVERY) after
+    /// Hands the [metrics](crate#metrics) counted since the last flush to the installed
+    /// recorder. The engine flushes [`METRICS_FLUSH_EVERY`](crate::METRICS_FLUSH_EVERY) after
     /// activity and when [`Scheduler::run`] returns; call this just before rendering an
     /// exposition (the `/metrics` endpoint of `slotcron-admin` does), so that the counters
     /// hold every record written so far. Takes a few milliseconds for 10,000 jobs.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::later;
 use crate::clock::Clock;
 use crate::ledger::{Ledger, LedgerWrite};
-use crate::store::{JobState, Store, merge_state};
+use crate::store::{JobState, Store, merge_job_state};
 
 /// How many ledger writes one batch carries.
 const BATCH: usize = 256;
@@ -79,7 +79,7 @@ impl Outbox {
         {
             let mut pending = self.lock();
             if let Some(waiting) = pending.states.get(job) {
-                if let Some(merged) = merge_state(Some(waiting), &state) {
+                if let Some(merged) = merge_job_state(Some(waiting), &state) {
                     pending.states.insert(job.clone(), merged);
                 }
                 return;
@@ -89,7 +89,7 @@ impl Outbox {
             tracing::warn!(job = %job, trigger = %state.last_trigger, "{e}; the state is kept to be written later");
             let mut pending = self.lock();
             let merged = match pending.states.get(job) {
-                Some(waiting) => merge_state(Some(waiting), &state),
+                Some(waiting) => merge_job_state(Some(waiting), &state),
                 None => Some(state),
             };
             if let Some(merged) = merged {

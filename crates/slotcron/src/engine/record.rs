@@ -57,6 +57,8 @@ impl Shared {
             error: None,
             process: None,
         };
+        // The job's last run from now on, shown `running` until it ends.
+        job.set_last_run(&record);
         self.outbox.push(LedgerWrite::Append(record.clone()));
         record
     }

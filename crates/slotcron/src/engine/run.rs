@@ -23,7 +23,7 @@ use crate::context::JobContext;
 use crate::coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease, RequestClaim,
 };
-use crate::job::{BoxError, Job};
+use crate::job::{BoxError, Job, StoppedByShutdown};
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::metrics::{ClaimResult, Metrics};
 use crate::policy::{
@@ -685,6 +685,9 @@ fn ended(outcome: Outcome, error: Option<String>) -> AttemptResult {
 fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> AttemptResult {
     match result {
         Ok(Ok(())) => ended(Outcome::Succeeded, None),
+        Ok(Err(error)) if StoppedByShutdown::marks(&error) => {
+            ended(Outcome::Aborted, Some(error_chain(error.as_ref())))
+        }
         Ok(Err(error)) => AttemptResult {
             outcome: Outcome::Failed,
             retryable: !Permanent::marks(&error),

@@ -17,7 +17,8 @@ use super::table::{Action, Due};
 use super::{Scheduler, Shared};
 use super::{misfire, run};
 use crate::control::{
-    ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, check_idempotency_key,
+    ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_COUNTED, MAX_BACKFILL_TRIGGERS,
+    check_idempotency_key,
 };
 use crate::coordinator::CoordinatorError;
 use crate::job::Job;
@@ -162,12 +163,24 @@ impl Scheduler {
         }
         let mut triggers = Vec::new();
         let mut at = from.checked_sub(SignedDuration::from_nanos(1)).unwrap_or(from);
-        while let Some(next) = job.schedule.next_after(at).filter(|next| *next <= to) {
+        let mut next_in_range = || {
+            let next = job.schedule.next_after(at).filter(|next| *next <= to)?;
+            at = next;
+            Some(next)
+        };
+        while let Some(next) = next_in_range() {
             if triggers.len() == MAX_BACKFILL_TRIGGERS {
-                return Err(ControlError::TooManyTriggers { job: owned(), max: MAX_BACKFILL_TRIGGERS });
+                // Refused: `next` and those after it counted (up to a bound) for the message.
+                let bound = MAX_BACKFILL_COUNTED - MAX_BACKFILL_TRIGGERS;
+                let more = std::iter::from_fn(&mut next_in_range).take(bound).count();
+                let triggers = Some(MAX_BACKFILL_TRIGGERS + 1 + more).filter(|n| *n <= MAX_BACKFILL_COUNTED);
+                return Err(ControlError::TooManyTriggers {
+                    job: owned(),
+                    triggers,
+                    max: MAX_BACKFILL_TRIGGERS,
+                });
             }
             triggers.push(next);
-            at = next;
         }
         if !triggers.is_empty() {
             self.queue(&job, Cause::Backfill, &triggers)?;

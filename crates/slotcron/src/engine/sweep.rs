@@ -8,17 +8,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Shared, later};
 use crate::Scheduler;
-use crate::ledger::{HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::ledger::{LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
 use crate::store::JobState;
 
-/// Records the scheduler's heartbeat in its ledger every [`HEARTBEAT_EVERY`] (on its
+/// Records the scheduler's heartbeat in its ledger every [`LEDGER_HEARTBEAT_EVERY`] (on its
 /// clock) until `stop` fires.
 pub(crate) async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
     loop {
         if let Err(e) = shared.ledger.heartbeat(&shared.instance).await {
             tracing::debug!("heartbeat: {e}");
         }
-        let next = later(shared.clock.now(), HEARTBEAT_EVERY);
+        let next = later(shared.clock.now(), LEDGER_HEARTBEAT_EVERY);
         tokio::select! {
             () = shared.clock.sleep_until(next) => {}
             () = stop.cancelled() => return,

@@ -48,15 +48,15 @@ pub trait Ledger: Send + Sync + 'static {
     /// write several at once (one transaction) overrides it.
     ///
     /// # Errors
-    /// The backend failed; [`BatchError::written`] says how many of `writes` (from the
+    /// The backend failed; [`LedgerBatchError::written`] says how many of `writes` (from the
     /// first) took effect.
-    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), BatchError> {
+    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), LedgerBatchError> {
         for (written, write) in writes.iter().enumerate() {
             let result = match write {
                 LedgerWrite::Append(record) => self.append(record).await,
                 LedgerWrite::Update(record) => self.update(record).await,
             };
-            result.map_err(|error| BatchError { written, error })?;
+            result.map_err(|error| LedgerBatchError { written, error })?;
         }
         Ok(())
     }
@@ -65,7 +65,7 @@ pub trait Ledger: Send + Sync + 'static {
     /// ledger shared by a fleet keeps each instance's last heartbeat, so that a replica's
     /// stale sweep can tell the `running` records of a dead instance from a live one's
     /// ([`Ledger::lapsed_instances`]). The engine beats every
-    /// [`HEARTBEAT_EVERY`] while it runs. The default keeps
+    /// [`LEDGER_HEARTBEAT_EVERY`] while it runs. The default keeps
     /// nothing (a ledger of one scheduler needs none).
     ///
     /// # Errors
@@ -95,7 +95,7 @@ pub trait Ledger: Send + Sync + 'static {
 }
 
 /// How often a running scheduler records its heartbeat ([`Ledger::heartbeat`]).
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
+pub const LEDGER_HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 
 /// One write to a ledger, as [`Ledger::write_batch`] takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl LedgerWrite {
 /// A [`Ledger::write_batch`] that failed part way.
 #[derive(Debug, thiserror::Error)]
 #[error("{error} (after {written} write(s) of the batch)")]
-pub struct BatchError {
+pub struct LedgerBatchError {
     /// How many writes, from the first, took effect.
     pub written: usize,
     /// Why the next one failed.

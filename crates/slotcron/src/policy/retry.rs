@@ -168,7 +168,7 @@ pub(crate) struct Attempted {
 /// text.
 ///
 /// ```
-/// use slotcron::policy::Permanent;
+/// use slotcron::Permanent;
 /// # fn check() -> Result<(), slotcron::BoxError> {
 /// Err(Permanent::new(std::io::Error::other("no such account")))?
 /// # }

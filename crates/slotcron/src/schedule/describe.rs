@@ -7,7 +7,7 @@ use jiff::tz::TimeZone;
 /// A schedule as a person reads it; see [`Schedule::describe`](super::Schedule::describe).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Description {
+pub struct ScheduleDescription {
     /// How it is spelled: a cron expression as written (`*/5 * * * *`), `every 10s`,
     /// `at 2026-12-04T16:00:00Z`, `after 30s`, or a custom schedule's `Debug` text.
     pub text: String,
@@ -19,7 +19,7 @@ pub struct Description {
     pub zone: Option<String>,
 }
 
-impl Description {
+impl ScheduleDescription {
     /// A description from its spelling and English; no zone.
     pub fn new(text: impl Into<String>, english: impl Into<String>) -> Self {
         Self { text: text.into(), english: Some(english.into()), zone: None }

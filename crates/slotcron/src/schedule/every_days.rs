@@ -3,7 +3,7 @@ use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp, ToSpan};
 
 use super::zone::fixed_time_instant;
-use super::{Description, Schedule, ScheduleError};
+use super::{Schedule, ScheduleDescription, ScheduleError};
 
 /// Every N days at a wall-clock time in a time zone (gron's `Every(N days).At("hh:mm")`).
 ///
@@ -95,11 +95,11 @@ impl Schedule for EveryDays {
         }
     }
 
-    fn describe(&self) -> Description {
+    fn describe(&self) -> ScheduleDescription {
         let time = self.time.strftime("%H:%M:%S").to_string();
         let time = time.strip_suffix(":00").unwrap_or(&time);
         let days = if self.days == 1 { "day".to_owned() } else { format!("{} days", self.days) };
-        Description::new(format!("every {days} at {time}"), format!("At {time} every {days}"))
+        ScheduleDescription::new(format!("every {days} at {time}"), format!("At {time} every {days}"))
             .in_zone(&self.zone)
     }
 }

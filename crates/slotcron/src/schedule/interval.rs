@@ -3,7 +3,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 
 use super::describe::Compact;
-use super::{Description, MAX_DURATION, Schedule, ScheduleError, ScheduleKind};
+use super::{MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind};
 
 /// A fixed period, anchored to the Unix epoch plus an optional offset.
 ///
@@ -84,8 +84,8 @@ impl Schedule for Interval {
         ScheduleKind::Interval { period: self.period() }
     }
 
-    fn describe(&self) -> Description {
-        Description::new(format!("every {}", Compact(self.period())), self.explain())
+    fn describe(&self) -> ScheduleDescription {
+        ScheduleDescription::new(format!("every {}", Compact(self.period())), self.explain())
     }
 }
 

@@ -1,16 +1,6 @@
-//! Schedules: what yields the fire times of a job.
-//!
-//! Every built-in kind implements [`Schedule`], and so can a user's own type:
-//!
-//! | kind | type | recurrence |
-//! |---|---|---|
-//! | interval anchored to the Unix epoch | [`Interval`] | recurring |
-//! | cron expression in an IANA time zone | [`CronSchedule`] | recurring |
-//! | every N days at a wall-clock time | [`EveryDays`] | recurring |
-//! | one absolute instant | [`At`] | one-shot |
-//! | a delay after the scheduler starts | [`After`] | one-shot |
+//! Schedules: what yields the fire times of a job ([`Schedule`]).
 
-pub mod cron;
+mod cron;
 mod describe;
 mod duration;
 mod error;
@@ -19,8 +9,8 @@ mod interval;
 mod one_shot;
 mod zone;
 
-pub use cron::{CronError, CronSchedule};
-pub use describe::Description;
+pub use cron::{CronError, CronErrorKind, CronField, CronSchedule};
+pub use describe::ScheduleDescription;
 pub use duration::{DurationError, parse_duration};
 pub use error::ScheduleError;
 pub use every_days::EveryDays;
@@ -37,7 +27,17 @@ use jiff::Timestamp;
 /// would never matter in practice, is more likely a typo, and would overflow instants.
 pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
 
-/// A source of fire times.
+/// A source of fire times: what yields the fire times of a job.
+///
+/// Every built-in kind implements it, and so can a user's own type:
+///
+/// | kind | type | recurrence |
+/// |---|---|---|
+/// | interval anchored to the Unix epoch | [`Interval`] | recurring |
+/// | cron expression in an IANA time zone | [`CronSchedule`] | recurring |
+/// | every N days at a wall-clock time | [`EveryDays`] | recurring |
+/// | one absolute instant | [`At`] | one-shot |
+/// | a delay after the scheduler starts | [`After`] | one-shot |
 ///
 /// Implement it for a custom schedule; the engine asks for the next fire time after the
 /// trigger it has just fired, so an implementation must be a pure function of its input.
@@ -56,8 +56,8 @@ pub trait Schedule: fmt::Debug + Send + Sync + 'static {
 
     /// How the schedule reads to a person (the admin API and status page show it). The
     /// default: its `Debug` text, no English; the built-in schedules say more.
-    fn describe(&self) -> Description {
-        Description { text: format!("{self:?}"), english: None, zone: None }
+    fn describe(&self) -> ScheduleDescription {
+        ScheduleDescription { text: format!("{self:?}"), english: None, zone: None }
     }
 }
 
@@ -99,7 +99,7 @@ macro_rules! schedule_behind {
                 (**self).kind()
             }
 
-            fn describe(&self) -> Description {
+            fn describe(&self) -> ScheduleDescription {
                 (**self).describe()
             }
         }

@@ -3,7 +3,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::describe::Compact;
-use super::{Description, Schedule, ScheduleKind};
+use super::{Schedule, ScheduleDescription, ScheduleKind};
 
 /// One fire time at an absolute instant.
 ///
@@ -33,8 +33,8 @@ impl Schedule for At {
         ScheduleKind::At(self.0)
     }
 
-    fn describe(&self) -> Description {
-        Description::new(format!("at {}", self.0), format!("Once, at {}", self.0))
+    fn describe(&self) -> ScheduleDescription {
+        ScheduleDescription::new(format!("at {}", self.0), format!("Once, at {}", self.0))
     }
 }
 
@@ -68,9 +68,12 @@ impl Schedule for After {
         ScheduleKind::After(self.0)
     }
 
-    fn describe(&self) -> Description {
+    fn describe(&self) -> ScheduleDescription {
         let delay = Compact(self.0);
-        Description::new(format!("after {delay}"), format!("Once, {delay} after the scheduler starts"))
+        ScheduleDescription::new(
+            format!("after {delay}"),
+            format!("Once, {delay} after the scheduler starts"),
+        )
     }
 }
 

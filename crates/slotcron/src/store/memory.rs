@@ -3,7 +3,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{JobDefinition, JobState, Store, StoreError, merge_state};
+use super::{JobDefinition, JobState, Store, StoreError, merge_job_state};
 use crate::clock::SystemClock;
 use crate::control::{Controls, MemoryControls};
 
@@ -50,7 +50,7 @@ impl Store for MemoryStore {
         let mut inner = self.lock();
         match inner.states.get_mut(job) {
             Some(stored) => {
-                if let Some(merged) = merge_state(Some(stored), state) {
+                if let Some(merged) = merge_job_state(Some(stored), state) {
                     *stored = merged;
                 }
             }

@@ -109,7 +109,7 @@ impl StoreError {
 
 /// Merges a new state into a stored one with the rules of [`Store::save_state`]; `None`
 /// when the stored state must be kept as it is. For implementations.
-pub fn merge_state(stored: Option<&JobState>, new: &JobState) -> Option<JobState> {
+pub fn merge_job_state(stored: Option<&JobState>, new: &JobState) -> Option<JobState> {
     let Some(stored) = stored else { return Some(new.clone()) };
     if new.last_trigger < stored.last_trigger {
         return None;
@@ -138,24 +138,27 @@ mod tests {
     #[test]
     fn merging_never_moves_backwards_and_keeps_done() {
         let stored = state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true);
-        assert_eq!(merge_state(Some(&stored), &state("2024-01-01T00:00:00Z", None, false)), None);
-        assert_eq!(merge_state(Some(&stored), &state("2024-01-01T00:01:00Z", None, false)), None);
+        assert_eq!(merge_job_state(Some(&stored), &state("2024-01-01T00:00:00Z", None, false)), None);
+        assert_eq!(merge_job_state(Some(&stored), &state("2024-01-01T00:01:00Z", None, false)), None);
         assert_eq!(
-            merge_state(Some(&stored), &state("2024-01-01T00:02:00Z", None, false)),
+            merge_job_state(Some(&stored), &state("2024-01-01T00:02:00Z", None, false)),
             Some(state("2024-01-01T00:02:00Z", None, true))
         );
         let won = state("2024-01-01T00:02:00Z", Some(Outcome::Succeeded), false);
         assert_eq!(
-            merge_state(Some(&won), &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)),
+            merge_job_state(Some(&won), &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)),
             None
         );
         let running = state("2024-01-01T00:02:00Z", None, false);
         assert_eq!(
-            merge_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)),
+            merge_job_state(
+                Some(&running),
+                &state("2024-01-01T00:02:00Z", Some(Outcome::SkippedLost), false)
+            ),
             None
         );
         assert_eq!(
-            merge_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false)),
+            merge_job_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false)),
             Some(state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false))
         );
     }

@@ -55,7 +55,7 @@ pub async fn states_round_trip(store: &dyn Store) {
     assert_eq!(store.load_states().await.unwrap(), expected);
 }
 
-/// [`Store::save_state`]'s rules, as [`merge_state`](crate::store::merge_state) states them.
+/// [`Store::save_state`]'s rules, as [`merge_job_state`](crate::store::merge_job_state) states them.
 pub async fn state_merge_rules(store: &dyn Store) {
     let load = async |job: &str| store.load_states().await.unwrap().remove(job);
     store.save_state("a", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();

@@ -35,7 +35,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use jiff::tz::TimeZone;
-use slotcron::schedule::CronSchedule;
+use slotcron::CronSchedule;
 
 use super::{Draft, Parsed, Policies, Problem, ScheduleSpec, job_name};
 use crate::command::{self, Me, ShellCommand};

@@ -287,7 +287,7 @@ impl Reader<'_> {
         if let Some(delay) = self.duration(table, "takeover_delay") {
             let ttl = self.parsed.coordination.membership_ttl;
             let ttl_source = if ttl.is_some() { "membership_ttl" } else { "the default" };
-            let ttl = ttl.unwrap_or(slotcron::coordinator::membership::DEFAULT_MEMBERSHIP_TTL);
+            let ttl = ttl.unwrap_or(slotcron::DEFAULT_MEMBERSHIP_TTL);
             match coordination::check_takeover_delay(delay, ttl, ttl_source) {
                 Ok(()) => self.parsed.coordination.takeover_delay = Some(delay),
                 Err(reason) => self.problem(table, "takeover_delay", span("takeover_delay"), reason),

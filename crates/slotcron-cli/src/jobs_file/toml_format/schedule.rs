@@ -2,7 +2,7 @@
 //! `timezone` of a cron or local `at` schedule.
 
 use jiff::tz::TimeZone;
-use slotcron::schedule::{CronSchedule, parse_duration};
+use slotcron::{CronSchedule, parse_duration};
 use toml::Spanned;
 use toml::de::DeValue;
 

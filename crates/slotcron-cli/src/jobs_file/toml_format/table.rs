@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use slotcron::schedule::parse_duration;
+use slotcron::parse_duration;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 

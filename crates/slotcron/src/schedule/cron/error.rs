@@ -3,7 +3,7 @@ use std::ops::Range;
 
 /// A field of a cron expression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Field {
+pub enum CronField {
     /// Seconds, 0-59: the first of six fields.
     Second,
     /// Minutes, 0-59.
@@ -18,7 +18,7 @@ pub enum Field {
     DayOfWeek,
 }
 
-impl Field {
+impl CronField {
     /// The field's name as used in messages: `minute`, `day-of-month`...
     pub fn name(self) -> &'static str {
         match self {
@@ -43,7 +43,7 @@ impl Field {
     }
 }
 
-impl fmt::Display for Field {
+impl fmt::Display for CronField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -163,7 +163,7 @@ fn name_hint(name: &str) -> &'static str {
 /// `hour field "24" (column 3): 24 is out of range 0-23`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronError {
-    field: Option<Field>,
+    field: Option<CronField>,
     token: String,
     span: Range<usize>,
     column: usize,
@@ -172,7 +172,7 @@ pub struct CronError {
 
 impl CronError {
     pub(super) fn new(
-        field: Option<Field>,
+        field: Option<CronField>,
         expression: &str,
         span: Range<usize>,
         kind: CronErrorKind,
@@ -183,7 +183,7 @@ impl CronError {
     }
 
     /// The field at fault, if the error is in one field.
-    pub fn field(&self) -> Option<Field> {
+    pub fn field(&self) -> Option<CronField> {
         self.field
     }
 

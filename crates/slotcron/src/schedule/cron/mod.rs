@@ -1,17 +1,4 @@
 //! Cron expressions: parsing, evaluation in an IANA time zone, and DST handling.
-//!
-//! The syntax and semantics are those of `conformance/README.md` (Debian's Vixie cron,
-//! as cronsim models it, plus common extensions); where peers disagree,
-//! `DESIGN.md` ("Schedules") decides:
-//!
-//! - 5 fields `minute hour day-of-month month day-of-week`, or 6 with seconds first;
-//! - names (`JAN`, `mon`), ranges, steps, lists, `?`, `L`, `LW`, `nW`, `nL`, `n#k`;
-//! - the descriptors `@yearly @annually @monthly @weekly @daily @midnight @hourly`, and
-//!   `@every <duration>`, an interval anchored to the Unix epoch (the duration as
-//!   [`parse_duration`](super::parse_duration) reads it: a day is 24 hours);
-//! - day-of-month and day-of-week are ANDed when either starts with `*` (or is `?`),
-//!   ORed otherwise (Vixie cron);
-//! - DST as cronie does it, see [`CronSchedule`].
 
 mod calendar;
 mod error;
@@ -20,7 +7,7 @@ mod parse;
 mod search;
 mod spec;
 
-pub use error::{CronError, CronErrorKind, Field};
+pub use error::{CronError, CronErrorKind, CronField};
 
 use std::fmt;
 use std::str::FromStr;
@@ -31,12 +18,24 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::zone::{fixed_offset, fixed_time_instant};
-use super::{Description, Interval, Schedule, ScheduleKind};
+use super::{Interval, Schedule, ScheduleDescription, ScheduleKind};
 use parse::Parsed;
 use search::Wall;
 use spec::Spec;
 
 /// A cron expression evaluated on the wall clock of a time zone (UTC unless set).
+///
+/// The syntax and semantics are those of `conformance/README.md` (Debian's Vixie cron,
+/// as cronsim models it, plus common extensions); where peers disagree,
+/// `DESIGN.md` ("Schedules") decides:
+///
+/// - 5 fields `minute hour day-of-month month day-of-week`, or 6 with seconds first;
+/// - names (`JAN`, `mon`), ranges, steps, lists, `?`, `L`, `LW`, `nW`, `nL`, `n#k`;
+/// - the descriptors `@yearly @annually @monthly @weekly @daily @midnight @hourly`, and
+///   `@every <duration>`, an interval anchored to the Unix epoch (the duration as
+///   [`parse_duration`](crate::parse_duration) reads it: a day is 24 hours);
+/// - day-of-month and day-of-week are ANDed when either starts with `*` (or is `?`),
+///   ORed otherwise (Vixie cron).
 ///
 /// DST follows cronie (Vixie cron with Red Hat's changes):
 ///
@@ -48,7 +47,7 @@ use spec::Spec;
 ///   gap, both passes of an overlap.
 ///
 /// ```
-/// use slotcron::schedule::{CronSchedule, Schedule};
+/// use slotcron::{CronSchedule, Schedule};
 /// use jiff::{Timestamp, tz::TimeZone};
 ///
 /// let cron = CronSchedule::parse("30 2 * * *")?
@@ -181,11 +180,11 @@ impl Schedule for CronSchedule {
         }
     }
 
-    fn describe(&self) -> Description {
+    fn describe(&self) -> ScheduleDescription {
         let english = self.explain();
         match &self.repr {
-            Repr::Every(_) => Description::new(&*self.expression, english),
-            Repr::Fields(_) => Description::new(&*self.expression, english).in_zone(&self.zone),
+            Repr::Every(_) => ScheduleDescription::new(&*self.expression, english),
+            Repr::Fields(_) => ScheduleDescription::new(&*self.expression, english).in_zone(&self.zone),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::error::{CronError, CronErrorKind, Field};
+use super::error::{CronError, CronErrorKind, CronField};
 use super::spec::{DayRule, Spec};
 use crate::schedule::{Interval, ScheduleError, parse_duration};
 
@@ -32,7 +32,7 @@ struct Parser<'a> {
 /// One field's text and where it starts in the expression.
 #[derive(Clone, Copy)]
 struct Text<'a> {
-    field: Field,
+    field: CronField,
     text: &'a str,
     at: usize,
 }
@@ -82,7 +82,7 @@ impl<'a> Tokens<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn error(&self, field: Option<Field>, span: Range<usize>, kind: CronErrorKind) -> CronError {
+    fn error(&self, field: Option<CronField>, span: Range<usize>, kind: CronErrorKind) -> CronError {
         CronError::new(field, self.expression, span, kind)
     }
 
@@ -96,7 +96,7 @@ impl<'a> Parser<'a> {
         }
         let text = |field, (text, at): (&'a str, usize)| Text { field, text, at };
         let (second, rest) = match (tokens.count, tokens.kept()) {
-            (6, [second, rest @ ..]) => (Some(text(Field::Second, *second)), rest),
+            (6, [second, rest @ ..]) => (Some(text(CronField::Second, *second)), rest),
             (_, rest) => (None, rest),
         };
         let &[minute, hour, dom, month, dow] = rest else {
@@ -109,11 +109,11 @@ impl<'a> Parser<'a> {
             return Err(self.error(None, span, CronErrorKind::FieldCount(tokens.count)));
         };
         let fields = [
-            text(Field::Minute, minute),
-            text(Field::Hour, hour),
-            text(Field::DayOfMonth, dom),
-            text(Field::Month, month),
-            text(Field::DayOfWeek, dow),
+            text(CronField::Minute, minute),
+            text(CronField::Hour, hour),
+            text(CronField::DayOfMonth, dom),
+            text(CronField::Month, month),
+            text(CronField::DayOfWeek, dow),
         ];
         self.fields(second, fields).map(Parsed::Fields)
     }
@@ -185,8 +185,8 @@ impl<'a> Parser<'a> {
         let mut bits = 0;
         for item in self.items(text) {
             let (item, at) = item?;
-            if text.field != Field::DayOfWeek && item.contains('#')
-                || text.field <= Field::Hour && item.contains(['L', 'l', 'W', 'w'])
+            if text.field != CronField::DayOfWeek && item.contains('#')
+                || text.field <= CronField::Hour && item.contains(['L', 'l', 'W', 'w'])
             {
                 let kind = CronErrorKind::BadSpecial("L, W and # are allowed only in the day fields");
                 return Err(self.error(Some(text.field), at..at + item.len(), kind));
@@ -217,7 +217,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `*`, `a`, `a-b`, each optionally with `/n`, as a bit set of raw values.
-    fn range_item(&self, field: Field, item: &str, at: usize) -> Result<u64, CronError> {
+    fn range_item(&self, field: CronField, item: &str, at: usize) -> Result<u64, CronError> {
         let (min, max) = field.range();
         let (base, step) = match item.split_once('/') {
             Some((base, step)) => (base, Some(step)),
@@ -258,7 +258,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A number or a name, checked against the field's range.
-    fn value(&self, field: Field, text: &str, at: usize) -> Result<u8, CronError> {
+    fn value(&self, field: CronField, text: &str, at: usize) -> Result<u8, CronError> {
         let error = |kind| self.error(Some(field), at..at + text.len(), kind);
         let (min, max) = field.range();
         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
@@ -269,8 +269,8 @@ impl<'a> Parser<'a> {
                 .ok_or_else(|| error(CronErrorKind::OutOfRange { value, min, max }));
         }
         let names: &[&str] = match field {
-            Field::Month => &MONTHS,
-            Field::DayOfWeek => &DAYS,
+            CronField::Month => &MONTHS,
+            CronField::DayOfWeek => &DAYS,
             _ => &[],
         };
         if let Some(i) = names.iter().position(|name| name.eq_ignore_ascii_case(text)) {
@@ -284,8 +284,8 @@ impl<'a> Parser<'a> {
             return Err(error(CronErrorKind::UnknownName(text.to_owned())));
         }
         let names = match field {
-            Field::Month => ", or a name (JAN-DEC)",
-            Field::DayOfWeek => ", or a name (SUN-SAT)",
+            CronField::Month => ", or a name (JAN-DEC)",
+            CronField::DayOfWeek => ", or a name (SUN-SAT)",
             _ => "",
         };
         Err(error(CronErrorKind::NotANumber { names }))
@@ -293,7 +293,7 @@ impl<'a> Parser<'a> {
 
     fn day_of_month(&self, rule: &mut DayRule, dom: &Text<'_>) -> Result<(), CronError> {
         if dom.text == "?" {
-            rule.dom = self.range_item(Field::DayOfMonth, "*", dom.at)?;
+            rule.dom = self.range_item(CronField::DayOfMonth, "*", dom.at)?;
             return Ok(());
         }
         for item in self.items(dom) {
@@ -317,7 +317,7 @@ impl<'a> Parser<'a> {
 
     fn dom_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
-            self.error(Some(Field::DayOfMonth), at..at + item.len(), CronErrorKind::BadSpecial(message))
+            self.error(Some(CronField::DayOfMonth), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
         if item.eq_ignore_ascii_case("L") {
             rule.last_day = true;
@@ -333,26 +333,26 @@ impl<'a> Parser<'a> {
                     "W follows a single day number (nW, e.g. 15W); ranges, steps and lists within W are not supported",
                 ));
             }
-            let day = self.value(Field::DayOfMonth, day, at)?;
+            let day = self.value(CronField::DayOfMonth, day, at)?;
             rule.nearest_weekday |= 1 << day;
         } else {
-            rule.dom |= self.range_item(Field::DayOfMonth, item, at)?;
+            rule.dom |= self.range_item(CronField::DayOfMonth, item, at)?;
         }
         Ok(())
     }
 
     fn dow_item(&self, rule: &mut DayRule, item: &str, at: usize) -> Result<(), CronError> {
         let special = |message| {
-            self.error(Some(Field::DayOfWeek), at..at + item.len(), CronErrorKind::BadSpecial(message))
+            self.error(Some(CronField::DayOfWeek), at..at + item.len(), CronErrorKind::BadSpecial(message))
         };
         if let Some((weekday, nth)) = item.split_once('#') {
-            let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
+            let weekday = self.value(CronField::DayOfWeek, weekday, at)? % 7;
             let k = match nth.as_bytes() {
                 [k @ b'1'..=b'5'] => k - b'0',
                 _ => {
                     let span = at + item.len() - nth.len()..at + item.len();
                     let kind = CronErrorKind::BadSpecial("in w#k, k counts the weeks of the month: 1 to 5");
-                    return Err(self.error(Some(Field::DayOfWeek), span, kind));
+                    return Err(self.error(Some(CronField::DayOfWeek), span, kind));
                 }
             };
             rule.nth[usize::from(weekday)] |= 1 << k;
@@ -367,11 +367,11 @@ impl<'a> Parser<'a> {
             if !weekday.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(special("nL takes a day number 0-7 (e.g. 5L for the last Friday)"));
             }
-            let weekday = self.value(Field::DayOfWeek, weekday, at)? % 7;
+            let weekday = self.value(CronField::DayOfWeek, weekday, at)? % 7;
             rule.last_dow |= 1 << weekday;
             return Ok(());
         }
-        let bits = self.range_item(Field::DayOfWeek, item, at)?;
+        let bits = self.range_item(CronField::DayOfWeek, item, at)?;
         // 7 is Sunday, like 0.
         rule.dow |= ((bits | bits >> 7) & 0x7F) as u8;
         Ok(())
@@ -388,7 +388,7 @@ impl<'a> Parser<'a> {
         let smallest = plain.trailing_zeros() as u8;
         if plain != 0 && smallest > longest {
             let kind = CronErrorKind::ImpossibleDay { day: smallest };
-            return Err(self.error(Some(Field::DayOfMonth), dom.span(), kind));
+            return Err(self.error(Some(CronField::DayOfMonth), dom.span(), kind));
         }
         Ok(())
     }
@@ -403,7 +403,7 @@ fn saturating_number(digits: &str) -> u32 {
 mod tests {
     use std::time::Duration;
 
-    use super::super::error::{CronError, CronErrorKind, Field};
+    use super::super::error::{CronError, CronErrorKind, CronField};
     use super::parse;
 
     fn error(expression: &str) -> CronError {
@@ -414,7 +414,7 @@ mod tests {
     }
 
     /// The field, the offending text, its column and the reason.
-    fn rejects(expression: &str, field: Option<Field>, token: &str, column: usize, kind: CronErrorKind) {
+    fn rejects(expression: &str, field: Option<CronField>, token: &str, column: usize, kind: CronErrorKind) {
         let error = error(expression);
         assert_eq!(
             (error.field(), error.token(), error.column(), error.kind()),
@@ -431,35 +431,35 @@ mod tests {
         assert_eq!(huge, r#"hour field "99999999999999999999" (column 3): the value is out of range 0-23"#);
         rejects(
             "0 0 1 13 *",
-            Some(Field::Month),
+            Some(CronField::Month),
             "13",
             7,
             CronErrorKind::OutOfRange { value: 13, min: 1, max: 12 },
         );
         rejects(
             "60 * * * * *",
-            Some(Field::Second),
+            Some(CronField::Second),
             "60",
             1,
             CronErrorKind::OutOfRange { value: 60, min: 0, max: 59 },
         );
         rejects(
             "0 0 1-32 * *",
-            Some(Field::DayOfMonth),
+            Some(CronField::DayOfMonth),
             "32",
             7,
             CronErrorKind::OutOfRange { value: 32, min: 1, max: 31 },
         );
         rejects(
             "0 0 * * 8",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "8",
             9,
             CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
         );
         rejects(
             "0 0 0 * *",
-            Some(Field::DayOfMonth),
+            Some(CronField::DayOfMonth),
             "0",
             5,
             CronErrorKind::OutOfRange { value: 0, min: 1, max: 31 },
@@ -470,14 +470,14 @@ mod tests {
     fn ranges_do_not_wrap_around() {
         rejects(
             "0 22-2 * * *",
-            Some(Field::Hour),
+            Some(CronField::Hour),
             "22-2",
             3,
             CronErrorKind::ReversedRange { start: 22, end: 2, min: 0, max: 23 },
         );
         rejects(
             "0 0 * * SAT-SUN",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "SAT-SUN",
             9,
             CronErrorKind::ReversedRange { start: 6, end: 0, min: 0, max: 7 },
@@ -488,50 +488,56 @@ mod tests {
         assert!(message.ends_with("(write 1-7)"), "{message}");
         let message = error("0 22-2 * * *").to_string();
         assert!(message.ends_with("(write 22-23,0-2)"), "{message}");
-        rejects("0 1- * * *", Some(Field::Hour), "1-", 3, CronErrorKind::BadRange);
-        rejects("0 1-2-3 * * *", Some(Field::Hour), "1-2-3", 3, CronErrorKind::BadRange);
+        rejects("0 1- * * *", Some(CronField::Hour), "1-", 3, CronErrorKind::BadRange);
+        rejects("0 1-2-3 * * *", Some(CronField::Hour), "1-2-3", 3, CronErrorKind::BadRange);
     }
 
     #[test]
     fn steps_point_at_the_step() {
-        rejects("*/0 * * * *", Some(Field::Minute), "0", 3, CronErrorKind::StepZero);
-        rejects("0 1-5/x * * *", Some(Field::Hour), "x", 7, CronErrorKind::BadStep);
-        rejects("*/ * * * *", Some(Field::Minute), "", 3, CronErrorKind::BadStep);
+        rejects("*/0 * * * *", Some(CronField::Minute), "0", 3, CronErrorKind::StepZero);
+        rejects("0 1-5/x * * *", Some(CronField::Hour), "x", 7, CronErrorKind::BadStep);
+        rejects("*/ * * * *", Some(CronField::Minute), "", 3, CronErrorKind::BadStep);
     }
 
     #[test]
     fn names_only_in_their_own_field() {
         rejects(
             "* * * * JAN",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "JAN",
             9,
             CronErrorKind::NameInWrongField("JAN".into()),
         );
-        rejects("* * * mon *", Some(Field::Month), "mon", 7, CronErrorKind::NameInWrongField("MON".into()));
+        rejects(
+            "* * * mon *",
+            Some(CronField::Month),
+            "mon",
+            7,
+            CronErrorKind::NameInWrongField("MON".into()),
+        );
         rejects(
             "* * * * MONDAY",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "MONDAY",
             9,
             CronErrorKind::UnknownName("MONDAY".into()),
         );
-        rejects("0 noon * * *", Some(Field::Hour), "noon", 3, CronErrorKind::NotANumber { names: "" });
+        rejects("0 noon * * *", Some(CronField::Hour), "noon", 3, CronErrorKind::NotANumber { names: "" });
     }
 
     #[test]
     fn a_day_no_selected_month_has() {
-        rejects("0 0 30 2 *", Some(Field::DayOfMonth), "30", 5, CronErrorKind::ImpossibleDay { day: 30 });
+        rejects("0 0 30 2 *", Some(CronField::DayOfMonth), "30", 5, CronErrorKind::ImpossibleDay { day: 30 });
         rejects(
             "0 0 31 2,4,6,9,11 *",
-            Some(Field::DayOfMonth),
+            Some(CronField::DayOfMonth),
             "31",
             5,
             CronErrorKind::ImpossibleDay { day: 31 },
         );
         rejects(
             "0 0 30-31 2 *",
-            Some(Field::DayOfMonth),
+            Some(CronField::DayOfMonth),
             "30-31",
             5,
             CronErrorKind::ImpossibleDay { day: 30 },
@@ -551,14 +557,14 @@ mod tests {
     #[test]
     fn special_forms_out_of_place() {
         for (expression, field, token, column) in [
-            ("L * * * *", Field::Minute, "L", 1),
-            ("0 0 * 1#2 *", Field::Month, "1#2", 7),
-            ("0 0 L-2 * *", Field::DayOfMonth, "L-2", 5),
-            ("0 0 1-5W * *", Field::DayOfMonth, "1-5W", 5),
-            ("0 0 * * L", Field::DayOfWeek, "L", 9),
-            ("0 0 * * MONL", Field::DayOfWeek, "MONL", 9),
-            ("0 0 * * 1#0", Field::DayOfWeek, "0", 11),
-            ("0 0 * * 1#6", Field::DayOfWeek, "6", 11),
+            ("L * * * *", CronField::Minute, "L", 1),
+            ("0 0 * 1#2 *", CronField::Month, "1#2", 7),
+            ("0 0 L-2 * *", CronField::DayOfMonth, "L-2", 5),
+            ("0 0 1-5W * *", CronField::DayOfMonth, "1-5W", 5),
+            ("0 0 * * L", CronField::DayOfWeek, "L", 9),
+            ("0 0 * * MONL", CronField::DayOfWeek, "MONL", 9),
+            ("0 0 * * 1#0", CronField::DayOfWeek, "0", 11),
+            ("0 0 * * 1#6", CronField::DayOfWeek, "6", 11),
         ] {
             let e = error(expression);
             assert!(matches!(e.kind(), CronErrorKind::BadSpecial(_)), "{expression:?}: {e}");
@@ -570,14 +576,14 @@ mod tests {
         }
         rejects(
             "0 0 * * 8#1",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "8",
             9,
             CronErrorKind::OutOfRange { value: 8, min: 0, max: 7 },
         );
-        rejects("0 0 ? * ?,1", Some(Field::DayOfWeek), "?", 9, CronErrorKind::MisplacedQuestionMark);
-        rejects("0 ? * * *", Some(Field::Hour), "?", 3, CronErrorKind::MisplacedQuestionMark);
-        rejects("0 1,,2 * * *", Some(Field::Hour), ",", 4, CronErrorKind::EmptyItem);
+        rejects("0 0 ? * ?,1", Some(CronField::DayOfWeek), "?", 9, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 ? * * *", Some(CronField::Hour), "?", 3, CronErrorKind::MisplacedQuestionMark);
+        rejects("0 1,,2 * * *", Some(CronField::Hour), ",", 4, CronErrorKind::EmptyItem);
     }
 
     #[test]
@@ -619,22 +625,28 @@ mod tests {
 
     #[test]
     fn errors_are_checked_from_left_to_right() {
-        assert_eq!(error("0 24 32 13 *").field(), Some(Field::Hour));
-        assert_eq!(error("0 0 32 13 *").field(), Some(Field::DayOfMonth));
-        assert_eq!(error("0 0 1 13 8").field(), Some(Field::Month));
+        assert_eq!(error("0 24 32 13 *").field(), Some(CronField::Hour));
+        assert_eq!(error("0 0 32 13 *").field(), Some(CronField::DayOfMonth));
+        assert_eq!(error("0 0 1 13 8").field(), Some(CronField::Month));
     }
 
     #[test]
     fn columns_count_characters_not_bytes() {
         rejects(
             "0 0 * * é",
-            Some(Field::DayOfWeek),
+            Some(CronField::DayOfWeek),
             "é",
             9,
             CronErrorKind::NotANumber { names: ", or a name (SUN-SAT)" },
         );
-        rejects("\u{e9} 0 * * *", Some(Field::Minute), "\u{e9}", 1, CronErrorKind::NotANumber { names: "" });
+        rejects(
+            "\u{e9} 0 * * *",
+            Some(CronField::Minute),
+            "\u{e9}",
+            1,
+            CronErrorKind::NotANumber { names: "" },
+        );
         let month = CronErrorKind::NotANumber { names: ", or a name (JAN-DEC)" };
-        rejects("0 0 * *\t\u{e9}\u{e9} 1", Some(Field::Month), "\u{e9}\u{e9}", 9, month);
+        rejects("0 0 * *\t\u{e9}\u{e9} 1", Some(CronField::Month), "\u{e9}\u{e9}", 9, month);
     }
 }
