@@ -11,10 +11,20 @@ pub(crate) struct Token(String);
 
 impl Token {
     /// 64 bits from the operating system's random source, in hex.
+    #[cfg(test)]
     pub fn random() -> Result<Self, getrandom::Error> {
+        Ok(Self::several(1)?.remove(0))
+    }
+
+    /// `n` tokens that differ from each other and, but for a chance of about `n` in
+    /// 2^64, from every token drawn elsewhere: 64 bits from the operating system's random
+    /// source for the first, each next one more (wrapping), in hex. One draw for a whole
+    /// batch of claims rather than a system call per claim.
+    pub fn several(n: usize) -> Result<Vec<Self>, getrandom::Error> {
         let mut bytes = [0u8; 8];
         getrandom::getrandom(&mut bytes)?;
-        Ok(Self(format!("{:016x}", u64::from_le_bytes(bytes))))
+        let first = u64::from_le_bytes(bytes);
+        Ok((0..n as u64).map(|i| Self(format!("{:016x}", first.wrapping_add(i)))).collect())
     }
 
     /// The script's claimant argument: `{token} {instance}`.
@@ -75,5 +85,9 @@ mod tests {
         let (a, b) = (Token::random().unwrap(), Token::random().unwrap());
         assert_ne!(a, b);
         assert_eq!(a.to_string().len(), 16);
+        let batch = Token::several(1000).unwrap();
+        let distinct: std::collections::BTreeSet<String> = batch.iter().map(Token::to_string).collect();
+        assert_eq!(distinct.len(), 1000, "the tokens of one batch all differ");
+        assert!(batch.iter().all(|t| t.to_string().len() == 16));
     }
 }

@@ -107,9 +107,9 @@ struct Scripted<'a> {
     instance: &'a str,
     /// The instant it stands for, in milliseconds since the Unix epoch.
     trigger_ms: i64,
-    /// [`RedisCoordinator::hold_args`]: after the trigger (`""`: not recurring) and after
-    /// the claim (or the retention), in ms.
-    after_trigger: String,
+    /// [`RedisCoordinator::hold_args`]: after the trigger (`None`: not recurring, `""`
+    /// to the script) and after the claim (or the retention), in ms.
+    after_trigger: Option<u64>,
     after_claim: u64,
     /// Whether the job's pause refuses it.
     pausable: bool,
@@ -129,12 +129,12 @@ impl RedisCoordinator {
     }
 
     /// The script's hold arguments, in milliseconds rounded up: after the trigger and
-    /// after the claim for a recurring claim; `""` and the retention (`0`: for ever) for
+    /// after the claim for a recurring claim; none and the retention (`0`: for ever) for
     /// a one-shot.
-    fn hold_args(&self, hold: Option<Hold>) -> (String, u64) {
+    fn hold_args(&self, hold: Option<Hold>) -> (Option<u64>, u64) {
         match hold {
-            Some(hold) => (ceil_ms(hold.after_trigger()).to_string(), ceil_ms(hold.after_claim())),
-            None => (String::new(), self.one_shot_retention.map_or(0, ceil_ms)),
+            Some(hold) => (Some(ceil_ms(hold.after_trigger())), ceil_ms(hold.after_claim())),
+            None => (None, self.one_shot_retention.map_or(0, ceil_ms)),
         }
     }
 
@@ -156,17 +156,14 @@ impl RedisCoordinator {
     /// server), in one script call: one result per claim, in order. A lost reply is read
     /// back for every claim of the call ([`claim_batch_with_read_back`]).
     async fn claim_group(&self, claims: &[&Scripted<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
-        let mut tokens = Vec::with_capacity(claims.len());
-        for _ in claims {
-            match Token::random() {
-                Ok(token) => tokens.push(token),
-                Err(e) => {
-                    let e = format!("no random claim token: {e}");
-                    return claims.iter().map(|_| Err(CoordinatorError::unavailable(e.clone()))).collect();
-                }
+        let tokens = match Token::several(claims.len()) {
+            Ok(tokens) => tokens,
+            Err(e) => {
+                let e = format!("no random claim token: {e}");
+                return claims.iter().map(|_| Err(CoordinatorError::unavailable(e.clone()))).collect();
             }
-        }
-        let keys: Vec<String> = claims.iter().map(|c| c.key.clone()).collect();
+        };
+        let keys: Vec<&str> = claims.iter().map(|c| c.key.as_str()).collect();
         let name = |i: usize| format!("claim of {}", keys[i]);
         claim_batch_with_read_back(
             claims.len(),
@@ -181,7 +178,7 @@ impl RedisCoordinator {
     async fn run_script(
         &self,
         claims: &[&Scripted<'_>],
-        keys: &[String],
+        keys: &[&str],
         tokens: &[Token],
         pending: Vec<usize>,
     ) -> ClaimBatchAttempt<RedisError> {
@@ -189,13 +186,13 @@ impl RedisCoordinator {
         for &i in &pending {
             let claim = claims[i];
             script
-                .key(&keys[i])
+                .key(keys[i])
                 .key(self.keys.fencing(claim.job))
                 .key(self.keys.mark(claim.job))
                 .key(self.keys.paused(claim.job))
                 .arg(tokens[i].claimant(claim.instance))
                 .arg(claim.trigger_ms)
-                .arg(&claim.after_trigger)
+                .arg(claim.after_trigger.map_or(String::new(), |ms| ms.to_string()))
                 .arg(claim.after_claim)
                 .arg(if claim.pausable { "1" } else { "0" });
         }
@@ -252,11 +249,11 @@ impl RedisCoordinator {
     /// Who holds the trigger keys `pending` (indices into `keys`) now: one `MGET`.
     async fn read_holders(
         &self,
-        keys: &[String],
+        keys: &[&str],
         tokens: &[Token],
         pending: Vec<usize>,
     ) -> Result<Vec<ClaimHolder>, RedisError> {
-        let asked: Vec<&str> = pending.iter().map(|&i| keys[i].as_str()).collect();
+        let asked: Vec<&str> = pending.iter().map(|&i| keys[i]).collect();
         let values = self.connection.mget(&asked).await?;
         Ok(pending.iter().zip(values).map(|(&i, value)| holder(value.as_deref(), &tokens[i])).collect())
     }
@@ -325,7 +322,7 @@ impl Coordinator for RedisCoordinator {
             key: self.keys.trigger(claim.job, claim.key),
             instance: claim.instance,
             trigger_ms: claim.trigger.as_millisecond(),
-            after_trigger: String::new(),
+            after_trigger: None,
             after_claim: ceil_ms(claim.ttl),
             pausable: false,
         };

@@ -75,6 +75,9 @@ pub const MAX_NAME_LEN: usize = 200;
 pub struct Job {
     pub(crate) name: Arc<str>,
     pub(crate) schedule: Arc<dyn Schedule>,
+    /// `schedule.kind()`, kept beside the name: trigger keys are built from both at
+    /// every trigger, and this spares a look into the schedule.
+    pub(crate) kind: ScheduleKind,
     pub(crate) handler: Arc<dyn Handler>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) run_on_start: bool,
@@ -103,6 +106,7 @@ impl Clone for Job {
         Self {
             name: self.name.clone(),
             schedule: self.schedule.clone(),
+            kind: self.kind,
             handler: self.handler.clone(),
             timeout: self.timeout,
             run_on_start: self.run_on_start,
@@ -485,6 +489,7 @@ impl JobBuilder {
         Ok(Job {
             series: Arc::new(JobSeries::new(&name)),
             name,
+            kind: schedule.kind(),
             schedule,
             handler,
             timeout: self.timeout,

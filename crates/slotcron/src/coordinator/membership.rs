@@ -39,7 +39,13 @@ pub struct Handled {
 impl Handled {
     /// The tally of one trigger key.
     pub fn of_key(key: &str) -> Self {
-        Self { count: 1, fingerprint: stable_hash([key.as_bytes()]) >> 24 }
+        Self::of_key_parts([key.as_bytes()])
+    }
+
+    /// [`Handled::of_key`] of the key that `parts` make one after the other, without
+    /// building it.
+    pub(crate) fn of_key_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        Self { count: 1, fingerprint: stable_hash(parts) >> 24 }
     }
 
     /// The tally of both.
@@ -55,6 +61,13 @@ impl Handled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_tallied_in_parts_is_the_key_tallied_whole() {
+        let whole = Handled::of_key("backup:2024-05-17T10:00:00.500Z");
+        let parts = Handled::of_key_parts([b"backup".as_slice(), b":2024-05-17T10:00:00.500Z"]);
+        assert_eq!(whole, parts);
+    }
 
     #[test]
     fn tallies_add_up_in_any_order_and_tell_sets_apart() {

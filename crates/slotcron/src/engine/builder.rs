@@ -194,8 +194,10 @@ impl SchedulerBuilder {
     /// claims it (default [`Self::DEFAULT_TAKEOVER_DELAY`], 300 ms). With a coordinator
     /// that keeps a [membership](crate::Coordinator#membership), each trigger's owner
     /// claims at once; an owner that cannot (at its concurrency cap, skipping for clock
-    /// skew, its link down) costs a run this much late. Keep it below the jobs' grace
-    /// windows and above the owners' claim round trip.
+    /// skew, its link down) costs a run this much late. An owner whose tally of claimed
+    /// triggers grew since the last look (it is still claiming a big burst) is given
+    /// another delay, up to the [membership TTL](Self::membership_ttl) in all. Keep it
+    /// below the jobs' grace windows and above the owners' claim round trip.
     pub fn takeover_delay(mut self, delay: Duration) -> Self {
         self.settings.takeover_delay = delay;
         self

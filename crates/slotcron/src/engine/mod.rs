@@ -265,7 +265,7 @@ impl Scheduler {
     /// sorted. `None` before the first heartbeat has answered, and with a coordinator
     /// that keeps no membership (every replica then claims every trigger at once).
     pub fn members(&self) -> Option<Vec<String>> {
-        self.shared.membership.get().map(|members| members.to_vec())
+        self.shared.membership.get().map(|members| members.iter().map(|m| m.to_string()).collect())
     }
 
     /// Whether no `run()` is going on, its shutdown included.
@@ -476,7 +476,8 @@ impl Scheduler {
             }
             drop(split);
             // Only batches were spawned: they pace their own runs, so the loop goes on
-            // taking due triggers, which then wait for their batch's turn, not in the table.
+            // taking due triggers (after a yield), which then wait for their batch's turn,
+            // not in the table.
             let only_batches = !batched.is_empty() && spawned == 0;
             if !batched.is_empty() {
                 let claims = std::mem::take(&mut batched);
@@ -488,7 +489,11 @@ impl Scheduler {
                 tracker.spawn(run::execute_in_order(scope.clone(), group));
             }
             if more {
-                if !only_batches {
+                if only_batches {
+                    // Let the batch just spawned send its claims while the loop takes the
+                    // rest of the burst: the first claims go out before the last are taken.
+                    tokio::task::yield_now().await;
+                } else {
                     scope.pace().await;
                 }
                 continue;

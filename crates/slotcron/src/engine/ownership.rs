@@ -36,19 +36,20 @@ use super::{Shared, later, trigger_key};
 use crate::coordinator::rendezvous;
 use crate::coordinator::{Coordinator, Handled, TriggerRef};
 use crate::ledger::Outcome;
+use crate::schedule::ScheduleKind;
 
 /// This replica's last view of the fleet's membership, sorted; `None` until the first
 /// heartbeat answers, and for a coordinator without a membership: every trigger is
 /// then this replica's.
 #[derive(Default)]
-pub(crate) struct View(RwLock<Option<Arc<[String]>>>);
+pub(crate) struct View(RwLock<Option<Arc<[Arc<str>]>>>);
 
 impl View {
-    pub fn get(&self) -> Option<Arc<[String]>> {
+    pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn set(&self, members: Option<Arc<[String]>>) {
+    fn set(&self, members: Option<Arc<[Arc<str>]>>) {
         *self.0.write().unwrap_or_else(|p| p.into_inner()) = members;
     }
 }
@@ -70,7 +71,7 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>, stopping: CancellationToken) 
                     members.sort();
                 }
                 shared.metrics.members(members.len());
-                shared.membership.set(Some(members.into()));
+                shared.membership.set(Some(members.into_iter().map(Arc::from).collect()));
             }
             Err(e) => tracing::warn!(
                 coordinator = coordinator.name(),
@@ -102,7 +103,7 @@ pub(crate) enum Role {
 /// Decides the role of each item of one batch taken from the table, sharing one tally
 /// per trigger instant among the items this replica owns.
 pub(crate) struct Split {
-    members: Option<Arc<[String]>>,
+    members: Option<Arc<[Arc<str>]>>,
     tallies: HashMap<Timestamp, Arc<Tally>>,
 }
 
@@ -122,8 +123,10 @@ impl Split {
         if job.every_replica || job.jitter.is_some() || due.action != Action::Run {
             return Role::Everyone;
         }
-        match rendezvous::owner(&job.name, members) {
-            Some(owner) if owner != &*shared.instance => Role::Other(owner.into()),
+        // The member's own id (shared, not copied per trigger).
+        let owner = rendezvous::owner(&job.name, members).and_then(|o| members.iter().find(|m| ***m == *o));
+        match owner {
+            Some(owner) if **owner != *shared.instance => Role::Other(owner.clone()),
             _ => Role::Owner(
                 self.tallies
                     .entry(due.trigger)
@@ -220,24 +223,43 @@ impl Takeovers {
 
 /// After `deadline`, reads which of the triggers of instant `at` that others own are
 /// still unclaimed and runs those (a claim each, recorded); the others are counted, not
-/// recorded. Stopping first: nothing was claimed, nothing is recorded.
+/// recorded. An owner whose tally is short of what it owns here but grew since the last
+/// look (a big burst: it is still claiming) is given another takeover delay, up to the
+/// membership TTL after the first deadline; an owner whose tally stalled is taken over.
+/// Stopping first: nothing was claimed, nothing is recorded.
 async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, deadline: Timestamp) {
     let shared = scope.shared.clone();
-    tokio::select! {
-        biased;
-        () = scope.stopping.cancelled() => {}
-        () = shared.clock.sleep_until(deadline) => {}
-    }
-    let items = shared.takeovers.take(at);
-    if scope.stopping.is_cancelled() {
-        return;
-    }
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    let keys: Vec<String> = items
-        .iter()
-        .map(|(due, _)| trigger_key(&due.job.name, due.job.schedule.kind(), due.trigger))
-        .collect();
-    let unclaimed = read_unclaimed(&shared, coordinator.as_ref(), at, &items, &keys).await;
+    let (delay, limit) = (shared.settings.takeover_delay, later(deadline, shared.settings.membership_ttl));
+    let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
+    let complete = loop {
+        tokio::select! {
+            biased;
+            () = scope.stopping.cancelled() => {}
+            () = shared.clock.sleep_until(deadline) => {}
+        }
+        if scope.stopping.is_cancelled() {
+            shared.takeovers.take(at);
+            return;
+        }
+        shared.takeovers.account(at, &mut expected);
+        let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
+        // Counts that grew since the last look: the owner is still claiming.
+        let progressing = accounts.iter().fold(false, |progressing, (owner, account)| match account {
+            Account::Short(count) => seen.insert(owner.clone(), *count).unwrap_or(0) < *count || progressing,
+            Account::Complete | Account::Unknown => progressing,
+        });
+        let next = later(deadline, delay);
+        if !progressing || next > limit {
+            break accounts
+                .into_iter()
+                .filter_map(|(owner, account)| matches!(account, Account::Complete).then_some(owner))
+                .collect::<Vec<_>>();
+        }
+        deadline = next;
+    };
+    let items = shared.takeovers.take(at);
+    let unclaimed = read_unclaimed(&shared, coordinator.as_ref(), at, &items, &complete).await;
     let (mut taken, mut claimed, mut batched) = (0, 0, Vec::new());
     for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
         if !unclaimed {
@@ -260,42 +282,108 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     }
 }
 
-/// Whether each item is still unclaimed: `false` for those whose owner's tally accounts
-/// for exactly the triggers expected of it, else from one batched read. A failed read
-/// answers `true` for all: the claims decide (and are recorded).
+/// The tally each owner would have once it has claimed all of its items waiting at one
+/// instant, built as the items come (`seen` of them so far), without building their
+/// trigger keys: every key of the instant is the job's name and one suffix.
+#[derive(Default)]
+struct Expected {
+    seen: usize,
+    suffix: Option<String>,
+    tallies: BTreeMap<Arc<str>, Handled>,
+}
+
+impl Expected {
+    /// Adds the items from `self.seen` on.
+    fn add(&mut self, items: &[Awaiting]) {
+        for (due, owner) in items.iter().skip(self.seen) {
+            // `:{trigger}`, as trigger_key writes it after the name.
+            let suffix =
+                self.suffix.get_or_insert_with(|| trigger_key("", ScheduleKind::Recurring, due.trigger));
+            let name = due.job.name.as_bytes();
+            let handled = match due.job.kind {
+                ScheduleKind::After(_) => Handled::of_key_parts([name]),
+                _ => Handled::of_key_parts([name, suffix.as_bytes()]),
+            };
+            let tally = self.tallies.entry(owner.clone()).or_default();
+            *tally = tally.plus(handled);
+        }
+        self.seen = self.seen.max(items.len());
+    }
+}
+
+impl Takeovers {
+    /// Accounts for the items waiting at `at` that `expected` has not seen yet.
+    fn account(&self, at: Timestamp, expected: &mut Expected) {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(items) = waiting.get(&at) {
+            expected.add(items);
+        }
+    }
+}
+
+/// What an owner's tally at an instant says of the triggers a non-owner waits on.
+enum Account {
+    /// It accounts for exactly those this replica expected of it.
+    Complete,
+    /// Not yet: this many triggers so far.
+    Short(u64),
+    /// It could not be read.
+    Unknown,
+}
+
+/// The tally of each owner in `expected` at `at`, against what it was expected to
+/// claim: one read for all of them.
+async fn read_tallies(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    at: Timestamp,
+    expected: &Expected,
+) -> Vec<(Arc<str>, Account)> {
+    let owners: Vec<(&str, Timestamp)> = expected.tallies.keys().map(|owner| (&**owner, at)).collect();
+    let tallies = match within_claim_timeout(shared, coordinator.handled(&owners)).await {
+        Ok(tallies) if tallies.len() == owners.len() => tallies,
+        Ok(_) | Err(_) => {
+            tracing::debug!(%at, "owners' tallies not read: reading each trigger");
+            return expected.tallies.keys().map(|owner| (owner.clone(), Account::Unknown)).collect();
+        }
+    };
+    expected
+        .tallies
+        .iter()
+        .zip(tallies)
+        .map(|((owner, wanted), tally)| {
+            let account = match tally {
+                Some(tally) if tally == *wanted => Account::Complete,
+                Some(tally) => Account::Short(tally.count),
+                None => Account::Short(0),
+            };
+            (owner.clone(), account)
+        })
+        .collect()
+}
+
+/// Whether each item is still unclaimed: `false` for those of an owner in `complete`
+/// (its tally accounts for exactly the triggers expected of it), else from one batched
+/// read. A failed read answers `true` for all: the claims decide (and are recorded).
 async fn read_unclaimed(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     at: Timestamp,
     items: &[Awaiting],
-    keys: &[String],
+    complete: &[Arc<str>],
 ) -> Vec<bool> {
-    let mut expected: BTreeMap<&str, Handled> = BTreeMap::new();
-    for ((_, owner), key) in items.iter().zip(keys) {
-        let tally = expected.entry(owner).or_default();
-        *tally = tally.plus(Handled::of_key(key));
-    }
-    let owners: Vec<(&str, Timestamp)> = expected.keys().map(|owner| (*owner, at)).collect();
-    let tallies = match within_claim_timeout(shared, coordinator.handled(&owners)).await {
-        Ok(tallies) => tallies,
-        Err(e) => {
-            tracing::debug!(%at, "owners' tallies not read ({e}): reading each trigger");
-            vec![None; owners.len()]
-        }
-    };
-    let done: Vec<&str> = owners
-        .iter()
-        .zip(tallies)
-        .filter(|((owner, _), tally)| *tally == Some(expected[owner]))
-        .map(|((owner, _), _)| *owner)
-        .collect();
-    let open: Vec<usize> = (0..items.len()).filter(|i| !done.contains(&&*items[*i].1)).collect();
+    let open: Vec<usize> = (0..items.len()).filter(|i| !complete.contains(&items[*i].1)).collect();
     let mut unclaimed = vec![false; items.len()];
     if open.is_empty() {
         return unclaimed;
     }
+    let keys: Vec<String> = open
+        .iter()
+        .map(|i| &items[*i].0)
+        .map(|due| trigger_key(&due.job.name, due.job.kind, due.trigger))
+        .collect();
     let triggers: Vec<TriggerRef<'_>> =
-        open.iter().map(|i| TriggerRef { job: &items[*i].0.job.name, key: &keys[*i] }).collect();
+        open.iter().zip(&keys).map(|(i, key)| TriggerRef { job: &items[*i].0.job.name, key }).collect();
     let answers = match within_claim_timeout(shared, coordinator.unclaimed(&triggers)).await {
         Ok(answers) if answers.len() == triggers.len() => answers,
         Ok(_) | Err(_) => {

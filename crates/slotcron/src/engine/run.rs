@@ -428,7 +428,7 @@ async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
 
 /// The trigger key of `job`'s `trigger`.
 pub(super) fn key_of(job: &Job, trigger: Timestamp) -> Box<str> {
-    super::trigger_key(&job.name, job.schedule.kind(), trigger).into_boxed_str()
+    super::trigger_key(&job.name, job.kind, trigger).into_boxed_str()
 }
 
 /// The claim of `job`'s `trigger` (key `key`, next trigger `next`) by this scheduler.

@@ -25,6 +25,7 @@ use jiff::{SignedDuration, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
+use crate::coordinator::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
     MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef,
@@ -142,11 +143,13 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let cancel = CancellationToken::new();
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
+    let converged = Arc::new(AtomicU64::new(0));
     let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
     let outcomes: Vec<Arc<Outcomes>> = (0..load.replicas).map(|_| Arc::default()).collect();
     std::thread::scope(|scope| {
         for (index, (runs, outcomes)) in runs.iter().zip(&outcomes).enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
+            let converged = converged.clone();
             let outcomes = outcomes.clone();
             scope.spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
@@ -163,11 +166,30 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                     }
                     // Off the runtime's thread, whose tasks (connection drivers) must go on.
                     let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
+                    // Counts this replica once it sees the whole fleet (at the latest after
+                    // two membership TTLs: a coordinator may keep no membership).
+                    let watcher = scheduler.clone();
+                    tokio::spawn(async move {
+                        let patience = 2 * DEFAULT_MEMBERSHIP_TTL.as_millis() / 20;
+                        for _ in 0..patience {
+                            if watcher.members().is_some_and(|members| members.len() >= load.replicas) {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        converged.fetch_add(1, Ordering::SeqCst);
+                    });
                     scheduler.run(cancel).await;
                 });
             });
         }
         ready.wait();
+        // Every replica's membership view holds the whole fleet (steady state: a replica
+        // that joins is seen by the others at their next heartbeat, and until then some
+        // triggers are claimed by two owners, one of which loses).
+        while converged.load(Ordering::SeqCst) < load.replicas as u64 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         // The window starts at the second period boundary from now: every replica has
         // started and the first due instant is behind it.
         let every_ms = load.every.as_millis().max(1) as i64;
