@@ -1,6 +1,6 @@
 //! Dispatch benchmark: how the engine keeps time under load and when idle.
 //!
-//! Run with `cargo bench -p slotcron --bench dispatch` on a quiet machine. Scenarios:
+//! Run with `cargo bench -p slotcron-admin --bench dispatch` on a quiet machine. Scenarios:
 //!
 //! 1. idle — one hourly job for 20 s: process CPU time and voluntary context switches
 //!    (all threads) must stay near zero: no periodic wake-ups.
@@ -44,7 +44,7 @@ fn main() {
         "slotcron dispatch benchmark ({} CPUs)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    // `cargo bench -p slotcron --bench dispatch -- dispatch` runs one scenario.
+    // `cargo bench -p slotcron-admin --bench dispatch -- dispatch` runs one scenario.
     let only = std::env::args().skip(1).filter(|a| !a.starts_with('-')).find(|a| a.parse::<u64>().is_err());
     let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let metrics = std::env::args()
