@@ -144,6 +144,15 @@ async fn an_owner_at_its_concurrency_cap_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_non_owners_job_state_follows_the_triggers_their_owners_ran(&factory(schemas.adopter()))
+            .await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     isolated(async |schemas: &mut Schemas| {
         testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&factory(schemas.adopter())).await

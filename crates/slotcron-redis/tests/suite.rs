@@ -119,6 +119,12 @@ async fn an_owner_at_its_concurrency_cap_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran() {
+    let server = RedisServer::tcp();
+    testkit::a_non_owners_job_state_follows_the_triggers_their_owners_ran(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn batch_claims() {
     let server = RedisServer::tcp();
     testkit::batch_claims(&factory(server.config())).await;

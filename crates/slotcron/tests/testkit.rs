@@ -136,6 +136,11 @@ async fn an_owner_at_its_concurrency_cap_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran() {
+    testkit::a_non_owners_job_state_follows_the_triggers_their_owners_ran(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&Factory::default().build()).await;
 }

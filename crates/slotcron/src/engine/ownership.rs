@@ -223,7 +223,7 @@ impl Takeovers {
 
 /// After `deadline`, reads which of the triggers of instant `at` that others own are
 /// still unclaimed and runs those (a claim each, recorded); the others are counted, not
-/// recorded. An owner whose tally is short of what it owns here but grew since the last
+/// recorded, and move their job's state on (as a lost claim's record would). An owner whose tally is short of what it owns here but grew since the last
 /// look (a big burst: it is still claiming) is given another takeover delay, up to the
 /// membership TTL after the first deadline; an owner whose tally stalled is taken over.
 /// Stopping first: nothing was claimed, nothing is recorded.
@@ -264,6 +264,9 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
         if !unclaimed {
             claimed += 1;
+            // Not recorded here, but handled by the fleet: the job's state moves on, so
+            // a restart does not take the triggers another replica ran for missed ones.
+            shared.save_state(&due.job, due.trigger, Some(Outcome::SkippedLost)).await;
         } else if batch::batchable(&shared, &due) {
             taken += 1;
             batched.push((due, None));

@@ -108,6 +108,38 @@ async fn until_members(fleet: &mut Fleet, expected: &[&str]) {
     }
 }
 
+/// Every replica's job state follows the triggers the fleet handled, the ones its owners
+/// ran included (a non-owner records nothing for those): a replica that restarts does
+/// not take them for missed.
+pub async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran(factory: &impl CoordinatorFactory) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::store::{MemoryStore, Store};
+
+    let stores: Arc<Vec<Arc<MemoryStore>>> = Arc::new(REPLICAS.iter().map(|_| Arc::default()).collect());
+    let (given, handed) = (stores.clone(), Arc::new(AtomicUsize::new(0)));
+    let ns = namespace("state_follows");
+    let mut fleet = fleet_of(
+        factory,
+        &ns,
+        move |builder| builder.store(given[handed.fetch_add(1, Ordering::SeqCst) % given.len()].clone()),
+        |_| jobs(),
+    )
+    .await;
+    fleet.advance(Duration::from_secs(3) + 2 * TAKEOVER_DELAY, Delivery::Together).await;
+    let last = Timestamp::from_second(fleet.now().as_second()).expect("a valid instant");
+    fleet.stop_all().await;
+    for (store, replica) in stores.iter().zip(REPLICAS) {
+        let states = store.load_states().await.expect("states");
+        for job in jobs() {
+            let state =
+                states.get(job.name()).unwrap_or_else(|| panic!("{replica}: no state of {}", job.name()));
+            assert_eq!(state.last_trigger, last, "{replica}: {}", job.name());
+        }
+    }
+}
+
 /// The records of `replica` for triggers after `after`.
 fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<crate::ledger::RunRecord> {
     fleet.replica(replica).records().into_iter().filter(|r| r.trigger > after).collect()
