@@ -1,5 +1,5 @@
 //! The flush: the counts the runs keep next to their job and in the engine's stripes go
-//! to the recorder [`FLUSH_EVERY`] after activity, at a scrape
+//! to the recorder [`METRICS_FLUSH_EVERY`] after activity, at a scrape
 //! ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) and when
 //! [`Scheduler::run`](crate::Scheduler::run) ends.
 
@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::engine::{ClaimResult, EngineHandles, EngineSeries};
 use super::job::{JobSeries, OUTCOMES, Unlabeled, outcome_index};
 use super::{
-    FLEET_MEMBERS, FLUSH_EVERY, JobLabels, RUN_DURATION_SECONDS, RUNS_TOTAL, TAKEOVER_FOUND_CLAIMED_TOTAL,
-    TAKEOVERS_TOTAL,
+    FLEET_MEMBERS, JobLabels, METRICS_FLUSH_EVERY, RUN_DURATION_SECONDS, RUNS_TOTAL,
+    TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL,
 };
 use crate::clock::Clock;
 use crate::ledger::Outcome;
@@ -180,13 +180,13 @@ impl Metrics {
         }
     }
 
-    /// Flushes [`FLUSH_EVERY`] after the first count since the last flush, until `stop`.
+    /// Flushes [`METRICS_FLUSH_EVERY`] after the first count since the last flush, until `stop`.
     pub async fn flush_periodically(self: Arc<Self>, clock: Arc<dyn Clock>, stop: CancellationToken) {
         loop {
             if stop.run_until_cancelled(self.arm.notified()).await.is_none() {
                 return;
             }
-            let at = crate::engine::later(clock.now(), FLUSH_EVERY);
+            let at = crate::engine::later(clock.now(), METRICS_FLUSH_EVERY);
             if stop.run_until_cancelled(clock.sleep_until(at)).await.is_none() {
                 return;
             }

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use metrics::Histogram;
 
-use super::BUCKETS;
+use super::METRIC_BUCKETS;
 
-/// Buckets: one per bound of [`BUCKETS`], and one above the last.
-const SLOTS: usize = BUCKETS.len() + 1;
+/// Buckets: one per bound of [`METRIC_BUCKETS`], and one above the last.
+const SLOTS: usize = METRIC_BUCKETS.len() + 1;
 
 /// One bucket's samples since the last drain: how many, and their sum in nanoseconds
 /// (side by side: a sample touches one cache line).
@@ -19,7 +19,7 @@ struct Slot {
     sum_nanos: AtomicU64,
 }
 
-/// Samples by [`BUCKETS`] bucket, drained by [`LocalHistogram::drain_into`].
+/// Samples by [`METRIC_BUCKETS`] bucket, drained by [`LocalHistogram::drain_into`].
 #[derive(Debug, Default)]
 pub(crate) struct LocalHistogram {
     slots: [Slot; SLOTS],
@@ -49,7 +49,7 @@ impl LocalHistogram {
 /// The bucket of a sample of `seconds`: the first whose bound it does not exceed, as the
 /// Prometheus exporter files it (`le`: less than or equal).
 fn bucket(seconds: f64) -> usize {
-    BUCKETS.partition_point(|bound| *bound < seconds)
+    METRIC_BUCKETS.partition_point(|bound| *bound < seconds)
 }
 
 /// Drained samples: count and sum (nanoseconds) per bucket.
@@ -61,7 +61,7 @@ pub(crate) struct Drained {
 impl Drained {
     /// Hands the samples to the recorder's `histogram`, as each bucket's count of
     /// samples at that bucket's mean: the recorder's bucket counts (for bounds among
-    /// [`BUCKETS`]), sample count and sum come out as if it had had every sample.
+    /// [`METRIC_BUCKETS`]), sample count and sum come out as if it had had every sample.
     pub fn feed(&self, histogram: &Histogram) {
         for (i, &(count, sum_nanos)) in self.slots.iter().enumerate() {
             if count == 0 {
@@ -70,8 +70,8 @@ impl Drained {
             let mean = sum_nanos as f64 / count as f64 / 1e9;
             // Within the bucket, whatever the rounding (or a sample counted in one drain
             // and summed in the next).
-            let lowest = i.checked_sub(1).map_or(0.0, |below| BUCKETS[below].next_up());
-            let highest = BUCKETS.get(i).copied().unwrap_or(f64::INFINITY);
+            let lowest = i.checked_sub(1).map_or(0.0, |below| METRIC_BUCKETS[below].next_up());
+            let highest = METRIC_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY);
             let count = usize::try_from(count).unwrap_or(usize::MAX);
             histogram.record_many(mean.clamp(lowest, highest), count);
         }
@@ -87,8 +87,8 @@ mod tests {
         assert_eq!(bucket(0.0), 0);
         assert_eq!(bucket(0.001), 0, "le: a sample on a bound is in that bound's bucket");
         assert_eq!(bucket(0.0011), 1);
-        assert_eq!(bucket(3600.0), BUCKETS.len() - 1);
-        assert_eq!(bucket(3600.5), BUCKETS.len(), "above the last bound: the +Inf bucket");
+        assert_eq!(bucket(3600.0), METRIC_BUCKETS.len() - 1);
+        assert_eq!(bucket(3600.5), METRIC_BUCKETS.len(), "above the last bound: the +Inf bucket");
     }
 
     #[test]
@@ -111,7 +111,7 @@ mod tests {
     /// engine's buckets that got `record`'s samples.
     fn exposed(name: &'static str, record: impl FnOnce(&Histogram)) -> Vec<String> {
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
-            .set_buckets(&BUCKETS)
+            .set_buckets(&METRIC_BUCKETS)
             .unwrap()
             .build_recorder();
         let handle = recorder.handle();
@@ -135,7 +135,7 @@ mod tests {
             local.drain_into(&mut drained);
             drained.feed(h);
         });
-        assert_eq!(direct.len(), BUCKETS.len() + 3, "{direct:?}");
+        assert_eq!(direct.len(), METRIC_BUCKETS.len() + 3, "{direct:?}");
         let (direct_sum, fed_sum) = (sum(&direct), sum(&fed));
         assert!((direct_sum - fed_sum).abs() < 1e-9, "{direct_sum} {fed_sum}");
         let without_sum =

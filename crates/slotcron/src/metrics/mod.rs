@@ -13,16 +13,16 @@
 //!
 //! **Counted locally, flushed to the recorder.** A run does not touch the recorder: it
 //! bumps plain atomics kept with its job (its record by outcome, its duration in a
-//! histogram of the [`BUCKETS`] buckets, its last success; without the `job` label, in
+//! histogram of the [`METRIC_BUCKETS`] buckets, its last success; without the `job` label, in
 //! the stripe below instead) and in one of the engine's stripes, one per thread (lateness,
 //! running handlers, claims). A flush hands what was counted since the
-//! last one to the recorder: [`FLUSH_EVERY`] after activity, when
+//! last one to the recorder: [`METRICS_FLUSH_EVERY`] after activity, when
 //! [`Scheduler::run`](crate::Scheduler::run) ends, and whenever
 //! [`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics) is called — call it
 //! before rendering an exposition (the `/metrics` endpoint of `slotcron-admin` does), so
 //! that a scrape sees every record written so far. A histogram's samples reach the
 //! recorder as each bucket's count of samples at that bucket's mean: a Prometheus
-//! exporter configured with [`BUCKETS`] (or with a subset of them) shows the same bucket
+//! exporter configured with [`METRIC_BUCKETS`] (or with a subset of them) shows the same bucket
 //! counts, sample count and sum as if it had had each sample.
 //!
 //! Each series is registered with the recorder at its first flush, so install the
@@ -88,7 +88,7 @@ pub const CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS: &str =
 /// Records the result of a configuration reload at `at` (for whatever reloads the
 /// jobs: the daemon at SIGHUP), as Prometheus' own `prometheus_config_last_reload_*`
 /// gauges do.
-pub fn config_reloaded(successful: bool, at: Timestamp) {
+pub fn record_config_reload(successful: bool, at: Timestamp) {
     gauge!(CONFIG_LAST_RELOAD_SUCCESSFUL).set(if successful { 1.0 } else { 0.0 });
     if successful {
         gauge!(CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS).set(unix_seconds(at));
@@ -96,15 +96,15 @@ pub fn config_reloaded(successful: bool, at: Timestamp) {
 }
 
 /// The histogram buckets, in seconds, that the engine files samples in: from 1 ms to an
-/// hour. Install the Prometheus exporter with them (`set_buckets(&BUCKETS)`), or
+/// hour. Install the Prometheus exporter with them (`set_buckets(&METRIC_BUCKETS)`), or
 /// `slotcron_admin::PrometheusMetrics` (which the daemon installs), for exact bucket
 /// counts.
-pub const BUCKETS: [f64; 16] =
+pub const METRIC_BUCKETS: [f64; 16] =
     [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
 
 /// How long after a count the engine flushes it to the recorder, unless a scrape
 /// ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) does it first.
-pub const FLUSH_EVERY: Duration = Duration::from_secs(10);
+pub const METRICS_FLUSH_EVERY: Duration = Duration::from_secs(10);
 
 /// The stripes the engine's own counts are spread over, one per thread (threads beyond
 /// that share them).
@@ -126,7 +126,7 @@ fn unix_seconds(at: Timestamp) -> f64 {
 
 /// Gives the installed recorder each metric's unit and help text (the `# HELP` lines of
 /// a Prometheus exposition). Call it once, after installing the recorder.
-pub fn describe() {
+pub fn describe_metrics() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(RUNS_TOTAL, "Run records written by this scheduler, by job and outcome.");
     describe_histogram!(RUN_DURATION_SECONDS, Unit::Seconds, "How long handlers ran.");
