@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
-use slotcron::{LedgerQuery, Outcome, RunRecord};
+use slotcron::{LedgerQuery, RunRecord};
 
 use crate::jobs::unknown_job;
 use crate::{AdminState, ApiError};
@@ -47,8 +47,7 @@ impl From<RunRecord> for RunView {
             cause: r.cause.to_string(),
             fencing_token: r.fencing_token,
             started: r.started,
-            duration_ms: (!matches!(r.outcome, Outcome::Running | Outcome::Interrupted))
-                .then_some(r.duration.as_millis()),
+            duration_ms: r.ended_duration().map(|d| d.as_millis()),
             error: r.error,
         }
     }

@@ -173,6 +173,7 @@ async fn a_running_run_has_no_duration_yet() {
     let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
     assert_eq!(job["last_run"]["trigger"], "2024-05-17T00:01:00Z", "{job}");
     assert_eq!(job["last_run"]["outcome"], "running", "{job}");
+    assert_eq!(job["last_run"]["duration_ms"], serde_json::Value::Null, "{job}");
     release.notify_one();
     h.advance_to(ts("2024-05-17T00:01:06Z")).await;
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
@@ -180,6 +181,7 @@ async fn a_running_run_has_no_duration_yet() {
     assert_eq!(page["runs"][0]["duration_ms"], 6000, "released 6 s after its start: {page}");
     let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
     assert_eq!(job["last_run"]["outcome"], "succeeded", "{job}");
+    assert_eq!(job["last_run"]["duration_ms"], 6000, "{job}");
     h.stop().await;
 }
 
