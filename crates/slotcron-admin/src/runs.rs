@@ -101,7 +101,8 @@ pub(crate) async fn list(
         // limit cut off (one per replica on a shared ledger) join it, or the next page,
         // which starts before that trigger, would never show them.
         runs.retain(|r| r.trigger != last);
-        runs.extend(history(&state, &trigger_records(&query, last)).await?);
+        let group = history(&state, &trigger_records(&query, last)).await?;
+        runs.extend(group.into_iter().filter(|r| r.trigger == last));
     }
     let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
     Ok(Json(serde_json::json!({ "runs": runs, "next_before": next_before })))
@@ -116,11 +117,13 @@ async fn history(state: &AdminState, query: &LedgerQuery) -> Result<Vec<RunRecor
         .map_err(|e| ApiError::unavailable(format!("cannot read the run history: {e}")))
 }
 
-/// Every record of `query`'s job at `trigger`, whatever the limit.
+/// Every record of `query`'s job at `trigger`, whatever the limit, and those up to 1 µs
+/// later: a durable ledger keeps microseconds (its bound `trigger` + 1 ns would be
+/// `trigger` itself), so the caller keeps the records at `trigger` only.
 fn trigger_records(query: &LedgerQuery, trigger: Timestamp) -> LedgerQuery {
     LedgerQuery {
         since: Some(trigger),
-        until: trigger.checked_add(SignedDuration::from_nanos(1)).ok(),
+        until: trigger.checked_add(SignedDuration::from_micros(1)).ok(),
         limit: usize::MAX,
         ..query.clone()
     }

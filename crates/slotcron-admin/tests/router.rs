@@ -11,6 +11,7 @@ use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Cause, Job, Ledger, Outcome, RunRecord};
 use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
+use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
 use tower::ServiceExt;
 
 async fn get(router: &axum::Router, path: &str, headers: &[(&str, &str)]) -> (StatusCode, serde_json::Value) {
@@ -188,6 +189,23 @@ async fn a_running_run_has_no_duration_yet() {
 #[tokio::test(start_paused = true)]
 async fn a_page_of_runs_ends_at_a_whole_trigger() {
     let h = Harness::new("2024-05-17T00:10:00Z");
+    let ledger = h.ledger.clone();
+    pages_end_at_whole_triggers(h, &*ledger).await;
+}
+
+/// As [`a_page_of_runs_ends_at_a_whole_trigger`], on a ledger that keeps microseconds.
+#[tokio::test(start_paused = true)]
+async fn a_page_of_runs_ends_at_a_whole_trigger_in_a_sqlite_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("state.db").display());
+    let ledger = Arc::new(SqliteLedger::new(SqliteDatabase::open(&url).await.unwrap(), Default::default()));
+    let h = Harness::with("2024-05-17T00:10:00Z", |b| b.ledger(ledger.clone()));
+    pages_end_at_whole_triggers(h, &*ledger).await;
+}
+
+/// Pages of `h`'s runs, whose scheduler records in `ledger`, with several records of a
+/// trigger across a page's end.
+async fn pages_end_at_whole_triggers(h: Harness, ledger: &dyn Ledger) {
     h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
     // Three replicas of a shared ledger recorded 00:02 and 00:01; one recorded 00:03.
     let record = |trigger: &str, instance: &str| RunRecord {
@@ -209,7 +227,7 @@ async fn a_page_of_runs_ends_at_a_whole_trigger() {
         ("2024-05-17T00:03:00Z", &["a"]),
     ] {
         for instance in instances {
-            h.ledger.append(&record(trigger, instance)).await.unwrap();
+            ledger.append(&record(trigger, instance)).await.unwrap();
         }
     }
     let router = Admin::new(h.scheduler.clone()).router();
