@@ -2,9 +2,9 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
-use slotcron::{LedgerQuery, Outcome, RunRecord};
+use slotcron::{LedgerQuery, RunRecord};
 
 use crate::jobs::unknown_job;
 use crate::{AdminState, ApiError};
@@ -47,8 +47,7 @@ impl From<RunRecord> for RunView {
             cause: r.cause.to_string(),
             fencing_token: r.fencing_token,
             started: r.started,
-            duration_ms: (!matches!(r.outcome, Outcome::Running | Outcome::Interrupted))
-                .then_some(r.duration.as_millis()),
+            duration_ms: r.ended_duration().map(|d| d.as_millis()),
             error: r.error,
         }
     }
@@ -84,7 +83,8 @@ impl Page {
 
 /// `{"runs": [...], "next_before": T|null}`: the job's records, newest trigger first,
 /// triggers strictly before `before`; `next_before` is the `before` of the next page
-/// (`null` on the last one).
+/// (`null` on the last one). A page ends at a whole trigger: past `limit` records, it
+/// holds the other records of its last trigger too, and `next_before` is that trigger.
 pub(crate) async fn list(
     State(state): State<AdminState>,
     Path(name): Path<String>,
@@ -94,14 +94,39 @@ pub(crate) async fn list(
         return Err(unknown_job(&name));
     }
     let query = page.query(&name)?;
-    let runs = state
-        .scheduler
-        .history(&query)
-        .await
-        .map_err(|e| ApiError::unavailable(format!("cannot read the run history: {e}")))?;
+    let mut runs = history(&state, &query).await?;
     let next_before = (runs.len() == query.limit).then(|| runs.last().map(|r| r.trigger)).flatten();
+    if let Some(last) = next_before {
+        // The page ends at a whole trigger: the records of its last trigger that the
+        // limit cut off (one per replica on a shared ledger) join it, or the next page,
+        // which starts before that trigger, would never show them.
+        runs.retain(|r| r.trigger != last);
+        let group = history(&state, &trigger_records(&query, last)).await?;
+        runs.extend(group.into_iter().filter(|r| r.trigger == last));
+    }
     let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
     Ok(Json(serde_json::json!({ "runs": runs, "next_before": next_before })))
+}
+
+/// The records `query` asks for, or 503.
+async fn history(state: &AdminState, query: &LedgerQuery) -> Result<Vec<RunRecord>, ApiError> {
+    state
+        .scheduler
+        .history(query)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("cannot read the run history: {e}")))
+}
+
+/// Every record of `query`'s job at `trigger`, whatever the limit, and those up to 1 µs
+/// later: a durable ledger keeps microseconds (its bound `trigger` + 1 ns would be
+/// `trigger` itself), so the caller keeps the records at `trigger` only.
+fn trigger_records(query: &LedgerQuery, trigger: Timestamp) -> LedgerQuery {
+    LedgerQuery {
+        since: Some(trigger),
+        until: trigger.checked_add(SignedDuration::from_micros(1)).ok(),
+        limit: usize::MAX,
+        ..query.clone()
+    }
 }
 
 #[derive(Debug, Serialize)]

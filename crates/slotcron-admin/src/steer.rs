@@ -113,7 +113,16 @@ fn body<T: Fields>(
     if !value.is_object() {
         return Err(not_expected(kind(&value)));
     }
-    T::deserialize(value).map_err(invalid)
+    // A field's value that is not what it should be: its name and the endpoint's fields
+    // in the message, which the parser's own words (`expected a boolean`) lack.
+    serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string() {
+        field if field == "." => invalid(e.into_inner()),
+        field => ApiError::bad_request(format!(
+            "the body is not the JSON expected: field {field:?}: {}; the endpoint takes {}",
+            e.inner(),
+            T::EXPECTED
+        )),
+    })
 }
 
 /// The answer to a refused operation.

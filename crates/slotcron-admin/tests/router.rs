@@ -8,9 +8,10 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use slotcron::testkit::harness::{Harness, gated, ok, ts};
-use slotcron::{Job, Outcome};
+use slotcron::{Cause, Job, Ledger, Outcome, RunRecord};
 use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
+use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
 use tower::ServiceExt;
 
 async fn get(router: &axum::Router, path: &str, headers: &[(&str, &str)]) -> (StatusCode, serde_json::Value) {
@@ -173,6 +174,7 @@ async fn a_running_run_has_no_duration_yet() {
     let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
     assert_eq!(job["last_run"]["trigger"], "2024-05-17T00:01:00Z", "{job}");
     assert_eq!(job["last_run"]["outcome"], "running", "{job}");
+    assert_eq!(job["last_run"]["duration_ms"], serde_json::Value::Null, "{job}");
     release.notify_one();
     h.advance_to(ts("2024-05-17T00:01:06Z")).await;
     let (_, page) = get(&router, "/api/v1/jobs/slow/runs", &[]).await;
@@ -180,5 +182,95 @@ async fn a_running_run_has_no_duration_yet() {
     assert_eq!(page["runs"][0]["duration_ms"], 6000, "released 6 s after its start: {page}");
     let (_, job) = get(&router, "/api/v1/jobs/slow", &[]).await;
     assert_eq!(job["last_run"]["outcome"], "succeeded", "{job}");
+    assert_eq!(job["last_run"]["duration_ms"], 6000, "{job}");
     h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_of_runs_ends_at_a_whole_trigger() {
+    let h = Harness::new("2024-05-17T00:10:00Z");
+    let ledger = h.ledger.clone();
+    pages_end_at_whole_triggers(h, &*ledger).await;
+}
+
+/// As [`a_page_of_runs_ends_at_a_whole_trigger`], on a ledger that keeps microseconds.
+#[tokio::test(start_paused = true)]
+async fn a_page_of_runs_ends_at_a_whole_trigger_in_a_sqlite_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("state.db").display());
+    let ledger = Arc::new(SqliteLedger::new(SqliteDatabase::open(&url).await.unwrap(), Default::default()));
+    let h = Harness::with("2024-05-17T00:10:00Z", |b| b.ledger(ledger.clone()));
+    pages_end_at_whole_triggers(h, &*ledger).await;
+}
+
+/// Pages of `h`'s runs, whose scheduler records in `ledger`, with several records of a
+/// trigger across a page's end.
+async fn pages_end_at_whole_triggers(h: Harness, ledger: &dyn Ledger) {
+    h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    // Three replicas of a shared ledger recorded 00:02 and 00:01; one recorded 00:03.
+    let record = |trigger: &str, instance: &str| RunRecord {
+        job: "tick".into(),
+        trigger: ts(trigger),
+        instance: instance.into(),
+        cause: Cause::Scheduled,
+        attempts: 0,
+        outcome: Outcome::SkippedLost,
+        fencing_token: None,
+        started: ts(trigger),
+        duration: Duration::ZERO,
+        error: None,
+        process: None,
+    };
+    for (trigger, instances) in [
+        ("2024-05-17T00:01:00Z", &["a", "b", "c"][..]),
+        ("2024-05-17T00:02:00Z", &["a", "b", "c"]),
+        ("2024-05-17T00:03:00Z", &["a"]),
+    ] {
+        for instance in instances {
+            ledger.append(&record(trigger, instance)).await.unwrap();
+        }
+    }
+    let router = Admin::new(h.scheduler.clone()).router();
+    let page = |path: &'static str| {
+        let router = router.clone();
+        async move {
+            let (status, page) = get(&router, path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            let runs: Vec<(String, String)> = page["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (r["trigger"].as_str().unwrap().to_owned(), r["instance"].as_str().unwrap().to_owned())
+                })
+                .collect();
+            (runs, page["next_before"].clone())
+        }
+    };
+    let pairs = |triggers: &[(&str, &str)]| -> Vec<(String, String)> {
+        triggers.iter().map(|(t, i)| (t.to_string(), i.to_string())).collect()
+    };
+
+    // The limit of 2 ends inside 00:02's group: the page takes the rest of it.
+    let (runs, next) = page("/api/v1/jobs/tick/runs?limit=2").await;
+    let mut tail = runs[1..].to_vec();
+    tail.sort();
+    assert_eq!(runs[0], ("2024-05-17T00:03:00Z".into(), "a".into()));
+    assert_eq!(
+        tail,
+        pairs(&[("2024-05-17T00:02:00Z", "a"), ("2024-05-17T00:02:00Z", "b"), ("2024-05-17T00:02:00Z", "c")])
+    );
+    assert_eq!(next, "2024-05-17T00:02:00Z");
+
+    // A limit of 1 inside a group of 3 still moves on, a whole trigger a page.
+    let (mut runs, next) = page("/api/v1/jobs/tick/runs?limit=1&before=2024-05-17T00:02:00Z").await;
+    runs.sort();
+    assert_eq!(
+        runs,
+        pairs(&[("2024-05-17T00:01:00Z", "a"), ("2024-05-17T00:01:00Z", "b"), ("2024-05-17T00:01:00Z", "c")])
+    );
+    assert_eq!(next, "2024-05-17T00:01:00Z");
+    let (runs, next) = page("/api/v1/jobs/tick/runs?limit=1&before=2024-05-17T00:01:00Z").await;
+    assert_eq!(runs, pairs(&[]));
+    assert_eq!(next, serde_json::Value::Null);
 }

@@ -148,7 +148,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             "{\"why\": 1}".into(),
             StatusCode::BAD_REQUEST,
-            "the body is not the JSON expected: unknown field `why`",
+            r#"the body is not the JSON expected: field "why": unknown field `why`, there are no fields; the endpoint takes no body, or an empty object {}"#,
         ),
         (
             "/api/v1/jobs/tick/resume",
@@ -190,7 +190,14 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             r#"{"from": "yesterday", "to": "2024-05-17T00:00:00Z"}"#.into(),
             StatusCode::BAD_REQUEST,
-            "the body is not the JSON expected",
+            r#"the body is not the JSON expected: field "from": failed to parse four digit integer as year: invalid digit, expected 0-9 but got y; the endpoint takes an object {"from": T1, "to": T2} of RFC 3339 timestamps"#,
+        ),
+        (
+            "/api/v1/jobs/tick/resume",
+            vec![JSON, bearer],
+            r#"{"catch_up": "yes"}"#.into(),
+            StatusCode::BAD_REQUEST,
+            r#"the body is not the JSON expected: field "catch_up": invalid type: string "yes", expected a boolean; the endpoint takes no body, or an object {"catch_up": true or false}"#,
         ),
         // A body that is not an object says what each endpoint takes, in the API's words.
         (

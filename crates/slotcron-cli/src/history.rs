@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
-use slotcron::{LedgerQuery, Outcome, RunRecord};
+use slotcron::{LedgerQuery, RunRecord};
 
 use crate::cli::HistoryArgs;
 use crate::state::{State, StateUrl};
@@ -29,7 +29,8 @@ struct JsonRun<'a> {
     fencing_token: Option<u64>,
     /// When the command started, or when the trigger was skipped; RFC 3339 UTC.
     started: String,
-    duration_ms: u64,
+    /// `null` while `running` and for an `interrupted` run, whose end was never seen.
+    duration_ms: Option<u64>,
     error: Option<&'a str>,
     /// The command's process id (its process group's), once it started.
     pid: Option<u32>,
@@ -107,10 +108,9 @@ fn print_columns(runs: &[RunRecord]) {
                 run.attempts.to_string(),
                 // A trigger that did not run, runs still, or was interrupted (its end was
                 // never seen) has no duration to show, as in the admin API.
-                if run.outcome.ran() && !matches!(run.outcome, Outcome::Running | Outcome::Interrupted) {
-                    duration::display_run(run.duration)
-                } else {
-                    "-".to_owned()
+                match run.ended_duration() {
+                    Some(duration) if run.outcome.ran() => duration::display_run(duration),
+                    _ => "-".to_owned(),
                 },
                 run.error.clone().unwrap_or_default(),
             ]
@@ -131,7 +131,7 @@ fn print_json(runs: &[RunRecord]) {
             attempts: run.attempts,
             fencing_token: run.fencing_token,
             started: run.started.to_string(),
-            duration_ms: millis(run.duration),
+            duration_ms: run.ended_duration().map(millis),
             error: run.error.as_deref(),
             pid: run.process.as_ref().map(|p| p.pid),
             host: run.process.as_ref().map(|p| &*p.host),

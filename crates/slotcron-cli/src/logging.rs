@@ -28,8 +28,6 @@ pub fn init(format: LogFormat) {
     };
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        // Module paths (`slotcron::engine::table`) mean nothing to an operator.
-        .with_target(false)
         // When standard error is gone (a closed pipe), lose the lines quietly: the
         // fallback message would panic in whatever task logged.
         .log_internal_errors(false);
@@ -37,9 +35,11 @@ pub fn init(format: LogFormat) {
     match format {
         // The text lines stay as they were: without the run span's prefix (its fields
         // are on the engine's lines already).
-        LogFormat::Text => {
-            registry.with(lines.with_filter(filter_fn(|m| !(m.is_span() && m.name() == "run")))).init()
-        }
+        // Module paths (`slotcron::engine::table`) mean nothing to an operator reading
+        // text; a JSON line keeps its `target` for filtering.
+        LogFormat::Text => registry
+            .with(lines.with_target(false).with_filter(filter_fn(|m| !(m.is_span() && m.name() == "run"))))
+            .init(),
         LogFormat::Json => registry.with(lines.json().flatten_event(true).with_span_list(false)).init(),
     }
 }

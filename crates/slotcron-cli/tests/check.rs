@@ -870,3 +870,18 @@ fn a_negative_or_zero_interval_is_refused_with_a_true_reason() {
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
 }
+
+#[test]
+fn a_zero_grace_is_refused_as_it_would_miss_every_trigger() {
+    let (code, _, err) = check(
+        "zero_grace",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"1m\"\ngrace = \"0s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        r#"jobs.toml:4: job "a": grace: must be longer than zero (every trigger would be missed)"#,
+        "1 problem in jobs.toml",
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}

@@ -50,6 +50,7 @@ command = 'echo $$ > pid.txt; exec sleep 300'
     let runs = history(&dir, &["migrate"]);
     assert_eq!(runs.len(), 1, "one record for the one trigger: {runs:?}");
     assert_eq!(runs[0].outcome, "interrupted", "{runs:?}");
+    assert_eq!(runs[0].duration_ms, None, "its end was never seen: {runs:?}");
     // The text table shows no duration for it (its end was never seen), as the API gives none.
     let text = stdout(&run_in(&dir, &["history", "migrate"]));
     let columns: Vec<&str> = text.lines().next().unwrap_or_default().split_whitespace().collect();

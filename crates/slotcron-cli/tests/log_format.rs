@@ -26,6 +26,10 @@ fn json_lines_carry_the_run_fields_and_the_run_span() {
         })
         .collect();
     assert!(lines.iter().all(|l| l["timestamp"].is_string() && l["level"].is_string()));
+    assert!(
+        lines.iter().all(|l| l["target"].as_str().is_some_and(|t| t.starts_with("slotcron"))),
+        "{lines:?}"
+    );
 
     let finished: serde_json::Value = serde_json::from_str(&finished).unwrap();
     assert_eq!(finished["job"], "hello");

@@ -356,7 +356,8 @@ impl JobBuilder {
     }
 
     /// How late a trigger may be noticed before it is a misfire
-    /// (default [`Misfire::DEFAULT_GRACE`]); at most [`MAX_DURATION`], 100 years.
+    /// (default [`Misfire::DEFAULT_GRACE`]); longer than zero, at most [`MAX_DURATION`],
+    /// 100 years.
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
@@ -446,6 +447,11 @@ impl JobBuilder {
         }
         if self.timeout.is_some_and(|t| t > MAX_DURATION) {
             return Err(invalid("timeout", "must be at most 100 years"));
+        }
+        if self.grace.is_zero() {
+            // A scheduler always notices a trigger a little after its instant: with no
+            // grace at all, every trigger would be a misfire.
+            return Err(invalid("grace", "must be longer than zero (every trigger would be missed)"));
         }
         if self.grace > MAX_DURATION {
             return Err(invalid("grace", "must be at most 100 years"));

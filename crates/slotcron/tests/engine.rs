@@ -375,6 +375,10 @@ fn invalid_jobs_are_errors_naming_the_job_field_and_reason() {
             "job \"l\": every: the period must be at most 100 years",
         ),
         (
+            Job::builder("n").every(Duration::from_secs(1)).grace(Duration::ZERO).handler(ok),
+            "job \"n\": grace: must be longer than zero",
+        ),
+        (
             Job::builder("m").every(Duration::from_secs(1)).grace(Duration::MAX).handler(ok),
             "job \"m\": grace: must be at most 100 years",
         ),

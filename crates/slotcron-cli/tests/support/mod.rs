@@ -251,7 +251,8 @@ pub struct Run {
     pub fencing_token: Option<u64>,
     #[serde(deserialize_with = "instant")]
     pub started: Timestamp,
-    pub duration_ms: u64,
+    /// `None` for a `running` or `interrupted` run.
+    pub duration_ms: Option<u64>,
     pub error: Option<String>,
     pub pid: Option<u32>,
     pub host: Option<String>,

@@ -37,7 +37,8 @@ pub struct LastRun {
     pub outcome: Option<Outcome>,
     /// The instance that handled it (`None` when read from the store).
     pub instance: Option<Arc<str>>,
-    /// How long the handler ran (`None` when read from the store).
+    /// How long the handler ran (`None` when read from the store, and while the run goes
+    /// on or for an interrupted one: [`RunRecord::ended_duration`]).
     pub duration: Option<Duration>,
 }
 
@@ -47,7 +48,7 @@ impl From<&RunRecord> for LastRun {
             trigger: record.trigger,
             outcome: Some(record.outcome),
             instance: Some(record.instance.clone()),
-            duration: Some(record.duration),
+            duration: record.ended_duration(),
         }
     }
 }

@@ -234,3 +234,12 @@ pub struct RunRecord {
     /// The process the run started, if its handler reported one.
     pub process: Option<RunProcess>,
 }
+
+impl RunRecord {
+    /// [`Self::duration`] once the run's end was seen: `None` while it is
+    /// [`Outcome::Running`] and for an [`Outcome::Interrupted`] one, which never ended
+    /// (zero for a trigger that did not run).
+    pub fn ended_duration(&self) -> Option<Duration> {
+        (!matches!(self.outcome, Outcome::Running | Outcome::Interrupted)).then_some(self.duration)
+    }
+}
