@@ -39,7 +39,7 @@ use membership::MembershipSql;
 /// or no reply within the [response timeout](Self::response_timeout)) the claim may have
 /// committed. The coordinator drops that connection and reads the row back on another
 /// (waiting for a claim of the row still in progress), as
-/// [`Coordinator`](slotcron::Coordinator)'s "Lost replies" describes: its own token and instance mean
+/// [`Coordinator`]'s "Lost replies" describes: its own token and instance mean
 /// won (with the stored fencing token), another's mean lost, no row means the claim did
 /// not happen and it is made once more, with the same token, so that a first attempt
 /// still running on the server is found rather than lost to. If the row cannot be read,

@@ -57,7 +57,7 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 ///
 /// When the reply is lost (connection dropped, response timeout) the claim may have been
 /// made; the coordinator reads the trigger key back, as
-/// [`Coordinator`](slotcron::Coordinator)'s "Lost replies" describes: its own token means won
+/// [`Coordinator`]'s "Lost replies" describes: its own token means won
 /// (with the stored fencing token), another's means lost, no key means the script did not
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
