@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -531,6 +532,27 @@ impl Coordinator for PostgresCoordinator {
     }
 
     /// One statement over the given keys (`unnest`), whatever their number.
+    /// One statement: the jobs' rows of `claim_mark` (a job whose mark is still
+    /// `-infinity`, or without a row, has none).
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let what = format!("reading the high-water marks of {} jobs", jobs.len());
+        let sql = self.database.sql(
+            "SELECT job, trigger_at FROM {schema}.claim_mark WHERE job = ANY($1) AND trigger_at > '-infinity'",
+        );
+        let rows = self.query_for(&sql, &[&jobs], &what).await?;
+        let mut marks: HashMap<String, Timestamp> = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let job: String = row.try_get(0).map_err(|e| self.not_understood(&what, &e))?;
+            let at: SystemTime = row.try_get(1).map_err(|e| self.not_understood(&what, &e))?;
+            let at = codec::instant(at).map_err(|e| CoordinatorError::unavailable(format!("{what}: {e}")))?;
+            marks.insert(job, at);
+        }
+        Ok(jobs.iter().map(|job| marks.get(*job).copied()).collect())
+    }
+
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
         self.read_unclaimed(triggers).await
     }

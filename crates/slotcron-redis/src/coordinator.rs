@@ -392,6 +392,40 @@ impl Coordinator for RedisCoordinator {
             .map_err(|e| CoordinatorError::unavailable(format!("leaving the membership: {e}")))
     }
 
+    /// One `MGET` of the jobs' states (`{token} {mark}`) and of the mark keys of earlier
+    /// releases (read where a state holds no mark).
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = jobs
+            .iter()
+            .map(|job| self.keys.fencing(job))
+            .chain(jobs.iter().map(|job| self.keys.mark(job)))
+            .collect();
+        let asked: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let values = self.connection.mget(&asked).await.map_err(|e| {
+            CoordinatorError::unavailable(format!("reading the high-water marks of {} jobs: {e}", jobs.len()))
+        })?;
+        if values.len() != keys.len() {
+            return Err(CoordinatorError::unavailable(format!(
+                "{} values for {} keys",
+                values.len(),
+                keys.len()
+            )));
+        }
+        let (states, old) = values.split_at(jobs.len());
+        let ms = |value: &str| value.parse::<i64>().ok().and_then(|ms| Timestamp::from_millisecond(ms).ok());
+        Ok(states
+            .iter()
+            .zip(old)
+            .map(|(state, old)| match state.as_deref().and_then(|s| s.split_once(' ')) {
+                Some((_, mark)) => ms(mark),
+                None => old.as_deref().and_then(ms),
+            })
+            .collect())
+    }
+
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
         if triggers.is_empty() {
             return Ok(Vec::new());

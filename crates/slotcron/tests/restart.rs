@@ -174,3 +174,58 @@ async fn an_at_job_moved_to_a_later_instant_runs_again() {
     assert_eq!(second.triggers("migrate", Outcome::Succeeded), [ts("2024-05-17T00:01:00Z")]);
     second.stop().await;
 }
+
+/// A replica that restarts in a fleet does not take for missed the triggers the fleet
+/// ran while it was down: the coordinator's high-water mark is past them, so they are
+/// recorded `skipped-lost`, saying so, and no failure is reported. Triggers past the mark
+/// (the whole fleet was down) stay `missed`.
+#[tokio::test(start_paused = true)]
+async fn a_replica_back_in_a_fleet_records_the_triggers_the_fleet_ran_as_lost_not_missed() {
+    use slotcron::{Claim, Coordinator, Hold, InProcessCoordinator, JobState, ScheduleKind, trigger_key};
+
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    // The rest of the fleet ran every trigger up to 00:00:16 while this replica was down.
+    for second in (4..=16).step_by(2) {
+        let at = ts(&format!("2024-05-17T00:00:{second:02}Z"));
+        let key = trigger_key("tick", ScheduleKind::Recurring, at);
+        let hold =
+            Some(Hold { slot: Duration::from_secs(2), run_budget: None, slack: Duration::from_secs(5) });
+        let claim = Claim { job: "tick", trigger: at, key: &key, instance: "other", hold };
+        assert!(matches!(coordinator.claim(&claim).await.unwrap(), slotcron::ClaimOutcome::Won { .. }));
+    }
+    // This replica last handled 00:00:02, then was down.
+    let store = Arc::new(MemoryStore::new());
+    let last = JobState {
+        last_trigger: ts("2024-05-17T00:00:02Z"),
+        last_outcome: Some(Outcome::Succeeded),
+        one_shot_done: false,
+    };
+    store.save_state("tick", &last).await.unwrap();
+    let tick = || Job::builder("tick").every(Duration::from_secs(2)).handler(ok).build().unwrap();
+    let back = |at: &str, shared: Arc<dyn Coordinator>| {
+        let store = store.clone();
+        Harness::with(at, move |b| b.store(store).coordinator(shared).shared_work(false))
+    };
+    let mut h = back("2024-05-17T00:00:17.500Z", coordinator.clone());
+    h.add(tick());
+    h.start().await;
+    settle().await;
+    let records = h.records("tick");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!((records[0].outcome, records[0].trigger), (Outcome::SkippedLost, ts("2024-05-17T00:00:16Z")));
+    assert!(records[0].error.as_deref().unwrap().contains("the fleet handled them"), "{records:?}");
+    h.stop().await;
+
+    // Down again past the mark: nobody ran 00:00:18 to 00:00:22.
+    let mut h = back("2024-05-17T00:00:23.500Z", coordinator);
+    h.add(tick());
+    h.start().await;
+    settle().await;
+    let records = h.records("tick");
+    assert_eq!(
+        (records[0].outcome, records[0].trigger),
+        (Outcome::Missed, ts("2024-05-17T00:00:22Z")),
+        "{records:?}"
+    );
+    h.stop().await;
+}

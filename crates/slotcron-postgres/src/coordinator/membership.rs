@@ -169,7 +169,7 @@ impl PostgresCoordinator {
     }
 
     /// A reply of `what` whose columns were not what the statement selects.
-    fn not_understood(&self, what: &str, e: &tokio_postgres::Error) -> CoordinatorError {
+    pub(super) fn not_understood(&self, what: &str, e: &tokio_postgres::Error) -> CoordinatorError {
         CoordinatorError::unavailable(format!("{}: {what}: {}", self.database.url(), chain(e)))
     }
 }

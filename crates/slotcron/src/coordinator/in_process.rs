@@ -251,6 +251,11 @@ impl Coordinator for InProcessCoordinator {
         Ok(())
     }
 
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(jobs.iter().map(|job| claims.jobs.get(*job).and_then(|(_, mark)| *mark)).collect())
+    }
+
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
         let now = self.clock.now();
         let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());

@@ -256,6 +256,20 @@ pub trait Coordinator: Send + Sync + 'static {
         Err(no_leases(self.name(), job))
     }
 
+    /// Each job's high-water mark (see [`Hold`]): the newest recurring trigger the
+    /// coordinator granted a claim of, one answer per job in order, `None` for a job with
+    /// none. One round trip for all. `None` for every job (the default) from a coordinator
+    /// that keeps no marks.
+    ///
+    /// A replica that was not running asks it for the triggers it finds it missed: those
+    /// at or before the mark were handled by the fleet meanwhile, not missed.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        Ok(vec![None; jobs.len()])
+    }
+
     /// The coordinator's clock now (Redis `TIME`, PostgreSQL `now()`), one round trip,
     /// for the scheduler's clock-skew guard, which asks at most once every
     /// [`SKEW_SAMPLE_EVERY`] while triggers come due. `None` (the default) for a

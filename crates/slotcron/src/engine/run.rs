@@ -145,7 +145,7 @@ async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Option<Arc<Tally
         return;
     }
     let record = match action {
-        Action::Missed { count } => missed(shared, &job, trigger, cause, count),
+        Action::Missed { count } => missed(shared, &job, trigger, cause, count).await,
         Action::Run => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Here(tally)).await,
         Action::Requested => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested).await,
     };
@@ -161,8 +161,23 @@ pub(super) fn removed(job: &Job, trigger: Timestamp) -> bool {
     removed
 }
 
-/// The record of `count` triggers the misfire policy dropped, up to `trigger`.
-fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u64) -> RunRecord {
+/// The record of `count` triggers the misfire policy dropped, up to `trigger`: `missed`.
+/// With a coordinator whose high-water mark for the job is at or past `trigger`, the
+/// fleet handled them while this replica was not running: `skipped-lost`, saying so
+/// (no failure to report). A mark that cannot be read leaves them `missed`.
+async fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u64) -> RunRecord {
+    if let Some(coordinator) = shared.coordinator.as_ref().filter(|_| !job.every_replica) {
+        let marks = within_claim_timeout(shared, coordinator.high_water_marks(&[&job.name])).await;
+        if let Some(mark) = marks.ok().and_then(|marks| marks.first().copied().flatten())
+            && mark >= trigger
+        {
+            let reason = format!(
+                "{count} trigger(s) up to this one came due while this replica was not running; \
+                 the fleet handled them (the job's high-water mark is {mark})"
+            );
+            return shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason));
+        }
+    }
     let reason = format!(
         "{count} trigger(s) noticed after the {:?} grace window, up to this one; misfire policy {}",
         job.grace,

@@ -354,6 +354,11 @@ impl Coordinator for Counted {
         self.inner.leave(instance).await
     }
 
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        self.count();
+        self.inner.high_water_marks(jobs).await
+    }
+
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
         self.count();
         self.inner.unclaimed(triggers).await

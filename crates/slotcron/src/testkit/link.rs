@@ -124,6 +124,10 @@ impl Coordinator for Link {
         self.up()?.unclaimed(triggers).await
     }
 
+    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
+        self.up()?.high_water_marks(jobs).await
+    }
+
     async fn add_handled(
         &self,
         owner: &str,

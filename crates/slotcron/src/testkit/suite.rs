@@ -352,4 +352,10 @@ pub async fn the_high_water_mark_refuses_handled_triggers(factory: &impl Coordin
     let (t, next) = (real_now(), real_now() + SignedDuration::from_secs(1));
     won(a.claim(&claim("skew", &key("skew", next), next, MINUTE)).await.expect("claim"));
     won(b.claim(&claim("skew", &key("skew", t), t, MINUTE)).await.expect("a young trigger behind the mark"));
+
+    // The marks read back (to the millisecond): the newest trigger granted per job, none
+    // for a job never claimed.
+    let marks = a.high_water_marks(&["ran", "down", "never"]).await.expect("marks");
+    let ms: Vec<Option<i64>> = marks.into_iter().map(|m| m.map(|m| m.as_millisecond())).collect();
+    assert_eq!(ms, [Some(at(4).as_millisecond()), Some(at(10).as_millisecond()), None]);
 }
