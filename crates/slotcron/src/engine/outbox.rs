@@ -87,17 +87,24 @@ impl Outbox {
         }
         if let Err(e) = self.store.save_state(job, &state).await {
             tracing::warn!(job = %job, trigger = %state.last_trigger, "{e}; the state is kept to be written later");
-            let mut pending = self.lock();
-            let merged = match pending.states.get(job) {
-                Some(waiting) => merge_job_state(Some(waiting), &state),
-                None => Some(state),
-            };
-            if let Some(merged) = merged {
-                pending.states.insert(job.clone(), merged);
-            }
-            drop(pending);
-            self.wake.notify_one();
+            self.queue_state(job, state);
         }
+    }
+
+    /// Queues a job's state for the writer (merged with one still waiting), without
+    /// writing it here: for states noted by the thousand, which must not each wait on
+    /// the store.
+    pub fn queue_state(&self, job: &Arc<str>, state: JobState) {
+        let mut pending = self.lock();
+        let merged = match pending.states.get(job) {
+            Some(waiting) => merge_job_state(Some(waiting), &state),
+            None => Some(state),
+        };
+        if let Some(merged) = merged {
+            pending.states.insert(job.clone(), merged);
+        }
+        drop(pending);
+        self.wake.notify_one();
     }
 
     /// How many ledger writes and job states wait to be written.

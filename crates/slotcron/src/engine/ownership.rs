@@ -266,7 +266,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
             claimed += 1;
             // Not recorded here, but handled by the fleet: the job's state moves on, so
             // a restart does not take the triggers another replica ran for missed ones.
-            shared.save_state(&due.job, due.trigger, Some(Outcome::SkippedLost)).await;
+            shared.queue_state(&due.job, due.trigger, Some(Outcome::SkippedLost));
         } else if batch::batchable(&shared, &due) {
             taken += 1;
             batched.push((due, None));

@@ -88,14 +88,7 @@ impl Shared {
     /// Records that `trigger` of `job` was handled; a failed write is kept and written
     /// when the store is back.
     pub(crate) async fn save_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
-        if !self.persist_state || job.removed.load(Ordering::SeqCst) {
-            return;
-        }
-        let state = JobState {
-            last_trigger: trigger,
-            last_outcome: outcome,
-            one_shot_done: job.schedule.kind().is_one_shot(),
-        };
+        let Some(state) = self.state_of(job, trigger, outcome) else { return };
         self.outbox.save_state(&job.name, state).await;
         // Removed while saving: the removal's delete may have come first, so delete again.
         if job.removed.load(Ordering::SeqCst)
@@ -104,6 +97,24 @@ impl Shared {
         {
             tracing::warn!(job = %job.name, "the removed job's state stays: {e}");
         }
+    }
+
+    /// [`Shared::save_state`] for a trigger another replica handled: queued for the
+    /// outbox's writer rather than written here, since a non-owner notes one for each of
+    /// thousands of triggers at once.
+    pub(crate) fn queue_state(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) {
+        if let Some(state) = self.state_of(job, trigger, outcome) {
+            self.outbox.queue_state(&job.name, state);
+        }
+    }
+
+    /// The state that says `trigger` of `job` was handled; `None` without a store to keep
+    /// it in, or for a removed job.
+    fn state_of(&self, job: &Job, trigger: Timestamp, outcome: Option<Outcome>) -> Option<JobState> {
+        if !self.persist_state || job.removed.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(JobState { last_trigger: trigger, last_outcome: outcome, one_shot_done: job.kind.is_one_shot() })
     }
 }
 
