@@ -115,7 +115,7 @@ impl JobInfo {
     /// times after it, `count` in all.
     fn add_fire_times(&mut self, count: usize) {
         self.next_triggers.truncate(count);
-        let one_shot = self.job.schedule.kind().is_one_shot();
+        let one_shot = self.job.kind.is_one_shot();
         while let Some(&last) = self.next_triggers.last() {
             if one_shot || self.next_triggers.len() >= count {
                 break;

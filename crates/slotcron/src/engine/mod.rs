@@ -589,7 +589,7 @@ impl Shared {
         if cancel_runs {
             job.cancel_runs.cancel();
         }
-        if !self.persist_state || job.schedule.kind().is_one_shot() {
+        if !self.persist_state || job.kind.is_one_shot() {
             return;
         }
         let (store, name) = (self.store.clone(), job.name.clone());

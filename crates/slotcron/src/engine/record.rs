@@ -92,7 +92,7 @@ impl Shared {
         self.outbox.save_state(&job.name, state).await;
         // Removed while saving: the removal's delete may have come first, so delete again.
         if job.removed.load(Ordering::SeqCst)
-            && !job.schedule.kind().is_one_shot()
+            && !job.kind.is_one_shot()
             && let Err(e) = self.store.delete_state(&job.name).await
         {
             tracing::warn!(job = %job.name, "the removed job's state stays: {e}");

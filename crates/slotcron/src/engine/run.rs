@@ -213,7 +213,7 @@ async fn claim_and_run(
     let shared = &scope.shared;
     let clock = shared.clock.as_ref();
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
-    let kind = job.schedule.kind();
+    let kind = job.kind;
     let trigger_key = OnceLock::new();
     let mut _slot = None;
     let fencing_token = match claiming {
@@ -456,7 +456,7 @@ pub(super) fn claim_of<'a>(
 ) -> Claim<'a> {
     let settings = &shared.settings;
     let budget = job_run_budget(job, settings.cancel_grace, settings.slack);
-    let hold = claim_hold(trigger, next, job.schedule.kind().is_one_shot(), budget, settings.slack);
+    let hold = claim_hold(trigger, next, job.kind.is_one_shot(), budget, settings.slack);
     Claim { job: &job.name, trigger, key, instance: &shared.instance, hold }
 }
 

@@ -158,7 +158,7 @@ impl Scheduler {
         if to > now {
             return Err(ControlError::FutureRange { job: owned(), to, now });
         }
-        if let ScheduleKind::After(_) = job.schedule.kind() {
+        if let ScheduleKind::After(_) = job.kind {
             return Err(ControlError::NotBackfillable { job: owned() });
         }
         let mut triggers = Vec::new();

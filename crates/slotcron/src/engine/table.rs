@@ -159,7 +159,7 @@ impl Table {
     /// removed job, or `None` if there is none.
     pub fn remove(&mut self, name: &str) -> Option<Arc<Job>> {
         let entry = self.take(name)?;
-        if !entry.job.schedule.kind().is_one_shot() {
+        if !entry.job.kind.is_one_shot() {
             self.states.remove(name);
         } else if let Some(last) = entry.last {
             // Taken in this process: the stored state says so too, but what the table
@@ -222,7 +222,7 @@ impl Table {
         let Some(entry) = self.slots[slot as usize].as_mut() else { return };
         let job = &entry.job;
         let name = &*job.name;
-        let kind = job.schedule.kind();
+        let kind = job.kind;
         let state = self.states.get(name);
         let taken = match start {
             Start::Fresh => None,
@@ -382,7 +382,7 @@ impl Table {
                 }
                 plan.next
             } else {
-                let next = if job.schedule.kind().is_one_shot() { None } else { job.schedule.next_after(at) };
+                let next = if job.kind.is_one_shot() { None } else { job.schedule.next_after(at) };
                 due.push(Due {
                     job: job.clone(),
                     trigger: at,
@@ -396,7 +396,7 @@ impl Table {
             job.series.next_trigger(next);
             match next {
                 Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
-                None => exhausted(&job.name, job.schedule.kind()),
+                None => exhausted(&job.name, job.kind),
             }
         }
         false
