@@ -95,14 +95,18 @@ pub(crate) async fn list(
     }
     let query = page.query(&name)?;
     let mut runs = history(&state, &query).await?;
-    let next_before = (runs.len() == query.limit).then(|| runs.last().map(|r| r.trigger)).flatten();
-    if let Some(last) = next_before {
+    let full = (runs.len() == query.limit).then(|| runs.last().map(|r| r.trigger)).flatten();
+    let mut next_before = None;
+    if let Some(last) = full {
         // The page ends at a whole trigger: the records of its last trigger that the
         // limit cut off (one per replica on a shared ledger) join it, or the next page,
         // which starts before that trigger, would never show them.
         runs.retain(|r| r.trigger != last);
         let group = history(&state, &trigger_records(&query, last)).await?;
         runs.extend(group.into_iter().filter(|r| r.trigger == last));
+        // A next page only if a record is left before this one's last trigger.
+        let rest = LedgerQuery { until: Some(last), limit: 1, ..query.clone() };
+        next_before = (!history(&state, &rest).await?.is_empty()).then_some(last);
     }
     let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
     Ok(Json(serde_json::json!({ "runs": runs, "next_before": next_before })))
