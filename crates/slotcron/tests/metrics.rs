@@ -210,3 +210,16 @@ fn with_metrics_off_nothing_is_counted() {
     });
     assert_eq!(series(&snapshotter), []);
 }
+
+#[test]
+fn without_a_membership_the_members_gauge_is_zero() {
+    let snapshotter = recorded(async || {
+        let mut h = Harness::new("2024-05-17T00:00:00Z");
+        h.add(Job::builder("tick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+        h.stop().await;
+    });
+    let members = series(&snapshotter).into_iter().find(|(name, _)| name == "slotcron_fleet_members{}");
+    assert_eq!(members, Some(("slotcron_fleet_members{}".to_owned(), 0.0)), "single-replica mode");
+}

@@ -56,15 +56,17 @@ impl View {
 
 /// Keeps this replica in the coordinator's membership: a heartbeat every third of the
 /// membership TTL (on the scheduler's clock) until `stopping` fires, then leaves it. Ends
-/// at once for a coordinator without a membership.
+/// at once, with the members gauge at 0, without a membership.
 pub(crate) async fn heartbeat(shared: Arc<Shared>, stopping: CancellationToken) {
     let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
+        shared.metrics.members(0);
         return;
     };
     let ttl = shared.settings.membership_ttl;
     loop {
         match within_claim_timeout(&shared, coordinator.heartbeat(&shared.instance, ttl)).await {
-            Ok(None) => return,
+            // No membership: the gauge says so (0), as without a coordinator.
+            Ok(None) => return shared.metrics.members(0),
             Ok(Some(mut members)) => {
                 if !members.iter().any(|m| **m == *shared.instance) {
                     members.push(shared.instance.to_string());
