@@ -20,6 +20,13 @@
 -- ARGV[5i]    "1" if the job's pause refuses the claim, "0" for a run an operator asked
 --             for
 --
+-- Claims ahead (all of one owner at one instant, before it comes): one more key after
+-- the claims', KEYS[4n+1], the owner's start latch of the instant, and one more
+-- argument, ARGV[5n+1], when the latch is to expire (PXAT, ms). A latch of "0" (the
+-- owner's start was voided) refuses every claim (0, lost, nothing written); no latch is
+-- set to "p" (claims ahead made, not started) before the claims are made; "1" (started)
+-- changes nothing. The claimant of a claim ahead starts with "^".
+--
 -- Returns one integer per claim: the new fencing token when won (or this claimant's own
 -- token, when a claim made again after a lost reply finds its own claim), 0 when the
 -- trigger key is held (lost), -3 when the job is paused (nothing written), -1 when the
@@ -34,8 +41,21 @@
 -- Commands: one MGET of every trigger key, TIME once (if a free trigger is recurring), one
 -- MGET of the states and pauses (and one of the old marks while a state has none) of
 -- the jobs whose trigger is free, a SET per won claim, and one MSET of the states changed.
-local n = #KEYS / 4
+local n = math.floor(#KEYS / 4)
 local triggers, results = {}, {}
+local latch = KEYS[4 * n + 1]
+if latch then
+  local started = redis.call('GET', latch)
+  if started == '0' then
+    for i = 1, n do
+      results[i] = 0
+    end
+    return results
+  end
+  if not started then
+    redis.call('SET', latch, 'p', 'PXAT', ARGV[5 * n + 1])
+  end
+end
 for i = 1, n do
   triggers[i] = KEYS[4 * i - 3]
 end

@@ -1,4 +1,5 @@
-//! The value a won claim leaves in its trigger key, `{fencing token} {token} {instance}`,
+//! The value a won claim leaves in its trigger key, `{fencing token} {token} {instance}`
+//! (`{fencing token} ^{token} {instance}` for a claim made ahead of its trigger),
 //! and what a claimant whose reply was lost concludes from reading it back.
 
 use std::fmt;
@@ -27,9 +28,12 @@ impl Token {
         Ok((0..n as u64).map(|i| Self(format!("{:016x}", first.wrapping_add(i)))).collect())
     }
 
-    /// The script's claimant argument: `{token} {instance}`.
-    pub fn claimant(&self, instance: &str) -> String {
-        format!("{} {instance}", self.0)
+    /// The script's claimant argument: `{token} {instance}`, or `^{token} {instance}`
+    /// for a claim made ahead of its trigger (which a void of the owner's start may
+    /// drop).
+    pub fn claimant(&self, instance: &str, ahead: bool) -> String {
+        let mark = if ahead { "^" } else { "" };
+        format!("{mark}{} {instance}", self.0)
     }
 }
 
@@ -46,7 +50,9 @@ pub(crate) fn holder(value: Option<&str>, ours: &Token) -> ClaimHolder {
     let mut parts = value.splitn(3, ' ');
     let (fencing, token) = (parts.next(), parts.next());
     match (fencing.and_then(|f| f.parse().ok()), token) {
-        (Some(fencing_token), Some(token)) if token == ours.0 => ClaimHolder::Us { fencing_token },
+        (Some(fencing_token), Some(token)) if token.strip_prefix('^').unwrap_or(token) == ours.0 => {
+            ClaimHolder::Us { fencing_token }
+        }
         _ => ClaimHolder::Other,
     }
 }
@@ -62,8 +68,17 @@ mod tests {
     #[test]
     fn our_token_wins_with_the_stored_fencing_token() {
         let ours = token("00000000000000aa");
-        let value = format!("17 {}", ours.claimant("host-1 pid 42"));
+        let value = format!("17 {}", ours.claimant("host-1 pid 42", false));
         assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
+    }
+
+    #[test]
+    fn our_claim_made_ahead_is_ours_too() {
+        let ours = token("00000000000000aa");
+        let value = format!("17 {}", ours.claimant("host-1", true));
+        assert_eq!(value, "17 ^00000000000000aa host-1");
+        assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
+        assert_eq!(holder(Some("17 ^00000000000000bb host-1"), &ours), ClaimHolder::Other);
     }
 
     #[test]

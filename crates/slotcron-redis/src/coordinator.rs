@@ -10,7 +10,10 @@ use redis::cluster_routing::Slot;
 use redis::{ErrorKind, RedisError, Script};
 use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, Hold, RequestClaim};
+use slotcron::{
+    AheadStart, AheadVoid, Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError,
+    CoordinatorErrorKind, Hold, RequestClaim,
+};
 use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
 use slotcron::{Handled, TriggerRef};
 use slotcron::{Lease, LeaseGrant, LeaseRenewal};
@@ -23,6 +26,7 @@ use crate::{RedisConfig, RedisCoordinatorError};
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease.lua")));
 static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("members.lua")));
+static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahead.lua")));
 
 /// Arbitrates claims through one Redis server or a Redis Cluster, so that each trigger
 /// runs on exactly one replica.
@@ -61,6 +65,15 @@ static MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("me
 /// (with the stored fencing token), another's means lost, no key means the script did not
 /// run and the claim is tried once more; if Redis cannot be read, the claim fails and the
 /// scheduler skips the trigger (fail closed).
+///
+/// On one server it takes [claims ahead](slotcron::Coordinator#claims-ahead): a batch of
+/// them is the same script call with one more key, the owner's start latch of the instant
+/// (`{prefix}fleet:ahead:{instant in ms}:{owner}`: `p` once claims ahead were made, `1`
+/// once started, `0` once voided), which refuses every claim once voided; a claim ahead's
+/// claimant starts with `^`. Starting and voiding are one call each of a third script
+/// (`ahead.lua`, on the server's clock): a start sets the latch to `1` unless it is `0`
+/// and returns the paused jobs (`SMEMBERS` of the pause index); a void sets it to `0`
+/// unless it is `1`, and deletes the owner's claims ahead among the trigger keys given.
 ///
 /// Leases (the overlap policies') are one call of another script each: the job's key
 /// `{prefix}lease:{job}` holds its owner with the lease's TTL, and every renewal or
@@ -115,6 +128,46 @@ struct Scripted<'a> {
     pausable: bool,
 }
 
+/// The start latch of one owner's claims ahead of one instant, as the claim and the
+/// ahead scripts take it.
+struct Latch {
+    key: String,
+    /// When it expires (`PXAT`), in milliseconds since the Unix epoch: as long after
+    /// `until` as `until` is after the instant.
+    expires_ms: i64,
+}
+
+impl Latch {
+    fn new(keys: &KeyLayout, owner: &str, at: Timestamp, until: Timestamp) -> Self {
+        let (at_ms, until_ms) = (at.as_millisecond(), until.as_millisecond());
+        Self { key: keys.ahead(owner, at_ms), expires_ms: until_ms.saturating_add((until_ms - at_ms).max(1)) }
+    }
+
+    /// Runs `op` ("start" or "void") of the ahead script over this latch and `triggers`.
+    async fn call<T: redis::FromRedisValue>(
+        &self,
+        connection: &Connection,
+        op: &str,
+        until: Timestamp,
+        owner: &str,
+        triggers: &[String],
+    ) -> Result<T, CoordinatorError> {
+        let mut script = AHEAD.key(&self.key);
+        for key in triggers {
+            script.key(key);
+        }
+        script.arg(op).arg(until.as_millisecond()).arg(self.expires_ms).arg(owner);
+        connection.invoke::<T>(&script).await.map_err(|e| {
+            let what = format!("{op} of the claims ahead at {}: {e}", self.key);
+            if outcome_unknown(&e) {
+                CoordinatorError::outcome_unknown(what)
+            } else {
+                CoordinatorError::unavailable(what)
+            }
+        })
+    }
+}
+
 impl RedisCoordinator {
     /// Connects to Redis.
     ///
@@ -155,7 +208,11 @@ impl RedisCoordinator {
     /// Claims `claims`, all of whose keys hash to one slot in a cluster (any on one
     /// server), in one script call: one result per claim, in order. A lost reply is read
     /// back for every claim of the call ([`claim_batch_with_read_back`]).
-    async fn claim_group(&self, claims: &[&Scripted<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+    async fn claim_group(
+        &self,
+        claims: &[&Scripted<'_>],
+        ahead: Option<&Latch>,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
         let tokens = match Token::several(claims.len()) {
             Ok(tokens) => tokens,
             Err(e) => {
@@ -168,7 +225,7 @@ impl RedisCoordinator {
         claim_batch_with_read_back(
             claims.len(),
             &name,
-            |pending: Vec<usize>| self.run_script(claims, &keys, &tokens, pending),
+            |pending: Vec<usize>| self.run_script(claims, &keys, &tokens, ahead, pending),
             |pending: Vec<usize>| self.read_holders(&keys, &tokens, pending),
         )
         .await
@@ -180,6 +237,7 @@ impl RedisCoordinator {
         claims: &[&Scripted<'_>],
         keys: &[&str],
         tokens: &[Token],
+        ahead: Option<&Latch>,
         pending: Vec<usize>,
     ) -> ClaimBatchAttempt<RedisError> {
         let mut script = CLAIM.prepare_invoke();
@@ -190,11 +248,14 @@ impl RedisCoordinator {
                 .key(self.keys.fencing(claim.job))
                 .key(self.keys.mark(claim.job))
                 .key(self.keys.paused(claim.job))
-                .arg(tokens[i].claimant(claim.instance))
+                .arg(tokens[i].claimant(claim.instance, ahead.is_some()))
                 .arg(claim.trigger_ms)
                 .arg(claim.after_trigger.map_or(String::new(), |ms| ms.to_string()))
                 .arg(claim.after_claim)
                 .arg(if claim.pausable { "1" } else { "0" });
+        }
+        if let Some(latch) = ahead {
+            script.key(&latch.key).arg(latch.expires_ms);
         }
         // Per claim: the new fencing token when won, 0 when taken, -1 when behind the
         // mark, -2 when the job's state key holds something else, -3 when paused.
@@ -274,7 +335,7 @@ fn ceil_ms(duration: Duration) -> u64 {
 #[async_trait]
 impl Coordinator for RedisCoordinator {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        let mut outcome = self.claim_group(&[&self.scripted(claim)]).await;
+        let mut outcome = self.claim_group(&[&self.scripted(claim)], None).await;
         outcome.pop().unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
     }
 
@@ -287,7 +348,7 @@ impl Coordinator for RedisCoordinator {
         for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
             let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
             if !self.connection.is_cluster() {
-                outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>()).await);
+                outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>(), None).await);
                 continue;
             }
             let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
@@ -297,7 +358,7 @@ impl Coordinator for RedisCoordinator {
             let groups: Vec<Vec<usize>> = slots.into_values().collect();
             let answers = join_all(groups.iter().map(|group| {
                 let claims: Vec<&Scripted<'_>> = group.iter().map(|&i| &chunk[i]).collect();
-                async move { self.claim_group(&claims).await }
+                async move { self.claim_group(&claims, None).await }
             }))
             .await;
             let mut chunk_outcomes: Vec<Option<Result<ClaimOutcome, CoordinatorError>>> =
@@ -326,12 +387,81 @@ impl Coordinator for RedisCoordinator {
             after_claim: ceil_ms(claim.ttl),
             pausable: false,
         };
-        let mut outcome = self.claim_group(&[&scripted]).await;
+        let mut outcome = self.claim_group(&[&scripted], None).await;
         outcome.pop().unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
     }
 
     fn controls(&self) -> Option<&dyn Controls> {
         Some(self)
+    }
+
+    /// On one server; a cluster's claims are spread over its nodes instead (a claim
+    /// script's keys share one hash slot, which a latch per owner and instant would not).
+    fn claims_ahead(&self) -> bool {
+        !self.connection.is_cluster()
+    }
+
+    /// The claim script, with the owner's start latch of `at` as one more key: chunks of
+    /// [`MAX_CLAIMS_PER_ROUND_TRIP`] claims, one after the other.
+    async fn claim_batch_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        claims: &[Claim<'_>],
+        until: Timestamp,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        if !self.claims_ahead() {
+            let e = || CoordinatorError::unavailable("claims ahead are not taken in a Redis Cluster");
+            return claims.iter().map(|_| Err(e())).collect();
+        }
+        let latch = Latch::new(&self.keys, owner, at, until);
+        let mut outcomes = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
+            outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>(), Some(&latch)).await);
+        }
+        outcomes
+    }
+
+    /// One call of the ahead script, which also reads the set of paused jobs. A lost
+    /// reply is sent once more: a start is idempotent (a latch already `1` answers
+    /// started).
+    async fn start_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        until: Timestamp,
+    ) -> Result<AheadStart, CoordinatorError> {
+        let latch = Latch::new(&self.keys, owner, at, until);
+        let index = [self.keys.paused_index()];
+        let started = match latch.call(&self.connection, "start", until, owner, &index).await {
+            Err(e) if e.kind() == CoordinatorErrorKind::OutcomeUnknown => {
+                latch.call(&self.connection, "start", until, owner, &index).await?
+            }
+            answer => answer?,
+        };
+        Ok(match started {
+            Some(paused) => AheadStart::Started { paused },
+            None => AheadStart::Voided,
+        })
+    }
+
+    /// One call of the ahead script over the latch and the trigger keys.
+    async fn void_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        triggers: &[TriggerRef<'_>],
+        until: Timestamp,
+    ) -> Result<AheadVoid, CoordinatorError> {
+        let latch = Latch::new(&self.keys, owner, at, until);
+        let keys: Vec<String> = triggers.iter().map(|t| self.keys.trigger(t.job, t.key)).collect();
+        let answer: i64 = latch.call(&self.connection, "void", until, owner, &keys).await?;
+        Ok(match answer {
+            1 => AheadVoid::Started,
+            2 => AheadVoid::Voided { ahead: true },
+            _ => AheadVoid::Voided { ahead: false },
+        })
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

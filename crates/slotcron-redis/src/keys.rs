@@ -95,6 +95,15 @@ impl KeyLayout {
         format!("{}fleet:handled:{at_ms}:{owner}", self.prefix)
     }
 
+    /// The start latch of `owner`'s claims ahead of trigger instant `at_ms` (see
+    /// [`Coordinator::start_ahead`](slotcron::Coordinator::start_ahead)), a string:
+    /// `{prefix}fleet:ahead:{at_ms}:{owner}`, apart from every trigger key as
+    /// [`KeyLayout::members`] is (one server only: claims ahead are not taken in a
+    /// cluster).
+    pub fn ahead(&self, owner: &str, at_ms: i64) -> String {
+        format!("{}fleet:ahead:{at_ms}:{owner}", self.prefix)
+    }
+
     /// The job's lease (overlap policies): `{prefix}lease:{job}` on one server,
     /// `{prefix}{{job}}:lease` in a cluster. Like the fencing key, it equals no trigger key.
     pub fn lease(&self, job: &str) -> String {

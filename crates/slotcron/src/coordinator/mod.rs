@@ -1,5 +1,6 @@
 //! Coordinators arbitrate claims: for each trigger, exactly one replica wins.
 
+mod ahead;
 mod error;
 mod hold;
 mod in_process;
@@ -8,6 +9,7 @@ pub(crate) mod membership;
 mod read_back;
 pub(crate) mod rendezvous;
 
+pub use ahead::{AheadStart, AheadVoid};
 pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
@@ -143,6 +145,19 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// and reads trigger by trigger ([`Coordinator::unclaimed`]) only for an owner whose
 /// tally does not account for every trigger the non-owner expected it to claim.
 ///
+/// # Claims ahead
+///
+/// A coordinator may take claims *ahead* ([`Coordinator::claims_ahead`]): an owner then
+/// claims the triggers it owns at an instant up to the scheduler's claim-ahead window
+/// before it ([`Coordinator::claim_batch_ahead`]), so the burst's claims are made while
+/// nothing is due, and starts them when the instant comes
+/// ([`Coordinator::start_ahead`]). Until it starts, a non-owner whose takeover delay is
+/// over may void its start ([`Coordinator::void_ahead`]): one latch per owner and
+/// instant, set once by whichever comes first, so either the owner runs its claims ahead
+/// or they are dropped and taken over; a claim ahead is never lost with a dead owner, and
+/// never runs twice. The owner adds its claims ahead to its [`Handled`] tally only once it
+/// has started.
+///
 /// # Lost replies
 ///
 /// A claim whose reply was lost is read back, never guessed: the decision every
@@ -218,6 +233,79 @@ pub trait Coordinator: Send + Sync + 'static {
             outcomes.push(self.claim(claim).await);
         }
         outcomes
+    }
+
+    /// Whether this coordinator takes claims ahead ([`Coordinator::claim_batch_ahead`],
+    /// [`Coordinator::start_ahead`], [`Coordinator::void_ahead`]); `false` (the default):
+    /// the engine claims every trigger when it comes due.
+    fn claims_ahead(&self) -> bool {
+        false
+    }
+
+    /// Claims, for `owner`, triggers it owns at instant `at` before `at` has come; see
+    /// ["Claims ahead"](Coordinator#claims-ahead). Each claim is decided as by
+    /// [`Coordinator::claim_batch`] (every claim's `trigger` is `at` and its `instance`
+    /// `owner`), but a claim won here holds only once `owner` starts the instant
+    /// ([`Coordinator::start_ahead`]), and every claim is [`ClaimOutcome::Lost`] once
+    /// `owner`'s start of `at` has been voided. `until` is as for
+    /// [`Coordinator::start_ahead`].
+    ///
+    /// The default, for a coordinator that takes no claims ahead, fails every claim
+    /// (the engine does not call it when [`Coordinator::claims_ahead`] is `false`).
+    async fn claim_batch_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        claims: &[Claim<'_>],
+        until: Timestamp,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let _ = (owner, at, until);
+        let error = || {
+            CoordinatorError::unavailable(format!("the {} coordinator takes no claims ahead", self.name()))
+        };
+        claims.iter().map(|_| Err(error())).collect()
+    }
+
+    /// Starts `owner`'s claims ahead of instant `at`, unless a non-owner voided them
+    /// first: [`AheadStart::Started`] with the jobs paused now (also when it was started
+    /// already: a start whose reply was lost is sent again), or [`AheadStart::Voided`]
+    /// (voided, or asked after `until` on the coordinator's clock, which it also keeps
+    /// the start for at least as long again after: nothing is started then). One round
+    /// trip.
+    ///
+    /// # Errors
+    /// The backend is unreachable or the outcome is unknown: the owner then runs none of
+    /// its claims ahead of `at` (fail closed), and non-owners take them over.
+    async fn start_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        until: Timestamp,
+    ) -> Result<AheadStart, CoordinatorError> {
+        let _ = (owner, at, until);
+        Err(CoordinatorError::unavailable(format!("the {} coordinator takes no claims ahead", self.name())))
+    }
+
+    /// Voids `owner`'s start of instant `at` unless it has started, and then drops
+    /// `owner`'s claims ahead among `triggers` (those a non-owner expected `owner` to
+    /// claim), so that they can be claimed: [`AheadVoid::Started`] if `owner` started
+    /// first (nothing changes), else [`AheadVoid::Voided`] (saying whether `owner` had
+    /// claimed any trigger ahead). Asked after `until` on the coordinator's clock it
+    /// changes nothing and answers [`AheadVoid::Started`]: the claims ahead stand. One
+    /// round trip. The default (no claims ahead) answers `Voided { ahead: false }`.
+    ///
+    /// # Errors
+    /// The backend is unreachable; the non-owner then leaves the owner's triggers alone
+    /// for this look.
+    async fn void_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        triggers: &[TriggerRef<'_>],
+        until: Timestamp,
+    ) -> Result<AheadVoid, CoordinatorError> {
+        let _ = (owner, at, triggers, until);
+        Ok(AheadVoid::Voided { ahead: false })
     }
 
     /// Takes the job's lease for `lease.owner`, or finds it held; see ["Leases"](Coordinator#leases)
