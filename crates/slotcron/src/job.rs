@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -90,6 +90,10 @@ pub struct Job {
     pub(crate) jitter: Option<Duration>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
+    /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
+    /// (`i64::MIN`: none yet): the next trigger is claimed ahead only after it (see
+    /// `engine/ahead.rs`).
+    pub(crate) last_won: AtomicI64,
     /// The job's metric counts, flushed to the recorder by its scheduler, and its last
     /// run (for the admin API): what each run's end writes, side by side.
     pub(crate) series: Arc<JobSeries>,
@@ -118,6 +122,7 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
+            last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
@@ -508,6 +513,7 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             local_fencing: AtomicU64::new(0),
+            last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })

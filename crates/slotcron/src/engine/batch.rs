@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
@@ -48,6 +49,16 @@ pub(super) fn batchable(shared: &Shared, due: &Due) -> bool {
         && due.job.jitter.is_none()
 }
 
+/// How a batch's claims are made.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mode {
+    /// As their triggers come due.
+    Due,
+    /// Ahead of their instant `at`, by its owner ([`Coordinator::claim_batch_ahead`]),
+    /// which may start or void them until `until`.
+    Ahead { at: Timestamp, until: Timestamp },
+}
+
 /// Claims the batchable triggers `due` in batches of at most [`MAX_BATCH`]: one result
 /// per trigger, in order, each with the trigger's key.
 ///
@@ -58,10 +69,11 @@ pub(super) async fn claim(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     due: &[Due],
+    mode: Mode,
 ) -> Vec<(Claimed, Box<str>)> {
     let mut claimed = Vec::with_capacity(due.len());
     for chunk in due.chunks(MAX_BATCH) {
-        claimed.extend(claim_chunk(shared, coordinator, chunk).await);
+        claimed.extend(claim_chunk(shared, coordinator, chunk, mode).await);
     }
     claimed
 }
@@ -70,6 +82,7 @@ async fn claim_chunk(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     due: &[Due],
+    mode: Mode,
 ) -> Vec<(Claimed, Box<str>)> {
     let keys: Vec<Box<str>> = due.iter().map(|d| run::key_of(&d.job, d.trigger)).collect();
     let decided: Vec<Claimed> = match run::skew_gate(shared, coordinator).await {
@@ -84,8 +97,15 @@ async fn claim_chunk(
                 .map(|(d, key)| run::claim_of(shared, &d.job, d.trigger, d.next, key))
                 .collect();
             let asked = shared.clock.now();
-            let answers =
-                run::within_claim_timeout(shared, async { Ok(coordinator.claim_batch(&claims).await) }).await;
+            let answers = run::within_claim_timeout(shared, async {
+                Ok(match mode {
+                    Mode::Due => coordinator.claim_batch(&claims).await,
+                    Mode::Ahead { at, until } => {
+                        coordinator.claim_batch_ahead(&shared.instance, at, &claims, until).await
+                    }
+                })
+            })
+            .await;
             let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
             let answers: Vec<Result<ClaimOutcome, CoordinatorError>> = match answers {
                 Ok(answers) if answers.len() == due.len() => answers,
@@ -122,7 +142,7 @@ pub(super) async fn execute(scope: Arc<RunScope>, tracker: TaskTracker, due: Vec
     // A job removed before its trigger was claimed does not run (no claim, no record).
     let (due, tallies): (Vec<Due>, Vec<Option<Arc<Tally>>>) =
         due.into_iter().filter(|(d, _)| !run::removed(&d.job, d.trigger)).unzip();
-    let claimed = claim(shared, coordinator.as_ref(), &due).await;
+    let claimed = claim(shared, coordinator.as_ref(), &due, Mode::Due).await;
     // The last reference to a tally, dropped here, writes it.
     for ((claimed, key), tally) in claimed.iter().zip(tallies) {
         if let Some(tally) = tally {

@@ -50,6 +50,7 @@ impl Default for SchedulerBuilder {
                 drain_on_shutdown: false,
                 lease_ttl: DEFAULT_LEASE_TTL,
                 takeover_delay: SchedulerBuilder::DEFAULT_TAKEOVER_DELAY,
+                claim_ahead: SchedulerBuilder::DEFAULT_CLAIM_AHEAD,
                 membership_ttl: DEFAULT_MEMBERSHIP_TTL,
                 shared_work: true,
                 count_metrics: true,
@@ -70,6 +71,9 @@ impl SchedulerBuilder {
     /// The default [takeover delay](Self::takeover_delay): 300 ms, below the default grace
     /// window ([`Misfire::DEFAULT_GRACE`](crate::Misfire::DEFAULT_GRACE), 1 s).
     pub const DEFAULT_TAKEOVER_DELAY: Duration = Duration::from_millis(300);
+
+    /// The default [claim-ahead window](Self::claim_ahead): 500 ms.
+    pub const DEFAULT_CLAIM_AHEAD: Duration = Duration::from_millis(500);
 
     /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
     pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
@@ -203,6 +207,24 @@ impl SchedulerBuilder {
         self
     }
 
+    /// How long before their instant, on this scheduler's clock, the triggers this
+    /// replica owns are claimed (default [`Self::DEFAULT_CLAIM_AHEAD`], 500 ms; zero: each
+    /// trigger is claimed when it comes due). A job's trigger is claimed ahead only once
+    /// this replica won the job's previous trigger, so a job whose period is shorter
+    /// than the window is claimed as its triggers come due. With a coordinator that takes
+    /// [claims ahead](crate::Coordinator#claims-ahead) (the Redis coordinator on one
+    /// server) and shared work, a burst of triggers due together is claimed while nothing
+    /// is due, and its runs start on time however long the claims took the backend; the
+    /// instant's claims are then started with one round trip when it comes. A job paused
+    /// or removed within the window does not run; a reload within it runs the new
+    /// definition under the claim. A replica that dies or stalls after claiming ahead
+    /// costs its triggers a [takeover delay](Self::takeover_delay), never a run: the
+    /// others void its start and take them over.
+    pub fn claim_ahead(mut self, window: Duration) -> Self {
+        self.settings.claim_ahead = window;
+        self
+    }
+
     /// Whether the replicas share the work (default `true`): with a coordinator that keeps
     /// a [membership](crate::Coordinator#membership), each trigger's owner claims it at
     /// once and the others only take over what it left unclaimed after the
@@ -277,6 +299,9 @@ impl SchedulerBuilder {
                 skew: Default::default(),
                 membership: Default::default(),
                 takeovers: Default::default(),
+                ahead: Default::default(),
+                #[cfg(feature = "testkit")]
+                idle_at: Default::default(),
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),

@@ -1,6 +1,7 @@
 //! The engine: one ordered queue of next triggers, a sleep until the earliest through
 //! the [`Clock`], and one task per run.
 
+mod ahead;
 mod batch;
 mod builder;
 mod introspect;
@@ -106,6 +107,11 @@ pub(crate) struct Shared {
     membership: ownership::View,
     /// The triggers other replicas own, waiting out the takeover delay.
     takeovers: ownership::Takeovers,
+    /// This replica's claims ahead, waiting for their triggers.
+    ahead: ahead::Ahead,
+    /// See [`Scheduler::idle_at`].
+    #[cfg(feature = "testkit")]
+    idle_at: Mutex<Option<Option<Timestamp>>>,
     handlers: HandlerRegistry,
     restored: AtomicBool,
     table: Mutex<Table>,
@@ -140,6 +146,7 @@ pub(crate) struct Settings {
     pub drain_on_shutdown: bool,
     pub lease_ttl: Duration,
     pub takeover_delay: Duration,
+    pub claim_ahead: Duration,
     pub membership_ttl: Duration,
     pub shared_work: bool,
     /// Whether the engine counts metrics.
@@ -278,6 +285,19 @@ impl Scheduler {
     #[cfg(feature = "testkit")]
     pub(crate) fn awaits_takeover(&self, job: &str, trigger: Timestamp) -> bool {
         self.shared.takeovers.waits(job, trigger)
+    }
+
+    /// Whether the engine's loop sleeps with nothing to do at `now`: it went to sleep
+    /// until an instant after `now` (or until woken), having handled what was due before,
+    /// and its claims ahead have their answers.
+    #[cfg(feature = "testkit")]
+    pub(crate) fn idle_at(&self, now: Timestamp) -> bool {
+        let asleep = match *self.shared.idle_at.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(Some(until)) => until > now,
+            Some(None) => true,
+            None => false,
+        };
+        asleep && self.shared.ahead.answered()
     }
 
     /// Whether `job`'s `trigger` waits here for a slot of the concurrency cap.
@@ -428,12 +448,20 @@ impl Scheduler {
         let mut due = Vec::with_capacity(take);
         let mut batched = Vec::new();
         loop {
+            #[cfg(feature = "testkit")]
+            {
+                *self.shared.idle_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            }
             let now = self.shared.clock.now();
             let (more, deadline) = {
                 let mut table = self.shared.table();
                 let more = table.take_due(now, &mut due, take);
                 (more, table.next_deadline())
             };
+            let ahead = self.shared.ahead.take(&mut due);
+            if !ahead.is_empty() {
+                tracker.spawn(ahead::run(scope.clone(), tracker.clone(), ahead));
+            }
             let mut items = due.drain(..).peekable();
             let mut split = ownership::Split::new(&self.shared);
             let mut spawned = 0;
@@ -497,6 +525,19 @@ impl Scheduler {
                     scope.pace().await;
                 }
                 continue;
+            }
+            // The triggers this replica owns within the claim-ahead window are claimed
+            // now, and the engine wakes again when the next instant enters it.
+            ahead::claim_upcoming(&scope, &tracker);
+            let wake =
+                self.shared.ahead.next_wake(&self.shared, |after| self.shared.table().first_after(after));
+            let deadline = match (deadline, wake) {
+                (Some(d), Some(w)) => Some(d.min(w)),
+                (d, w) => d.or(w),
+            };
+            #[cfg(feature = "testkit")]
+            {
+                *self.shared.idle_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
             }
             let sleep = async {
                 match deadline {

@@ -34,23 +34,36 @@ use super::run::{RunScope, within_claim_timeout};
 use super::table::{Action, Due};
 use super::{Shared, later, trigger_key};
 use crate::coordinator::rendezvous;
-use crate::coordinator::{Coordinator, Handled, TriggerRef};
+use crate::coordinator::{AheadVoid, Coordinator, Handled, TriggerRef};
+use crate::job::Job;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
 
 /// This replica's last view of the fleet's membership, sorted; `None` until the first
 /// heartbeat answers, and for a coordinator without a membership: every trigger is
-/// then this replica's.
+/// then this replica's. Also whether the last heartbeat found the view of the one
+/// before it (the view is *settled*): claims ahead are made only then, so that replicas
+/// whose views differ while a member joins or leaves do not claim ahead of each other.
 #[derive(Default)]
-pub(crate) struct View(RwLock<Option<Arc<[Arc<str>]>>>);
+pub(crate) struct View(RwLock<(Option<Members>, bool)>);
+
+/// A membership view: the members' ids, sorted.
+type Members = Arc<[Arc<str>]>;
 
 impl View {
     pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.read().unwrap_or_else(|p| p.into_inner()).0.clone()
+    }
+
+    /// Whether the view is settled (and not `None`).
+    pub fn settled(&self) -> bool {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).1
     }
 
     fn set(&self, members: Option<Arc<[Arc<str>]>>) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = members;
+        let mut view = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let settled = members.is_some() && view.0 == members;
+        *view = (members, settled);
     }
 }
 
@@ -118,6 +131,12 @@ impl Split {
         Self { members, tallies: HashMap::new() }
     }
 
+    /// Whether this replica owns `job`'s triggers (every job's, without a membership).
+    pub fn owns(&self, shared: &Shared, job: &Job) -> bool {
+        let Some(members) = &self.members else { return true };
+        rendezvous::owner(&job.name, members).is_none_or(|owner| *owner == *shared.instance)
+    }
+
     /// The role of `due`, claimed on its own (not in a catch-up).
     pub fn role(&mut self, shared: &Arc<Shared>, due: &Due) -> Role {
         let Some(members) = &self.members else { return Role::Everyone };
@@ -149,7 +168,7 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
+    pub(super) fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
         Self { shared, at, handled: Mutex::default() }
     }
 
@@ -221,19 +240,54 @@ impl Takeovers {
     fn take(&self, at: Timestamp) -> Vec<Awaiting> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&at).unwrap_or_default()
     }
+
+    /// Takes the items waiting at `at` whose owner is one of `owners`; `expected` no
+    /// longer counts them among those it has seen.
+    fn take_of(&self, at: Timestamp, owners: &[Arc<str>], expected: &mut Expected) -> Vec<Awaiting> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(items) = waiting.get_mut(&at) else { return Vec::new() };
+        let (mut taken, mut kept, mut seen) = (Vec::new(), Vec::new(), expected.seen);
+        for (index, item) in std::mem::take(items).into_iter().enumerate() {
+            if owners.contains(&item.1) {
+                seen -= usize::from(index < expected.seen);
+                taken.push(item);
+            } else {
+                kept.push(item);
+            }
+        }
+        *items = kept;
+        expected.seen = seen;
+        taken
+    }
+
+    /// The job names and trigger keys of the items waiting at `at` that `owner` owns.
+    fn keys_of(&self, at: Timestamp, owner: &str) -> Vec<(Arc<str>, String)> {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let items = waiting.get(&at).map(Vec::as_slice).unwrap_or_default();
+        items
+            .iter()
+            .filter(|(_, o)| **o == *owner)
+            .map(|(due, _)| (due.job.name.clone(), trigger_key(&due.job.name, due.job.kind, due.trigger)))
+            .collect()
+    }
 }
 
 /// After `deadline`, reads which of the triggers of instant `at` that others own are
 /// still unclaimed and runs those (a claim each, recorded); the others are counted, not
-/// recorded, and move their job's state on (as a lost claim's record would). An owner whose tally is short of what it owns here but grew since the last
-/// look (a big burst: it is still claiming) is given another takeover delay, up to the
-/// membership TTL after the first deadline; an owner whose tally stalled is taken over.
-/// Stopping first: nothing was claimed, nothing is recorded.
+/// recorded, and move their job's state on (as a lost claim's record would). An owner
+/// whose tally is short of what it owns here but grew since the last look (a big burst:
+/// it is still claiming) is given another takeover delay, up to the membership TTL after
+/// the first deadline; an owner whose tally stalled is taken over. An owner whose tally
+/// is short has its start of the instant's [claims ahead](super::ahead) voided, unless it
+/// started them: if it had claimed ahead (it died or stalled before the instant), its
+/// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
+/// was claimed, nothing is recorded.
 async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, deadline: Timestamp) {
     let shared = scope.shared.clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let (delay, limit) = (shared.settings.takeover_delay, later(deadline, shared.settings.membership_ttl));
     let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
+    let mut starts: HashMap<Arc<str>, AheadVoid> = HashMap::new();
     let complete = loop {
         tokio::select! {
             biased;
@@ -246,6 +300,11 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
         }
         shared.takeovers.account(at, &mut expected);
         let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
+        let voided = void_starts(&shared, coordinator.as_ref(), at, &accounts, &mut starts).await;
+        if !voided.is_empty() {
+            let items = shared.takeovers.take_of(at, &voided, &mut expected);
+            claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &[]).await;
+        }
         // Counts that grew since the last look: the owner is still claiming.
         let progressing = accounts.iter().fold(false, |progressing, (owner, account)| match account {
             Account::Short(count) => seen.insert(owner.clone(), *count).unwrap_or(0) < *count || progressing,
@@ -261,7 +320,64 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
         deadline = next;
     };
     let items = shared.takeovers.take(at);
-    let unclaimed = read_unclaimed(&shared, coordinator.as_ref(), at, &items, &complete).await;
+    claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &complete).await;
+}
+
+/// Voids the start of the claims ahead of `at` of each owner whose tally is short and
+/// whose start is not known yet (`starts` keeps what each void found); drops the claims
+/// ahead of those that had made some, and returns them: their triggers are to be taken
+/// over now.
+async fn void_starts(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    at: Timestamp,
+    accounts: &[(Arc<str>, Account)],
+    starts: &mut HashMap<Arc<str>, AheadVoid>,
+) -> Vec<Arc<str>> {
+    if !coordinator.claims_ahead() {
+        return Vec::new();
+    }
+    let until = super::ahead::until(shared, at);
+    let mut voided = Vec::new();
+    for (owner, account) in accounts {
+        if matches!(account, Account::Complete) || starts.contains_key(owner) {
+            continue;
+        }
+        // The owner's claims ahead among the triggers this replica waits for: dropped
+        // with the void (another non-owner's void may have dropped only its own).
+        let keys = shared.takeovers.keys_of(at, owner);
+        let triggers: Vec<TriggerRef<'_>> = keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+        let found = match within_claim_timeout(shared, coordinator.void_ahead(owner, at, &triggers, until))
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::debug!(%at, %owner, "the owner's start was not voided ({e}): asked again at the next look");
+                continue;
+            }
+        };
+        starts.insert(owner.clone(), found);
+        if found == (AheadVoid::Voided { ahead: true }) {
+            tracing::info!(%at, %owner, "the owner did not start its claims ahead: taken over");
+            voided.push(owner.clone());
+        }
+    }
+    voided
+}
+
+/// Reads which of `items` (waiting at `at`) are still unclaimed, where their owner is not
+/// in `complete`, and runs those (a claim each, recorded); the others are counted, not
+/// recorded, and move their job's state on (as a lost claim's record would).
+async fn claim_unclaimed(
+    scope: &Arc<RunScope>,
+    tracker: &TaskTracker,
+    coordinator: &dyn Coordinator,
+    at: Timestamp,
+    items: Vec<Awaiting>,
+    complete: &[Arc<str>],
+) {
+    let shared = &scope.shared;
+    let unclaimed = read_unclaimed(shared, coordinator, at, &items, complete).await;
     let (mut taken, mut claimed, mut batched) = (0, 0, Vec::new());
     for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
         if !unclaimed {
@@ -269,7 +385,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
             // Not recorded here, but handled by the fleet: the job's state moves on, so
             // a restart does not take the triggers another replica ran for missed ones.
             shared.queue_state(&due.job, due.trigger, Some(Outcome::SkippedLost));
-        } else if batch::batchable(&shared, &due) {
+        } else if batch::batchable(shared, &due) {
             taken += 1;
             batched.push((due, None));
         } else {

@@ -33,6 +33,22 @@ impl TriggerQueue {
         self.buckets.first_key_value().map(|(at, _)| *at)
     }
 
+    /// The items queued at instants after `after` up to `upto`, earliest first.
+    pub fn between(&self, after: Timestamp, upto: Timestamp) -> impl Iterator<Item = (Timestamp, &Queued)> {
+        use std::ops::Bound::{Excluded, Included};
+        let range = (after < upto).then_some((Excluded(after), Included(upto)));
+        range
+            .into_iter()
+            .flat_map(|range| self.buckets.range(range))
+            .flat_map(|(at, items)| items.iter().map(|item| (*at, item)))
+    }
+
+    /// The earliest instant queued after `after`.
+    pub fn first_after(&self, after: Timestamp) -> Option<Timestamp> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.buckets.range((Excluded(after), Unbounded)).next().map(|(at, _)| *at)
+    }
+
     /// Takes one item due at or before `now`, earliest instant first.
     pub fn pop_due(&mut self, now: Timestamp) -> Option<(Timestamp, Queued)> {
         let mut bucket = self.buckets.first_entry().filter(|b| *b.key() <= now)?;

@@ -264,6 +264,10 @@ async fn claim_and_run(
             }
         }
     };
+    // Won on schedule: the job's next trigger may be claimed ahead (engine/ahead.rs).
+    if matches!(cause, Cause::Scheduled | Cause::CatchUp) {
+        job.last_won.store(trigger.as_millisecond(), Ordering::Relaxed);
+    }
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
     if super::record::saves_state(cause) {
@@ -602,7 +606,7 @@ pub(super) async fn within_claim_timeout<T>(
 
 /// The record of a claim without an answer. Every kind fails closed: a missed run can
 /// be re-issued, a double run cannot be undone (DESIGN.md).
-fn unclaimed(
+pub(super) fn unclaimed(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     job: &Job,

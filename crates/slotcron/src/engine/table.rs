@@ -39,6 +39,14 @@ pub(crate) enum Action {
     Requested,
 }
 
+/// A queued trigger, not taken: see [`Table::upcoming`].
+pub(crate) struct Upcoming {
+    pub at: Timestamp,
+    pub job: Arc<Job>,
+    /// The job's trigger taken from the queue before this one, if any.
+    pub previous: Option<Timestamp>,
+}
+
 #[derive(Debug)]
 struct Entry {
     job: Arc<Job>,
@@ -328,6 +336,26 @@ impl Table {
     /// The names of the jobs.
     pub fn names(&self) -> Vec<Arc<str>> {
         self.by_name.keys().cloned().collect()
+    }
+
+    /// The scheduled triggers queued at instants after `after` up to `upto`, earliest
+    /// first, without taking them: what may be claimed ahead. Start-up runs are not
+    /// among them.
+    pub fn upcoming(&self, after: Timestamp, upto: Timestamp) -> Vec<Upcoming> {
+        self.queue
+            .between(after, upto)
+            .filter(|(_, item)| !item.start_up)
+            .filter_map(|(at, item)| {
+                let entry =
+                    self.slots[item.slot as usize].as_ref().filter(|e| e.generation == item.generation)?;
+                Some(Upcoming { at, job: entry.job.clone(), previous: entry.last })
+            })
+            .collect()
+    }
+
+    /// The earliest instant queued after `after`.
+    pub fn first_after(&self, after: Timestamp) -> Option<Timestamp> {
+        self.queue.first_after(after)
     }
 
     /// Takes everything due at `now` and queues each job's next trigger.

@@ -1,0 +1,321 @@
+//! Claims ahead (the coordinator's ["Claims ahead"](crate::Coordinator#claims-ahead)):
+//! with a coordinator that takes them and a membership, this replica claims the
+//! triggers it owns up to the [claim-ahead window](crate::SchedulerBuilder::claim_ahead)
+//! before their instant, in batches, while nothing is due; when the instant comes it
+//! starts them (one round trip per instant) and hands each claim to the trigger the
+//! engine takes from its queue then, so a burst's runs start on time however long its
+//! claims took the backend.
+//!
+//! What is claimed ahead: scheduled triggers of recurring jobs this replica owns, that a
+//! batch would claim (no jitter, no concurrency cap, not `on_every_replica`), and whose
+//! previous trigger this replica won (so no trigger before one claimed ahead can be
+//! taken over later, with a later fencing token: tokens follow trigger order). So a job
+//! whose period is shorter than the window, or whose previous trigger is still being
+//! claimed when its next enters the window, is claimed as its triggers come due. The claim
+//! goes to the trigger the engine takes at the instant, whatever the job's definition
+//! is then (a reload in between runs the new one); a job removed in between does not
+//! run. A job paused in between does not run either: the start reads the paused jobs,
+//! and their triggers are recorded `skipped-paused`. A start voided by a non-owner (this
+//! replica was late to start), or without an answer, runs none of the instant's claims
+//! ahead: they are recorded `skipped-lost` or `skipped-backend-unavailable`, and other
+//! replicas take them over. A replica that stops before the instant records its claims
+//! ahead `skipped-lost`, left to the others to take over.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use jiff::Timestamp;
+use tokio::sync::{oneshot, watch};
+use tokio_util::task::TaskTracker;
+
+use super::batch::{self, Claimed, MAX_BATCH, Mode};
+use super::ownership::{Split, Tally};
+use super::run::{self, RunScope, within_claim_timeout};
+use super::table::{Action, Due, Upcoming};
+use super::{Shared, later};
+use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
+use crate::ledger::{Cause, Outcome};
+
+/// How long after an instant a start or a void of its claims ahead may still act: the
+/// takeover delay and twice the membership TTL (a non-owner gives an owner at most one
+/// membership TTL after the takeover delay), on the coordinator's clock.
+pub(super) fn until(shared: &Shared, at: Timestamp) -> Timestamp {
+    let settings = &shared.settings;
+    later(at, settings.takeover_delay + 2 * settings.membership_ttl)
+}
+
+/// The answers to the claims ahead of one instant, by job name.
+type Answers = HashMap<Arc<str>, oneshot::Receiver<Claimed>>;
+
+/// This scheduler's claims ahead, waiting for their triggers.
+#[derive(Default)]
+pub(crate) struct Ahead {
+    /// The answer to each claim ahead, by instant and job name, until the engine takes
+    /// the trigger.
+    claims: Mutex<BTreeMap<Timestamp, Answers>>,
+    /// Every trigger queued at or before this instant has been considered.
+    considered: Mutex<Option<Timestamp>>,
+    /// Batches of claims ahead sent and not answered yet.
+    in_flight: AtomicUsize,
+}
+
+/// A trigger taken from the queue that was claimed ahead, and its claim's answer.
+pub(super) type Taken = (Due, oneshot::Receiver<Claimed>);
+
+impl Ahead {
+    /// Moves the items of `due` that were claimed ahead out of it (in order).
+    pub fn take(&self, due: &mut Vec<Due>) -> Vec<Taken> {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.is_empty() {
+            return Vec::new();
+        }
+        let mut taken = Vec::new();
+        due.retain_mut(|item| {
+            let claim = (item.action == Action::Run)
+                .then(|| claims.get_mut(&item.trigger).and_then(|jobs| jobs.remove(&item.job.name)))
+                .flatten();
+            match claim {
+                Some(receiver) => {
+                    taken.push((
+                        Due {
+                            job: item.job.clone(),
+                            trigger: item.trigger,
+                            next: item.next,
+                            action: Action::Run,
+                            cause: item.cause,
+                        },
+                        receiver,
+                    ));
+                    false
+                }
+                None => true,
+            }
+        });
+        claims.retain(|_, jobs| !jobs.is_empty());
+        taken
+    }
+
+    /// Whether no batch of claims ahead waits for its answer.
+    #[cfg(feature = "testkit")]
+    pub fn answered(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) == 0
+    }
+
+    /// When the engine must wake to claim ahead next: the window before the earliest
+    /// instant queued after those considered; `None` without claims ahead.
+    pub fn next_wake(
+        &self,
+        shared: &Shared,
+        first_after: impl FnOnce(Timestamp) -> Option<Timestamp>,
+    ) -> Option<Timestamp> {
+        let window = window(shared)?;
+        let considered = (*self.considered.lock().unwrap_or_else(|p| p.into_inner()))?;
+        let next = first_after(considered)?;
+        Some(next.checked_sub(window).unwrap_or(next))
+    }
+}
+
+/// The claim-ahead window, if this scheduler claims ahead: a coordinator that takes
+/// claims ahead, shared work, a settled membership view, and a window above zero.
+fn window(shared: &Shared) -> Option<std::time::Duration> {
+    let coordinator = shared.coordinator.as_ref()?;
+    let on = shared.settings.shared_work
+        && !shared.settings.claim_ahead.is_zero()
+        && coordinator.claims_ahead()
+        && shared.membership.settled();
+    on.then_some(shared.settings.claim_ahead)
+}
+
+/// Claims ahead the triggers this replica owns that are queued after those considered
+/// so far, up to the window from now: one task per instant.
+pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
+    let shared = &scope.shared;
+    let Some(window) = window(shared) else { return };
+    let now = shared.clock.now();
+    let horizon = later(now, window);
+    let upcoming = {
+        let mut considered = shared.ahead.considered.lock().unwrap_or_else(|p| p.into_inner());
+        let after = considered.map_or(now, |c| c.max(now));
+        if after >= horizon {
+            return;
+        }
+        *considered = Some(horizon);
+        shared.table().upcoming(after, horizon)
+    };
+    let split = Split::new(shared);
+    let mut instants: BTreeMap<Timestamp, Vec<Due>> = BTreeMap::new();
+    for Upcoming { at, job, previous } in upcoming {
+        // Only once the job's previous trigger was won here: a trigger before it that
+        // another replica takes over later must not get a later fencing token than one
+        // claimed ahead of it (fencing tokens follow trigger order).
+        let after_won = previous.is_some_and(|p| job.last_won.load(Ordering::Relaxed) == p.as_millisecond());
+        let recurring = after_won && !job.kind.is_one_shot();
+        let due = Due {
+            next: job.schedule.next_after(at),
+            job,
+            trigger: at,
+            action: Action::Run,
+            cause: Cause::Scheduled,
+        };
+        if recurring && batch::batchable(shared, &due) && split.owns(shared, &due.job) {
+            instants.entry(at).or_default().push(due);
+        }
+    }
+    let mut claims = shared.ahead.claims.lock().unwrap_or_else(|p| p.into_inner());
+    // Claims whose trigger the engine never took (the job was removed, or its trigger
+    // was taken as missed) are let go a minute later.
+    let stale = now.checked_sub(jiff::SignedDuration::from_secs(60)).unwrap_or(now);
+    claims.retain(|at, _| *at >= stale);
+    for (at, due) in instants {
+        let jobs = claims.entry(at).or_default();
+        let mut items = Vec::with_capacity(due.len());
+        for due in due {
+            let (sender, receiver) = oneshot::channel();
+            jobs.insert(due.job.name.clone(), receiver);
+            items.push((due, sender));
+        }
+        tracker.spawn(claim_instant(scope.clone(), tracker.clone(), at, items));
+    }
+}
+
+/// A trigger claimed ahead, and where its claim's answer goes.
+type Item = (Due, oneshot::Sender<Claimed>);
+
+/// What the start of an instant came to: `None` while it is not known yet.
+type StartState = Option<Arc<Result<AheadStart, Stopped>>>;
+
+/// Why there is no start: the scheduler stopped first, or the coordinator did not answer.
+enum Stopped {
+    Stopping,
+    Failed(CoordinatorError),
+}
+
+/// Claims `items`, all due at `at`, ahead in batches (each taking its turn among the
+/// scheduler's batches in flight), starts them when `at` comes, and hands each answer
+/// to its trigger.
+async fn claim_instant(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, items: Vec<Item>) {
+    let shared = scope.shared.clone();
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    let until = until(&shared, at);
+    let (started, start) = watch::channel(StartState::None);
+    let keys = items.iter().map(|(due, _)| (due.job.name.clone(), run::key_of(&due.job, at))).collect();
+    tracker.spawn(start_at(scope.clone(), at, until, keys, started));
+    let tally = Arc::new(Tally::new(shared.clone(), at));
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        let chunk: Vec<Item> = items.by_ref().take(MAX_BATCH).collect();
+        let Ok(turn) = scope.batches.clone().acquire_owned().await else { return };
+        let (due, senders): (Vec<Due>, Vec<_>) = chunk.into_iter().unzip();
+        shared.ahead.in_flight.fetch_add(1, Ordering::SeqCst);
+        let claimed = batch::claim(&shared, coordinator.as_ref(), &due, Mode::Ahead { at, until }).await;
+        shared.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
+        drop(turn);
+        let answered =
+            due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
+        tracker.spawn(hand_over(scope.clone(), answered, start.clone(), tally.clone()));
+    }
+}
+
+/// Sends the start of `at` when it comes. A scheduler that stops first voids its own
+/// start instead and drops its claims ahead (`keys`: each job's and trigger key), as if
+/// it had never made them: the replicas that own the jobs once it has left claim them.
+async fn start_at(
+    scope: Arc<RunScope>,
+    at: Timestamp,
+    until: Timestamp,
+    keys: Vec<(Arc<str>, Box<str>)>,
+    started: watch::Sender<StartState>,
+) {
+    let shared = &scope.shared;
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    tokio::select! {
+        biased;
+        () = scope.stopping.cancelled() => {}
+        () = shared.clock.sleep_until(at) => {}
+    }
+    let state = if scope.stopping.is_cancelled() {
+        let triggers: Vec<TriggerRef<'_>> = keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+        let voided = coordinator.void_ahead(&shared.instance, at, &triggers, until);
+        if let Err(e) = within_claim_timeout(shared, voided).await {
+            tracing::warn!(%at, "stopping: this replica's claims ahead were not dropped ({e}); the others take them over");
+        }
+        Err(Stopped::Stopping)
+    } else {
+        within_claim_timeout(shared, coordinator.start_ahead(&shared.instance, at, until))
+            .await
+            .map_err(Stopped::Failed)
+    };
+    if let Ok(AheadStart::Voided) = &state {
+        tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
+    }
+    started.send_replace(Some(Arc::new(state)));
+}
+
+/// A batch of claims ahead, answered: each trigger, where its answer goes, the claim's
+/// answer and the trigger's key.
+type Answered = Vec<(Due, oneshot::Sender<Claimed>, Claimed, Box<str>)>;
+
+/// Waits for the start of the batch's instant, then hands each trigger its claim as
+/// the start leaves it (a won claim of a paused job, or of a start that was voided or
+/// failed, becomes the skip's record). Stopped first: nothing is recorded (the claims
+/// ahead were dropped, as if never made).
+async fn hand_over(
+    scope: Arc<RunScope>,
+    answered: Answered,
+    mut start: watch::Receiver<StartState>,
+    tally: Arc<Tally>,
+) {
+    let shared = scope.shared.clone();
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    let state = match start.wait_for(Option::is_some).await {
+        Ok(state) => state.clone(),
+        Err(_) => None,
+    };
+    let state = state.unwrap_or_else(|| Arc::new(Err(Stopped::Stopping)));
+    let stopping = matches!(*state, Err(Stopped::Stopping));
+    for (due, sender, claimed, key) in answered {
+        if let Ok(AheadStart::Started { .. }) = &*state {
+            tally.note(&key, &claimed);
+        }
+        let (job, trigger, cause) = (&due.job, due.trigger, due.cause);
+        let claimed = match (&*state, claimed) {
+            (_, Err(skip)) => Err(skip),
+            (Ok(AheadStart::Started { paused }), Ok(token)) => {
+                if paused.iter().any(|p| **p == *job.name) {
+                    Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedPaused, None)))
+                } else {
+                    Ok(token)
+                }
+            }
+            (Ok(AheadStart::Voided), Ok(_)) => {
+                let reason = "claimed ahead, but another replica took it over before this one started it";
+                Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason.into()))))
+            }
+            (Err(Stopped::Failed(e)), Ok(_)) => {
+                Err(Box::new(run::unclaimed(&shared, coordinator.as_ref(), job, trigger, cause, e)))
+            }
+            (Err(Stopped::Stopping), Ok(_)) => continue,
+        };
+        if !stopping {
+            // Not taken (the job was removed, or its trigger was taken as missed and
+            // recorded so): nothing runs.
+            let _ = sender.send(claimed);
+        }
+    }
+}
+
+/// Runs the triggers taken from the queue that were claimed ahead, each as its claim's
+/// answer (handed over once the instant's start is known) decides.
+pub(super) async fn run(scope: Arc<RunScope>, tracker: TaskTracker, taken: Vec<Taken>) {
+    for (due, answer) in taken {
+        // No answer: the scheduler stopped before the start, and the claim ahead
+        // recorded its trigger itself.
+        let Ok(claimed) = answer.await else {
+            continue;
+        };
+        let key = run::key_of(&due.job, due.trigger);
+        scope.spawning();
+        tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
+    }
+}
