@@ -159,3 +159,25 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn owners_claim_ahead() {
+    isolated(async |schemas: &mut Schemas| testkit::owners_claim_ahead(&factory(schemas.adopter())).await)
+        .await;
+}
+
+#[tokio::test]
+async fn an_owner_that_dies_after_claiming_ahead_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_that_dies_after_claiming_ahead_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_start_is_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::an_owner_that_cannot_start_is_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}

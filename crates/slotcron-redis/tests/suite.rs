@@ -147,3 +147,27 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     let server = RedisServer::tcp();
     testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn claims_ahead_contract() {
+    let server = RedisServer::tcp();
+    testkit::claims_ahead_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn owners_claim_ahead() {
+    let server = RedisServer::tcp();
+    testkit::owners_claim_ahead(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_dies_after_claiming_ahead_is_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::an_owner_that_dies_after_claiming_ahead_is_taken_over(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_start_is_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::an_owner_that_cannot_start_is_taken_over(&factory(server.config())).await;
+}

@@ -144,3 +144,18 @@ async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran() {
 async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&Factory::default().build()).await;
 }
+
+#[tokio::test]
+async fn owners_claim_ahead() {
+    testkit::owners_claim_ahead(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_dies_after_claiming_ahead_is_taken_over() {
+    testkit::an_owner_that_dies_after_claiming_ahead_is_taken_over(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_start_is_taken_over() {
+    testkit::an_owner_that_cannot_start_is_taken_over(&Factory::default().build()).await;
+}

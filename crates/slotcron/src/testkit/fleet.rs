@@ -165,6 +165,7 @@ impl Fleet {
     /// `skipped-paused`, of a paused job's trigger); else waits until the replica has
     /// recorded what came due.
     async fn wait(&mut self, step: Timestamp, index: usize) {
+        self.replicas[index].wait_idle(self.timeout).await;
         let Some((delay, waiting)) = &mut self.shared_work else {
             return self.replicas[index].wait_recorded(self.timeout).await;
         };
@@ -329,6 +330,13 @@ impl Fleet {
             let mut claimed: HashMap<(Arc<str>, Timestamp), usize> = HashMap::new();
             for claim in replica.claimed() {
                 *claimed.entry(claim).or_default() += 1;
+            }
+            // A claim ahead was tried for a trigger this replica saw only if the trigger
+            // came due while it ran: one it stopped (or died) before has no record here.
+            for claim in replica.claimed_ahead() {
+                if replica.due().iter().any(|(job, at)| job.name() == &*claim.0 && *at == claim.1) {
+                    *claimed.entry(claim).or_default() += 1;
+                }
             }
             let mut recorded: HashMap<(Arc<str>, Timestamp), usize> = HashMap::new();
             for record in replica.records() {

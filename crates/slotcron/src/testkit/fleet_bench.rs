@@ -27,8 +27,8 @@ use tokio_util::sync::CancellationToken;
 use crate::context::JobContext;
 use crate::coordinator::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
-    MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef,
+    AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
+    LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef,
 };
 use crate::engine::Scheduler;
 use crate::job::Job;
@@ -313,6 +313,43 @@ impl Coordinator for Counted {
         let round_trips = claims.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
         self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
         self.inner.claim_batch(claims).await
+    }
+
+    fn claims_ahead(&self) -> bool {
+        self.inner.claims_ahead()
+    }
+
+    async fn claim_batch_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        claims: &[Claim<'_>],
+        until: Timestamp,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let round_trips = claims.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
+        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
+        self.inner.claim_batch_ahead(owner, at, claims, until).await
+    }
+
+    async fn start_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        until: Timestamp,
+    ) -> Result<AheadStart, CoordinatorError> {
+        self.count();
+        self.inner.start_ahead(owner, at, until).await
+    }
+
+    async fn void_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        triggers: &[TriggerRef<'_>],
+        until: Timestamp,
+    ) -> Result<AheadVoid, CoordinatorError> {
+        self.count();
+        self.inner.void_ahead(owner, at, triggers, until).await
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use crate::coordinator::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef,
+    AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
+    LeaseRenewal, TriggerRef,
 };
 
 /// What a [`Link`] lets through.
@@ -31,12 +32,18 @@ pub struct Link {
     inner: Arc<dyn Coordinator>,
     state: AtomicU8,
     claimed: Mutex<Vec<(Arc<str>, Timestamp)>>,
+    claimed_ahead: Mutex<Vec<(Arc<str>, Timestamp)>>,
 }
 
 impl Link {
     /// An up link to `inner`.
     pub fn new(inner: Arc<dyn Coordinator>) -> Self {
-        Self { inner, state: AtomicU8::new(LinkState::Up as u8), claimed: Mutex::default() }
+        Self {
+            inner,
+            state: AtomicU8::new(LinkState::Up as u8),
+            claimed: Mutex::default(),
+            claimed_ahead: Mutex::default(),
+        }
     }
 
     /// Sets what the link lets through from now on.
@@ -44,9 +51,16 @@ impl Link {
         self.state.store(state as u8, Ordering::SeqCst);
     }
 
-    /// Every `(job, trigger)` the replica tried to claim through this link, in order.
+    /// Every `(job, trigger)` the replica tried to claim through this link as it came
+    /// due, in order.
     pub fn claimed(&self) -> Vec<(Arc<str>, Timestamp)> {
         self.claimed.lock().unwrap().clone()
+    }
+
+    /// Every `(job, trigger)` the replica tried to claim ahead through this link, in
+    /// order.
+    pub fn claimed_ahead(&self) -> Vec<(Arc<str>, Timestamp)> {
+        self.claimed_ahead.lock().unwrap().clone()
     }
 
     /// What the link lets through now.
@@ -86,6 +100,54 @@ impl Coordinator for Link {
             LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
             LinkState::Down => failed("the link is down (simulated)"),
         }
+    }
+
+    fn claims_ahead(&self) -> bool {
+        self.inner.claims_ahead()
+    }
+
+    async fn claim_batch_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        claims: &[Claim<'_>],
+        until: Timestamp,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        self.claimed_ahead
+            .lock()
+            .unwrap()
+            .extend(claims.iter().map(|claim| (claim.job.into(), claim.trigger)));
+        let failed = |reason: &'static str| {
+            claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
+        };
+        match self.state() {
+            LinkState::Up => self.inner.claim_batch_ahead(owner, at, claims, until).await,
+            LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
+            LinkState::Down => failed("the link is down (simulated)"),
+        }
+    }
+
+    /// Fails as claims do on a link whose claims fail.
+    async fn start_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        until: Timestamp,
+    ) -> Result<AheadStart, CoordinatorError> {
+        if self.state() == LinkState::ClaimsFail {
+            return Err(CoordinatorError::unavailable("claims fail on this link (simulated)"));
+        }
+        self.up()?.start_ahead(owner, at, until).await
+    }
+
+    async fn void_ahead(
+        &self,
+        owner: &str,
+        at: Timestamp,
+        triggers: &[TriggerRef<'_>],
+        until: Timestamp,
+    ) -> Result<AheadVoid, CoordinatorError> {
+        self.up()?.void_ahead(owner, at, triggers, until).await
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

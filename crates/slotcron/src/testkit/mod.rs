@@ -50,6 +50,7 @@ pub mod ledger_suite;
 pub mod overlap_bench;
 pub mod store_suite;
 
+mod ahead_suite;
 mod batch_suite;
 mod control_suite;
 mod fleet;
@@ -62,6 +63,10 @@ mod replica;
 mod restart;
 mod suite;
 
+pub use ahead_suite::{
+    an_owner_that_cannot_start_is_taken_over, an_owner_that_dies_after_claiming_ahead_is_taken_over,
+    claims_ahead_contract, owners_claim_ahead,
+};
 pub use batch_suite::{
     a_batch_of_which_another_replica_won_some, batch_claims, every_claim_rule_holds_within_a_batch,
 };

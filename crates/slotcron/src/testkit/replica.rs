@@ -106,6 +106,12 @@ impl Replica {
         self.links.iter().flat_map(|link| link.claimed()).collect()
     }
 
+    /// Every `(job, trigger)` this replica tried to claim ahead of its instant, in order,
+    /// across its runs, whether or not the trigger then came due here.
+    pub fn claimed_ahead(&self) -> Vec<(Arc<str>, Timestamp)> {
+        self.links.iter().flat_map(|link| link.claimed_ahead()).collect()
+    }
+
     /// What the link of the running scheduler to its coordinator lets through.
     ///
     /// # Panics
@@ -210,6 +216,16 @@ impl Replica {
             wait_until(timeout, || pending.iter().all(settled), what).await;
         }
         std::mem::take(&mut self.pending)
+    }
+
+    /// Waits until this replica's engine, if running, has gone to sleep at its clock's
+    /// time: it has handled what came due by now, claims ahead included.
+    pub(super) async fn wait_idle(&self, timeout: Duration) {
+        let Some(running) = &self.running else { return };
+        let now = self.clock.now();
+        let idle = || running.scheduler.idle_at(now) || running.scheduler.is_stopped();
+        wait_until(timeout, idle, || format!("replica {}'s engine did not settle at {now}", self.instance))
+            .await;
     }
 
     /// Moves this replica's clock to the fleet's time plus its skew and notes what comes

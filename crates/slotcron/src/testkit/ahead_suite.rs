@@ -1,0 +1,236 @@
+//! The suite's cases for claims ahead (the coordinator's
+//! ["Claims ahead"](crate::Coordinator#claims-ahead)): the start latch without a
+//! scheduler, and whole fleets whose owners claim ahead and then die or lose their link.
+//! On a coordinator that takes no claims ahead the contract case checks nothing, and the
+//! fleet cases check the same promises with every trigger claimed as it comes due.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::suite::{MINUTE, claim, namespace, won};
+use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
+use crate::context::JobContext;
+use crate::coordinator::{AheadStart, AheadVoid, ClaimOutcome, TriggerRef};
+use crate::engine::later;
+use crate::job::Job;
+use crate::ledger::Outcome;
+
+/// The membership TTL of the fleets here (on the coordinator's real clock), the takeover
+/// delay and the claim-ahead window (on the replicas' manual clocks).
+const MEMBERSHIP_TTL: Duration = Duration::from_secs(1);
+const TAKEOVER_DELAY: Duration = Duration::from_millis(300);
+const CLAIM_AHEAD: Duration = Duration::from_secs(1);
+
+/// The period of the fleets' jobs: longer than the window, so each trigger after the
+/// first is claimed ahead by the owner that won the one before.
+const PERIOD: Duration = Duration::from_secs(2);
+
+const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
+
+async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
+    Ok(())
+}
+
+/// The start latch without a scheduler: claims ahead hold once started; a void before
+/// the start drops the owner's claims ahead (another replica then wins them), refuses
+/// the start and every later claim ahead of the instant; a start before the void makes
+/// the void change nothing; a start is idempotent; a start or a void after `until`
+/// changes nothing.
+pub async fn claims_ahead_contract(factory: &impl CoordinatorFactory) {
+    let ns = namespace("claims_ahead_contract");
+    let (owner, other) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    if !owner.claims_ahead() {
+        return;
+    }
+    let at = Timestamp::from_second(Timestamp::now().as_second() + 60).expect("a valid instant");
+    let until = later(at, Duration::from_secs(60));
+    let key = |job: &str| format!("{job}:{at}");
+    let ahead = |job| (job, key(job));
+    let (a, b) = (ahead("ahead-a"), ahead("ahead-b"));
+
+    // Started first: the claims hold, the void changes nothing.
+    let answers = owner
+        .claim_batch_ahead("owner", at, &[owned_claim(a.0, &a.1, at), owned_claim(b.0, &b.1, at)], until)
+        .await;
+    assert!(answers.iter().all(|a| matches!(a, Ok(ClaimOutcome::Won { .. }))), "{answers:?}");
+    assert!(matches!(owner.start_ahead("owner", at, until).await.unwrap(), AheadStart::Started { .. }));
+    assert!(matches!(owner.start_ahead("owner", at, until).await.unwrap(), AheadStart::Started { .. }));
+    let refs = |list: &[&(&'static str, String)]| -> Vec<(String, String)> {
+        list.iter().map(|(job, key)| (job.to_string(), key.clone())).collect()
+    };
+    let owned = refs(&[&a, &b]);
+    let triggers: Vec<TriggerRef<'_>> = owned.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+    assert_eq!(other.void_ahead("owner", at, &triggers, until).await.unwrap(), AheadVoid::Started);
+    assert_eq!(other.claim(&claim(a.0, &a.1, at, MINUTE)).await.unwrap(), ClaimOutcome::Lost);
+
+    // Voided first: the claims ahead are dropped and won by another; the start and any
+    // later claim ahead of the instant are refused.
+    let later_at = at + SignedDuration::from_secs(1);
+    let until = later(later_at, Duration::from_secs(60));
+    let key = |job: &str| format!("{job}:{later_at}");
+    let (c, d) = (("ahead-c", key("ahead-c")), ("ahead-d", key("ahead-d")));
+
+    let answers =
+        owner.claim_batch_ahead("owner", later_at, &[owned_claim(c.0, &c.1, later_at)], until).await;
+    assert!(matches!(answers[0], Ok(ClaimOutcome::Won { .. })), "{answers:?}");
+    let owned = refs(&[&c, &d]);
+    let triggers: Vec<TriggerRef<'_>> = owned.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+    assert_eq!(
+        other.void_ahead("owner", later_at, &triggers, until).await.unwrap(),
+        AheadVoid::Voided { ahead: true }
+    );
+    // Voided again (a second non-owner): still void.
+    assert!(matches!(
+        other.void_ahead("owner", later_at, &triggers, until).await.unwrap(),
+        AheadVoid::Voided { .. }
+    ));
+    assert_eq!(owner.start_ahead("owner", later_at, until).await.unwrap(), AheadStart::Voided);
+    let late = owner.claim_batch_ahead("owner", later_at, &[owned_claim(d.0, &d.1, later_at)], until).await;
+    assert_eq!(late[0].as_ref().unwrap(), &ClaimOutcome::Lost, "a claim ahead after the void is refused");
+    let mut taken = claim(c.0, &c.1, later_at, MINUTE);
+    taken.instance = "other";
+    let first = won(other.claim(&taken).await.unwrap());
+    assert!(first > 0, "the dropped claim ahead is won by another replica");
+    let mut taken = claim(d.0, &d.1, later_at, MINUTE);
+    taken.instance = "other";
+    won(other.claim(&taken).await.unwrap());
+
+    // Too late: a start after `until` is refused, a void after it changes nothing.
+    let past = Timestamp::from_second(Timestamp::now().as_second() - 120).expect("a valid instant");
+    let gone = later(past, Duration::from_secs(1));
+    assert_eq!(owner.start_ahead("owner", past, gone).await.unwrap(), AheadStart::Voided);
+    let late_at = past + SignedDuration::from_secs(1);
+    assert_eq!(
+        other.void_ahead("owner", late_at, &[], later(late_at, Duration::from_secs(1))).await.unwrap(),
+        AheadVoid::Started
+    );
+}
+
+/// A claim of `job`'s trigger `at` (key `key`) by the instance `owner`.
+fn owned_claim<'a>(job: &'a str, key: &'a str, at: Timestamp) -> crate::coordinator::Claim<'a> {
+    let mut claim = claim(job, key, at, MINUTE);
+    claim.instance = "owner";
+    claim
+}
+
+/// `count` jobs every [`PERIOD`].
+fn jobs(count: usize) -> Vec<Job> {
+    (0..count).map(|i| Job::builder(format!("job-{i}")).every(PERIOD).handler(ok).build().unwrap()).collect()
+}
+
+/// Three replicas that claim ahead, started and agreeing on their membership, at a
+/// trigger instant; and whether their coordinator takes claims ahead.
+async fn fleet(factory: &impl CoordinatorFactory, case: &str) -> (Fleet, bool) {
+    let ns = namespace(case);
+    let start = Timestamp::from_second(Timestamp::now().as_second() + 1).expect("a valid instant");
+    let mut fleet = Fleet::new(start)
+        .with_shared_work(TAKEOVER_DELAY)
+        .with_settings(|builder| builder.membership_ttl(MEMBERSHIP_TTL).claim_ahead(CLAIM_AHEAD));
+    for instance in REPLICAS {
+        fleet.add_replica(instance, SignedDuration::ZERO, jobs(12));
+    }
+    let mut claims_ahead = false;
+    for index in 0..REPLICAS.len() {
+        let coordinator = factory.coordinator(&ns).await;
+        claims_ahead = coordinator.claims_ahead();
+        fleet.start(index, coordinator).await;
+    }
+    let deadline = tokio::time::Instant::now() + Fleet::DEFAULT_TIMEOUT;
+    while !fleet.replicas().iter().all(|r| r.members().as_deref().is_some_and(|m| m == REPLICAS)) {
+        assert!(tokio::time::Instant::now() < deadline, "the membership views never agreed");
+        fleet.advance(PERIOD / 2, Delivery::Together).await;
+        tokio::time::sleep(MEMBERSHIP_TTL / 10).await;
+    }
+    let next = fleet.replica(0).next_due().expect("a next trigger");
+    fleet.advance_to(next, Delivery::Together).await;
+    (fleet, claims_ahead)
+}
+
+/// Steps the fleet through `periods` periods, half a period at a time, so that each
+/// replica wakes within the claim-ahead window of each trigger.
+async fn periods(fleet: &mut Fleet, periods: u32) {
+    for _ in 0..2 * periods {
+        fleet.advance(PERIOD / 2, Delivery::Together).await;
+    }
+}
+
+/// Owners claim ahead (where the coordinator takes claims ahead), every trigger runs
+/// exactly once, and each replica records every trigger it claimed.
+pub async fn owners_claim_ahead(factory: &impl CoordinatorFactory) {
+    let (mut fleet, claims_ahead) = fleet(factory, "owners_claim_ahead").await;
+    periods(&mut fleet, 4).await;
+    let ahead_claims: usize = fleet.replicas().iter().map(|r| r.claimed_ahead().len()).sum();
+    if claims_ahead {
+        assert!(ahead_claims > 0, "no owner claimed ahead");
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner that dies after claiming its next triggers ahead (it never starts them):
+/// the others void its start after the takeover delay and run each of those triggers
+/// once; nothing runs twice; every replica has one record per trigger it saw.
+pub async fn an_owner_that_dies_after_claiming_ahead_is_taken_over(factory: &impl CoordinatorFactory) {
+    let (mut fleet, claims_ahead) = fleet(factory, "dies_after_claiming_ahead").await;
+    periods(&mut fleet, 2).await;
+    // Half a period before the next triggers: replica-a has claimed its ahead.
+    fleet.advance(PERIOD / 2, Delivery::Together).await;
+    let before = fleet.replica(0).claimed_ahead().len();
+    fleet.kill(0).await;
+    let killed_at = fleet.now();
+    periods(&mut fleet, 3).await;
+    let claimed_ahead: Vec<_> =
+        fleet.replica(0).claimed_ahead().into_iter().filter(|(_, at)| *at > killed_at).collect();
+    if claims_ahead {
+        assert!(before > 0 && !claimed_ahead.is_empty(), "replica-a claimed nothing ahead before it died");
+    }
+    for (job, trigger) in &claimed_ahead {
+        let ran: Vec<_> = (1..3)
+            .flat_map(|r| fleet.replica(r).records())
+            .filter(|rec| rec.job == *job && rec.trigger == *trigger && rec.outcome.ran())
+            .collect();
+        assert_eq!(
+            ran.len(),
+            1,
+            "{job}@{trigger}, claimed ahead by the dead owner, ran once elsewhere: {ran:?}"
+        );
+        assert!(
+            ran[0].started >= later(*trigger, TAKEOVER_DELAY),
+            "taken over after the delay: {:?}",
+            ran[0]
+        );
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner whose link fails after it claimed ahead: it cannot start, records each of
+/// those triggers `skipped-backend-unavailable`, and the others run each once.
+pub async fn an_owner_that_cannot_start_is_taken_over(factory: &impl CoordinatorFactory) {
+    let (mut fleet, _) = fleet(factory, "cannot_start").await;
+    periods(&mut fleet, 2).await;
+    fleet.advance(PERIOD / 2, Delivery::Together).await;
+    let broken = fleet.now();
+    fleet.replica(0).set_link(LinkState::ClaimsFail);
+    fleet.advance(PERIOD / 2, Delivery::Together).await;
+    fleet.replica(0).set_link(LinkState::Up);
+    periods(&mut fleet, 2).await;
+    let skipped: Vec<_> = fleet
+        .replica(0)
+        .records()
+        .into_iter()
+        .filter(|r| r.trigger > broken && r.trigger <= later(broken, PERIOD / 2))
+        .collect();
+    assert!(!skipped.is_empty(), "replica-a owned none of the jobs");
+    for record in &skipped {
+        assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable, "{record:?}");
+        let ran = (1..3)
+            .flat_map(|r| fleet.replica(r).records())
+            .filter(|rec| rec.job == record.job && rec.trigger == record.trigger && rec.outcome.ran())
+            .count();
+        assert_eq!(ran, 1, "{}@{} ran once elsewhere", record.job, record.trigger);
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
