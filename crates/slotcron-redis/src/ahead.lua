@@ -13,9 +13,10 @@
 -- start: the paused jobs' names (SMEMBERS of KEYS[2]) if the latch is, or is now, "1";
 -- nil if it is "0", or ARGV[2] has passed.
 -- void: 1 if the latch is "1", or ARGV[2] has passed and it is not "0" (the claims
--- ahead stand); else sets it to "0", deletes every key of KEYS[2..] that holds a claim
--- ahead of the owner ("{fencing} ^{token} {owner}"), and returns 2 if the owner had made
--- claims ahead (the latch was "p", or a claim ahead was deleted), 0 if not.
+-- ahead stand); 0 (and the latch set to "0") if there is no latch: no claim ahead was
+-- made; else sets it to "0", deletes every key of KEYS[2..] that holds a claim ahead of
+-- the owner ("{fencing} ^{token} {owner}"), and returns 2 if the latch was "p" (this
+-- void voided claims ahead), 3 if it was "0" already (another void did).
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local latch, limit, expires = KEYS[1], tonumber(ARGV[2]), ARGV[3]
@@ -32,29 +33,38 @@ end
 if state == '1' or (state ~= '0' and now > limit) then
   return 1
 end
-local ahead = state == 'p'
-if state ~= '0' then
+local answer = 0
+if state == 'p' then
+  answer = 2
+elseif state == '0' then
+  answer = 3
+else
+  -- No claims ahead were made: nothing to drop, and none is made from now on.
+  redis.call('SET', latch, '0', 'PXAT', expires)
+  return 0
+end
+if state == 'p' then
   redis.call('SET', latch, '0', 'PXAT', expires)
 end
-if #KEYS > 1 then
+-- The owner's claims ahead among KEYS[2..], dropped in chunks (a Lua call takes a
+-- bounded number of arguments).
+local suffix = ' ' .. ARGV[4]
+local chunk = 1000
+for first = 2, #KEYS, chunk do
   local keys = {}
-  for i = 2, #KEYS do
-    keys[i - 1] = KEYS[i]
+  for i = first, math.min(first + chunk - 1, #KEYS) do
+    keys[#keys + 1] = KEYS[i]
   end
   local values = redis.call('MGET', unpack(keys))
-  local suffix = ' ' .. ARGV[4]
   local dropped = {}
-  for i, value in ipairs(values) do
+  for i = 1, #keys do
+    local value = values[i]
     if value and string.find(value, '^%d+ %^') and string.sub(value, -#suffix) == suffix then
       dropped[#dropped + 1] = keys[i]
     end
   end
   if #dropped > 0 then
-    ahead = true
     redis.call('DEL', unpack(dropped))
   end
 end
-if ahead then
-  return 2
-end
-return 0
+return answer

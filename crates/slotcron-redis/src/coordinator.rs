@@ -459,8 +459,8 @@ impl Coordinator for RedisCoordinator {
         let answer: i64 = latch.call(&self.connection, "void", until, owner, &keys).await?;
         Ok(match answer {
             1 => AheadVoid::Started,
-            2 => AheadVoid::Voided { ahead: true },
-            _ => AheadVoid::Voided { ahead: false },
+            0 => AheadVoid::Voided { ahead: false },
+            _ => AheadVoid::Voided { ahead: true },
         })
     }
 

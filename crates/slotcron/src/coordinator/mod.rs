@@ -290,7 +290,8 @@ pub trait Coordinator: Send + Sync + 'static {
     /// `owner`'s claims ahead among `triggers` (those a non-owner expected `owner` to
     /// claim), so that they can be claimed: [`AheadVoid::Started`] if `owner` started
     /// first (nothing changes), else [`AheadVoid::Voided`] (saying whether `owner` had
-    /// claimed any trigger ahead). Asked after `until` on the coordinator's clock it
+    /// claimed any trigger ahead, or may have: a void already made answers `true`, so
+    /// that the caller drops its own triggers' claims ahead too). Asked after `until` on the coordinator's clock it
     /// changes nothing and answers [`AheadVoid::Started`]: the claims ahead stand. One
     /// round trip. The default (no claims ahead) answers `Voided { ahead: false }`.
     ///

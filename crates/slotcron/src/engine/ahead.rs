@@ -22,8 +22,9 @@
 //! ahead `skipped-lost`, left to the others to take over.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio::sync::{oneshot, watch};
@@ -58,6 +59,10 @@ pub(crate) struct Ahead {
     considered: Mutex<Option<Timestamp>>,
     /// Batches of claims ahead sent and not answered yet.
     in_flight: AtomicUsize,
+    /// The time a claim ahead took, on average over the last batches, in ns.
+    per_claim_ns: AtomicU64,
+    /// The instants claimed ahead, waiting for their start.
+    starts: Mutex<BTreeMap<Timestamp, PendingStart>>,
 }
 
 /// A trigger taken from the queue that was claimed ahead, and its claim's answer.
@@ -102,23 +107,48 @@ impl Ahead {
         self.in_flight.load(Ordering::SeqCst) == 0
     }
 
-    /// When the engine must wake to claim ahead next: the window before the earliest
-    /// instant queued after those considered; `None` without claims ahead.
+    /// When the engine must wake to claim ahead next: the [lead](Ahead::lead) before the
+    /// earliest instant queued after those considered; `None` without claims ahead.
     pub fn next_wake(
         &self,
         shared: &Shared,
-        first_after: impl FnOnce(Timestamp) -> Option<Timestamp>,
+        first_after: impl FnOnce(Timestamp) -> Option<(Timestamp, usize)>,
     ) -> Option<Timestamp> {
         let window = window(shared)?;
         let considered = (*self.considered.lock().unwrap_or_else(|p| p.into_inner()))?;
-        let next = first_after(considered)?;
-        Some(next.checked_sub(window).unwrap_or(next))
+        let (next, queued) = first_after(considered)?;
+        let lead = self.lead(shared, window, queued);
+        Some(next.checked_sub(lead).unwrap_or(next))
+    }
+
+    /// How long before an instant at which `queued` triggers are due its claims ahead
+    /// start: the window, or, for a burst whose claims would take longer, twice the time
+    /// this replica's share of them (`queued` over the members) took at the claim rate
+    /// measured so far — up to [`MAX_LEAD`].
+    fn lead(&self, shared: &Shared, window: Duration, queued: usize) -> Duration {
+        let members = shared.membership.get().map_or(1, |m| m.len().max(1));
+        let per_claim = Duration::from_nanos(self.per_claim_ns.load(Ordering::Relaxed));
+        let share = u32::try_from(queued.div_ceil(members)).unwrap_or(u32::MAX);
+        window.max(per_claim.saturating_mul(share).saturating_mul(2)).min(MAX_LEAD.max(window))
+    }
+
+    /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (a moving
+    /// average of the time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once).
+    pub fn measured(&self, claims: usize, took: Duration) {
+        let Ok(claims) = u64::try_from(claims.max(1) * batch::BATCHES_IN_FLIGHT) else { return };
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / claims;
+        let old = self.per_claim_ns.load(Ordering::Relaxed);
+        let new = if old == 0 { sample } else { (old * 4 + sample) / 5 };
+        self.per_claim_ns.store(new, Ordering::Relaxed);
     }
 }
 
+/// The longest a burst's claims ahead start before its instant.
+const MAX_LEAD: Duration = Duration::from_secs(5);
+
 /// The claim-ahead window, if this scheduler claims ahead: a coordinator that takes
 /// claims ahead, shared work, a settled membership view, and a window above zero.
-fn window(shared: &Shared) -> Option<std::time::Duration> {
+fn window(shared: &Shared) -> Option<Duration> {
     let coordinator = shared.coordinator.as_ref()?;
     let on = shared.settings.shared_work
         && !shared.settings.claim_ahead.is_zero()
@@ -133,10 +163,17 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
     let shared = &scope.shared;
     let Some(window) = window(shared) else { return };
     let now = shared.clock.now();
-    let horizon = later(now, window);
     let upcoming = {
         let mut considered = shared.ahead.considered.lock().unwrap_or_else(|p| p.into_inner());
         let after = considered.map_or(now, |c| c.max(now));
+        // The window from now, or further, to a burst whose lead has begun.
+        let mut horizon = later(now, window);
+        if let Some((next, queued)) = shared.table().first_after(after) {
+            let lead = shared.ahead.lead(shared, window, queued);
+            if next.checked_sub(lead).unwrap_or(next) <= now {
+                horizon = horizon.max(next);
+            }
+        }
         if after >= horizon {
             return;
         }
@@ -200,8 +237,8 @@ async fn claim_instant(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp
     let until = until(&shared, at);
     let (started, start) = watch::channel(StartState::None);
     let keys = items.iter().map(|(due, _)| (due.job.name.clone(), run::key_of(&due.job, at))).collect();
-    tracker.spawn(start_at(scope.clone(), at, until, keys, started));
-    let tally = Arc::new(Tally::new(shared.clone(), at));
+    let pending = PendingStart { until, keys, started };
+    shared.ahead.starts.lock().unwrap_or_else(|p| p.into_inner()).insert(at, pending);
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
         let chunk: Vec<Item> = items.by_ref().take(MAX_BATCH).collect();
@@ -213,43 +250,72 @@ async fn claim_instant(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp
         drop(turn);
         let answered =
             due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
-        tracker.spawn(hand_over(scope.clone(), answered, start.clone(), tally.clone()));
+        // A tally per batch, written once the batch is handed over: non-owners see the
+        // owner's progress batch by batch.
+        let tally = Arc::new(Tally::new(shared.clone(), at));
+        tracker.spawn(hand_over(scope.clone(), answered, start.clone(), tally));
     }
 }
 
-/// Sends the start of `at` when it comes. A scheduler that stops first voids its own
-/// start instead and drops its claims ahead (`keys`: each job's and trigger key), as if
-/// it had never made them: the replicas that own the jobs once it has left claim them.
-async fn start_at(
-    scope: Arc<RunScope>,
-    at: Timestamp,
+/// What the start of one instant's claims ahead needs: until when it may act, each
+/// job's name and trigger key (to drop them if the scheduler stops first), and where its
+/// answer goes.
+struct PendingStart {
     until: Timestamp,
     keys: Vec<(Arc<str>, Box<str>)>,
     started: watch::Sender<StartState>,
-) {
+}
+
+impl Ahead {
+    /// The earliest instant whose claims ahead wait for their start.
+    pub fn next_start(&self) -> Option<Timestamp> {
+        self.starts.lock().unwrap_or_else(|p| p.into_inner()).keys().next().copied()
+    }
+
+    fn take_starts(&self, upto: Option<Timestamp>) -> Vec<(Timestamp, PendingStart)> {
+        let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = match upto {
+            Some(upto) => starts.split_off(&later(upto, Duration::from_nanos(1))),
+            None => BTreeMap::new(),
+        };
+        std::mem::replace(&mut *starts, kept).into_iter().collect()
+    }
+}
+
+/// Starts the claims ahead of every instant that has come by `now`: one round trip each,
+/// awaited by the engine's loop before it takes the instant's triggers, so that the
+/// answer is not held up behind the burst's work on the runtime.
+pub(super) async fn start_due(scope: &RunScope, now: Timestamp) {
     let shared = &scope.shared;
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    tokio::select! {
-        biased;
-        () = scope.stopping.cancelled() => {}
-        () = shared.clock.sleep_until(at) => {}
+    if shared.ahead.next_start().is_none_or(|first| first > now) {
+        return;
     }
-    let state = if scope.stopping.is_cancelled() {
-        let triggers: Vec<TriggerRef<'_>> = keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
-        let voided = coordinator.void_ahead(&shared.instance, at, &triggers, until);
+    for (at, pending) in shared.ahead.take_starts(Some(now)) {
+        let started = coordinator.start_ahead(&shared.instance, at, pending.until);
+        let state = within_claim_timeout(shared, started).await.map_err(Stopped::Failed);
+        if let Ok(AheadStart::Voided) = &state {
+            tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
+        }
+        pending.started.send_replace(Some(Arc::new(state)));
+    }
+}
+
+/// At shutdown: voids this replica's own start of every instant still to come and drops
+/// its claims ahead, as if it had never made them (the replicas that own the jobs once it
+/// has left claim them); nothing is recorded for them.
+pub(super) async fn stop(scope: &RunScope) {
+    let shared = &scope.shared;
+    let Some(coordinator) = shared.coordinator.clone() else { return };
+    for (at, pending) in shared.ahead.take_starts(None) {
+        let triggers: Vec<TriggerRef<'_>> =
+            pending.keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+        let voided = coordinator.void_ahead(&shared.instance, at, &triggers, pending.until);
         if let Err(e) = within_claim_timeout(shared, voided).await {
             tracing::warn!(%at, "stopping: this replica's claims ahead were not dropped ({e}); the others take them over");
         }
-        Err(Stopped::Stopping)
-    } else {
-        within_claim_timeout(shared, coordinator.start_ahead(&shared.instance, at, until))
-            .await
-            .map_err(Stopped::Failed)
-    };
-    if let Ok(AheadStart::Voided) = &state {
-        tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
+        pending.started.send_replace(Some(Arc::new(Err(Stopped::Stopping))));
     }
-    started.send_replace(Some(Arc::new(state)));
 }
 
 /// A batch of claims ahead, answered: each trigger, where its answer goes, the claim's

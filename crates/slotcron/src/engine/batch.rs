@@ -107,6 +107,7 @@ async fn claim_chunk(
             })
             .await;
             let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
+            shared.ahead.measured(due.len(), latency);
             let answers: Vec<Result<ClaimOutcome, CoordinatorError>> = match answers {
                 Ok(answers) if answers.len() == due.len() => answers,
                 Ok(answers) => {

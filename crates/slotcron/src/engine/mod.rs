@@ -108,7 +108,7 @@ pub(crate) struct Shared {
     /// The triggers other replicas own, waiting out the takeover delay.
     takeovers: ownership::Takeovers,
     /// This replica's claims ahead, waiting for their triggers.
-    ahead: ahead::Ahead,
+    pub(crate) ahead: ahead::Ahead,
     /// See [`Scheduler::idle_at`].
     #[cfg(feature = "testkit")]
     idle_at: Mutex<Option<Option<Timestamp>>>,
@@ -453,6 +453,8 @@ impl Scheduler {
                 *self.shared.idle_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
             }
             let now = self.shared.clock.now();
+            // The instants claimed ahead that have come start first (one round trip).
+            ahead::start_due(&scope, now).await;
             let (more, deadline) = {
                 let mut table = self.shared.table();
                 let more = table.take_due(now, &mut due, take);
@@ -531,10 +533,7 @@ impl Scheduler {
             ahead::claim_upcoming(&scope, &tracker);
             let wake =
                 self.shared.ahead.next_wake(&self.shared, |after| self.shared.table().first_after(after));
-            let deadline = match (deadline, wake) {
-                (Some(d), Some(w)) => Some(d.min(w)),
-                (d, w) => d.or(w),
-            };
+            let deadline = [deadline, wake, self.shared.ahead.next_start()].into_iter().flatten().min();
             #[cfg(feature = "testkit")]
             {
                 *self.shared.idle_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
@@ -565,6 +564,7 @@ impl Scheduler {
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         scope.stopping.cancel();
+        ahead::stop(&scope).await;
         if !settings.drain_on_shutdown {
             scope.shutdown.cancel();
         }

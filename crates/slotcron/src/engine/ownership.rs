@@ -343,13 +343,19 @@ async fn void_starts(
         if matches!(account, Account::Complete) || starts.contains_key(owner) {
             continue;
         }
-        // The owner's claims ahead among the triggers this replica waits for: dropped
-        // with the void (another non-owner's void may have dropped only its own).
-        let keys = shared.takeovers.keys_of(at, owner);
-        let triggers: Vec<TriggerRef<'_>> = keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
-        let found = match within_claim_timeout(shared, coordinator.void_ahead(owner, at, &triggers, until))
-            .await
-        {
+        // First the latch alone; then, if the owner had claimed ahead (or another void
+        // came first), once more with the triggers this replica waits for, whose claims
+        // ahead are dropped (another non-owner's void dropped only its own).
+        let found = match within_claim_timeout(shared, coordinator.void_ahead(owner, at, &[], until)).await {
+            Ok(AheadVoid::Voided { ahead: true }) => {
+                let keys = shared.takeovers.keys_of(at, owner);
+                let triggers: Vec<TriggerRef<'_>> =
+                    keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+                within_claim_timeout(shared, coordinator.void_ahead(owner, at, &triggers, until)).await
+            }
+            found => found,
+        };
+        let found = match found {
             Ok(found) => found,
             Err(e) => {
                 tracing::debug!(%at, %owner, "the owner's start was not voided ({e}): asked again at the next look");

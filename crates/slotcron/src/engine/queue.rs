@@ -43,10 +43,10 @@ impl TriggerQueue {
             .flat_map(|(at, items)| items.iter().map(|item| (*at, item)))
     }
 
-    /// The earliest instant queued after `after`.
-    pub fn first_after(&self, after: Timestamp) -> Option<Timestamp> {
+    /// The earliest instant queued after `after`, and how many items are queued then.
+    pub fn first_after(&self, after: Timestamp) -> Option<(Timestamp, usize)> {
         use std::ops::Bound::{Excluded, Unbounded};
-        self.buckets.range((Excluded(after), Unbounded)).next().map(|(at, _)| *at)
+        self.buckets.range((Excluded(after), Unbounded)).next().map(|(at, items)| (*at, items.len()))
     }
 
     /// Takes one item due at or before `now`, earliest instant first.

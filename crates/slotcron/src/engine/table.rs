@@ -353,8 +353,9 @@ impl Table {
             .collect()
     }
 
-    /// The earliest instant queued after `after`.
-    pub fn first_after(&self, after: Timestamp) -> Option<Timestamp> {
+    /// The earliest instant queued after `after`, and how many triggers are queued then
+    /// (those of removed jobs included).
+    pub fn first_after(&self, after: Timestamp) -> Option<(Timestamp, usize)> {
         self.queue.first_after(after)
     }
 

@@ -156,7 +156,13 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                 runtime.expect("a runtime").block_on(async move {
                     let inner = connect.connect(index).await;
                     let coordinator = Arc::new(Counted { inner, calls });
-                    let scheduler = Scheduler::builder()
+                    let mut builder = Scheduler::builder();
+                    // `FLEET_CLAIM_AHEAD_MS`: the claim-ahead window (default the builder's).
+                    if let Some(ms) = std::env::var("FLEET_CLAIM_AHEAD_MS").ok().and_then(|v| v.parse().ok())
+                    {
+                        builder = builder.claim_ahead(Duration::from_millis(ms));
+                    }
+                    let scheduler = builder
                         .coordinator(coordinator)
                         .instance(format!("replica-{index}"))
                         .observer(outcomes)
