@@ -36,6 +36,7 @@ use super::run::{self, RunScope, within_claim_timeout};
 use super::table::{Action, Due, Upcoming};
 use super::{Shared, later};
 use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
+use crate::job::Job;
 use crate::ledger::{Cause, Outcome};
 
 /// How long after an instant a start or a void of its claims ahead may still act: the
@@ -178,26 +179,23 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
             return;
         }
         *considered = Some(horizon);
-        shared.table().upcoming(after, horizon)
-    };
-    let split = Split::new(shared);
-    let mut instants: BTreeMap<Timestamp, Vec<Due>> = BTreeMap::new();
-    for Upcoming { at, job, previous } in upcoming {
+        let split = Split::new(shared);
         // Only once the job's previous trigger was won here: a trigger before it that
         // another replica takes over later must not get a later fencing token than one
         // claimed ahead of it (fencing tokens follow trigger order).
-        let after_won = previous.is_some_and(|p| job.last_won.load(Ordering::Relaxed) == p.as_millisecond());
-        let recurring = after_won && !job.kind.is_one_shot();
-        let due = Due {
-            next: job.schedule.next_after(at),
-            job,
-            trigger: at,
-            action: Action::Run,
-            cause: Cause::Scheduled,
+        let eligible = |job: &Job, previous: Option<Timestamp>| {
+            previous.is_some_and(|p| job.last_won.load(Ordering::Relaxed) == p.as_millisecond())
+                && !job.kind.is_one_shot()
+                && batch::batchable_job(shared, job)
+                && split.owns(shared, job)
         };
-        if recurring && batch::batchable(shared, &due) && split.owns(shared, &due.job) {
-            instants.entry(at).or_default().push(due);
-        }
+        shared.table().upcoming(after, horizon, eligible)
+    };
+    let mut instants: BTreeMap<Timestamp, Vec<Due>> = BTreeMap::new();
+    for Upcoming { at, job } in upcoming {
+        let next = job.schedule.next_after(at);
+        let due = Due { next, job, trigger: at, action: Action::Run, cause: Cause::Scheduled };
+        instants.entry(at).or_default().push(due);
     }
     let mut claims = shared.ahead.claims.lock().unwrap_or_else(|p| p.into_inner());
     // Claims whose trigger the engine never took (the job was removed, or its trigger

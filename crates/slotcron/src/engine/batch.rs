@@ -24,6 +24,7 @@ use super::ownership::Tally;
 use super::run::{self, RunScope};
 use super::table::{Action, Due};
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP};
+use crate::job::Job;
 use crate::ledger::RunRecord;
 
 /// How many due triggers the engine takes into one batch at most: one round trip.
@@ -42,11 +43,12 @@ pub(super) type Claimed = Result<u64, Box<RunRecord>>;
 /// a slot of first (a replica at its cap lets another claim), and not one of a job's
 /// catch-up group (claimed one after the other, each after the previous run ended).
 pub(super) fn batchable(shared: &Shared, due: &Due) -> bool {
-    shared.coordinator.is_some()
-        && shared.cap.is_none()
-        && due.action == Action::Run
-        && !due.job.every_replica
-        && due.job.jitter.is_none()
+    due.action == Action::Run && batchable_job(shared, &due.job)
+}
+
+/// Whether `job`'s triggers to run are claimed in batches: see [`batchable`].
+pub(super) fn batchable_job(shared: &Shared, job: &Job) -> bool {
+    shared.coordinator.is_some() && shared.cap.is_none() && !job.every_replica && job.jitter.is_none()
 }
 
 /// How a batch's claims are made.

@@ -43,8 +43,6 @@ pub(crate) enum Action {
 pub(crate) struct Upcoming {
     pub at: Timestamp,
     pub job: Arc<Job>,
-    /// The job's trigger taken from the queue before this one, if any.
-    pub previous: Option<Timestamp>,
 }
 
 #[derive(Debug)]
@@ -339,16 +337,22 @@ impl Table {
     }
 
     /// The scheduled triggers queued at instants after `after` up to `upto`, earliest
-    /// first, without taking them: what may be claimed ahead. Start-up runs are not
+    /// first, without taking them, of the jobs for which `keep` holds (given the job and
+    /// its trigger taken before, if any): what may be claimed ahead. Start-up runs are not
     /// among them.
-    pub fn upcoming(&self, after: Timestamp, upto: Timestamp) -> Vec<Upcoming> {
+    pub fn upcoming(
+        &self,
+        after: Timestamp,
+        upto: Timestamp,
+        keep: impl Fn(&Job, Option<Timestamp>) -> bool,
+    ) -> Vec<Upcoming> {
         self.queue
             .between(after, upto)
             .filter(|(_, item)| !item.start_up)
             .filter_map(|(at, item)| {
                 let entry =
                     self.slots[item.slot as usize].as_ref().filter(|e| e.generation == item.generation)?;
-                Some(Upcoming { at, job: entry.job.clone(), previous: entry.last })
+                keep(&entry.job, entry.last).then(|| Upcoming { at, job: entry.job.clone() })
             })
             .collect()
     }
