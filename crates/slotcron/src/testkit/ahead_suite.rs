@@ -186,10 +186,7 @@ pub async fn an_owner_that_dies_after_claiming_ahead_is_taken_over(factory: &imp
         assert!(before > 0 && !claimed_ahead.is_empty(), "replica-a claimed nothing ahead before it died");
     }
     for (job, trigger) in &claimed_ahead {
-        let ran: Vec<_> = (1..3)
-            .flat_map(|r| fleet.replica(r).records())
-            .filter(|rec| rec.job == *job && rec.trigger == *trigger && rec.outcome.ran())
-            .collect();
+        let ran = ran_on_the_others(&fleet, job, *trigger);
         assert_eq!(
             ran.len(),
             1,
@@ -225,12 +222,17 @@ pub async fn an_owner_that_cannot_start_is_taken_over(factory: &impl Coordinator
     assert!(!skipped.is_empty(), "replica-a owned none of the jobs");
     for record in &skipped {
         assert_eq!(record.outcome, Outcome::SkippedBackendUnavailable, "{record:?}");
-        let ran = (1..3)
-            .flat_map(|r| fleet.replica(r).records())
-            .filter(|rec| rec.job == record.job && rec.trigger == record.trigger && rec.outcome.ran())
-            .count();
+        let ran = ran_on_the_others(&fleet, &record.job, record.trigger).len();
         assert_eq!(ran, 1, "{}@{} ran once elsewhere", record.job, record.trigger);
     }
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();
+}
+
+/// The records of `job`'s `trigger` that ran, on the replicas but replica-a.
+fn ran_on_the_others(fleet: &Fleet, job: &str, trigger: Timestamp) -> Vec<crate::ledger::RunRecord> {
+    (1..REPLICAS.len())
+        .flat_map(|r| fleet.replica(r).records())
+        .filter(|rec| &*rec.job == job && rec.trigger == trigger && rec.outcome.ran())
+        .collect()
 }
