@@ -79,24 +79,28 @@ impl Fleet {
     /// A takeover delay not shorter than the membership TTL, naming where each was given.
     pub fn choose(args: &RunArgs, file: &Coordination) -> Result<Self, String> {
         let pick = |flag: Option<Duration>, flag_name, key: Option<Duration>, key_name, default| {
-            flag.map(|d| (d, flag_name)).or(key.map(|d| (d, key_name))).unwrap_or((default, "the default"))
+            flag.map(|d| (d, flag_name)).or(key.map(|d| (d, key_name))).unwrap_or(default)
         };
         let takeover_delay = pick(
             args.takeover_delay,
             "--takeover-delay",
             file.takeover_delay,
             "[coordination] takeover_delay",
-            SchedulerBuilder::DEFAULT_TAKEOVER_DELAY,
+            (SchedulerBuilder::DEFAULT_TAKEOVER_DELAY, "the default"),
         );
         let membership_ttl = pick(
             args.membership_ttl,
             "--membership-ttl",
             file.membership_ttl,
             "[coordination] membership_ttl",
-            DEFAULT_MEMBERSHIP_TTL,
+            (DEFAULT_MEMBERSHIP_TTL, "the default"),
         );
-        coordination::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1)
-            .map_err(|e| format!("{}: {e}", takeover_delay.1))?;
+        coordination::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1).map_err(
+            |e| match takeover_delay.1 {
+                "the default" => format!("the default takeover delay, {e}"),
+                source => format!("{source}: {e}"),
+            },
+        )?;
         Ok(Self { takeover_delay, membership_ttl, shared_work: file.shared_work.unwrap_or(true) })
     }
 }

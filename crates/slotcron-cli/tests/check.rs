@@ -747,6 +747,10 @@ fn shared_work_settings_are_checked_naming_the_key() {
             "membership_ttl = \"0s\"",
             "jobs.toml:2: coordination.membership_ttl: must be longer than zero (the default is 10s)",
         ),
+        (
+            "membership_ttl = \"100ms\"",
+            "jobs.toml:2: coordination.membership_ttl: the default takeover delay, 300ms must be shorter than the membership TTL (100ms, membership_ttl)",
+        ),
         ("takeover_delay = 300", "jobs.toml:2: coordination.takeover_delay: expected a duration string"),
         ("shared_work = \"no\"", "jobs.toml:2: coordination.shared_work: expected true or false"),
     ];

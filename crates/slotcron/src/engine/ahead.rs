@@ -18,8 +18,10 @@
 //! and their triggers are recorded `skipped-paused`. A start voided by a non-owner (this
 //! replica was late to start), or without an answer, runs none of the instant's claims
 //! ahead: they are recorded `skipped-lost` or `skipped-backend-unavailable`, and other
-//! replicas take them over. A replica that stops before the instant records its claims
-//! ahead `skipped-lost`, left to the others to take over.
+//! replicas take them over. A replica that stops before the instant voids its own start
+//! and drops its claims ahead, as if it had never made them: it records nothing for
+//! those triggers (they had not come due there), and the replicas that own the jobs once
+//! it has left claim them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

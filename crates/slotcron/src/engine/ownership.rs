@@ -364,7 +364,7 @@ async fn void_starts(
         };
         starts.insert(owner.clone(), found);
         if found == (AheadVoid::Voided { ahead: true }) {
-            tracing::info!(%at, %owner, "the owner did not start its claims ahead: taken over");
+            tracing::info!(%at, %owner, "the owner had not started this instant (its start is void): its triggers are taken over");
             voided.push(owner.clone());
         }
     }

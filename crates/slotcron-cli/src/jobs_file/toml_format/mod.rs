@@ -292,6 +292,14 @@ impl Reader<'_> {
                 Ok(()) => self.parsed.coordination.takeover_delay = Some(delay),
                 Err(reason) => self.problem(table, "takeover_delay", span("takeover_delay"), reason),
             }
+        } else if let Some(ttl) = self.parsed.coordination.membership_ttl {
+            // The default takeover delay must be shorter than the TTL set here too.
+            let delay = slotcron::SchedulerBuilder::DEFAULT_TAKEOVER_DELAY;
+            if let Err(reason) = coordination::check_takeover_delay(delay, ttl, "membership_ttl") {
+                let reason = format!("the default takeover delay, {reason}");
+                self.parsed.coordination.membership_ttl = None;
+                self.problem(table, "membership_ttl", span("membership_ttl"), reason);
+            }
         }
         if let Some(shared) = self.bool(table, "shared_work") {
             self.parsed.coordination.shared_work = Some(*shared.get_ref());
