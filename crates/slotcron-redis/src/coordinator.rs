@@ -231,6 +231,17 @@ impl RedisCoordinator {
         .await
     }
 
+    /// Claims `chunk` (at most [`MAX_CLAIMS_PER_ROUND_TRIP`] claims) on one server in one
+    /// script call, ahead of their instant if `ahead` is given.
+    async fn claim_chunk(
+        &self,
+        chunk: &[Claim<'_>],
+        ahead: Option<&Latch>,
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let scripted: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
+        self.claim_group(&scripted.iter().collect::<Vec<_>>(), ahead).await
+    }
+
     /// Runs the claim script once for the claims `pending` (indices into `claims`).
     async fn run_script(
         &self,
@@ -346,11 +357,11 @@ impl Coordinator for RedisCoordinator {
     async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
         let mut outcomes = Vec::with_capacity(claims.len());
         for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
-            let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
             if !self.connection.is_cluster() {
-                outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>(), None).await);
+                outcomes.extend(self.claim_chunk(chunk, None).await);
                 continue;
             }
+            let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
             let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
             for (i, claim) in chunk.iter().enumerate() {
                 slots.entry(Slot::for_key(claim.key.as_bytes())).or_default().push(i);
@@ -417,8 +428,7 @@ impl Coordinator for RedisCoordinator {
         let latch = Latch::new(&self.keys, owner, at, until);
         let mut outcomes = Vec::with_capacity(claims.len());
         for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
-            let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
-            outcomes.extend(self.claim_group(&chunk.iter().collect::<Vec<_>>(), Some(&latch)).await);
+            outcomes.extend(self.claim_chunk(chunk, Some(&latch)).await);
         }
         outcomes
     }
