@@ -447,6 +447,8 @@ impl Scheduler {
         let take = if self.shared.coordinator.is_some() { batch::MAX_BATCH } else { SPAWN_BATCH };
         let mut due = Vec::with_capacity(take);
         let mut batched = Vec::new();
+        // The items of a burst left for after its runs claimed ahead have started.
+        let mut deferred = Vec::new();
         loop {
             #[cfg(feature = "testkit")]
             {
@@ -463,7 +465,18 @@ impl Scheduler {
             let ahead = self.shared.ahead.take(&mut due);
             if !ahead.is_empty() {
                 tracker.spawn(ahead::run(scope.clone(), tracker.clone(), ahead));
+                // The runs claimed ahead start before the rest of the burst is looked at:
+                // their claims are answered, while the rest is claimed or waits out the
+                // takeover delay anyway. It is handled once the burst is taken.
+                deferred.append(&mut due);
+                tokio::task::yield_now().await;
+                scope.pace().await;
+                if more {
+                    continue;
+                }
             }
+            deferred.append(&mut due);
+            std::mem::swap(&mut due, &mut deferred);
             let mut items = due.drain(..).peekable();
             let mut split = ownership::Split::new(&self.shared);
             let mut spawned = 0;

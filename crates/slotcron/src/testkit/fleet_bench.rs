@@ -196,6 +196,9 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         while converged.load(Ordering::SeqCst) < load.replicas as u64 {
             std::thread::sleep(Duration::from_millis(20));
         }
+        // ...and has settled: each replica's next heartbeat finds the view of the one
+        // before (claims ahead are made only then; `engine/ahead.rs`).
+        std::thread::sleep(DEFAULT_MEMBERSHIP_TTL / 3 + Duration::from_millis(500));
         // The window starts at the second period boundary from now: every replica has
         // started and the first due instant is behind it.
         let every_ms = load.every.as_millis().max(1) as i64;
