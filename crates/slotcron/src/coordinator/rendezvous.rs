@@ -17,10 +17,8 @@
 /// Ties (equal weights) go to the smaller instance id, so the answer never depends on
 /// the order of `members`.
 pub(crate) fn owner<'a>(job: &str, members: &'a [impl AsRef<str>]) -> Option<&'a str> {
-    members
-        .iter()
-        .map(AsRef::as_ref)
-        .max_by(|a, b| weight(a, job).cmp(&weight(b, job)).then_with(|| b.cmp(a)))
+    // Each member's weight computed once; among equal weights the smaller id is the max.
+    members.iter().map(AsRef::as_ref).max_by_key(|member| (weight(member, job), std::cmp::Reverse(*member)))
 }
 
 /// The weight of `member` for `job`.

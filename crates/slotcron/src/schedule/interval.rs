@@ -69,7 +69,13 @@ impl Interval {
     /// The latest fire time at or before `at`: the start of the slot `at` falls in.
     pub fn slot_start(&self, at: Timestamp) -> Option<Timestamp> {
         let since_anchor = at.as_nanosecond() - self.offset_ns;
-        let start = since_anchor.div_euclid(self.period_ns) * self.period_ns + self.offset_ns;
+        // In 64 bits when the operands fit (every instant of this era does): the same
+        // result, without a 128-bit division per trigger.
+        let slots = match (i64::try_from(since_anchor), i64::try_from(self.period_ns)) {
+            (Ok(since), Ok(period)) => i128::from(since.div_euclid(period)),
+            _ => since_anchor.div_euclid(self.period_ns),
+        };
+        let start = slots * self.period_ns + self.offset_ns;
         Timestamp::from_nanosecond(start).ok()
     }
 }
