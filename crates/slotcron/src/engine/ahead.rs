@@ -135,13 +135,17 @@ impl Ahead {
         window.max(per_claim.saturating_mul(share).saturating_mul(2)).min(MAX_LEAD.max(window))
     }
 
-    /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (a moving
-    /// average of the time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once).
+    /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (the
+    /// time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once). It rises at
+    /// once to a slower sample and comes down slowly (1/64 of the way per batch, so about
+    /// two fifths of the way over a burst of 33 batches):
+    /// a burst claimed while the other replicas claim theirs takes the backend several
+    /// times as long as one claimed alone, and a lead measured alone would be too short.
     pub fn measured(&self, claims: usize, took: Duration) {
         let Ok(claims) = u64::try_from(claims.max(1) * batch::BATCHES_IN_FLIGHT) else { return };
         let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / claims;
         let old = self.per_claim_ns.load(Ordering::Relaxed);
-        let new = if old == 0 { sample } else { (old * 4 + sample) / 5 };
+        let new = if sample >= old { sample } else { old - (old - sample) / 64 };
         self.per_claim_ns.store(new, Ordering::Relaxed);
     }
 }
@@ -242,18 +246,25 @@ async fn claim_instant(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
         let chunk: Vec<Item> = items.by_ref().take(MAX_BATCH).collect();
+        // Each batch on the wire as soon as it has its turn: up to BATCHES_IN_FLIGHT at
+        // once, as the claim rate measured assumes.
         let Ok(turn) = scope.batches.clone().acquire_owned().await else { return };
-        let (due, senders): (Vec<Due>, Vec<_>) = chunk.into_iter().unzip();
         shared.ahead.in_flight.fetch_add(1, Ordering::SeqCst);
-        let claimed = batch::claim(&shared, coordinator.as_ref(), &due, Mode::Ahead { at, until }).await;
-        shared.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
-        drop(turn);
-        let answered =
-            due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
-        // A tally per batch, written once the batch is handed over: non-owners see the
-        // owner's progress batch by batch.
-        let tally = Arc::new(Tally::new(shared.clone(), at));
-        tracker.spawn(hand_over(scope.clone(), answered, start.clone(), tally));
+        let (scope, tracker, start, coordinator) =
+            (scope.clone(), tracker.clone(), start.clone(), coordinator.clone());
+        tracker.clone().spawn(async move {
+            let shared = scope.shared.clone();
+            let (due, senders): (Vec<Due>, Vec<_>) = chunk.into_iter().unzip();
+            let claimed = batch::claim(&shared, coordinator.as_ref(), &due, Mode::Ahead { at, until }).await;
+            drop(turn);
+            let answered =
+                due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
+            // A tally per batch, written once the batch is handed over: non-owners see
+            // the owner's progress batch by batch.
+            let tally = Arc::new(Tally::new(shared.clone(), at));
+            tracker.spawn(hand_over(scope, answered, start, tally));
+            shared.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 }
 
