@@ -13,7 +13,7 @@ use slotcron::testkit::harness::Harness;
 use slotcron::testkit::{Delivery, Fleet};
 use slotcron::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator, Job, JobContext, JobState,
-    MemoryStore, Misfire, Outcome, RunRecord, Store,
+    ManualClock, MemoryStore, Misfire, Outcome, RunRecord, Store,
 };
 
 fn ts(s: &str) -> Timestamp {
@@ -156,4 +156,40 @@ async fn a_catch_up_claims_and_starts_in_trigger_order() {
     assert_eq!(tokens, (1..=9).map(Some).collect::<Vec<_>>(), "fencing tokens in trigger order");
     assert_eq!(*started.lock().unwrap(), expected, "starts in trigger order");
     h.stop().await;
+}
+
+/// A replica whose clock is ahead of the coordinator's beyond the slack, starting after
+/// downtime with `misfire = skip`, cannot tell which of the triggers it counts as missed
+/// came due (some have not, on the fleet's clock): the newest is recorded
+/// `skipped-clock-skew`, as a claim would be, not `missed` (which fires failure hooks).
+#[tokio::test(start_paused = true)]
+async fn a_skewed_replica_does_not_record_triggers_missed_at_start_up() {
+    let store = Arc::new(MemoryStore::new());
+    let state =
+        JobState { last_trigger: ts("2024-05-17T00:00:00Z"), last_outcome: None, one_shot_done: false };
+    store.save_state("tick", &state).await.unwrap();
+    // The fleet's time is 00:00:10; this replica's clock says 00:00:40.
+    let fleet_clock = ManualClock::new(ts("2024-05-17T00:00:10Z"));
+    let coordinator = InProcessCoordinator::with_clock(fleet_clock);
+    let mut h = Harness::with("2024-05-17T00:00:40Z", |b| {
+        b.store(store.clone()).coordinator(Arc::new(coordinator)).check_clock_skew(true)
+    });
+    h.add(
+        Job::builder("tick")
+            .every(Duration::from_secs(1))
+            .misfire(Misfire::Skip)
+            .handler(ok)
+            .build()
+            .unwrap(),
+    );
+    h.start().await;
+    h.stop().await;
+
+    let records = h.records("tick");
+    assert!(!records.is_empty(), "the gap is recorded");
+    for record in &records {
+        assert_eq!(record.outcome, Outcome::SkippedClockSkew, "{record:?}");
+        let reason = record.error.as_deref().unwrap_or_default();
+        assert!(reason.contains("+30"), "the offset is recorded: {reason}");
+    }
 }

@@ -162,11 +162,17 @@ pub(super) fn removed(job: &Job, trigger: Timestamp) -> bool {
 }
 
 /// The record of `count` triggers the misfire policy dropped, up to `trigger`: `missed`.
-/// With a coordinator whose high-water mark for the job is at or past `trigger`, the
-/// fleet handled them while this replica was not running: `skipped-lost`, saying so
-/// (no failure to report). A mark that cannot be read leaves them `missed`.
+/// With a coordinator, the clock-skew guard first: a replica whose clock is off by more
+/// than the slack cannot tell which of them came due (a clock ahead counts triggers
+/// not due yet), so they are `skipped-clock-skew`, as their claims would be. Then, if
+/// the job's high-water mark is at or past `trigger`, the fleet handled them while this
+/// replica was not running: `skipped-lost`, saying so (no failure to report). A mark
+/// (or a clock) that cannot be read leaves them `missed`.
 async fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, count: u64) -> RunRecord {
     if let Some(coordinator) = shared.coordinator.as_ref().filter(|_| !job.every_replica) {
+        if let Err(skip @ SkewSkip::Beyond(_)) = skew_gate(shared, coordinator.as_ref()).await {
+            return skip.record(shared, coordinator.as_ref(), job, trigger, cause);
+        }
         let marks = within_claim_timeout(shared, coordinator.high_water_marks(&[&job.name])).await;
         if let Some(mark) = marks.ok().and_then(|marks| marks.first().copied().flatten())
             && mark >= trigger
