@@ -85,6 +85,29 @@ command = "echo two"
     assert_eq!(lines[4], "4 problems in jobs.toml");
 }
 
+/// A job with a duplicate name is not loaded, and its other problems are reported too.
+#[test]
+fn a_duplicate_job_has_its_other_problems_reported_too() {
+    let (code, _, err) = check(
+        "duplicate_and_more",
+        "jobs.toml",
+        r#"[[job]]
+name = "dup"
+every = "1m"
+command = "echo one"
+
+[[job]]
+name = "dup"
+every = "0s"
+command = "echo two"
+"#,
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.contains(r#"jobs.toml:7: job "dup": name: the job on line 2 has the same name"#), "{err}");
+    assert!(err.contains(r#"jobs.toml:8: job "dup": every: "#), "the duplicate's bad `every` is reported: {err}");
+    assert!(err.contains("2 problems in jobs.toml"), "{err}");
+}
+
 #[test]
 fn valid_jobs_file_lists_every_job_with_its_next_fire_time() {
     let (code, out, err) = check(

@@ -179,11 +179,13 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
     }
     let mut jobs = Vec::new();
     for draft in drafts {
-        if !named.contains(&(draft.name.as_str(), draft.name_line)) {
-            continue; // a duplicate or a bad name, reported above
-        }
+        // A duplicate or a bad name, reported above, is not loaded; its other problems
+        // are reported all the same.
+        let named = named.contains(&(draft.name.as_str(), draft.name_line));
         match draft.build() {
-            Ok(entry) => jobs.push(entry),
+            Ok(entry) if named => jobs.push(entry),
+            Ok(_) => {}
+            Err(problem) if !named && problem.field.as_deref() == Some("name") => {}
             Err(problem) => problems.push(problem),
         }
     }
