@@ -49,8 +49,11 @@ pub(super) fn until(shared: &Shared, at: Timestamp) -> Timestamp {
     later(at, settings.takeover_delay + 2 * settings.membership_ttl)
 }
 
+/// A claim ahead's answer, and the trigger key it was claimed under.
+type Answer = (Claimed, Box<str>);
+
 /// The answers to the claims ahead of one instant, by job name.
-type Answers = HashMap<Arc<str>, oneshot::Receiver<Claimed>>;
+type Answers = HashMap<Arc<str>, oneshot::Receiver<Answer>>;
 
 /// This scheduler's claims ahead, waiting for their triggers.
 #[derive(Default)]
@@ -69,7 +72,7 @@ pub(crate) struct Ahead {
 }
 
 /// A trigger taken from the queue that was claimed ahead, and its claim's answer.
-pub(super) type Taken = (Due, oneshot::Receiver<Claimed>);
+pub(super) type Taken = (Due, oneshot::Receiver<Answer>);
 
 impl Ahead {
     /// Moves the items of `due` that were claimed ahead out of it (in order).
@@ -221,7 +224,7 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
 }
 
 /// A trigger claimed ahead, and where its claim's answer goes.
-type Item = (Due, oneshot::Sender<Claimed>);
+type Item = (Due, oneshot::Sender<Answer>);
 
 /// What the start of an instant came to: `None` while it is not known yet.
 type StartState = Option<Arc<Result<AheadStart, Stopped>>>;
@@ -331,7 +334,7 @@ pub(super) async fn stop(scope: &RunScope) {
 
 /// A batch of claims ahead, answered: each trigger, where its answer goes, the claim's
 /// answer and the trigger's key.
-type Answered = Vec<(Due, oneshot::Sender<Claimed>, Claimed, Box<str>)>;
+type Answered = Vec<(Due, oneshot::Sender<Answer>, Claimed, Box<str>)>;
 
 /// Waits for the start of the batch's instant, then hands each trigger its claim as
 /// the start leaves it (a won claim of a paused job, or of a start that was voided or
@@ -377,21 +380,21 @@ async fn hand_over(
         if !stopping {
             // Not taken (the job was removed, or its trigger was taken as missed and
             // recorded so): nothing runs.
-            let _ = sender.send(claimed);
+            let _ = sender.send((claimed, key));
         }
     }
 }
 
 /// Runs the triggers taken from the queue that were claimed ahead, each as its claim's
-/// answer (handed over once the instant's start is known) decides.
+/// answer (handed over once the instant's start is known) decides, under the trigger key
+/// it was claimed with.
 pub(super) async fn run(scope: Arc<RunScope>, tracker: TaskTracker, taken: Vec<Taken>) {
     for (due, answer) in taken {
         // No answer: the scheduler stopped before the start, and the claim ahead
         // recorded its trigger itself.
-        let Ok(claimed) = answer.await else {
+        let Ok((claimed, key)) = answer.await else {
             continue;
         };
-        let key = run::key_of(&due.job, due.trigger);
         scope.spawning();
         tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
     }
