@@ -104,7 +104,10 @@ command = "echo two"
     );
     assert_eq!(code, Some(2));
     assert!(err.contains(r#"jobs.toml:7: job "dup": name: the job on line 2 has the same name"#), "{err}");
-    assert!(err.contains(r#"jobs.toml:8: job "dup": every: "#), "the duplicate's bad `every` is reported: {err}");
+    assert!(
+        err.contains(r#"jobs.toml:8: job "dup": every: "#),
+        "the duplicate's bad `every` is reported: {err}"
+    );
     assert!(err.contains("2 problems in jobs.toml"), "{err}");
 }
 
