@@ -37,6 +37,15 @@ fn fleet(start: Timestamp) -> (Fleet, Arc<dyn Coordinator>) {
     (fleet, Arc::new(coordinator))
 }
 
+/// A store in which `tick` last handled the trigger `at` (a replica coming back after
+/// downtime).
+async fn store_last_handled(at: &str) -> Arc<MemoryStore> {
+    let store = Arc::new(MemoryStore::new());
+    let state = JobState { last_trigger: ts(at), last_outcome: None, one_shot_done: false };
+    store.save_state("tick", &state).await.unwrap();
+    store
+}
+
 /// The successes per trigger across the fleet.
 fn successes(records: &[RunRecord]) -> BTreeMap<Timestamp, usize> {
     let mut by_trigger = BTreeMap::new();
@@ -120,10 +129,7 @@ impl Coordinator for Slowing {
 /// answers later claims sooner.
 #[tokio::test(start_paused = true)]
 async fn a_catch_up_claims_and_starts_in_trigger_order() {
-    let store = Arc::new(MemoryStore::new());
-    let state =
-        JobState { last_trigger: ts("2024-05-17T00:00:00Z"), last_outcome: None, one_shot_done: false };
-    store.save_state("tick", &state).await.unwrap();
+    let store = store_last_handled("2024-05-17T00:00:00Z").await;
     let started = Arc::new(Mutex::new(Vec::new()));
     let mut h = Harness::with("2024-05-17T00:00:09.500Z", |b| {
         b.store(store.clone())
@@ -164,10 +170,7 @@ async fn a_catch_up_claims_and_starts_in_trigger_order() {
 /// `skipped-clock-skew`, as a claim would be, not `missed` (which fires failure hooks).
 #[tokio::test(start_paused = true)]
 async fn a_skewed_replica_does_not_record_triggers_missed_at_start_up() {
-    let store = Arc::new(MemoryStore::new());
-    let state =
-        JobState { last_trigger: ts("2024-05-17T00:00:00Z"), last_outcome: None, one_shot_done: false };
-    store.save_state("tick", &state).await.unwrap();
+    let store = store_last_handled("2024-05-17T00:00:00Z").await;
     // The fleet's time is 00:00:10; this replica's clock says 00:00:40.
     let fleet_clock = ManualClock::new(ts("2024-05-17T00:00:10Z"));
     let coordinator = InProcessCoordinator::with_clock(fleet_clock);

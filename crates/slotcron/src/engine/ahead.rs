@@ -141,9 +141,9 @@ impl Ahead {
     /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (the
     /// time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once). It rises at
     /// once to a slower sample and comes down slowly (1/64 of the way per batch, so about
-    /// two fifths of the way over a burst of 33 batches):
-    /// a burst claimed while the other replicas claim theirs takes the backend several
-    /// times as long as one claimed alone, and a lead measured alone would be too short.
+    /// two fifths of the way over a burst of 33 batches): a burst claimed while the other
+    /// replicas claim theirs takes the backend several times as long as one claimed
+    /// alone, and a lead measured alone would be too short.
     pub fn measured(&self, claims: usize, took: Duration) {
         let Ok(claims) = u64::try_from(claims.max(1) * batch::BATCHES_IN_FLIGHT) else { return };
         let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / claims;
