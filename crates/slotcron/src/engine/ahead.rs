@@ -365,6 +365,10 @@ async fn hand_over(
                 if paused.iter().any(|p| **p == *job.name) {
                     Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedPaused, None)))
                 } else {
+                    // Won and started: the job's next trigger may be claimed ahead from
+                    // now on, not only once this run's task has started (a lead longer
+                    // than the job's period looks at it before then).
+                    job.last_won.fetch_max(trigger.as_millisecond(), Ordering::Relaxed);
                     Ok(token)
                 }
             }

@@ -272,7 +272,7 @@ async fn claim_and_run(
     };
     // Won on schedule: the job's next trigger may be claimed ahead (engine/ahead.rs).
     if matches!(cause, Cause::Scheduled | Cause::CatchUp) {
-        job.last_won.store(trigger.as_millisecond(), Ordering::Relaxed);
+        job.last_won.fetch_max(trigger.as_millisecond(), Ordering::Relaxed);
     }
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
