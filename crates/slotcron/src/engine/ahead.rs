@@ -123,22 +123,21 @@ impl Ahead {
         let window = window(shared)?;
         let considered = (*self.considered.lock().unwrap_or_else(|p| p.into_inner()))?;
         let (next, queued) = first_after(considered)?;
-        let lead = self.lead(shared, window, queued);
+        let lead = self.lead(window, queued);
         Some(next.checked_sub(lead).unwrap_or(next))
     }
 
-    /// How long before an instant at which `queued` triggers are due its claims ahead
-    /// start: the window, or, for a burst whose claims would take longer, twice the time
-    /// this replica's share of them (`queued` over the members) took at the claim rate
-    /// measured so far — up to [`MAX_LEAD`].
-    fn lead(&self, shared: &Shared, window: Duration, queued: usize) -> Duration {
-        let members = shared.membership.get().map_or(1, |m| m.len().max(1));
+    /// How long before an instant at which `queued` triggers are due in this replica's
+    /// own lane (those it owns, about its share of the instant's) its claims ahead start:
+    /// the window, or, for a burst whose claims would take longer, twice the time they
+    /// took at the claim rate measured so far — up to [`MAX_LEAD`].
+    fn lead(&self, window: Duration, queued: usize) -> Duration {
         let per_claim = Duration::from_nanos(self.per_claim_ns.load(Ordering::Relaxed));
-        let share = u32::try_from(queued.div_ceil(members)).unwrap_or(u32::MAX);
-        window.max(per_claim.saturating_mul(share).saturating_mul(2)).min(MAX_LEAD.max(window))
+        let queued = u32::try_from(queued).unwrap_or(u32::MAX);
+        window.max(per_claim.saturating_mul(queued).saturating_mul(2)).min(MAX_LEAD.max(window))
     }
 
-    /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (the
+    /// Notes that a batch of `claims` claims ahead took `took`: the claim rate (the
     /// time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once). It rises at
     /// once to a slower sample and comes down slowly (1/64 of the way per batch, so about
     /// two fifths of the way over a burst of 33 batches): a burst claimed while the other
@@ -179,7 +178,7 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
         // The window from now, or further, to a burst whose lead has begun.
         let mut horizon = later(now, window);
         if let Some((next, queued)) = shared.table().first_after(after) {
-            let lead = shared.ahead.lead(shared, window, queued);
+            let lead = shared.ahead.lead(window, queued);
             if next.checked_sub(lead).unwrap_or(next) <= now {
                 horizon = horizon.max(next);
             }

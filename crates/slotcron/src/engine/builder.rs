@@ -280,7 +280,7 @@ impl SchedulerBuilder {
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let metrics = Arc::new(Metrics::new(self.settings.count_metrics, self.settings.metrics));
-        let table = Table::new(metrics.clone());
+        let table = Table::new(metrics.clone(), self.settings.takeover_delay);
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);

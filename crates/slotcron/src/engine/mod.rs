@@ -281,10 +281,11 @@ impl Scheduler {
         !self.shared.running.load(Ordering::SeqCst) && self.shared.lifecycle.try_lock().is_ok()
     }
 
-    /// Whether `job`'s `trigger` waits here for its owner, another replica, to claim it.
+    /// Whether `job`'s `trigger` waits here for its owner, another replica, to claim it
+    /// (in the table's lane of the triggers others own, or taken from it).
     #[cfg(feature = "testkit")]
     pub(crate) fn awaits_takeover(&self, job: &str, trigger: Timestamp) -> bool {
-        self.shared.takeovers.waits(job, trigger)
+        self.shared.table().lags(job, trigger) || self.shared.takeovers.waits(job, trigger)
     }
 
     /// Whether the engine's loop sleeps with nothing to do at `now`: it went to sleep
@@ -457,9 +458,10 @@ impl Scheduler {
             let now = self.shared.clock.now();
             // The instants claimed ahead that have come start first (one round trip).
             ahead::start_due(&scope, now).await;
+            let mut split = ownership::Split::new(&self.shared);
             let (more, deadline) = {
                 let mut table = self.shared.table();
-                let more = table.take_due(now, &mut due, take);
+                let more = table.take_due(now, &mut due, take, |job| split.lane(&self.shared, job));
                 (more, table.next_deadline())
             };
             let ahead = self.shared.ahead.take(&mut due);
@@ -478,7 +480,6 @@ impl Scheduler {
             deferred.append(&mut due);
             std::mem::swap(&mut due, &mut deferred);
             let mut items = due.drain(..).peekable();
-            let mut split = ownership::Split::new(&self.shared);
             let mut spawned = 0;
             while let Some(item) = items.next() {
                 // A job's catch-up comes as consecutive items: claimed in trigger order.
@@ -495,9 +496,7 @@ impl Scheduler {
                 }
                 let role = split.role(&self.shared, &item);
                 match role {
-                    ownership::Role::Other(owner) => {
-                        self.shared.takeovers.push(&scope, &tracker, item, owner)
-                    }
+                    ownership::Role::Other(owner) => self.shared.takeovers.push(&self.shared, item, owner),
                     // Counted as spawning once claimed, when its run is spawned.
                     ownership::Role::Owner(tally) if batch::batchable(&self.shared, &item) => {
                         batched.push((item, Some(tally)))
@@ -541,6 +540,8 @@ impl Scheduler {
                 }
                 continue;
             }
+            // Everything due is taken: the triggers others own may be looked at.
+            self.shared.takeovers.release(&scope, &tracker);
             // The triggers this replica owns within the claim-ahead window are claimed
             // now, and the engine wakes again when the next instant enters it.
             ahead::claim_upcoming(&scope, &tracker);

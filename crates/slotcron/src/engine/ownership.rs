@@ -12,6 +12,10 @@
 //! double one. A replica that dies stops heartbeating, and its jobs move within the
 //! membership TTL.
 //!
+//! A non-owner queues the triggers it does not own in the table's lane of others'
+//! triggers ([`Lane::Others`]), due the takeover delay after their instant: at a burst's
+//! instant each replica takes only its own share of the burst from its table.
+//!
 //! To spare non-owners a read per trigger, an owner adds what it claimed at each trigger
 //! instant to its [`Handled`] tally (one write per batch); a non-owner first reads the
 //! tallies of the owners it waits for, one read for all of them, and reads trigger by
@@ -30,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::batch::{self, Claimed};
+use super::queue::Lane;
 use super::run::{RunScope, within_claim_timeout};
 use super::table::{Action, Due};
 use super::{Shared, later, trigger_key};
@@ -137,11 +142,20 @@ impl Split {
         rendezvous::owner(&job.name, members).is_none_or(|owner| *owner == *shared.instance)
     }
 
+    /// The lane `job`'s next trigger waits in: [`Lane::Others`] if another replica owns
+    /// it (this one looks at it only after the takeover delay), else [`Lane::Own`].
+    pub fn lane(&self, shared: &Shared, job: &Job) -> Lane {
+        match self.members.is_some() && owned(job) && !self.owns(shared, job) {
+            true => Lane::Others,
+            false => Lane::Own,
+        }
+    }
+
     /// The role of `due`, claimed on its own (not in a catch-up).
     pub fn role(&mut self, shared: &Arc<Shared>, due: &Due) -> Role {
         let Some(members) = &self.members else { return Role::Everyone };
         let job = &due.job;
-        if job.every_replica || job.jitter.is_some() || due.action != Action::Run {
+        if !owned(job) || due.action != Action::Run {
             return Role::Everyone;
         }
         // The member's own id (shared, not copied per trigger).
@@ -156,6 +170,12 @@ impl Split {
             ),
         }
     }
+}
+
+/// Whether ownership applies to `job`'s scheduled triggers: not to a job with jitter (its
+/// start is its own) nor to an `on_every_replica` job.
+fn owned(job: &Job) -> bool {
+    !job.every_replica && job.jitter.is_none()
 }
 
 /// What this replica, as owner, claimed to an answer at one trigger instant in one
@@ -208,29 +228,40 @@ impl Drop for Tally {
 #[derive(Default)]
 pub(crate) struct Takeovers {
     waiting: Mutex<BTreeMap<Timestamp, Vec<Awaiting>>>,
+    /// The instants whose first item came since the last [release](Takeovers::release),
+    /// with the deadline their task waits for.
+    fresh: Mutex<Vec<(Timestamp, Timestamp)>>,
 }
 
 /// A trigger waiting out the takeover delay, and its owner.
 type Awaiting = (Due, Arc<str>);
 
 impl Takeovers {
-    /// Queues `due`, owned by `owner`; the first item of its instant starts the task that
-    /// reads them all after the takeover delay.
-    pub fn push(&self, scope: &Arc<RunScope>, tracker: &TaskTracker, due: Due, owner: Arc<str>) {
+    /// Queues `due`, owned by `owner`. The first item of its instant sets the deadline
+    /// of the task that reads them all, the takeover delay after the instant (or now, if
+    /// that has passed), and the next [release](Takeovers::release) starts that task.
+    pub fn push(&self, shared: &Shared, due: Due, owner: Arc<str>) {
         let at = due.trigger;
-        let first = {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            let items = waiting.entry(at).or_default();
-            items.push((due, owner));
-            items.len() == 1
-        };
-        if first {
-            let deadline = later(scope.shared.clock.now(), scope.shared.settings.takeover_delay);
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let items = waiting.entry(at).or_default();
+        items.push((due, owner));
+        if items.len() == 1 {
+            let deadline = later(at, shared.settings.takeover_delay).max(shared.clock.now());
+            self.fresh.lock().unwrap_or_else(|p| p.into_inner()).push((at, deadline));
+        }
+    }
+
+    /// Starts the task of each instant whose first item came since the last release. The
+    /// engine's loop releases once it has taken everything due, so that the task of an
+    /// instant whose deadline has passed already sees all its items at its first look.
+    pub fn release(&self, scope: &Arc<RunScope>, tracker: &TaskTracker) {
+        let fresh = std::mem::take(&mut *self.fresh.lock().unwrap_or_else(|p| p.into_inner()));
+        for (at, deadline) in fresh {
             tracker.spawn(take_over(scope.clone(), tracker.clone(), at, deadline));
         }
     }
 
-    /// Whether `job`'s `trigger` waits out the takeover delay here.
+    /// Whether `job`'s `trigger`, taken from the table, waits out the takeover delay here.
     #[cfg(feature = "testkit")]
     pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use super::introspect::{JobInfo, LastRun};
 use super::misfire;
-use super::queue::{Queued, TriggerQueue};
+use super::queue::{Lane, Lanes, Queued};
 use crate::job::Job;
 use crate::ledger::Cause;
 use crate::metrics::Metrics;
@@ -74,7 +74,7 @@ pub(crate) struct Table {
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
     by_name: HashMap<Arc<str>, u32>,
-    queue: TriggerQueue,
+    queue: Lanes,
     last_generation: u64,
     /// Queue items whose job was removed or replaced.
     stale: usize,
@@ -87,9 +87,10 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// An empty table.
-    pub fn new(metrics: Arc<Metrics>) -> Self {
-        Self { metrics, ..Self::default() }
+    /// An empty table; the triggers other replicas own come due `takeover_delay` after
+    /// their instant (see [`Lanes`]).
+    pub fn new(metrics: Arc<Metrics>, takeover_delay: std::time::Duration) -> Self {
+        Self { metrics, queue: Lanes::new(takeover_delay), ..Self::default() }
     }
 
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
@@ -278,18 +279,27 @@ impl Table {
             // The slot `now` falls in: the fire time before `first`.
             if let Some(at) = first.checked_sub(period).ok().filter(|at| resume_from.is_none_or(|r| *at > r))
             {
-                self.queue.push(at, Queued { generation, slot, start_up: true });
+                self.queue.push(Lane::Own, at, Queued { generation, slot, start_up: true });
             }
         }
         match first {
-            Some(at) => self.queue.push(at, Queued { generation, slot, start_up: false }),
+            Some(at) => self.queue.push(Lane::Own, at, Queued { generation, slot, start_up: false }),
             None => exhausted(name, kind),
         }
     }
 
-    /// The earliest queued instant.
+    /// The earliest instant at which a queued trigger comes due (one other replicas own
+    /// comes due a takeover delay after its instant).
     pub fn next_deadline(&self) -> Option<Timestamp> {
         self.queue.next_deadline()
+    }
+
+    /// Whether `job`'s `trigger` waits in the lane of the triggers other replicas own.
+    #[cfg(feature = "testkit")]
+    pub fn lags(&self, job: &str, trigger: Timestamp) -> bool {
+        let Some(slot) = self.by_name.get(job).copied() else { return false };
+        let Some(entry) = self.slots[slot as usize].as_ref() else { return false };
+        self.queue.lags(trigger, |q| q.slot == slot && q.generation == entry.generation)
     }
 
     /// The next trigger of a job, if it is queued.
@@ -336,8 +346,9 @@ impl Table {
         self.by_name.keys().cloned().collect()
     }
 
-    /// The scheduled triggers queued at instants after `after` up to `upto`, earliest
-    /// first, without taking them, of the jobs for which `keep` holds (given the job and
+    /// The scheduled triggers queued at instants after `after` up to `upto` in this
+    /// replica's own lane, earliest first, without taking them, of the jobs for which
+    /// `keep` holds (given the job and
     /// its trigger taken before, if any): what may be claimed ahead. Start-up runs are not
     /// among them.
     pub fn upcoming(
@@ -357,22 +368,31 @@ impl Table {
             .collect()
     }
 
-    /// The earliest instant queued after `after`, and how many triggers are queued then
-    /// (those of removed jobs included).
+    /// The earliest instant queued after `after` in this replica's own lane, and how many
+    /// triggers are queued there then (those of removed jobs included).
     pub fn first_after(&self, after: Timestamp) -> Option<(Timestamp, usize)> {
         self.queue.first_after(after)
     }
 
-    /// Takes everything due at `now` and queues each job's next trigger.
+    /// Takes everything due at `now` and queues each job's next trigger in the lane
+    /// `lane` gives the job. A trigger in the lane of those other replicas own is due a
+    /// takeover delay after its instant, and is late (a misfire) if it was late then.
     ///
     /// Stops once `due` holds `batch` items (a misfire plan may add a few more); `true`
     /// if more is due.
-    pub fn take_due(&mut self, now: Timestamp, due: &mut Vec<Due>, batch: usize) -> bool {
+    pub fn take_due(
+        &mut self,
+        now: Timestamp,
+        due: &mut Vec<Due>,
+        batch: usize,
+        lane: impl Fn(&Job) -> Lane,
+    ) -> bool {
+        let taken_at = now;
         loop {
             if due.len() >= batch {
-                return self.next_deadline().is_some_and(|at| at <= now);
+                return self.next_deadline().is_some_and(|at| at <= taken_at);
             }
-            let Some((at, top)) = self.queue.pop_due(now) else { break };
+            let Some((at, top, _, now)) = self.queue.pop_due(taken_at) else { break };
             let Some(entry) =
                 self.slots[top.slot as usize].as_mut().filter(|e| e.generation == top.generation)
             else {
@@ -428,7 +448,7 @@ impl Table {
             entry.next = next;
             job.series.next_trigger(next);
             match next {
-                Some(next) => self.queue.push(next, Queued { start_up: false, ..top }),
+                Some(next) => self.queue.push(lane(&job), next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.kind),
             }
         }
@@ -443,5 +463,47 @@ fn exhausted(name: &str, kind: ScheduleKind) {
         tracing::info!(job = name, "one-shot job due: this is its only run");
     } else {
         tracing::info!(job = name, "the schedule has no fire time left: this job does not run again");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::JobContext;
+
+    async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_millisecond(ms).unwrap()
+    }
+
+    #[test]
+    fn a_trigger_another_replica_owns_is_taken_a_takeover_delay_after_its_instant_and_late_only_if_late_then()
+    {
+        let lag = Duration::from_millis(300);
+        let mut table = Table::new(Arc::new(Metrics::new(false, Default::default())), lag);
+        let job = Job::builder("tick").every(Duration::from_secs(10)).handler(noop).build().unwrap();
+        table.insert(job, t(0));
+        table.start(t(0));
+        let taken = |table: &mut Table, now: i64| {
+            let mut due = Vec::new();
+            table.take_due(t(now), &mut due, 64, |_| Lane::Others);
+            due.into_iter().map(|d| (d.trigger.as_millisecond(), d.cause, d.action)).collect::<Vec<_>>()
+        };
+        // The first trigger waits in the own lane (nothing said otherwise yet); the next
+        // in the others' lane, due 300 ms after its instant.
+        assert_eq!(taken(&mut table, 10_000), [(10_000, Cause::Scheduled, Action::Run)]);
+        assert_eq!(table.next_deadline(), Some(t(20_300)));
+        assert!(taken(&mut table, 20_299).is_empty());
+        assert_eq!(taken(&mut table, 20_300), [(20_000, Cause::Scheduled, Action::Run)]);
+        // Taken 1.2 s after its instant (0.9 s after it came due in its lane): within the
+        // 1 s grace window.
+        assert_eq!(taken(&mut table, 31_200), [(30_000, Cause::Scheduled, Action::Run)]);
+        // 1.4 s after it came due: a misfire.
+        assert_eq!(taken(&mut table, 41_700)[0].1, Cause::CatchUp);
     }
 }
