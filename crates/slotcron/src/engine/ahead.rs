@@ -35,7 +35,7 @@ use tokio_util::task::TaskTracker;
 use super::batch::{self, Claimed, MAX_BATCH, Mode};
 use super::ownership::{Split, Tally};
 use super::run::{self, RunScope, within_claim_timeout};
-use super::table::{Action, Due, Upcoming};
+use super::table::{Action, Due, NextInstant, Upcoming};
 use super::{Shared, later};
 use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
 use crate::job::Job;
@@ -118,26 +118,34 @@ impl Ahead {
     pub fn next_wake(
         &self,
         shared: &Shared,
-        first_after: impl FnOnce(Timestamp) -> Option<(Timestamp, usize)>,
+        first_after: impl FnOnce(Timestamp) -> Option<NextInstant>,
     ) -> Option<Timestamp> {
         let window = window(shared)?;
         let considered = (*self.considered.lock().unwrap_or_else(|p| p.into_inner()))?;
-        let (next, queued) = first_after(considered)?;
-        let lead = self.lead(window, queued);
-        Some(next.checked_sub(lead).unwrap_or(next))
+        let next = first_after(considered)?;
+        let lead = self.lead(window, &next);
+        Some(next.at.checked_sub(lead).unwrap_or(next.at))
     }
 
-    /// How long before an instant at which `queued` triggers are due in this replica's
-    /// own lane (those it owns, about its share of the instant's) its claims ahead start:
-    /// the window, or, for a burst whose claims would take longer, twice the time they
-    /// took at the claim rate measured so far — up to [`MAX_LEAD`].
-    fn lead(&self, window: Duration, queued: usize) -> Duration {
+    /// How long before the instant `next` its claims ahead start: the window, or, for a
+    /// burst whose claims would take longer (its triggers in this replica's own lane are
+    /// those it owns, about its share of the instant's), twice the time they would take at
+    /// the claim rate measured so far — up to [`MAX_LEAD`], and up to half the time since
+    /// the instant taken before it. Reaching back further would look at jobs whose
+    /// previous trigger is still being claimed, which are not claimed ahead (and a
+    /// replica whose claims as they come due were slow would never claim ahead again).
+    fn lead(&self, window: Duration, next: &NextInstant) -> Duration {
         let per_claim = Duration::from_nanos(self.per_claim_ns.load(Ordering::Relaxed));
-        let queued = u32::try_from(queued).unwrap_or(u32::MAX);
-        window.max(per_claim.saturating_mul(queued).saturating_mul(2)).min(MAX_LEAD.max(window))
+        let queued = u32::try_from(next.queued).unwrap_or(u32::MAX);
+        let since_previous = next
+            .previous
+            .and_then(|previous| Duration::try_from(previous.duration_until(next.at)).ok())
+            .unwrap_or(MAX_LEAD);
+        let most = MAX_LEAD.min(since_previous / 2).max(window);
+        window.max(per_claim.saturating_mul(queued).saturating_mul(2)).min(most)
     }
 
-    /// Notes that a batch of `claims` claims ahead took `took`: the claim rate (the
+    /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (the
     /// time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once). It rises at
     /// once to a slower sample and comes down slowly (1/64 of the way per batch, so about
     /// two fifths of the way over a burst of 33 batches): a burst claimed while the other
@@ -177,10 +185,10 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
         let after = considered.map_or(now, |c| c.max(now));
         // The window from now, or further, to a burst whose lead has begun.
         let mut horizon = later(now, window);
-        if let Some((next, queued)) = shared.table().first_after(after) {
-            let lead = shared.ahead.lead(window, queued);
-            if next.checked_sub(lead).unwrap_or(next) <= now {
-                horizon = horizon.max(next);
+        if let Some(next) = shared.table().first_after(after) {
+            let lead = shared.ahead.lead(window, &next);
+            if next.at.checked_sub(lead).unwrap_or(next.at) <= now {
+                horizon = horizon.max(next.at);
             }
         }
         if after >= horizon {

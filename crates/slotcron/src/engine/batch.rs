@@ -109,14 +109,7 @@ async fn claim_chunk(
             })
             .await;
             let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
-            // Claims ahead only: claims made as an instant comes due wait behind its runs
-            // for the CPU, and a lead measured from them would reach back past the
-            // previous instant, to jobs whose previous trigger is still being claimed
-            // (never claimed ahead: see engine/ahead.rs), whose claims would then be
-            // measured at the instant in turn.
-            if let Mode::Ahead { .. } = mode {
-                shared.ahead.measured(due.len(), latency);
-            }
+            shared.ahead.measured(due.len(), latency);
             let answers: Vec<Result<ClaimOutcome, CoordinatorError>> = match answers {
                 Ok(answers) if answers.len() == due.len() => answers,
                 Ok(answers) => {

@@ -39,6 +39,16 @@ pub(crate) enum Action {
     Requested,
 }
 
+/// The next instant of this replica's own lane: see [`Table::first_after`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NextInstant {
+    pub at: Timestamp,
+    /// How many triggers are queued then (those of removed jobs included).
+    pub queued: usize,
+    /// The newest instant taken from the queue so far.
+    pub previous: Option<Timestamp>,
+}
+
 /// A queued trigger, not taken: see [`Table::upcoming`].
 pub(crate) struct Upcoming {
     pub at: Timestamp,
@@ -75,6 +85,8 @@ pub(crate) struct Table {
     free: Vec<u32>,
     by_name: HashMap<Arc<str>, u32>,
     queue: Lanes,
+    /// The newest instant taken from the queue.
+    last_taken: Option<Timestamp>,
     last_generation: u64,
     /// Queue items whose job was removed or replaced.
     stale: usize,
@@ -368,10 +380,10 @@ impl Table {
             .collect()
     }
 
-    /// The earliest instant queued after `after` in this replica's own lane, and how many
-    /// triggers are queued there then (those of removed jobs included).
-    pub fn first_after(&self, after: Timestamp) -> Option<(Timestamp, usize)> {
-        self.queue.first_after(after)
+    /// The earliest instant queued after `after` in this replica's own lane.
+    pub fn first_after(&self, after: Timestamp) -> Option<NextInstant> {
+        let (at, queued) = self.queue.first_after(after)?;
+        Some(NextInstant { at, queued, previous: self.last_taken })
     }
 
     /// Takes everything due at `now` and queues each job's next trigger in the lane
@@ -401,6 +413,7 @@ impl Table {
             };
             let job = entry.job.clone();
             entry.last = entry.last.max(Some(at));
+            self.last_taken = self.last_taken.max(Some(at));
             if top.start_up {
                 let next = entry.next;
                 due.push(Due { job, trigger: at, next, action: Action::Run, cause: Cause::StartUp });
