@@ -26,7 +26,7 @@
 //! catch-up (claimed in trigger order), a job with jitter (its start is its own) and an
 //! `on_every_replica` job are claimed at once by every replica, as without a membership.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use jiff::Timestamp;
@@ -307,7 +307,8 @@ impl Takeovers {
 /// still unclaimed and runs those (a claim each, recorded); the others are counted, not
 /// recorded, and move their job's state on (as a lost claim's record would). An owner
 /// whose tally is short of what it owns here but grew since the last look (a big burst:
-/// it is still claiming) is given another takeover delay, up to the membership TTL after
+/// it is still claiming), or that is found to have started the instant's claims ahead
+/// (once per instant), is given another takeover delay, up to the membership TTL after
 /// the first deadline; an owner whose tally stalled is taken over. An owner whose tally
 /// is short has its start of the instant's [claims ahead](super::ahead) voided, unless it
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
@@ -319,6 +320,8 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     let (delay, limit) = (shared.settings.takeover_delay, later(deadline, shared.settings.membership_ttl));
     let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
     let mut starts: HashMap<Arc<str>, AheadVoid> = HashMap::new();
+    // The owners given a delay more for having started.
+    let mut credited: HashSet<Arc<str>> = HashSet::new();
     let complete = loop {
         tokio::select! {
             biased;
@@ -336,9 +339,17 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
             let items = shared.takeovers.take_of(at, &voided, &mut expected);
             claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &[]).await;
         }
-        // Counts that grew since the last look: the owner is still claiming.
+        // Counts that grew since the last look: the owner is still claiming. An owner
+        // found to have started the instant's claims ahead is alive and its claims are
+        // decided: its tally is on its way (a big burst's is written as its runs start),
+        // and it is given one more delay for it.
         let progressing = accounts.iter().fold(false, |progressing, (owner, account)| match account {
-            Account::Short(count) => seen.insert(owner.clone(), *count).unwrap_or(0) < *count || progressing,
+            Account::Short(count) => {
+                let grew = seen.insert(owner.clone(), *count).unwrap_or(0) < *count;
+                let started =
+                    !grew && starts.get(owner) == Some(&AheadVoid::Started) && credited.insert(owner.clone());
+                grew || started || progressing
+            }
             Account::Complete | Account::Unknown => progressing,
         });
         let next = later(deadline, delay);
