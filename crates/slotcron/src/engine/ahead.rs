@@ -410,3 +410,27 @@ pub(super) async fn run(scope: Arc<RunScope>, tracker: TaskTracker, taken: Vec<T
         tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lead_covers_a_slow_burst_but_never_half_the_time_since_the_instant_before() {
+        let ahead = Ahead::default();
+        // 1,000 claims in 2 s, two batches in flight: 1 ms a claim.
+        ahead.measured(1000, Duration::from_secs(2));
+        let t = |ms: i64| Timestamp::from_millisecond(ms).unwrap();
+        let window = Duration::from_millis(200);
+        let next = |queued, previous| NextInstant { at: t(60_000), queued, previous };
+        // 3,000 claims at 1 ms, twice over: 6 s, capped at MAX_LEAD.
+        assert_eq!(ahead.lead(window, &next(3000, Some(t(0)))), MAX_LEAD);
+        assert_eq!(ahead.lead(window, &next(1000, Some(t(0)))), Duration::from_secs(2));
+        // 1 s after the instant before: half of it.
+        assert_eq!(ahead.lead(window, &next(3000, Some(t(59_000)))), Duration::from_millis(500));
+        // 100 ms after: never below the window.
+        assert_eq!(ahead.lead(window, &next(3000, Some(t(59_900)))), window);
+        // A small burst: the window.
+        assert_eq!(ahead.lead(window, &next(10, None)), window);
+    }
+}
