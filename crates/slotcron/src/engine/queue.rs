@@ -125,15 +125,15 @@ impl Lanes {
         self.own.first_after(after)
     }
 
-    /// Takes one item due by `now`, [`Lane::Own`] first: its instant, the item, its lane,
-    /// and the time it came due at in its lane's terms (`now`, less the lag for
+    /// Takes one item due by `now`, [`Lane::Own`] first: its instant, the item, and the
+    /// time it came due at in its lane's terms (`now`, less the lag for
     /// [`Lane::Others`]), which its lateness counts to.
-    pub fn pop_due(&mut self, now: Timestamp) -> Option<(Timestamp, Queued, Lane, Timestamp)> {
+    pub fn pop_due(&mut self, now: Timestamp) -> Option<(Timestamp, Queued, Timestamp)> {
         if let Some((at, item)) = self.own.pop_due(now) {
-            return Some((at, item, Lane::Own, now));
+            return Some((at, item, now));
         }
         let lagged = now.checked_sub(self.lag).unwrap_or(Timestamp::MIN);
-        self.others.pop_due(lagged).map(|(at, item)| (at, item, Lane::Others, lagged))
+        self.others.pop_due(lagged).map(|(at, item)| (at, item, lagged))
     }
 
     /// Keeps only the items for which `keep` holds, in both lanes.
@@ -184,13 +184,13 @@ mod tests {
         assert_eq!(lanes.next_deadline(), Some(t(1200)));
         assert_eq!(lanes.first_after(t(0)), Some((t(1200), 1)));
         assert_eq!(
-            lanes.pop_due(t(1299)).map(|(at, i, lane, _)| (at, i.slot, lane)),
-            Some((t(1200), 2, Lane::Own))
+            lanes.pop_due(t(1299)).map(|(at, i, due_at)| (at, i.slot, due_at)),
+            Some((t(1200), 2, t(1299)))
         );
         assert_eq!(lanes.next_deadline(), Some(t(1300)));
         assert_eq!(lanes.pop_due(t(1299)), None);
-        let (at, item, lane, due_at) = lanes.pop_due(t(1350)).unwrap();
-        assert_eq!((at, item.slot, lane, due_at), (t(1000), 1, Lane::Others, t(1050)));
+        let (at, item, due_at) = lanes.pop_due(t(1350)).unwrap();
+        assert_eq!((at, item.slot, due_at), (t(1000), 1, t(1050)));
         assert_eq!(lanes.next_deadline(), None);
     }
 }

@@ -399,12 +399,11 @@ impl Table {
         batch: usize,
         lane: impl Fn(&Job) -> Lane,
     ) -> bool {
-        let taken_at = now;
         loop {
             if due.len() >= batch {
-                return self.next_deadline().is_some_and(|at| at <= taken_at);
+                return self.next_deadline().is_some_and(|at| at <= now);
             }
-            let Some((at, top, _, now)) = self.queue.pop_due(taken_at) else { break };
+            let Some((at, top, due_at)) = self.queue.pop_due(now) else { break };
             let Some(entry) =
                 self.slots[top.slot as usize].as_mut().filter(|e| e.generation == top.generation)
             else {
@@ -422,9 +421,9 @@ impl Table {
             // Lateness counts from the jittered start, as the grace window does.
             let start = crate::policy::jittered(&job.name, at, job.jitter);
             let late =
-                now.duration_since(start) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
+                due_at.duration_since(start) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
             let next = if late {
-                let cutoff = now.checked_sub(job.grace).unwrap_or(now);
+                let cutoff = due_at.checked_sub(job.grace).unwrap_or(due_at);
                 let plan = misfire::plan(job.schedule.as_ref(), job.misfire, at, cutoff);
                 if let Some((count, newest)) = plan.missed {
                     due.push(Due {
