@@ -288,6 +288,14 @@ impl Scheduler {
         self.shared.table().lags(job, trigger) || self.shared.takeovers.waits(job, trigger)
     }
 
+    /// When this replica next looks whether `job`'s `trigger`, which waits here for its
+    /// owner, is still unclaimed, while it waits for that look (see
+    /// `Takeovers::next_look`).
+    #[cfg(feature = "testkit")]
+    pub(crate) fn next_takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Timestamp> {
+        self.shared.takeovers.next_look(job, trigger)
+    }
+
     /// Whether the engine's loop sleeps with nothing to do at `now`: it went to sleep
     /// until an instant after `now` (or until woken), having handled what was due before,
     /// and its claims ahead have their answers.

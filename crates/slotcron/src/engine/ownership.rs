@@ -231,6 +231,8 @@ pub(crate) struct Takeovers {
     /// The instants whose first item came since the last [release](Takeovers::release),
     /// with the deadline their task waits for.
     fresh: Mutex<Vec<(Timestamp, Timestamp)>>,
+    /// The instants whose task sleeps until its next look, with when that is.
+    looks: Mutex<BTreeMap<Timestamp, Timestamp>>,
 }
 
 /// A trigger waiting out the takeover delay, and its owner.
@@ -266,6 +268,24 @@ impl Takeovers {
     pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.get(&trigger).is_some_and(|items| items.iter().any(|(due, _)| &*due.job.name == job))
+    }
+
+    /// When the task of `job`'s `trigger`, waiting here, looks next, while it sleeps
+    /// until then: the takeover delay after the instant, or later for an owner found still
+    /// claiming.
+    #[cfg(feature = "testkit")]
+    pub fn next_look(&self, job: &str, trigger: Timestamp) -> Option<Timestamp> {
+        let look = *self.looks.lock().unwrap_or_else(|p| p.into_inner()).get(&trigger)?;
+        self.waits(job, trigger).then_some(look)
+    }
+
+    /// Notes that the task of instant `at` sleeps until `look` (`None`: it is awake).
+    fn sleeps(&self, at: Timestamp, look: Option<Timestamp>) {
+        let mut looks = self.looks.lock().unwrap_or_else(|p| p.into_inner());
+        match look {
+            Some(look) => looks.insert(at, look),
+            None => looks.remove(&at),
+        };
     }
 
     fn take(&self, at: Timestamp) -> Vec<Awaiting> {
@@ -323,11 +343,13 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     // The owners given a delay more for having started.
     let mut credited: HashSet<Arc<str>> = HashSet::new();
     let complete = loop {
+        shared.takeovers.sleeps(at, Some(deadline));
         tokio::select! {
             biased;
             () = scope.stopping.cancelled() => {}
             () = shared.clock.sleep_until(deadline) => {}
         }
+        shared.takeovers.sleeps(at, None);
         if scope.stopping.is_cancelled() {
             shared.takeovers.take(at);
             return;

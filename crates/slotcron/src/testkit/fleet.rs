@@ -188,12 +188,27 @@ impl Fleet {
                 })
             })
         };
+        // A non-owner gives an owner it finds still claiming another takeover delay: the
+        // trigger is waited for again at the first of the next looks, once every replica
+        // that waits for its owner sleeps until a later look.
+        let next_look = |(job, trigger): &(Arc<str>, Timestamp)| {
+            let looks: Vec<Option<Timestamp>> =
+                replicas.iter().filter_map(|r| r.takeover_look(job, *trigger)).collect();
+            let later = looks.iter().all(|look| look.is_some_and(|at| at > step));
+            looks.into_iter().flatten().min().filter(|_| later)
+        };
         let what = || {
             let missing: Vec<String> =
                 due.iter().filter(|d| !ran(d)).map(|(j, t)| format!("{j}@{t}")).collect();
             format!("no replica ran (or refused for a pause) {}", missing.join(", "))
         };
-        super::replica::wait_until(self.timeout, || due.iter().all(ran), what).await;
+        let settled = || due.iter().all(|d| ran(d) || next_look(d).is_some());
+        super::replica::wait_until(self.timeout, settled, what).await;
+        for d in &due {
+            if let Some(look) = next_look(d).filter(|_| !ran(d)) {
+                waiting.push((look, d.0.clone(), d.1));
+            }
+        }
     }
 
     /// The next fleet time at which shared work waits for a success.

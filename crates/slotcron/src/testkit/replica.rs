@@ -218,6 +218,18 @@ impl Replica {
         std::mem::take(&mut self.pending)
     }
 
+    /// Whether this replica, if running, waits for `job`'s `trigger`'s owner to claim it:
+    /// `Some(Some(look))` while it sleeps until its next look whether the trigger is
+    /// still unclaimed (fleet time), `Some(None)` while it is not asleep.
+    pub(super) fn takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Option<Timestamp>> {
+        let running = self.running.as_ref()?;
+        let look = running.scheduler.next_takeover_look(job, trigger);
+        if look.is_none() && !running.scheduler.awaits_takeover(job, trigger) {
+            return None;
+        }
+        Some(look.and_then(|at| at.saturating_sub(self.skew).ok()))
+    }
+
     /// Waits until this replica's engine, if running, has gone to sleep at its clock's
     /// time: it has handled what came due by now, claims ahead included.
     pub(super) async fn wait_idle(&self, timeout: Duration) {
