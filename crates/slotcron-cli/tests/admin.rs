@@ -227,7 +227,12 @@ fn the_reload_gauges_say_whether_the_last_reload_succeeded() {
     write(&dir, "jobs.toml", "[[job]]\nname = \"broken\"\n");
     daemon.signal(Signal::SIGHUP);
     daemon.wait_for("for the reload to fail", |line| line.contains("reload failed"));
-    assert_eq!(gauge("slotcron_config_last_reload_successful"), 0.0);
+    // The gauge is set just after that line is logged.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while gauge("slotcron_config_last_reload_successful") != 0.0 {
+        assert!(std::time::Instant::now() < deadline, "the failed reload never reached the gauge");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(gauge("slotcron_config_last_reload_success_timestamp_seconds"), loaded_at);
     stop(daemon);
 }
