@@ -231,7 +231,9 @@ pub(crate) struct Takeovers {
     /// The instants whose first item came since the last [release](Takeovers::release),
     /// with the deadline their task waits for.
     fresh: Mutex<Vec<(Timestamp, Timestamp)>>,
-    /// The instants whose task sleeps until its next look, with when that is.
+    /// The instants whose task sleeps until its next look, with when that is (for the
+    /// testkit's fleet, which waits for a look it knows of).
+    #[cfg(feature = "testkit")]
     looks: Mutex<BTreeMap<Timestamp, Timestamp>>,
 }
 
@@ -280,6 +282,7 @@ impl Takeovers {
     }
 
     /// Notes that the task of instant `at` sleeps until `look` (`None`: it is awake).
+    #[cfg(feature = "testkit")]
     fn sleeps(&self, at: Timestamp, look: Option<Timestamp>) {
         let mut looks = self.looks.lock().unwrap_or_else(|p| p.into_inner());
         match look {
@@ -343,12 +346,14 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     // The owners given a delay more for having started.
     let mut credited: HashSet<Arc<str>> = HashSet::new();
     let complete = loop {
+        #[cfg(feature = "testkit")]
         shared.takeovers.sleeps(at, Some(deadline));
         tokio::select! {
             biased;
             () = scope.stopping.cancelled() => {}
             () = shared.clock.sleep_until(deadline) => {}
         }
+        #[cfg(feature = "testkit")]
         shared.takeovers.sleeps(at, None);
         if scope.stopping.is_cancelled() {
             shared.takeovers.take(at);
