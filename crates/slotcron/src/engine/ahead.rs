@@ -24,7 +24,7 @@
 //! it has left claim them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,6 +67,8 @@ pub(crate) struct Ahead {
     in_flight: AtomicUsize,
     /// The time a claim ahead took, on average over the last batches, in ns.
     per_claim_ns: AtomicU64,
+    /// Whether a batch of claims has been measured yet (`per_claim_ns` is a measure).
+    sampled: AtomicBool,
     /// The instants claimed ahead, waiting for their start.
     starts: Mutex<BTreeMap<Timestamp, PendingStart>>,
 }
@@ -157,6 +159,19 @@ impl Ahead {
         let old = self.per_claim_ns.load(Ordering::Relaxed);
         let new = if sample >= old { sample } else { old - (old - sample) / 64 };
         self.per_claim_ns.store(new, Ordering::Relaxed);
+        self.sampled.store(true, Ordering::Relaxed);
+    }
+
+    /// How long a batch of `claims` claims is expected to take at the claim rate measured
+    /// so far ([`Ahead::measured`], with [`batch::BATCHES_IN_FLIGHT`] batches going at
+    /// once); `None` until a batch has been measured.
+    pub fn batch_time(&self, claims: usize) -> Option<Duration> {
+        if !self.sampled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let per_claim = Duration::from_nanos(self.per_claim_ns.load(Ordering::Relaxed));
+        let claims = u32::try_from(claims.saturating_mul(batch::BATCHES_IN_FLIGHT)).unwrap_or(u32::MAX);
+        Some(per_claim.saturating_mul(claims))
     }
 }
 
@@ -432,5 +447,19 @@ mod tests {
         assert_eq!(ahead.lead(window, &next(3000, Some(t(59_900)))), window);
         // A small burst: the window.
         assert_eq!(ahead.lead(window, &next(10, None)), window);
+    }
+
+    #[test]
+    fn a_batch_time_is_known_once_a_batch_was_measured() {
+        let ahead = Ahead::default();
+        assert_eq!(ahead.batch_time(1000), None, "nothing measured yet");
+        // 1,000 claims in 2 s, two batches in flight: 1 ms a claim, 2 ms a claim of one batch.
+        ahead.measured(1000, Duration::from_secs(2));
+        assert_eq!(ahead.batch_time(1000), Some(Duration::from_secs(2)));
+        assert_eq!(ahead.batch_time(10), Some(Duration::from_millis(20)));
+        // Instant answers are a measure too.
+        let instant = Ahead::default();
+        instant.measured(1000, Duration::ZERO);
+        assert_eq!(instant.batch_time(1000), Some(Duration::ZERO));
     }
 }
