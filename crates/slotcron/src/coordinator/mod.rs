@@ -143,7 +143,10 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// trigger instant to a [`Handled`] tally (one write per batch); a non-owner reads the
 /// tallies of the owners of the triggers it waits for (one read per owner and instant)
 /// and reads trigger by trigger ([`Coordinator::unclaimed`]) only for an owner whose
-/// tally does not account for every trigger the non-owner expected it to claim.
+/// tally does not account for every trigger the non-owner expected it to claim. An owner
+/// whose claims may be answered after the takeover delay first writes its tally empty
+/// (a *mark* that it is claiming the instant), so a backend keeps an empty tally: it
+/// reads as `Some` with a count of 0, and non-owners wait for the marked owner's answers.
 ///
 /// # Claims ahead
 ///
@@ -409,7 +412,9 @@ pub trait Coordinator: Send + Sync + 'static {
     }
 
     /// Adds `handled` to `owner`'s [`Handled`] tally of trigger instant `at`, kept for
-    /// `ttl` on the coordinator's clock; see ["Membership"](Coordinator#membership). Nothing by default.
+    /// `ttl` on the coordinator's clock; see ["Membership"](Coordinator#membership). An
+    /// empty `handled` (an owner's mark) creates the tally if there is none, and renews
+    /// it. Nothing by default.
     ///
     /// # Errors
     /// The backend is unreachable; non-owners then read trigger by trigger.

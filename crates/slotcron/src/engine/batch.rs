@@ -20,7 +20,7 @@ use jiff::Timestamp;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
-use super::ownership::Tally;
+use super::ownership::{self, Tally};
 use super::run::{self, RunScope};
 use super::table::{Action, Due};
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP};
@@ -52,10 +52,11 @@ pub(super) fn batchable_job(shared: &Shared, job: &Job) -> bool {
 }
 
 /// How a batch's claims are made.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Mode {
-    /// As their triggers come due.
-    Due,
+#[derive(Clone, Copy)]
+pub(super) enum Mode<'a> {
+    /// As their triggers come due; the tallies of the instants this replica owns among
+    /// them are [marked](ownership::mark_claiming) as their claims go out.
+    Due { tallies: &'a [Arc<Tally>] },
     /// Ahead of their instant `at`, by its owner ([`Coordinator::claim_batch_ahead`]),
     /// which may start or void them until `until`.
     Ahead { at: Timestamp, until: Timestamp },
@@ -71,7 +72,7 @@ pub(super) async fn claim(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     due: &[Due],
-    mode: Mode,
+    mode: Mode<'_>,
 ) -> Vec<(Claimed, Box<str>)> {
     let mut claimed = Vec::with_capacity(due.len());
     for chunk in due.chunks(MAX_BATCH) {
@@ -84,7 +85,7 @@ async fn claim_chunk(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     due: &[Due],
-    mode: Mode,
+    mode: Mode<'_>,
 ) -> Vec<(Claimed, Box<str>)> {
     let keys: Vec<Box<str>> = due.iter().map(|d| run::key_of(&d.job, d.trigger)).collect();
     let decided: Vec<Claimed> = match run::skew_gate(shared, coordinator).await {
@@ -98,10 +99,13 @@ async fn claim_chunk(
                 .zip(&keys)
                 .map(|(d, key)| run::claim_of(shared, &d.job, d.trigger, d.next, key))
                 .collect();
+            if let Mode::Due { tallies } = mode {
+                ownership::mark_claiming(shared, tallies, claims.len());
+            }
             let asked = shared.clock.now();
             let answers = run::within_claim_timeout(shared, async {
                 Ok(match mode {
-                    Mode::Due => coordinator.claim_batch(&claims).await,
+                    Mode::Due { .. } => coordinator.claim_batch(&claims).await,
                     Mode::Ahead { at, until } => {
                         coordinator.claim_batch_ahead(&shared.instance, at, &claims, until).await
                     }
@@ -145,7 +149,15 @@ pub(super) async fn execute(scope: Arc<RunScope>, tracker: TaskTracker, due: Vec
     // A job removed before its trigger was claimed does not run (no claim, no record).
     let (due, tallies): (Vec<Due>, Vec<Option<Arc<Tally>>>) =
         due.into_iter().filter(|(d, _)| !run::removed(&d.job, d.trigger)).unzip();
-    let claimed = claim(shared, coordinator.as_ref(), &due, Mode::Due).await;
+    // This replica's tallies of the batch's instants, each once.
+    let mut owned: Vec<Arc<Tally>> = Vec::new();
+    for tally in tallies.iter().flatten() {
+        if !owned.iter().any(|o| Arc::ptr_eq(o, tally)) {
+            owned.push(tally.clone());
+        }
+    }
+    let claimed = claim(shared, coordinator.as_ref(), &due, Mode::Due { tallies: &owned }).await;
+    drop(owned);
     // The last reference to a tally, dropped here, writes it.
     for ((claimed, key), tally) in claimed.iter().zip(tallies) {
         if let Some(tally) = tally {

@@ -22,12 +22,23 @@
 //! trigger only the triggers of an owner whose tally is not exactly the set it expected
 //! that owner to claim.
 //!
+//! An owner whose batch may not be answered before the takeover delay is over (a big
+//! burst on a slow backend) first *marks* the instant: it writes its tally empty as the
+//! batch's claims go out. A non-owner that finds an owner's tally marked but still empty
+//! knows the owner is alive and its claims are on their way, and gives it until the claim
+//! timeout after that look (by which its claims are answered or failed closed) before it
+//! reads them one by one and claims against it. Without the mark it would claim against
+//! an owner whose claims are still being decided: it would lose nearly all of them, and
+//! under that contention claims time out and fail closed, so triggers run nowhere.
+//!
 //! Ownership applies to the triggers the engine claims one by one on schedule: a job's
 //! catch-up (claimed in trigger order), a job with jitter (its start is its own) and an
 //! `on_every_replica` job are claimed at once by every replica, as without a membership.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
@@ -178,6 +189,11 @@ fn owned(job: &Job) -> bool {
     !job.every_replica && job.jitter.is_none()
 }
 
+/// An owner marks an instant ([`Tally::mark`]) when its batch is expected to take at
+/// least this share of the takeover delay (1/4): its answer may then come after a
+/// non-owner's first look, late as a busy backend makes it.
+const MARK_SHARE: u32 = 4;
+
 /// What this replica, as owner, claimed to an answer at one trigger instant in one
 /// batch; added to its tally in the coordinator when the last claim of the batch has
 /// been answered (dropped).
@@ -185,11 +201,36 @@ pub(crate) struct Tally {
     shared: Arc<Shared>,
     at: Timestamp,
     handled: Mutex<Handled>,
+    marked: AtomicBool,
 }
 
 impl Tally {
     pub(super) fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
-        Self { shared, at, handled: Mutex::default() }
+        Self { shared, at, handled: Mutex::default(), marked: AtomicBool::new(false) }
+    }
+
+    /// Marks this tally's instant as being claimed by this owner, once: its tally is
+    /// written empty now (in the background, bounded by the claim timeout), so that
+    /// non-owners give the owner until its claims are answered (see the module's doc).
+    fn mark(&self) {
+        if !self.marked.swap(true, Ordering::Relaxed) {
+            self.write(Handled::default());
+        }
+    }
+
+    /// Adds `handled` to this owner's tally of the instant in the coordinator, in the
+    /// background; a failed write is logged (non-owners then read trigger by trigger).
+    fn write(&self, handled: Handled) {
+        let Some(coordinator) = self.shared.coordinator.clone() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (shared, at) = (self.shared.clone(), self.at);
+        runtime.spawn(async move {
+            let ttl = shared.settings.membership_ttl;
+            let added = coordinator.add_handled(&shared.instance, at, handled, ttl);
+            if let Err(e) = within_claim_timeout(&shared, added).await {
+                tracing::debug!(%at, "the owner's tally was not written ({e}): non-owners read each trigger");
+            }
+        });
     }
 
     /// The claim of `key` was decided as `claimed`: counted if it was answered (won,
@@ -209,16 +250,20 @@ impl Tally {
 impl Drop for Tally {
     fn drop(&mut self) {
         let handled = *self.handled.get_mut().unwrap_or_else(|p| p.into_inner());
-        let (Some(coordinator), true) = (self.shared.coordinator.clone(), handled.count > 0) else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (shared, at) = (self.shared.clone(), self.at);
-        runtime.spawn(async move {
-            let ttl = shared.settings.membership_ttl;
-            let added = coordinator.add_handled(&shared.instance, at, handled, ttl);
-            if let Err(e) = within_claim_timeout(&shared, added).await {
-                tracing::debug!(%at, "the owner's tally was not written ({e}): non-owners read each trigger");
-            }
-        });
+        if handled.count > 0 {
+            self.write(handled);
+        }
+    }
+}
+
+/// Marks the instants of `tallies` (this owner's, in one batch of `claims` claims about to
+/// go out) when the batch is expected to take [`MARK_SHARE`]'s share of the takeover
+/// delay or more at the claim rate measured so far, or when no batch has been measured
+/// yet.
+pub(super) fn mark_claiming(shared: &Shared, tallies: &[Arc<Tally>], claims: usize) {
+    let slow = |took: Duration| took.saturating_mul(MARK_SHARE) >= shared.settings.takeover_delay;
+    if !tallies.is_empty() && shared.ahead.batch_time(claims).is_none_or(slow) {
+        tallies.iter().for_each(|tally| tally.mark());
     }
 }
 
@@ -331,8 +376,10 @@ impl Takeovers {
 /// recorded, and move their job's state on (as a lost claim's record would). An owner
 /// whose tally is short of what it owns here but grew since the last look (a big burst:
 /// it is still claiming), or that is found to have started the instant's claims ahead
-/// (once per instant), is given another takeover delay, up to the membership TTL after
-/// the first deadline; an owner whose tally stalled is taken over. An owner whose tally
+/// (once per instant), or whose tally is marked but still empty (until the claim timeout
+/// after the look that first found it so: its claims are on their way), is given another
+/// takeover delay, up to the membership TTL after the first deadline; an owner whose tally
+/// stalled is taken over. An owner whose tally
 /// is short has its start of the instant's [claims ahead](super::ahead) voided, unless it
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
@@ -345,6 +392,8 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     let mut starts: HashMap<Arc<str>, AheadVoid> = HashMap::new();
     // The owners given a delay more for having started.
     let mut credited: HashSet<Arc<str>> = HashSet::new();
+    // The look that first found each owner's tally marked and empty.
+    let mut marked: HashMap<Arc<str>, Timestamp> = HashMap::new();
     let complete = loop {
         #[cfg(feature = "testkit")]
         shared.takeovers.sleeps(at, Some(deadline));
@@ -361,7 +410,19 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
         }
         shared.takeovers.account(at, &mut expected);
         let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
-        let voided = void_starts(&shared, coordinator.as_ref(), at, &accounts, &mut starts).await;
+        // The owners whose mark says their claims are on their way: their claims went out
+        // before this look, and are answered, or failed closed, within the claim timeout.
+        // Until then they are neither voided nor taken over.
+        let claiming: Vec<Arc<str>> = accounts
+            .iter()
+            .filter(|(_, account)| matches!(account, Account::Claiming))
+            .filter(|(owner, _)| {
+                let first = *marked.entry(owner.clone()).or_insert(deadline);
+                deadline < later(first, shared.settings.claim_timeout)
+            })
+            .map(|(owner, _)| owner.clone())
+            .collect();
+        let voided = void_starts(&shared, coordinator.as_ref(), at, &accounts, &claiming, &mut starts).await;
         if !voided.is_empty() {
             let items = shared.takeovers.take_of(at, &voided, &mut expected);
             claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &[]).await;
@@ -377,6 +438,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
                     !grew && starts.get(owner) == Some(&AheadVoid::Started) && credited.insert(owner.clone());
                 grew || started || progressing
             }
+            Account::Claiming => claiming.contains(owner) || progressing,
             Account::Complete | Account::Unknown => progressing,
         });
         let next = later(deadline, delay);
@@ -392,8 +454,9 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &complete).await;
 }
 
-/// Voids the start of the claims ahead of `at` of each owner whose tally is short and
-/// whose start is not known yet (`starts` keeps what each void found); drops the claims
+/// Voids the start of the claims ahead of `at` of each owner whose tally is short, that
+/// is not among those still `claiming` (their claims go out at the instant, after their
+/// start), and whose start is not known yet (`starts` keeps what each void found); drops the claims
 /// ahead of those that had made some, and returns them: their triggers are to be taken
 /// over now.
 async fn void_starts(
@@ -401,6 +464,7 @@ async fn void_starts(
     coordinator: &dyn Coordinator,
     at: Timestamp,
     accounts: &[(Arc<str>, Account)],
+    claiming: &[Arc<str>],
     starts: &mut HashMap<Arc<str>, AheadVoid>,
 ) -> Vec<Arc<str>> {
     if !coordinator.claims_ahead() {
@@ -409,7 +473,7 @@ async fn void_starts(
     let until = super::ahead::until(shared, at);
     let mut voided = Vec::new();
     for (owner, account) in accounts {
-        if matches!(account, Account::Complete) || starts.contains_key(owner) {
+        if matches!(account, Account::Complete) || claiming.contains(owner) || starts.contains_key(owner) {
             continue;
         }
         // First the latch alone; then, if the owner had claimed ahead (or another void
@@ -523,6 +587,8 @@ enum Account {
     Complete,
     /// Not yet: this many triggers so far.
     Short(u64),
+    /// Marked but empty: the owner's claims of the instant went out, none is answered yet.
+    Claiming,
     /// It could not be read.
     Unknown,
 }
@@ -550,6 +616,8 @@ async fn read_tallies(
         .map(|((owner, wanted), tally)| {
             let account = match tally {
                 Some(tally) if tally == *wanted => Account::Complete,
+                // Only a mark writes an empty tally.
+                Some(tally) if tally.count == 0 => Account::Claiming,
                 Some(tally) => Account::Short(tally.count),
                 None => Account::Short(0),
             };
