@@ -136,6 +136,14 @@ async fn an_owner_that_cannot_claim_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_slow_owner_that_marked_its_instant_is_not_taken_over() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_slow_owner_that_marked_its_instant_is_not_taken_over(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn an_owner_at_its_concurrency_cap_is_taken_over() {
     isolated(async |schemas: &mut Schemas| {
         testkit::an_owner_at_its_concurrency_cap_is_taken_over(&factory(schemas.adopter())).await

@@ -64,6 +64,7 @@ suite_on_a_cluster!(
     pauses_and_requests,
     membership_contract,
     an_owner_that_cannot_claim_is_taken_over,
+    a_slow_owner_that_marked_its_instant_is_not_taken_over,
     an_owner_at_its_concurrency_cap_is_taken_over,
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
     batch_claims,

@@ -113,6 +113,12 @@ async fn an_owner_that_cannot_claim_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_slow_owner_that_marked_its_instant_is_not_taken_over() {
+    let server = RedisServer::tcp();
+    testkit::a_slow_owner_that_marked_its_instant_is_not_taken_over(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn an_owner_at_its_concurrency_cap_is_taken_over() {
     let server = RedisServer::tcp();
     testkit::an_owner_at_its_concurrency_cap_is_taken_over(&factory(server.config())).await;

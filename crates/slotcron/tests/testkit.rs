@@ -131,6 +131,11 @@ async fn an_owner_that_cannot_claim_is_taken_over() {
 }
 
 #[tokio::test]
+async fn a_slow_owner_that_marked_its_instant_is_not_taken_over() {
+    testkit::a_slow_owner_that_marked_its_instant_is_not_taken_over(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn an_owner_at_its_concurrency_cap_is_taken_over() {
     testkit::an_owner_at_its_concurrency_cap_is_taken_over(&Factory::default().build()).await;
 }

@@ -1,6 +1,7 @@
 //! A replica's link to its coordinator, in a simulated fleet: it notes every claim the
 //! replica sends, and can be broken — for claims only (an owner that cannot claim) or for
-//! everything (a replica that died: no more heartbeats either).
+//! everything (a replica that died: no more heartbeats either) — or hold its claims
+//! unanswered (a slow backend).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
+use tokio::sync::Notify;
 
 use crate::coordinator::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
@@ -24,6 +26,9 @@ pub enum LinkState {
     ClaimsFail = 1,
     /// Nothing: every call fails as unavailable.
     Down = 2,
+    /// Everything, but the claims made as their triggers come due wait, unanswered, until
+    /// the link is set to another state, which then decides them (a slow backend).
+    ClaimsHeld = 3,
 }
 
 /// Wraps a replica's coordinator: forwards every call while up, notes each claim's
@@ -31,6 +36,10 @@ pub enum LinkState {
 pub struct Link {
     inner: Arc<dyn Coordinator>,
     state: AtomicU8,
+    /// Notified when the state changes.
+    changed: Notify,
+    /// The triggers whose claims wait now ([`LinkState::ClaimsHeld`]).
+    held: Mutex<Vec<(Arc<str>, Timestamp)>>,
     claimed: Mutex<Vec<(Arc<str>, Timestamp)>>,
     claimed_ahead: Mutex<Vec<(Arc<str>, Timestamp)>>,
 }
@@ -41,6 +50,8 @@ impl Link {
         Self {
             inner,
             state: AtomicU8::new(LinkState::Up as u8),
+            changed: Notify::new(),
+            held: Mutex::default(),
             claimed: Mutex::default(),
             claimed_ahead: Mutex::default(),
         }
@@ -49,6 +60,36 @@ impl Link {
     /// Sets what the link lets through from now on.
     pub fn set(&self, state: LinkState) {
         self.state.store(state as u8, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the claim of `job`'s `trigger` waits on this link now.
+    pub fn holds(&self, job: &str, trigger: Timestamp) -> bool {
+        self.held.lock().unwrap().iter().any(|(j, t)| **j == *job && *t == trigger)
+    }
+
+    /// Waits while the link holds claims, those of `claims` noted as held meanwhile; the
+    /// state it then has.
+    async fn pass(&self, claims: &[Claim<'_>]) -> LinkState {
+        let triggers: Vec<(Arc<str>, Timestamp)> =
+            claims.iter().map(|claim| (claim.job.into(), claim.trigger)).collect();
+        let mut noted = false;
+        let state = loop {
+            let changed = self.changed.notified();
+            let state = self.state();
+            if state != LinkState::ClaimsHeld {
+                break state;
+            }
+            if !noted {
+                self.held.lock().unwrap().extend(triggers.iter().cloned());
+                noted = true;
+            }
+            changed.await;
+        };
+        if noted {
+            self.held.lock().unwrap().retain(|held| !triggers.contains(held));
+        }
+        state
     }
 
     /// Every `(job, trigger)` the replica tried to claim through this link as it came
@@ -68,6 +109,7 @@ impl Link {
         match self.state.load(Ordering::SeqCst) {
             0 => LinkState::Up,
             1 => LinkState::ClaimsFail,
+            3 => LinkState::ClaimsHeld,
             _ => LinkState::Down,
         }
     }
@@ -84,7 +126,7 @@ impl Link {
 impl Coordinator for Link {
     async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         self.claimed.lock().unwrap().push((claim.job.into(), claim.trigger));
-        if self.state() == LinkState::ClaimsFail {
+        if self.pass(std::slice::from_ref(claim)).await == LinkState::ClaimsFail {
             return Err(CoordinatorError::unavailable("claims fail on this link (simulated)"));
         }
         self.up()?.claim(claim).await
@@ -95,8 +137,8 @@ impl Coordinator for Link {
         let failed = |reason: &'static str| {
             claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
         };
-        match self.state() {
-            LinkState::Up => self.inner.claim_batch(claims).await,
+        match self.pass(claims).await {
+            LinkState::Up | LinkState::ClaimsHeld => self.inner.claim_batch(claims).await,
             LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
             LinkState::Down => failed("the link is down (simulated)"),
         }
@@ -121,7 +163,9 @@ impl Coordinator for Link {
             claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
         };
         match self.state() {
-            LinkState::Up => self.inner.claim_batch_ahead(owner, at, claims, until).await,
+            LinkState::Up | LinkState::ClaimsHeld => {
+                self.inner.claim_batch_ahead(owner, at, claims, until).await
+            }
             LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
             LinkState::Down => failed("the link is down (simulated)"),
         }

@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use super::suite::namespace;
 use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
 use crate::context::JobContext;
-use crate::coordinator::{Claim, Handled, Hold, TriggerRef};
+use crate::coordinator::{Claim, Handled, Hold, TriggerRef, rendezvous};
 use crate::engine::{SchedulerBuilder, later, trigger_key};
 use crate::job::Job;
 use crate::ledger::Outcome;
@@ -148,7 +148,7 @@ fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<crate::
 /// The membership, batched reads and tallies without a scheduler: a heartbeat returns
 /// the live members sorted, leaving removes one at once, a member that stops
 /// heartbeating lapses after its TTL; `unclaimed` tells claimed triggers from the others
-/// in one call; tallies add up per owner and instant.
+/// in one call; tallies add up per owner and instant, and an empty one is kept.
 pub async fn membership_contract(factory: &impl CoordinatorFactory) {
     let ns = namespace("membership_contract");
     let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
@@ -182,6 +182,12 @@ pub async fn membership_contract(factory: &impl CoordinatorFactory) {
     let later = t + SignedDuration::from_secs(1);
     let tallies = b.handled(&[("a-host", t), ("b-host", t), ("a-host", later)]).await.expect("tallies");
     assert_eq!(tallies, [Some(h0.plus(h1)), None, None]);
+    // An empty tally (an owner's mark that it is claiming the instant) is kept, and adds
+    // nothing.
+    a.add_handled("b-host", t, Handled::default(), minute).await.expect("mark");
+    a.add_handled("a-host", t, Handled::default(), minute).await.expect("mark");
+    let tallies = b.handled(&[("b-host", t), ("a-host", t)]).await.expect("tallies");
+    assert_eq!(tallies, [Some(Handled::default()), Some(h0.plus(h1))]);
 }
 
 /// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run
@@ -230,6 +236,53 @@ pub async fn an_owner_that_cannot_claim_is_taken_over(factory: &impl Coordinator
     fleet.advance(Duration::from_secs(3), Delivery::Together).await;
     let ran = records_after(&fleet, 0, mended).iter().filter(|r| r.outcome.ran()).count();
     assert!(ran > 0, "replica-a runs its own triggers again");
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// An owner whose claims are slow to be answered (its link holds them past the takeover
+/// delay; no claims ahead, so it claims as its triggers come due, as on PostgreSQL):
+/// while nothing says its claims are slow, the other replicas take its triggers over
+/// after the takeover delay and it loses its claims when they are answered; once its
+/// claims have been measured slow, it marks each instant as it claims, and the others
+/// wait for its answers instead (up to the claim timeout): it runs its own triggers, and
+/// the others record nothing for them. Nothing runs twice.
+pub async fn a_slow_owner_that_marked_its_instant_is_not_taken_over(factory: &impl CoordinatorFactory) {
+    let ns = namespace("slow_owner");
+    let mut fleet = fleet_of(factory, &ns, |builder| builder.claim_ahead(Duration::ZERO), |_| jobs()).await;
+    let owns = |job: &Job| rendezvous::owner(job.name(), &REPLICAS) == Some(REPLICAS[0]);
+    let owned: Vec<std::sync::Arc<str>> =
+        jobs().iter().filter(|job| owns(job)).map(|job| job.name().into()).collect();
+    assert!(!owned.is_empty(), "replica-a owns none of the jobs");
+    let records_at = |fleet: &Fleet, replica: usize, at: Timestamp| -> Vec<crate::ledger::RunRecord> {
+        let records = fleet.replica(replica).records().into_iter();
+        records.filter(|r| r.trigger == at && owned.contains(&r.job)).collect()
+    };
+    let next_second =
+        |fleet: &Fleet| Timestamp::from_second(fleet.now().as_second() + 1).expect("an instant");
+
+    // Its claims held for two takeover delays, before any was measured slow.
+    let first = next_second(&fleet);
+    fleet.replica(0).set_link(LinkState::ClaimsHeld);
+    fleet.advance_to(later(first, 2 * TAKEOVER_DELAY), Delivery::Together).await;
+    let taken: Vec<_> = [1, 2].into_iter().flat_map(|r| records_at(&fleet, r, first)).collect();
+    assert_eq!(taken.iter().filter(|r| r.outcome.ran()).count(), owned.len(), "taken over: {taken:?}");
+    fleet.replica(0).set_link(LinkState::Up);
+    let lost = || records_at(&fleet, 0, first).iter().all(|r| r.outcome == Outcome::SkippedLost);
+    let recorded = || records_at(&fleet, 0, first).len() == owned.len();
+    super::replica::wait_until(Fleet::DEFAULT_TIMEOUT, || recorded() && lost(), || "a lost".into()).await;
+
+    // The next instant: held as long, and marked.
+    let second = next_second(&fleet);
+    fleet.replica(0).set_link(LinkState::ClaimsHeld);
+    fleet.advance_to(later(second, 2 * TAKEOVER_DELAY), Delivery::Together).await;
+    fleet.replica(0).set_link(LinkState::Up);
+    let ran = || records_at(&fleet, 0, second).iter().filter(|r| r.outcome.ran()).count() == owned.len();
+    super::replica::wait_until(Fleet::DEFAULT_TIMEOUT, ran, || "replica-a ran its triggers".into()).await;
+    fleet.advance(Duration::from_secs(2), Delivery::Together).await;
+    for replica in [1, 2] {
+        assert_eq!(records_at(&fleet, replica, second), [], "{} waited for the owner", REPLICAS[replica]);
+    }
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();
 }

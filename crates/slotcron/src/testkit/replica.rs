@@ -198,15 +198,17 @@ impl Replica {
 
     /// The triggers that came due and that the fleet has not waited for yet; first waits
     /// until this replica, if running, has either recorded each (a running record will
-    /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, so
-    /// that owners' claims are made before another replica's takeover.
+    /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, or
+    /// its link holds its claim ([`LinkState::ClaimsHeld`]), so that owners' claims are
+    /// made before another replica's takeover.
     pub(super) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
         if let Some(running) = &self.running {
-            let (ledger, pending) = (&self.ledger, &self.pending);
+            let (ledger, pending, link) = (&self.ledger, &self.pending, self.links.last());
             let settled = |(job, trigger): &(Arc<str>, Timestamp)| {
                 ledger.has_record(job, *trigger)
                     || running.scheduler.awaits_takeover(job, *trigger)
                     || running.scheduler.awaits_slot(job, *trigger)
+                    || link.is_some_and(|link| link.holds(job, *trigger))
             };
             let what = || {
                 let open: Vec<String> =
