@@ -379,8 +379,8 @@ impl Takeovers {
 /// (once per instant), or whose tally is marked but still empty (until the claim timeout
 /// after the look that first found it so: its claims are on their way), is given another
 /// takeover delay, up to the membership TTL after the first deadline; an owner whose tally
-/// stalled is taken over. An owner whose tally
-/// is short has its start of the instant's [claims ahead](super::ahead) voided, unless it
+/// stalled is taken over. An owner whose tally is short (and not marked within that
+/// time) has its start of the instant's [claims ahead](super::ahead) voided, unless it
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
 /// was claimed, nothing is recorded.
@@ -455,10 +455,10 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
 }
 
 /// Voids the start of the claims ahead of `at` of each owner whose tally is short, that
-/// is not among those still `claiming` (their claims go out at the instant, after their
-/// start), and whose start is not known yet (`starts` keeps what each void found); drops the claims
-/// ahead of those that had made some, and returns them: their triggers are to be taken
-/// over now.
+/// is not among those still `claiming` (their claims went out at the instant, after their
+/// start), and whose start is not known yet (`starts` keeps what each void found); drops
+/// the claims ahead of those that had made some, and returns them: their triggers are to
+/// be taken over now.
 async fn void_starts(
     shared: &Shared,
     coordinator: &dyn Coordinator,
