@@ -54,11 +54,16 @@ use membership::MembershipSql;
 ///
 /// A batch of claims ([`Coordinator::claim_batch`]) is one call of the schema's
 /// `claim_triggers` per [`MAX_CLAIMS_PER_ROUND_TRIP`] claims: one round trip, one
-/// transaction, in which each claim is made by `claim_trigger` as above, in the order of
-/// job, trigger and position (so concurrent batches lock jobs' rows in one order, and a
-/// job's triggers get their fencing tokens in trigger order). A lost reply is read back
-/// for every claim of the batch in one statement; the claims nobody holds are made once
-/// more, as one batch.
+/// transaction, whose answers and rows are those of `claim_trigger` above making the
+/// claims one after the other in the order of job, trigger and position, but made for the
+/// whole batch at once (schema version 10): one statement reads the pauses and the held
+/// claims and locks the marks of the jobs with a recurring trigger left, in job order (so
+/// concurrent batches lock jobs' rows in one order); a second, under the locks, reads the
+/// held claims and the marks again, inserts (or takes over) the rows of the claims won
+/// with their fencing tokens (a job's triggers get theirs in trigger order), bumps each
+/// job's fencing counter once and moves its mark once. A lost reply is read back for
+/// every claim of the batch in one statement; the claims nobody holds are made once more,
+/// as one batch.
 ///
 /// The fleet's [membership](slotcron::Coordinator#membership) is the `member` table,
 /// one row per replica with the instant its membership lapses on the server's clock;
@@ -443,9 +448,9 @@ impl Coordinator for PostgresCoordinator {
 
     /// One statement per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] claims (the schema's
     /// `claim_triggers`, one transaction), the chunks one after the other. Within a chunk
-    /// the claims are made in the order of job, trigger and position, each as
-    /// [`Coordinator::claim`] makes it; a lost reply is read back for the whole chunk in
-    /// one statement.
+    /// each claim is decided as [`Coordinator::claim`] decides it, the claims made in the
+    /// order of job, trigger and position (set-based, see the type's documentation); a
+    /// lost reply is read back for the whole chunk in one statement.
     async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
         let mut outcomes = Vec::with_capacity(claims.len());
         for chunk in claims.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {

@@ -9,7 +9,7 @@ use crate::error::{OpenError, chain};
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -353,12 +353,308 @@ END
 $$;
 ";
 
+/// Batched claims made set-based: the version 9 `claim_triggers` is replaced by one that
+/// claims a batch in two statements instead of one `claim_trigger` call per claim (six
+/// statements for a won one), with the same answers and the same rows: the pauses and
+/// the held claims read, and the jobs' marks locked in job order, at once; then, under
+/// the locks, the held claims and the marks read again, each claim decided, the claims
+/// inserted (or taken over) with their fencing tokens, each job's fencing counter bumped
+/// once and its mark moved once. A statement more decides, one by one, the claims of a
+/// job that has a trigger key or an instant twice in the batch; another corrects or
+/// reads back the rows of a job that a claim holding no mark lock (a one-shot, a
+/// requested run) claimed meanwhile. `claim_trigger` stays as it is, for single claims
+/// and requested runs.
+const V10: &str = "
+-- Claims the triggers given by position in the arrays (all of one length); answers, by
+-- position, what version 9 answers: what claim_trigger answers for each claim made in
+-- the order of job, trigger and position, and -2 for a paused job's. Set-based:
+-- 1. One statement reads the pauses and the claims held: a paused job's claim answers
+--    -2, a held one loses or is its own, as at claim_trigger's first read (no lock, no
+--    write). It locks, in job order, the marks of the jobs with a recurring claim left
+--    (creating the missing ones): ON CONFLICT ... DO UPDATE ... WHERE false locks the
+--    row and writes nothing. A recurring claim after a one-shot claim of its key in the
+--    batch will find it held: it takes no lock, as with claim_trigger.
+-- 2. Only if two claims left share a job and a key or an instant: a claim may then
+--    depend on how an earlier one ended. A statement reads again, under the locks, the
+--    claims held (by claims that committed meanwhile) and the marks, and decides each
+--    claim: held (lost, or its own), behind the mark (-1), or to be claimed; those that
+--    depend on an earlier claim (of their key; or, when old enough for the mark, of
+--    their instant) are then decided one by one in claim order, in memory: held by the
+--    earlier one's win (unless its claim expired at once), or behind the mark it moved.
+-- 3. One statement reads again, under the locks, the claims held and the marks, and
+--    decides each claim left as above; it inserts the claims to make (in the order of
+--    job and key; a key's last claim if an earlier one won a claim that expired at
+--    once) or takes over their expired rows, each with the fencing token it is to get:
+--    its job's counter as read plus its rank among the job's claims made, in the order
+--    of trigger and position. It bumps each job's counter once, by its number of claims
+--    won, in job order, and moves each job's mark up to its newest recurring trigger
+--    won. The answers are the tokens from the counters as bumped; a row written with
+--    another (its counter bumped meanwhile by a claim that holds no mark lock, or a
+--    claim of its job lost to one) is corrected by one more statement. A claim whose row
+--    another transaction took meanwhile (a one-shot or a requested run: claims that hold
+--    no mark lock) finds its own row, or loses, as claim_trigger does.
+CREATE OR REPLACE FUNCTION {schema}.claim_triggers(
+    p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
+    p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    -- By position: the answer, as far as decided.
+    answers bigint[];
+    -- By position: neither paused nor held at the first read: decided under the locks.
+    undecided boolean[];
+    -- Whether two undecided claims share a job and a key or an instant.
+    twice boolean;
+    -- By position: to be claimed, unless found held or behind the mark (then: claimed);
+    -- claimed (its key's row inserted or taken over).
+    claiming boolean[];
+    granted boolean[];
+    -- The positions decided one by one, in claim order, and by position what that needs:
+    -- the earlier claim of the batch with the same job and key, and the earlier recurring
+    -- one with the same job and instant; whether the trigger is old enough for the mark
+    -- to refuse it; whether it is at or before the mark; whether its claim, once won, is
+    -- held.
+    tangled bigint[] := '{}';
+    key_before bigint[];
+    at_before bigint[];
+    past_hold boolean[];
+    behind_mark boolean[];
+    keeps_held boolean[];
+    -- Claims that found their key held by an earlier claim of the batch with their
+    -- token, and that claim: they answer what it answers.
+    echoes bigint[] := '{}';
+    echoed bigint[] := '{}';
+    -- Positions whose row was written with a token other than the one it won.
+    to_correct bigint[];
+    i bigint;
+    j bigint;
+    refusing boolean;
+BEGIN
+    WITH batch AS (
+        SELECT t.ord, t.job, t.after_trigger,
+               EXISTS (SELECT FROM {schema}.job_pause p WHERE p.job = t.job) AS paused,
+               c.job IS NOT NULL AS held,
+               CASE WHEN c.claimant_token = t.token AND c.instance = p_instance
+                    THEN c.fencing_token END AS held_answer,
+               coalesce(bool_or(t.after_trigger IS NULL)
+                            OVER (by_key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                        false) AS after_one_shot,
+               row_number() OVER by_key > 1 OR row_number() OVER by_at > 1 AS again
+        FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us, p_claimant_tokens)
+            WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, token, ord)
+        LEFT JOIN {schema}.claim c
+            ON c.job = t.job AND c.trigger_key = t.trigger_key
+           AND (c.expires_at IS NULL OR c.expires_at > now())
+        WINDOW by_key AS (PARTITION BY t.job, t.trigger_key ORDER BY t.trigger_at, t.ord),
+               by_at AS (PARTITION BY t.job, t.trigger_at ORDER BY t.ord)
+    ), locked AS (
+        INSERT INTO {schema}.claim_mark AS mark (job, trigger_at)
+        SELECT DISTINCT job, '-infinity'::timestamptz FROM batch
+        WHERE after_trigger IS NOT NULL AND NOT paused AND NOT held AND NOT after_one_shot
+        ORDER BY job
+        ON CONFLICT (job) DO UPDATE SET trigger_at = mark.trigger_at WHERE false
+    )
+    SELECT coalesce(array_agg(CASE WHEN paused THEN -2 WHEN held THEN held_answer END ORDER BY ord), '{}'),
+           coalesce(array_agg(NOT paused AND NOT held ORDER BY ord), '{}'),
+           coalesce(bool_or(again AND NOT paused AND NOT held), false)
+    INTO answers, undecided, twice
+    FROM batch;
+    IF NOT true = ANY (undecided) THEN
+        RETURN answers;
+    END IF;
+    claiming := undecided;
+
+    IF twice THEN
+        SELECT array_agg(CASE WHEN NOT d.undecided THEN answers[d.ord]
+                              WHEN d.held THEN d.held_answer
+                              WHEN d.late AND d.behind THEN -1 END ORDER BY d.ord),
+               array_agg(d.undecided AND NOT d.held AND NOT (d.late AND d.behind) ORDER BY d.ord),
+               coalesce(array_agg(d.ord ORDER BY d.job, d.trigger_at, d.ord)
+                            FILTER (WHERE d.undecided AND NOT d.held
+                                    AND (d.key_before IS NOT NULL OR d.late AND d.at_before IS NOT NULL)),
+                        '{}'),
+               array_agg(d.key_before ORDER BY d.ord), array_agg(d.at_before ORDER BY d.ord),
+               array_agg(d.late ORDER BY d.ord), array_agg(d.behind ORDER BY d.ord),
+               array_agg(d.keeps ORDER BY d.ord)
+        INTO answers, claiming, tangled, key_before, at_before, past_hold, behind_mark, keeps_held
+        FROM (
+            SELECT t.ord, t.job, t.trigger_at, undecided[t.ord] AS undecided,
+                   c.job IS NOT NULL AS held,
+                   CASE WHEN c.claimant_token = t.token AND c.instance = p_instance
+                        THEN c.fencing_token END AS held_answer,
+                   coalesce(now() >= t.trigger_at + t.after_trigger * interval '1 microsecond', false)
+                       AS late,
+                   coalesce(t.trigger_at <= m.trigger_at, false) AS behind,
+                   t.after_trigger IS NULL
+                       OR greatest(t.trigger_at + t.after_trigger * interval '1 microsecond',
+                                   now() + t.after_claim * interval '1 microsecond') > now() AS keeps,
+                   lag(t.ord) OVER (PARTITION BY undecided[t.ord], t.job, t.trigger_key
+                                    ORDER BY t.trigger_at, t.ord) AS key_before,
+                   lag(t.ord) OVER (PARTITION BY undecided[t.ord], t.job, t.trigger_at, t.after_trigger IS NULL
+                                    ORDER BY t.ord) AS at_before
+            FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us, p_after_claim_us,
+                        p_claimant_tokens)
+                WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, after_claim, token, ord)
+            LEFT JOIN {schema}.claim c
+                ON undecided[t.ord] AND c.job = t.job AND c.trigger_key = t.trigger_key
+               AND (c.expires_at IS NULL OR c.expires_at > now())
+            LEFT JOIN {schema}.claim_mark m
+                ON undecided[t.ord] AND m.job = t.job AND t.after_trigger IS NOT NULL
+        ) d;
+        FOREACH i IN ARRAY tangled LOOP
+            -- The batch's latest earlier win of this key, if any: the key's holder, unless
+            -- its claim expired at once.
+            j := key_before[i];
+            WHILE j IS NOT NULL AND NOT claiming[j] LOOP
+                j := key_before[j];
+            END LOOP;
+            IF j IS NOT NULL AND keeps_held[j] THEN
+                claiming[i] := false;
+                answers[i] := NULL;
+                IF p_claimant_tokens[i] = p_claimant_tokens[j] THEN
+                    echoes := echoes || i;
+                    echoed := echoed || j;
+                END IF;
+            ELSE
+                -- Behind the mark, as the batch's earlier wins at this instant moved it.
+                refusing := behind_mark[i];
+                j := at_before[i];
+                WHILE NOT refusing AND j IS NOT NULL LOOP
+                    refusing := claiming[j];
+                    j := at_before[j];
+                END LOOP;
+                refusing := refusing AND past_hold[i];
+                claiming[i] := NOT refusing;
+                answers[i] := CASE WHEN refusing THEN -1 END;
+            END IF;
+        END LOOP;
+        IF NOT true = ANY (claiming) THEN
+            RETURN answers;
+        END IF;
+    END IF;
+
+    WITH wanted AS (
+        SELECT t.*, claiming[t.ord] AS claim,
+               c.job IS NOT NULL AS held,
+               CASE WHEN c.claimant_token = t.token AND c.instance = p_instance
+                    THEN c.fencing_token END AS held_answer,
+               claiming[t.ord] AND c.job IS NULL
+                   AND coalesce(now() >= t.trigger_at + t.after_trigger * interval '1 microsecond', false)
+                   AND coalesce(t.trigger_at <= m.trigger_at, false) AS refused
+        FROM unnest(p_jobs, p_trigger_keys, p_trigger_ats, p_after_trigger_us, p_after_claim_us,
+                    p_claimant_tokens)
+            WITH ORDINALITY AS t(job, trigger_key, trigger_at, after_trigger, after_claim, token, ord)
+        LEFT JOIN {schema}.claim c
+            ON claiming[t.ord] AND c.job = t.job AND c.trigger_key = t.trigger_key
+           AND (c.expires_at IS NULL OR c.expires_at > now())
+        LEFT JOIN {schema}.claim_mark m
+            ON claiming[t.ord] AND m.job = t.job AND t.after_trigger IS NOT NULL
+    ), tried AS (
+        SELECT w.job, w.trigger_key, w.trigger_at, w.after_trigger, w.after_claim, w.token, w.ord,
+               coalesce(f.token, 0)
+                   + row_number() OVER (PARTITION BY w.job ORDER BY w.trigger_at, w.ord) AS predicted,
+               row_number() OVER (PARTITION BY w.job, w.trigger_key ORDER BY w.trigger_at DESC, w.ord DESC) = 1
+                   AS last_of_key
+        FROM wanted w
+        LEFT JOIN {schema}.fencing f ON f.job = w.job
+        WHERE w.claim AND NOT w.held AND NOT w.refused
+    ), written AS (
+        INSERT INTO {schema}.claim AS held
+            (job, trigger_key, trigger_at, instance, claimed_at, expires_at, claimant_token, fencing_token)
+        SELECT job, trigger_key, trigger_at, p_instance, now(),
+               CASE WHEN after_trigger IS NOT NULL THEN
+                   greatest(trigger_at + after_trigger * interval '1 microsecond',
+                            now() + after_claim * interval '1 microsecond') END,
+               token, predicted
+        FROM tried
+        WHERE last_of_key
+        ORDER BY job, trigger_key
+        ON CONFLICT (job, trigger_key) DO UPDATE SET
+            trigger_at = EXCLUDED.trigger_at,
+            instance = EXCLUDED.instance,
+            claimed_at = EXCLUDED.claimed_at,
+            expires_at = EXCLUDED.expires_at,
+            claimant_token = EXCLUDED.claimant_token,
+            fencing_token = EXCLUDED.fencing_token
+        WHERE held.expires_at <= now()
+        RETURNING job, trigger_key
+    ), won AS (
+        -- The claims whose key's row was written (windows over a union, not joins: the
+        -- planner cannot tell how many rows a CTE holds, and a nested loop over two would
+        -- be quadratic).
+        SELECT k.job, k.ord, k.trigger_at, k.after_trigger, k.predicted, k.last_of_key,
+               count(*) OVER (PARTITION BY k.job) AS wins,
+               row_number() OVER (PARTITION BY k.job ORDER BY k.trigger_at, k.ord) AS nth
+        FROM (SELECT u.*, bool_or(u.is_written) OVER (PARTITION BY u.job, u.trigger_key) AS key_written
+              FROM (SELECT job, trigger_key, ord, trigger_at, after_trigger, predicted, last_of_key,
+                           false AS is_written
+                    FROM tried
+                    UNION ALL
+                    SELECT job, trigger_key, NULL, NULL, NULL, NULL, NULL, true FROM written) u) k
+        WHERE k.key_written AND NOT k.is_written
+    ), counted AS (
+        INSERT INTO {schema}.fencing AS counter (job, token)
+        SELECT job, count(*) FROM won GROUP BY job ORDER BY job
+        ON CONFLICT (job) DO UPDATE SET token = counter.token + EXCLUDED.token
+        RETURNING job, token
+    ), moved AS (
+        UPDATE {schema}.claim_mark m SET trigger_at = top.trigger_at
+        FROM (SELECT job, max(trigger_at) AS trigger_at FROM won
+              WHERE after_trigger IS NOT NULL GROUP BY job) top
+        WHERE m.job = top.job AND top.trigger_at > m.trigger_at
+    ), tokens AS (
+        SELECT v.ord, v.token, v.last_of_key AND v.token <> v.predicted AS stale
+        FROM (SELECT u.ord, u.predicted, u.last_of_key,
+                     max(u.bumped) OVER (PARTITION BY u.job) - u.wins + u.nth AS token
+              FROM (SELECT job, ord, wins, nth, predicted, last_of_key, NULL::bigint AS bumped FROM won
+                    UNION ALL
+                    SELECT job, NULL, NULL, NULL, NULL, NULL, token FROM counted) u) v
+        WHERE v.ord IS NOT NULL
+    )
+    SELECT array_agg(CASE WHEN p.token IS NOT NULL THEN p.token
+                          WHEN p.held THEN p.held_answer
+                          WHEN p.refused THEN -1
+                          ELSE answers[p.ord] END ORDER BY p.ord),
+           array_agg(p.claim AND NOT p.held AND NOT p.refused ORDER BY p.ord),
+           array_agg(p.token IS NOT NULL ORDER BY p.ord),
+           coalesce(array_agg(p.ord) FILTER (WHERE p.stale), '{}')
+    INTO answers, claiming, granted, to_correct
+    FROM (SELECT DISTINCT ON (u.ord) u.*
+          FROM (SELECT ord, NULL::bigint AS token, false AS stale, claim, held, held_answer, refused
+                FROM wanted
+                UNION ALL
+                SELECT ord, token, stale, true, false, NULL, false FROM tokens) u
+          ORDER BY u.ord, u.token NULLS LAST) p;
+
+    IF to_correct <> '{}' THEN
+        UPDATE {schema}.claim c SET fencing_token = answers[x.ord]
+        FROM unnest(to_correct) AS x(ord)
+        WHERE c.job = p_jobs[x.ord] AND c.trigger_key = p_trigger_keys[x.ord];
+    END IF;
+    IF claiming <> granted THEN
+        -- Rows taken meanwhile: each claim finds its own row, or loses.
+        SELECT array_agg(CASE WHEN claiming[s.ord] AND NOT granted[s.ord] THEN c.fencing_token
+                              ELSE answers[s.ord] END ORDER BY s.ord)
+        INTO answers
+        FROM generate_series(1, cardinality(p_jobs)) AS s(ord)
+        LEFT JOIN {schema}.claim c
+            ON claiming[s.ord] AND NOT granted[s.ord]
+           AND c.job = p_jobs[s.ord] AND c.trigger_key = p_trigger_keys[s.ord]
+           AND c.claimant_token = p_claimant_tokens[s.ord] AND c.instance = p_instance;
+    END IF;
+    FOR k IN 1 .. cardinality(echoes) LOOP
+        answers[echoes[k]] := answers[echoed[k]];
+    END LOOP;
+    RETURN answers;
+END
+$$;
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
-/// 7, 8 and 9 changed the claims, leases, membership and pauses only; the ledger columns
-/// of version 3 read as NULL before it).
+/// 7, 8, 9 and 10 changed the claims, leases, membership and pauses only; the ledger
+/// columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or
