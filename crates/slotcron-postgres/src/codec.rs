@@ -2,9 +2,8 @@
 
 use std::time::SystemTime;
 
+use slotcron::BoxError;
 use slotcron::jiff::Timestamp;
-
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 pub(crate) fn timestamptz(instant: Timestamp) -> Result<SystemTime, BoxError> {
     Ok(SystemTime::try_from(instant)?)

@@ -16,8 +16,8 @@ use crate::claimant::{ClaimRow, Token, holder};
 use crate::codec;
 use crate::controls::PostgresControls;
 use crate::database::QueryError;
-use crate::error::chain;
 use crate::{DbError, PostgresDatabase};
+use slotcron::error_chain;
 
 mod membership;
 
@@ -244,7 +244,7 @@ impl PostgresCoordinator {
                 let e = format!("{} answers to {} claims", answers.len(), pending.len());
                 return Err(ClaimAttemptError::ReplyLost(e));
             }
-            Some(Err(e)) => return Err(ClaimAttemptError::ReplyLost(chain(&e))),
+            Some(Err(e)) => return Err(ClaimAttemptError::ReplyLost(error_chain(&e))),
             None => return Err(ClaimAttemptError::ReplyLost("no row in the reply".to_owned())),
         };
         Ok(answers.into_iter().map(|answer| Ok(outcome(answer))).collect())
@@ -266,11 +266,11 @@ impl PostgresCoordinator {
             .map_err(|e| e.into_cause().cause)?;
         let mut found: Vec<Option<ClaimRow>> = pending.iter().map(|_| None).collect();
         for row in &rows {
-            let ord: i64 = row.try_get(0).map_err(|e| chain(&e))?;
+            let ord: i64 = row.try_get(0).map_err(|e| error_chain(&e))?;
             let claim = ClaimRow {
-                claimant_token: row.try_get(1).map_err(|e| chain(&e))?,
-                instance: row.try_get(2).map_err(|e| chain(&e))?,
-                fencing_token: row.try_get(3).map_err(|e| chain(&e))?,
+                claimant_token: row.try_get(1).map_err(|e| error_chain(&e))?,
+                instance: row.try_get(2).map_err(|e| error_chain(&e))?,
+                fencing_token: row.try_get(3).map_err(|e| error_chain(&e))?,
             };
             let slot = usize::try_from(ord - 1).ok().and_then(|k| found.get_mut(k));
             *slot.ok_or_else(|| format!("the read-back answered for position {ord}"))? = Some(claim);
@@ -310,7 +310,7 @@ impl PostgresCoordinator {
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
         match rows.first().map(|row| row.try_get::<_, Option<i64>>(0)) {
             Some(Ok(answer)) => Ok(outcome(answer)),
-            Some(Err(e)) => Err(ClaimAttemptError::ReplyLost(chain(&e))),
+            Some(Err(e)) => Err(ClaimAttemptError::ReplyLost(error_chain(&e))),
             None => Err(ClaimAttemptError::ReplyLost("no row in the reply".to_owned())),
         }
     }
@@ -329,7 +329,7 @@ impl PostgresCoordinator {
             .query_within(&self.read_back_sql, &[&job, &key], self.response_timeout)
             .await
             .map_err(|e| e.into_cause().cause)?;
-        let row = rows.first().map(claim_row).transpose().map_err(|e| chain(&e))?;
+        let row = rows.first().map(claim_row).transpose().map_err(|e| error_chain(&e))?;
         Ok(holder(row.as_ref(), token, instance))
     }
 }
@@ -491,7 +491,7 @@ impl Coordinator for PostgresCoordinator {
         let ttl = ttl_us(lease.ttl);
         let rows = self.lease_query(&self.lease.renew, &[&lease.job, &lease.owner, &ttl], lease.job).await?;
         let cancel = rows.first().map(|row| row.try_get::<_, bool>(0)).transpose();
-        match cancel.map_err(|e| CoordinatorError::outcome_unknown(chain(&e)))? {
+        match cancel.map_err(|e| CoordinatorError::outcome_unknown(error_chain(&e)))? {
             None => Ok(LeaseRenewal::Lost),
             Some(false) => Ok(LeaseRenewal::Renewed),
             Some(true) => Ok(LeaseRenewal::CancelRequested),
@@ -518,7 +518,7 @@ impl Coordinator for PostgresCoordinator {
             .first()
             .ok_or_else(|| failed("no row".to_owned()))?
             .try_get(0)
-            .map_err(|e| failed(chain(&e)))?;
+            .map_err(|e| failed(error_chain(&e)))?;
         Ok(Some(codec::instant(now).map_err(|e| failed(e.to_string()))?))
     }
 

@@ -6,9 +6,10 @@ use tokio_postgres::Row;
 use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
 
-use crate::error::{DbError, OpenError, chain};
+use crate::error::{DbError, OpenError};
 use crate::migrations;
 use crate::tls::Tls;
+use slotcron::error_chain;
 
 /// A connection pool to one PostgreSQL database and one schema in it, holding a slotcron
 /// store, ledger and claims. Clone it to share it between a
@@ -105,7 +106,7 @@ impl PostgresDatabase {
         let invalid = |cause| OpenError::InvalidUrl { url: redacted.clone(), cause };
         let (url, tls) = Tls::take_from(url).map_err(invalid)?;
         let mut config: tokio_postgres::Config =
-            url.parse().map_err(|e: tokio_postgres::Error| invalid(chain(&e)))?;
+            url.parse().map_err(|e: tokio_postgres::Error| invalid(error_chain(&e)))?;
         let connector = tls.connector().map_err(invalid)?;
         if !valid_schema(schema) {
             return Err(OpenError::InvalidSchema { url: redacted, schema: schema.to_owned() });
@@ -229,7 +230,7 @@ impl PostgresDatabase {
     }
 
     fn error(&self, error: &tokio_postgres::Error) -> DbError {
-        DbError { url: self.inner.url.clone(), cause: chain(error) }
+        DbError { url: self.inner.url.clone(), cause: error_chain(error) }
     }
 
     fn no_reply(&self, timeout: Duration) -> DbError {
@@ -284,7 +285,7 @@ fn valid_schema(name: &str) -> bool {
 
 fn pool_error(error: &PoolError) -> String {
     match error {
-        PoolError::Backend(e) => chain(e),
+        PoolError::Backend(e) => error_chain(e),
         PoolError::Timeout(_) => {
             format!("no connection within {:?}", PostgresDatabase::CONNECT_TIMEOUT)
         }

@@ -1,5 +1,3 @@
-use std::error::Error;
-
 /// Why [`PostgresDatabase::open`](crate::PostgresDatabase::open) or
 /// [`PostgresDatabase::open_read_only`](crate::PostgresDatabase::open_read_only) failed.
 /// Every message names the connection URL without its password.
@@ -84,19 +82,4 @@ pub struct DbError {
     pub url: String,
     /// The error and its causes.
     pub cause: String,
-}
-
-/// An error and its sources on one line: `error connecting to server: Connection refused
-/// (os error 111)` rather than tokio-postgres's bare `error connecting to server`.
-pub(crate) fn chain(error: &dyn Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.ends_with(&text) {
-            message = format!("{message}: {text}");
-        }
-        source = cause.source();
-    }
-    message
 }

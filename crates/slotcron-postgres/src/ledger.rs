@@ -6,7 +6,8 @@ use slotcron::{LedgerError, Prune, PruneSchedule};
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresDatabase;
-use crate::codec::{self, BoxError};
+use crate::codec;
+use slotcron::BoxError;
 
 /// A [`Ledger`] in PostgreSQL, shared by every replica. It prunes as it appends: every
 /// [`prune_every`](PostgresLedger::prune_every) appends it applies its [`Retention`] as

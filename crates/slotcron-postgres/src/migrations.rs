@@ -5,7 +5,8 @@
 use deadpool_postgres::Object;
 
 use crate::PostgresDatabase;
-use crate::error::{OpenError, chain};
+use crate::error::OpenError;
+use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
@@ -677,7 +678,7 @@ pub(crate) async fn check_readable(
     let failed = |e: tokio_postgres::Error| OpenError::Server {
         url: database.url().to_owned(),
         action: format!("read schema {schema:?}"),
-        cause: chain(&e),
+        cause: error_chain(&e),
     };
     let no_state =
         |reason| OpenError::NoState { url: database.url().to_owned(), schema: schema.to_owned(), reason };
@@ -731,7 +732,7 @@ pub(crate) async fn migrate(
     let failed = |e: tokio_postgres::Error| OpenError::Server {
         url: database.url().to_owned(),
         action: format!("migrate schema {schema:?}"),
-        cause: chain(&e),
+        cause: error_chain(&e),
     };
     let transaction = client.transaction().await.map_err(failed)?;
     transaction

@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use slotcron::{Controls, JobDefinition, JobState, Outcome, Store, StoreError};
 
 use crate::PostgresDatabase;
-use crate::codec::{self, BoxError};
+use crate::codec;
 use crate::controls::PostgresControls;
+use slotcron::BoxError;
 
 /// A [`Store`] in PostgreSQL, shared by every replica: job state and job definitions
 /// survive any process. Each operation is one statement (one round trip). Without a

@@ -14,10 +14,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::{CancellationToken, Job, JobContext, Ledger, LedgerQuery, MemoryLedger, Outcome, Scheduler};
+use slotcron::{
+    BoxError, CancellationToken, Job, JobContext, Ledger, LedgerQuery, MemoryLedger, Outcome, Scheduler,
+};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> Result<(), BoxError> {
     let mut args = std::env::args().skip(1);

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use crate::error::{DbError, Hint, OpenError};
 use crate::migrations;
 
-use crate::codec::BoxError;
+use slotcron::BoxError;
 
 /// One SQLite database file holding a slotcron store and ledger, behind one connection:
 /// the process's only writer ([`SqliteDatabase::open`]) or a reader

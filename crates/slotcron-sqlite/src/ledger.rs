@@ -7,7 +7,8 @@ use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRe
 use slotcron::{LedgerBatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 
 use crate::SqliteDatabase;
-use crate::codec::{self, BoxError};
+use crate::codec;
+use slotcron::BoxError;
 
 /// A [`Ledger`] in a SQLite file. It prunes as it appends: every
 /// [`prune_every`](SqliteLedger::prune_every) appends it applies its [`Retention`] as

@@ -68,7 +68,7 @@ impl Store for SqliteStore {
         };
         rows.into_iter()
             .map(state)
-            .collect::<Result<_, codec::BoxError>>()
+            .collect::<Result<_, slotcron::BoxError>>()
             .map_err(|e| StoreError::new(format!("{}: job_state: {e}", self.database.url())))
     }
 

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{RunScope, lock, trigger_key};
+use crate::engine::RunScope;
+use crate::key::trigger_key;
+use crate::ledger::lock;
 use crate::ledger::{Cause, LedgerWrite, RunProcess, RunRecord};
 use crate::schedule::ScheduleKind;
 

@@ -13,16 +13,14 @@ use jiff::tz::TimeZone;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
-use crate::engine::LastRun;
+use crate::error::BoxError;
+use crate::ledger::LastRun;
 use crate::ledger::RunRecord;
 use crate::metrics::JobSeries;
 use crate::policy::{Misfire, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
 };
-
-/// The error type handlers return, boxed.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A handler error saying that the scheduler's shutdown stopped the run (the daemon, at
 /// a second stop signal, kills the running commands): the trigger is recorded `aborted`

@@ -172,7 +172,9 @@ mod context;
 mod control;
 mod coordinator;
 mod engine;
+mod error;
 mod job;
+mod key;
 mod ledger;
 mod metrics;
 mod plan;
@@ -200,14 +202,14 @@ pub use coordinator::{
     SKEW_SAMPLE_EVERY, TriggerRef, claim_batch_with_read_back, claim_with_read_back,
 };
 pub use engine::{
-    DefineError, JobInfo, LastRun, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
-    SchedulerBuilder, Triggered, request_key, trigger_key,
+    DefineError, JobInfo, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
+    SchedulerBuilder, Triggered,
 };
-pub use job::{
-    BoxError, Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name,
-};
+pub use error::{BoxError, error_chain};
+pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};
+pub use key::{request_key, trigger_key};
 pub use ledger::{
-    Cause, LEDGER_HEARTBEAT_EVERY, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite,
+    Cause, LEDGER_HEARTBEAT_EVERY, LastRun, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite,
     MAX_OUTPUT_BYTES, MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention,
     RunOutput, RunProcess, RunRecord, UnknownName, UnknownOutcome, same_run,
 };

@@ -11,7 +11,7 @@ use slotcron::{Handled, TriggerRef};
 use super::{PostgresCoordinator, ttl_us};
 use crate::PostgresDatabase;
 use crate::codec;
-use crate::error::chain;
+use slotcron::error_chain;
 
 /// The membership statements, on the schema.
 #[derive(Debug)]
@@ -170,6 +170,6 @@ impl PostgresCoordinator {
 
     /// A reply of `what` whose columns were not what the statement selects.
     pub(super) fn not_understood(&self, what: &str, e: &tokio_postgres::Error) -> CoordinatorError {
-        CoordinatorError::unavailable(format!("{}: {what}: {}", self.database.url(), chain(e)))
+        CoordinatorError::unavailable(format!("{}: {what}: {}", self.database.url(), error_chain(e)))
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use slotcron::BoxError;
 
 /// The first argument that is not a flag (`cargo bench` passes `--bench`), else
 /// `$SLOTCRON_REDIS_URL`, else `redis://127.0.0.1:6379`.

@@ -8,8 +8,16 @@ mod system;
 pub use manual::ManualClock;
 pub use system::SystemClock;
 
+use std::time::Duration;
+
 use futures_util::future::BoxFuture;
 use jiff::Timestamp;
+
+/// `duration` after `at`, or the last representable instant: a huge setting waits
+/// forever rather than overflowing.
+pub(crate) fn later(at: Timestamp, duration: Duration) -> Timestamp {
+    at.checked_add(duration).unwrap_or(Timestamp::MAX)
+}
 
 /// The source of "now" and of timed waits for a scheduler.
 ///

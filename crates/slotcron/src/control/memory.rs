@@ -7,8 +7,8 @@ use jiff::Timestamp;
 
 use super::Controls;
 use crate::clock::Clock;
-use crate::engine::later;
-use crate::job::BoxError;
+use crate::clock::later;
+use crate::error::BoxError;
 
 /// [`Controls`] in memory, on a clock (idempotency keys expire on it): the in-process
 /// coordinator's and the memory store's. Clones share their pauses and keys.

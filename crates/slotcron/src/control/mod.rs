@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::job::BoxError;
+use crate::error::BoxError;
 
 /// How long an idempotency key of a manual run is remembered: 24 h. A key given again
 /// within it runs nothing more and answers with the first run.

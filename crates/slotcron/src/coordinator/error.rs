@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::job::BoxError;
+use crate::error::BoxError;
 
 /// What went wrong with a claim, for decisions: every kind leaves the trigger unclaimed
 /// by this replica, so the engine skips it (`skipped-backend-unavailable`, fail closed).

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::clock::later;
+
 /// How long a claim holds, and when the job's high-water mark refuses a claim: the rules
 /// of DESIGN.md's "Exactly once across replicas", evaluated on the coordinator's clock.
 ///
@@ -69,10 +71,6 @@ impl Hold {
     pub fn refused_by_mark(&self, mark: Option<Timestamp>, trigger: Timestamp, now: Timestamp) -> bool {
         mark.is_some_and(|mark| trigger <= mark) && now >= later(trigger, self.after_trigger())
     }
-}
-
-fn later(at: Timestamp, duration: Duration) -> Timestamp {
-    at.checked_add(duration).unwrap_or(Timestamp::MAX)
 }
 
 #[cfg(test)]

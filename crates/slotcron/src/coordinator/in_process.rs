@@ -174,7 +174,7 @@ impl Coordinator for InProcessCoordinator {
             return Ok(ClaimOutcome::Lost);
         }
         let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
-        claims.held.insert(claim.key.to_owned(), Some(crate::engine::later(now, claim.ttl)));
+        claims.held.insert(claim.key.to_owned(), Some(crate::clock::later(now, claim.ttl)));
         claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
         Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
     }
@@ -185,7 +185,7 @@ impl Coordinator for InProcessCoordinator {
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
         Ok(self.with_lease(lease.job, |held, now| {
-            let expires = crate::engine::later(now, lease.ttl);
+            let expires = crate::clock::later(now, lease.ttl);
             match held {
                 Some(held) if held.owner != lease.owner => LeaseGrant::Held,
                 Some(held) => {
@@ -203,7 +203,7 @@ impl Coordinator for InProcessCoordinator {
     async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
         Ok(self.with_lease(lease.job, |held, now| match held {
             Some(held) if held.owner == lease.owner => {
-                held.expires = crate::engine::later(now, lease.ttl);
+                held.expires = crate::clock::later(now, lease.ttl);
                 if held.cancel { LeaseRenewal::CancelRequested } else { LeaseRenewal::Renewed }
             }
             _ => LeaseRenewal::Lost,
@@ -239,7 +239,7 @@ impl Coordinator for InProcessCoordinator {
         ttl: Duration,
     ) -> Result<Option<Vec<String>>, CoordinatorError> {
         Ok(Some(self.with_members(|members, now| {
-            members.expiry.insert(instance.to_owned(), crate::engine::later(now, ttl));
+            members.expiry.insert(instance.to_owned(), crate::clock::later(now, ttl));
             let mut live: Vec<String> = members.expiry.keys().cloned().collect();
             live.sort();
             live
@@ -272,7 +272,7 @@ impl Coordinator for InProcessCoordinator {
         ttl: Duration,
     ) -> Result<(), CoordinatorError> {
         self.with_members(|members, now| {
-            let lapses = crate::engine::later(now, ttl);
+            let lapses = crate::clock::later(now, ttl);
             let entry = members.handled.entry((owner.to_owned(), at)).or_default();
             *entry = (entry.0.plus(handled), lapses);
         });

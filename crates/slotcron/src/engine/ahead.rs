@@ -32,11 +32,12 @@ use jiff::Timestamp;
 use tokio::sync::{oneshot, watch};
 use tokio_util::task::TaskTracker;
 
+use super::Shared;
 use super::batch::{self, Claimed, MAX_BATCH, Mode};
 use super::ownership::{Split, Tally};
 use super::run::{self, RunScope, within_claim_timeout};
 use super::table::{Action, Due, NextInstant, Upcoming};
-use super::{Shared, later};
+use crate::clock::later;
 use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
 use crate::job::Job;
 use crate::ledger::{Cause, Outcome};

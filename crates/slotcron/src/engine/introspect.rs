@@ -2,13 +2,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::Scheduler;
 use crate::job::Job;
-use crate::ledger::{Outcome, RunRecord};
+use crate::ledger::LastRun;
 
 /// A job as the scheduler holds it now; see [`Scheduler::jobs`].
 #[derive(Debug, Clone)]
@@ -23,34 +22,6 @@ pub struct JobInfo {
     /// The last trigger this scheduler handled, if any: while its run goes on, with
     /// outcome [`Outcome::Running`].
     pub last_run: Option<LastRun>,
-}
-
-/// The last trigger a scheduler handled of a job: its record once this process started
-/// or handled one (`running` while its run goes on), else what the store kept (trigger
-/// and outcome only).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LastRun {
-    /// The scheduled instant (UTC).
-    pub trigger: Timestamp,
-    /// How it ended (`None`: the store saw it start, its end was not stored).
-    pub outcome: Option<Outcome>,
-    /// The instance that handled it (`None` when read from the store).
-    pub instance: Option<Arc<str>>,
-    /// How long the handler ran (`None` when read from the store, and while the run goes
-    /// on or for an interrupted one: [`RunRecord::ended_duration`]).
-    pub duration: Option<Duration>,
-}
-
-impl From<&RunRecord> for LastRun {
-    fn from(record: &RunRecord) -> Self {
-        Self {
-            trigger: record.trigger,
-            outcome: Some(record.outcome),
-            instance: Some(record.instance.clone()),
-            duration: record.ended_duration(),
-        }
-    }
 }
 
 impl Scheduler {

@@ -4,6 +4,7 @@
 mod ahead;
 mod batch;
 mod builder;
+mod hold;
 mod introspect;
 mod misfire;
 mod outbox;
@@ -17,15 +18,13 @@ mod skew;
 mod steer;
 mod sweep;
 mod table;
-mod trigger;
 
 pub use builder::SchedulerBuilder;
-pub use introspect::{JobInfo, LastRun, Reachable};
+pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 pub use steer::{Resumed, Triggered};
 
-pub(crate) use run::{RunScope, lock};
-pub use trigger::{request_key, trigger_key};
+pub(crate) use run::RunScope;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +36,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, later};
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::{Handler, Job, JobError};
 use crate::ledger::{Ledger, LedgerError, LedgerQuery, RunRecord};
@@ -47,12 +46,6 @@ use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use outbox::Outbox;
 use table::Table;
-
-/// `duration` after `at`, or the last representable instant: a huge setting waits
-/// forever rather than overflowing.
-pub(crate) fn later(at: Timestamp, duration: Duration) -> Timestamp {
-    at.checked_add(duration).unwrap_or(Timestamp::MAX)
-}
 
 /// How many due items the engine takes from the table per lock.
 const SPAWN_BATCH: usize = 64;

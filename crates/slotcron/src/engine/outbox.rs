@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::later;
 use crate::clock::Clock;
+use crate::clock::later;
 use crate::ledger::{Ledger, LedgerWrite};
 use crate::store::{JobState, Store, merge_job_state};
 

@@ -44,14 +44,16 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Shared;
 use super::batch::{self, Claimed};
 use super::queue::Lane;
 use super::run::{RunScope, within_claim_timeout};
 use super::table::{Action, Due};
-use super::{Shared, later, trigger_key};
+use crate::clock::later;
 use crate::coordinator::rendezvous;
 use crate::coordinator::{AheadVoid, Coordinator, Handled, TriggerRef};
 use crate::job::Job;
+use crate::key::trigger_key;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
 

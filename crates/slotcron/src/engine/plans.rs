@@ -4,9 +4,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Scheduler;
 use super::reconcile::{self, Desired, Step};
-use super::{Scheduler, later};
-use crate::job::BoxError;
+use crate::clock::later;
+use crate::error::BoxError;
 use crate::plan::Plan;
 use crate::{PlanError, ReconcileError, ReconcileReport};
 

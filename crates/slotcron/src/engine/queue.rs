@@ -111,7 +111,7 @@ impl Lanes {
 
     /// The earliest instant at which an item comes due, in either lane.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        let others = self.others.next_deadline().map(|at| super::later(at, self.lag));
+        let others = self.others.next_deadline().map(|at| crate::clock::later(at, self.lag));
         self.own.next_deadline().into_iter().chain(others).min()
     }
 

@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -14,17 +14,18 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::batch::Claimed;
-use super::later;
+use super::hold::{claim_hold, job_run_budget, request_ttl};
 use super::ownership::Tally;
 use super::skew::{self, Skew};
 use super::table::{Action, Due};
-use super::trigger::{claim_hold, job_run_budget, request_ttl};
+use crate::clock::later;
 use crate::context::JobContext;
 use crate::coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease, RequestClaim,
 };
-use crate::job::{BoxError, Job, StoppedByShutdown};
-use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
+use crate::error::{BoxError, error_chain};
+use crate::job::{Job, StoppedByShutdown};
+use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord, lock};
 use crate::metrics::{ClaimResult, Metrics};
 use crate::policy::{
     self, AttemptResult, Attempted, ConcurrencyCap, Guarded, Overlap, Permanent, RunSlot, RunStop,
@@ -201,7 +202,7 @@ enum Claiming {
     /// trigger has neither jitter nor cap.
     Batched(Claimed, Box<str>),
     /// A run an operator asked for (manual, backfill, caught up at a resume): no jitter,
-    /// no pause, claimed under its own key ([`request_key`](super::request_key)).
+    /// no pause, claimed under its own key ([`request_key`](crate::request_key)).
     Requested,
 }
 
@@ -257,7 +258,8 @@ async fn claim_and_run(
                 Ok(slot) => Some(slot),
                 Err(skipped) => return *skipped,
             };
-            let key = trigger_key.get_or_init(|| super::request_key(&job.name, kind, cause, trigger).into());
+            let key =
+                trigger_key.get_or_init(|| crate::key::request_key(&job.name, kind, cause, trigger).into());
             match &shared.coordinator {
                 None => local_fencing_token(shared, job).await,
                 Some(_) if job.every_replica => local_fencing_token(shared, job).await,
@@ -421,11 +423,6 @@ fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResu
     }
 }
 
-/// The run's record, shared with its [`JobContext`].
-pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
-    record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A started handler, counted in the running-runs gauge until dropped.
 struct Running<'a>(&'a Metrics);
 
@@ -453,7 +450,7 @@ async fn local_fencing_token(shared: &Shared, job: &Job) -> u64 {
 
 /// The trigger key of `job`'s `trigger`.
 pub(super) fn key_of(job: &Job, trigger: Timestamp) -> Box<str> {
-    super::trigger_key(&job.name, job.kind, trigger).into_boxed_str()
+    crate::key::trigger_key(&job.name, job.kind, trigger).into_boxed_str()
 }
 
 /// The claim of `job`'s `trigger` (key `key`, next trigger `next`) by this scheduler.
@@ -724,18 +721,6 @@ fn finished(result: Result<Result<(), BoxError>, Box<dyn Any + Send>>) -> Attemp
 
 fn aborted() -> AttemptResult {
     ended(Outcome::Aborted, Some("the scheduler shut down before the run finished".into()))
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {

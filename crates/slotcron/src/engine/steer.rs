@@ -4,7 +4,7 @@
 //! A pause lives where the fleet agrees ([`Controls`]): the coordinator's (whose claims
 //! then refuse the job's triggers, so every replica sharing it stops), or the store's in
 //! single-replica mode. Manual, backfilled and caught-up runs are queued to the running
-//! engine and claimed under keys of their own ([`request_key`](super::request_key)), so
+//! engine and claimed under keys of their own ([`request_key`](crate::request_key)), so
 //! each runs once across the fleet, under the job's overlap policy and the concurrency
 //! cap like any other run.
 
@@ -261,6 +261,6 @@ impl Shared {
     }
 }
 
-fn backend(error: crate::job::BoxError) -> ControlError {
+fn backend(error: crate::error::BoxError) -> ControlError {
     ControlError::Backend(error.to_string())
 }

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, later};
+use super::Shared;
 use crate::Scheduler;
+use crate::clock::later;
 use crate::ledger::{LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
 use crate::store::JobState;
 

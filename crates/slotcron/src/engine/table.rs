@@ -6,11 +6,12 @@ use std::sync::atomic::Ordering;
 
 use jiff::Timestamp;
 
-use super::introspect::{JobInfo, LastRun};
+use super::introspect::JobInfo;
 use super::misfire;
 use super::queue::{Lane, Lanes, Queued};
 use crate::job::Job;
 use crate::ledger::Cause;
+use crate::ledger::LastRun;
 use crate::metrics::Metrics;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
@@ -34,7 +35,7 @@ pub(crate) enum Action {
     /// Record `count` late triggers, the newest being `trigger`, as missed.
     Missed { count: u64 },
     /// Claim a run an operator asked for under its own key
-    /// ([`request_key`](super::request_key)) and run the handler: no jitter, no pause,
+    /// ([`request_key`](crate::request_key)) and run the handler: no jitter, no pause,
     /// no high-water mark.
     Requested,
 }

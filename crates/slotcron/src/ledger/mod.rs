@@ -10,14 +10,15 @@ pub use memory::MemoryLedger;
 pub use name::UnknownName;
 pub use output::{MAX_OUTPUT_BYTES, MemoryOutputs, OutputStore, RunOutput};
 pub use prune::{Prune, PruneSchedule};
-pub use record::{Cause, Outcome, RunProcess, RunRecord, UnknownOutcome};
+pub(crate) use record::lock;
+pub use record::{Cause, LastRun, Outcome, RunProcess, RunRecord, UnknownOutcome};
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::job::BoxError;
+use crate::error::BoxError;
 
 /// Where run records go: one record per trigger per replica that handled it (including
 /// skipped and missed triggers). A run's record is appended when it starts

@@ -1,6 +1,6 @@
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -242,4 +242,38 @@ impl RunRecord {
     pub fn ended_duration(&self) -> Option<Duration> {
         (!matches!(self.outcome, Outcome::Running | Outcome::Interrupted)).then_some(self.duration)
     }
+}
+
+/// The last trigger a scheduler handled of a job: its record once this process started
+/// or handled one (`running` while its run goes on), else what the store kept (trigger
+/// and outcome only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LastRun {
+    /// The scheduled instant (UTC).
+    pub trigger: Timestamp,
+    /// How it ended (`None`: the store saw it start, its end was not stored).
+    pub outcome: Option<Outcome>,
+    /// The instance that handled it (`None` when read from the store).
+    pub instance: Option<Arc<str>>,
+    /// How long the handler ran (`None` when read from the store, and while the run goes
+    /// on or for an interrupted one: [`RunRecord::ended_duration`]).
+    pub duration: Option<Duration>,
+}
+
+impl From<&RunRecord> for LastRun {
+    fn from(record: &RunRecord) -> Self {
+        Self {
+            trigger: record.trigger,
+            outcome: Some(record.outcome),
+            instance: Some(record.instance.clone()),
+            duration: record.ended_duration(),
+        }
+    }
+}
+
+/// A run's record shared between its engine task and its handler's context, locked
+/// (a poisoned lock is taken as it is: a record is plain data).
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -186,7 +186,7 @@ impl Metrics {
             if stop.run_until_cancelled(self.arm.notified()).await.is_none() {
                 return;
             }
-            let at = crate::engine::later(clock.now(), METRICS_FLUSH_EVERY);
+            let at = crate::clock::later(clock.now(), METRICS_FLUSH_EVERY);
             if stop.run_until_cancelled(clock.sleep_until(at)).await.is_none() {
                 return;
             }

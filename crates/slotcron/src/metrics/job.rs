@@ -13,7 +13,7 @@ use super::{
     JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, RUN_DURATION_SECONDS, RUNS_TOTAL,
     unix_seconds,
 };
-use crate::engine::LastRun;
+use crate::ledger::LastRun;
 use crate::ledger::Outcome;
 
 /// The outcomes counted without a lock: every one this release knows.

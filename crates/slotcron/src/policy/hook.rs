@@ -72,12 +72,12 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
     /// The count of the suppressed ones to pass on, or `None` if this one is held back.
     /// Windows are measured on the record's end (its start plus its duration).
     fn admit(&self, record: &RunRecord) -> Option<u64> {
-        let ended = crate::engine::later(record.started, record.duration);
+        let ended = crate::clock::later(record.started, record.duration);
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let window = last
             .entry((record.job.to_string(), record.outcome))
             .or_insert(Window { passed: Timestamp::MIN, suppressed: 0 });
-        if window.passed != Timestamp::MIN && ended < crate::engine::later(window.passed, self.interval) {
+        if window.passed != Timestamp::MIN && ended < crate::clock::later(window.passed, self.interval) {
             window.suppressed += 1;
             return None;
         }

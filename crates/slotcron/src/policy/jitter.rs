@@ -32,7 +32,7 @@ pub fn jitter_offset(job: &str, trigger: Timestamp, jitter: Duration) -> Duratio
 /// The jittered start of a trigger: the nominal instant plus its offset.
 pub(crate) fn jittered(job: &str, trigger: Timestamp, jitter: Option<Duration>) -> Timestamp {
     match jitter {
-        Some(jitter) => crate::engine::later(trigger, jitter_offset(job, trigger, jitter)),
+        Some(jitter) => crate::clock::later(trigger, jitter_offset(job, trigger, jitter)),
         None => trigger,
     }
 }

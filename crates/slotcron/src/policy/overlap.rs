@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::clock::later;
 use crate::coordinator::lease::heartbeat;
 use crate::coordinator::{Coordinator, CoordinatorError, Lease, LeaseGrant, LeaseRenewal};
-use crate::engine::later;
 
 /// What a trigger does when a run of its job is still going anywhere in the fleet.
 ///

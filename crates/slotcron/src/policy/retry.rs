@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::job::BoxError;
+use crate::error::BoxError;
 use crate::ledger::Outcome;
 
 /// A job's retry budget: `attempts` in all (the first included), with a backoff before
@@ -118,7 +118,7 @@ impl Retry {
                 return Attempted { result, attempts: number };
             }
             number += 1;
-            let wake = crate::engine::later(clock.now(), self.backoff_before(number));
+            let wake = crate::clock::later(clock.now(), self.backoff_before(number));
             let cancelled = async {
                 match cancelled {
                     Some(token) => token.cancelled().await,

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use crate::control::Controls;
-use crate::job::BoxError;
+use crate::error::BoxError;
 use crate::ledger::Outcome;
 
 /// What the store remembers about one job (across the fleet, when the store is shared).

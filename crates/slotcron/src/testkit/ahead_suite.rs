@@ -10,9 +10,9 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::suite::{MINUTE, claim, namespace, won};
 use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
+use crate::clock::later;
 use crate::context::JobContext;
 use crate::coordinator::{AheadStart, AheadVoid, ClaimOutcome, TriggerRef};
-use crate::engine::later;
 use crate::job::Job;
 use crate::ledger::Outcome;
 

@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use super::CoordinatorFactory;
 use super::suite::{EXPIRED, MINUTE, brief, claim, namespace, real_now, won};
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
-use crate::engine::trigger_key;
+use crate::key::trigger_key;
 use crate::schedule::ScheduleKind;
 
 /// The outcomes of a batch, each claim's error failing the test.

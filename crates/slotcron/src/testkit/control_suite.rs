@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use super::CoordinatorFactory;
 use super::suite::namespace;
 use crate::coordinator::{Claim, ClaimOutcome, Hold, RequestClaim};
-use crate::engine::{request_key, trigger_key};
+use crate::key::{request_key, trigger_key};
 use crate::ledger::Cause;
 use crate::schedule::ScheduleKind;
 

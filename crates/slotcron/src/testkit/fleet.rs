@@ -9,8 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use super::Replica;
 use super::replica::Configure;
 use crate::coordinator::Coordinator;
-use crate::engine::{SchedulerBuilder, trigger_key};
+use crate::engine::SchedulerBuilder;
 use crate::job::Job;
+use crate::key::trigger_key;
 use crate::ledger::{Outcome, RunRecord};
 use crate::schedule::ScheduleKind;
 

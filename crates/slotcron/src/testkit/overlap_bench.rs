@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Hold, Lease, LeaseGrant};
-use crate::engine::trigger_key;
+use crate::key::trigger_key;
 use crate::schedule::ScheduleKind;
 
 /// Microseconds per trigger, one trigger at a time, of one policy.

@@ -8,10 +8,12 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::suite::namespace;
 use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
+use crate::clock::later;
 use crate::context::JobContext;
 use crate::coordinator::{Claim, Handled, Hold, TriggerRef, rendezvous};
-use crate::engine::{SchedulerBuilder, later, trigger_key};
+use crate::engine::SchedulerBuilder;
 use crate::job::Job;
+use crate::key::trigger_key;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
 

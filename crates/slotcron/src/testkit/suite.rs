@@ -10,8 +10,8 @@ use jiff::{SignedDuration, Timestamp};
 use super::{CoordinatorFactory, Delivery, Fleet};
 use crate::context::JobContext;
 use crate::coordinator::{Claim, ClaimOutcome, Hold};
-use crate::engine::trigger_key;
 use crate::job::Job;
+use crate::key::trigger_key;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
 
