@@ -6,11 +6,28 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::RunScope;
 use crate::key::trigger_key;
-use crate::ledger::lock;
-use crate::ledger::{Cause, LedgerWrite, RunProcess, RunRecord};
+use crate::ledger::{Cause, RunProcess, RunRecord, lock};
 use crate::schedule::ScheduleKind;
+
+/// What a run's context may reach of the scheduler that runs it: the instance id, the
+/// scheduler's stop signal and where the run's record updates go. One per
+/// [`Scheduler::run`](crate::Scheduler::run), shared by its runs' contexts.
+pub(crate) struct RunHandle {
+    /// The scheduler's instance id.
+    pub instance: Arc<str>,
+    /// Fires when the scheduler starts stopping.
+    pub stopping: CancellationToken,
+    /// Takes the run's record as it changes.
+    pub records: Arc<dyn RecordSink>,
+}
+
+/// Where a run's record goes when it changes while the run goes on (the engine's
+/// outbox, which writes it to the ledger in the background).
+pub(crate) trait RecordSink: Send + Sync {
+    /// Queues `record`, a newer version of a run's record, to be written.
+    fn update(&self, record: RunRecord);
+}
 
 /// The context of one run, handed to the job's handler.
 #[derive(Clone)]
@@ -22,7 +39,7 @@ pub struct JobContext {
     pub(crate) trigger_key: OnceLock<Box<str>>,
     pub(crate) fencing_token: u64,
     pub(crate) attempt: u32,
-    pub(crate) scope: Arc<RunScope>,
+    pub(crate) handle: Arc<RunHandle>,
     /// The run's own token: a child of the scheduler's shutdown token, fired also by the
     /// run's timeout and by its job's removal with cancellation.
     pub(crate) own_cancel: CancellationToken,
@@ -64,7 +81,7 @@ impl JobContext {
 
     /// The id of the scheduler instance running this trigger.
     pub fn instance(&self) -> &str {
-        &self.scope.shared.instance
+        &self.handle.instance
     }
 
     /// The fencing token of the claim this run won: it grows with every won claim of the
@@ -99,7 +116,7 @@ impl JobContext {
     /// Whether the scheduler is shutting down (so a cancellation is the shutdown's, not
     /// the run's own timeout or overlap policy).
     pub fn is_scheduler_stopping(&self) -> bool {
-        self.scope.stopping.is_cancelled()
+        self.handle.stopping.is_cancelled()
     }
 
     /// Whether the run has been asked to stop.
@@ -123,6 +140,6 @@ impl JobContext {
             record.process = Some(process);
             record.clone()
         };
-        self.scope.shared.outbox.push(LedgerWrite::Update(record));
+        self.handle.records.update(record);
     }
 }

@@ -24,8 +24,6 @@ pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
 pub use steer::{Resumed, Triggered};
 
-pub(crate) use run::RunScope;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -45,6 +43,7 @@ use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{JobDefinition, Store, StoreError};
 use outbox::Outbox;
+use run::RunScope;
 use table::Table;
 
 /// How many due items the engine takes from the table per lock.

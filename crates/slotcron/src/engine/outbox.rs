@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::clock::later;
-use crate::ledger::{Ledger, LedgerWrite};
+use crate::context::RecordSink;
+use crate::ledger::{Ledger, LedgerWrite, RunRecord};
 use crate::store::{JobState, Store, merge_job_state};
 
 /// How many ledger writes one batch carries.
@@ -235,5 +236,11 @@ impl Outbox {
                 tracing::info!("the backends are back: every buffered record and job state was written");
             }
         }
+    }
+}
+
+impl RecordSink for Outbox {
+    fn update(&self, record: RunRecord) {
+        self.push(LedgerWrite::Update(record));
     }
 }

@@ -19,7 +19,7 @@ use super::ownership::Tally;
 use super::skew::{self, Skew};
 use super::table::{Action, Due};
 use crate::clock::later;
-use crate::context::JobContext;
+use crate::context::{JobContext, RunHandle};
 use crate::coordinator::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, CoordinatorErrorKind, Lease, RequestClaim,
 };
@@ -49,6 +49,8 @@ pub(crate) struct RunScope {
     drained: Notify,
     /// The claim batches in flight ([`batch::BATCHES_IN_FLIGHT`](super::batch::BATCHES_IN_FLIGHT)).
     pub batches: Arc<Semaphore>,
+    /// What the runs' contexts see of the scheduler.
+    pub handle: Arc<RunHandle>,
 }
 
 impl RunScope {
@@ -60,14 +62,21 @@ impl RunScope {
     const RESUME_AT: usize = 32;
 
     pub fn new(shared: Arc<Shared>) -> Self {
+        let stopping = CancellationToken::new();
+        let handle = Arc::new(RunHandle {
+            instance: shared.instance.clone(),
+            stopping: stopping.clone(),
+            records: shared.outbox.clone(),
+        });
         Self {
             shared,
             shutdown: CancellationToken::new(),
             abort: CancellationToken::new(),
-            stopping: CancellationToken::new(),
+            stopping,
             waiting: AtomicUsize::new(0),
             drained: Notify::new(),
             batches: Arc::new(Semaphore::new(super::batch::BATCHES_IN_FLIGHT)),
+            handle,
         }
     }
 
@@ -323,7 +332,7 @@ async fn claim_and_run(
             trigger_key: trigger_key.clone(),
             fencing_token,
             attempt,
-            scope: scope.clone(),
+            handle: scope.handle.clone(),
             // Each attempt can be cancelled on its own: by its timeout, its job's removal,
             // or (through `parent`) its lease.
             own_cancel: parent.child_token(),
