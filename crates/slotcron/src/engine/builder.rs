@@ -7,9 +7,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::Scheduler;
 use super::outbox::Outbox;
+use super::shared::{Settings, Shared};
 use super::table::Table;
-use super::{Scheduler, Settings, Shared};
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::lease::DEFAULT_LEASE_TTL;
 use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
@@ -284,7 +285,9 @@ impl SchedulerBuilder {
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
+        let fleet = self.coordinator.is_some().then(Arc::default);
         Scheduler {
+            fleet,
             shared: Arc::new(Shared {
                 clock: self.clock.clone(),
                 coordinator: self.coordinator,
@@ -297,11 +300,7 @@ impl SchedulerBuilder {
                 local_leases: InProcessCoordinator::on_shared_clock(self.clock.clone()),
                 observer: self.observer,
                 skew: Default::default(),
-                membership: Default::default(),
-                takeovers: Default::default(),
-                ahead: Default::default(),
-                #[cfg(feature = "testkit")]
-                idle_at: Default::default(),
+                probe: Default::default(),
                 handlers: HandlerRegistry::default(),
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),

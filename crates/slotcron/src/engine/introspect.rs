@@ -20,7 +20,7 @@ pub struct JobInfo {
     /// queueing.
     pub next_triggers: Vec<Timestamp>,
     /// The last trigger this scheduler handled, if any: while its run goes on, with
-    /// outcome [`Outcome::Running`].
+    /// outcome [`Outcome::Running`](crate::Outcome::Running).
     pub last_run: Option<LastRun>,
 }
 

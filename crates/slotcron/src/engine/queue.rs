@@ -143,7 +143,6 @@ impl Lanes {
     }
 
     /// Whether an item for which `is` holds waits in [`Lane::Others`] at `at`.
-    #[cfg(feature = "testkit")]
     pub fn lags(&self, at: Timestamp, is: impl Fn(&Queued) -> bool) -> bool {
         self.others.buckets.get(&at).is_some_and(|items| items.iter().any(is))
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::job::Job;
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
 use crate::store::JobState;

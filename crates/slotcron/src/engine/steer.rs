@@ -13,9 +13,10 @@ use std::sync::{Arc, MutexGuard};
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::Scheduler;
+use super::shared::Shared;
 use super::table::{Action, Due};
-use super::{Scheduler, Shared};
-use super::{misfire, run};
+use super::{claim, misfire};
 use crate::control::{
     ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_COUNTED, MAX_BACKFILL_TRIGGERS,
     check_idempotency_key,
@@ -255,7 +256,7 @@ impl Shared {
         };
         let Some(controls) = coordinator.controls() else { return Ok(None) };
         let asked = async { controls.paused(&job.name).await.map_err(CoordinatorError::unavailable) };
-        run::within_claim_timeout(self, asked)
+        claim::within_claim_timeout(self, asked)
             .await
             .map_err(|e| format!("{} coordinator: {e}", coordinator.name()))
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::Scheduler;
 use crate::clock::later;
 use crate::ledger::{LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};

@@ -308,7 +308,6 @@ impl Table {
     }
 
     /// Whether `job`'s `trigger` waits in the lane of the triggers other replicas own.
-    #[cfg(feature = "testkit")]
     pub fn lags(&self, job: &str, trigger: Timestamp) -> bool {
         let Some(slot) = self.by_name.get(job).copied() else { return false };
         let Some(entry) = self.slots[slot as usize].as_ref() else { return false };

@@ -79,7 +79,6 @@ impl ConcurrencyCap {
     }
 
     /// Whether `job`'s `trigger` waits for a slot now.
-    #[cfg(feature = "testkit")]
     pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.contains_key(&(Arc::<str>::from(job), trigger))

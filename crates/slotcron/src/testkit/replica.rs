@@ -192,7 +192,7 @@ impl Replica {
         self.set_link(LinkState::Down);
         running.task.abort();
         let _ = running.task.await;
-        let stopped = || running.scheduler.is_stopped();
+        let stopped = || running.scheduler.probe().is_stopped();
         wait_until(timeout, stopped, || format!("replica {} did not stop", self.instance)).await;
     }
 
@@ -206,8 +206,8 @@ impl Replica {
             let (ledger, pending, link) = (&self.ledger, &self.pending, self.links.last());
             let settled = |(job, trigger): &(Arc<str>, Timestamp)| {
                 ledger.has_record(job, *trigger)
-                    || running.scheduler.awaits_takeover(job, *trigger)
-                    || running.scheduler.awaits_slot(job, *trigger)
+                    || running.scheduler.probe().awaits_takeover(job, *trigger)
+                    || running.scheduler.probe().awaits_slot(job, *trigger)
                     || link.is_some_and(|link| link.holds(job, *trigger))
             };
             let what = || {
@@ -225,8 +225,8 @@ impl Replica {
     /// still unclaimed (fleet time), `Some(None)` while it is not asleep.
     pub(super) fn takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Option<Timestamp>> {
         let running = self.running.as_ref()?;
-        let look = running.scheduler.next_takeover_look(job, trigger);
-        if look.is_none() && !running.scheduler.awaits_takeover(job, trigger) {
+        let look = running.scheduler.probe().next_takeover_look(job, trigger);
+        if look.is_none() && !running.scheduler.probe().awaits_takeover(job, trigger) {
             return None;
         }
         Some(look.and_then(|at| at.saturating_sub(self.skew).ok()))
@@ -237,7 +237,7 @@ impl Replica {
     pub(super) async fn wait_idle(&self, timeout: Duration) {
         let Some(running) = &self.running else { return };
         let now = self.clock.now();
-        let idle = || running.scheduler.idle_at(now) || running.scheduler.is_stopped();
+        let idle = || running.scheduler.probe().idle_at(now) || running.scheduler.probe().is_stopped();
         wait_until(timeout, idle, || format!("replica {}'s engine did not settle at {now}", self.instance))
             .await;
     }

@@ -7,7 +7,7 @@
 //! "Exactly once across replicas"): won, it runs with its fencing token; lost, refused
 //! by the high-water mark, skipped for clock skew or without an answer, it ends in the
 //! same skip record. The claim timeout bounds the batch's one round trip: at most
-//! [`BATCHES_IN_FLIGHT`] batches of a scheduler are in flight at once, and a batch waits
+//! [`BATCHES_IN_FLIGHT`](crate::engine::scope::BATCHES_IN_FLIGHT) batches of a scheduler are in flight at once, and a batch waits
 //! for its turn before its claims go out, not on the timeout, so a trigger is never
 //! skipped because other triggers were claimed before it. Under a load the backend
 //! cannot keep up with, triggers wait in line for their batch's turn (late, never
@@ -17,37 +17,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tokio_util::task::TaskTracker;
 
-use super::Shared;
-use super::ownership::{self, Tally};
-use super::run::{self, RunScope};
-use super::table::{Action, Due};
+use super::tally::{Tally, mark_claiming};
+use super::{Fleet, FleetRun};
 use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP};
+use crate::engine::claim::{self, Claimed};
+use crate::engine::run;
+use crate::engine::shared::Shared;
+use crate::engine::table::{Action, Due};
 use crate::job::Job;
-use crate::ledger::RunRecord;
 
 /// How many due triggers the engine takes into one batch at most: one round trip.
-pub(super) const MAX_BATCH: usize = MAX_CLAIMS_PER_ROUND_TRIP;
+pub(crate) const MAX_BATCH: usize = MAX_CLAIMS_PER_ROUND_TRIP;
 
-/// How many claim batches of one scheduler are in flight at once: one on the wire while
-/// the previous one's runs start.
-pub(super) const BATCHES_IN_FLIGHT: usize = 2;
-
-/// What the claim decided for one trigger: its fencing token, to run it with, or the
-/// record of why it does not run here.
-pub(super) type Claimed = Result<u64, Box<RunRecord>>;
+/// A due trigger for a batch, with its instant's tally if this replica owns it.
+pub(crate) type Item = (Due, Option<Arc<Tally>>);
 
 /// Whether `due` is claimed in a batch: a trigger to run that the coordinator arbitrates
 /// and whose claim nothing holds up — no jitter to wait out, no concurrency cap to take
 /// a slot of first (a replica at its cap lets another claim), and not one of a job's
 /// catch-up group (claimed one after the other, each after the previous run ended).
-pub(super) fn batchable(shared: &Shared, due: &Due) -> bool {
+pub(crate) fn batchable(shared: &Shared, due: &Due) -> bool {
     due.action == Action::Run && batchable_job(shared, &due.job)
 }
 
 /// Whether `job`'s triggers to run are claimed in batches: see [`batchable`].
-pub(super) fn batchable_job(shared: &Shared, job: &Job) -> bool {
+pub(crate) fn batchable_job(shared: &Shared, job: &Job) -> bool {
     shared.coordinator.is_some() && shared.cap.is_none() && !job.every_replica && job.jitter.is_none()
 }
 
@@ -55,7 +50,7 @@ pub(super) fn batchable_job(shared: &Shared, job: &Job) -> bool {
 #[derive(Clone, Copy)]
 pub(super) enum Mode<'a> {
     /// As their triggers come due; the tallies of the instants this replica owns among
-    /// them are [marked](ownership::mark_claiming) as their claims go out.
+    /// them are [marked](super::tally::mark_claiming) as their claims go out.
     Due { tallies: &'a [Arc<Tally>] },
     /// Ahead of their instant `at`, by its owner ([`Coordinator::claim_batch_ahead`]),
     /// which may start or void them until `until`.
@@ -70,25 +65,27 @@ pub(super) enum Mode<'a> {
 /// timeout skips all its triggers (`skipped-backend-unavailable`, fail closed): none runs.
 pub(super) async fn claim(
     shared: &Shared,
+    fleet: &Fleet,
     coordinator: &dyn Coordinator,
     due: &[Due],
     mode: Mode<'_>,
 ) -> Vec<(Claimed, Box<str>)> {
     let mut claimed = Vec::with_capacity(due.len());
     for chunk in due.chunks(MAX_BATCH) {
-        claimed.extend(claim_chunk(shared, coordinator, chunk, mode).await);
+        claimed.extend(claim_chunk(shared, fleet, coordinator, chunk, mode).await);
     }
     claimed
 }
 
 async fn claim_chunk(
     shared: &Shared,
+    fleet: &Fleet,
     coordinator: &dyn Coordinator,
     due: &[Due],
     mode: Mode<'_>,
 ) -> Vec<(Claimed, Box<str>)> {
-    let keys: Vec<Box<str>> = due.iter().map(|d| run::key_of(&d.job, d.trigger)).collect();
-    let decided: Vec<Claimed> = match run::skew_gate(shared, coordinator).await {
+    let keys: Vec<Box<str>> = due.iter().map(|d| claim::key_of(&d.job, d.trigger)).collect();
+    let decided: Vec<Claimed> = match claim::skew_gate(shared, coordinator).await {
         Err(skip) => due
             .iter()
             .map(|d| Err(Box::new(skip.record(shared, coordinator, &d.job, d.trigger, d.cause))))
@@ -97,13 +94,13 @@ async fn claim_chunk(
             let claims: Vec<Claim<'_>> = due
                 .iter()
                 .zip(&keys)
-                .map(|(d, key)| run::claim_of(shared, &d.job, d.trigger, d.next, key))
+                .map(|(d, key)| claim::claim_of(shared, &d.job, d.trigger, d.next, key))
                 .collect();
             if let Mode::Due { tallies } = mode {
-                ownership::mark_claiming(shared, tallies, claims.len());
+                mark_claiming(shared, fleet, tallies, claims.len());
             }
             let asked = shared.clock.now();
-            let answers = run::within_claim_timeout(shared, async {
+            let answers = claim::within_claim_timeout(shared, async {
                 Ok(match mode {
                     Mode::Due { .. } => coordinator.claim_batch(&claims).await,
                     Mode::Ahead { at, until } => {
@@ -113,7 +110,7 @@ async fn claim_chunk(
             })
             .await;
             let latency = Duration::try_from(asked.duration_until(shared.clock.now())).unwrap_or_default();
-            shared.ahead.measured(due.len(), latency);
+            fleet.ahead.measured(due.len(), latency);
             let answers: Vec<Result<ClaimOutcome, CoordinatorError>> = match answers {
                 Ok(answers) if answers.len() == due.len() => answers,
                 Ok(answers) => {
@@ -126,7 +123,7 @@ async fn claim_chunk(
             due.iter()
                 .zip(answers)
                 .map(|(d, answer)| {
-                    run::decide(shared, coordinator, &d.job, d.trigger, d.cause, answer, latency)
+                    claim::decide(shared, coordinator, &d.job, d.trigger, d.cause, answer, latency)
                 })
                 .collect()
         }
@@ -136,16 +133,16 @@ async fn claim_chunk(
 
 /// Claims `due` (batchable, as one batch) and starts each trigger's run or records its
 /// skip, as [`run::execute`] does for one trigger. The batch waits for its turn among the
-/// [`BATCHES_IN_FLIGHT`] (in the order the batches came due) before its claims go out,
+/// [`BATCHES_IN_FLIGHT`](crate::engine::scope::BATCHES_IN_FLIGHT) (in the order the batches came due) before its claims go out,
 /// and keeps it until most of its runs have started; the engine's loop meanwhile goes on taking
 /// due triggers, so none waits in the engine's queue past its grace window because
 /// other triggers' claims went first. A trigger this replica owns comes with its instant's
 /// [`Tally`], which learns its claim's answer.
-pub(super) async fn execute(scope: Arc<RunScope>, tracker: TaskTracker, due: Vec<(Due, Option<Arc<Tally>>)>) {
-    let shared = &scope.shared;
+pub(crate) async fn execute(fleet: FleetRun, due: Vec<Item>) {
+    let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
     let Some(coordinator) = shared.coordinator.clone() else { return };
     // Never closed: the scope owns it.
-    let Ok(turn) = scope.batches.clone().acquire_owned().await else { return };
+    let Ok(turn) = fleet.state.batches.clone().acquire_owned().await else { return };
     // A job removed before its trigger was claimed does not run (no claim, no record).
     let (due, tallies): (Vec<Due>, Vec<Option<Arc<Tally>>>) =
         due.into_iter().filter(|(d, _)| !run::removed(&d.job, d.trigger)).unzip();
@@ -156,12 +153,13 @@ pub(super) async fn execute(scope: Arc<RunScope>, tracker: TaskTracker, due: Vec
             owned.push(tally.clone());
         }
     }
-    let claimed = claim(shared, coordinator.as_ref(), &due, Mode::Due { tallies: &owned }).await;
+    let claimed =
+        claim(shared, &fleet.state, coordinator.as_ref(), &due, Mode::Due { tallies: &owned }).await;
     drop(owned);
     // The last reference to a tally, dropped here, writes it.
     for ((claimed, key), tally) in claimed.iter().zip(tallies) {
         if let Some(tally) = tally {
-            tally.note(key, claimed);
+            claim::ClaimNote::note(tally.as_ref(), key, claimed);
         }
     }
     for (due, (claimed, key)) in due.into_iter().zip(claimed) {

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::Shared;
+use super::timeout;
+use crate::clock::Clock;
 use crate::coordinator::{Coordinator, CoordinatorError, SKEW_SAMPLE_EVERY};
 
 /// What the guard found before a claim.
@@ -39,18 +40,21 @@ impl SkewGuard {
     const WARN_EVERY: SignedDuration = SignedDuration::from_secs(60);
 
     /// Measures the offset if the last measurement is older than [`SKEW_SAMPLE_EVERY`]
-    /// (or this clock stepped back since), and judges it against the slack.
+    /// (or this clock stepped back since), reading the coordinator's clock within
+    /// `claim_timeout` on `clock`, and judges it against `slack`.
     ///
     /// # Errors
     /// Reading the coordinator's clock failed or took longer than the claim timeout.
     pub async fn check(
         &self,
-        shared: &Shared,
+        clock: &dyn Clock,
+        claim_timeout: Duration,
+        slack: Duration,
         coordinator: &dyn Coordinator,
     ) -> Result<Skew, CoordinatorError> {
         let offset = {
             let mut sample = self.sample.lock().await;
-            let now = shared.clock.now();
+            let now = clock.now();
             let fresh = sample.filter(|(at, _)| {
                 now >= *at
                     && now.duration_since(*at)
@@ -59,9 +63,9 @@ impl SkewGuard {
             match fresh {
                 Some((_, offset)) => Some(offset),
                 None => {
-                    let before = shared.clock.now();
-                    let time = super::run::within_claim_timeout(shared, coordinator.time()).await?;
-                    let after = shared.clock.now();
+                    let before = clock.now();
+                    let time = timeout::within(clock, claim_timeout, coordinator.time()).await?;
+                    let after = clock.now();
                     let midpoint = before + before.duration_until(after) / 2;
                     let offset = time.map(|time| midpoint.duration_since(time));
                     *sample = offset.map(|offset| (after, offset));
@@ -69,18 +73,23 @@ impl SkewGuard {
                 }
             }
         };
-        let slack = shared.settings.slack;
         match offset {
             Some(offset) if offset.unsigned_abs() > slack => {
-                self.warn(shared, coordinator, offset, slack);
+                self.warn(clock, coordinator, offset, slack);
                 Ok(Skew::Beyond(offset))
             }
             _ => Ok(Skew::Within),
         }
     }
 
-    fn warn(&self, shared: &Shared, coordinator: &dyn Coordinator, offset: SignedDuration, slack: Duration) {
-        let now = shared.clock.now();
+    fn warn(
+        &self,
+        clock: &dyn Clock,
+        coordinator: &dyn Coordinator,
+        offset: SignedDuration,
+        slack: Duration,
+    ) {
+        let now = clock.now();
         let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
         if warned.is_some_and(|at| now >= at && now.duration_since(at) < Self::WARN_EVERY) {
             return;

@@ -30,15 +30,17 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio::sync::{oneshot, watch};
-use tokio_util::task::TaskTracker;
 
-use super::Shared;
-use super::batch::{self, Claimed, MAX_BATCH, Mode};
-use super::ownership::{Split, Tally};
-use super::run::{self, RunScope, within_claim_timeout};
-use super::table::{Action, Due, NextInstant, Upcoming};
+use super::batch::{self, MAX_BATCH, Mode};
+use super::tally::Tally;
+use super::{Fleet, FleetRun, Split};
 use crate::clock::later;
 use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
+use crate::engine::claim::{self, ClaimNote, Claimed, within_claim_timeout};
+use crate::engine::run;
+use crate::engine::scope::BATCHES_IN_FLIGHT;
+use crate::engine::shared::Shared;
+use crate::engine::table::{Action, Due, NextInstant, Upcoming};
 use crate::job::Job;
 use crate::ledger::{Cause, Outcome};
 
@@ -111,7 +113,6 @@ impl Ahead {
     }
 
     /// Whether no batch of claims ahead waits for its answer.
-    #[cfg(feature = "testkit")]
     pub fn answered(&self) -> bool {
         self.in_flight.load(Ordering::SeqCst) == 0
     }
@@ -121,9 +122,10 @@ impl Ahead {
     pub fn next_wake(
         &self,
         shared: &Shared,
+        fleet: &Fleet,
         first_after: impl FnOnce(Timestamp) -> Option<NextInstant>,
     ) -> Option<Timestamp> {
-        let window = window(shared)?;
+        let window = window(shared, fleet)?;
         let considered = (*self.considered.lock().unwrap_or_else(|p| p.into_inner()))?;
         let next = first_after(considered)?;
         let lead = self.lead(window, &next);
@@ -149,13 +151,13 @@ impl Ahead {
     }
 
     /// Notes that a batch of `claims` claims (ahead or not) took `took`: the claim rate (the
-    /// time per claim, [`batch::BATCHES_IN_FLIGHT`] batches going at once). It rises at
+    /// time per claim, [`BATCHES_IN_FLIGHT`] batches going at once). It rises at
     /// once to a slower sample and comes down slowly (1/64 of the way per batch, so about
     /// two fifths of the way over a burst of 33 batches): a burst claimed while the other
     /// replicas claim theirs takes the backend several times as long as one claimed
     /// alone, and a lead measured alone would be too short.
     pub fn measured(&self, claims: usize, took: Duration) {
-        let Ok(claims) = u64::try_from(claims.max(1) * batch::BATCHES_IN_FLIGHT) else { return };
+        let Ok(claims) = u64::try_from(claims.max(1) * BATCHES_IN_FLIGHT) else { return };
         let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX) / claims;
         let old = self.per_claim_ns.load(Ordering::Relaxed);
         let new = if sample >= old { sample } else { old - (old - sample) / 64 };
@@ -164,14 +166,14 @@ impl Ahead {
     }
 
     /// How long a batch of `claims` claims is expected to take at the claim rate measured
-    /// so far ([`Ahead::measured`], with [`batch::BATCHES_IN_FLIGHT`] batches going at
+    /// so far ([`Ahead::measured`], with [`BATCHES_IN_FLIGHT`] batches going at
     /// once); `None` until a batch has been measured.
     pub fn batch_time(&self, claims: usize) -> Option<Duration> {
         if !self.sampled.load(Ordering::Relaxed) {
             return None;
         }
         let per_claim = Duration::from_nanos(self.per_claim_ns.load(Ordering::Relaxed));
-        let claims = u32::try_from(claims.saturating_mul(batch::BATCHES_IN_FLIGHT)).unwrap_or(u32::MAX);
+        let claims = u32::try_from(claims.saturating_mul(BATCHES_IN_FLIGHT)).unwrap_or(u32::MAX);
         Some(per_claim.saturating_mul(claims))
     }
 }
@@ -181,28 +183,28 @@ const MAX_LEAD: Duration = Duration::from_secs(5);
 
 /// The claim-ahead window, if this scheduler claims ahead: a coordinator that takes
 /// claims ahead, shared work, a settled membership view, and a window above zero.
-fn window(shared: &Shared) -> Option<Duration> {
+fn window(shared: &Shared, fleet: &Fleet) -> Option<Duration> {
     let coordinator = shared.coordinator.as_ref()?;
     let on = shared.settings.shared_work
         && !shared.settings.claim_ahead.is_zero()
         && coordinator.claims_ahead()
-        && shared.membership.settled();
+        && fleet.membership.settled();
     on.then_some(shared.settings.claim_ahead)
 }
 
 /// Claims ahead the triggers this replica owns that are queued after those considered
 /// so far, up to the window from now: one task per instant.
-pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
-    let shared = &scope.shared;
-    let Some(window) = window(shared) else { return };
+pub(super) fn claim_upcoming(fleet: &FleetRun) {
+    let (shared, ahead) = (fleet.shared(), &fleet.state.ahead);
+    let Some(window) = window(shared, &fleet.state) else { return };
     let now = shared.clock.now();
     let upcoming = {
-        let mut considered = shared.ahead.considered.lock().unwrap_or_else(|p| p.into_inner());
+        let mut considered = ahead.considered.lock().unwrap_or_else(|p| p.into_inner());
         let after = considered.map_or(now, |c| c.max(now));
         // The window from now, or further, to a burst whose lead has begun.
         let mut horizon = later(now, window);
         if let Some(next) = shared.table().first_after(after) {
-            let lead = shared.ahead.lead(window, &next);
+            let lead = ahead.lead(window, &next);
             if next.at.checked_sub(lead).unwrap_or(next.at) <= now {
                 horizon = horizon.max(next.at);
             }
@@ -211,7 +213,7 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
             return;
         }
         *considered = Some(horizon);
-        let split = Split::new(shared);
+        let split = Split::new(shared, &fleet.state);
         // Only once the job's previous trigger was won here: a trigger before it that
         // another replica takes over later must not get a later fencing token than one
         // claimed ahead of it (fencing tokens follow trigger order).
@@ -229,7 +231,7 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
         let due = Due { next, job, trigger: at, action: Action::Run, cause: Cause::Scheduled };
         instants.entry(at).or_default().push(due);
     }
-    let mut claims = shared.ahead.claims.lock().unwrap_or_else(|p| p.into_inner());
+    let mut claims = ahead.claims.lock().unwrap_or_else(|p| p.into_inner());
     // Claims whose trigger the engine never took (the job was removed, or its trigger
     // was taken as missed) are let go a minute later.
     let stale = now.checked_sub(jiff::SignedDuration::from_secs(60)).unwrap_or(now);
@@ -242,7 +244,7 @@ pub(super) fn claim_upcoming(scope: &Arc<RunScope>, tracker: &TaskTracker) {
             jobs.insert(due.job.name.clone(), receiver);
             items.push((due, sender));
         }
-        tracker.spawn(claim_instant(scope.clone(), tracker.clone(), at, items));
+        fleet.tracker.spawn(claim_instant(fleet.clone(), at, items));
     }
 }
 
@@ -261,35 +263,36 @@ enum Stopped {
 /// Claims `items`, all due at `at`, ahead in batches (each taking its turn among the
 /// scheduler's batches in flight), starts them when `at` comes, and hands each answer
 /// to its trigger.
-async fn claim_instant(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, items: Vec<Item>) {
-    let shared = scope.shared.clone();
+async fn claim_instant(fleet: FleetRun, at: Timestamp, items: Vec<Item>) {
+    let shared = fleet.shared().clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let until = until(&shared, at);
     let (started, start) = watch::channel(StartState::None);
-    let keys = items.iter().map(|(due, _)| (due.job.name.clone(), run::key_of(&due.job, at))).collect();
+    let keys = items.iter().map(|(due, _)| (due.job.name.clone(), claim::key_of(&due.job, at))).collect();
     let pending = PendingStart { until, keys, started };
-    shared.ahead.starts.lock().unwrap_or_else(|p| p.into_inner()).insert(at, pending);
+    fleet.state.ahead.starts.lock().unwrap_or_else(|p| p.into_inner()).insert(at, pending);
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
         let chunk: Vec<Item> = items.by_ref().take(MAX_BATCH).collect();
         // Each batch on the wire as soon as it has its turn: up to BATCHES_IN_FLIGHT at
         // once, as the claim rate measured assumes.
-        let Ok(turn) = scope.batches.clone().acquire_owned().await else { return };
-        shared.ahead.in_flight.fetch_add(1, Ordering::SeqCst);
-        let (scope, tracker, start, coordinator) =
-            (scope.clone(), tracker.clone(), start.clone(), coordinator.clone());
-        tracker.clone().spawn(async move {
-            let shared = scope.shared.clone();
+        let Ok(turn) = fleet.state.batches.clone().acquire_owned().await else { return };
+        fleet.state.ahead.in_flight.fetch_add(1, Ordering::SeqCst);
+        let (fleet, start, coordinator) = (fleet.clone(), start.clone(), coordinator.clone());
+        fleet.tracker.clone().spawn(async move {
+            let shared = fleet.shared().clone();
             let (due, senders): (Vec<Due>, Vec<_>) = chunk.into_iter().unzip();
-            let claimed = batch::claim(&shared, coordinator.as_ref(), &due, Mode::Ahead { at, until }).await;
+            let claimed =
+                batch::claim(&shared, &fleet.state, coordinator.as_ref(), &due, Mode::Ahead { at, until })
+                    .await;
             drop(turn);
             let answered =
                 due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
             // A tally per batch, written once the batch is handed over: non-owners see
             // the owner's progress batch by batch.
             let tally = Arc::new(Tally::new(shared.clone(), at));
-            tracker.spawn(hand_over(scope, answered, start, tally));
-            shared.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
+            fleet.state.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
+            fleet.tracker.spawn(hand_over(fleet.scope.shared.clone(), answered, start, tally));
         });
     }
 }
@@ -322,13 +325,13 @@ impl Ahead {
 /// Starts the claims ahead of every instant that has come by `now`: one round trip each,
 /// awaited by the engine's loop before it takes the instant's triggers, so that the
 /// answer is not held up behind the burst's work on the runtime.
-pub(super) async fn start_due(scope: &RunScope, now: Timestamp) {
-    let shared = &scope.shared;
+pub(super) async fn start_due(fleet: &FleetRun, now: Timestamp) {
+    let (shared, ahead) = (fleet.shared(), &fleet.state.ahead);
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    if shared.ahead.next_start().is_none_or(|first| first > now) {
+    if ahead.next_start().is_none_or(|first| first > now) {
         return;
     }
-    for (at, pending) in shared.ahead.take_starts(Some(now)) {
+    for (at, pending) in ahead.take_starts(Some(now)) {
         let started = coordinator.start_ahead(&shared.instance, at, pending.until);
         let state = within_claim_timeout(shared, started).await.map_err(Stopped::Failed);
         if let Ok(AheadStart::Voided) = &state {
@@ -341,10 +344,10 @@ pub(super) async fn start_due(scope: &RunScope, now: Timestamp) {
 /// At shutdown: voids this replica's own start of every instant still to come and drops
 /// its claims ahead, as if it had never made them (the replicas that own the jobs once it
 /// has left claim them); nothing is recorded for them.
-pub(super) async fn stop(scope: &RunScope) {
-    let shared = &scope.shared;
+pub(crate) async fn stop(fleet: &FleetRun) {
+    let shared = fleet.shared();
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    for (at, pending) in shared.ahead.take_starts(None) {
+    for (at, pending) in fleet.state.ahead.take_starts(None) {
         let triggers: Vec<TriggerRef<'_>> =
             pending.keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
         let voided = coordinator.void_ahead(&shared.instance, at, &triggers, pending.until);
@@ -364,12 +367,11 @@ type Answered = Vec<(Due, oneshot::Sender<Answer>, Claimed, Box<str>)>;
 /// failed, becomes the skip's record). Stopped first: nothing is recorded (the claims
 /// ahead were dropped, as if never made).
 async fn hand_over(
-    scope: Arc<RunScope>,
+    shared: Arc<Shared>,
     answered: Answered,
     mut start: watch::Receiver<StartState>,
     tally: Arc<Tally>,
 ) {
-    let shared = scope.shared.clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let state = match start.wait_for(Option::is_some).await {
         Ok(state) => state.clone(),
@@ -400,7 +402,7 @@ async fn hand_over(
                 Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason.into()))))
             }
             (Err(Stopped::Failed(e)), Ok(_)) => {
-                Err(Box::new(run::unclaimed(&shared, coordinator.as_ref(), job, trigger, cause, e)))
+                Err(Box::new(claim::unclaimed(&shared, coordinator.as_ref(), job, trigger, cause, e)))
             }
             (Err(Stopped::Stopping), Ok(_)) => continue,
         };
@@ -415,7 +417,8 @@ async fn hand_over(
 /// Runs the triggers taken from the queue that were claimed ahead, each as its claim's
 /// answer (handed over once the instant's start is known) decides, under the trigger key
 /// it was claimed with.
-pub(super) async fn run(scope: Arc<RunScope>, tracker: TaskTracker, taken: Vec<Taken>) {
+pub(super) async fn run(fleet: FleetRun, taken: Vec<Taken>) {
+    let (scope, tracker) = (&fleet.scope, &fleet.tracker);
     for (due, answer) in taken {
         // No answer: the scheduler stopped before the start, and the claim ahead
         // recorded its trigger itself.

@@ -1,273 +1,25 @@
-//! Shared work across replicas: each trigger has one *owner* among the fleet's live
-//! members (rendezvous hashing of the job's name over the membership, see
-//! [`coordinator::membership`](crate::coordinator::membership)). The owner claims at
-//! once; every other replica waits the takeover delay, then asks in one batched read
-//! which of those triggers are still unclaimed and claims only those. A non-owner that
-//! finds a trigger claimed records nothing for it (it counts it); a replica records every
-//! trigger it tried to claim.
-//!
-//! So an owner that is alive but does not claim (at its concurrency cap, skipping for
-//! clock skew, its link down) costs a late run, never a lost one; and since the claim
-//! alone decides who runs, a stale membership view costs at most a late run, never a
-//! double one. A replica that dies stops heartbeating, and its jobs move within the
-//! membership TTL.
+//! Non-owners taking over what owners left unclaimed.
 //!
 //! A non-owner queues the triggers it does not own in the table's lane of others'
-//! triggers ([`Lane::Others`]), due the takeover delay after their instant: at a burst's
+//! triggers ([`Lane::Others`](crate::engine::queue::Lane::Others)), due the takeover delay after their instant: at a burst's
 //! instant each replica takes only its own share of the burst from its table.
-//!
-//! To spare non-owners a read per trigger, an owner adds what it claimed at each trigger
-//! instant to its [`Handled`] tally (one write per batch); a non-owner first reads the
-//! tallies of the owners it waits for, one read for all of them, and reads trigger by
-//! trigger only the triggers of an owner whose tally is not exactly the set it expected
-//! that owner to claim.
-//!
-//! An owner whose batch may not be answered before the takeover delay is over (a big
-//! burst on a slow backend) first *marks* the instant: it writes its tally empty as the
-//! batch's claims go out. A non-owner that finds an owner's tally marked but still empty
-//! knows the owner is alive and its claims are on their way, and gives it until the claim
-//! timeout after that look (by which its claims are answered or failed closed) before it
-//! reads them one by one and claims against it. Without the mark it would claim against
-//! an owner whose claims are still being decided: it would lose nearly all of them, and
-//! under that contention claims time out and fail closed, so triggers run nowhere.
-//!
-//! Ownership applies to the triggers the engine claims one by one on schedule: a job's
-//! catch-up (claimed in trigger order), a job with jitter (its start is its own) and an
-//! `on_every_replica` job are claimed at once by every replica, as without a membership.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+
+use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::Shared;
-use super::batch::{self, Claimed};
-use super::queue::Lane;
-use super::run::{RunScope, within_claim_timeout};
-use super::table::{Action, Due};
+use super::{FleetRun, ahead, batch};
 use crate::clock::later;
-use crate::coordinator::rendezvous;
 use crate::coordinator::{AheadVoid, Coordinator, Handled, TriggerRef};
-use crate::job::Job;
+use crate::engine::claim::within_claim_timeout;
+use crate::engine::run;
+use crate::engine::shared::Shared;
+use crate::engine::table::Due;
 use crate::key::trigger_key;
 use crate::ledger::Outcome;
 use crate::schedule::ScheduleKind;
-
-/// This replica's last view of the fleet's membership, sorted; `None` until the first
-/// heartbeat answers, and for a coordinator without a membership: every trigger is
-/// then this replica's. Also whether the last heartbeat found the view of the one
-/// before it (the view is *settled*): claims ahead are made only then, so that replicas
-/// whose views differ while a member joins or leaves do not claim ahead of each other.
-#[derive(Default)]
-pub(crate) struct View(RwLock<(Option<Members>, bool)>);
-
-/// A membership view: the members' ids, sorted.
-type Members = Arc<[Arc<str>]>;
-
-impl View {
-    pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).0.clone()
-    }
-
-    /// Whether the view is settled (and not `None`).
-    pub fn settled(&self) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).1
-    }
-
-    fn set(&self, members: Option<Arc<[Arc<str>]>>) {
-        let mut view = self.0.write().unwrap_or_else(|p| p.into_inner());
-        let settled = members.is_some() && view.0 == members;
-        *view = (members, settled);
-    }
-}
-
-/// Keeps this replica in the coordinator's membership: a heartbeat every third of the
-/// membership TTL (on the scheduler's clock) until `stopping` fires, then leaves it. Ends
-/// at once, with the members gauge at 0, without a membership.
-pub(crate) async fn heartbeat(shared: Arc<Shared>, stopping: CancellationToken) {
-    let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
-        shared.metrics.members(0);
-        return;
-    };
-    let ttl = shared.settings.membership_ttl;
-    loop {
-        match within_claim_timeout(&shared, coordinator.heartbeat(&shared.instance, ttl)).await {
-            // No membership: the gauge says so (0), as without a coordinator.
-            Ok(None) => return shared.metrics.members(0),
-            Ok(Some(mut members)) => {
-                if !members.iter().any(|m| **m == *shared.instance) {
-                    members.push(shared.instance.to_string());
-                    members.sort();
-                }
-                shared.metrics.members(members.len());
-                shared.membership.set(Some(members.into_iter().map(Arc::from).collect()));
-            }
-            Err(e) => tracing::warn!(
-                coordinator = coordinator.name(),
-                "membership heartbeat failed ({}): {e}; the last view stays",
-                e.kind()
-            ),
-        }
-        let next = later(shared.clock.now(), ttl / 3);
-        tokio::select! {
-            () = shared.clock.sleep_until(next) => {}
-            () = stopping.cancelled() => break,
-        }
-    }
-    if let Err(e) = within_claim_timeout(&shared, coordinator.leave(&shared.instance)).await {
-        tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
-    }
-}
-
-/// Who claims a due item first.
-pub(crate) enum Role {
-    /// This replica: it claims at once, adding what it claimed to this tally.
-    Owner(Arc<Tally>),
-    /// Another replica: this one waits the takeover delay.
-    Other(Arc<str>),
-    /// Everyone claims at once: no membership, or a trigger ownership does not apply to.
-    Everyone,
-}
-
-/// Decides the role of each item of one batch taken from the table, sharing one tally
-/// per trigger instant among the items this replica owns.
-pub(crate) struct Split {
-    members: Option<Arc<[Arc<str>]>>,
-    tallies: HashMap<Timestamp, Arc<Tally>>,
-}
-
-impl Split {
-    pub fn new(shared: &Shared) -> Self {
-        let members = match (&shared.coordinator, shared.settings.shared_work) {
-            (Some(_), true) => shared.membership.get(),
-            _ => None,
-        };
-        Self { members, tallies: HashMap::new() }
-    }
-
-    /// Whether this replica owns `job`'s triggers (every job's, without a membership).
-    pub fn owns(&self, shared: &Shared, job: &Job) -> bool {
-        let Some(members) = &self.members else { return true };
-        rendezvous::owner(&job.name, members).is_none_or(|owner| *owner == *shared.instance)
-    }
-
-    /// The lane `job`'s next trigger waits in: [`Lane::Others`] if another replica owns
-    /// it (this one looks at it only after the takeover delay), else [`Lane::Own`].
-    pub fn lane(&self, shared: &Shared, job: &Job) -> Lane {
-        match self.members.is_some() && owned(job) && !self.owns(shared, job) {
-            true => Lane::Others,
-            false => Lane::Own,
-        }
-    }
-
-    /// The role of `due`, claimed on its own (not in a catch-up).
-    pub fn role(&mut self, shared: &Arc<Shared>, due: &Due) -> Role {
-        let Some(members) = &self.members else { return Role::Everyone };
-        let job = &due.job;
-        if !owned(job) || due.action != Action::Run {
-            return Role::Everyone;
-        }
-        // The member's own id (shared, not copied per trigger).
-        let owner = rendezvous::owner(&job.name, members).and_then(|o| members.iter().find(|m| ***m == *o));
-        match owner {
-            Some(owner) if **owner != *shared.instance => Role::Other(owner.clone()),
-            _ => Role::Owner(
-                self.tallies
-                    .entry(due.trigger)
-                    .or_insert_with(|| Arc::new(Tally::new(shared.clone(), due.trigger)))
-                    .clone(),
-            ),
-        }
-    }
-}
-
-/// Whether ownership applies to `job`'s scheduled triggers: not to a job with jitter (its
-/// start is its own) nor to an `on_every_replica` job.
-fn owned(job: &Job) -> bool {
-    !job.every_replica && job.jitter.is_none()
-}
-
-/// An owner marks an instant ([`Tally::mark`]) when its batch is expected to take at
-/// least this share of the takeover delay (1/4): its answer may then come after a
-/// non-owner's first look, late as a busy backend makes it.
-const MARK_SHARE: u32 = 4;
-
-/// What this replica, as owner, claimed to an answer at one trigger instant in one
-/// batch; added to its tally in the coordinator when the last claim of the batch has
-/// been answered (dropped).
-pub(crate) struct Tally {
-    shared: Arc<Shared>,
-    at: Timestamp,
-    handled: Mutex<Handled>,
-    marked: AtomicBool,
-}
-
-impl Tally {
-    pub(super) fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
-        Self { shared, at, handled: Mutex::default(), marked: AtomicBool::new(false) }
-    }
-
-    /// Marks this tally's instant as being claimed by this owner, once: its tally is
-    /// written empty now (in the background, bounded by the claim timeout), so that
-    /// non-owners give the owner until its claims are answered (see the module's doc).
-    fn mark(&self) {
-        if !self.marked.swap(true, Ordering::Relaxed) {
-            self.write(Handled::default());
-        }
-    }
-
-    /// Adds `handled` to this owner's tally of the instant in the coordinator, in the
-    /// background; a failed write is logged (non-owners then read trigger by trigger).
-    fn write(&self, handled: Handled) {
-        let Some(coordinator) = self.shared.coordinator.clone() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (shared, at) = (self.shared.clone(), self.at);
-        runtime.spawn(async move {
-            let ttl = shared.settings.membership_ttl;
-            let added = coordinator.add_handled(&shared.instance, at, handled, ttl);
-            if let Err(e) = within_claim_timeout(&shared, added).await {
-                tracing::debug!(%at, "the owner's tally was not written ({e}): non-owners read each trigger");
-            }
-        });
-    }
-
-    /// The claim of `key` was decided as `claimed`: counted if it was answered (won,
-    /// lost, refused by the mark, or refused for the job's pause: the coordinator has
-    /// decided it, so no non-owner need take it over and be refused in turn), not if it
-    /// was skipped before the claim or had no answer.
-    pub fn note(&self, key: &str, claimed: &Claimed) {
-        let answered = |outcome: &Outcome| matches!(outcome, Outcome::SkippedLost | Outcome::SkippedPaused);
-        if claimed.as_ref().is_err_and(|skip| !answered(&skip.outcome)) {
-            return;
-        }
-        let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
-        *handled = handled.plus(Handled::of_key(key));
-    }
-}
-
-impl Drop for Tally {
-    fn drop(&mut self) {
-        let handled = *self.handled.get_mut().unwrap_or_else(|p| p.into_inner());
-        if handled.count > 0 {
-            self.write(handled);
-        }
-    }
-}
-
-/// Marks the instants of `tallies` (this owner's, in one batch of `claims` claims about to
-/// go out) when the batch is expected to take [`MARK_SHARE`]'s share of the takeover
-/// delay or more at the claim rate measured so far, or when no batch has been measured
-/// yet.
-pub(super) fn mark_claiming(shared: &Shared, tallies: &[Arc<Tally>], claims: usize) {
-    let slow = |took: Duration| took.saturating_mul(MARK_SHARE) >= shared.settings.takeover_delay;
-    if !tallies.is_empty() && shared.ahead.batch_time(claims).is_none_or(slow) {
-        tallies.iter().for_each(|tally| tally.mark());
-    }
-}
 
 /// The triggers other replicas own, waiting out the takeover delay, by trigger instant:
 /// the items of one instant are read together, whichever batch from the table they came
@@ -280,7 +32,6 @@ pub(crate) struct Takeovers {
     fresh: Mutex<Vec<(Timestamp, Timestamp)>>,
     /// The instants whose task sleeps until its next look, with when that is (for the
     /// testkit's fleet, which waits for a look it knows of).
-    #[cfg(feature = "testkit")]
     looks: Mutex<BTreeMap<Timestamp, Timestamp>>,
 }
 
@@ -305,15 +56,14 @@ impl Takeovers {
     /// Starts the task of each instant whose first item came since the last release. The
     /// engine's loop releases once it has taken everything due, so that the task of an
     /// instant whose deadline has passed already sees all its items at its first look.
-    pub fn release(&self, scope: &Arc<RunScope>, tracker: &TaskTracker) {
+    pub fn release(&self, fleet: &FleetRun) {
         let fresh = std::mem::take(&mut *self.fresh.lock().unwrap_or_else(|p| p.into_inner()));
         for (at, deadline) in fresh {
-            tracker.spawn(take_over(scope.clone(), tracker.clone(), at, deadline));
+            fleet.tracker.spawn(take_over(fleet.clone(), at, deadline));
         }
     }
 
     /// Whether `job`'s `trigger`, taken from the table, waits out the takeover delay here.
-    #[cfg(feature = "testkit")]
     pub fn waits(&self, job: &str, trigger: Timestamp) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.get(&trigger).is_some_and(|items| items.iter().any(|(due, _)| &*due.job.name == job))
@@ -322,14 +72,12 @@ impl Takeovers {
     /// When the task of `job`'s `trigger`, waiting here, looks next, while it sleeps
     /// until then: the takeover delay after the instant, or later for an owner found still
     /// claiming.
-    #[cfg(feature = "testkit")]
     pub fn next_look(&self, job: &str, trigger: Timestamp) -> Option<Timestamp> {
         let look = *self.looks.lock().unwrap_or_else(|p| p.into_inner()).get(&trigger)?;
         self.waits(job, trigger).then_some(look)
     }
 
     /// Notes that the task of instant `at` sleeps until `look` (`None`: it is awake).
-    #[cfg(feature = "testkit")]
     fn sleeps(&self, at: Timestamp, look: Option<Timestamp>) {
         let mut looks = self.looks.lock().unwrap_or_else(|p| p.into_inner());
         match look {
@@ -386,8 +134,8 @@ impl Takeovers {
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
 /// was claimed, nothing is recorded.
-async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, deadline: Timestamp) {
-    let shared = scope.shared.clone();
+async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
+    let (shared, scope, takeovers) = (fleet.shared().clone(), &fleet.scope, &fleet.state.takeovers);
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let (delay, limit) = (shared.settings.takeover_delay, later(deadline, shared.settings.membership_ttl));
     let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
@@ -397,20 +145,18 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
     // The look that first found each owner's tally marked and empty.
     let mut marked: HashMap<Arc<str>, Timestamp> = HashMap::new();
     let complete = loop {
-        #[cfg(feature = "testkit")]
-        shared.takeovers.sleeps(at, Some(deadline));
+        takeovers.sleeps(at, Some(deadline));
         tokio::select! {
             biased;
             () = scope.stopping.cancelled() => {}
             () = shared.clock.sleep_until(deadline) => {}
         }
-        #[cfg(feature = "testkit")]
-        shared.takeovers.sleeps(at, None);
+        takeovers.sleeps(at, None);
         if scope.stopping.is_cancelled() {
-            shared.takeovers.take(at);
+            takeovers.take(at);
             return;
         }
-        shared.takeovers.account(at, &mut expected);
+        takeovers.account(at, &mut expected);
         let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
         // The owners whose mark says their claims are on their way: their claims went out
         // before this look, and are answered, or failed closed, within the claim timeout.
@@ -424,10 +170,12 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
             })
             .map(|(owner, _)| owner.clone())
             .collect();
-        let voided = void_starts(&shared, coordinator.as_ref(), at, &accounts, &claiming, &mut starts).await;
+        let voided =
+            void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &claiming, &mut starts)
+                .await;
         if !voided.is_empty() {
-            let items = shared.takeovers.take_of(at, &voided, &mut expected);
-            claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &[]).await;
+            let items = takeovers.take_of(at, &voided, &mut expected);
+            claim_unclaimed(&fleet, coordinator.as_ref(), at, items, &[]).await;
         }
         // Counts that grew since the last look: the owner is still claiming. An owner
         // found to have started the instant's claims ahead is alive and its claims are
@@ -452,8 +200,8 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
         }
         deadline = next;
     };
-    let items = shared.takeovers.take(at);
-    claim_unclaimed(&scope, &tracker, coordinator.as_ref(), at, items, &complete).await;
+    let items = takeovers.take(at);
+    claim_unclaimed(&fleet, coordinator.as_ref(), at, items, &complete).await;
 }
 
 /// Voids the start of the claims ahead of `at` of each owner whose tally is short, that
@@ -463,6 +211,7 @@ async fn take_over(scope: Arc<RunScope>, tracker: TaskTracker, at: Timestamp, de
 /// be taken over now.
 async fn void_starts(
     shared: &Shared,
+    takeovers: &Takeovers,
     coordinator: &dyn Coordinator,
     at: Timestamp,
     accounts: &[(Arc<str>, Account)],
@@ -472,7 +221,7 @@ async fn void_starts(
     if !coordinator.claims_ahead() {
         return Vec::new();
     }
-    let until = super::ahead::until(shared, at);
+    let until = ahead::until(shared, at);
     let mut voided = Vec::new();
     for (owner, account) in accounts {
         if matches!(account, Account::Complete) || claiming.contains(owner) || starts.contains_key(owner) {
@@ -483,7 +232,7 @@ async fn void_starts(
         // ahead are dropped (another non-owner's void dropped only its own).
         let found = match within_claim_timeout(shared, coordinator.void_ahead(owner, at, &[], until)).await {
             Ok(AheadVoid::Voided { ahead: true }) => {
-                let keys = shared.takeovers.keys_of(at, owner);
+                let keys = takeovers.keys_of(at, owner);
                 let triggers: Vec<TriggerRef<'_>> =
                     keys.iter().map(|(job, key)| TriggerRef { job, key }).collect();
                 within_claim_timeout(shared, coordinator.void_ahead(owner, at, &triggers, until)).await
@@ -510,14 +259,13 @@ async fn void_starts(
 /// in `complete`, and runs those (a claim each, recorded); the others are counted, not
 /// recorded, and move their job's state on (as a lost claim's record would).
 async fn claim_unclaimed(
-    scope: &Arc<RunScope>,
-    tracker: &TaskTracker,
+    fleet: &FleetRun,
     coordinator: &dyn Coordinator,
     at: Timestamp,
     items: Vec<Awaiting>,
     complete: &[Arc<str>],
 ) {
-    let shared = &scope.shared;
+    let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
     let unclaimed = read_unclaimed(shared, coordinator, at, &items, complete).await;
     let (mut taken, mut claimed, mut batched) = (0, 0, Vec::new());
     for ((due, _), unclaimed) in items.into_iter().zip(unclaimed) {
@@ -532,12 +280,12 @@ async fn claim_unclaimed(
         } else {
             taken += 1;
             scope.spawning();
-            tracker.spawn(super::run::execute(scope.clone(), due));
+            tracker.spawn(run::execute(scope.clone(), due));
         }
     }
     shared.metrics.takeover(taken, claimed);
     if !batched.is_empty() {
-        tracker.spawn(batch::execute(scope.clone(), tracker.clone(), batched));
+        tracker.spawn(batch::execute(fleet.clone(), batched));
     }
     if taken > 0 {
         tracing::info!(%at, taken, claimed, "triggers left unclaimed by their owners: taken over");

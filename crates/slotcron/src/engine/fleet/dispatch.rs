@@ -1,0 +1,127 @@
+//! One pass of the engine's loop with a coordinator: the instants claimed ahead start,
+//! their runs go first, then the rest of what is due is split by owner — this
+//! replica's own triggers are claimed (in batches where nothing holds them up), the
+//! others' wait out the takeover delay — and once everything due is taken, the next
+//! instants this replica owns are claimed ahead.
+
+use jiff::Timestamp;
+
+use super::{FleetRun, Role, Split, ahead, batch};
+use crate::engine::run;
+use crate::engine::scope::Next;
+use crate::engine::shared::Shared;
+use crate::engine::table::Due;
+
+/// The loop's working lists, kept from pass to pass so a burst allocates them once.
+pub(crate) struct Dispatch {
+    fleet: FleetRun,
+    due: Vec<Due>,
+    /// The items of a burst left for after its runs claimed ahead have started.
+    deferred: Vec<Due>,
+}
+
+impl Dispatch {
+    pub fn new(fleet: FleetRun) -> Self {
+        Self { fleet, due: Vec::with_capacity(batch::MAX_BATCH), deferred: Vec::new() }
+    }
+
+    /// One pass at `now`.
+    pub async fn pass(&mut self, now: Timestamp) -> Next {
+        let fleet = self.fleet.clone();
+        let (shared, scope) = (fleet.shared(), &fleet.scope);
+        // The instants claimed ahead that have come start first (one round trip).
+        ahead::start_due(&fleet, now).await;
+        let mut split = Split::new(shared, &fleet.state);
+        let (more, deadline) = {
+            let mut table = shared.table();
+            let more = table.take_due(now, &mut self.due, batch::MAX_BATCH, |job| split.lane(shared, job));
+            (more, table.next_deadline())
+        };
+        let claimed_ahead = fleet.state.ahead.take(&mut self.due);
+        if !claimed_ahead.is_empty() {
+            fleet.tracker.spawn(ahead::run(fleet.clone(), claimed_ahead));
+            // The runs claimed ahead start before the rest of the burst is looked at:
+            // their claims are answered, while the rest is claimed or waits out the
+            // takeover delay anyway. It is handled once the burst is taken.
+            self.deferred.append(&mut self.due);
+            tokio::task::yield_now().await;
+            scope.pace().await;
+            if more {
+                return Next::Take;
+            }
+        }
+        self.deferred.append(&mut self.due);
+        std::mem::swap(&mut self.due, &mut self.deferred);
+        let (spawned, batched) = spread(&fleet, &mut split, self.due.drain(..));
+        drop(split);
+        // Only batches were spawned: they pace their own runs, so the loop goes on
+        // taking due triggers (after a yield), which then wait for their batch's turn,
+        // not in the table.
+        let only_batches = !batched.is_empty() && spawned == 0;
+        if !batched.is_empty() {
+            fleet.tracker.spawn(batch::execute(fleet.clone(), batched));
+        }
+        run::spawn_requests(scope, &fleet.tracker);
+        if more {
+            if only_batches {
+                // Let the batch just spawned send its claims while the loop takes the
+                // rest of the burst: the first claims go out before the last are taken.
+                tokio::task::yield_now().await;
+            } else {
+                scope.pace().await;
+            }
+            return Next::Take;
+        }
+        Next::Sleep(settle(&fleet, shared, deadline))
+    }
+}
+
+/// Hands each due item to its path by its role: a job's catch-up in trigger order, an
+/// owned or everyone's trigger into the batch (or spawned, where a batch cannot take it),
+/// another's to the takeovers. Returns how many runs were spawned and the batch.
+fn spread(
+    fleet: &FleetRun,
+    split: &mut Split,
+    items: impl Iterator<Item = Due>,
+) -> (usize, Vec<batch::Item>) {
+    let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
+    let mut batched = Vec::new();
+    let spawned = run::spawn_due(scope, tracker, items, |item| match split.role(shared, &item) {
+        Role::Other(owner) => {
+            fleet.state.takeovers.push(shared, item, owner);
+            false
+        }
+        // Counted as spawning once claimed, when its run is spawned.
+        Role::Owner(tally) if batch::batchable(shared, &item) => {
+            batched.push((item, Some(tally)));
+            false
+        }
+        Role::Everyone if batch::batchable(shared, &item) => {
+            batched.push((item, None));
+            false
+        }
+        Role::Owner(tally) => {
+            scope.spawning();
+            tracker.spawn(run::execute_owned(scope.clone(), item, Some(tally as _)));
+            true
+        }
+        Role::Everyone => {
+            scope.spawning();
+            tracker.spawn(run::execute(scope.clone(), item));
+            true
+        }
+    });
+    (spawned, batched)
+}
+
+/// Everything due is taken: the triggers others own may be looked at, and the triggers
+/// this replica owns within the claim-ahead window are claimed now. Returns when the loop
+/// must wake next: the table's `deadline`, the next instant entering the claim-ahead
+/// window, or the next start of claims ahead.
+fn settle(fleet: &FleetRun, shared: &Shared, deadline: Option<Timestamp>) -> Option<Timestamp> {
+    fleet.state.takeovers.release(fleet);
+    ahead::claim_upcoming(fleet);
+    let ahead = &fleet.state.ahead;
+    let wake = ahead.next_wake(shared, &fleet.state, |after| shared.table().first_after(after));
+    [deadline, wake, ahead.next_start()].into_iter().flatten().min()
+}

@@ -1,0 +1,75 @@
+//! This replica in the fleet's membership: its heartbeat, and its view of the members
+//! (described on [`Coordinator`](crate::Coordinator), "Membership").
+
+use std::sync::{Arc, RwLock};
+
+use super::FleetRun;
+use crate::clock::later;
+use crate::engine::claim::within_claim_timeout;
+
+/// This replica's last view of the fleet's membership, sorted; `None` until the first
+/// heartbeat answers, and for a coordinator without a membership: every trigger is
+/// then this replica's. Also whether the last heartbeat found the view of the one
+/// before it (the view is *settled*): claims ahead are made only then, so that replicas
+/// whose views differ while a member joins or leaves do not claim ahead of each other.
+#[derive(Default)]
+pub(crate) struct View(RwLock<(Option<Members>, bool)>);
+
+/// A membership view: the members' ids, sorted.
+type Members = Arc<[Arc<str>]>;
+
+impl View {
+    pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).0.clone()
+    }
+
+    /// Whether the view is settled (and not `None`).
+    pub fn settled(&self) -> bool {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    fn set(&self, members: Option<Arc<[Arc<str>]>>) {
+        let mut view = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let settled = members.is_some() && view.0 == members;
+        *view = (members, settled);
+    }
+}
+
+/// Keeps this replica in the coordinator's membership: a heartbeat every third of the
+/// membership TTL (on the scheduler's clock) until the scheduler starts stopping, then leaves it. Ends
+/// at once, with the members gauge at 0, without a membership.
+pub(crate) async fn heartbeat(fleet: FleetRun) {
+    let (shared, stopping) = (fleet.shared(), &fleet.scope.stopping);
+    let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
+        shared.metrics.members(0);
+        return;
+    };
+    let ttl = shared.settings.membership_ttl;
+    loop {
+        match within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await {
+            // No membership: the gauge says so (0), as without a coordinator.
+            Ok(None) => return shared.metrics.members(0),
+            Ok(Some(mut members)) => {
+                if !members.iter().any(|m| **m == *shared.instance) {
+                    members.push(shared.instance.to_string());
+                    members.sort();
+                }
+                shared.metrics.members(members.len());
+                fleet.state.membership.set(Some(members.into_iter().map(Arc::from).collect()));
+            }
+            Err(e) => tracing::warn!(
+                coordinator = coordinator.name(),
+                "membership heartbeat failed ({}): {e}; the last view stays",
+                e.kind()
+            ),
+        }
+        let next = later(shared.clock.now(), ttl / 3);
+        tokio::select! {
+            () = shared.clock.sleep_until(next) => {}
+            () = stopping.cancelled() => break,
+        }
+    }
+    if let Err(e) = within_claim_timeout(shared, coordinator.leave(&shared.instance)).await {
+        tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
+    }
+}
