@@ -367,12 +367,14 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     // meanwhile).
     let admin_stop = CancellationToken::new();
     let admin = admin.map(|serve| tokio::spawn(serve(scheduler.clone(), admin_stop.clone())));
-    // On a shared PostgreSQL state, the sweep goes on: a replica that died shortly before
-    // this one started had not lapsed yet.
+    // On a shared PostgreSQL state, the sweep goes on: the runs of a daemon that left the
+    // fleet's membership are recorded interrupted by a live member.
     let sweeping = async {
         while let StateUrl::Postgres { .. } = settings.state {
             tokio::select! {
-                () = tokio::time::sleep(HEARTBEAT_LAPSE) => sweep_stale(&scheduler, settings, Sweep::Periodic).await,
+                () = tokio::time::sleep(settings.fleet.membership_ttl.0) => {
+                    sweep_stale(&scheduler, settings, Sweep::Periodic).await
+                }
                 () = cancel.cancelled() => return,
             }
         }
@@ -459,55 +461,70 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
 }
 
-/// How long an instance's heartbeat may be silent before its `running` records on a
-/// shared PostgreSQL state are taken for those of a dead daemon: three heartbeats.
-const HEARTBEAT_LAPSE: Duration = Duration::from_secs(3 * slotcron::LEDGER_HEARTBEAT_EVERY.as_secs());
-
 /// When a stale sweep runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sweep {
     /// At start, before any run of this daemon: its own instance's `running` records are
-    /// a previous start's.
+    /// a previous incarnation's.
     AtStart,
-    /// While running (PostgreSQL): only lapsed instances' records, never this daemon's
-    /// own, which are its live runs.
+    /// While running (PostgreSQL): the records of instances that have left the fleet's
+    /// membership, never this daemon's own, which are its live runs.
     Periodic,
 }
 
 /// The stale sweep: the runs a daemon of this state left `running` when it died are
-/// recorded `interrupted`, and their commands still going (on this host) are stopped. A
-/// SQLite state has one daemon (its lock file), which owns every record in it at start;
-/// on a PostgreSQL state a daemon owns, at start, the records of its own instance id (a
-/// fixed `--instance`), and at every sweep those of every other instance whose heartbeat
-/// has lapsed ([`HEARTBEAT_LAPSE`]).
+/// recorded `interrupted`. A SQLite state has one daemon (its lock file), which owns
+/// every record in it at start; on a PostgreSQL state a daemon records, at start, the
+/// runs of its own instance id (a fixed `--instance`: its previous incarnation), and at
+/// every sweep those of each instance that has left the coordinator's membership, as
+/// this daemon has seen it for a full membership TTL
+/// ([`Scheduler::vouched_members`](slotcron::Scheduler::vouched_members)): never a
+/// member's, and none while this daemon cannot vouch for its view (no membership, or
+/// reconnected less than a TTL ago).
+///
+/// Only a previous incarnation's command still going on this host is stopped (its
+/// process group, when its pid still names the same process): a daemon never signals
+/// another daemon's processes.
 async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
     let instance = settings.instance.as_str();
-    let lapsed = match settings.state {
-        StateUrl::Postgres { .. } => match scheduler.ledger().lapsed_instances(HEARTBEAT_LAPSE).await {
-            Ok(lapsed) => lapsed,
-            Err(e) => {
-                tracing::warn!("the stale sweep cannot read the instances' heartbeats: {e}");
-                Vec::new()
-            }
+    let members = match when {
+        Sweep::AtStart => None,
+        Sweep::Periodic => match scheduler.vouched_members() {
+            Some(members) => Some(members),
+            None => return,
         },
-        StateUrl::Sqlite { .. } | StateUrl::Memory => Vec::new(),
     };
-    let owned = |record: &slotcron::RunRecord| {
+    let gone = |record: &slotcron::RunRecord| {
         let own = *record.instance == *instance;
-        match settings.state {
-            StateUrl::Sqlite { .. } => when == Sweep::AtStart,
-            StateUrl::Postgres { .. } | StateUrl::Memory => match when {
-                Sweep::AtStart => own || lapsed.iter().any(|dead| **dead == *record.instance),
-                Sweep::Periodic => !own && lapsed.iter().any(|dead| **dead == *record.instance),
-            },
+        match (when, &settings.state, &members) {
+            (Sweep::AtStart, StateUrl::Sqlite { .. } | StateUrl::Memory, _) => {
+                Some("its daemon stopped before the run ended (found at the next start)".to_owned())
+            }
+            (Sweep::AtStart, StateUrl::Postgres { .. }, _) => own.then(|| {
+                format!(
+                    "its daemon, instance {instance}, stopped before the run ended (found at its next start)"
+                )
+            }),
+            (Sweep::Periodic, _, Some(members)) => (!own && !members.iter().any(|m| **m == *record.instance))
+                .then(|| {
+                    format!(
+                        "its daemon, instance {}, left the fleet's membership (its heartbeat lapsed) \
+                         before the run ended",
+                        record.instance
+                    )
+                }),
+            (Sweep::Periodic, _, None) => None,
         }
     };
     let grace = settings.cancel_grace;
     let stop = async |record: &slotcron::RunRecord| match &record.process {
-        Some(process) => Some(process_group::stop_stale(record, process, grace).await),
+        Some(process) if when == Sweep::AtStart => {
+            Some(process_group::stop_stale(record, process, grace).await)
+        }
+        Some(_) => Some("its command was not signalled: a daemon never signals another's".to_owned()),
         None => None,
     };
-    match scheduler.sweep_stale(owned, stop).await {
+    match scheduler.sweep_stale(gone, stop).await {
         Ok(stale) if !stale.is_empty() => {
             tracing::warn!(runs = stale.len(), "runs of a stopped daemon found interrupted")
         }

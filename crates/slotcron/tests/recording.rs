@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use slotcron::LedgerError;
 use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{
     Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,
     Store,
 };
+use slotcron::{Coordinator, LedgerError};
 
 /// A memory ledger that refuses every write while `down` is set.
 #[derive(Default)]
@@ -64,27 +64,31 @@ async fn records_written_while_the_ledger_is_down_arrive_in_order_once_it_is_bac
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_full_buffer_drops_the_oldest_writes_and_keeps_the_newest() {
+async fn a_full_buffer_holds_back_new_runs_and_drops_no_record() {
     let flaky = Arc::new(Flaky::default());
     let mut h = Harness::with("2024-05-17T00:00:00Z", |b| b.ledger(flaky.clone()).record_buffer(4));
     h.add(Job::builder("tick").every(Duration::from_secs(1)).handler(ok).build().unwrap());
     flaky.down.store(true, Ordering::SeqCst);
     h.start().await;
-    // 10 runs: 20 writes (each run's start and end) into a buffer of 4.
+    // Each run's start mark waits for the ledger: four marks fill the buffer, and the
+    // engine starts nothing new until the ledger has taken them.
     h.advance_to(ts("2024-05-17T00:00:10Z")).await;
+    assert!(flaky.inner.records().is_empty(), "nothing reaches a ledger that is down");
     flaky.down.store(false, Ordering::SeqCst);
-    h.advance_to(ts("2024-05-17T00:00:16Z")).await;
-    let records = flaky.inner.records();
-    let seconds: Vec<i64> =
-        records.iter().map(|r| r.trigger.duration_since(ts("2024-05-17T00:00:00Z")).as_secs()).collect();
-    // The oldest writes were dropped (until the writer's next try after the ledger came
-    // back); what remains is the newest runs, each whole (an update whose start was
-    // dropped appends its record), in order, without a gap.
-    let first = seconds[0];
-    assert!(first > 1, "the oldest were dropped: {seconds:?}");
-    assert_eq!(seconds, (first..=16).collect::<Vec<_>>());
-    assert!(records.iter().all(|r| r.outcome == Outcome::Succeeded), "{records:?}");
+    h.advance_to(ts("2024-05-17T00:00:20Z")).await;
     h.stop().await;
+    let records = flaky.inner.records();
+    let second = |r: &RunRecord| r.trigger.duration_since(ts("2024-05-17T00:00:00Z")).as_secs();
+    let ran: Vec<i64> = records.iter().filter(|r| r.outcome == Outcome::Succeeded).map(second).collect();
+    // The four runs held at their start marks ran once the ledger was back, late.
+    assert_eq!(ran[..4], [1, 2, 3, 4], "{records:?}");
+    // The triggers that came due while the engine held back are one `missed` record (the
+    // misfire policy), and the runs after it follow without a gap: none was dropped.
+    let missed: Vec<&RunRecord> = records.iter().filter(|r| r.outcome == Outcome::Missed).collect();
+    assert_eq!(missed.len(), 1, "{records:?}");
+    let resumed = second(missed[0]) + 1;
+    assert_eq!(ran[4..], (resumed..=20).collect::<Vec<_>>(), "{records:?}");
+    assert_eq!(records.len(), ran.len() + 1, "one record per run, and the miss: {records:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -128,7 +132,7 @@ async fn the_stale_sweep_marks_the_owned_running_records_interrupted() {
     let scheduler = Scheduler::builder().ledger(ledger.clone()).instance("new").build();
     let stale = scheduler
         .sweep_stale(
-            |r| &*r.instance == "dead",
+            |r| (&*r.instance == "dead").then(|| "instance dead left the membership".to_owned()),
             async |_r: &RunRecord| Some("its command was stopped".to_owned()),
         )
         .await
@@ -175,10 +179,129 @@ async fn the_stale_sweep_makes_the_interrupted_runs_job_state_say_so() {
     let last = |name: &str| scheduler.job(name, 0).unwrap().last_run.unwrap().outcome;
     assert_eq!(last("migrate"), None, "before the sweep: started, no end stored");
 
-    scheduler.sweep_stale(|r| &*r.instance == "dead", async |_r: &RunRecord| None).await.unwrap();
+    scheduler
+        .sweep_stale(|r| (&*r.instance == "dead").then(|| "gone".to_owned()), async |_r: &RunRecord| None)
+        .await
+        .unwrap();
     assert_eq!(last("migrate"), Some(Outcome::Interrupted), "as the ledger says");
     let states = store.load_states().await.unwrap();
     assert_eq!(states["migrate"], JobState { last_outcome: Some(Outcome::Interrupted), ..started.clone() });
     assert_eq!(states["other"], started, "a job without an interrupted run keeps its state");
     assert_eq!(last("other"), None);
+}
+
+/// A handler that counts its runs.
+fn counted(runs: &Arc<std::sync::atomic::AtomicU32>) -> impl Fn(slotcron::JobContext) -> CountedRun + use<> {
+    let runs = runs.clone();
+    move |_ctx| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok::<(), std::io::Error>(()) })
+    }
+}
+
+type CountedRun = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Error>> + Send>>;
+
+#[tokio::test(start_paused = true)]
+async fn a_run_starts_only_once_its_start_mark_is_in_the_ledger() {
+    let flaky = Arc::new(Flaky::default());
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut h = Harness::with("2024-05-17T00:00:00Z", |b| b.ledger(flaky.clone()));
+    let job = Job::builder("migrate").at(ts("2024-05-17T00:00:01Z")).handler(counted(&runs));
+    h.add(job.build().unwrap());
+    flaky.down.store(true, Ordering::SeqCst);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:05Z")).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "not started while its `running` record is not durable");
+    flaky.down.store(false, Ordering::SeqCst);
+    h.advance_to(ts("2024-05-17T00:00:15Z")).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "started once the ledger took its mark");
+    h.stop().await;
+    let records = flaky.inner.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].outcome, Outcome::Succeeded, "{records:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_mark_the_ledger_does_not_take_in_time_fails_closed_with_its_reason() {
+    let flaky = Arc::new(Flaky::default());
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let configure =
+        |b: slotcron::SchedulerBuilder| b.ledger(flaky.clone()).start_mark_timeout(Duration::from_secs(3));
+    let mut h = Harness::with("2024-05-17T00:00:00Z", configure);
+    let job = Job::builder("tick").every(Duration::from_secs(60)).handler(counted(&runs));
+    h.add(job.build().unwrap());
+    flaky.down.store(true, Ordering::SeqCst);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:10Z")).await;
+    flaky.down.store(false, Ordering::SeqCst);
+    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "never started");
+    let records = flaky.inner.records();
+    assert_eq!(records.len(), 1, "one record for the trigger: {records:?}");
+    assert_eq!(records[0].outcome, Outcome::SkippedBackendUnavailable, "{records:?}");
+    assert!(records[0].error.as_deref().unwrap_or_default().contains("start mark"), "{records:?}");
+}
+
+/// An in-process coordinator whose heartbeats fail while `down` is set (a daemon cut off
+/// from its coordinator).
+struct Partitioned {
+    inner: slotcron::InProcessCoordinator,
+    down: AtomicBool,
+}
+
+#[async_trait]
+impl Coordinator for Partitioned {
+    async fn claim(
+        &self,
+        claim: &slotcron::Claim<'_>,
+    ) -> Result<slotcron::ClaimOutcome, slotcron::CoordinatorError> {
+        self.inner.claim(claim).await
+    }
+
+    async fn heartbeat(
+        &self,
+        instance: &str,
+        ttl: Duration,
+    ) -> Result<Option<Vec<String>>, slotcron::CoordinatorError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(slotcron::CoordinatorError::unavailable("cut off"));
+        }
+        self.inner.heartbeat(instance, ttl).await
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), slotcron::CoordinatorError> {
+        self.inner.leave(instance).await
+    }
+
+    fn name(&self) -> &'static str {
+        "partitioned"
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scheduler_vouches_for_its_membership_view_only_after_a_full_ttl_of_unbroken_heartbeats() {
+    let ttl = Duration::from_secs(9);
+    let coordinator =
+        Arc::new(Partitioned { inner: slotcron::InProcessCoordinator::new(), down: AtomicBool::new(false) });
+    coordinator.inner.heartbeat("other", Duration::from_secs(3600)).await.unwrap();
+    let mut h =
+        Harness::with("2024-05-17T00:00:00Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
+    h.start().await;
+    assert_eq!(h.scheduler.members(), Some(vec!["other".to_owned(), "test".to_owned()]));
+    assert_eq!(h.scheduler.vouched_members(), None, "not connected for a full TTL yet");
+    h.advance_to(ts("2024-05-17T00:00:09Z")).await;
+    assert_eq!(h.scheduler.vouched_members(), Some(vec!["other".to_owned(), "test".to_owned()]));
+    // Cut off: no view to judge others by, until a TTL after the heartbeats answer again.
+    coordinator.down.store(true, Ordering::SeqCst);
+    h.advance_to(ts("2024-05-17T00:00:13Z")).await;
+    assert_eq!(h.scheduler.vouched_members(), None, "a failed heartbeat breaks the run of answers");
+    coordinator.down.store(false, Ordering::SeqCst);
+    coordinator.inner.leave("other").await.unwrap();
+    h.advance_to(ts("2024-05-17T00:00:16Z")).await;
+    assert_eq!(h.scheduler.members(), Some(vec!["test".to_owned()]), "it answers again");
+    assert_eq!(h.scheduler.vouched_members(), None, "reconnected less than a TTL ago");
+    h.advance_to(ts("2024-05-17T00:00:26Z")).await;
+    assert_eq!(h.scheduler.vouched_members(), Some(vec!["test".to_owned()]), "`other` has left");
+    h.stop().await;
 }

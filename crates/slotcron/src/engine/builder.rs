@@ -57,6 +57,7 @@ impl Default for SchedulerBuilder {
                 count_metrics: true,
                 metrics: JobLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
+                start_mark_timeout: SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT,
                 restore_definitions: true,
             },
             max_concurrent_runs: None,
@@ -79,13 +80,31 @@ impl SchedulerBuilder {
     /// The default of [`SchedulerBuilder::record_buffer`], in ledger writes.
     pub const DEFAULT_RECORD_BUFFER: usize = 10_000;
 
-    /// How many ledger writes may wait for the ledger (default
-    /// [`SchedulerBuilder::DEFAULT_RECORD_BUFFER`], at least 1). Records are written by
-    /// one task, in order, so a run never waits on the ledger; while the ledger is down
-    /// they wait here, and a full buffer drops the oldest, counting and logging how many.
-    /// Job-state writes that fail wait too (the newest per job, however many jobs).
+    /// How many ledger writes may wait for the ledger before the engine holds back
+    /// (default [`SchedulerBuilder::DEFAULT_RECORD_BUFFER`], at least 1). Records are
+    /// written by one task, in order, in batches. While the ledger is down or slower than
+    /// the runs, writes wait here; once this many wait, the engine claims and starts
+    /// nothing new until the ledger has taken some (back-pressure, logged and counted in
+    /// [`LEDGER_BACKPRESSURE_TOTAL`](crate::LEDGER_BACKPRESSURE_TOTAL)): no record is
+    /// ever dropped, and triggers due meanwhile run late or as their misfire policy
+    /// says. Job-state writes that fail wait too (the newest per job, however many jobs).
     pub fn record_buffer(mut self, writes: usize) -> Self {
         self.settings.record_buffer = writes;
+        self
+    }
+
+    /// The default [start-mark timeout](Self::start_mark_timeout): 30 s.
+    pub const DEFAULT_START_MARK_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// How long a run waits for its start mark, its `running` record, to be in the
+    /// ledger before it starts (default [`SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT`]).
+    /// A run starts only once its mark is durable, so that a crash leaves a record that
+    /// says it started (DESIGN.md, "Claims, start marks and takeover"); the marks of runs
+    /// starting together are written together. A mark the ledger has not taken by then
+    /// fails closed: the run does not start and is recorded
+    /// [`SkippedBackendUnavailable`](crate::Outcome::SkippedBackendUnavailable), saying why.
+    pub fn start_mark_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.start_mark_timeout = timeout;
         self
     }
 
@@ -284,7 +303,12 @@ impl SchedulerBuilder {
         let table = Table::new(metrics.clone(), self.settings.takeover_delay);
         let instance = self.instance.unwrap_or_else(|| format!("slotcron-{}", std::process::id()));
         let store = self.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::new()));
-        let outbox = Outbox::new(self.ledger.clone(), store.clone(), self.settings.record_buffer);
+        let outbox = Outbox::new(
+            self.ledger.clone(),
+            store.clone(),
+            self.settings.record_buffer,
+            self.settings.count_metrics,
+        );
         let fleet = self.coordinator.is_some().then(Arc::default);
         Scheduler {
             fleet,

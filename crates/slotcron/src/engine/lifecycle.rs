@@ -93,6 +93,8 @@ impl Scheduler {
         let mut dispatch = fleet.map(fleet::dispatch::Dispatch::new);
         let mut due = Vec::with_capacity(SPAWN_BATCH);
         loop {
+            // Back-pressure: nothing new is claimed while the ledger's buffer is full.
+            self.shared.outbox.room(&cancel).await;
             self.shared.probe.awake();
             let now = self.shared.clock.now();
             let next = match dispatch.as_mut() {

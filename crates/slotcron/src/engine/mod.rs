@@ -150,6 +150,19 @@ impl Scheduler {
         Some(members.iter().map(|m| m.to_string()).collect())
     }
 
+    /// The fleet's live members, sorted, when this scheduler can vouch that one missing
+    /// from them has *left* the membership: its heartbeats have answered without a break
+    /// for a full membership TTL, so every live member renewed its entry meanwhile.
+    /// `None` otherwise — before that, after a heartbeat failed (until a TTL after the
+    /// next answer), and without a membership. What decides that a run's daemon is gone
+    /// (DESIGN.md, "Claims, start marks and takeover"): never a ledger timestamp.
+    pub fn vouched_members(&self) -> Option<Vec<String>> {
+        let fleet = self.fleet.as_ref()?;
+        let members =
+            fleet.membership.vouched(self.shared.clock.now(), self.shared.settings.membership_ttl)?;
+        Some(members.iter().map(|m| m.to_string()).collect())
+    }
+
     /// Hands the [metrics](crate#metrics) counted since the last flush to the installed
     /// recorder. The engine flushes [`METRICS_FLUSH_EVERY`](crate::METRICS_FLUSH_EVERY) after
     /// activity and when [`Scheduler::run`] returns; call this just before rendering an

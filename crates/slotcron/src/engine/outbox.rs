@@ -1,18 +1,23 @@
-//! The outbox: ledger writes and failed job-state writes, kept in a bounded buffer and
-//! written in order by one task, so that a run never waits on the ledger and nothing is
-//! dropped while a backend is down.
+//! The outbox: ledger writes and failed job-state writes, queued and written in order by
+//! one task, in batches. It **never drops** a write (DESIGN.md, "Ledger"): a run's
+//! `running` record (its start mark) is waited for ([`Outbox::push_mark`]) before the run
+//! starts, so a burst's marks go to the ledger together, a batch per round trip; and
+//! when more writes wait than the buffer's capacity, the engine claims nothing new until
+//! the ledger has taken some ([`Outbox::room`]): back-pressure, never loss.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use metrics::{counter, gauge};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::clock::later;
 use crate::context::RecordSink;
 use crate::ledger::{Ledger, LedgerWrite, RunRecord};
+use crate::metrics::{LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES};
 use crate::store::{JobState, Store, merge_job_state};
 
 /// How many ledger writes one batch carries.
@@ -30,6 +35,10 @@ pub(crate) struct Outbox {
     capacity: usize,
     pending: Mutex<Pending>,
     wake: Notify,
+    /// How many writes, from the first ever queued, the ledger has taken.
+    written_to: watch::Sender<u64>,
+    /// Whether the outbox's metrics are counted ([`SchedulerBuilder::count_metrics`](crate::SchedulerBuilder::count_metrics)).
+    count_metrics: bool,
 }
 
 #[derive(Default)]
@@ -39,39 +48,86 @@ struct Pending {
     front: u64,
     /// Job-state writes that failed, the newest per job (merged as the store merges).
     states: BTreeMap<Arc<str>, JobState>,
-    /// Ledger writes dropped because the buffer was full, since the last report.
-    dropped: u64,
+    /// Whether the engine is holding back claims for a full buffer (logged once).
+    holding: bool,
+    /// Who waits for which write to be taken ([`Outbox::push_mark`]), in write order.
+    marks: VecDeque<(u64, oneshot::Sender<()>)>,
     /// Whether the last try failed (an outage is going on).
     failing: bool,
 }
 
 impl Outbox {
-    pub fn new(ledger: Arc<dyn Ledger>, store: Arc<dyn Store>, capacity: usize) -> Self {
-        Self { ledger, store, capacity: capacity.max(1), pending: Mutex::default(), wake: Notify::new() }
+    pub fn new(ledger: Arc<dyn Ledger>, store: Arc<dyn Store>, capacity: usize, count_metrics: bool) -> Self {
+        Self {
+            ledger,
+            store,
+            capacity: capacity.max(1),
+            pending: Mutex::default(),
+            wake: Notify::new(),
+            written_to: watch::Sender::new(0),
+            count_metrics,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Queues a ledger write; when the buffer is full, the oldest write is dropped (and
-    /// counted): a later update of the same run still appends its record whole.
+    /// Queues a ledger write, whatever the buffer holds: the engine keeps it from growing
+    /// past its capacity with [`Outbox::room`].
     pub fn push(&self, write: LedgerWrite) {
+        self.lock().writes.push_back(write);
+        self.wake.notify_one();
+    }
+
+    /// Queues a ledger write that someone waits for (a run's start mark): the receiver
+    /// fires once the ledger has taken it, and never if it was not taken (the scheduler
+    /// stopped first). Marks pushed together are written together, a batch per round
+    /// trip.
+    pub fn push_mark(&self, write: LedgerWrite) -> oneshot::Receiver<()> {
+        let (taken, receiver) = oneshot::channel();
         let mut pending = self.lock();
-        if pending.writes.len() >= self.capacity {
-            pending.writes.pop_front();
-            pending.front += 1;
-            pending.dropped += 1;
-            if pending.dropped == 1 {
-                tracing::error!(
-                    capacity = self.capacity,
-                    "the ledger buffer is full: dropping the oldest records until the ledger takes them"
-                );
-            }
-        }
         pending.writes.push_back(write);
+        let seq = pending.front + pending.writes.len() as u64 - 1;
+        pending.marks.push_back((seq, taken));
         drop(pending);
         self.wake.notify_one();
+        receiver
+    }
+
+    /// Waits while the buffer holds its capacity or more (the ledger is down, or slower
+    /// than the fleet), or until `cancel` fires: the engine claims no trigger whose
+    /// record could not be kept. Logged once per spell and counted in
+    /// [`LEDGER_BACKPRESSURE_TOTAL`].
+    pub async fn room(&self, cancel: &CancellationToken) {
+        let mut written_to = self.written_to.subscribe();
+        loop {
+            {
+                let mut pending = self.lock();
+                let queued = pending.writes.len();
+                if queued < self.capacity {
+                    if std::mem::take(&mut pending.holding) {
+                        tracing::info!(queued, "the ledger caught up: claiming again");
+                    }
+                    return;
+                }
+                if !std::mem::replace(&mut pending.holding, true) {
+                    if self.count_metrics {
+                        counter!(LEDGER_BACKPRESSURE_TOTAL).increment(1);
+                    }
+                    tracing::warn!(
+                        queued,
+                        capacity = self.capacity,
+                        "the ledger buffer is full: claiming nothing new until the ledger takes its records \
+                         (no record is dropped; triggers due meanwhile run late or by the misfire policy)"
+                    );
+                }
+            }
+            tokio::select! {
+                changed = written_to.changed() => if changed.is_err() { return },
+                () = cancel.cancelled() => return,
+            }
+        }
     }
 
     /// Saves a job's state: at once, unless an earlier state of the job is still waiting
@@ -185,11 +241,20 @@ impl Outbox {
         let written = result.as_ref().map_or_else(|e| e.written, |()| batch.len());
         {
             let mut pending = self.lock();
-            // Writes dropped meanwhile (a full buffer) left the front already.
-            let end = first + written as u64;
-            let remove = (end.saturating_sub(pending.front) as usize).min(pending.writes.len());
+            debug_assert_eq!(pending.front, first, "only this task takes writes from the front");
+            let remove = written.min(pending.writes.len());
             pending.writes.drain(..remove);
             pending.front += remove as u64;
+            while pending.marks.front().is_some_and(|(seq, _)| *seq < pending.front) {
+                if let Some((_, taken)) = pending.marks.pop_front() {
+                    // The run may have given up waiting: nothing to tell then.
+                    let _ = taken.send(());
+                }
+            }
+            if self.count_metrics {
+                gauge!(LEDGER_QUEUED_WRITES).set(pending.writes.len() as f64);
+            }
+            self.written_to.send_replace(pending.front);
         }
         match result {
             Ok(()) => {
@@ -223,18 +288,8 @@ impl Outbox {
 
     fn recovered(&self) {
         let mut pending = self.lock();
-        if pending.failing || pending.dropped > 0 {
-            let dropped = std::mem::take(&mut pending.dropped);
-            pending.failing = false;
-            if dropped > 0 {
-                tracing::error!(
-                    dropped,
-                    capacity = self.capacity,
-                    "the buffered records were written, but {dropped} were dropped: the buffer was full"
-                );
-            } else {
-                tracing::info!("the backends are back: every buffered record and job state was written");
-            }
+        if std::mem::take(&mut pending.failing) {
+            tracing::info!("the backends are back: every buffered record and job state was written");
         }
     }
 }

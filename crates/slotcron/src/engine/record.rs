@@ -36,7 +36,8 @@ impl Shared {
         }
     }
 
-    /// The `running` record of a run that starts now, and its append (not waited for).
+    /// The `running` record of a run that starts now; the caller makes it its start mark
+    /// ([`mark_start`](super::claim::mark_start)).
     pub(crate) fn start_run(
         &self,
         job: &Job,
@@ -59,7 +60,6 @@ impl Shared {
         };
         // The job's last run from now on, shown `running` until it ends.
         job.set_last_run(&record);
-        self.outbox.push(LedgerWrite::Append(record.clone()));
         record
     }
 

@@ -86,6 +86,7 @@ pub(crate) struct Settings {
     pub count_metrics: bool,
     pub metrics: JobLabels,
     pub record_buffer: usize,
+    pub start_mark_timeout: Duration,
     pub restore_definitions: bool,
 }
 

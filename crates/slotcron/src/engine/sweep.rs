@@ -28,37 +28,43 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
 }
 
 impl Scheduler {
-    /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger that
-    /// `owned` says this scheduler answers for — a run whose scheduler died before it
-    /// ended: a crash, `kill -9`, a power loss. Call it at start, before
-    /// [`Scheduler::run`]. Records of this scheduler's own instance id are left alone
-    /// unless `owned` takes them (a restarted scheduler that kept its id owns them; a
-    /// running one does not).
+    /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger for
+    /// which `gone` gives a cause — a run whose daemon is gone before it ended: a crash,
+    /// `kill -9`, a power loss. `gone` says how the run's daemon was seen to be gone (its
+    /// own instance restarted; it left the fleet's membership, see
+    /// [`Scheduler::vouched_members`]); `None` leaves the record alone. Never give a cause
+    /// for a record of a daemon that is still a member.
     ///
-    /// `stop` is called first for each, to stop what the run left going (the daemon: the
-    /// command's process group, from [`RunRecord::process`]); it returns what it did, for
-    /// the record's error. The stored state of a job whose last trigger is such a run
-    /// (started, its end never stored) then says `interrupted` too, so the job's last run
-    /// ([`Scheduler::job`], the admin API) agrees with the ledger rather than looking
-    /// still running. Returns the records as they were found.
+    /// `stop` is called first for each, to stop what the run left going (the daemon: its
+    /// own previous incarnation's command, from [`RunProcess`](crate::RunProcess); never
+    /// another daemon's); it returns what it did, for the record's error. The record's
+    /// error then reads `{cause}; recorded by {this instance}[; {what stop did}]`. The
+    /// stored state of a job whose last trigger is such a run (started, its end never
+    /// stored) then says `interrupted` too, so the job's last run ([`Scheduler::job`], the
+    /// admin API) agrees with the ledger rather than looking still running. Returns the
+    /// records as they were found.
     ///
     /// # Errors
     /// The ledger could not be read or written; the records marked so far stay marked.
     pub async fn sweep_stale(
         &self,
-        owned: impl Fn(&RunRecord) -> bool,
+        gone: impl Fn(&RunRecord) -> Option<String>,
         mut stop: impl AsyncFnMut(&RunRecord) -> Option<String>,
     ) -> Result<Vec<RunRecord>, LedgerError> {
         let query =
             LedgerQuery { outcome: Some(Outcome::Running), limit: usize::MAX, ..LedgerQuery::default() };
-        let stale: Vec<RunRecord> =
-            self.ledger().query(&query).await?.into_iter().filter(|r| owned(r)).collect();
-        for record in &stale {
+        let stale: Vec<(RunRecord, String)> = self
+            .ledger()
+            .query(&query)
+            .await?
+            .into_iter()
+            .filter_map(|r| gone(&r).map(|cause| (r, cause)))
+            .collect();
+        for (record, cause) in &stale {
             let stopped = stop(record).await;
             let mut interrupted = record.clone();
             interrupted.outcome = Outcome::Interrupted;
-            let mut error =
-                "the scheduler running it stopped before the run ended (found at the next start)".to_owned();
+            let mut error = format!("{cause}; recorded by {}", self.shared.instance);
             if let Some(stopped) = stopped {
                 error.push_str("; ");
                 error.push_str(&stopped);
@@ -69,9 +75,11 @@ impl Scheduler {
                 job = %record.job,
                 trigger = %record.trigger,
                 instance = %record.instance,
-                "a run left running by a scheduler that stopped is recorded interrupted"
+                cause = %cause,
+                "a run whose daemon is gone is recorded interrupted"
             );
         }
+        let stale: Vec<RunRecord> = stale.into_iter().map(|(record, _)| record).collect();
         if !stale.is_empty() {
             self.interrupt_states(&stale).await;
         }

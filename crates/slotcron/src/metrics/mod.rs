@@ -79,6 +79,12 @@ pub const JOB_LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "slotcron_job_last_success_
 /// (the facade cannot remove a series).
 pub const JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS: &str = "slotcron_job_next_trigger_timestamp_seconds";
 
+/// Gauge: ledger writes (run records, start marks) waiting for the ledger to take them.
+pub const LEDGER_QUEUED_WRITES: &str = "slotcron_ledger_queued_writes";
+/// Counter: spells during which the ledger's buffer was full and the engine claimed
+/// nothing new until the ledger took its records (back-pressure; no record is dropped).
+pub const LEDGER_BACKPRESSURE_TOTAL: &str = "slotcron_ledger_backpressure_total";
+
 /// Gauge: 1 if the last configuration reload succeeded, 0 if it failed.
 pub const CONFIG_LAST_RELOAD_SUCCESSFUL: &str = "slotcron_config_last_reload_successful";
 /// Gauge, Unix seconds: when the configuration was last reloaded successfully.
@@ -145,6 +151,11 @@ pub fn describe_metrics() {
     describe_counter!(
         TAKEOVER_FOUND_CLAIMED_TOTAL,
         "Triggers this replica, not their owner, found claimed after the takeover delay (not recorded)."
+    );
+    describe_gauge!(LEDGER_QUEUED_WRITES, "Ledger writes waiting for the ledger to take them.");
+    describe_counter!(
+        LEDGER_BACKPRESSURE_TOTAL,
+        "Spells of a full ledger buffer, during which this scheduler claimed nothing new (no record is dropped)."
     );
     describe_gauge!(FLEET_MEMBERS, "Live members of the fleet in this replica's membership view.");
     describe_gauge!(

@@ -153,6 +153,13 @@ pub(crate) struct AttemptResult {
     pub retryable: bool,
 }
 
+impl AttemptResult {
+    /// An attempt that did not start, with `outcome` and why: never retried.
+    pub fn not_started(outcome: Outcome, reason: String) -> Self {
+        Self { outcome, error: Some(reason), retryable: false }
+    }
+}
+
 /// The last attempt's result and how many attempts were made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Attempted {

@@ -1,14 +1,17 @@
 //! The claim path: how a trigger's claim is made and what its answer means — the hold
 //! a claim asks for ([`hold`]), the clock-skew guard in front of every claim ([`skew`]),
-//! the claim's bounded round trip, and the record of a claim that was not won. A trigger
+//! the claim's bounded round trip, the record of a claim that was not won, and the start
+//! mark that makes a won claim's run durable before it starts ([`mark_start`]). A trigger
 //! nothing claims (single-replica mode, an `on_every_replica` job) gets a local fencing
 //! token instead.
 
 mod hold;
 pub(crate) mod skew;
+mod start_mark;
 mod timeout;
 
 pub(crate) use hold::{claim_hold, job_run_budget, request_ttl};
+pub(crate) use start_mark::mark_start;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

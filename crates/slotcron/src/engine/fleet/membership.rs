@@ -3,6 +3,8 @@
 
 use std::sync::{Arc, RwLock};
 
+use jiff::Timestamp;
+
 use super::FleetRun;
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
@@ -12,8 +14,10 @@ use crate::engine::claim::within_claim_timeout;
 /// then this replica's. Also whether the last heartbeat found the view of the one
 /// before it (the view is *settled*): claims ahead are made only then, so that replicas
 /// whose views differ while a member joins or leaves do not claim ahead of each other.
+/// Beside it, since when (on the scheduler's clock) its heartbeats have answered without
+/// a break: the view can say who is *gone* only once that is a full membership TTL.
 #[derive(Default)]
-pub(crate) struct View(RwLock<(Option<Members>, bool)>);
+pub(crate) struct View(RwLock<(Option<Members>, bool)>, RwLock<Option<Timestamp>>);
 
 /// A membership view: the members' ids, sorted.
 type Members = Arc<[Arc<str>]>;
@@ -28,10 +32,26 @@ impl View {
         self.0.read().unwrap_or_else(|p| p.into_inner()).1
     }
 
+    /// The members, if this replica's heartbeats have answered without a break since
+    /// `ttl` before `now` or earlier: every member then renewed its entry while this
+    /// replica watched, so one missing from the view has left the membership (DESIGN.md:
+    /// a daemon that was disconnected judges others only after a full TTL connected).
+    pub fn vouched(&self, now: Timestamp, ttl: std::time::Duration) -> Option<Members> {
+        let since = (*self.1.read().unwrap_or_else(|p| p.into_inner()))?;
+        (later(since, ttl) <= now).then(|| self.get()).flatten()
+    }
+
     fn set(&self, members: Option<Arc<[Arc<str>]>>) {
         let mut view = self.0.write().unwrap_or_else(|p| p.into_inner());
         let settled = members.is_some() && view.0 == members;
         *view = (members, settled);
+    }
+
+    /// Notes a heartbeat's answer at `now`: the start of an unbroken run of answers, or
+    /// (`false`) its end.
+    fn answered(&self, now: Timestamp, answered: bool) {
+        let mut since = self.1.write().unwrap_or_else(|p| p.into_inner());
+        *since = if answered { Some(since.unwrap_or(now)) } else { None };
     }
 }
 
@@ -46,7 +66,10 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     };
     let ttl = shared.settings.membership_ttl;
     loop {
-        match within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await {
+        let asked = shared.clock.now();
+        let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
+        fleet.state.membership.answered(asked, answer.is_ok());
+        match answer {
             // No membership: the gauge says so (0), as without a coordinator.
             Ok(None) => return shared.metrics.members(0),
             Ok(Some(mut members)) => {

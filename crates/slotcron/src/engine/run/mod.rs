@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::claim::{
-    ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, skew_gate,
+    ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start, skew_gate,
     within_claim_timeout,
 };
 use super::scope::RunScope;
@@ -271,17 +271,18 @@ async fn claim_and_run(
             format!("{} {key}", shared.instance)
         }
     };
+    let in_flight = &running;
     let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
         let parent = run_cancel.unwrap_or(&scope.shutdown);
+        // The first attempt's `running` record is the run's start mark, waited for below.
+        let mut mark = None;
         let run = record
-            .get_or_init(|| Arc::new(Mutex::new(shared.start_run(job, trigger, cause, fencing_token))))
+            .get_or_init(|| {
+                let started = shared.start_run(job, trigger, cause, fencing_token);
+                mark = Some(started.clone());
+                Arc::new(Mutex::new(started))
+            })
             .clone();
-        running.get_or_init(|| {
-            // Lateness from the actual (jittered, lease-waited) start.
-            let lateness = trigger.duration_until(lock(&run).started);
-            shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
-            Running(&shared.metrics)
-        });
         if attempt > 1 {
             let update = {
                 let mut run = lock(&run);
@@ -304,9 +305,19 @@ async fn claim_and_run(
             payload: job.payload.clone(),
             record: run,
         };
-        let now = clock.now();
         async move {
-            let result = run_handler(scope, job, ctx, stopped, now).await;
+            if let Some(mark) = mark
+                && let Err(reason) = mark_start(shared, mark).await
+            {
+                return AttemptResult::not_started(Outcome::SkippedBackendUnavailable, reason);
+            }
+            in_flight.get_or_init(|| {
+                // Lateness from the actual (jittered, lease-waited, marked) start.
+                let lateness = trigger.duration_until(clock.now());
+                shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
+                Running(&shared.metrics)
+            });
+            let result = run_handler(scope, job, ctx, stopped, clock.now()).await;
             if job.retry.attempts() > 1 {
                 log_attempt(job, trigger, attempt, &result);
             }
