@@ -17,6 +17,7 @@ use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
 use crate::jobs_file::{self, Coordination, Format, JobsFile};
 use crate::reload::{Reloader, Triggers};
+use crate::settings;
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
@@ -95,7 +96,7 @@ impl Fleet {
             "[coordination] membership_ttl",
             (DEFAULT_MEMBERSHIP_TTL, "the default"),
         );
-        coordination::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1).map_err(
+        settings::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1).map_err(
             |e| match takeover_delay.1 {
                 "the default" => format!("the default takeover delay, {e}"),
                 source => format!("{source}: {e}"),
