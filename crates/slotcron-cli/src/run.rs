@@ -15,7 +15,7 @@ use crate::cli::RunArgs;
 use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
-use crate::jobs_file::{self, Coordination, Format, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, GraceFloor, JobsFile};
 use crate::reload::{Reloader, Triggers};
 use crate::settings;
 use crate::signals::{self, StopSignals};
@@ -106,36 +106,6 @@ impl Fleet {
     }
 }
 
-/// While the daemons share the work, the takeover delay (and where it was given) that
-/// every job's grace window must exceed, at start and at each reload; `None` otherwise.
-#[derive(Debug, Clone, Copy)]
-pub struct GraceFloor(Option<(Duration, &'static str)>);
-
-impl GraceFloor {
-    /// Refuses a job of `file` whose grace window is not longer than the takeover delay:
-    /// a trigger its owner cannot claim would run on another daemon later than the job's
-    /// grace allows.
-    ///
-    /// # Errors
-    /// Names the file, the job's line, the job, the `grace` field and the takeover
-    /// delay's source.
-    pub fn check(self, file: &JobsFile) -> Result<(), String> {
-        let Some((delay, source)) = self.0 else { return Ok(()) };
-        match file.jobs.iter().find(|entry| entry.job.grace() <= delay) {
-            Some(entry) => Err(format!(
-                "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
-                 or a trigger its owner cannot claim runs later than its grace on another daemon",
-                file.path.display(),
-                entry.line,
-                entry.job.name(),
-                duration::display(entry.job.grace()),
-                duration::display(delay)
-            )),
-            None => Ok(()),
-        }
-    }
-}
-
 /// What the scheduler works with, opened and connected at start-up.
 pub struct Backends {
     /// The store and the ledger.
@@ -196,7 +166,7 @@ impl Settings {
     /// The takeover delay every job's grace window must exceed: the daemons share the
     /// work only with a coordinator and `shared_work`.
     pub fn grace_floor(&self) -> GraceFloor {
-        GraceFloor((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
+        GraceFloor::new((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
     /// Takes the jobs file's concurrency cap and failure hooks.
