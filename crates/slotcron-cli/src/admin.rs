@@ -1,7 +1,6 @@
 //! `slotcron run --admin ADDR`: the admin HTTP API, status page and `/metrics` of the
 //! daemon ([`slotcron_admin`]), on a TCP address or a Unix socket.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,53 +10,12 @@ use slotcron_admin::{Admin, PrometheusMetrics};
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::cli::RunArgs;
+use crate::settings::Listen;
 
 /// The environment variable naming the admin address when `--admin` is not given.
 pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
 /// The environment variable holding the admin API's bearer token.
 pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
-
-/// Where the admin server listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// An IP address and port (`localhost:PORT` is `127.0.0.1:PORT`).
-    Tcp(SocketAddr),
-    /// `unix:PATH`: a Unix socket.
-    Unix(PathBuf),
-}
-
-impl Listen {
-    /// Reads `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT` or `unix:PATH`.
-    ///
-    /// # Errors
-    /// The reason, with the forms accepted.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if let Some(path) = text.strip_prefix("unix:") {
-            if path.is_empty() {
-                return Err(format!("{text:?}: no path after unix:"));
-            }
-            return Ok(Self::Unix(PathBuf::from(path)));
-        }
-        if let Some(port) = text.strip_prefix("localhost:")
-            && let Ok(port) = port.parse::<u16>()
-        {
-            return Ok(Self::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
-        }
-        text.parse().map(Self::Tcp).map_err(|_| {
-            format!(
-                "{text:?} is not an address to listen on: write IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH"
-            )
-        })
-    }
-
-    /// Whether only this machine can connect: a loopback address or a Unix socket.
-    pub fn is_local(&self) -> bool {
-        match self {
-            Self::Tcp(addr) => addr.ip().is_loopback(),
-            Self::Unix(_) => true,
-        }
-    }
-}
 
 /// How the admin server is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,21 +136,5 @@ impl Bound {
         if let Err(e) = served {
             tracing::error!("the admin API stopped: {e}");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addresses() {
-        assert_eq!(Listen::parse("127.0.0.1:9090").unwrap(), Listen::Tcp("127.0.0.1:9090".parse().unwrap()));
-        assert_eq!(Listen::parse("localhost:9090").unwrap(), Listen::Tcp("127.0.0.1:9090".parse().unwrap()));
-        assert_eq!(Listen::parse("unix:/run/s.sock").unwrap(), Listen::Unix("/run/s.sock".into()));
-        assert!(Listen::parse("[::1]:9090").unwrap().is_local());
-        assert!(!Listen::parse("0.0.0.0:9090").unwrap().is_local());
-        assert!(Listen::parse("unix:").is_err());
-        assert!(Listen::parse("example.com:80").unwrap_err().contains("IP:PORT"));
     }
 }

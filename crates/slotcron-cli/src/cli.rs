@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use jiff::Timestamp;
 use slotcron::Outcome;
 
+use crate::settings;
 use crate::state::StateUrl;
 
 /// Cron for a fleet: runs shell jobs from a TOML jobs file or a crontab.
@@ -426,7 +427,7 @@ fn parse_instance(id: &str) -> Result<String, String> {
 /// A `--clock-skew-slack`: a duration as in jobs files, longer than zero.
 fn parse_slack(text: &str) -> Result<Duration, String> {
     let slack = slotcron::parse_duration(text).map_err(|e| e.to_string())?;
-    crate::coordination::check_slack(slack)?;
+    settings::check_slack(slack)?;
     Ok(slack)
 }
 
@@ -438,7 +439,7 @@ fn parse_takeover_delay(text: &str) -> Result<Duration, String> {
 /// A `--membership-ttl`: a duration as in jobs files, longer than zero.
 fn parse_membership_ttl(text: &str) -> Result<Duration, String> {
     let ttl = slotcron::parse_duration(text).map_err(|e| e.to_string())?;
-    crate::coordination::check_membership_ttl(ttl)?;
+    settings::check_membership_ttl(ttl)?;
     Ok(ttl)
 }
 

@@ -4,15 +4,14 @@
 use std::env::VarError;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use slotcron::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
 
 use crate::cli::RunArgs;
 use crate::jobs_file::Coordination;
+use crate::settings;
 use crate::state::{State, StateUrl};
 
 /// The environment variable holding the Redis URL when `--redis` is not given.
@@ -77,53 +76,6 @@ impl Sources {
     }
 }
 
-/// Refuses a clock-skew slack of zero: every measurable offset would skip every
-/// trigger.
-///
-/// # Errors
-/// The slack is zero.
-pub fn check_slack(slack: std::time::Duration) -> Result<(), String> {
-    if slack.is_zero() {
-        return Err(format!(
-            "must be longer than zero (the default is {})",
-            crate::duration::display(slotcron::SchedulerBuilder::DEFAULT_SLACK)
-        ));
-    }
-    Ok(())
-}
-
-/// Refuses a membership TTL of zero: a member would lapse as it joins.
-///
-/// # Errors
-/// The TTL is zero.
-pub fn check_membership_ttl(ttl: Duration) -> Result<(), String> {
-    if ttl.is_zero() {
-        return Err(format!(
-            "must be longer than zero (the default is {})",
-            crate::duration::display(DEFAULT_MEMBERSHIP_TTL)
-        ));
-    }
-    Ok(())
-}
-
-/// Refuses a takeover delay that is not shorter than the membership TTL (`ttl`, given in
-/// `ttl_source`): a trigger's owner that died would have left the fleet before the others
-/// even began to take its triggers over, and each takeover would cost a run longer than
-/// the TTL that bounds how long a dead owner keeps its jobs.
-///
-/// # Errors
-/// The delay is the TTL or longer.
-pub fn check_takeover_delay(delay: Duration, ttl: Duration, ttl_source: &str) -> Result<(), String> {
-    if delay >= ttl {
-        return Err(format!(
-            "{} must be shorter than the membership TTL ({}, {ttl_source})",
-            crate::duration::display(delay),
-            crate::duration::display(ttl)
-        ));
-    }
-    Ok(())
-}
-
 /// The Redis the daemon claims triggers in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redis {
@@ -165,7 +117,7 @@ impl Redis {
                 None => Ok(None),
             };
         };
-        check_redis_url(&url.value).map_err(|e| format!("{}: {e}", url.source))?;
+        settings::check_redis_url(&url.value).map_err(|e| format!("{}: {e}", url.source))?;
         let (key_prefix, prefix_source) = match prefix {
             Some(Given { value, source }) => (value, source),
             None => (RedisConfig::DEFAULT_KEY_PREFIX.to_owned(), "the default key prefix"),
@@ -192,21 +144,6 @@ fn env(name: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// Checks the syntax of a Redis URL without connecting, as the `redis` crate reads it.
-///
-/// # Errors
-/// The reason, naming the URL without its password.
-pub fn check_redis_url(url: &str) -> Result<(), String> {
-    match RedisConfig::new(url).check() {
-        Err(RedisCoordinatorError::Config { field: "url", reason }) => Err(format!(
-            "{:?} is not a Redis URL (write redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss://…, \
-             redis+unix:///PATH or redis+cluster://HOST:PORT[,HOST:PORT…]): {reason}",
-            redact(url)
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Connects to the Redis the daemons claim triggers in. Called before the state is
 /// opened, so that a Redis that cannot be used leaves no new state behind.
 ///
@@ -217,7 +154,7 @@ pub fn check_redis_url(url: &str) -> Result<(), String> {
 /// # Errors
 /// The reason, naming the URL (without its password), where it was given, and the
 /// cause: an unreachable server, a refused password or TLS handshake (the URL's syntax
-/// is checked earlier, by [`check_redis_url`]).
+/// is checked earlier, by [`settings::check_redis_url`]).
 pub async fn connect_redis(redis: &Redis) -> Result<Arc<dyn Coordinator>, String> {
     let Redis { url: Given { value: url, source }, key_prefix } = redis;
     let shown = redact(url);
@@ -273,26 +210,5 @@ mod tests {
         assert!(prefix.starts_with("--redis-prefix is set but empty"), "{prefix}");
         let newline = PREFIX_SOURCES.choose(None, Some("app:\n"), None).unwrap_err();
         assert_eq!(newline, "SLOTCRON_REDIS_PREFIX contains the control character '\\n'");
-    }
-
-    #[test]
-    fn malformed_urls_are_named_without_their_password() {
-        for url in ["http://:hunter2@cache:6379", "redis://:hunter2@cache:notaport", "cache:6379"] {
-            let error = check_redis_url(url).unwrap_err();
-            assert!(error.contains("is not a Redis URL"), "{error}");
-            assert!(!error.contains("hunter2"), "{error}");
-        }
-        let cluster = check_redis_url("redis+cluster://:hunter2@a:7000,b").unwrap_err();
-        assert!(cluster.contains("node 2 of the cluster URL, \"b\", needs HOST:PORT"), "{cluster}");
-        assert!(!cluster.contains("hunter2"), "{cluster}");
-        for url in [
-            "redis://127.0.0.1:6379/2",
-            "rediss://:pw@cache:6380",
-            "redis+unix:///run/redis.sock?db=1",
-            "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2:7000",
-            "rediss+cluster://cache:6380",
-        ] {
-            assert_eq!(check_redis_url(url), Ok(()), "{url}");
-        }
     }
 }

@@ -18,6 +18,7 @@ mod next;
 mod process_group;
 mod reload;
 mod run;
+mod settings;
 mod signals;
 mod state;
 mod state_jobs;

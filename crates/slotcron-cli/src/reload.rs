@@ -10,8 +10,7 @@ use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Schedul
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::jobs_file::{self, Format, JobEntry, JobsFile};
-use crate::run::GraceFloor;
+use crate::jobs_file::{self, Format, GraceFloor, JobEntry, JobsFile};
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.

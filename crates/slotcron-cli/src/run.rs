@@ -15,8 +15,9 @@ use crate::cli::RunArgs;
 use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
-use crate::jobs_file::{self, Coordination, Format, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, GraceFloor, JobsFile};
 use crate::reload::{Reloader, Triggers};
+use crate::settings;
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
@@ -95,43 +96,13 @@ impl Fleet {
             "[coordination] membership_ttl",
             (DEFAULT_MEMBERSHIP_TTL, "the default"),
         );
-        coordination::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1).map_err(
+        settings::check_takeover_delay(takeover_delay.0, membership_ttl.0, membership_ttl.1).map_err(
             |e| match takeover_delay.1 {
                 "the default" => format!("the default takeover delay, {e}"),
                 source => format!("{source}: {e}"),
             },
         )?;
         Ok(Self { takeover_delay, membership_ttl, shared_work: file.shared_work.unwrap_or(true) })
-    }
-}
-
-/// While the daemons share the work, the takeover delay (and where it was given) that
-/// every job's grace window must exceed, at start and at each reload; `None` otherwise.
-#[derive(Debug, Clone, Copy)]
-pub struct GraceFloor(Option<(Duration, &'static str)>);
-
-impl GraceFloor {
-    /// Refuses a job of `file` whose grace window is not longer than the takeover delay:
-    /// a trigger its owner cannot claim would run on another daemon later than the job's
-    /// grace allows.
-    ///
-    /// # Errors
-    /// Names the file, the job's line, the job, the `grace` field and the takeover
-    /// delay's source.
-    pub fn check(self, file: &JobsFile) -> Result<(), String> {
-        let Some((delay, source)) = self.0 else { return Ok(()) };
-        match file.jobs.iter().find(|entry| entry.job.grace() <= delay) {
-            Some(entry) => Err(format!(
-                "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
-                 or a trigger its owner cannot claim runs later than its grace on another daemon",
-                file.path.display(),
-                entry.line,
-                entry.job.name(),
-                duration::display(entry.job.grace()),
-                duration::display(delay)
-            )),
-            None => Ok(()),
-        }
     }
 }
 
@@ -195,7 +166,7 @@ impl Settings {
     /// The takeover delay every job's grace window must exceed: the daemons share the
     /// work only with a coordinator and `shared_work`.
     pub fn grace_floor(&self) -> GraceFloor {
-        GraceFloor((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
+        GraceFloor::new((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
     /// Takes the jobs file's concurrency cap and failure hooks.

@@ -3,11 +3,13 @@
 //! problem found, each with its line, job and field.
 
 mod crontab;
+mod grace_floor;
 mod job_name;
 mod problem;
 mod schedule_spec;
 mod toml_format;
 
+pub use grace_floor::GraceFloor;
 pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 

@@ -73,7 +73,7 @@ use toml::de::{DeTable, DeValue};
 use super::problem::LineIndex;
 use super::{Draft, Parsed, Problem};
 use crate::command::{self, ShellCommand};
-use crate::{coordination, zone};
+use crate::{settings, zone};
 use env::Defaults;
 use table::{ADMIN_KEYS, COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
@@ -206,7 +206,7 @@ impl Reader<'_> {
             };
             self.unknown_keys(&table);
             if let Some(listen) = self.string(&table, "listen", "an address string like \"127.0.0.1:9090\"") {
-                match crate::admin::Listen::parse(listen.get_ref()) {
+                match settings::Listen::parse(listen.get_ref()) {
                     Ok(_) => self.parsed.coordination.admin_listen = Some((*listen.get_ref()).to_owned()),
                     Err(reason) => self.problem(&table, "listen", listen.span(), reason),
                 }
@@ -245,7 +245,7 @@ impl Reader<'_> {
         if let Some(redis) = self.string(table, "redis", url) {
             let checked = match *redis.get_ref() {
                 "" => Err("must not be empty: remove the key to run without Redis".into()),
-                url => coordination::check_redis_url(url),
+                url => settings::check_redis_url(url),
             };
             match checked {
                 Ok(()) => self.parsed.coordination.redis = Some((*redis.get_ref()).to_owned()),
@@ -263,7 +263,7 @@ impl Reader<'_> {
             }
         }
         if let Some(slack) = self.duration(table, "slack") {
-            match coordination::check_slack(slack) {
+            match settings::check_slack(slack) {
                 Ok(()) => self.parsed.coordination.slack = Some(slack),
                 Err(reason) => {
                     let span = table.get("slack").map(|v| v.span()).unwrap_or_default();
@@ -279,7 +279,7 @@ impl Reader<'_> {
     fn fleet(&mut self, table: &Table<'_, '_>) {
         let span = |key: &str| table.get(key).map(|v| v.span()).unwrap_or_default();
         if let Some(ttl) = self.duration(table, "membership_ttl") {
-            match coordination::check_membership_ttl(ttl) {
+            match settings::check_membership_ttl(ttl) {
                 Ok(()) => self.parsed.coordination.membership_ttl = Some(ttl),
                 Err(reason) => self.problem(table, "membership_ttl", span("membership_ttl"), reason),
             }
@@ -288,14 +288,14 @@ impl Reader<'_> {
             let ttl = self.parsed.coordination.membership_ttl;
             let ttl_source = if ttl.is_some() { "membership_ttl" } else { "the default" };
             let ttl = ttl.unwrap_or(slotcron::DEFAULT_MEMBERSHIP_TTL);
-            match coordination::check_takeover_delay(delay, ttl, ttl_source) {
+            match settings::check_takeover_delay(delay, ttl, ttl_source) {
                 Ok(()) => self.parsed.coordination.takeover_delay = Some(delay),
                 Err(reason) => self.problem(table, "takeover_delay", span("takeover_delay"), reason),
             }
         } else if let Some(ttl) = self.parsed.coordination.membership_ttl {
             // The default takeover delay must be shorter than the TTL set here too.
             let delay = slotcron::SchedulerBuilder::DEFAULT_TAKEOVER_DELAY;
-            if let Err(reason) = coordination::check_takeover_delay(delay, ttl, "membership_ttl") {
+            if let Err(reason) = settings::check_takeover_delay(delay, ttl, "membership_ttl") {
                 let reason = format!("the default takeover delay, {reason}");
                 self.parsed.coordination.membership_ttl = None;
                 self.problem(table, "membership_ttl", span("membership_ttl"), reason);
