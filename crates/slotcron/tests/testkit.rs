@@ -164,3 +164,8 @@ async fn an_owner_that_dies_after_claiming_ahead_is_taken_over() {
 async fn an_owner_that_cannot_start_is_taken_over() {
     testkit::an_owner_that_cannot_start_is_taken_over(&Factory::default().build()).await;
 }
+
+#[tokio::test]
+async fn start_marks_contract() {
+    testkit::start_marks_contract(&Factory::default().build()).await;
+}

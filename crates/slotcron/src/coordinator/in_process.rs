@@ -7,7 +7,7 @@ use jiff::Timestamp;
 
 use super::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
-    RequestClaim, TriggerRef,
+    RequestClaim, StartMark, TriggerRef, Unstarted,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::control::{Controls, MemoryControls};
@@ -45,12 +45,31 @@ struct HeldLease {
 
 #[derive(Default)]
 struct Claims {
-    /// Trigger key → expiry (`None`: never).
-    held: HashMap<String, Option<Timestamp>>,
+    /// Trigger key → its claim.
+    held: HashMap<String, Held>,
     /// Job → (last fencing token, high-water mark).
     jobs: HashMap<String, (u64, Option<Timestamp>)>,
     /// Claims since expired ones were last removed.
     since_sweep: usize,
+}
+
+/// One claim: its expiry (`None`: never), holder, job, fencing token and start mark.
+struct Held {
+    expiry: Option<Timestamp>,
+    holder: Arc<str>,
+    job: Arc<str>,
+    fencing: u64,
+    started: bool,
+}
+
+impl Held {
+    fn new(claim_job: &str, holder: &str, fencing: u64, expiry: Option<Timestamp>) -> Self {
+        Self { expiry, holder: holder.into(), job: claim_job.into(), fencing, started: false }
+    }
+
+    fn holds_at(&self, now: Timestamp) -> bool {
+        self.expiry.is_none_or(|at| at > now)
+    }
 }
 
 impl Claims {
@@ -58,14 +77,38 @@ impl Claims {
     const SWEEP_EVERY: usize = 1024;
 
     /// Counts a claim at `now` (the coordinator's clock) and removes the expired claims
-    /// every [`Claims::SWEEP_EVERY`] claims; whether a claim holds `key` now.
+    /// every [`Claims::SWEEP_EVERY`] claims (not those without a start mark, which stay
+    /// listed until marked or taken over); whether a claim holds `key` now.
     fn held_at(&mut self, key: &str, now: Timestamp) -> bool {
         self.since_sweep += 1;
         if self.since_sweep >= Self::SWEEP_EVERY {
             self.since_sweep = 0;
-            self.held.retain(|_, expiry| expiry.is_none_or(|at| at > now));
+            self.held.retain(|_, held| held.holds_at(now) || !held.started);
         }
-        self.held.get(key).is_some_and(|expiry| expiry.is_none_or(|at| at > now))
+        self.held.get(key).is_some_and(|held| held.holds_at(now))
+    }
+
+    /// The job's next fencing token, counted.
+    fn next_fencing(&mut self, job: &str) -> u64 {
+        let entry = self.jobs.entry(job.to_owned()).or_default();
+        entry.0 += 1;
+        entry.0
+    }
+
+    /// Moves `key`'s unmarked claim from `from` to `to`, as
+    /// [`Coordinator::take_over`] says.
+    fn take_over(&mut self, from: &str, to: &str, claim: &TriggerRef<'_>) -> ClaimOutcome {
+        match self.held.get(claim.key) {
+            Some(held) if held.started => ClaimOutcome::Lost,
+            Some(held) if *held.holder == *to => ClaimOutcome::Won { fencing_token: held.fencing },
+            Some(held) if *held.holder == *from => {
+                let (expiry, job) = (held.expiry, held.job.clone());
+                let fencing_token = self.next_fencing(&job);
+                self.held.insert(claim.key.to_owned(), Held::new(&job, to, fencing_token, expiry));
+                ClaimOutcome::Won { fencing_token }
+            }
+            _ => ClaimOutcome::Lost,
+        }
     }
 
     /// Claims one trigger at `now` (the coordinator's clock); `paused` tells whether a
@@ -87,7 +130,7 @@ impl Claims {
             Some(_) => mark.max(Some(claim.trigger)),
             None => mark,
         };
-        self.held.insert(claim.key.to_owned(), expiry);
+        self.held.insert(claim.key.to_owned(), Held::new(claim.job, claim.instance, fencing + 1, expiry));
         self.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
         ClaimOutcome::Won { fencing_token: fencing + 1 }
     }
@@ -173,14 +216,50 @@ impl Coordinator for InProcessCoordinator {
         if claims.held_at(claim.key, now) {
             return Ok(ClaimOutcome::Lost);
         }
-        let (fencing, mark) = claims.jobs.get(claim.job).copied().unwrap_or_default();
-        claims.held.insert(claim.key.to_owned(), Some(crate::clock::later(now, claim.ttl)));
-        claims.jobs.insert(claim.job.to_owned(), (fencing + 1, mark));
-        Ok(ClaimOutcome::Won { fencing_token: fencing + 1 })
+        let fencing_token = claims.next_fencing(claim.job);
+        let expiry = Some(crate::clock::later(now, claim.ttl));
+        claims.held.insert(claim.key.to_owned(), Held::new(claim.job, claim.instance, fencing_token, expiry));
+        Ok(ClaimOutcome::Won { fencing_token })
     }
 
     fn controls(&self) -> Option<&dyn Controls> {
         Some(&self.controls)
+    }
+
+    fn keeps_start_marks(&self) -> bool {
+        true
+    }
+
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        let mut claims = self.claims();
+        let mut mark = |key: &str| match claims.held.get_mut(key) {
+            Some(held) if *held.holder == *instance => {
+                held.started = true;
+                true
+            }
+            _ => false,
+        };
+        Ok(marks.iter().map(|m| mark(m.key)).collect())
+    }
+
+    async fn unstarted(&self, instance: &str, _jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        let claims = self.claims();
+        let unstarted = claims.held.iter().filter(|(_, held)| !held.started && *held.holder == *instance);
+        Ok(unstarted.map(|(key, held)| Unstarted { job: held.job.to_string(), key: key.clone() }).collect())
+    }
+
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let mut held = self.claims();
+        claims.iter().map(|claim| Ok(held.take_over(from, to, claim))).collect()
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
@@ -259,7 +338,7 @@ impl Coordinator for InProcessCoordinator {
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
         let now = self.clock.now();
         let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
-        let held = |key: &str| claims.held.get(key).is_some_and(|expiry| expiry.is_none_or(|at| at > now));
+        let held = |key: &str| claims.held.get(key).is_some_and(|held| held.holds_at(now));
         let paused = |job: &str| self.controls.is_paused(job);
         Ok(triggers.iter().map(|trigger| !held(trigger.key) && !paused(trigger.job)).collect())
     }

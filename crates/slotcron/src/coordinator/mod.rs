@@ -8,6 +8,7 @@ pub(crate) mod lease;
 pub(crate) mod membership;
 mod read_back;
 pub(crate) mod rendezvous;
+mod start;
 
 pub use ahead::{AheadStart, AheadVoid};
 pub use error::{CoordinatorError, CoordinatorErrorKind};
@@ -18,6 +19,7 @@ pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, TriggerRef};
 pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
+pub use start::{StartMark, Unstarted};
 
 use std::time::Duration;
 
@@ -160,6 +162,34 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// or they are dropped and taken over; a claim ahead is never lost with a dead owner, and
 /// never runs twice. The owner adds its claims ahead to its [`Handled`] tally only once it
 /// has started.
+///
+/// # Start marks and takeover
+///
+/// A won claim is *provisional* until its **start mark** (DESIGN.md, "Claims, start
+/// marks and takeover"): the engine marks the claims of the runs about to start, a batch
+/// in one round trip ([`Coordinator::mark_starts`]), and starts a run only once its mark
+/// is made. A claim whose holder has gone (left the membership, or was restarted as a new
+/// incarnation under the same instance id) before its mark is **taken over** by a live
+/// replica ([`Coordinator::take_over`]), which runs the trigger late with a new, higher
+/// fencing token. The two are atomic against each other, claim by claim: either the
+/// holder marks its start and runs, or another replica takes the claim over and the
+/// holder's mark is refused — never both, whatever the replicas' views of the
+/// membership. The claims a holder has not marked are listed by holder
+/// ([`Coordinator::unstarted`]), so that nothing won is lost with a dead holder. A
+/// coordinator that keeps start marks says so ([`Coordinator::keeps_start_marks`]); one
+/// that does not marks nothing and takes nothing over.
+///
+/// What every coordinator that keeps start marks promises:
+/// - every claim won (by [`Coordinator::claim`], a batch, ahead, or a request) is
+///   listed by [`Coordinator::unstarted`] under its holder's instance id until it is
+///   marked or taken over;
+/// - [`Coordinator::mark_starts`] marks a claim still held by the caller and unmarked
+///   (`true`, also when marked already: a mark whose reply was lost is sent again), and
+///   refuses one another holds (`false`);
+/// - [`Coordinator::take_over`] moves an unmarked claim of `from` to `to` with the job's
+///   next fencing token (`Won`; also when `to` took it over already, with the token it
+///   got), and is `Lost` for a marked claim or one another holds; a claim listed unstarted
+///   whose hold has ended meanwhile is won afresh (it was won and never started).
 ///
 /// # Lost replies
 ///
@@ -436,6 +466,57 @@ pub trait Coordinator: Send + Sync + 'static {
     /// The backend is unreachable.
     async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
         Ok(vec![None; tallies.len()])
+    }
+
+    /// Whether this coordinator keeps start marks and takes claims over; see ["Start
+    /// marks and takeover"](Coordinator#start-marks-and-takeover). `false` (the default):
+    /// the engine marks nothing, and a claim whose holder died before starting its run is
+    /// lost with it.
+    fn keeps_start_marks(&self) -> bool {
+        false
+    }
+
+    /// Marks the start of `instance`'s won claims `marks`, in one round trip (or as few as
+    /// the backend allows): per claim, `true` if the claim is `instance`'s and now marked
+    /// (or was already), `false` if another replica holds it (it was taken over): that
+    /// run must not start. The default, for a coordinator without start marks, answers
+    /// `true` for all.
+    ///
+    /// # Errors
+    /// The backend is unreachable or the outcome is unknown: the runs then do not start
+    /// (fail closed), and their claims stay unmarked.
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        let _ = instance;
+        Ok(vec![true; marks.len()])
+    }
+
+    /// The claims `instance` holds without a start mark (every backend lists them by
+    /// holder; one that keeps them per job reads `jobs`', the jobs the caller knows), in
+    /// any order. The default: none.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        let _ = (instance, jobs);
+        Ok(Vec::new())
+    }
+
+    /// Takes over, for `to`, the unmarked claims of `from` among `claims`: one answer per
+    /// claim, same order, as ["Start marks and takeover"](Coordinator#start-marks-and-takeover)
+    /// says. One round trip (or as few as the backend allows). The default takes nothing
+    /// over: every claim [`ClaimOutcome::Lost`].
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let _ = (from, to);
+        claims.iter().map(|_| Ok(ClaimOutcome::Lost)).collect()
     }
 
     /// A short name for logs: `in-process`, `redis`, `postgres`.

@@ -61,6 +61,7 @@ mod ownership_suite;
 mod proxy;
 mod replica;
 mod restart;
+mod start_mark_suite;
 mod suite;
 
 pub use ahead_suite::{
@@ -87,6 +88,7 @@ pub use ownership_suite::{
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;
+pub use start_mark_suite::start_marks_contract;
 pub use suite::{
     claim_contract, claims_hold_until_an_absolute_instant, namespaces_are_isolated,
     one_shots_survive_restarts, racing_replicas, skewed_clocks, staggered_starts,
