@@ -8,6 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
+use super::claim::StartMarks;
 use super::outbox::Outbox;
 use super::shared::{Settings, Shared};
 use super::table::Table;
@@ -334,6 +335,7 @@ impl SchedulerBuilder {
                 metrics,
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
+                start_marks: StartMarks::default(),
                 stopped: CancellationToken::new(),
                 requests: Mutex::default(),
                 local_paused: Mutex::default(),

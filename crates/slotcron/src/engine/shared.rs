@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::claim::StartMarks;
 use super::claim::skew::SkewGuard;
 use super::introspect::Health;
 use super::outbox::Outbox;
@@ -59,6 +60,8 @@ pub(crate) struct Shared {
     pub lifecycle: Arc<tokio::sync::Mutex<()>>,
     /// The ledger writes and failed job-state writes waiting to be written.
     pub outbox: Arc<Outbox>,
+    /// The coordinator's start marks waiting to be sent.
+    pub start_marks: StartMarks,
     /// Fired when [`Scheduler::run`](crate::Scheduler::run) returns: ends the reconcile loops.
     pub stopped: CancellationToken,
     /// Groups of requested runs (manual, backfill, catch-up at a resume), each run in

@@ -1,30 +1,134 @@
-//! The start mark: a claim is provisional until the run's `running` record is durable
-//! (DESIGN.md, "Claims, start marks and takeover"). The run starts only once the ledger
-//! has taken it; the marks of a burst go to the ledger together, in the outbox's
-//! batches.
+//! The start mark: a claim is provisional until its run's start is durable (DESIGN.md,
+//! "Claims, start marks and takeover") — the run's `running` record in the ledger, and,
+//! for a claim won from a coordinator that keeps start marks, the mark beside the claim.
+//! The run starts only once both are made. The marks of runs starting together go out
+//! together: the ledger's in the outbox's batches, the coordinator's in one call per
+//! batch of starts ([`StartMarks`]).
 
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::within_claim_timeout;
 use crate::clock::later;
+use crate::coordinator::{Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
 use crate::engine::shared::Shared;
-use crate::ledger::{LedgerWrite, RunRecord};
+use crate::ledger::{LedgerWrite, Outcome, RunRecord};
 
-/// Queues `record` (a run's `running` record) and waits until the ledger has taken it,
-/// for at most the start-mark timeout. `Err` with the reason when it was not taken in
-/// time: the run must not start (fail closed).
-pub(crate) async fn mark_start(shared: &Shared, record: RunRecord) -> Result<(), String> {
+/// Why a run's start could not be marked: it does not start, and is recorded with this
+/// outcome and reason.
+pub(crate) type Unmarked = (Outcome, String);
+
+/// The coordinator's start marks waiting to be sent, and whether a sender is at work:
+/// the marks queued while one call is on its way go in the next call, together.
+#[derive(Default)]
+pub(crate) struct StartMarks(Mutex<Waiting>);
+
+#[derive(Default)]
+struct Waiting {
+    marks: Vec<Queued>,
+    sending: bool,
+}
+
+/// One mark waiting: the job, the trigger key and who waits for the answer.
+type Queued = (Arc<str>, Box<str>, oneshot::Sender<Result<bool, String>>);
+
+/// Makes `record` (a run's `running` record) durable and, when `claim` names the trigger
+/// key of a claim won from the coordinator, marks that claim's start; `Err` with the
+/// outcome and reason when the run must not start: a mark not made within the start-mark
+/// timeout (fail closed), or a claim another replica took over first.
+pub(crate) async fn mark_start(
+    shared: &Arc<Shared>,
+    record: RunRecord,
+    claim: Option<&str>,
+) -> Result<(), Unmarked> {
+    let job = record.job.clone();
+    let (ledger, coordinator) = tokio::join!(mark_in_ledger(shared, record), async {
+        match (claim, &shared.coordinator) {
+            (Some(key), Some(coordinator)) if coordinator.keeps_start_marks() => {
+                mark_in_coordinator(shared, coordinator, job, key).await
+            }
+            _ => Ok(()),
+        }
+    });
+    ledger.and(coordinator)
+}
+
+/// Queues `record` and waits until the ledger has taken it, for at most the start-mark
+/// timeout.
+async fn mark_in_ledger(shared: &Shared, record: RunRecord) -> Result<(), Unmarked> {
     let taken = shared.outbox.push_mark(LedgerWrite::Append(record));
     let timeout = shared.settings.start_mark_timeout;
     let deadline = later(shared.clock.now(), timeout);
-    let clock = shared.clock.as_ref();
     let marked = tokio::select! {
         biased;
         taken = taken => taken.is_ok(),
-        () = clock.sleep_until(deadline) => false,
+        () = shared.clock.sleep_until(deadline) => false,
     };
     if marked {
         return Ok(());
     }
-    Err(format!(
+    let reason = format!(
         "the run's start mark (its `running` record) was not in the ledger within {timeout:?}: \
          not started, since a run whose start is not durable could be lost without a record"
-    ))
+    );
+    Err((Outcome::SkippedBackendUnavailable, reason))
+}
+
+/// Marks the start of this replica's claim of `key` in the coordinator, batched with the
+/// other starts of the moment.
+async fn mark_in_coordinator(
+    shared: &Arc<Shared>,
+    coordinator: &Arc<dyn Coordinator>,
+    job: Arc<str>,
+    key: &str,
+) -> Result<(), Unmarked> {
+    let (answer, answered) = oneshot::channel();
+    let send = {
+        let mut waiting = shared.start_marks.0.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.marks.push((job, key.into(), answer));
+        !std::mem::replace(&mut waiting.sending, true)
+    };
+    if send {
+        tokio::spawn(send_marks(shared.clone(), coordinator.clone()));
+    }
+    let unavailable = |e: String| {
+        let reason = format!("the claim's start mark was not made in the {} coordinator: {e}", coordinator.name());
+        (Outcome::SkippedBackendUnavailable, reason)
+    };
+    match answered.await {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => Err((
+            Outcome::SkippedLost,
+            "another replica took the claim over before this one marked its start: not started here".into(),
+        )),
+        Ok(Err(e)) => Err(unavailable(e)),
+        Err(_) => Err(unavailable("the scheduler stopped".into())),
+    }
+}
+
+/// Sends the queued marks, a call per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`], until none
+/// is left; each call bounded by the claim timeout.
+async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
+    loop {
+        let batch = {
+            let mut waiting = shared.start_marks.0.lock().unwrap_or_else(|p| p.into_inner());
+            let take = waiting.marks.len().min(MAX_CLAIMS_PER_ROUND_TRIP);
+            if take == 0 {
+                waiting.sending = false;
+                return;
+            }
+            waiting.marks.drain(..take).collect::<Vec<Queued>>()
+        };
+        let marks: Vec<StartMark<'_>> = batch.iter().map(|(job, key, _)| StartMark { job, key }).collect();
+        let call = coordinator.mark_starts(&shared.instance, &marks);
+        let answers: Result<Vec<bool>, CoordinatorError> = within_claim_timeout(&shared, call).await;
+        for (index, (_, _, answer)) in batch.into_iter().enumerate() {
+            let answer_of = match &answers {
+                Ok(answers) => Ok(answers.get(index).copied().unwrap_or(false)),
+                Err(e) => Err(format!("{e} ({})", e.kind())),
+            };
+            let _ = answer.send(answer_of);
+        }
+    }
 }

@@ -197,6 +197,8 @@ async fn claim_and_run(
     let kind = job.kind;
     let trigger_key = OnceLock::new();
     let mut _slot = None;
+    // Whether the trigger key names a claim won from the coordinator (its start is marked).
+    let mut coordinated = true;
     let fencing_token = match claiming {
         Claiming::Batched(claimed, key) => {
             trigger_key.get_or_init(|| key);
@@ -210,10 +212,12 @@ async fn claim_and_run(
                 Ok(slot) => Some(slot),
                 Err(skipped) => return *skipped,
             };
-            match &shared.coordinator {
+            match shared.coordinator.as_ref().filter(|_| !job.every_replica) {
                 // Single-replica mode, or a job every replica runs: nothing to claim.
-                None => local_fencing_token(shared, job).await,
-                Some(_) if job.every_replica => local_fencing_token(shared, job).await,
+                None => {
+                    coordinated = false;
+                    local_fencing_token(shared, job).await
+                }
                 Some(coordinator) => {
                     let key = trigger_key.get_or_init(|| key_of(job, trigger));
                     let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await;
@@ -234,9 +238,11 @@ async fn claim_and_run(
             };
             let key =
                 trigger_key.get_or_init(|| crate::key::request_key(&job.name, kind, cause, trigger).into());
-            match &shared.coordinator {
-                None => local_fencing_token(shared, job).await,
-                Some(_) if job.every_replica => local_fencing_token(shared, job).await,
+            match shared.coordinator.as_ref().filter(|_| !job.every_replica) {
+                None => {
+                    coordinated = false;
+                    local_fencing_token(shared, job).await
+                }
                 Some(coordinator) => {
                     match claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await {
                         Ok(fencing_token) => fencing_token,
@@ -272,6 +278,7 @@ async fn claim_and_run(
         }
     };
     let in_flight = &running;
+    let claim_key = if coordinated { trigger_key.get().map(|key| &**key) } else { None };
     let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
         let parent = run_cancel.unwrap_or(&scope.shutdown);
         // The first attempt's `running` record is the run's start mark, waited for below.
@@ -307,9 +314,9 @@ async fn claim_and_run(
         };
         async move {
             if let Some(mark) = mark
-                && let Err(reason) = mark_start(shared, mark).await
+                && let Err((outcome, reason)) = mark_start(shared, mark, claim_key).await
             {
-                return AttemptResult::not_started(Outcome::SkippedBackendUnavailable, reason);
+                return AttemptResult::not_started(outcome, reason);
             }
             in_flight.get_or_init(|| {
                 // Lateness from the actual (jittered, lease-waited, marked) start.
