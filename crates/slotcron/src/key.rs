@@ -34,6 +34,24 @@ pub fn request_key(job: &str, kind: ScheduleKind, cause: Cause, trigger: Timesta
     format!("{job}:{tag}{at}")
 }
 
+/// What a trigger key of `job` ([`trigger_key`], [`request_key`]) says of its run: the
+/// cause of a requested run (`Manual`, `Backfill`; [`Cause::Scheduled`] for a scheduled
+/// trigger) and its instant (`None` for an `after` job's key, the job name alone). `None`
+/// for a key not of `job`'s forms.
+pub(crate) fn parse_key(job: &str, key: &str) -> Option<(Cause, Option<Timestamp>)> {
+    let rest = key.strip_prefix(job)?;
+    if rest.is_empty() {
+        return Some((Cause::Scheduled, None));
+    }
+    let rest = rest.strip_prefix(':')?;
+    let (cause, at) = match (rest.strip_prefix("manual:"), rest.strip_prefix("backfill:")) {
+        (Some(at), _) => (Cause::Manual, at),
+        (_, Some(at)) => (Cause::Backfill, at),
+        _ => (Cause::Scheduled, rest),
+    };
+    Some((cause, Some(at.parse().ok()?)))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -49,6 +67,18 @@ mod tests {
             "a:2024-05-17T10:00:00.500Z"
         );
         assert_eq!(trigger_key("a", ScheduleKind::After(Duration::ZERO), Timestamp::UNIX_EPOCH), "a");
+    }
+
+    #[test]
+    fn keys_parse_back_to_their_cause_and_instant() {
+        let t: Timestamp = "2024-05-17T10:00:00.250Z".parse().unwrap();
+        let kind = ScheduleKind::Recurring;
+        for cause in [Cause::Scheduled, Cause::Manual, Cause::Backfill] {
+            assert_eq!(parse_key("a", &request_key("a", kind, cause, t)), Some((cause, Some(t))));
+        }
+        assert_eq!(parse_key("a", "a"), Some((Cause::Scheduled, None)));
+        assert_eq!(parse_key("a", "ab:2024-05-17T10:00:00Z"), None);
+        assert_eq!(parse_key("a", "a:not-an-instant"), None);
     }
 
     #[test]

@@ -135,6 +135,10 @@ impl Scheduler {
             state: fleet,
             tracker: tracker.clone(),
         });
+        if let Some(fleet) = &fleet {
+            // Before this run claims anything: its own claims would be listed alike.
+            fleet::orphans::adopt_own(fleet).await;
+        }
         let membership =
             fleet.as_ref().map(|fleet| tokio::spawn(fleet::membership::heartbeat(fleet.clone())));
         if membership.is_none() {

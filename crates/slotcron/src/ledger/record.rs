@@ -157,13 +157,19 @@ pub enum Cause {
     Backfill,
     /// The start-up run of a job with `run_on_start`.
     StartUp,
+    /// A trigger whose claim this replica took over from one that had gone before
+    /// marking its start (DESIGN.md, "Claims, start marks and takeover"); run late,
+    /// exempt from the misfire grace. The record's error field names the replica it was
+    /// taken over from.
+    TakenOver,
     /// A cause this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Cause {
     /// Every cause this release knows, in declaration order.
-    pub const ALL: [Cause; 5] = [Self::Scheduled, Self::CatchUp, Self::Manual, Self::Backfill, Self::StartUp];
+    pub const ALL: [Cause; 6] =
+        [Self::Scheduled, Self::CatchUp, Self::Manual, Self::Backfill, Self::StartUp, Self::TakenOver];
 
     /// The stable name used in logs, files and databases, e.g. `catch-up`.
     pub fn as_str(self) -> &'static str {
@@ -173,6 +179,7 @@ impl Cause {
             Self::Manual => "manual",
             Self::Backfill => "backfill",
             Self::StartUp => "start-up",
+            Self::TakenOver => "taken-over",
             Self::Other(name) => name.as_str(),
         }
     }

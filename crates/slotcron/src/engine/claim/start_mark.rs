@@ -93,7 +93,8 @@ async fn mark_in_coordinator(
         tokio::spawn(send_marks(shared.clone(), coordinator.clone()));
     }
     let unavailable = |e: String| {
-        let reason = format!("the claim's start mark was not made in the {} coordinator: {e}", coordinator.name());
+        let reason =
+            format!("the claim's start mark was not made in the {} coordinator: {e}", coordinator.name());
         (Outcome::SkippedBackendUnavailable, reason)
     };
     match answered.await {

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 
-use super::FleetRun;
+use super::{FleetRun, orphans};
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
 
@@ -65,6 +65,9 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
         return;
     };
     let ttl = shared.settings.membership_ttl;
+    // The last view this replica could vouch for: a member missing from the next one has
+    // left, and its unstarted claims are taken over.
+    let mut vouched: Option<Members> = None;
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
@@ -86,6 +89,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 e.kind()
             ),
         }
+        vouched = watch_leavers(&fleet, vouched);
         let next = later(shared.clock.now(), ttl / 3);
         tokio::select! {
             () = shared.clock.sleep_until(next) => {}
@@ -95,4 +99,18 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     if let Err(e) = within_claim_timeout(shared, coordinator.leave(&shared.instance)).await {
         tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
     }
+}
+
+/// Takes over the unstarted claims of each member of `before` (the last view vouched for)
+/// missing from the view vouched for now; the view to compare the next one with.
+fn watch_leavers(fleet: &FleetRun, before: Option<Members>) -> Option<Members> {
+    let shared = fleet.shared();
+    let Some(now) = fleet.state.membership.vouched(shared.clock.now(), shared.settings.membership_ttl) else {
+        return before;
+    };
+    for gone in orphans::left(before.as_deref().unwrap_or_default(), &now) {
+        let whom = format!("{gone}, which left the fleet's membership");
+        fleet.tracker.spawn(orphans::adopt(fleet.clone(), gone, whom));
+    }
+    Some(now)
 }

@@ -19,13 +19,15 @@
 //!
 //! The rooms: [`membership`] (this replica's heartbeat and its view of the members),
 //! [`tally`] (what an owner tells non-owners it claimed), [`takeover`] (non-owners
-//! claiming what owners left), [`ahead`] (claims made before their instant) and
-//! [`batch`] (triggers due together claimed in one round trip).
+//! claiming what owners left), [`orphans`] (claims a gone replica won and never started),
+//! [`ahead`] (claims made before their instant) and [`batch`] (triggers due together
+//! claimed in one round trip).
 
 pub(crate) mod ahead;
 pub(crate) mod batch;
 pub(crate) mod dispatch;
 pub(crate) mod membership;
+pub(crate) mod orphans;
 pub(crate) mod takeover;
 pub(crate) mod tally;
 

@@ -113,6 +113,31 @@ pub(crate) async fn execute_claimed(scope: Arc<RunScope>, due: Due, claimed: Cla
     Box::pin(run).instrument(span).await;
 }
 
+/// Handles a trigger whose claim this replica took over (won with `fencing_token`, under
+/// trigger key `key`), as [`execute_claimed`] does; its record's error field carries
+/// `note` (whom it was taken over from), after the run's own error if any.
+pub(crate) async fn execute_taken_over(
+    scope: Arc<RunScope>,
+    due: Due,
+    fencing_token: u64,
+    key: Box<str>,
+    note: String,
+) {
+    scope.started();
+    let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
+    let run = async move {
+        let Due { job, trigger, next, cause, .. } = due;
+        let claiming = Claiming::Batched(Ok(fencing_token), key);
+        let mut record = claim_and_run(&scope, &job, trigger, next, cause, claiming).await;
+        record.error = Some(match record.error.take() {
+            Some(error) => format!("{error} ({note})"),
+            None => note,
+        });
+        scope.shared.finish(&job, record).await;
+    };
+    Box::pin(run).instrument(span).await;
+}
+
 async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Note) {
     let shared = &scope.shared;
     let Due { job, trigger, next, action, cause } = due;

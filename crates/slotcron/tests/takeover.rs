@@ -1,0 +1,96 @@
+//! Claims won and never started (the holder died between its claim and its start mark)
+//! are taken over: by the holder's next incarnation at its start, or by a live member
+//! once the holder has left the membership; a started claim is never run again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use slotcron::testkit::harness::{Harness, ts};
+use slotcron::{
+    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobContext, Outcome, StartMark,
+};
+
+/// A job every minute whose runs count themselves and see their fencing token.
+fn counted(runs: &Arc<AtomicU32>, tokens: &Arc<std::sync::Mutex<Vec<u64>>>) -> Job {
+    let (runs, tokens) = (runs.clone(), tokens.clone());
+    Job::builder("report")
+        .every(Duration::from_secs(60))
+        .handler(move |ctx: JobContext| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            tokens.lock().unwrap().push(ctx.fencing_token());
+            async { Ok::<(), std::io::Error>(()) }
+        })
+        .build()
+        .unwrap()
+}
+
+/// Claims `report`'s trigger at `at` for `instance`, as a replica that then died would
+/// have: its fencing token.
+async fn claimed_by(coordinator: &InProcessCoordinator, instance: &str, at: &str) -> u64 {
+    let trigger = ts(at);
+    let key = slotcron::trigger_key("report", slotcron::ScheduleKind::Recurring, trigger);
+    let hold = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "report", trigger, key: &key, instance, hold };
+    match coordinator.claim(&claim).await.unwrap() {
+        ClaimOutcome::Won { fencing_token } => fencing_token,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_instance_runs_the_claims_its_previous_incarnation_won_and_never_started() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    // A claim whose run had started (marked) before the crash: not run again.
+    claimed_by(&coordinator, "test", "2024-05-17T00:00:00Z").await;
+    let token = claimed_by(&coordinator, "test", "2024-05-17T00:01:00Z").await;
+    let started =
+        slotcron::trigger_key("report", slotcron::ScheduleKind::Recurring, ts("2024-05-17T00:00:00Z"));
+    coordinator.mark_starts("test", &[StartMark { job: "report", key: &started }]).await.unwrap();
+
+    let (runs, tokens) = (Arc::new(AtomicU32::new(0)), Arc::default());
+    let mut h = Harness::with("2024-05-17T00:01:03Z", |b| b.coordinator(coordinator.clone()));
+    h.add(counted(&runs, &tokens));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:10Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the unstarted claim ran once, the started one not again");
+    assert_eq!(*tokens.lock().unwrap(), [token], "under the claim it took over");
+    let records = h.records("report");
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(
+        (record.trigger, record.outcome, record.cause),
+        (ts("2024-05-17T00:01:00Z"), Outcome::Succeeded, Cause::TakenOver)
+    );
+    assert!(
+        record.error.as_deref().unwrap_or_default().contains("previous incarnation of test"),
+        "{record:?}"
+    );
+    assert!(coordinator.unstarted("test", &["report"]).await.unwrap().is_empty(), "marked once run");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_member_runs_the_unstarted_claims_of_one_that_left_the_membership_with_a_higher_token() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    coordinator.heartbeat("dead", Duration::from_secs(3600)).await.unwrap();
+    let token = claimed_by(&coordinator, "dead", "2024-05-17T00:01:00Z").await;
+
+    let (runs, tokens) = (Arc::new(AtomicU32::new(0)), Arc::default());
+    let ttl = Duration::from_secs(9);
+    let mut h =
+        Harness::with("2024-05-17T00:01:01Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
+    h.add(counted(&runs, &tokens));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:12Z")).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "not while its holder is a member");
+    coordinator.leave("dead").await.unwrap();
+    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "taken over once its holder left");
+    let ran = tokens.lock().unwrap().clone();
+    assert!(ran[0] > token, "a higher fencing token than the dead holder's: {ran:?} after {token}");
+    let record = h.records("report").into_iter().find(|r| r.trigger == ts("2024-05-17T00:01:00Z")).unwrap();
+    assert_eq!((record.outcome, record.cause), (Outcome::Succeeded, Cause::TakenOver), "{record:?}");
+    assert!(record.error.as_deref().unwrap_or_default().contains("dead, which left"), "{record:?}");
+}
