@@ -17,7 +17,7 @@ use crate::error::BoxError;
 use crate::ledger::LastRun;
 use crate::ledger::RunRecord;
 use crate::metrics::JobSeries;
-use crate::policy::{Misfire, Overlap, Retry, run_budget};
+use crate::policy::{Misfire, OnInterrupt, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
 };
@@ -86,6 +86,7 @@ pub struct Job {
     pub(crate) retry: Retry,
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
+    pub(crate) on_interrupt: OnInterrupt,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
@@ -119,6 +120,7 @@ impl Clone for Job {
             retry: self.retry,
             overlap: self.overlap,
             jitter: self.jitter,
+            on_interrupt: self.on_interrupt,
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
@@ -147,6 +149,7 @@ impl From<Job> for JobBuilder {
             multiplier: job.retry.multiplier(),
             overlap: job.overlap,
             jitter: job.jitter,
+            on_interrupt: job.on_interrupt,
         }
     }
 }
@@ -169,6 +172,7 @@ impl Job {
             multiplier: Retry::DEFAULT_MULTIPLIER,
             overlap: Overlap::Allow,
             jitter: None,
+            on_interrupt: OnInterrupt::Record,
         }
     }
 
@@ -185,6 +189,11 @@ impl Job {
     /// The limit on one run, if any.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// What happens to a trigger whose run was interrupted.
+    pub fn on_interrupt(&self) -> OnInterrupt {
+        self.on_interrupt
     }
 
     /// What happens to triggers noticed later than the grace window.
@@ -280,6 +289,7 @@ pub struct JobBuilder {
     multiplier: f64,
     overlap: Overlap,
     jitter: Option<Duration>,
+    on_interrupt: OnInterrupt,
 }
 
 impl JobBuilder {
@@ -414,6 +424,13 @@ impl JobBuilder {
         self
     }
 
+    /// What happens to a trigger whose run was interrupted (default
+    /// [`OnInterrupt::Record`]; [`OnInterrupt::Rerun`] runs it once more).
+    pub fn on_interrupt(mut self, on_interrupt: OnInterrupt) -> Self {
+        self.on_interrupt = on_interrupt;
+        self
+    }
+
     /// Delays each trigger's start by an offset in `[0, jitter)` from a hash of the job's
     /// name and the trigger, the same on every replica
     /// ([`jitter_offset`](crate::policy::jitter_offset)); the trigger instant and key stay
@@ -510,6 +527,7 @@ impl JobBuilder {
             retry: self.retry,
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
+            on_interrupt: self.on_interrupt,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
@@ -560,6 +578,10 @@ impl JobBuilder {
         );
         if let Some(payload) = &self.payload {
             _ = write!(feed, "{payload}");
+        }
+        // Only when set: the fingerprints of the plans made before it existed stay.
+        if self.on_interrupt != OnInterrupt::Record {
+            _ = write!(feed, " on_interrupt={}", self.on_interrupt.name());
         }
     }
 }

@@ -21,12 +21,14 @@ pub fn trigger_key(job: &str, kind: ScheduleKind, trigger: Timestamp) -> String 
 
 /// The key of a run an operator asked for, distinct from every scheduled trigger's:
 /// `{job}:manual:{instant}` for a manual run (the instant it was asked for),
-/// `{job}:backfill:{trigger}` for a backfilled trigger, in the form of [`trigger_key`];
+/// `{job}:backfill:{trigger}` for a backfilled trigger, `{job}:recovered:{trigger}` for
+/// the rerun of an interrupted trigger, in the form of [`trigger_key`];
 /// any other cause (a trigger caught up at a resume) has its scheduled [`trigger_key`].
 pub fn request_key(job: &str, kind: ScheduleKind, cause: Cause, trigger: Timestamp) -> String {
     let tag = match cause {
         Cause::Manual => "manual",
         Cause::Backfill => "backfill",
+        Cause::Recovered => "recovered",
         _ => return trigger_key(job, kind, trigger),
     };
     // The instant in trigger_key's form, whatever the schedule.
@@ -44,11 +46,10 @@ pub(crate) fn parse_key(job: &str, key: &str) -> Option<(Cause, Option<Timestamp
         return Some((Cause::Scheduled, None));
     }
     let rest = rest.strip_prefix(':')?;
-    let (cause, at) = match (rest.strip_prefix("manual:"), rest.strip_prefix("backfill:")) {
-        (Some(at), _) => (Cause::Manual, at),
-        (_, Some(at)) => (Cause::Backfill, at),
-        _ => (Cause::Scheduled, rest),
-    };
+    let tagged = [Cause::Manual, Cause::Backfill, Cause::Recovered]
+        .into_iter()
+        .find_map(|cause| Some((cause, rest.strip_prefix(cause.as_str())?.strip_prefix(':')?)));
+    let (cause, at) = tagged.unwrap_or((Cause::Scheduled, rest));
     Some((cause, Some(at.parse().ok()?)))
 }
 
@@ -73,7 +74,7 @@ mod tests {
     fn keys_parse_back_to_their_cause_and_instant() {
         let t: Timestamp = "2024-05-17T10:00:00.250Z".parse().unwrap();
         let kind = ScheduleKind::Recurring;
-        for cause in [Cause::Scheduled, Cause::Manual, Cause::Backfill] {
+        for cause in [Cause::Scheduled, Cause::Manual, Cause::Backfill, Cause::Recovered] {
             assert_eq!(parse_key("a", &request_key("a", kind, cause, t)), Some((cause, Some(t))));
         }
         assert_eq!(parse_key("a", "a"), Some((Cause::Scheduled, None)));

@@ -224,7 +224,8 @@ pub use metrics::{
 };
 pub use plan::Plan;
 pub use policy::{
-    Failure, FailureHook, Misfire, Overlap, Permanent, Retry, RunObserver, jitter_offset, run_budget,
+    Failure, FailureHook, Misfire, OnInterrupt, Overlap, Permanent, Retry, RunObserver, jitter_offset,
+    run_budget,
 };
 pub use redact::redact;
 pub use registry::HandlerRegistry;

@@ -305,3 +305,57 @@ async fn a_scheduler_vouches_for_its_membership_view_only_after_a_full_ttl_of_un
     assert_eq!(h.scheduler.vouched_members(), Some(vec!["test".to_owned()]), "`other` has left");
     h.stop().await;
 }
+
+/// A `running` record of `job`'s trigger at `at` by `instance`, with `cause`.
+fn left_running(job: &str, at: &str, instance: &str, cause: Cause) -> RunRecord {
+    RunRecord {
+        job: job.into(),
+        trigger: ts(at),
+        instance: instance.into(),
+        cause,
+        attempts: 1,
+        outcome: Outcome::Running,
+        fencing_token: Some(1),
+        started: ts(at),
+        duration: Duration::ZERO,
+        error: None,
+        process: None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_run_of_a_rerun_job_runs_once_more_and_a_rerun_interrupted_does_not() {
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    let job = Job::builder("etl").every(Duration::from_secs(3600)).on_interrupt(slotcron::OnInterrupt::Rerun);
+    h.add(job.handler(counted(&runs)).build().unwrap());
+    h.ledger.append(&left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled)).await.unwrap();
+    h.ledger.append(&left_running("etl", "2024-05-16T23:00:00Z", "dead", Cause::Recovered)).await.unwrap();
+    let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
+    let stale = h.scheduler.sweep_stale(gone, async |_r: &RunRecord| None).await.unwrap();
+    assert_eq!(stale.len(), 2);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:40Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the scheduled run rerun once; the rerun not again");
+    let records = h.records("etl");
+    let recovered: Vec<&RunRecord> = records.iter().filter(|r| r.cause == Cause::Recovered).collect();
+    let rerun = recovered.iter().find(|r| r.outcome == Outcome::Succeeded).expect("the rerun's record");
+    assert_eq!(rerun.trigger, ts("2024-05-17T00:00:00Z"), "{records:?}");
+    let interrupted = records.iter().filter(|r| r.outcome == Outcome::Interrupted).count();
+    assert_eq!(interrupted, 2, "both interrupted runs keep their record: {records:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_run_of_a_record_job_is_only_recorded() {
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    h.add(Job::builder("etl").every(Duration::from_secs(3600)).handler(counted(&runs)).build().unwrap());
+    h.ledger.append(&left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled)).await.unwrap();
+    let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
+    h.scheduler.sweep_stale(gone, async |_r: &RunRecord| None).await.unwrap();
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:40Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}

@@ -177,8 +177,9 @@ impl ShellCommand {
     /// scheduled instant, RFC 3339 UTC), `SLOTCRON_INSTANCE` (the scheduler's instance
     /// id), `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
     /// that grows with every won claim of the job across the fleet) and
-    /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) in its
-    /// environment.
+    /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) and
+    /// `SLOTCRON_RECOVERED` (`1` for the rerun of an interrupted trigger, `on_interrupt =
+    /// "rerun"`; else `0`) in its environment.
     /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
     /// the last 64 KiB of its output (of its last attempt) are kept in the daemon's state
     /// (see [`keep_output_in`]).
@@ -193,12 +194,14 @@ impl ShellCommand {
     /// The shell could not be started, or the command exited with a non-zero status or
     /// by a signal; the error names the status and the last line of standard error.
     pub async fn run(&self, ctx: &JobContext) -> Result<(), CommandError> {
+        let recovered = if ctx.cause() == slotcron::Cause::Recovered { "1" } else { "0" };
         let env = [
             ("SLOTCRON_JOB", ctx.job().to_owned()),
             ("SLOTCRON_TRIGGER", ctx.trigger().to_string()),
             ("SLOTCRON_INSTANCE", ctx.instance().to_owned()),
             ("SLOTCRON_FENCING_TOKEN", ctx.fencing_token().to_string()),
             ("SLOTCRON_ATTEMPT", ctx.attempt().to_string()),
+            ("SLOTCRON_RECOVERED", recovered.to_owned()),
         ];
         let stop_reason = || match ctx.is_scheduler_stopping() {
             true => "the daemon is stopping",

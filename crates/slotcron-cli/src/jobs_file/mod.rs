@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::ScheduleError;
-use slotcron::{Job, JobBuilder, JobError, Misfire, Overlap};
+use slotcron::{Job, JobBuilder, JobError, Misfire, OnInterrupt, Overlap};
 
 use crate::command::ShellCommand;
 
@@ -127,6 +127,7 @@ struct Policies {
     overlap: Option<Overlap>,
     jitter: Option<Duration>,
     on_failure: Option<ShellCommand>,
+    on_interrupt: Option<OnInterrupt>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -272,6 +273,7 @@ impl Draft {
         let builder = given(builder, policies.backoff_max, JobBuilder::backoff_max);
         let builder = given(builder, policies.overlap, JobBuilder::overlap);
         let builder = given(builder, policies.jitter, JobBuilder::jitter);
+        let builder = given(builder, policies.on_interrupt, JobBuilder::on_interrupt);
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::shared::Shared;
+use super::table::{Action, Due};
 use crate::Scheduler;
 use crate::clock::later;
-use crate::ledger::{LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::ledger::{Cause, LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::policy::OnInterrupt;
 use crate::store::JobState;
 
 /// Records the scheduler's heartbeat in its ledger every [`LEDGER_HEARTBEAT_EVERY`] (on its
@@ -82,8 +84,32 @@ impl Scheduler {
         let stale: Vec<RunRecord> = stale.into_iter().map(|(record, _)| record).collect();
         if !stale.is_empty() {
             self.interrupt_states(&stale).await;
+            self.rerun_interrupted(&stale);
         }
         Ok(stale)
+    }
+
+    /// Queues the rerun of each of `interrupted` whose job says
+    /// [`OnInterrupt::Rerun`] — not of a rerun: a rerun interrupted is only recorded.
+    /// Each is a requested run of its own key (`{job}:recovered:{trigger}`), so one
+    /// replica of the fleet reruns it, however many found it interrupted.
+    fn rerun_interrupted(&self, interrupted: &[RunRecord]) {
+        let table = self.shared.table();
+        let reruns: Vec<Vec<Due>> = interrupted
+            .iter()
+            .filter(|record| record.cause != Cause::Recovered)
+            .filter_map(|record| {
+                let job = table.job(&record.job).filter(|job| job.on_interrupt == OnInterrupt::Rerun)?;
+                tracing::info!(job = %record.job, trigger = %record.trigger, "rerunning the interrupted trigger");
+                let due = Due { job, trigger: record.trigger, next: None, action: Action::Requested, cause: Cause::Recovered };
+                Some(vec![due])
+            })
+            .collect();
+        drop(table);
+        if !reruns.is_empty() {
+            self.shared.requests().extend(reruns);
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Makes the stored state of each job whose last trigger is one of `interrupted`,

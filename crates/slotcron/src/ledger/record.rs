@@ -162,14 +162,24 @@ pub enum Cause {
     /// exempt from the misfire grace. The record's error field names the replica it was
     /// taken over from.
     TakenOver,
+    /// A rerun of a trigger whose run was interrupted, for a job with
+    /// [`OnInterrupt::Rerun`](crate::OnInterrupt::Rerun).
+    Recovered,
     /// A cause this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Cause {
     /// Every cause this release knows, in declaration order.
-    pub const ALL: [Cause; 6] =
-        [Self::Scheduled, Self::CatchUp, Self::Manual, Self::Backfill, Self::StartUp, Self::TakenOver];
+    pub const ALL: [Cause; 7] = [
+        Self::Scheduled,
+        Self::CatchUp,
+        Self::Manual,
+        Self::Backfill,
+        Self::StartUp,
+        Self::TakenOver,
+        Self::Recovered,
+    ];
 
     /// The stable name used in logs, files and databases, e.g. `catch-up`.
     pub fn as_str(self) -> &'static str {
@@ -180,6 +190,7 @@ impl Cause {
             Self::Backfill => "backfill",
             Self::StartUp => "start-up",
             Self::TakenOver => "taken-over",
+            Self::Recovered => "recovered",
             Self::Other(name) => name.as_str(),
         }
     }

@@ -6,6 +6,7 @@
 mod budget;
 mod concurrency;
 mod hook;
+mod interrupt;
 mod jitter;
 mod misfire;
 mod overlap;
@@ -14,6 +15,7 @@ mod retry;
 pub use budget::run_budget;
 pub(crate) use concurrency::{ConcurrencyCap, RunSlot};
 pub use hook::{Failure, FailureHook, RunObserver};
+pub use interrupt::OnInterrupt;
 pub use jitter::jitter_offset;
 pub(crate) use jitter::{jittered, wait_for_start};
 pub use misfire::Misfire;

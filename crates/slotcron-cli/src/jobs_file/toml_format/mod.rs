@@ -42,6 +42,7 @@
 //! backoff_multiplier = 2         # optional: exponential backoff (default 1, fixed)
 //! backoff_max = "10m"            # optional: the longest backoff
 //! overlap = "forbid"             # optional: allow, forbid, buffer_one or replace
+//! on_interrupt = "rerun"         # optional: record (the default) or rerun (runs it again)
 //! jitter = "30s"                 # optional: start offset in [0, jitter)
 //! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
 //!

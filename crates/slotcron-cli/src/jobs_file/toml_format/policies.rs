@@ -1,8 +1,8 @@
 //! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
-//! `overlap`, `jitter`, `on_failure` — and the file-wide `max_concurrent_runs` and
-//! `on_failure`.
+//! `overlap`, `jitter`, `on_failure`, `on_interrupt` — and the file-wide
+//! `max_concurrent_runs` and `on_failure`.
 
-use slotcron::Overlap;
+use slotcron::{OnInterrupt, Overlap};
 use toml::de::DeValue;
 
 use super::Reader;
@@ -17,10 +17,26 @@ impl Reader<'_> {
         let backoff = self.duration(table, "backoff");
         let backoff_max = self.duration(table, "backoff_max");
         let backoff_multiplier = self.multiplier(table);
-        let overlap = self.overlap(table);
+        let overlap =
+            self.choice(table, "overlap", "an overlap policy", &Overlap::ALL.map(|o| (o.name(), o)));
         let jitter = self.duration(table, "jitter");
         let on_failure = self.hook(table);
-        Policies { attempts, backoff, backoff_multiplier, backoff_max, overlap, jitter, on_failure }
+        let on_interrupt = self.choice(
+            table,
+            "on_interrupt",
+            "an on_interrupt choice",
+            &OnInterrupt::ALL.map(|o| (o.name(), o)),
+        );
+        Policies {
+            attempts,
+            backoff,
+            backoff_multiplier,
+            backoff_max,
+            overlap,
+            jitter,
+            on_failure,
+            on_interrupt,
+        }
     }
 
     /// An integer of at least 1, if given and valid.
@@ -59,17 +75,25 @@ impl Reader<'_> {
         }
     }
 
-    fn overlap(&mut self, table: &Table<'_, '_>) -> Option<Overlap> {
-        let names = Overlap::ALL.map(Overlap::name);
-        let expected = format!("a string: {}", names.map(|n| format!("{n:?}")).join(", "));
-        let value = self.string(table, "overlap", &expected)?;
-        let overlap = Overlap::from_name(value.get_ref());
-        if overlap.is_none() {
-            let reason =
-                format!("{:?} is not an overlap policy: write {}", value.get_ref(), names.join(", "));
-            self.problem(table, "overlap", value.span(), reason);
+    /// One of the named `choices` (name, value) at `key`, if given and valid; `what` names
+    /// the kind in problems ("an overlap policy").
+    fn choice<T: Copy>(
+        &mut self,
+        table: &Table<'_, '_>,
+        key: &str,
+        what: &str,
+        choices: &[(&str, T)],
+    ) -> Option<T> {
+        let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+        let expected =
+            format!("a string: {}", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "));
+        let value = self.string(table, key, &expected)?;
+        let chosen = choices.iter().find(|(name, _)| **name == **value.get_ref()).map(|(_, v)| *v);
+        if chosen.is_none() {
+            let reason = format!("{:?} is not {what}: write {}", value.get_ref(), names.join(", "));
+            self.problem(table, key, value.span(), reason);
         }
-        overlap
+        chosen
     }
 
     /// An `on_failure` command, if given and valid.

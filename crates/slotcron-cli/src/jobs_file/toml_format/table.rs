@@ -49,6 +49,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "overlap",
     "jitter",
     "on_failure",
+    "on_interrupt",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
