@@ -214,7 +214,7 @@ X = "1"
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
-                    backoff_multiplier, backoff_max, overlap, jitter, on_failure";
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, job"
@@ -715,12 +715,19 @@ attempts = 0
 backoff_multiplier = 0.5
 overlap = "never"
 on_failure = ""
+on_interrupt = "retry"
 
 [[job]]
 name = "wide"
 every = "1m"
 command = "true"
 jitter = "2m"
+
+[[job]]
+name = "flag"
+every = "1m"
+command = "true"
+on_interrupt = true
 "#,
     );
     assert_eq!(code, Some(2));
@@ -730,7 +737,9 @@ jitter = "2m"
         "jobs.toml:8: job \"backup\": backoff_multiplier: 0.5 is out of range: write a number from 1 (a fixed backoff) to 100",
         "jobs.toml:9: job \"backup\": overlap: \"never\" is not an overlap policy: write allow, forbid, buffer_one, replace",
         "jobs.toml:10: job \"backup\": on_failure: must not be empty",
-        "jobs.toml:16: job \"wide\": jitter: 120s is not shorter than the schedule's shortest slot, 60s",
+        "jobs.toml:11: job \"backup\": on_interrupt: \"retry\" is not an on_interrupt choice: write record, rerun",
+        "jobs.toml:17: job \"wide\": jitter: 120s is not shorter than the schedule's shortest slot, 60s",
+        "jobs.toml:23: job \"flag\": on_interrupt: expected a string: \"record\", \"rerun\", found boolean true",
     ] {
         assert!(err.contains(expected), "{expected}\nnot in\n{err}");
     }
