@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
 use super::claim::StartMarks;
+use super::fleet::partition::CutOff;
 use super::outbox::Outbox;
 use super::shared::{Settings, Shared};
 use super::table::Table;
@@ -336,6 +337,7 @@ impl SchedulerBuilder {
                 lifecycle: Arc::default(),
                 outbox: Arc::new(outbox),
                 start_marks: StartMarks::default(),
+                cut_off: CutOff::default(),
                 stopped: CancellationToken::new(),
                 requests: Mutex::default(),
                 local_paused: Mutex::default(),

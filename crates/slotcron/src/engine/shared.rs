@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::claim::StartMarks;
 use super::claim::skew::SkewGuard;
+use super::fleet::partition::CutOff;
 use super::introspect::Health;
 use super::outbox::Outbox;
 use super::probe::LoopWatch;
@@ -62,6 +63,9 @@ pub(crate) struct Shared {
     pub outbox: Arc<Outbox>,
     /// The coordinator's start marks waiting to be sent.
     pub start_marks: StartMarks,
+    /// Fired while this replica is cut off from its coordinator (the fleet's partition
+    /// rule).
+    pub cut_off: CutOff,
     /// Fired when [`Scheduler::run`](crate::Scheduler::run) returns: ends the reconcile loops.
     pub stopped: CancellationToken,
     /// Groups of requested runs (manual, backfill, catch-up at a resume), each run in

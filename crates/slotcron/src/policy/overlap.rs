@@ -84,6 +84,7 @@ fn buffer_lease_name(job: &str) -> String {
 /// How the overlap layer stops a run: the token its handler sees (a child of the
 /// scheduler's, so a shutdown reaches it too) and one only the lease fires, after which
 /// the engine drops a handler that has not stopped within the cancel grace.
+#[derive(Clone)]
 pub(crate) struct RunStop {
     pub handler: CancellationToken,
     pub lease: CancellationToken,
@@ -94,7 +95,9 @@ impl RunStop {
         Self { handler: shutdown.child_token(), lease: CancellationToken::new() }
     }
 
-    fn fire(&self) {
+    /// Stops the run: its handler's token fires, and the engine drops a handler that has
+    /// not stopped within the cancel grace.
+    pub fn fire(&self) {
         self.lease.cancel();
         self.handler.cancel();
     }

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 
-use super::{FleetRun, orphans};
+use super::{FleetRun, orphans, partition};
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
 
@@ -68,10 +68,16 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     // The last view this replica could vouch for: a member missing from the next one has
     // left, and its unstarted claims are taken over.
     let mut vouched: Option<Members> = None;
+    // When the last heartbeat that answered was sent.
+    let mut last_ok = shared.clock.now();
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
         fleet.state.membership.answered(asked, answer.is_ok());
+        partition::note_heartbeat(shared, last_ok, shared.clock.now(), answer.is_ok());
+        if answer.is_ok() {
+            last_ok = asked;
+        }
         match answer {
             // No membership: the gauge says so (0), as without a coordinator.
             Ok(None) => return shared.metrics.members(0),

@@ -19,7 +19,8 @@
 //!
 //! The rooms: [`membership`] (this replica's heartbeat and its view of the members),
 //! [`tally`] (what an owner tells non-owners it claimed), [`takeover`] (non-owners
-//! claiming what owners left), [`orphans`] (claims a gone replica won and never started),
+//! claiming what owners left), [`orphans`] (claims a gone replica won and never started), [`partition`] (a replica
+//! cut off from the coordinator knows it has left),
 //! [`ahead`] (claims made before their instant) and [`batch`] (triggers due together
 //! claimed in one round trip).
 
@@ -28,6 +29,7 @@ pub(crate) mod batch;
 pub(crate) mod dispatch;
 pub(crate) mod membership;
 pub(crate) mod orphans;
+pub(crate) mod partition;
 pub(crate) mod takeover;
 pub(crate) mod tally;
 

@@ -19,11 +19,12 @@ use super::scope::RunScope;
 use super::table::{Action, Due};
 use crate::context::JobContext;
 use crate::coordinator::Lease;
+use crate::engine::fleet::partition;
 use crate::engine::shared::Shared;
 use crate::job::Job;
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord, lock};
 use crate::metrics::Metrics;
-use crate::policy::{self, AttemptResult, Attempted, Guarded, Overlap, RunStop};
+use crate::policy::{self, AttemptResult, Attempted, Guarded, OnInterrupt, Overlap, RunStop};
 use attempt::{log_attempt, run_handler};
 use gate::start_gate;
 
@@ -292,7 +293,10 @@ async fn claim_and_run(
     // The running-runs gauge, from the first attempt's start to the run's end.
     let running: OnceLock<Running<'_>> = OnceLock::new();
     // The overlap lease, around the retries, around each attempt under its timeout.
-    let stop = (job.overlap != Overlap::Allow).then(|| RunStop::new(&scope.shutdown));
+    // A rerun job's run stops when this replica finds itself cut off (fleet/partition.rs).
+    let partitioned = coordinated && job.on_interrupt == OnInterrupt::Rerun;
+    let stop = (job.overlap != Overlap::Allow || partitioned).then(|| RunStop::new(&scope.shutdown));
+    let watch = stop.as_ref().filter(|_| partitioned).map(|stop| partition::Watch::new(shared, stop));
     let run_cancel = stop.as_ref().map(|stop| &stop.handler);
     let stopped = stop.as_ref().map(|stop| &stop.lease);
     let owner = match job.overlap {
@@ -374,6 +378,7 @@ async fn claim_and_run(
         Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
     };
     let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
+    let note = note.or_else(|| watch.as_ref().and_then(partition::Watch::note));
     let error = match (error, note) {
         (Some(error), Some(note)) => Some(format!("{error} ({note})")),
         (error, note) => error.or(note),

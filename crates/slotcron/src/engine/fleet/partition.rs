@@ -1,0 +1,97 @@
+//! A partitioned replica knows it (DESIGN.md, "Claims, start marks and takeover"): cut
+//! off from the coordinator for longer than its own lapse — shorter than the membership
+//! TTL the other members wait before they call it gone, by the cancel grace and one
+//! heartbeat — it has left the fleet as far as the others can tell. It starts nothing new
+//! (its start marks cannot be made), and it stops its own runs of jobs with
+//! [`OnInterrupt::Rerun`](crate::OnInterrupt::Rerun), so that the rerun a live member
+//! starts never overlaps them. A job that only records its interruption runs on.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::clock::later;
+use crate::engine::shared::Shared;
+use crate::policy::RunStop;
+
+/// The token the runs of rerun jobs watch: fired when this replica finds itself cut off,
+/// replaced by a fresh one when its heartbeats answer again.
+#[derive(Default)]
+pub(crate) struct CutOff(Mutex<CancellationToken>);
+
+impl CutOff {
+    fn current(&self) -> CancellationToken {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Fires the current token (once), logging it.
+    fn fire(&self, since: Timestamp, lapse: Duration) {
+        let token = self.current();
+        if !token.is_cancelled() {
+            tracing::error!(
+                %since,
+                ?lapse,
+                "cut off from the coordinator longer than this replica's own lapse: starting nothing new, \
+                 and stopping the runs of on_interrupt = \"rerun\" jobs (a live member reruns them)"
+            );
+            token.cancel();
+        }
+    }
+
+    /// A fresh token once the heartbeats answer again.
+    fn heal(&self) {
+        let mut token = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if token.is_cancelled() {
+            tracing::info!("the coordinator answers again: this replica is back in the fleet");
+            *token = CancellationToken::new();
+        }
+    }
+}
+
+/// This replica's own lapse: the membership TTL less the cancel grace and one heartbeat
+/// (a third of the TTL), at least one heartbeat.
+pub(crate) fn own_lapse(shared: &Shared) -> Duration {
+    let ttl = shared.settings.membership_ttl;
+    ttl.saturating_sub(shared.settings.cancel_grace).saturating_sub(ttl / 3).max(ttl / 3)
+}
+
+/// Notes a heartbeat's answer (`answered`) at `now`, given the last answer before it at
+/// `last_ok`: the replica is cut off once `now` is past its own lapse after `last_ok`.
+pub(crate) fn note_heartbeat(shared: &Shared, last_ok: Timestamp, now: Timestamp, answered: bool) {
+    if answered {
+        shared.cut_off.heal();
+    } else if now >= later(last_ok, own_lapse(shared)) {
+        shared.cut_off.fire(last_ok, own_lapse(shared));
+    }
+}
+
+/// A run of a rerun job watching for the cut-off: while it lives, fires the run's stop
+/// when this replica finds itself cut off.
+pub(crate) struct Watch {
+    cut_off: CancellationToken,
+    _task: AbortOnDropHandle<()>,
+}
+
+impl Watch {
+    pub fn new(shared: &Shared, stop: &RunStop) -> Self {
+        let cut_off = shared.cut_off.current();
+        let (watched, stop) = (cut_off.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            watched.cancelled().await;
+            stop.fire();
+        });
+        Self { cut_off, _task: AbortOnDropHandle::new(task) }
+    }
+
+    /// Why the run was stopped, if the cut-off stopped it.
+    pub fn note(&self) -> Option<String> {
+        self.cut_off.is_cancelled().then(|| {
+            "stopped: this daemon was cut off from the coordinator longer than its own lapse \
+             (on_interrupt = \"rerun\": a live member reruns the trigger)"
+                .to_owned()
+        })
+    }
+}
