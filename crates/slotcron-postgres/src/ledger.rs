@@ -110,11 +110,7 @@ impl PostgresLedger {
     async fn write_all(&self, writes: &[LedgerWrite]) -> Result<(), LedgerError> {
         let columns = Columns::of(&runs(writes)).map_err(LedgerError)?;
         self.database.execute(&self.write, &columns.params()).await.map_err(|e| LedgerError(e.into()))?;
-        let appended = writes.iter().filter_map(|write| match write {
-            LedgerWrite::Append(record) => Some(record),
-            LedgerWrite::Update(_) => None,
-        });
-        if let Some(due) = self.prune.on_appends(appended) {
+        if let Some(due) = self.prune.on_appends(writes.iter().filter_map(LedgerWrite::appended)) {
             // The records are stored; a failed pruning is retried at the next one.
             match self.run_prune(&due).await {
                 Ok(deleted) => tracing::debug!(url = self.database.url(), deleted, "ledger pruned"),
