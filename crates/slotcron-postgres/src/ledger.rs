@@ -1,8 +1,10 @@
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
-use slotcron::{LedgerError, Prune, PruneSchedule};
+use slotcron::{LedgerBatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresDatabase;
@@ -19,10 +21,9 @@ pub struct PostgresLedger {
     database: PostgresDatabase,
     retention: Retention,
     prune: PruneSchedule,
-    insert: String,
-    update: String,
+    write: String,
     prune_by_age: String,
-    prune_job: String,
+    prune_jobs: String,
 }
 
 const COLUMNS: &str = "job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error, \
@@ -33,46 +34,49 @@ const COLUMNS: &str = "job, trigger_at, instance, outcome, fencing_token, starte
 const COLUMNS_V2: &str = "job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error, \
     NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint";
 
-/// Inserts a record unless one of the same run (job, trigger, instance and start) is
-/// stored: a write whose reply was lost, written again, adds nothing.
-const INSERT: &str = "INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, fencing_token,
-    started_at, duration_us, error, cause, attempts, process_host, process_id, process_start)
-SELECT $1::text, $2::timestamptz, $3::text, $4::text, $5::bigint, $6::timestamptz, $7::bigint,
-    $8::text, $9::text, $10::bigint, $11::text, $12::bigint, $13::bigint
-WHERE NOT EXISTS (SELECT FROM {schema}.run_record
-                  WHERE job = $1 AND trigger_at = $2 AND instance = $3 AND started_at = $6)";
-
-/// Replaces the newest record of the same run (job, trigger, instance and start), or
-/// else inserts the record: one statement, which written twice leaves one record.
-const UPDATE: &str = "WITH target AS (
-    SELECT id FROM {schema}.run_record
-    WHERE job = $1 AND trigger_at = $2 AND instance = $3 AND started_at = $6
-    ORDER BY id DESC LIMIT 1
+/// Writes a batch of runs in one statement. Each row of the arrays is one run (a distinct
+/// job, trigger, instance and start), in the order of its first write, with `replaces`
+/// true if the batch updates it: the newest stored record of the run is replaced by a row
+/// that `replaces`, and left alone by one that does not; a run with no stored record is
+/// inserted. Written twice, it leaves the same records.
+const WRITE: &str = "WITH batch AS (
+    SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::bigint[],
+        $6::timestamptz[], $7::bigint[], $8::text[], $9::text[], $10::bigint[], $11::text[],
+        $12::bigint[], $13::bigint[], $14::boolean[])
+    WITH ORDINALITY AS b(job, trigger_at, instance, outcome, fencing_token, started_at,
+        duration_us, error, cause, attempts, process_host, process_id, process_start, replaces, ord)
+), found AS (
+    SELECT b.*, (SELECT r.id FROM {schema}.run_record r
+                 WHERE r.job = b.job AND r.trigger_at = b.trigger_at
+                   AND r.instance = b.instance AND r.started_at = b.started_at
+                 ORDER BY r.id DESC LIMIT 1) AS id
+    FROM batch b
 ), updated AS (
     UPDATE {schema}.run_record AS r SET
-        outcome = $4, fencing_token = $5, duration_us = $7, error = $8,
-        cause = $9, attempts = $10, process_host = $11, process_id = $12, process_start = $13
-    FROM target WHERE r.id = target.id
-    RETURNING r.id
+        outcome = f.outcome, fencing_token = f.fencing_token, duration_us = f.duration_us,
+        error = f.error, cause = f.cause, attempts = f.attempts, process_host = f.process_host,
+        process_id = f.process_id, process_start = f.process_start
+    FROM found f WHERE r.id = f.id AND f.replaces
 )
 INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, fencing_token, started_at,
     duration_us, error, cause, attempts, process_host, process_id, process_start)
-SELECT $1::text, $2::timestamptz, $3::text, $4::text, $5::bigint, $6::timestamptz, $7::bigint,
-    $8::text, $9::text, $10::bigint, $11::text, $12::bigint, $13::bigint
-WHERE NOT EXISTS (SELECT FROM updated)";
+SELECT job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error,
+    cause, attempts, process_host, process_id, process_start
+FROM found WHERE id IS NULL ORDER BY ord";
+
+/// Prunes each of the jobs `$1` to its newest `$2` records, in one statement.
+const PRUNE_JOBS: &str = "DELETE FROM {schema}.run_record WHERE id IN (
+    SELECT kept.id FROM unnest($1::text[]) AS j(job)
+    CROSS JOIN LATERAL (SELECT id FROM {schema}.run_record WHERE job = j.job
+                        ORDER BY trigger_at DESC, started_at DESC OFFSET $2) AS kept)";
 
 impl PostgresLedger {
     /// The ledger in `database`'s schema, keeping what `retention` says.
     pub fn new(database: PostgresDatabase, retention: Retention) -> Self {
         Self {
-            insert: database.sql(INSERT),
-            update: database.sql(UPDATE),
+            write: database.sql(WRITE),
             prune_by_age: database.sql("DELETE FROM {schema}.run_record WHERE trigger_at < $1"),
-            prune_job: database.sql(
-                "DELETE FROM {schema}.run_record WHERE id IN (
-                    SELECT id FROM {schema}.run_record WHERE job = $1
-                    ORDER BY trigger_at DESC, started_at DESC OFFSET $2)",
-            ),
+            prune_jobs: database.sql(PRUNE_JOBS),
             database,
             retention,
             prune: PruneSchedule::new(retention, PruneSchedule::DEFAULT_EVERY),
@@ -95,54 +99,19 @@ impl PostgresLedger {
         }
         if let Some(keep) = prune.keep_per_job {
             let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-            for job in &prune.jobs {
-                deleted += self.database.execute(&self.prune_job, &[&&**job, &keep]).await?;
-            }
+            let jobs: Vec<&str> = prune.jobs.iter().map(|job| &**job).collect();
+            deleted += self.database.execute(&self.prune_jobs, &[&jobs, &keep]).await?;
         }
         Ok(deleted)
     }
-}
 
-impl PostgresLedger {
-    /// Runs `sql` (the insert or the update) with `record`'s 13 columns.
-    async fn write(&self, sql: &str, record: &RunRecord) -> Result<(), LedgerError> {
-        let trigger = codec::timestamptz(record.trigger).map_err(LedgerError)?;
-        let started = codec::timestamptz(record.started).map_err(LedgerError)?;
-        // The token's 64 bits: tokens above i64::MAX read back unchanged.
-        let token = record.fencing_token.map(|token| token as i64);
-        let duration = i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX);
-        let attempts = i64::from(record.attempts);
-        let process = record.process.as_ref();
-        let host = process.map(|p| &*p.host);
-        let pid = process.map(|p| i64::from(p.pid));
-        // The start time's 64 bits, as the token's.
-        let start = process.map(|p| p.start_time as i64);
-        let params: [&(dyn ToSql + Sync); 13] = [
-            &&*record.job,
-            &trigger,
-            &&*record.instance,
-            &record.outcome.as_str(),
-            &token,
-            &started,
-            &duration,
-            &record.error,
-            &record.cause.as_str(),
-            &attempts,
-            &host,
-            &pid,
-            &start,
-        ];
-        self.database.execute(sql, &params).await.map_err(|e| LedgerError(e.into()))?;
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl Ledger for PostgresLedger {
-    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
-        self.write(&self.insert, record).await?;
-        if let Some(due) = self.prune.on_append(record) {
-            // The record is stored; a failed pruning is retried at the next one.
+    /// Carries out `writes` in one statement, as writing them one after the other would,
+    /// then the pruning their appends make due, if any.
+    async fn write_all(&self, writes: &[LedgerWrite]) -> Result<(), LedgerError> {
+        let columns = Columns::of(&runs(writes)).map_err(LedgerError)?;
+        self.database.execute(&self.write, &columns.params()).await.map_err(|e| LedgerError(e.into()))?;
+        if let Some(due) = self.prune.on_appends(writes.iter().filter_map(LedgerWrite::appended)) {
+            // The records are stored; a failed pruning is retried at the next one.
             match self.run_prune(&due).await {
                 Ok(deleted) => tracing::debug!(url = self.database.url(), deleted, "ledger pruned"),
                 Err(e) => tracing::warn!(url = self.database.url(), "ledger pruning failed: {e}"),
@@ -150,9 +119,128 @@ impl Ledger for PostgresLedger {
         }
         Ok(())
     }
+}
+
+/// One run of a batch: the record it leaves, and whether that replaces a stored record
+/// of the run (the batch updates it) or is only added where none is stored.
+type Run<'a> = (&'a RunRecord, bool);
+
+/// What writing `writes` one after the other leaves, one row per run (the same job,
+/// trigger, instance and start, as the server compares them), in the order of the run's
+/// first write: the record of its last update, if it has one, else of its first write.
+///
+/// A run stored before gets its last update; one not stored gets inserted once, with the
+/// record of its last update or else its first write; appends after its first write add
+/// nothing.
+fn runs(writes: &[LedgerWrite]) -> Vec<Run<'_>> {
+    let mut runs: Vec<Run<'_>> = Vec::with_capacity(writes.len());
+    let mut positions = HashMap::with_capacity(writes.len());
+    for write in writes {
+        let run = match write {
+            LedgerWrite::Append(record) => (record, false),
+            LedgerWrite::Update(record) => (record, true),
+        };
+        match positions.entry(run_key(run.0)) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(runs.len());
+                runs.push(run);
+            }
+            Entry::Occupied(occupied) if run.1 => runs[*occupied.get()] = run,
+            Entry::Occupied(_) => {}
+        }
+    }
+    runs
+}
+
+/// The key of `record`'s run as the server compares it (instants to the microsecond).
+/// An instant out of range keys as `i64::MIN`: [`Columns::of`] rejects its run.
+fn run_key(record: &RunRecord) -> (&str, i64, &str, i64) {
+    let micros = |instant| codec::timestamptz(instant).map_or(i64::MIN, codec::stored_micros);
+    (&record.job, micros(record.trigger), &record.instance, micros(record.started))
+}
+
+/// The runs of a batch as [`WRITE`]'s 14 parameters, one array per column.
+#[derive(Default)]
+struct Columns<'a> {
+    job: Vec<&'a str>,
+    trigger: Vec<SystemTime>,
+    instance: Vec<&'a str>,
+    outcome: Vec<&'a str>,
+    fencing_token: Vec<Option<i64>>,
+    started: Vec<SystemTime>,
+    duration: Vec<i64>,
+    error: Vec<Option<&'a str>>,
+    cause: Vec<&'a str>,
+    attempts: Vec<i64>,
+    host: Vec<Option<&'a str>>,
+    pid: Vec<Option<i64>>,
+    start_time: Vec<Option<i64>>,
+    replaces: Vec<bool>,
+}
+
+impl<'a> Columns<'a> {
+    /// The columns of `runs`.
+    ///
+    /// # Errors
+    /// An instant out of `timestamptz`'s range.
+    fn of(runs: &[Run<'a>]) -> Result<Self, BoxError> {
+        let mut columns = Self::default();
+        for &(record, replaces) in runs {
+            let process = record.process.as_ref();
+            columns.job.push(&record.job);
+            columns.trigger.push(codec::timestamptz(record.trigger)?);
+            columns.instance.push(&record.instance);
+            columns.outcome.push(record.outcome.as_str());
+            // The token's 64 bits: tokens above i64::MAX read back unchanged.
+            columns.fencing_token.push(record.fencing_token.map(|token| token as i64));
+            columns.started.push(codec::timestamptz(record.started)?);
+            columns.duration.push(i64::try_from(record.duration.as_micros()).unwrap_or(i64::MAX));
+            columns.error.push(record.error.as_deref());
+            columns.cause.push(record.cause.as_str());
+            columns.attempts.push(i64::from(record.attempts));
+            columns.host.push(process.map(|p| &*p.host));
+            columns.pid.push(process.map(|p| i64::from(p.pid)));
+            // The start time's 64 bits, as the token's.
+            columns.start_time.push(process.map(|p| p.start_time as i64));
+            columns.replaces.push(replaces);
+        }
+        Ok(columns)
+    }
+
+    /// [`WRITE`]'s parameters, in order.
+    fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+        [
+            &self.job,
+            &self.trigger,
+            &self.instance,
+            &self.outcome,
+            &self.fencing_token,
+            &self.started,
+            &self.duration,
+            &self.error,
+            &self.cause,
+            &self.attempts,
+            &self.host,
+            &self.pid,
+            &self.start_time,
+            &self.replaces,
+        ]
+    }
+}
+
+#[async_trait]
+impl Ledger for PostgresLedger {
+    async fn append(&self, record: &RunRecord) -> Result<(), LedgerError> {
+        self.write_all(&[LedgerWrite::Append(record.clone())]).await
+    }
 
     async fn update(&self, record: &RunRecord) -> Result<(), LedgerError> {
-        self.write(&self.update, record).await
+        self.write_all(&[LedgerWrite::Update(record.clone())]).await
+    }
+
+    /// One statement (one round trip once prepared): all of `writes` or none.
+    async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), LedgerBatchError> {
+        self.write_all(writes).await.map_err(|error| LedgerBatchError { written: 0, error })
     }
 
     async fn heartbeat(&self, instance: &str) -> Result<(), LedgerError> {

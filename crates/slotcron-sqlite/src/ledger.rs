@@ -149,17 +149,14 @@ fn execute(c: &Connection, write: Write) -> rusqlite::Result<()> {
 impl SqliteLedger {
     /// Carries out `writes` in one transaction, then the pruning due, if any.
     async fn write_all(&self, writes: &[LedgerWrite]) -> Result<(), LedgerError> {
-        let mut due = None;
         let rows: Vec<Write> = writes
             .iter()
             .map(|write| match write {
-                LedgerWrite::Append(record) => {
-                    due = self.prune.on_append(record).or(due.take());
-                    Write::Append(params(record))
-                }
+                LedgerWrite::Append(record) => Write::Append(params(record)),
                 LedgerWrite::Update(record) => Write::Update(params(record)),
             })
             .collect();
+        let due = self.prune.on_appends(writes.iter().filter_map(LedgerWrite::appended));
         let url = self.database.url().to_owned();
         self.database
             .call(move |c| {

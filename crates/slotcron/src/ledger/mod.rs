@@ -114,6 +114,15 @@ impl LedgerWrite {
             Self::Append(record) | Self::Update(record) => record,
         }
     }
+
+    /// The record appended, if this is an append (what counts towards a
+    /// [`PruneSchedule`]).
+    pub fn appended(&self) -> Option<&RunRecord> {
+        match self {
+            Self::Append(record) => Some(record),
+            Self::Update(_) => None,
+        }
+    }
 }
 
 /// A [`Ledger::write_batch`] that failed part way.

@@ -72,6 +72,26 @@ impl PruneSchedule {
             jobs,
         })
     }
+
+    /// Counts the appends of `records`, one after the other, as [`Self::on_append`] does;
+    /// the pruning due after the last, if any: the prunings due on the way as one (the
+    /// latest age cutoff, every job they name), as a batch of appends carries them out
+    /// once it is written.
+    pub fn on_appends<'a>(&self, records: impl IntoIterator<Item = &'a RunRecord>) -> Option<Prune> {
+        records.into_iter().filter_map(|record| self.on_append(record)).reduce(Prune::then)
+    }
+}
+
+impl Prune {
+    /// This pruning and `later` as one: what carrying out both leaves.
+    fn then(mut self, later: Prune) -> Prune {
+        self.older_than = self.older_than.max(later.older_than);
+        self.keep_per_job = later.keep_per_job;
+        self.jobs.extend(later.jobs);
+        self.jobs.sort();
+        self.jobs.dedup();
+        self
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +132,32 @@ mod tests {
             })
         );
         assert_eq!(schedule.on_append(&record("c", "2024-01-01T00:10:00Z")), None);
+    }
+
+    #[test]
+    fn prunings_due_within_a_batch_are_one() {
+        let retention = Retention { max_age: Some(Duration::from_secs(60)), max_records_per_job: Some(5) };
+        let schedule = PruneSchedule::new(retention, 2);
+        let batch = [
+            record("b", "2024-01-01T00:10:00Z"),
+            record("a", "2024-01-01T00:00:00Z"),
+            record("c", "2024-01-01T00:05:00Z"),
+            record("b", "2024-01-01T00:06:00Z"),
+            record("d", "2024-01-01T00:07:00Z"),
+        ];
+        assert_eq!(
+            schedule.on_appends(&batch),
+            Some(Prune {
+                older_than: Some("2024-01-01T00:05:00Z".parse().unwrap()),
+                keep_per_job: Some(5),
+                jobs: vec![Arc::from("a"), Arc::from("b"), Arc::from("c")],
+            })
+        );
+        assert_eq!(schedule.on_appends(&[]), None);
+        assert_eq!(
+            schedule.on_appends(&batch[..1]).map(|prune| prune.jobs),
+            Some(vec![Arc::from("b"), Arc::from("d")])
+        );
     }
 
     #[test]

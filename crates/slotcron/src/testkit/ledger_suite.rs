@@ -1,6 +1,6 @@
 //! The [`Ledger`] conformance suite: record round trips (names of other releases
 //! included), `running` records completed by updates, batches, query filters, order and
-//! limit ([`run`], for every ledger), retention and appends written twice
+//! limit ([`run`], for every ledger), retention and appends and batches written twice
 //! ([`run_retention`], for durable ledgers), and the run output kept beside the records
 //! ([`run_output`], for durable output stores).
 
@@ -21,12 +21,14 @@ pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
     names_of_other_releases_read_back(&make().await).await;
     an_update_completes_the_running_record(&make().await).await;
     a_batch_is_written_in_order(&make().await).await;
+    a_batch_is_its_writes_one_after_the_other(&make().await).await;
     newest_trigger_first_with_a_limit(&make().await).await;
     filters(&make().await).await;
 }
 
-/// Runs the retention cases and [`an_append_written_twice_is_stored_once`]. `make` returns a fresh, empty ledger with the given
-/// retention that prunes on every append.
+/// Runs the retention cases, [`an_append_written_twice_is_stored_once`] and
+/// [`a_batch_written_twice_is_stored_once`]. `make` returns a fresh, empty ledger with the
+/// given retention that prunes on every append.
 pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L) {
     keeps_the_newest_records_per_job(&make(count(3)).await).await;
     drops_records_older_than_the_max_age(&make(age(Duration::from_secs(3600))).await).await;
@@ -36,6 +38,9 @@ pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L)
         &make(Retention { max_age: None, max_records_per_job: None }).await,
     )
     .await;
+    a_batch_written_twice_is_stored_once(&make(Retention { max_age: None, max_records_per_job: None }).await)
+        .await;
+    a_batch_prunes_as_its_appends_do(&make(count(3)).await).await;
 }
 
 /// An append written again (its reply was lost) adds nothing: a record of the same run
@@ -218,6 +223,78 @@ pub async fn a_batch_is_written_in_order(ledger: &dyn Ledger) {
     ];
     ledger.write_batch(&writes).await.unwrap();
     assert_eq!(ledger.query(&query(None)).await.unwrap(), [skipped, done]);
+}
+
+/// [`Ledger::write_batch`] leaves what its writes one after the other leave: updates of
+/// runs stored before it, of runs it appends (each update the next, the last one kept)
+/// and of runs with no record (appended), beside appends of other runs, other instances'
+/// and other starts' records untouched.
+pub async fn a_batch_is_its_writes_one_after_the_other(ledger: &dyn Ledger) {
+    let stored = record("tick", 0, Outcome::Running);
+    let mut other_replica = stored.clone();
+    other_replica.instance = Arc::from("replica-2");
+    append_all(ledger, &[stored.clone(), other_replica.clone()]).await;
+    let ended = |mut record: RunRecord, outcome, seconds| {
+        record.outcome = outcome;
+        record.duration = Duration::from_secs(seconds);
+        record
+    };
+    let running = record("tick", 10, Outcome::Running);
+    let mut with_process = running.clone();
+    with_process.process = Some(RunProcess { host: Arc::from("host-1"), pid: 4242, start_time: 99 });
+    let unrecorded = record("report", 10, Outcome::Failed);
+    let another_start = started_at(record("tick", 10, Outcome::SkippedLost), 15);
+    let writes = [
+        LedgerWrite::Append(running.clone()),
+        LedgerWrite::Update(with_process.clone()),
+        LedgerWrite::Update(ended(stored.clone(), Outcome::Failed, 1)),
+        LedgerWrite::Append(another_start.clone()),
+        LedgerWrite::Update(unrecorded.clone()),
+        LedgerWrite::Update(ended(with_process.clone(), Outcome::Succeeded, 2)),
+        LedgerWrite::Update(ended(stored.clone(), Outcome::Succeeded, 3)),
+    ];
+    ledger.write_batch(&writes).await.unwrap();
+    let mut read = ledger.query(&query(None)).await.unwrap();
+    read.sort_by_key(|r| (r.trigger, r.job.clone(), r.instance.clone(), r.started));
+    let expected = [
+        ended(stored, Outcome::Succeeded, 3),
+        other_replica,
+        unrecorded,
+        ended(with_process, Outcome::Succeeded, 2),
+        another_start,
+    ];
+    assert_eq!(read, expected);
+}
+
+/// A batch written again (its reply was lost) leaves the same records, and so does an
+/// append of a run the batch wrote before, in the batch or after it.
+pub async fn a_batch_written_twice_is_stored_once(ledger: &dyn Ledger) {
+    let running = record("tick", 0, Outcome::Running);
+    let mut done = running.clone();
+    done.outcome = Outcome::Succeeded;
+    let skipped = record("tick", 10, Outcome::SkippedLost);
+    let writes = [
+        LedgerWrite::Append(running.clone()),
+        LedgerWrite::Append(skipped.clone()),
+        LedgerWrite::Append(skipped.clone()),
+        LedgerWrite::Update(done.clone()),
+        LedgerWrite::Append(running.clone()),
+    ];
+    ledger.write_batch(&writes).await.unwrap();
+    ledger.write_batch(&writes).await.unwrap();
+    ledger.append(&running).await.unwrap();
+    assert_eq!(ledger.query(&query(None)).await.unwrap(), [skipped, done]);
+}
+
+/// The appends of a batch count towards pruning as appends one by one do: each job keeps
+/// its newest records (three here), those of every job the batch appended to.
+pub async fn a_batch_prunes_as_its_appends_do(ledger: &dyn Ledger) {
+    let tick = [0, 10, 20, 30, 40].map(|seconds| record("tick", seconds, Outcome::Succeeded));
+    let other = [0, 10, 20, 30].map(|seconds| record("other", seconds, Outcome::Failed));
+    let writes: Vec<_> = tick.into_iter().chain(other).map(LedgerWrite::Append).collect();
+    ledger.write_batch(&writes).await.unwrap();
+    assert_eq!(triggers(&ledger.query(&query(Some("tick"))).await.unwrap()), [40, 30, 20]);
+    assert_eq!(triggers(&ledger.query(&query(Some("other"))).await.unwrap()), [30, 20, 10]);
 }
 
 /// Newest trigger first, ties broken by the newest start; at most `limit` records.

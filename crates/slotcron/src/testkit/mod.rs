@@ -36,8 +36,8 @@
 //! Tests that drive one scheduler on a manual clock without real sleeping use
 //! [`harness`]; the backends' fleet benchmarks (R replicas on their own threads and
 //! runtimes, under load) share [`fleet_bench`]; the restart tests of the in-memory and SQLite stores share
-//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`], and
-//! their tests the records and states of [`fixtures`].
+//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`] and
+//! [`ledger_throughput`], and their tests the records and states of [`fixtures`].
 //!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
 //! server, to lose a reply on purpose.
@@ -47,6 +47,7 @@ pub mod fleet_bench;
 pub mod harness;
 pub mod ledger_bench;
 pub mod ledger_suite;
+pub mod ledger_throughput;
 pub mod overlap_bench;
 pub mod store_suite;
 
