@@ -69,7 +69,8 @@ suite_on_a_cluster!(
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
     batch_claims,
     a_batch_of_which_another_replica_won_some,
-    every_claim_rule_holds_within_a_batch
+    every_claim_rule_holds_within_a_batch,
+    start_marks_contract
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
@@ -99,6 +100,8 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
             format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
             format!("app:{{{job}}}:fencing"),
             format!("app:{{{job}}}"),
+            // The register of unstarted claims: neither claim is marked.
+            format!("app:{{{job}}}:unstarted"),
         ]);
     }
     for keys in &mut expected {
