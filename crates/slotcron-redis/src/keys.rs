@@ -79,11 +79,13 @@ impl KeyLayout {
     /// over one of the job's claims: `{prefix}unstarted:{job}` on one server,
     /// `{prefix}{{job}}:unstarted` in a cluster, on the slot of the job's trigger keys.
     ///
-    /// One entry per claim won and not yet start-marked or taken over (Redis deletes the
-    /// hash when its last entry goes). What it costs: while a job's register holds at most
-    /// 128 entries of at most 64 bytes (Redis' listpack defaults) an entry takes about the
-    /// length of its trigger key plus that of the instance id plus a few bytes; above that,
-    /// about 60 bytes more (a hash table entry and two strings). A claim ahead's entry is
+    /// One entry per claim in flight: won and not yet start-marked or taken over (Redis
+    /// deletes the hash when its last entry goes). What it costs, per entry: the length of
+    /// its trigger key and of the holder's instance id, plus about 15 bytes while the
+    /// job's register holds at most 128 entries of at most 64 bytes (Redis' listpack
+    /// defaults), or about 50 to 60 bytes above that (a hash table entry and two strings);
+    /// measured on Redis 7.0, a 34-byte key and a 14-byte instance id take 62 bytes, and
+    /// 96 to 107 bytes in a register of 1,000 to 10,000 entries. A claim ahead's entry is
     /// dropped with it by a void. An entry of a holder that died before its mark stays
     /// until a live replica takes the claim over.
     pub fn unstarted(&self, job: &str) -> String {
