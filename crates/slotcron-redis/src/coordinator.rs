@@ -76,6 +76,23 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 /// and returns the paused jobs (`SMEMBERS` of the pause index); a void sets it to `0`
 /// unless it is `1`, and deletes the owner's claims ahead among the trigger keys given.
 ///
+/// It keeps [start marks](slotcron::Coordinator#start-marks-and-takeover): every claim the
+/// claim script wins (at the instant, in a batch, ahead, or a request) is entered, in the
+/// same script call, in its job's register of unstarted claims, a hash
+/// `{prefix}unstarted:{job}` (`{prefix}{{job}}:unstarted` in a cluster, on the job's slot)
+/// from the engine's trigger key to the holder's instance id. One layout for both: the
+/// register must share the job's slot in a cluster, and one server reads the registers of
+/// the jobs it is asked about in one pipeline. A start mark (a fourth script,
+/// `start.lua`, one call per batch, per hash slot in a cluster) puts `!` before the
+/// claim's token in place (`SET ... KEEPTTL`: `{fencing token} !{token} {instance}`) and
+/// removes the entry; a takeover rewrites an unmarked claim of the gone holder as
+/// `{next fencing token} {token} {new holder}` (TTL kept) and moves the entry. A claim
+/// whose key expired before its mark, still listed, is made again for its holder's mark
+/// or its taker, held for a day (or the one-shot retention, if longer). A void of claims
+/// ahead drops their entries with them, and never drops a marked claim. Each entry costs
+/// its trigger key's and instance id's length plus about 15 bytes (a job's register up to
+/// 128 entries) to 60 bytes (above), for as long as its claim is in flight.
+///
 /// Leases (the overlap policies') are one call of another script each: the job's key
 /// `{prefix}lease:{job}` holds its owner with the lease's TTL, and every renewal or
 /// release first compares the stored owner, so a lease that expired and was taken by
@@ -522,8 +539,8 @@ impl Coordinator for RedisCoordinator {
         self.start_batch(Op::Mark { instance }, &items).await.into_iter().map(|a| a.map(|a| a == 1)).collect()
     }
 
-    /// One `HGETALL` of each job's register of unstarted claims ([`KeyLayout::unstarted`]),
-    /// kept by job in both layouts: pipelined on one server, all in flight at once in a
+    /// One `HGETALL` of each job's register of unstarted claims (a hash per job in both
+    /// layouts, read for `jobs` only): pipelined on one server, all in flight at once in a
     /// cluster, in chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs.
     async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
         self.unstarted_of(instance, jobs).await
