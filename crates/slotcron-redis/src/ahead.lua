@@ -2,21 +2,29 @@
 --
 -- KEYS[1]     the owner's start latch of the instant: "p" once claims ahead were made,
 --             "1" once the owner started them, "0" once a non-owner voided them
--- KEYS[2..]   start: the set of paused jobs' names; void: the trigger keys a non-owner
---             expected the owner to claim
+-- KEYS[2..]   start: the set of paused jobs' names; void: the n trigger keys a non-owner
+--             expected the owner to claim, KEYS[2..n+1], then their jobs' registers of
+--             unstarted claims (start.lua), KEYS[n+2..2n+1]
 -- ARGV[1]     "start" or "void"
 -- ARGV[2]     until when either may act, in ms since the Unix epoch on the server's
 --             clock (TIME)
 -- ARGV[3]     when the latch expires (PXAT, ms): later than ARGV[2]
 -- ARGV[4]     (void only) the owner's instance id
+-- ARGV[5..]   (void only) the engine's trigger keys of KEYS[2..n+1] (without the
+--             prefix): their fields in the registers
 --
 -- start: the paused jobs' names (SMEMBERS of KEYS[2]) if the latch is, or is now, "1";
 -- nil if it is "0", or ARGV[2] has passed.
 -- void: 1 if the latch is "1", or ARGV[2] has passed and it is not "0" (the claims
 -- ahead stand); 0 (and the latch set to "0") if there is no latch: no claim ahead was
--- made; else sets it to "0", deletes every key of KEYS[2..] that holds a claim ahead of
--- the owner ("{fencing} ^{token} {owner}"), and returns 2 if the latch was "p" (this
--- void voided claims ahead), 3 if it was "0" already (another void did).
+-- made; else sets it to "0", deletes every key of KEYS[2..n+1] that holds an unmarked
+-- claim ahead of the owner ("{fencing} ^{token} {owner}"; a start-marked one,
+-- "{fencing} !^{token} {owner}", stays) and its register entry, and returns 2 if the
+-- latch was "p" (this void voided claims ahead), 3 if it was "0" already (another void
+-- did).
+--
+-- Commands: TIME, GET and SET of the latch; void: per chunk of 1,000 trigger keys an
+-- MGET, a DEL of those dropped and an HDEL per register entry dropped; start: SMEMBERS.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local latch, limit, expires = KEYS[1], tonumber(ARGV[2]), ARGV[3]
@@ -46,21 +54,24 @@ end
 if state == 'p' then
   redis.call('SET', latch, '0', 'PXAT', expires)
 end
--- The owner's claims ahead among KEYS[2..], dropped in chunks (a Lua call takes a
--- bounded number of arguments).
+-- The owner's claims ahead among KEYS[2..n+1], dropped in chunks (a Lua call takes a
+-- bounded number of arguments), with their register entries.
 local suffix = ' ' .. ARGV[4]
+local n = math.floor((#KEYS - 1) / 2)
 local chunk = 1000
-for first = 2, #KEYS, chunk do
+for first = 2, n + 1, chunk do
   local keys = {}
-  for i = first, math.min(first + chunk - 1, #KEYS) do
+  for i = first, math.min(first + chunk - 1, n + 1) do
     keys[#keys + 1] = KEYS[i]
   end
   local values = redis.call('MGET', unpack(keys))
   local dropped = {}
-  for i = 1, #keys do
-    local value = values[i]
+  for j = 1, #keys do
+    local value = values[j]
     if value and string.find(value, '^%d+ %^') and string.sub(value, -#suffix) == suffix then
-      dropped[#dropped + 1] = keys[i]
+      dropped[#dropped + 1] = keys[j]
+      local i = first + j - 1
+      redis.call('HDEL', KEYS[i + n], ARGV[i + 3])
     end
   end
   if #dropped > 0 then

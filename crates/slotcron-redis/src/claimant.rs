@@ -1,6 +1,7 @@
 //! The value a won claim leaves in its trigger key, `{fencing token} {token} {instance}`
-//! (`{fencing token} ^{token} {instance}` for a claim made ahead of its trigger),
-//! and what a claimant whose reply was lost concludes from reading it back.
+//! (`{fencing token} ^{token} {instance}` for a claim made ahead of its trigger; a start
+//! mark puts `!` before the token, `{fencing token} !{token} {instance}`), and what a
+//! claimant whose reply was lost concludes from reading it back.
 
 use std::fmt;
 
@@ -44,17 +45,23 @@ impl fmt::Display for Token {
 }
 
 /// Reads the holder of a trigger from its key's value (`None`: no key: the script did not
-/// run). A value slotcron did not write is another's.
+/// run). A value slotcron did not write is another's. A start-marked claim (`!`) is still
+/// its claimant's.
 pub(crate) fn holder(value: Option<&str>, ours: &Token) -> ClaimHolder {
     let Some(value) = value else { return ClaimHolder::Nobody };
     let mut parts = value.splitn(3, ' ');
     let (fencing, token) = (parts.next(), parts.next());
     match (fencing.and_then(|f| f.parse().ok()), token) {
-        (Some(fencing_token), Some(token)) if token.strip_prefix('^').unwrap_or(token) == ours.0 => {
-            ClaimHolder::Us { fencing_token }
-        }
+        (Some(fencing_token), Some(token)) if bare(token) == ours.0 => ClaimHolder::Us { fencing_token },
         _ => ClaimHolder::Other,
     }
+}
+
+/// A stored token without its start mark (`!`) and its claim-ahead mark (`^`), in that
+/// order.
+fn bare(token: &str) -> &str {
+    let token = token.strip_prefix('!').unwrap_or(token);
+    token.strip_prefix('^').unwrap_or(token)
 }
 
 #[cfg(test)]
@@ -79,6 +86,18 @@ mod tests {
         assert_eq!(value, "17 ^00000000000000aa host-1");
         assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
         assert_eq!(holder(Some("17 ^00000000000000bb host-1"), &ours), ClaimHolder::Other);
+    }
+
+    #[test]
+    fn our_start_marked_claim_is_still_ours() {
+        let ours = token("00000000000000aa");
+        assert_eq!(holder(Some("17 !00000000000000aa host-1"), &ours), ClaimHolder::Us { fencing_token: 17 });
+        assert_eq!(
+            holder(Some("17 !^00000000000000aa host-1"), &ours),
+            ClaimHolder::Us { fencing_token: 17 }
+        );
+        assert_eq!(holder(Some("17 !00000000000000bb host-1"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(Some("17 ^!00000000000000aa host-1"), &ours), ClaimHolder::Other, "! comes first");
     }
 
     #[test]

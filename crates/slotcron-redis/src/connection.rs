@@ -1,6 +1,9 @@
 //! The connection to Redis: one server through a connection manager, or a Redis Cluster
 //! through the cluster client; the coordinator's commands are written once, for both.
 
+use std::collections::HashMap;
+
+use futures_util::future::join_all;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -151,6 +154,34 @@ impl Connection {
                     values.push(hmget(key).query_async(&mut reads.clone()).await?);
                 }
                 Ok(values)
+            }
+        }
+    }
+}
+
+impl Connection {
+    /// `HGETALL` of each key: one pipeline on one server; in a cluster, whose keys may sit
+    /// on several nodes (a pipeline must stay on one slot), one request per key, all in
+    /// flight at once through the connection for reads (the client sends those of one node
+    /// together).
+    pub async fn hgetall_each(&self, keys: &[String]) -> RedisResult<Vec<HashMap<String, String>>> {
+        let hgetall = |key: &String| {
+            let mut cmd = redis::cmd("HGETALL");
+            cmd.arg(key);
+            cmd
+        };
+        match self {
+            Self::Single(connection) => {
+                let mut pipe = redis::pipe();
+                for key in keys {
+                    pipe.add_command(hgetall(key));
+                }
+                pipe.query_async(&mut connection.clone()).await
+            }
+            Self::Cluster { reads, .. } => {
+                let each =
+                    keys.iter().map(|key| async move { hgetall(key).query_async(&mut reads.clone()).await });
+                join_all(each).await.into_iter().collect()
             }
         }
     }

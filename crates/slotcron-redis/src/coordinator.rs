@@ -15,12 +15,13 @@ use slotcron::{
     CoordinatorErrorKind, Hold, RequestClaim,
 };
 use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
-use slotcron::{Handled, TriggerRef};
+use slotcron::{Handled, StartMark, TriggerRef, Unstarted};
 use slotcron::{Lease, LeaseGrant, LeaseRenewal};
 
 use crate::claimant::{Token, holder};
 use crate::connection::Connection;
 use crate::keys::KeyLayout;
+use crate::start::{Op, taken};
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -75,6 +76,23 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 /// and returns the paused jobs (`SMEMBERS` of the pause index); a void sets it to `0`
 /// unless it is `1`, and deletes the owner's claims ahead among the trigger keys given.
 ///
+/// It keeps [start marks](slotcron::Coordinator#start-marks-and-takeover): every claim the
+/// claim script wins (at the instant, in a batch, ahead, or a request) is entered, in the
+/// same script call, in its job's register of unstarted claims, a hash
+/// `{prefix}unstarted:{job}` (`{prefix}{{job}}:unstarted` in a cluster, on the job's slot)
+/// from the engine's trigger key to the holder's instance id. One layout for both: the
+/// register must share the job's slot in a cluster, and one server reads the registers of
+/// the jobs it is asked about in one pipeline. A start mark (a fourth script,
+/// `start.lua`, one call per batch, per hash slot in a cluster) puts `!` before the
+/// claim's token in place (`SET ... KEEPTTL`: `{fencing token} !{token} {instance}`) and
+/// removes the entry; a takeover rewrites an unmarked claim of the gone holder as
+/// `{next fencing token} {token} {new holder}` (TTL kept) and moves the entry. A claim
+/// whose key expired before its mark, still listed, is made again for its holder's mark
+/// or its taker, held for a day (or the one-shot retention, if longer). A void of claims
+/// ahead drops their entries with them, and never drops a marked claim. Each entry costs
+/// its trigger key's and instance id's length plus about 15 bytes (a job's register up to
+/// 128 entries) to 60 bytes (above), for as long as its claim is in flight.
+///
 /// Leases (the overlap policies') are one call of another script each: the job's key
 /// `{prefix}lease:{job}` holds its owner with the lease's TTL, and every renewal or
 /// release first compares the stored owner, so a lease that expired and was taken by
@@ -109,12 +127,15 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 pub struct RedisCoordinator {
     pub(crate) connection: Connection,
     pub(crate) keys: KeyLayout,
-    one_shot_retention: Option<Duration>,
+    pub(crate) one_shot_retention: Option<Duration>,
 }
 
 /// One claim as the claim script takes it: a trigger's, or a run's an operator asked for.
 struct Scripted<'a> {
     job: &'a str,
+    /// The engine's trigger key: the claim's field in its job's register of unstarted
+    /// claims ([`KeyLayout::unstarted`]).
+    field: &'a str,
     /// The key in the layout ([`KeyLayout::trigger`]).
     key: String,
     instance: &'a str,
@@ -143,20 +164,23 @@ impl Latch {
         Self { key: keys.ahead(owner, at_ms), expires_ms: until_ms.saturating_add((until_ms - at_ms).max(1)) }
     }
 
-    /// Runs `op` ("start" or "void") of the ahead script over this latch and `triggers`.
+    /// Runs `op` ("start" or "void") of the ahead script over this latch, `keys` and
+    /// `args` (after the script's first four).
     async fn call<T: redis::FromRedisValue>(
         &self,
         connection: &Connection,
-        op: &str,
-        until: Timestamp,
-        owner: &str,
-        triggers: &[String],
+        (op, until, owner): (&str, Timestamp, &str),
+        keys: &[String],
+        args: &[&str],
     ) -> Result<T, CoordinatorError> {
         let mut script = AHEAD.key(&self.key);
-        for key in triggers {
+        for key in keys {
             script.key(key);
         }
         script.arg(op).arg(until.as_millisecond()).arg(self.expires_ms).arg(owner);
+        for arg in args {
+            script.arg(*arg);
+        }
         connection.invoke::<T>(&script).await.map_err(|e| {
             let what = format!("{op} of the claims ahead at {}: {e}", self.key);
             if outcome_unknown(&e) {
@@ -196,6 +220,7 @@ impl RedisCoordinator {
         let (after_trigger, after_claim) = self.hold_args(claim.hold);
         Scripted {
             job: claim.job,
+            field: claim.key,
             key: self.keys.trigger(claim.job, claim.key),
             instance: claim.instance,
             trigger_ms: claim.trigger.as_millisecond(),
@@ -259,11 +284,13 @@ impl RedisCoordinator {
                 .key(self.keys.fencing(claim.job))
                 .key(self.keys.mark(claim.job))
                 .key(self.keys.paused(claim.job))
+                .key(self.keys.unstarted(claim.job))
                 .arg(tokens[i].claimant(claim.instance, ahead.is_some()))
                 .arg(claim.trigger_ms)
                 .arg(claim.after_trigger.map_or(String::new(), |ms| ms.to_string()))
                 .arg(claim.after_claim)
-                .arg(if claim.pausable { "1" } else { "0" });
+                .arg(if claim.pausable { "1" } else { "0" })
+                .arg(claim.field);
         }
         if let Some(latch) = ahead {
             script.key(&latch.key).arg(latch.expires_ms);
@@ -334,12 +361,26 @@ impl RedisCoordinator {
 /// Whether an error leaves the script's outcome unknown: the request may have reached
 /// Redis but the reply did not come back whole. A reply from Redis (an error message, a
 /// refused command) means the script did not run.
-fn outcome_unknown(error: &RedisError) -> bool {
+pub(crate) fn outcome_unknown(error: &RedisError) -> bool {
     matches!(error.kind(), ErrorKind::Io | ErrorKind::Parse)
 }
 
+/// Splits `keys` into the groups one script call may take: all of them on one server;
+/// those of one hash slot in a cluster (a script's keys must share a slot). Indices into
+/// `keys`.
+pub(crate) fn slot_groups(connection: &Connection, keys: &[String]) -> Vec<Vec<usize>> {
+    if !connection.is_cluster() {
+        return vec![(0..keys.len()).collect()];
+    }
+    let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
+    for (i, key) in keys.iter().enumerate() {
+        slots.entry(Slot::for_key(key.as_bytes())).or_default().push(i);
+    }
+    slots.into_values().collect()
+}
+
 /// A duration in whole milliseconds, rounded up (at least 1).
-fn ceil_ms(duration: Duration) -> u64 {
+pub(crate) fn ceil_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos().div_ceil(1_000_000).max(1)).unwrap_or(u64::MAX)
 }
 
@@ -362,11 +403,8 @@ impl Coordinator for RedisCoordinator {
                 continue;
             }
             let chunk: Vec<Scripted<'_>> = chunk.iter().map(|claim| self.scripted(claim)).collect();
-            let mut slots: HashMap<Slot, Vec<usize>> = HashMap::new();
-            for (i, claim) in chunk.iter().enumerate() {
-                slots.entry(Slot::for_key(claim.key.as_bytes())).or_default().push(i);
-            }
-            let groups: Vec<Vec<usize>> = slots.into_values().collect();
+            let keys: Vec<String> = chunk.iter().map(|claim| claim.key.clone()).collect();
+            let groups = slot_groups(&self.connection, &keys);
             let answers = join_all(groups.iter().map(|group| {
                 let claims: Vec<&Scripted<'_>> = group.iter().map(|&i| &chunk[i]).collect();
                 async move { self.claim_group(&claims, None).await }
@@ -391,6 +429,7 @@ impl Coordinator for RedisCoordinator {
     async fn claim_request(&self, claim: &RequestClaim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
         let scripted = Scripted {
             job: claim.job,
+            field: claim.key,
             key: self.keys.trigger(claim.job, claim.key),
             instance: claim.instance,
             trigger_ms: claim.trigger.as_millisecond(),
@@ -444,9 +483,10 @@ impl Coordinator for RedisCoordinator {
     ) -> Result<AheadStart, CoordinatorError> {
         let latch = Latch::new(&self.keys, owner, at, until);
         let index = [self.keys.paused_index()];
-        let started = match latch.call(&self.connection, "start", until, owner, &index).await {
+        let start = ("start", until, owner);
+        let started = match latch.call(&self.connection, start, &index, &[]).await {
             Err(e) if e.kind() == CoordinatorErrorKind::OutcomeUnknown => {
-                latch.call(&self.connection, "start", until, owner, &index).await?
+                latch.call(&self.connection, start, &index, &[]).await?
             }
             answer => answer?,
         };
@@ -456,7 +496,8 @@ impl Coordinator for RedisCoordinator {
         })
     }
 
-    /// One call of the ahead script over the latch and the trigger keys.
+    /// One call of the ahead script over the latch, the trigger keys and their jobs'
+    /// registers of unstarted claims (a claim ahead dropped leaves its register too).
     async fn void_ahead(
         &self,
         owner: &str,
@@ -465,13 +506,60 @@ impl Coordinator for RedisCoordinator {
         until: Timestamp,
     ) -> Result<AheadVoid, CoordinatorError> {
         let latch = Latch::new(&self.keys, owner, at, until);
-        let keys: Vec<String> = triggers.iter().map(|t| self.keys.trigger(t.job, t.key)).collect();
-        let answer: i64 = latch.call(&self.connection, "void", until, owner, &keys).await?;
+        let keys: Vec<String> = triggers
+            .iter()
+            .map(|t| self.keys.trigger(t.job, t.key))
+            .chain(triggers.iter().map(|t| self.keys.unstarted(t.job)))
+            .collect();
+        let fields: Vec<&str> = triggers.iter().map(|t| t.key).collect();
+        let answer: i64 = latch.call(&self.connection, ("void", until, owner), &keys, &fields).await?;
         Ok(match answer {
             1 => AheadVoid::Started,
             0 => AheadVoid::Voided { ahead: false },
             _ => AheadVoid::Voided { ahead: true },
         })
+    }
+
+    fn keeps_start_marks(&self) -> bool {
+        true
+    }
+
+    /// The start script's `mark`: per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] marks, one
+    /// call on one server (one per hash slot in a cluster, all in flight at once); a
+    /// claim is marked in place (`!` before its token, TTL kept) and leaves its job's
+    /// register of unstarted claims. A lost reply is sent once more (a mark is
+    /// idempotent). In a cluster, a node that fails fails the whole call, though the
+    /// marks other nodes made stand (their runs then do not start: fail closed).
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        let items: Vec<(&str, &str)> = marks.iter().map(|m| (m.job, m.key)).collect();
+        self.start_batch(Op::Mark { instance }, &items).await.into_iter().map(|a| a.map(|a| a == 1)).collect()
+    }
+
+    /// One `HGETALL` of each job's register of unstarted claims (a hash per job in both
+    /// layouts, read for `jobs` only): pipelined on one server, all in flight at once in a
+    /// cluster, in chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs.
+    async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        self.unstarted_of(instance, jobs).await
+    }
+
+    /// The start script's `take`, grouped as [`Coordinator::mark_starts`] is: a claim of
+    /// `from` unmarked gets the job's next fencing token and `to` as holder (TTL kept); one
+    /// whose key expired unmarked and that `from`'s register entry still lists is made
+    /// afresh for `to`, held for a day (or the one-shot retention, if longer). A lost
+    /// reply is sent once more (a takeover is idempotent).
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let items: Vec<(&str, &str)> = claims.iter().map(|c| (c.job, c.key)).collect();
+        let answers = self.start_batch(Op::Take { from, to }, &items).await;
+        answers.into_iter().zip(claims).map(|(answer, claim)| taken(answer, claim.key)).collect()
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

@@ -6,11 +6,12 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
 use slotcron::testkit;
-use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, StartMark, TriggerRef};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
 use support::cluster::RedisCluster;
 use support::factory;
@@ -69,7 +70,8 @@ suite_on_a_cluster!(
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
     batch_claims,
     a_batch_of_which_another_replica_won_some,
-    every_claim_rule_holds_within_a_batch
+    every_claim_rule_holds_within_a_batch,
+    start_marks_contract
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA
@@ -99,6 +101,8 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
             format!("app:{{{job}}}:2024-05-17T00:00:00Z"),
             format!("app:{{{job}}}:fencing"),
             format!("app:{{{job}}}"),
+            // The register of unstarted claims: neither claim is marked.
+            format!("app:{{{job}}}:unstarted"),
         ]);
     }
     for keys in &mut expected {
@@ -106,6 +110,47 @@ async fn each_jobs_keys_carry_its_hash_tag_on_one_node_and_jobs_spread_over_the_
     }
     assert_eq!(cluster.keys_by_node(), expected);
     assert!(expected.iter().filter(|keys| !keys.is_empty()).count() > 1, "{expected:?}");
+}
+
+/// The registers of unstarted claims live on their jobs' nodes: `unstarted` reads them
+/// all, and one call of marks or takeovers over jobs on every node answers each claim.
+#[tokio::test]
+async fn start_marks_and_takeovers_of_jobs_spread_over_the_nodes() {
+    let cluster = RedisCluster::start();
+    let coordinator = connect(&cluster).await;
+    let jobs: Vec<String> = (0..24).map(|n| format!("job-{n}")).collect();
+    let keys: Vec<String> = jobs.iter().map(|job| format!("{job}:2024-05-17T00:00:00Z")).collect();
+    let claims: Vec<Claim<'_>> = jobs.iter().zip(&keys).map(|(job, key)| claim(job, key)).collect();
+    for outcome in coordinator.claim_batch(&claims).await {
+        assert_eq!(won(outcome.unwrap()), 1);
+    }
+    let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
+    let listed = |instance: &'static str| {
+        let coordinator = &coordinator;
+        let names = &names;
+        async move {
+            let unstarted = coordinator.unstarted(instance, names).await.unwrap();
+            unstarted.into_iter().map(|u| u.key).collect::<BTreeSet<String>>()
+        }
+    };
+    assert_eq!(listed("host-1").await, keys.iter().cloned().collect());
+    let (marked, taken) = keys.split_at(12);
+    let marks: Vec<StartMark<'_>> =
+        jobs.iter().zip(marked).map(|(job, key)| StartMark { job, key }).collect();
+    assert_eq!(coordinator.mark_starts("host-1", &marks).await.unwrap(), vec![true; 12]);
+    assert_eq!(listed("host-1").await, taken.iter().cloned().collect());
+    let refs: Vec<TriggerRef<'_>> =
+        jobs.iter().zip(&keys).map(|(job, key)| TriggerRef { job, key }).collect();
+    let outcomes = coordinator.take_over("host-1", "host-2", &refs).await;
+    for (k, outcome) in outcomes.into_iter().enumerate() {
+        let expected = if k < 12 { ClaimOutcome::Lost } else { ClaimOutcome::Won { fencing_token: 2 } };
+        assert_eq!(outcome.unwrap(), expected, "{}", keys[k]);
+    }
+    assert!(listed("host-1").await.is_empty());
+    assert_eq!(listed("host-2").await, taken.iter().cloned().collect());
+    let on_nodes =
+        cluster.keys_by_node().iter().filter(|keys| keys.iter().any(|k| k.ends_with(":unstarted"))).count();
+    assert!(on_nodes > 1, "the registers sit on several nodes");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, RequestClaim};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, RequestClaim, StartMark};
 use slotcron_redis::RedisCoordinator;
 use support::RedisServer;
 
@@ -44,7 +44,7 @@ async fn prefixes_isolate_applications_sharing_one_redis() {
     }
     let expected: BTreeSet<String> = ["slotcron:", "app-a:", "app-b:"]
         .into_iter()
-        .flat_map(|p| [format!("{p}{key}"), format!("{p}fencing:job")])
+        .flat_map(|p| [format!("{p}{key}"), format!("{p}fencing:job"), format!("{p}unstarted:job")])
         .collect();
     assert_eq!(keys(&server), expected);
 }
@@ -126,9 +126,11 @@ async fn each_claim_is_one_round_trip() {
     // Redis counts the script's own commands too: an MGET of the trigger key for each of
     // the 60; TIME and an MGET of the job's state for the 50 claims that find no key (the
     // first also reads the mark an older release kept, since the state has none yet); a
-    // SET of the trigger key and an MSET of the job's state for the 50 wins. The client
-    // sent nothing but the 60 EVALSHA (no GET of its own, no SCRIPT LOAD).
-    let expected = [("evalsha", 60), ("mget", 60 + 50 + 1), ("time", 50), ("set", 50), ("mset", 50)];
+    // SET of the trigger key, an MSET of the job's state and an HSET of its register of
+    // unstarted claims for the 50 wins. The client sent nothing but the 60 EVALSHA (no
+    // GET of its own, no SCRIPT LOAD).
+    let expected =
+        [("evalsha", 60), ("mget", 60 + 50 + 1), ("time", 50), ("set", 50), ("mset", 50), ("hset", 50)];
     assert_eq!(command_calls(&stats), sorted(&expected), "{stats}");
 }
 
@@ -152,8 +154,36 @@ async fn a_batch_is_one_round_trip_and_a_won_claim_one_set() {
     assert!(again.into_iter().all(|o| o.unwrap() == ClaimOutcome::Lost));
     let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
     // Won: MGET of the trigger keys, TIME, MGET of the states and of the marks older
-    // releases kept (new jobs), a SET per claim, one MSET of the states. Lost: the MGET.
-    let expected = [("evalsha", 2), ("mget", 3 + 1), ("time", 1), ("set", 50), ("mset", 1)];
+    // releases kept (new jobs), a SET per claim, one MSET of the states, an HSET per job's
+    // register of unstarted claims. Lost: the MGET.
+    let expected = [("evalsha", 2), ("mget", 3 + 1), ("time", 1), ("set", 50), ("mset", 1), ("hset", 50)];
+    assert_eq!(command_calls(&stats), sorted(&expected), "{stats}");
+}
+
+/// A batch of one job's claims writes its register once, and their start marks are one
+/// round trip: an MGET of the trigger keys, a SET (KEEPTTL) and an HDEL per claim.
+#[tokio::test]
+async fn a_batch_of_start_marks_is_one_round_trip() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    won(coordinator.claim(&claim("warm-up", "warm-up", None)).await.unwrap());
+    let mark_ahead = StartMark { job: "warm-up", key: "warm-up" };
+    assert_eq!(coordinator.mark_starts("host-1 pid 42", &[mark_ahead]).await.unwrap(), [true], "loads");
+    let hold = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
+    let keys: Vec<String> = (0..50).map(|k| format!("job:2100-01-01T00:00:{k:02}Z")).collect();
+    let claims: Vec<Claim<'_>> = keys.iter().map(|key| claim("job", key, hold)).collect();
+    let mut admin = server.admin_connection().unwrap();
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut admin).unwrap();
+    for outcome in coordinator.claim_batch(&claims).await {
+        won(outcome.unwrap());
+    }
+    let marks: Vec<StartMark<'_>> = keys.iter().map(|key| StartMark { job: "job", key }).collect();
+    assert!(coordinator.mark_starts("host-1 pid 42", &marks).await.unwrap().into_iter().all(|m| m));
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
+    // The claims as above (one job: one HSET), then the marks: one EVALSHA, an MGET, a SET
+    // and an HDEL per claim.
+    let expected =
+        [("evalsha", 2), ("mget", 3 + 1), ("time", 1), ("set", 100), ("mset", 1), ("hset", 1), ("hdel", 50)];
     assert_eq!(command_calls(&stats), sorted(&expected), "{stats}");
 }
 

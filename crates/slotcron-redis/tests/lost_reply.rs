@@ -1,5 +1,6 @@
 //! A claim whose reply is lost is not a win: the coordinator reads the trigger key back
-//! and compares the stored token with its own. The faults come from a TCP forwarder in
+//! and compares the stored token with its own. A start mark or a takeover whose reply is
+//! lost is sent once more (both are idempotent). The faults come from a TCP forwarder in
 //! front of a real `redis-server`, so the script really runs (or really never arrives).
 
 mod support;
@@ -155,4 +156,49 @@ async fn a_lost_batch_request_is_made_again() {
         .collect();
     assert_eq!(tokens, (2..66).collect::<Vec<u64>>());
     assert_eq!(fencing_counter(&server), 65, "the script ran once");
+}
+
+/// A start mark whose reply was lost is sent once more: the mark is idempotent, so the
+/// second call finds it made and answers marked.
+#[tokio::test]
+async fn a_lost_reply_to_a_start_mark_is_sent_again() {
+    let (server, proxy, coordinator) = setup().await;
+    assert_eq!(
+        coordinator.claim(&claim(KEY, "proxied")).await.unwrap(),
+        ClaimOutcome::Won { fencing_token: 2 }
+    );
+    proxy.inject(Fault::LoseNextReply);
+    let marks = [slotcron::StartMark { job: "job", key: KEY }];
+    assert_eq!(coordinator.mark_starts("proxied", &marks).await.unwrap(), [true]);
+    assert_eq!(proxy.lost(), 1, "the reply was lost");
+    let value = stored(&server, &format!("slotcron:{KEY}")).unwrap();
+    assert!(value.starts_with("2 !") && value.ends_with(" proxied"), "{value}");
+}
+
+/// A takeover whose reply was lost is sent once more and finds its own takeover: won,
+/// with the token the first call gave, and the job's counter incremented once.
+#[tokio::test]
+async fn a_lost_reply_to_a_takeover_is_sent_again_and_finds_its_own_takeover() {
+    let (server, proxy, coordinator) = setup().await;
+    let holder = RedisCoordinator::connect(server.config()).await.unwrap();
+    assert_eq!(holder.claim(&claim(KEY, "gone")).await.unwrap(), ClaimOutcome::Won { fencing_token: 2 });
+    proxy.inject(Fault::LoseNextReply);
+    let refs = [slotcron::TriggerRef { job: "job", key: KEY }];
+    let taken = coordinator.take_over("gone", "proxied", &refs).await.remove(0).unwrap();
+    assert_eq!(proxy.lost(), 1, "the reply was lost");
+    assert_eq!(taken, ClaimOutcome::Won { fencing_token: 3 });
+    assert_eq!(fencing_counter(&server), 3, "taken over once");
+    assert!(stored(&server, &format!("slotcron:{KEY}")).unwrap().starts_with("3 "));
+}
+
+/// A start mark whose reply cannot be had at all is an error of unknown outcome: the
+/// runs do not start (fail closed).
+#[tokio::test]
+async fn a_start_mark_that_gets_no_reply_is_an_error_of_unknown_outcome() {
+    let (_server, proxy, coordinator) = setup().await;
+    proxy.inject(Fault::LoseNextReply);
+    proxy.refuse(true);
+    let marks = [slotcron::StartMark { job: "job", key: "job:2024-05-17T00:00:00Z" }];
+    let error = coordinator.mark_starts("proxied", &marks).await.unwrap_err();
+    assert_eq!(error.kind(), slotcron::CoordinatorErrorKind::OutcomeUnknown, "{error}");
 }

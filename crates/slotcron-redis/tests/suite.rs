@@ -177,3 +177,9 @@ async fn an_owner_that_cannot_start_is_taken_over() {
     let server = RedisServer::tcp();
     testkit::an_owner_that_cannot_start_is_taken_over(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn start_marks_contract() {
+    let server = RedisServer::tcp();
+    testkit::start_marks_contract(&factory(server.config())).await;
+}

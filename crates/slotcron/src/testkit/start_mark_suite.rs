@@ -72,9 +72,12 @@ pub async fn start_marks_contract(factory: &impl CoordinatorFactory) {
     let third = taker.take_over("taker", "third", &refs[1..]).await;
     assert_eq!(third[0].as_ref().ok(), Some(&ClaimOutcome::Lost), "marked by the taker");
 
-    // A claim whose hold ended before its mark is still the holder's to lose.
-    let c = format!("mark-c:{at}");
-    let mut brief_claim = claim("mark-c", &c, at, brief(None));
+    // A claim whose hold ended before its mark is still the holder's to lose. Its trigger
+    // is a minute past, so that a brief hold ends a few milliseconds after the claim (of
+    // a trigger to come, it would hold until the trigger).
+    let past = at - jiff::SignedDuration::from_secs(120);
+    let c = format!("mark-c:{past}");
+    let mut brief_claim = claim("mark-c", &c, past, brief(None));
     brief_claim.instance = "holder";
     won(holder.claim(&brief_claim).await.expect("claim"));
     tokio::time::sleep(EXPIRED).await;

@@ -1,0 +1,148 @@
+//! Start marks and takeover ([`Coordinator`](slotcron::Coordinator)'s "Start marks and
+//! takeover") on Redis: the start script (`start.lua`) over the claims' trigger keys and
+//! their jobs' registers of unstarted claims ([`KeyLayout::unstarted`]).
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use redis::Script;
+use slotcron::{ClaimOutcome, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, Unstarted};
+
+use crate::claimant::Token;
+use crate::coordinator::{RedisCoordinator, ceil_ms, outcome_unknown, slot_groups};
+#[cfg(doc)]
+use crate::keys::KeyLayout;
+
+static START: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("start.lua")));
+
+/// How long a claim holds that is made again by a start mark or a takeover after its hold
+/// ended unmarked (its key expired; its register entry stayed): a day, or the one-shot
+/// retention if longer. Nobody else can have claimed the trigger meanwhile (a claim won
+/// rewrites the register entry), so the claim is made again to keep its key taken while
+/// the late run goes on; the job's high-water mark refuses a recurring trigger that old
+/// anyway, and for a manual run or a one-shot retained for a while, a day is longer than a
+/// run has any business lasting.
+const AFRESH_HOLD: Duration = Duration::from_secs(24 * 3600);
+
+/// One claim as the start script takes it: its job and engine trigger key.
+type Item<'a> = (&'a str, &'a str);
+
+/// An operation of the start script: `mark` for `instance`, or `take` from one instance
+/// to another.
+#[derive(Clone, Copy)]
+pub(crate) enum Op<'a> {
+    Mark { instance: &'a str },
+    Take { from: &'a str, to: &'a str },
+}
+
+impl RedisCoordinator {
+    /// Runs `op` over `items`: chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`], one after the
+    /// other; per chunk, one script call on one server, or one per hash slot in a cluster,
+    /// all in flight at once. One answer per item, in order.
+    pub(crate) async fn start_batch(
+        &self,
+        op: Op<'_>,
+        items: &[Item<'_>],
+    ) -> Vec<Result<i64, CoordinatorError>> {
+        let mut answers = Vec::with_capacity(items.len());
+        for chunk in items.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            let keys: Vec<String> = chunk.iter().map(|(job, key)| self.keys.trigger(job, key)).collect();
+            let groups = slot_groups(&self.connection, &keys);
+            let replies = join_all(groups.iter().map(|group| self.start_call(op, chunk, group))).await;
+            let mut chunk_answers: Vec<Option<Result<i64, CoordinatorError>>> =
+                (0..chunk.len()).map(|_| None).collect();
+            for (group, reply) in groups.iter().zip(replies) {
+                match reply {
+                    Ok(values) => group.iter().zip(values).for_each(|(&i, v)| chunk_answers[i] = Some(Ok(v))),
+                    Err(e) => group.iter().for_each(|&i| chunk_answers[i] = Some(Err(copy(&e)))),
+                }
+            }
+            answers.extend(chunk_answers.into_iter().map(|answer| {
+                answer.unwrap_or_else(|| Err(CoordinatorError::outcome_unknown("no answer for the claim")))
+            }));
+        }
+        answers
+    }
+
+    /// One call of the start script over the items `group` of `chunk` (all on one slot in
+    /// a cluster); a lost reply is sent once more, since a mark and a takeover are both
+    /// idempotent (same tokens), and is an error of kind `OutcomeUnknown` the second time.
+    async fn start_call(
+        &self,
+        op: Op<'_>,
+        chunk: &[Item<'_>],
+        group: &[usize],
+    ) -> Result<Vec<i64>, CoordinatorError> {
+        let tokens = Token::several(group.len())
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
+        let hold = self.one_shot_retention.map_or(AFRESH_HOLD, |retention| retention.max(AFRESH_HOLD));
+        let mut script = START.prepare_invoke();
+        let (name, first, second) = match op {
+            Op::Mark { instance } => ("mark", instance, ""),
+            Op::Take { from, to } => ("take", from, to),
+        };
+        script.arg(name).arg(first).arg(second).arg(ceil_ms(hold));
+        for (&i, token) in group.iter().zip(&tokens) {
+            let (job, key) = chunk[i];
+            script.key(self.keys.trigger(job, key)).key(self.keys.fencing(job)).key(self.keys.unstarted(job));
+            script.arg(key).arg(token.to_string());
+        }
+        let what = || format!("{name} of {} claims", group.len());
+        let mut lost = None;
+        for _ in 0..2 {
+            match self.connection.invoke::<Vec<i64>>(&script).await {
+                Ok(answers) if answers.len() == group.len() => return Ok(answers),
+                Ok(answers) => lost = Some(format!("{} answers to the {}", answers.len(), what())),
+                Err(e) if outcome_unknown(&e) => lost = Some(format!("{}: {e}", what())),
+                Err(e) => return Err(CoordinatorError::unavailable(format!("{}: {e}", what()))),
+            }
+        }
+        Err(CoordinatorError::outcome_unknown(lost.unwrap_or_else(what)))
+    }
+
+    /// The claims `instance` holds unmarked among `jobs`' registers: per chunk of
+    /// [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs, one `HGETALL` per register, pipelined on one
+    /// server, all in flight at once in a cluster.
+    pub(crate) async fn unstarted_of(
+        &self,
+        instance: &str,
+        jobs: &[&str],
+    ) -> Result<Vec<Unstarted>, CoordinatorError> {
+        let mut unstarted = Vec::new();
+        for chunk in jobs.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            let registers: Vec<String> = chunk.iter().map(|job| self.keys.unstarted(job)).collect();
+            let read = self.connection.hgetall_each(&registers).await.map_err(|e| {
+                CoordinatorError::unavailable(format!(
+                    "reading {} registers of unstarted claims: {e}",
+                    chunk.len()
+                ))
+            })?;
+            for (job, entries) in chunk.iter().zip(read) {
+                let held = entries.into_iter().filter(|(_, holder)| holder == instance);
+                unstarted.extend(held.map(|(key, _)| Unstarted { job: (*job).to_owned(), key }));
+            }
+        }
+        Ok(unstarted)
+    }
+}
+
+/// A takeover's answer: the fencing token when won, else lost; `-2`: the job's state is
+/// not slotcron's.
+pub(crate) fn taken(
+    answer: Result<i64, CoordinatorError>,
+    claim: &str,
+) -> Result<ClaimOutcome, CoordinatorError> {
+    match answer? {
+        0 => Ok(ClaimOutcome::Lost),
+        -2 => Err(CoordinatorError::unavailable(format!(
+            "takeover of {claim} failed: its job's state holds a value slotcron did not write"
+        ))),
+        fencing_token => Ok(ClaimOutcome::Won { fencing_token: fencing_token as u64 }),
+    }
+}
+
+/// The same error again, for each claim of a call that failed.
+fn copy(error: &CoordinatorError) -> CoordinatorError {
+    CoordinatorError::new(error.kind(), error.to_string())
+}

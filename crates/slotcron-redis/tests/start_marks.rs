@@ -1,0 +1,154 @@
+//! What start marks and takeovers leave in Redis (one server): the marked value and its
+//! TTL, the register of unstarted claims, a claim whose hold ended before its mark, and
+//! claims ahead that a void drops or must keep.
+
+mod support;
+
+use std::time::Duration;
+
+use redis::Commands;
+use slotcron::jiff::{SignedDuration, Timestamp};
+use slotcron::{AheadVoid, Claim, ClaimOutcome, Coordinator, Hold, StartMark, TriggerRef, Unstarted};
+use slotcron_redis::RedisCoordinator;
+use support::RedisServer;
+
+const MINUTE: Option<Hold> =
+    Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
+
+/// A hold that ends 2 ms after a claim of a trigger in the past.
+const BRIEF: Option<Hold> =
+    Some(Hold { slot: Duration::from_millis(1), run_budget: None, slack: Duration::from_millis(1) });
+
+fn won(outcome: ClaimOutcome) -> u64 {
+    match outcome {
+        ClaimOutcome::Won { fencing_token } => fencing_token,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An instant `seconds` from now, whole seconds.
+fn in_seconds(seconds: i64) -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second() + seconds).unwrap()
+}
+
+fn get(server: &RedisServer, key: &str) -> Option<String> {
+    server.admin_connection().unwrap().get(key).unwrap()
+}
+
+fn register(server: &RedisServer, job: &str) -> std::collections::HashMap<String, String> {
+    server.admin_connection().unwrap().hgetall(format!("slotcron:unstarted:{job}")).unwrap()
+}
+
+fn pttl(server: &RedisServer, key: &str) -> i64 {
+    server.admin_connection().unwrap().pttl(key).unwrap()
+}
+
+#[tokio::test]
+async fn a_mark_keeps_the_claim_and_its_ttl_and_empties_the_register() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let key = format!("tick:{}", in_seconds(60));
+    let claim =
+        Claim { job: "tick", trigger: in_seconds(60), key: &key, instance: "host-1 pid 7", hold: MINUTE };
+    let token = won(coordinator.claim(&claim).await.unwrap());
+    assert_eq!(register(&server, "tick").get(&key).map(String::as_str), Some("host-1 pid 7"));
+    let stored = format!("slotcron:{key}");
+    let before = pttl(&server, &stored);
+
+    let marks = [StartMark { job: "tick", key: &key }];
+    assert_eq!(coordinator.mark_starts("host-1 pid 7", &marks).await.unwrap(), [true]);
+    let value = get(&server, &stored).unwrap();
+    assert!(value.starts_with(&format!("{token} !")) && value.ends_with(" host-1 pid 7"), "{value}");
+    let after = pttl(&server, &stored);
+    assert!(after > 0 && after <= before, "the TTL is kept: {before} then {after} ms");
+    let keys: Vec<String> = server.admin_connection().unwrap().keys("slotcron:unstarted:*").unwrap();
+    assert!(keys.is_empty(), "an empty register is no key: {keys:?}");
+    assert!(coordinator.unstarted("host-1 pid 7", &["tick"]).await.unwrap().is_empty());
+    // Another claim of the marked trigger loses, and the takeover of a marked claim too.
+    assert_eq!(coordinator.claim(&Claim { instance: "host-2", ..claim }).await.unwrap(), ClaimOutcome::Lost);
+    let refs = [TriggerRef { job: "tick", key: &key }];
+    assert_eq!(
+        coordinator.take_over("host-1 pid 7", "host-2", &refs).await[0].as_ref().ok(),
+        Some(&ClaimOutcome::Lost)
+    );
+}
+
+/// A recurring claim of a trigger a minute past, held 2 ms: its key is gone once we look.
+async fn expired_claim(coordinator: &RedisCoordinator, key: &str) -> u64 {
+    let trigger = in_seconds(-60);
+    let claim = Claim { job: "late", trigger, key, instance: "holder", hold: BRIEF };
+    let token = won(coordinator.claim(&claim).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    token
+}
+
+#[tokio::test]
+async fn a_claim_whose_hold_ended_unmarked_is_taken_over_afresh_with_the_mark_kept() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let key = format!("late:{}", in_seconds(-60));
+    let token = expired_claim(&coordinator, &key).await;
+    let stored = format!("slotcron:{key}");
+    assert_eq!(get(&server, &stored), None, "the claim's hold ended");
+    let listed = coordinator.unstarted("holder", &["late"]).await.unwrap();
+    assert_eq!(listed, [Unstarted { job: "late".into(), key: key.clone() }]);
+    let state = get(&server, "slotcron:fencing:late").unwrap();
+    let mark = state.split_once(' ').unwrap().1.to_owned();
+
+    let refs = [TriggerRef { job: "late", key: &key }];
+    let taken = won(coordinator.take_over("holder", "taker", &refs).await.remove(0).unwrap());
+    assert_eq!(taken, token + 1);
+    assert_eq!(get(&server, "slotcron:fencing:late").unwrap(), format!("{taken} {mark}"), "the mark stays");
+    assert!(get(&server, &stored).unwrap().ends_with(" taker"));
+    let ttl = pttl(&server, &stored);
+    assert!(ttl > 23 * 3600 * 1000 && ttl <= 24 * 3600 * 1000, "made afresh for a day: {ttl} ms");
+    assert_eq!(register(&server, "late").get(&key).map(String::as_str), Some("taker"));
+    let again = coordinator.take_over("holder", "taker", &refs).await.remove(0).unwrap();
+    assert_eq!(again, ClaimOutcome::Won { fencing_token: taken }, "idempotent");
+    assert_eq!(coordinator.take_over("holder", "third", &refs).await.remove(0).unwrap(), ClaimOutcome::Lost);
+}
+
+#[tokio::test]
+async fn a_claim_whose_hold_ended_unmarked_is_still_its_holders_to_mark() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let key = format!("late:{}", in_seconds(-60));
+    expired_claim(&coordinator, &key).await;
+    let marks = [StartMark { job: "late", key: &key }];
+    assert_eq!(coordinator.mark_starts("taker", &marks).await.unwrap(), [false], "not the taker's");
+    assert_eq!(coordinator.mark_starts("holder", &marks).await.unwrap(), [true]);
+    let value = get(&server, &format!("slotcron:{key}")).unwrap();
+    assert!(value.contains(" !") && value.ends_with(" holder"), "made again, marked: {value}");
+    assert!(register(&server, "late").is_empty());
+    assert_eq!(coordinator.mark_starts("holder", &marks).await.unwrap(), [true], "idempotent");
+    let refs = [TriggerRef { job: "late", key: &key }];
+    assert_eq!(coordinator.take_over("holder", "taker", &refs).await.remove(0).unwrap(), ClaimOutcome::Lost);
+}
+
+#[tokio::test]
+async fn a_void_drops_unmarked_claims_ahead_with_their_register_entries_and_keeps_marked_ones() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let at = in_seconds(30);
+    let until = at + SignedDuration::from_secs(60);
+    let (a, b) = (format!("ahead-a:{at}"), format!("ahead-b:{at}"));
+    let claims = [
+        Claim { job: "ahead-a", trigger: at, key: &a, instance: "owner", hold: MINUTE },
+        Claim { job: "ahead-b", trigger: at, key: &b, instance: "owner", hold: MINUTE },
+    ];
+    for answer in coordinator.claim_batch_ahead("owner", at, &claims, until).await {
+        won(answer.unwrap());
+    }
+    let marks = [StartMark { job: "ahead-b", key: &b }];
+    assert_eq!(coordinator.mark_starts("owner", &marks).await.unwrap(), [true]);
+    let value = get(&server, &format!("slotcron:{b}")).unwrap();
+    assert!(value.contains(" !^") && value.ends_with(" owner"), "a marked claim ahead: {value}");
+
+    let refs = [TriggerRef { job: "ahead-a", key: &a }, TriggerRef { job: "ahead-b", key: &b }];
+    let voided = coordinator.void_ahead("owner", at, &refs, until).await.unwrap();
+    assert_eq!(voided, AheadVoid::Voided { ahead: true });
+    assert_eq!(get(&server, &format!("slotcron:{a}")), None, "the unmarked claim ahead is dropped");
+    assert!(register(&server, "ahead-a").is_empty(), "and its register entry");
+    assert_eq!(get(&server, &format!("slotcron:{b}")), Some(value), "the marked one stays");
+    assert!(coordinator.unstarted("owner", &["ahead-a", "ahead-b"]).await.unwrap().is_empty());
+}
