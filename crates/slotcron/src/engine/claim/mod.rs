@@ -11,7 +11,7 @@ mod start_mark;
 mod timeout;
 
 pub(crate) use hold::{claim_hold, job_run_budget, request_ttl};
-pub(crate) use start_mark::{StartMarks, mark_start};
+pub(crate) use start_mark::{StartMarks, mark_start, settle_start};
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

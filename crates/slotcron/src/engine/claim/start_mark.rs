@@ -54,6 +54,20 @@ pub(crate) async fn mark_start(
     ledger.and(coordinator)
 }
 
+/// Marks the claim of `key` (when it is one won from the coordinator) as settled without a
+/// run — a trigger skipped on purpose after its claim was won (its overlap policy) — so
+/// that no replica takes it over and runs it once this one has gone. A mark that fails is
+/// logged: the claim may then be run late by another replica.
+pub(crate) async fn settle_start(shared: &Arc<Shared>, key: Option<&str>, job: &crate::job::Job) {
+    let (Some(key), Some(coordinator)) = (key, &shared.coordinator) else { return };
+    if !coordinator.keeps_start_marks() {
+        return;
+    }
+    if let Err((_, reason)) = mark_in_coordinator(shared, coordinator, job.name.clone(), key).await {
+        tracing::warn!(job = %job.name, key, "{reason}");
+    }
+}
+
 /// Queues `record` and waits until the ledger has taken it, for at most the start-mark
 /// timeout.
 async fn mark_in_ledger(shared: &Shared, record: RunRecord) -> Result<(), Unmarked> {

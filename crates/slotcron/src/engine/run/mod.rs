@@ -12,8 +12,8 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::claim::{
-    ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start, skew_gate,
-    within_claim_timeout,
+    ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start,
+    settle_start, skew_gate, within_claim_timeout,
 };
 use super::scope::RunScope;
 use super::table::{Action, Due};
@@ -374,7 +374,11 @@ async fn claim_and_run(
     drop(running);
     let (attempted, note) = match guarded {
         Guarded::Ran(attempted, note) => (attempted, note),
-        Guarded::Skipped(reason) => return skipped(Outcome::SkippedOverlap, reason),
+        Guarded::Skipped(reason) => {
+            // Skipped on purpose: the claim is settled, never taken over and run elsewhere.
+            settle_start(shared, claim_key, job).await;
+            return skipped(Outcome::SkippedOverlap, reason);
+        }
         Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
     };
     let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
