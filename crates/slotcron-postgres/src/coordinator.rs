@@ -9,7 +9,7 @@ use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, Req
 use slotcron::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
-use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, TriggerRef};
+use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, StartMark, TriggerRef, Unstarted};
 use tokio_postgres::Row;
 
 use crate::claimant::{ClaimRow, Token, holder};
@@ -20,8 +20,10 @@ use crate::{DbError, PostgresDatabase};
 use slotcron::error_chain;
 
 mod membership;
+mod start;
 
 use membership::MembershipSql;
+use start::StartSql;
 
 /// A [`Coordinator`] on a claims table, so a fleet with only PostgreSQL needs no Redis.
 ///
@@ -79,8 +81,22 @@ use membership::MembershipSql;
 /// are claimed under their own keys by the schema's six-argument `claim_trigger` (a
 /// claim expiring a TTL after it is made, no high-water mark, the job's fencing counter).
 ///
+/// Start marks (schema version 11, `started_at`): the claims this coordinator makes
+/// (through the schema's `*_unstarted` functions: `claim_trigger` and `claim_triggers`
+/// with `slotcron.marks_starts` set) start unmarked, also when they take over an expired
+/// row. [`Coordinator::mark_starts`] marks a batch in one statement,
+/// [`Coordinator::unstarted`] reads a holder's unmarked claims (a partial index), and
+/// [`Coordinator::take_over`] moves a batch of unmarked claims in one statement, each
+/// with its job's next fencing token, holding again from then for as long as it held
+/// when made. A mark and a takeover of one claim lock its row, so one of them finds the
+/// other's work done: the mark of a claim taken over is refused, a marked claim is not
+/// taken over. Claims made before version 11, and those replicas of an older release
+/// make meanwhile, count as started.
+///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
-/// of this process (in the background), so the table stays bounded.
+/// of this process (in the background), so the table stays bounded; an expired claim
+/// without a start mark stays until it is marked or taken over, listed by
+/// [`Coordinator::unstarted`].
 #[derive(Debug)]
 pub struct PostgresCoordinator {
     database: PostgresDatabase,
@@ -92,6 +108,7 @@ pub struct PostgresCoordinator {
     remove_expired_sql: String,
     lease: LeaseSql,
     membership: MembershipSql,
+    start: StartSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
     controls: PostgresControls,
@@ -113,10 +130,11 @@ impl PostgresCoordinator {
             // -2: paused. A volatile function in a CASE branch not taken is not called.
             claim_sql: database.sql(
                 "SELECT CASE WHEN EXISTS (SELECT FROM {schema}.job_pause WHERE job = $1) THEN -2
-                        ELSE {schema}.claim_trigger($1, $2, $3, $4, $5, $6, $7) END",
+                        ELSE {schema}.claim_trigger_unstarted($1, $2, $3, $4, $5, $6, $7) END",
             ),
-            claim_batch_sql: database.sql("SELECT {schema}.claim_triggers($1, $2, $3, $4, $5, $6, $7)"),
-            request_sql: database.sql("SELECT {schema}.claim_trigger($1, $2, $3, $4, $5, $6)"),
+            claim_batch_sql: database
+                .sql("SELECT {schema}.claim_triggers_unstarted($1, $2, $3, $4, $5, $6, $7)"),
+            request_sql: database.sql("SELECT {schema}.claim_trigger_unstarted($1, $2, $3, $4, $5, $6)"),
             // FOR SHARE waits for a claim of the row still in progress, then reads it.
             read_back_sql: database.sql(
                 "SELECT claimant_token, instance, fencing_token FROM {schema}.claim
@@ -129,9 +147,12 @@ impl PostgresCoordinator {
                  JOIN {schema}.claim c USING (job, trigger_key)
                  FOR SHARE OF c",
             ),
-            remove_expired_sql: database.sql("DELETE FROM {schema}.claim WHERE expires_at <= now()"),
+            // An expired claim without a start mark stays: it lists the claim as unstarted.
+            remove_expired_sql: database
+                .sql("DELETE FROM {schema}.claim WHERE expires_at <= now() AND started_at IS NOT NULL"),
             lease: LeaseSql::new(&database),
             membership: MembershipSql::new(&database),
+            start: StartSql::new(&database),
             controls: PostgresControls::new(database.clone()),
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
@@ -151,7 +172,8 @@ impl PostgresCoordinator {
     }
 
     /// Removes the claims whose expiry has passed (they could be taken over anyway);
-    /// the number removed. One-shot claims stay.
+    /// the number removed. One-shot claims stay, and so do the claims without a start
+    /// mark (listed by [`Coordinator::unstarted`] until marked or taken over).
     ///
     /// # Errors
     /// The server failed.
@@ -478,6 +500,37 @@ impl Coordinator for PostgresCoordinator {
 
     fn controls(&self) -> Option<&dyn Controls> {
         Some(&self.controls)
+    }
+
+    fn keeps_start_marks(&self) -> bool {
+        true
+    }
+
+    /// One statement for the whole batch.
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        self.mark(instance, marks).await
+    }
+
+    /// One statement; the claims are the holder's rows (the jobs are not needed).
+    async fn unstarted(&self, instance: &str, _jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        self.list_unstarted(instance).await
+    }
+
+    /// One statement (one transaction) for the whole batch; an error is every claim's.
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        match self.move_claims(from, to, claims).await {
+            Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+            Err(e) => claims.iter().map(|_| Err(CoordinatorError::new(e.kind(), e.to_string()))).collect(),
+        }
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

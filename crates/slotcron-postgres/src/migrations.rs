@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -660,11 +660,74 @@ END
 $$;
 ";
 
+/// Start marks (`slotcron::Coordinator`, "Start marks and takeover"): each claim keeps
+/// when its holder marked the start of its run, NULL until then; a claim without a mark
+/// is listed by holder (a partial index) and may be taken over. Claims made before this
+/// version count as started (never taken over), and so do the claims that replicas of an
+/// older release, which mark nothing, go on making during a rolling upgrade: a claim
+/// starts unmarked only when made under `slotcron.marks_starts = on`, which this release's
+/// claim functions (`*_unstarted`, wrappers of the claim functions) set. A claim that
+/// takes over an expired row (its new claimant token) starts afresh, as a row inserted
+/// does. The claim functions themselves are unchanged.
+const V11: &str = "
+-- When the holder marked its run's start (about to start it); NULL: not marked, the claim
+-- is provisional.
+ALTER TABLE {schema}.claim ADD COLUMN started_at timestamptz;
+-- The claims made so far count as started: they are never taken over.
+UPDATE {schema}.claim SET started_at = claimed_at;
+-- A claim inserted by this release (slotcron.marks_starts on) starts unmarked; one an
+-- older release inserts counts as started when made (claimed_at is now() there too).
+ALTER TABLE {schema}.claim ALTER COLUMN started_at
+    SET DEFAULT CASE WHEN current_setting('slotcron.marks_starts', true) = 'on' THEN NULL ELSE now() END;
+-- The claims a holder has not marked (Coordinator::unstarted).
+CREATE INDEX claim_unstarted ON {schema}.claim (instance) WHERE started_at IS NULL;
+
+-- A row taken over by a new claim (an expired row overwritten by the claim functions'
+-- ON CONFLICT ... DO UPDATE, which writes the new claim's token) starts as an inserted
+-- row does: unmarked if made by this release, else started. Marks and takeovers keep the
+-- token and are left alone.
+CREATE FUNCTION {schema}.claim_made_again() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.started_at := CASE WHEN current_setting('slotcron.marks_starts', true) = 'on'
+                           THEN NULL ELSE NEW.claimed_at END;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER claim_made_again BEFORE UPDATE ON {schema}.claim FOR EACH ROW
+    WHEN (NEW.claimant_token IS DISTINCT FROM OLD.claimant_token)
+    EXECUTE FUNCTION {schema}.claim_made_again();
+
+-- This release's claims: claim_trigger (both) and claim_triggers, their claims made
+-- unmarked. SET restores the setting when the call returns.
+CREATE FUNCTION {schema}.claim_trigger_unstarted(
+    p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
+    p_after_trigger_us bigint, p_after_claim_us bigint, p_claimant_token bigint
+) RETURNS bigint LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+    SELECT {schema}.claim_trigger(p_job, p_trigger_key, p_trigger_at, p_instance,
+                                  p_after_trigger_us, p_after_claim_us, p_claimant_token)
+$$;
+
+CREATE FUNCTION {schema}.claim_trigger_unstarted(
+    p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
+    p_ttl_us bigint, p_claimant_token bigint
+) RETURNS bigint LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+    SELECT {schema}.claim_trigger(p_job, p_trigger_key, p_trigger_at, p_instance, p_ttl_us, p_claimant_token)
+$$;
+
+CREATE FUNCTION {schema}.claim_triggers_unstarted(
+    p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
+    p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
+) RETURNS bigint[] LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+    SELECT {schema}.claim_triggers(p_jobs, p_trigger_keys, p_trigger_ats, p_instance,
+                                   p_after_trigger_us, p_after_claim_us, p_claimant_tokens)
+$$;
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
-/// 7, 8, 9 and 10 changed the claims, leases, membership and pauses only; the ledger
+/// 7, 8, 9, 10 and 11 changed the claims, leases, membership and pauses only; the ledger
 /// columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 

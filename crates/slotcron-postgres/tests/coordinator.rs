@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{Schemas, isolated};
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator, Hold};
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, StartMark, Unstarted};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
 fn ts(s: &str) -> Timestamp {
@@ -121,6 +121,14 @@ async fn a_one_shot_claim_never_expires_and_expired_claims_are_removed() {
         let coordinator = PostgresCoordinator::new(database);
         assert_eq!(claim(&coordinator, "migrate", "2024-05-17T00:00:00Z", "r1", None).await, won(1));
         assert_eq!(claim(&coordinator, "tick", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
+        // Their runs start; a third job's claim is never marked (its holder died first).
+        let tick = trigger_key("tick", ts("2024-05-17T00:00:00Z"));
+        let marks = [
+            StartMark { job: "migrate", key: "migrate:2024-05-17T00:00:00Z" },
+            StartMark { job: "tick", key: &tick },
+        ];
+        assert_eq!(coordinator.mark_starts("r1", &marks).await.unwrap(), [true, true]);
+        assert_eq!(claim(&coordinator, "tock", "2024-05-17T00:00:00Z", "r1", MINUTE).await, won(1));
         // A century passes on the server's clock.
         schemas
             .execute(
@@ -129,8 +137,14 @@ async fn a_one_shot_claim_never_expires_and_expired_claims_are_removed() {
                  expires_at = expires_at - interval '100 years'",
             )
             .await;
-        assert_eq!(coordinator.remove_expired().await.unwrap(), 1, "the interval job's claim");
+        assert_eq!(coordinator.remove_expired().await.unwrap(), 1, "the interval job's started claim");
         assert_eq!(coordinator.remove_expired().await.unwrap(), 0);
+        let tock = trigger_key("tock", ts("2024-05-17T00:00:00Z"));
+        assert_eq!(
+            coordinator.unstarted("r1", &[]).await.unwrap(),
+            [Unstarted { job: "tock".into(), key: tock }],
+            "an expired claim never started stays, listed"
+        );
         assert_eq!(
             claim(&coordinator, "migrate", "2024-05-17T00:00:00Z", "r2", None).await,
             ClaimOutcome::Lost

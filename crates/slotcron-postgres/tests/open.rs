@@ -100,7 +100,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (10); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (11); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -130,7 +130,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 10);
+        assert_eq!(schemas.scalar(&schema, version).await, 11);
         let tick_state = JobState {
             last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
             last_outcome: Some(Outcome::Succeeded),

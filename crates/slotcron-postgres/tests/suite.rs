@@ -189,3 +189,9 @@ async fn an_owner_that_cannot_start_is_taken_over() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn start_marks_contract() {
+    isolated(async |schemas: &mut Schemas| testkit::start_marks_contract(&factory(schemas.adopter())).await)
+        .await;
+}
