@@ -243,27 +243,6 @@ impl Ledger for PostgresLedger {
         self.write_all(writes).await.map_err(|error| LedgerBatchError { written: 0, error })
     }
 
-    async fn heartbeat(&self, instance: &str) -> Result<(), LedgerError> {
-        let sql = self.database.sql(
-            "INSERT INTO {schema}.instance_heartbeat (instance, beat_at) VALUES ($1, now())
-             ON CONFLICT (instance) DO UPDATE SET beat_at = EXCLUDED.beat_at",
-        );
-        self.database.execute(&sql, &[&instance]).await.map_err(|e| LedgerError(e.into()))?;
-        Ok(())
-    }
-
-    async fn lapsed_instances(&self, older_than: Duration) -> Result<Vec<String>, LedgerError> {
-        let sql = self.database.sql(
-            "SELECT DISTINCT r.instance FROM {schema}.run_record r
-             JOIN {schema}.instance_heartbeat h ON h.instance = r.instance
-             WHERE r.outcome = 'running' AND h.beat_at < now() - $1::bigint * interval '1 microsecond'
-             ORDER BY r.instance",
-        );
-        let micros = i64::try_from(older_than.as_micros()).unwrap_or(i64::MAX);
-        let rows = self.database.query(&sql, &[&micros]).await.map_err(|e| LedgerError(e.into()))?;
-        rows.iter().map(|row| row.try_get::<_, String>(0).map_err(|e| LedgerError(e.into()))).collect()
-    }
-
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
         let since = query.since.map(codec::timestamptz).transpose().map_err(LedgerError)?;
         let until = query.until.map(codec::timestamptz).transpose().map_err(LedgerError)?;

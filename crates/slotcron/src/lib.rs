@@ -209,9 +209,9 @@ pub use error::{BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};
 pub use key::{request_key, trigger_key};
 pub use ledger::{
-    Cause, LEDGER_HEARTBEAT_EVERY, LastRun, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite,
-    MAX_OUTPUT_BYTES, MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention,
-    RunOutput, RunProcess, RunRecord, UnknownName, UnknownOutcome, same_run,
+    Cause, LastRun, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite, MAX_OUTPUT_BYTES,
+    MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention, RunOutput,
+    RunProcess, RunRecord, UnknownName, UnknownOutcome, same_run,
 };
 // The metrics module is worked on in parallel: its items keep their names there, and
 // take at the crate root the names that say what they are.

@@ -14,7 +14,7 @@ use tokio_util::task::TaskTracker;
 use super::fleet::{self, FleetRun};
 use super::queue::Lane;
 use super::scope::{Next, RunScope};
-use super::{Scheduler, run, sweep};
+use super::{Scheduler, run};
 use crate::clock::later;
 
 /// How many due items the engine takes from the table per lock in single-replica mode.
@@ -26,10 +26,9 @@ struct Started {
     scope: Arc<RunScope>,
     /// The fleet's side of this `run()`, with a coordinator.
     fleet: Option<FleetRun>,
-    /// Stops the outbox's writer and the heartbeat once the runs have stopped.
+    /// Stops the outbox's writer and the metrics flusher once the runs have stopped.
     stop_writer: CancellationToken,
     writer: JoinHandle<()>,
-    heartbeat: JoinHandle<()>,
     /// The membership heartbeat: leaves the membership when the scheduler starts stopping.
     membership: Option<JoinHandle<()>>,
     /// Flushes the metrics [`METRICS_FLUSH_EVERY`](crate::METRICS_FLUSH_EVERY) after activity.
@@ -112,7 +111,7 @@ impl Scheduler {
     }
 
     /// Restores the store's state (unless done already) and starts what a `run()` needs
-    /// beside its loop: the ledger writer and heartbeat, the metrics flusher and, with a
+    /// beside its loop: the ledger writer, the metrics flusher and, with a
     /// coordinator, the fleet's membership heartbeat.
     async fn start(&self) -> Started {
         let shared = &self.shared;
@@ -125,7 +124,6 @@ impl Scheduler {
         }
         let stop_writer = CancellationToken::new();
         let writer = tokio::spawn(shared.outbox.clone().deliver(shared.clock.clone(), stop_writer.clone()));
-        let heartbeat = tokio::spawn(sweep::heartbeat(shared.clone(), stop_writer.clone()));
         let flusher = tokio::spawn(
             shared.metrics.clone().flush_periodically(shared.clock.clone(), stop_writer.clone()),
         );
@@ -151,17 +149,7 @@ impl Scheduler {
             "scheduler started"
         );
         shared.table().start(shared.clock.now());
-        Started {
-            tracker,
-            scope,
-            fleet,
-            stop_writer,
-            writer,
-            heartbeat,
-            membership,
-            flusher,
-            _lifecycle: lifecycle,
-        }
+        Started { tracker, scope, fleet, stop_writer, writer, membership, flusher, _lifecycle: lifecycle }
     }
 
     /// One pass of the loop in single-replica mode: takes what is due (nothing to
@@ -211,17 +199,7 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started {
-            tracker,
-            scope,
-            fleet,
-            stop_writer,
-            writer,
-            heartbeat,
-            membership,
-            flusher,
-            _lifecycle,
-        } = started;
+        let Started { tracker, scope, fleet, stop_writer, writer, membership, flusher, _lifecycle } = started;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         scope.stopping.cancel();
@@ -233,7 +211,6 @@ impl Scheduler {
         if let Err(e) = writer.await {
             tracing::error!("the ledger writer failed: {e}");
         }
-        let _ = heartbeat.await;
         if let Some(membership) = membership {
             let _ = membership.await;
         }

@@ -1,33 +1,19 @@
-//! The stale sweep (seed 001's `WithStaleSweep`): at start, the `running` records a
-//! scheduler that died left behind are marked `interrupted`; and the heartbeat that tells
-//! a live instance from a dead one on a shared ledger.
+//! The stale sweep (seed 001's `WithStaleSweep`): the `running` records of a scheduler
+//! that is gone — its previous incarnation, found at start, or a replica that left the
+//! fleet's membership — are marked `interrupted` (or, when their start never reached the
+//! coordinator, recorded as not started: their claims are taken over), and the
+//! interrupted triggers of `on_interrupt = "rerun"` jobs run once more.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use tokio_util::sync::CancellationToken;
-
-use super::shared::Shared;
+use super::claim::within_claim_timeout;
 use super::table::{Action, Due};
 use crate::Scheduler;
-use crate::clock::later;
-use crate::ledger::{Cause, LEDGER_HEARTBEAT_EVERY, LedgerError, LedgerQuery, Outcome, RunRecord};
+use crate::key::request_key;
+use crate::ledger::{Cause, LedgerError, LedgerQuery, Outcome, RunRecord};
 use crate::policy::OnInterrupt;
+use crate::schedule::ScheduleKind;
 use crate::store::JobState;
-
-/// Records the scheduler's heartbeat in its ledger every [`LEDGER_HEARTBEAT_EVERY`] (on its
-/// clock) until `stop` fires.
-pub(crate) async fn heartbeat(shared: Arc<Shared>, stop: CancellationToken) {
-    loop {
-        if let Err(e) = shared.ledger.heartbeat(&shared.instance).await {
-            tracing::debug!("heartbeat: {e}");
-        }
-        let next = later(shared.clock.now(), LEDGER_HEARTBEAT_EVERY);
-        tokio::select! {
-            () = shared.clock.sleep_until(next) => {}
-            () = stop.cancelled() => return,
-        }
-    }
-}
 
 impl Scheduler {
     /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger for
@@ -62,6 +48,12 @@ impl Scheduler {
             .into_iter()
             .filter_map(|r| gone(&r).map(|cause| (r, cause)))
             .collect();
+        let unmarked = self.unmarked_claims(stale.iter().map(|(record, _)| record)).await;
+        let (stale, not_started): (Vec<_>, Vec<_>) =
+            stale.into_iter().partition(|(record, _)| !unmarked.contains(&run_claim(self, record)));
+        for (record, cause) in &not_started {
+            self.record_not_started(record, cause).await?;
+        }
         for (record, cause) in &stale {
             let stopped = stop(record).await;
             let mut interrupted = record.clone();
@@ -87,6 +79,46 @@ impl Scheduler {
             self.rerun_interrupted(&stale);
         }
         Ok(stale)
+    }
+
+    /// The claims (holder, trigger key) among those of `records` that the coordinator
+    /// lists without a start mark: their runs' `running` records were written, but their
+    /// commands never started. Empty without a coordinator that keeps start marks, or when
+    /// it cannot be read (logged: the runs are then recorded interrupted).
+    async fn unmarked_claims(&self, records: impl Iterator<Item = &RunRecord>) -> HashSet<(String, String)> {
+        let Some(coordinator) = self.shared.coordinator.as_ref().filter(|c| c.keeps_start_marks()) else {
+            return HashSet::new();
+        };
+        let mut jobs: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for record in records {
+            jobs.entry(&record.instance).or_default().insert(&record.job);
+        }
+        let mut unmarked = HashSet::new();
+        for (instance, jobs) in jobs {
+            let jobs: Vec<&str> = jobs.into_iter().collect();
+            match within_claim_timeout(&self.shared, coordinator.unstarted(instance, &jobs)).await {
+                Ok(listed) => unmarked.extend(listed.into_iter().map(|u| (instance.to_owned(), u.key))),
+                Err(e) => tracing::warn!(instance, "cannot read its unstarted claims: {e}"),
+            }
+        }
+        unmarked
+    }
+
+    /// Records a run whose `running` record was written but whose start never reached the
+    /// coordinator: its command never started, and its claim is taken over (by the
+    /// instance's next incarnation or a live member), so the trigger runs once, there.
+    async fn record_not_started(&self, record: &RunRecord, cause: &str) -> Result<(), LedgerError> {
+        let mut skipped = record.clone();
+        skipped.outcome = Outcome::SkippedLost;
+        skipped.error = Some(format!(
+            "{cause}, before the run's start mark reached the coordinator: its command never started, \
+             and its claim is taken over (the trigger runs once, there); recorded by {}",
+            self.shared.instance
+        ));
+        self.ledger().update(&skipped).await?;
+        tracing::info!(job = %record.job, trigger = %record.trigger, instance = %record.instance,
+            "a run whose start was never marked is not interrupted: its claim is taken over");
+        Ok(())
     }
 
     /// Queues the rerun of each of `interrupted` whose job says
@@ -136,4 +168,13 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// The claim (holder, trigger key) `record`'s run was made under: a requested run's own
+/// key, else the trigger's key (the job's kind from this scheduler's table, recurring if
+/// it has no such job).
+fn run_claim(scheduler: &Scheduler, record: &RunRecord) -> (String, String) {
+    let kind = scheduler.shared.table().job(&record.job).map_or(ScheduleKind::Recurring, |job| job.kind);
+    let key = request_key(&record.job, kind, record.cause, record.trigger);
+    (record.instance.to_string(), key)
 }

@@ -22,11 +22,13 @@ use crate::error::BoxError;
 
 /// Where run records go: one record per trigger per replica that handled it (including
 /// skipped and missed triggers). A run's record is appended when it starts
-/// ([`Outcome::Running`]) and [updated](Ledger::update) when it ends, so a crash leaves a
-/// `running` record that the next start marks [`Outcome::Interrupted`].
+/// ([`Outcome::Running`], the run's start mark: the engine starts the run only once the
+/// ledger has taken it) and [updated](Ledger::update) when it ends, so a crash leaves a
+/// `running` record that the stale sweep marks [`Outcome::Interrupted`].
 ///
-/// The engine never waits for the ledger: it hands its writes to a bounded buffer that
-/// writes them in order, and keeps those that fail until the ledger takes them.
+/// The engine hands its writes to an outbox that writes them in order, in batches
+/// ([`Ledger::write_batch`]), and keeps those that fail until the ledger takes them; it
+/// never drops one (a full outbox holds back new claims instead).
 #[async_trait]
 pub trait Ledger: Send + Sync + 'static {
     /// Appends one record. A networked backend, whose write may take effect without its
@@ -62,41 +64,12 @@ pub trait Ledger: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Records that the scheduler `instance` is alive now, on the ledger's clock: a
-    /// ledger shared by a fleet keeps each instance's last heartbeat, so that a replica's
-    /// stale sweep can tell the `running` records of a dead instance from a live one's
-    /// ([`Ledger::lapsed_instances`]). The engine beats every
-    /// [`LEDGER_HEARTBEAT_EVERY`] while it runs. The default keeps
-    /// nothing (a ledger of one scheduler needs none).
-    ///
-    /// # Errors
-    /// The backend failed; the engine logs it and beats again later.
-    async fn heartbeat(&self, instance: &str) -> Result<(), LedgerError> {
-        let _ = instance;
-        Ok(())
-    }
-
-    /// The instances that have `running` records and whose last heartbeat is older than
-    /// `older_than`, on the ledger's clock. An instance that never beat (a release
-    /// without heartbeats, during an upgrade) is not among them: its runs are left alone.
-    /// The default: none.
-    ///
-    /// # Errors
-    /// The backend failed.
-    async fn lapsed_instances(&self, older_than: Duration) -> Result<Vec<String>, LedgerError> {
-        let _ = older_than;
-        Ok(Vec::new())
-    }
-
     /// The records matching `query`, newest trigger first, at most `query.limit`.
     ///
     /// # Errors
     /// The backend failed.
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError>;
 }
-
-/// How often a running scheduler records its heartbeat ([`Ledger::heartbeat`]).
-pub const LEDGER_HEARTBEAT_EVERY: Duration = Duration::from_secs(10);
 
 /// One write to a ledger, as [`Ledger::write_batch`] takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
