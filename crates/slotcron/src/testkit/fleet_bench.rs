@@ -28,7 +28,7 @@ use crate::context::JobContext;
 use crate::coordinator::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
-    LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef,
+    LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, StartMark, TriggerRef, Unstarted,
 };
 use crate::engine::Scheduler;
 use crate::job::Job;
@@ -424,6 +424,35 @@ impl Coordinator for Counted {
     async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
         self.count();
         self.inner.handled(tallies).await
+    }
+
+    fn keeps_start_marks(&self) -> bool {
+        self.inner.keeps_start_marks()
+    }
+
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        let round_trips = marks.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
+        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
+        self.inner.mark_starts(instance, marks).await
+    }
+
+    async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        self.count();
+        self.inner.unstarted(instance, jobs).await
+    }
+
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        self.count();
+        self.inner.take_over(from, to, claims).await
     }
 
     fn name(&self) -> &'static str {

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use crate::coordinator::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
-    LeaseRenewal, TriggerRef,
+    LeaseRenewal, StartMark, TriggerRef, Unstarted,
 };
 
 /// What a [`Link`] lets through.
@@ -246,6 +246,37 @@ impl Coordinator for Link {
 
     async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
         self.up()?.handled(tallies).await
+    }
+
+    fn keeps_start_marks(&self) -> bool {
+        self.inner.keeps_start_marks()
+    }
+
+    async fn mark_starts(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        self.up()?.mark_starts(instance, marks).await
+    }
+
+    async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
+        self.up()?.unstarted(instance, jobs).await
+    }
+
+    async fn take_over(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        match self.up() {
+            Ok(inner) => inner.take_over(from, to, claims).await,
+            Err(_) => claims
+                .iter()
+                .map(|_| Err(CoordinatorError::unavailable("the link is down (simulated)")))
+                .collect(),
+        }
     }
 
     fn name(&self) -> &'static str {
