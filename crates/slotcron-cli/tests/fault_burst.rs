@@ -74,6 +74,8 @@ fn trial(
     let killed = sleep_near_next_instant(kill_at_ms);
     running[0].signal(Signal::SIGKILL);
     running[0].wait_exit();
+    // The daemons' logs stay beside the witness, for a failure's post-mortem.
+    write(dir, "killed.log", &running[0].log());
     std::thread::sleep(Duration::from_secs(3));
     running[0] = start(dir, &daemons[0]);
     let last = sleep_near_next_instant(0) + Duration::from_secs(2 * PERIOD as u64);
@@ -82,8 +84,9 @@ fn trial(
     for daemon in &running {
         daemon.signal(Signal::SIGTERM);
     }
-    for daemon in &mut running {
+    for (index, daemon) in running.iter_mut().enumerate() {
         assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+        write(dir, &format!("daemon-{index}.log"), &daemon.log());
     }
     assert!(first <= killed && killed < last);
     let instants = (first.as_second()..=last.as_second())

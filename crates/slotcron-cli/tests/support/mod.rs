@@ -7,6 +7,7 @@
 
 pub mod http;
 pub mod postgres;
+pub mod proxy;
 #[path = "../../../slotcron-redis/tests/support/cluster.rs"]
 pub mod redis_cluster;
 pub mod redis_server;
