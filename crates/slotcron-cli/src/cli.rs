@@ -361,7 +361,7 @@ Examples:
   slotcron next '0 9 * * MON-FRI' --explain
 
 Logs go to standard error at level info; RUST_LOG changes it (RUST_LOG=debug).
-See README.md for the file formats.";
+See docs/configuration.md for the file formats.";
 
 /// After `slotcron run --help`.
 const RUN_EXAMPLES: &str = "\

@@ -1,5 +1,5 @@
 -- Marks the start of won claims, or takes unmarked claims over from a holder that has
--- gone (DESIGN.md, "Claims, start marks and takeover"); Redis runs the script
+-- gone (docs/design.md, "Claims, start marks and takeover"); Redis runs the script
 -- atomically, so of a mark and a takeover of one claim only the first succeeds.
 --
 -- A trigger key holds "{fencing token} {token} {instance}" ("^{token}" for a claim made

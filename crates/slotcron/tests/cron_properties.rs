@@ -54,7 +54,7 @@ fn transition_at(zone: &TimeZone, at: Timestamp) -> Option<(jiff::tz::Offset, ji
     (before != after).then_some((before, after))
 }
 
-/// Whether `at` is a fire time of `expr` in `zone`, by the rules of DESIGN.md.
+/// Whether `at` is a fire time of `expr` in `zone`, by the rules of docs/design.md.
 fn is_fire_time(expr: &Expr, zone: &TimeZone, at: Timestamp) -> bool {
     let wall = zone.to_datetime(at);
     if expr.matches(wall) {

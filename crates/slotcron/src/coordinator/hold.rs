@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use crate::clock::later;
 
 /// How long a claim holds, and when the job's high-water mark refuses a claim: the rules
-/// of DESIGN.md's "Exactly once across replicas", evaluated on the coordinator's clock.
+/// of docs/design.md's "Exactly once across replicas", evaluated on the coordinator's clock.
 ///
 /// Every coordinator applies the same two rules, in its own atomic step (the in-process
 /// coordinator through these methods, the Redis coordinator in its claim script,

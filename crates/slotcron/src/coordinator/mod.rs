@@ -105,7 +105,7 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 ///
 /// # Leases
 ///
-/// The per-job lease is the overlap guard beside the claim (DESIGN.md, "Run policies").
+/// The per-job lease is the overlap guard beside the claim (docs/design.md, "Run policies").
 /// A claim marks one trigger as taken and is never released; a lease marks a *job* as
 /// running somewhere in the fleet, for as long as its owner renews it. The overlap
 /// policies `forbid`, `buffer_one` and `replace` take the lease after winning the claim,
@@ -165,7 +165,7 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 ///
 /// # Start marks and takeover
 ///
-/// A won claim is *provisional* until its **start mark** (DESIGN.md, "Claims, start
+/// A won claim is *provisional* until its **start mark** (docs/design.md, "Claims, start
 /// marks and takeover"): the engine marks the claims of the runs about to start, a batch
 /// in one round trip ([`Coordinator::mark_starts`]), and starts a run only once its mark
 /// is made. A claim whose holder has gone (left the membership, or was restarted as a new
@@ -208,7 +208,7 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 ///   so that a first attempt still in flight on the backend is found rather than lost
 ///   to; nobody's again after a second lost reply is an error;
 /// - the read-back fails too: an error, and the scheduler skips the trigger (fail
-///   closed, DESIGN.md's "Exactly once across replicas").
+///   closed, docs/design.md's "Exactly once across replicas").
 ///
 /// A backend supplies the two round trips, the claim and the read-back, to
 /// [`claim_with_read_back`]. A batch of claims in one round trip

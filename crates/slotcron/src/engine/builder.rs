@@ -101,7 +101,7 @@ impl SchedulerBuilder {
     /// How long a run waits for its start mark, its `running` record, to be in the
     /// ledger before it starts (default [`SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT`]).
     /// A run starts only once its mark is durable, so that a crash leaves a record that
-    /// says it started (DESIGN.md, "Claims, start marks and takeover"); the marks of runs
+    /// says it started (docs/design.md, "Claims, start marks and takeover"); the marks of runs
     /// starting together are written together. A mark the ledger has not taken by then
     /// fails closed: the run does not start and is recorded
     /// [`SkippedBackendUnavailable`](crate::Outcome::SkippedBackendUnavailable), saying why.

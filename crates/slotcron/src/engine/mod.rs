@@ -155,7 +155,7 @@ impl Scheduler {
     /// for a full membership TTL, so every live member renewed its entry meanwhile.
     /// `None` otherwise — before that, after a heartbeat failed (until a TTL after the
     /// next answer), and without a membership. What decides that a run's daemon is gone
-    /// (DESIGN.md, "Claims, start marks and takeover"): never a ledger timestamp.
+    /// (docs/design.md, "Claims, start marks and takeover"): never a ledger timestamp.
     pub fn vouched_members(&self) -> Option<Vec<String>> {
         let fleet = self.fleet.as_ref()?;
         let members =

@@ -1,5 +1,5 @@
 //! The outbox: ledger writes and failed job-state writes, queued and written in order by
-//! one task, in batches. It **never drops** a write (DESIGN.md, "Ledger"): a run's
+//! one task, in batches. It **never drops** a write (docs/design.md, "Ledger"): a run's
 //! `running` record (its start mark) is waited for ([`Outbox::push_mark`]) before the run
 //! starts, so a burst's marks go to the ledger together, a batch per round trip; and
 //! when more writes wait than the buffer's capacity, the engine claims nothing new until

@@ -158,7 +158,7 @@ pub enum Cause {
     /// The start-up run of a job with `run_on_start`.
     StartUp,
     /// A trigger whose claim this replica took over from one that had gone before
-    /// marking its start (DESIGN.md, "Claims, start marks and takeover"); run late,
+    /// marking its start (docs/design.md, "Claims, start marks and takeover"); run late,
     /// exempt from the misfire grace. The record's error field names the replica it was
     /// taken over from.
     TakenOver,

@@ -1,4 +1,4 @@
-//! The run budget: the one formula for how long a run of a job may take (DESIGN.md,
+//! The run budget: the one formula for how long a run of a job may take (docs/design.md,
 //! "Run policies"). Every bound that depends on how long a run may last — how long a
 //! claim holds, the most a lease may be renewed — comes from [`run_budget`].
 

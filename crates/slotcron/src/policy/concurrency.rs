@@ -1,4 +1,4 @@
-//! The concurrency cap: at most N runs in flight per scheduler (DESIGN.md, "Run
+//! The concurrency cap: at most N runs in flight per scheduler (docs/design.md, "Run
 //! policies"). A replica at its cap does not claim a trigger it could not start: it
 //! waits for a free slot up to the job's grace window, so that a replica with room wins
 //! the claim; if none frees, the trigger is `skipped-concurrency` here.

@@ -1,6 +1,6 @@
 //! Failure hooks: a [`RunObserver`] sees every trigger's record as it ends; a
 //! [`FailureHook`] filters the failures out of them and rate-limits them per job and
-//! outcome, for the outcomes every replica sees at once during an outage (DESIGN.md,
+//! outcome, for the outcomes every replica sees at once during an outage (docs/design.md,
 //! "Run policies").
 
 use std::collections::HashMap;

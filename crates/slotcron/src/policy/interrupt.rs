@@ -1,5 +1,5 @@
 //! What happens to a run found interrupted: its daemon died (or left the fleet's
-//! membership) after its start mark and before its end (DESIGN.md, "Claims, start marks
+//! membership) after its start mark and before its end (docs/design.md, "Claims, start marks
 //! and takeover").
 
 /// What happens to a trigger whose run was interrupted (default

@@ -1,5 +1,5 @@
 //! Deterministic jitter: each trigger of a job starts after an offset in `[0, jitter)`
-//! derived from the job's name and the trigger, the same on every replica (DESIGN.md,
+//! derived from the job's name and the trigger, the same on every replica (docs/design.md,
 //! "Run policies"). The trigger instant, its key and `SLOTCRON_TRIGGER` stay nominal;
 //! the grace window and the lateness are measured from the jittered start. For spreading
 //! a fleet's `@hourly` jobs off the top of the hour.

@@ -1,5 +1,5 @@
 //! The overlap policy, fleet-wide: what a trigger does when a run of its job is still
-//! going on any replica (DESIGN.md, "Run policies"). Every policy but `allow` holds the
+//! going on any replica (docs/design.md, "Run policies"). Every policy but `allow` holds the
 //! job's [lease](crate::coordinator::lease) from the won claim to the end of the run.
 
 use std::future::Future;

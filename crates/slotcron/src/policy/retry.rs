@@ -1,5 +1,5 @@
 //! The retry budget: how many attempts a trigger gets, the backoff between them, and
-//! which failures are worth another attempt (DESIGN.md, "Run policies").
+//! which failures are worth another attempt (docs/design.md, "Run policies").
 //!
 //! Retries run on the replica that won the claim, under the same trigger, key and
 //! fencing token; the engine composes [`Retry::run`] around one attempt of the handler.

@@ -1,5 +1,5 @@
 //! The suite's batch cases: [`Coordinator::claim_batch`](crate::Coordinator::claim_batch)
-//! keeps every promise of DESIGN.md's "Exactly once across replicas" per trigger.
+//! keeps every promise of docs/design.md's "Exactly once across replicas" per trigger.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The suite's lease cases: each one a promise of the lease (see
 //! [`coordinator::lease`](crate::coordinator::lease)) and of the overlap policies across a
-//! fleet (DESIGN.md, "Run policies").
+//! fleet (docs/design.md, "Run policies").
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //!
 //! The conformance suite for [`Coordinator`] backends comes first.
 //!
-//! Every backend must keep the promise of DESIGN.md's "Exactly once across replicas"
+//! Every backend must keep the promise of docs/design.md's "Exactly once across replicas"
 //! under the same tests. A backend crate enables this feature in its dev-dependencies
 //! and calls each suite function from its own test, with a factory that builds a fresh
 //! coordinator — its own connection, as a separate replica would have — on a namespace

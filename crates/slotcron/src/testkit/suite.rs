@@ -1,4 +1,4 @@
-//! The suite's cases: each one a promise of DESIGN.md's "Exactly once across replicas".
+//! The suite's cases: each one a promise of docs/design.md's "Exactly once across replicas".
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};

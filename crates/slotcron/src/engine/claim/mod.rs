@@ -187,7 +187,7 @@ pub(crate) async fn within_claim_timeout<T>(
 }
 
 /// The record of a claim without an answer. Every kind fails closed: a missed run can
-/// be re-issued, a double run cannot be undone (DESIGN.md).
+/// be re-issued, a double run cannot be undone (docs/design.md).
 pub(crate) fn unclaimed(
     shared: &Shared,
     coordinator: &dyn Coordinator,

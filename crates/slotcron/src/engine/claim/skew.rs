@@ -1,4 +1,4 @@
-//! The clock-skew guard (DESIGN.md, "Exactly once across replicas"): a replica whose
+//! The clock-skew guard (docs/design.md, "Exactly once across replicas"): a replica whose
 //! clock is off its coordinator's by more than the slack fails closed for every trigger
 //! (`skipped-clock-skew`) rather than risk a double run, and says so at most once a
 //! minute with the measured offset.

@@ -1,4 +1,4 @@
-//! The start mark: a claim is provisional until its run's start is durable (DESIGN.md,
+//! The start mark: a claim is provisional until its run's start is durable (docs/design.md,
 //! "Claims, start marks and takeover") — the run's `running` record in the ledger, and,
 //! for a claim won from a coordinator that keeps start marks, the mark beside the claim.
 //! The run starts only once both are made. The marks of runs starting together go out

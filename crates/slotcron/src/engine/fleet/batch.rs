@@ -3,7 +3,7 @@
 //! [`MAX_CLAIMS_PER_ROUND_TRIP`] claims in the Redis and PostgreSQL coordinators) instead
 //! of one claim per trigger, one after another.
 //!
-//! Each trigger of a batch is decided as a claim of its own would be (DESIGN.md's
+//! Each trigger of a batch is decided as a claim of its own would be (docs/design.md's
 //! "Exactly once across replicas"): won, it runs with its fencing token; lost, refused
 //! by the high-water mark, skipped for clock skew or without an answer, it ends in the
 //! same skip record. The claim timeout bounds the batch's one round trip: at most

@@ -34,7 +34,7 @@ impl View {
 
     /// The members, if this replica's heartbeats have answered without a break since
     /// `ttl` before `now` or earlier: every member then renewed its entry while this
-    /// replica watched, so one missing from the view has left the membership (DESIGN.md:
+    /// replica watched, so one missing from the view has left the membership (docs/design.md:
     /// a daemon that was disconnected judges others only after a full TTL connected).
     pub fn vouched(&self, now: Timestamp, ttl: std::time::Duration) -> Option<Members> {
         let since = (*self.1.read().unwrap_or_else(|p| p.into_inner()))?;

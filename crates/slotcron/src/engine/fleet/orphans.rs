@@ -1,6 +1,6 @@
 //! Orphaned claims: claims won by a replica that has gone — left the membership, or was
 //! restarted as a new incarnation under the same instance id — before it marked their
-//! start (DESIGN.md, "Claims, start marks and takeover"). A live replica takes each over
+//! start (docs/design.md, "Claims, start marks and takeover"). A live replica takes each over
 //! with the coordinator's [`take_over`](crate::Coordinator::take_over), atomic against
 //! the holder's own mark, and runs the trigger late, once, with a new fencing token; the
 //! trigger's owner among the live members first, the others a takeover delay later.

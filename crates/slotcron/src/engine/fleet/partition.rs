@@ -1,4 +1,4 @@
-//! A partitioned replica knows it (DESIGN.md, "Claims, start marks and takeover"): cut
+//! A partitioned replica knows it (docs/design.md, "Claims, start marks and takeover"): cut
 //! off from the coordinator for longer than its own lapse — shorter than the membership
 //! TTL the other members wait before they call it gone, by the cancel grace and one
 //! heartbeat — it has left the fleet as far as the others can tell. It starts nothing new

@@ -92,7 +92,7 @@ pub(crate) async fn execute_owned(scope: Arc<RunScope>, due: Due, tally: Note) {
 
 /// Handles several due items of one job (a catch-up) in trigger order, one after the
 /// other: each claim, and so each fencing token, is made after the previous item's run
-/// has ended, so claims, tokens and starts follow trigger order (DESIGN.md). A catch-up
+/// has ended, so claims, tokens and starts follow trigger order (docs/design.md). A catch-up
 /// is a bounded burst (the misfire cap), and its items' runs do not overlap.
 pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
     for due in items {

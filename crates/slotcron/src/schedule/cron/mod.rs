@@ -27,7 +27,7 @@ use spec::Spec;
 ///
 /// The syntax and semantics are those of `conformance/README.md` (Debian's Vixie cron,
 /// as cronsim models it, plus common extensions); where peers disagree,
-/// `DESIGN.md` ("Schedules") decides:
+/// `docs/design.md` ("Schedules") decides:
 ///
 /// - 5 fields `minute hour day-of-month month day-of-week`, or 6 with seconds first;
 /// - names (`JAN`, `mon`), ranges, steps, lists, `?`, `L`, `LW`, `nW`, `nL`, `n#k`;
