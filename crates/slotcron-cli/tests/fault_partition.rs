@@ -135,6 +135,12 @@ fn a_partitioned_daemons_record_runs_go_on_unsignalled_and_end_with_their_real_o
         "each run's real end replaced any interrupted: {of_instant:#?}"
     );
     assert_eq!(outcomes.len(), 6, "{of_instant:#?}");
+    // The record keeps both: presumed lost by `a` meanwhile, ended for real on `b`.
+    let on_b: Vec<_> = of_instant.iter().filter(|r| r.instance == "b").collect();
+    assert!(!on_b.is_empty(), "{of_instant:#?}");
+    let presumed =
+        |r: &&&support::Run| r.error.as_deref().is_some_and(|e| e.contains("presumed lost meanwhile"));
+    assert!(on_b.iter().all(presumed), "{on_b:#?}");
 }
 
 #[test]

@@ -54,7 +54,13 @@ const WRITE: &str = "WITH batch AS (
 ), updated AS (
     UPDATE {schema}.run_record AS r SET
         outcome = f.outcome, fencing_token = f.fencing_token, duration_us = f.duration_us,
-        error = f.error, cause = f.cause, attempts = f.attempts, process_host = f.process_host,
+        error = CASE WHEN r.outcome = 'interrupted' AND f.outcome <> 'interrupted'
+                     THEN coalesce(f.error || '; ', '') || 'presumed lost meanwhile: ' || coalesce(r.error, '')
+                     WHEN r.outcome = f.outcome
+                          AND starts_with(r.error, coalesce(f.error || '; ', '') || 'presumed lost meanwhile: ')
+                     THEN r.error
+                     ELSE f.error END,
+        cause = f.cause, attempts = f.attempts, process_host = f.process_host,
         process_id = f.process_id, process_start = f.process_start
     FROM found f WHERE r.id = f.id AND f.replaces
 )

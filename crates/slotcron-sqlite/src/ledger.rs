@@ -47,8 +47,16 @@ const INSERT: &str = "INSERT INTO run_record
                       WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6)";
 
 /// Replaces the newest record of the same run (job, trigger, instance and start).
+/// A stored `interrupted` that the run's real end replaces stays in the error
+/// ([`slotcron::ended_after_presumed_lost`]).
 const UPDATE: &str = "UPDATE run_record SET
-    outcome = ?4, fencing_token = ?5, duration_us = ?7, error = ?8,
+    outcome = ?4, fencing_token = ?5, duration_us = ?7,
+    error = CASE WHEN outcome = 'interrupted' AND ?4 <> 'interrupted'
+                 THEN coalesce(?8 || '; ', '') || 'presumed lost meanwhile: ' || coalesce(error, '')
+                 WHEN outcome = ?4 AND substr(error, 1, length(coalesce(?8 || '; ', '') || 'presumed lost meanwhile: '))
+                                       = coalesce(?8 || '; ', '') || 'presumed lost meanwhile: '
+                 THEN error
+                 ELSE ?8 END,
     cause = ?9, attempts = ?10, process_host = ?11, process_id = ?12, process_start = ?13
     WHERE id = (SELECT id FROM run_record
                 WHERE job = ?1 AND trigger_us = ?2 AND instance = ?3 AND started_us = ?6

@@ -58,7 +58,8 @@ impl Scheduler {
             let stopped = stop(record).await;
             let mut interrupted = record.clone();
             interrupted.outcome = Outcome::Interrupted;
-            let mut error = format!("{cause}; recorded by {}", self.shared.instance);
+            let (by, at) = (&self.shared.instance, self.shared.clock.now());
+            let mut error = format!("{cause}; recorded by {by} at {at}");
             if let Some(stopped) = stopped {
                 error.push_str("; ");
                 error.push_str(&stopped);

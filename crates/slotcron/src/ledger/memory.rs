@@ -59,7 +59,7 @@ impl Ledger for MemoryLedger {
             .iter_mut()
             .rev()
             .find(|r| same_run(r, record))
-            .map(|running| *running = record.clone());
+            .map(|stored| *stored = super::record::ended_after_presumed_lost(stored, record));
         match found {
             Some(()) => Ok(()),
             None => self.append(record).await,

@@ -11,7 +11,7 @@ pub use name::UnknownName;
 pub use output::{MAX_OUTPUT_BYTES, MemoryOutputs, OutputStore, RunOutput};
 pub use prune::{Prune, PruneSchedule};
 pub(crate) use record::lock;
-pub use record::{Cause, LastRun, Outcome, RunProcess, RunRecord, UnknownOutcome};
+pub use record::{Cause, LastRun, Outcome, RunProcess, RunRecord, UnknownOutcome, ended_after_presumed_lost};
 
 use std::time::Duration;
 
@@ -40,8 +40,9 @@ pub trait Ledger: Send + Sync + 'static {
     async fn append(&self, record: &RunRecord) -> Result<(), LedgerError>;
 
     /// Replaces the record of the same run ([`same_run`]: its `running` record, which
-    /// this completes or adds to, e.g. its process) with `record`, or appends `record` if
-    /// there is none. Written twice, it leaves the same one record.
+    /// this completes or adds to, e.g. its process) with `record` — keeping, in its
+    /// error, that a stored `interrupted` was presumed ([`ended_after_presumed_lost`]) —
+    /// or appends `record` if there is none. Written twice, it leaves the same one record.
     ///
     /// # Errors
     /// The backend failed; the engine keeps the record and writes it again later.

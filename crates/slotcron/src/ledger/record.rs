@@ -295,3 +295,26 @@ impl From<&RunRecord> for LastRun {
 pub(crate) fn lock(record: &Mutex<RunRecord>) -> MutexGuard<'_, RunRecord> {
     record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// The record an update of `stored` with `update` leaves (the rule every ledger's
+/// [`update`](super::Ledger::update) keeps): `update`, except that when `stored` says
+/// [`Interrupted`](Outcome::Interrupted) — a live member presumed the run lost while its
+/// daemon was cut off — and `update` is the run's real end, the record keeps both: its
+/// error reads `{update's error}; presumed lost meanwhile: {stored error}` (or only the
+/// latter part, without an error of its own). Written again (a write whose reply was
+/// lost), the same end leaves the same record.
+pub fn ended_after_presumed_lost(stored: &RunRecord, update: &RunRecord) -> RunRecord {
+    let mut record = update.clone();
+    let own = update.error.as_ref().map(|error| format!("{error}; ")).unwrap_or_default();
+    let presumed = |error: &str| format!("{own}{PRESUMED_LOST}{error}");
+    let stored_error = stored.error.as_deref().unwrap_or_default();
+    if stored.outcome == Outcome::Interrupted && update.outcome != Outcome::Interrupted {
+        record.error = Some(presumed(stored_error));
+    } else if stored.outcome == update.outcome && stored_error.starts_with(&presumed("")) {
+        record.error = stored.error.clone();
+    }
+    record
+}
+
+/// What the error of a run presumed lost and then ended says before the presumption.
+const PRESUMED_LOST: &str = "presumed lost meanwhile: ";

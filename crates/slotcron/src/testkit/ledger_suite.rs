@@ -20,6 +20,7 @@ pub async fn run<L: Ledger>(mut make: impl AsyncFnMut() -> L) {
     records_round_trip(&make().await).await;
     names_of_other_releases_read_back(&make().await).await;
     an_update_completes_the_running_record(&make().await).await;
+    a_real_end_keeps_that_the_run_was_presumed_lost(&make().await).await;
     a_batch_is_written_in_order(&make().await).await;
     a_batch_is_its_writes_one_after_the_other(&make().await).await;
     newest_trigger_first_with_a_limit(&make().await).await;
@@ -207,6 +208,29 @@ pub async fn an_update_completes_the_running_record(ledger: &dyn Ledger) {
     let mut read = ledger.query(&query(None)).await.unwrap();
     read.sort_by_key(|r| (r.trigger, r.instance.clone(), r.outcome.as_str()));
     assert_eq!(read, [done, other_replica, finished_before, again]);
+}
+
+/// A run recorded `interrupted` by a live member while its daemon was cut off, then
+/// ended for real by its daemon: one record, the real end, whose error keeps both
+/// ([`ended_after_presumed_lost`](crate::ended_after_presumed_lost)); the same end written
+/// again leaves it as it is.
+pub async fn a_real_end_keeps_that_the_run_was_presumed_lost(ledger: &dyn Ledger) {
+    let running = record("tick", 0, Outcome::Running);
+    append_all(ledger, std::slice::from_ref(&running)).await;
+    let mut interrupted = running.clone();
+    interrupted.outcome = Outcome::Interrupted;
+    interrupted.error = Some("its daemon left the membership; recorded by b".into());
+    ledger.update(&interrupted).await.unwrap();
+    let mut ended = running.clone();
+    ended.outcome = Outcome::Failed;
+    ended.error = Some("exit status 3".into());
+    ledger.update(&ended).await.unwrap();
+    ledger.update(&ended).await.unwrap();
+    let read = ledger.query(&query(None)).await.unwrap();
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].outcome, Outcome::Failed);
+    let expected = "exit status 3; presumed lost meanwhile: its daemon left the membership; recorded by b";
+    assert_eq!(read[0].error.as_deref(), Some(expected));
 }
 
 /// [`Ledger::write_batch`] writes in order: a run's append and its update in one batch
