@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -24,7 +25,7 @@ use crate::engine::shared::Shared;
 use crate::job::Job;
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord, lock};
 use crate::metrics::Metrics;
-use crate::policy::{self, AttemptResult, Attempted, Guarded, OnInterrupt, Overlap, RunStop};
+use crate::policy::{self, AttemptResult, Attempted, Guarded, OnInterrupt, Overlap, RunSlot, RunStop};
 use attempt::{log_attempt, run_handler};
 use gate::start_gate;
 
@@ -217,68 +218,12 @@ async fn claim_and_run(
     cause: Cause,
     claiming: Claiming,
 ) -> RunRecord {
-    let shared = &scope.shared;
-    let clock = shared.clock.as_ref();
-    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
-    let kind = job.kind;
-    let trigger_key = OnceLock::new();
-    let mut _slot = None;
-    // Whether the trigger key names a claim won from the coordinator (its start is marked).
-    let mut coordinated = true;
-    let fencing_token = match claiming {
-        Claiming::Batched(claimed, key) => {
-            trigger_key.get_or_init(|| key);
-            match claimed {
-                Ok(fencing_token) => fencing_token,
-                Err(skipped) => return *skipped,
-            }
-        }
-        Claiming::Here(tally) => {
-            _slot = match start_gate(scope, job, trigger, cause, false).await {
-                Ok(slot) => Some(slot),
-                Err(skipped) => return *skipped,
-            };
-            match shared.coordinator.as_ref().filter(|_| !job.every_replica) {
-                // Single-replica mode, or a job every replica runs: nothing to claim.
-                None => {
-                    coordinated = false;
-                    local_fencing_token(shared, job).await
-                }
-                Some(coordinator) => {
-                    let key = trigger_key.get_or_init(|| key_of(job, trigger));
-                    let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await;
-                    if let Some(tally) = tally {
-                        tally.note(key, &claimed);
-                    }
-                    match claimed {
-                        Ok(fencing_token) => fencing_token,
-                        Err(skipped) => return *skipped,
-                    }
-                }
-            }
-        }
-        Claiming::Requested => {
-            _slot = match start_gate(scope, job, trigger, cause, true).await {
-                Ok(slot) => Some(slot),
-                Err(skipped) => return *skipped,
-            };
-            let key =
-                trigger_key.get_or_init(|| crate::key::request_key(&job.name, kind, cause, trigger).into());
-            match shared.coordinator.as_ref().filter(|_| !job.every_replica) {
-                None => {
-                    coordinated = false;
-                    local_fencing_token(shared, job).await
-                }
-                Some(coordinator) => {
-                    match claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await {
-                        Ok(fencing_token) => fencing_token,
-                        Err(skipped) => return *skipped,
-                    }
-                }
-            }
-        }
+    let won = match claim_trigger(scope, job, trigger, next, cause, claiming).await {
+        Ok(won) => won,
+        Err(skipped) => return *skipped,
     };
-    // Won on schedule: the job's next trigger may be claimed ahead (engine/ahead.rs).
+    let shared = &scope.shared;
+    // Won on schedule: the job's next trigger may be claimed ahead (fleet/ahead.rs).
     if matches!(cause, Cause::Scheduled | Cause::CatchUp) {
         job.last_won.fetch_max(trigger.as_millisecond(), Ordering::Relaxed);
     }
@@ -287,34 +232,165 @@ async fn claim_and_run(
     if super::record::saves_state(cause) {
         shared.save_state(job, trigger, None).await;
     }
-    // The run's `running` record, written when the first attempt starts (after any wait
-    // for the lease); it counts the attempts as they go.
-    let record: OnceLock<Arc<Mutex<RunRecord>>> = OnceLock::new();
-    // The running-runs gauge, from the first attempt's start to the run's end.
-    let running: OnceLock<Running<'_>> = OnceLock::new();
-    // The overlap lease, around the retries, around each attempt under its timeout.
+    run_won(scope, job, trigger, cause, won).await
+}
+
+/// A trigger this scheduler may run: its fencing token, the trigger key (set when it
+/// is known), whether that key names a claim won from the coordinator (its start is then
+/// marked there too), and the concurrency slot it holds.
+struct Won {
+    fencing_token: u64,
+    trigger_key: OnceLock<Box<str>>,
+    coordinated: bool,
+    _slot: Option<RunSlot>,
+}
+
+/// The claim step of [`claim_and_run`]: the start gate and the claim as `claiming` says,
+/// or a local fencing token when nothing is claimed; the record of the skip otherwise.
+async fn claim_trigger(
+    scope: &Arc<RunScope>,
+    job: &Arc<Job>,
+    trigger: Timestamp,
+    next: Option<Timestamp>,
+    cause: Cause,
+    claiming: Claiming,
+) -> Result<Won, Box<RunRecord>> {
+    let shared = &scope.shared;
+    let (trigger_key, coordinator) =
+        (OnceLock::new(), shared.coordinator.as_ref().filter(|_| !job.every_replica));
+    let won =
+        |fencing_token, trigger_key, _slot| Won { fencing_token, trigger_key, coordinated: true, _slot };
+    let (requested, tally) = match claiming {
+        Claiming::Batched(claimed, key) => {
+            trigger_key.get_or_init(|| key);
+            return claimed.map(|token| won(token, trigger_key, None));
+        }
+        Claiming::Here(tally) => (false, tally),
+        Claiming::Requested => (true, None),
+    };
+    let slot = start_gate(scope, job, trigger, cause, requested).await?;
+    let Some(coordinator) = coordinator else {
+        // Single-replica mode, or a job every replica runs: nothing to claim.
+        let fencing_token = local_fencing_token(shared, job).await;
+        return Ok(Won { fencing_token, trigger_key, coordinated: false, _slot: Some(slot) });
+    };
+    let claimed = if requested {
+        let key =
+            trigger_key.get_or_init(|| crate::key::request_key(&job.name, job.kind, cause, trigger).into());
+        claim_requested(shared, coordinator.as_ref(), job, trigger, cause, key).await
+    } else {
+        let key = trigger_key.get_or_init(|| key_of(job, trigger));
+        let claimed = claim(shared, coordinator.as_ref(), job, trigger, next, cause, key).await;
+        if let Some(tally) = tally {
+            tally.note(key, &claimed);
+        }
+        claimed
+    };
+    claimed.map(|token| won(token, trigger_key, Some(slot)))
+}
+
+/// The run step of [`claim_and_run`]: the overlap lease around the retries around each
+/// attempt, to the run's record.
+async fn run_won(
+    scope: &Arc<RunScope>,
+    job: &Arc<Job>,
+    trigger: Timestamp,
+    cause: Cause,
+    won: Won,
+) -> RunRecord {
+    let shared = &scope.shared;
+    let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
     // A rerun job's run stops when this replica finds itself cut off (fleet/partition.rs).
-    let partitioned = coordinated && job.on_interrupt == OnInterrupt::Rerun;
+    let partitioned = won.coordinated && job.on_interrupt == OnInterrupt::Rerun;
     let stop = (job.overlap != Overlap::Allow || partitioned).then(|| RunStop::new(&scope.shutdown));
     let watch = stop.as_ref().filter(|_| partitioned).map(|stop| partition::Watch::new(shared, stop));
-    let run_cancel = stop.as_ref().map(|stop| &stop.handler);
-    let stopped = stop.as_ref().map(|stop| &stop.lease);
     let owner = match job.overlap {
         Overlap::Allow => String::new(),
-        _ => {
-            let key = trigger_key.get_or_init(|| key_of(job, trigger));
-            format!("{} {key}", shared.instance)
-        }
+        _ => format!("{} {}", shared.instance, won.trigger_key.get_or_init(|| key_of(job, trigger))),
     };
-    let in_flight = &running;
-    let claim_key = if coordinated { trigger_key.get().map(|key| &**key) } else { None };
-    let retries = job.retry.run(clock, &scope.stopping, stopped, |attempt| {
-        let parent = run_cancel.unwrap_or(&scope.shutdown);
+    let attempts = Attempts::new(scope, job, trigger, cause, &won, stop.as_ref());
+    let retries =
+        job.retry.run(shared.clock.as_ref(), &scope.stopping, attempts.stopped, |n| attempts.attempt(n));
+    let guard = policy::Guard {
+        policy: job.overlap,
+        coordinator: shared.leases(job),
+        clock: shared.clock.as_ref(),
+        lease: Lease { job: &job.name, owner: &owner, ttl: shared.settings.lease_ttl },
+        call_timeout: shared.settings.claim_timeout,
+        renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
+        stop: stop.as_ref(),
+        stopping: &scope.stopping,
+    };
+    let guarded = guard.run(retries).await;
+    let (attempted, note) = match guarded {
+        Guarded::Ran(attempted, note) => (attempted, note),
+        Guarded::Skipped(reason) => {
+            // Skipped on purpose: the claim is settled, never taken over and run elsewhere.
+            settle_start(shared, attempts.claim_key(), job).await;
+            return skipped(Outcome::SkippedOverlap, reason);
+        }
+        Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
+    };
+    let note = note.or_else(|| watch.as_ref().and_then(partition::Watch::note));
+    attempts.ended(attempted, note).unwrap_or_else(|reason| skipped(Outcome::Aborted, reason))
+}
+
+/// The attempts of one run: what each needs, the run's `running` record (written when
+/// the first attempt starts, after any wait for the lease; it counts the attempts as they
+/// go) and the running-runs gauge (from the first attempt's start to the run's end).
+struct Attempts<'a> {
+    scope: &'a Arc<RunScope>,
+    job: &'a Arc<Job>,
+    trigger: Timestamp,
+    cause: Cause,
+    won: &'a Won,
+    /// The token each attempt's own is a child of: the overlap stop's, else the shutdown's.
+    parent: &'a CancellationToken,
+    /// Fired when the overlap layer (or a cut-off) stops the run.
+    stopped: Option<&'a CancellationToken>,
+    record: OnceLock<Arc<Mutex<RunRecord>>>,
+    running: OnceLock<Running<'a>>,
+}
+
+impl<'a> Attempts<'a> {
+    fn new(
+        scope: &'a Arc<RunScope>,
+        job: &'a Arc<Job>,
+        trigger: Timestamp,
+        cause: Cause,
+        won: &'a Won,
+        stop: Option<&'a RunStop>,
+    ) -> Self {
+        let parent = stop.map_or(&scope.shutdown, |stop| &stop.handler);
+        let stopped = stop.map(|stop| &stop.lease);
+        Self {
+            scope,
+            job,
+            trigger,
+            cause,
+            won,
+            parent,
+            stopped,
+            record: OnceLock::new(),
+            running: OnceLock::new(),
+        }
+    }
+
+    /// The trigger key of the claim won from the coordinator, if any.
+    fn claim_key(&self) -> Option<&str> {
+        self.won.coordinated.then(|| self.won.trigger_key.get().map(|key| &**key)).flatten()
+    }
+
+    /// Attempt number `attempt`: the first waits for its start mark (and does not start
+    /// without it); each runs the handler under its timeout.
+    fn attempt(&self, attempt: u32) -> impl Future<Output = AttemptResult> + '_ {
+        let shared = &self.scope.shared;
         // The first attempt's `running` record is the run's start mark, waited for below.
         let mut mark = None;
-        let run = record
+        let run = self
+            .record
             .get_or_init(|| {
-                let started = shared.start_run(job, trigger, cause, fencing_token);
+                let started = shared.start_run(self.job, self.trigger, self.cause, self.won.fencing_token);
                 mark = Some(started.clone());
                 Arc::new(Mutex::new(started))
             })
@@ -327,77 +403,66 @@ async fn claim_and_run(
             };
             shared.outbox.push(LedgerWrite::Update(update));
         }
-        let ctx = JobContext {
-            job: job.name.clone(),
-            trigger,
-            kind,
-            trigger_key: trigger_key.clone(),
-            fencing_token,
-            attempt,
-            handle: scope.handle.clone(),
-            // Each attempt can be cancelled on its own: by its timeout, its job's removal,
-            // or (through `parent`) its lease.
-            own_cancel: parent.child_token(),
-            payload: job.payload.clone(),
-            record: run,
-        };
+        let ctx = self.context(attempt, run);
         async move {
             if let Some(mark) = mark
-                && let Err((outcome, reason)) = mark_start(shared, mark, claim_key).await
+                && let Err((outcome, reason)) = mark_start(shared, mark, self.claim_key()).await
             {
                 return AttemptResult::not_started(outcome, reason);
             }
-            in_flight.get_or_init(|| {
+            let clock = shared.clock.as_ref();
+            self.running.get_or_init(|| {
                 // Lateness from the actual (jittered, lease-waited, marked) start.
-                let lateness = trigger.duration_until(clock.now());
+                let lateness = self.trigger.duration_until(clock.now());
                 shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
                 Running(&shared.metrics)
             });
-            let result = run_handler(scope, job, ctx, stopped, clock.now()).await;
-            if job.retry.attempts() > 1 {
-                log_attempt(job, trigger, attempt, &result);
+            let result = run_handler(self.scope, self.job, ctx, self.stopped, clock.now()).await;
+            if self.job.retry.attempts() > 1 {
+                log_attempt(self.job, self.trigger, attempt, &result);
             }
             result
         }
-    });
-    let guard = policy::Guard {
-        policy: job.overlap,
-        coordinator: shared.leases(job),
-        clock,
-        lease: Lease { job: &job.name, owner: &owner, ttl: shared.settings.lease_ttl },
-        call_timeout: shared.settings.claim_timeout,
-        renew_limit: job.run_budget(shared.settings.cancel_grace, shared.settings.slack),
-        stop: stop.as_ref(),
-        stopping: &scope.stopping,
-    };
-    let guarded = guard.run(retries).await;
-    drop(running);
-    let (attempted, note) = match guarded {
-        Guarded::Ran(attempted, note) => (attempted, note),
-        Guarded::Skipped(reason) => {
-            // Skipped on purpose: the claim is settled, never taken over and run elsewhere.
-            settle_start(shared, claim_key, job).await;
-            return skipped(Outcome::SkippedOverlap, reason);
+    }
+
+    /// The handler's context for attempt number `attempt` of the run recorded in `run`.
+    fn context(&self, attempt: u32, run: Arc<Mutex<RunRecord>>) -> JobContext {
+        JobContext {
+            job: self.job.name.clone(),
+            trigger: self.trigger,
+            kind: self.job.kind,
+            trigger_key: self.won.trigger_key.clone(),
+            fencing_token: self.won.fencing_token,
+            attempt,
+            handle: self.scope.handle.clone(),
+            // Each attempt can be cancelled on its own: by its timeout, its job's removal,
+            // or (through `parent`) its lease.
+            own_cancel: self.parent.child_token(),
+            payload: self.job.payload.clone(),
+            record: run,
         }
-        Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
-    };
-    let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
-    let note = note.or_else(|| watch.as_ref().and_then(partition::Watch::note));
-    let error = match (error, note) {
-        (Some(error), Some(note)) => Some(format!("{error} ({note})")),
-        (error, note) => error.or(note),
-    };
-    let Some(run) = record.get() else {
-        // No attempt started (stopped before the first): nothing ran.
-        let reason = error.unwrap_or_else(|| "the scheduler stopped before the first attempt".into());
-        return skipped(Outcome::Aborted, reason);
-    };
-    let mut record = lock(run).clone();
-    record.duration = Duration::try_from(record.started.duration_until(clock.now())).unwrap_or_default();
-    record.outcome = outcome;
-    record.error = error;
-    record.attempts = attempts;
-    record
+    }
+
+    /// The run's record once its attempts are over, with the overlap layer's `note`;
+    /// `Err` with the reason when no attempt started (stopped before the first).
+    fn ended(self, attempted: Attempted, note: Option<String>) -> Result<RunRecord, String> {
+        drop(self.running);
+        let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
+        let error = match (error, note) {
+            (Some(error), Some(note)) => Some(format!("{error} ({note})")),
+            (error, note) => error.or(note),
+        };
+        let Some(run) = self.record.get() else {
+            return Err(error.unwrap_or_else(|| "the scheduler stopped before the first attempt".into()));
+        };
+        let mut record = lock(run).clone();
+        let now = self.scope.shared.clock.now();
+        record.duration = Duration::try_from(record.started.duration_until(now)).unwrap_or_default();
+        record.outcome = outcome;
+        record.error = error;
+        record.attempts = attempts;
+        Ok(record)
+    }
 }
 
 /// A started handler, counted in the running-runs gauge until dropped.
