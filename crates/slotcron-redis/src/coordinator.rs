@@ -21,7 +21,6 @@ use slotcron::{Lease, LeaseGrant, LeaseRenewal};
 use crate::claimant::{Token, holder};
 use crate::connection::Connection;
 use crate::keys::KeyLayout;
-use crate::start::{Op, taken};
 use crate::{RedisConfig, RedisCoordinatorError};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -535,8 +534,7 @@ impl Coordinator for RedisCoordinator {
         instance: &str,
         marks: &[StartMark<'_>],
     ) -> Result<Vec<bool>, CoordinatorError> {
-        let items: Vec<(&str, &str)> = marks.iter().map(|m| (m.job, m.key)).collect();
-        self.start_batch(Op::Mark { instance }, &items).await.into_iter().map(|a| a.map(|a| a == 1)).collect()
+        self.mark_starts_of(instance, marks).await
     }
 
     /// One `HGETALL` of each job's register of unstarted claims (a hash per job in both
@@ -557,9 +555,7 @@ impl Coordinator for RedisCoordinator {
         to: &str,
         claims: &[TriggerRef<'_>],
     ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
-        let items: Vec<(&str, &str)> = claims.iter().map(|c| (c.job, c.key)).collect();
-        let answers = self.start_batch(Op::Take { from, to }, &items).await;
-        answers.into_iter().zip(claims).map(|(answer, claim)| taken(answer, claim.key)).collect()
+        self.take_over_of(from, to, claims).await
     }
 
     async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {

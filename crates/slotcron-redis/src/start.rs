@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use redis::Script;
-use slotcron::{ClaimOutcome, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, Unstarted};
+use slotcron::{ClaimOutcome, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark, TriggerRef, Unstarted};
 
 use crate::claimant::Token;
 use crate::coordinator::{RedisCoordinator, ceil_ms, outcome_unknown, slot_groups};
@@ -37,6 +37,30 @@ pub(crate) enum Op<'a> {
 }
 
 impl RedisCoordinator {
+    /// [`Coordinator::mark_starts`](slotcron::Coordinator::mark_starts): the script's
+    /// `mark`, grouped as [`RedisCoordinator::start_batch`] says.
+    pub(crate) async fn mark_starts_of(
+        &self,
+        instance: &str,
+        marks: &[StartMark<'_>],
+    ) -> Result<Vec<bool>, CoordinatorError> {
+        let items: Vec<(&str, &str)> = marks.iter().map(|m| (m.job, m.key)).collect();
+        self.start_batch(Op::Mark { instance }, &items).await.into_iter().map(|a| a.map(|a| a == 1)).collect()
+    }
+
+    /// [`Coordinator::take_over`](slotcron::Coordinator::take_over): the script's `take`,
+    /// grouped as [`RedisCoordinator::start_batch`] says.
+    pub(crate) async fn take_over_of(
+        &self,
+        from: &str,
+        to: &str,
+        claims: &[TriggerRef<'_>],
+    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
+        let items: Vec<(&str, &str)> = claims.iter().map(|c| (c.job, c.key)).collect();
+        let answers = self.start_batch(Op::Take { from, to }, &items).await;
+        answers.into_iter().zip(claims).map(|(answer, claim)| taken(answer, claim.key)).collect()
+    }
+
     /// Runs `op` over `items`: chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`], one after the
     /// other; per chunk, one script call on one server, or one per hash slot in a cluster,
     /// all in flight at once. One answer per item, in order.

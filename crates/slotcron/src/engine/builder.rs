@@ -8,8 +8,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
-use super::claim::StartMarks;
-use super::fleet::partition::CutOff;
+use super::claim::marks::StartMarks;
+use super::fleet::cut_off::CutOff;
 use super::outbox::Outbox;
 use super::shared::{Settings, Shared};
 use super::table::Table;

@@ -9,9 +9,9 @@ use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::claim::StartMarks;
+use super::claim::marks::StartMarks;
 use super::claim::skew::SkewGuard;
-use super::fleet::partition::CutOff;
+use super::fleet::cut_off::CutOff;
 use super::introspect::Health;
 use super::outbox::Outbox;
 use super::probe::LoopWatch;

@@ -6,12 +6,13 @@
 //! token instead.
 
 mod hold;
+pub(crate) mod marks;
 pub(crate) mod skew;
 mod start_mark;
 mod timeout;
 
 pub(crate) use hold::{claim_hold, job_run_budget, request_ttl};
-pub(crate) use start_mark::{StartMarks, mark_start, settle_start};
+pub(crate) use start_mark::{mark_start, settle_start};
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -3,9 +3,9 @@
 //! for a claim won from a coordinator that keeps start marks, the mark beside the claim.
 //! The run starts only once both are made. The marks of runs starting together go out
 //! together: the ledger's in the outbox's batches, the coordinator's in one call per
-//! batch of starts ([`StartMarks`]).
+//! batch of starts ([`StartMarks`](super::marks::StartMarks)).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
@@ -18,20 +18,6 @@ use crate::ledger::{LedgerWrite, Outcome, RunRecord};
 /// Why a run's start could not be marked: it does not start, and is recorded with this
 /// outcome and reason.
 pub(crate) type Unmarked = (Outcome, String);
-
-/// The coordinator's start marks waiting to be sent, and whether a sender is at work:
-/// the marks queued while one call is on its way go in the next call, together.
-#[derive(Default)]
-pub(crate) struct StartMarks(Mutex<Waiting>);
-
-#[derive(Default)]
-struct Waiting {
-    marks: Vec<Queued>,
-    sending: bool,
-}
-
-/// One mark waiting: the job, the trigger key and who waits for the answer.
-type Queued = (Arc<str>, Box<str>, oneshot::Sender<Result<bool, String>>);
 
 /// Makes `record` (a run's `running` record) durable and, when `claim` names the trigger
 /// key of a claim won from the coordinator, marks that claim's start; `Err` with the
@@ -98,11 +84,7 @@ async fn mark_in_coordinator(
     key: &str,
 ) -> Result<(), Unmarked> {
     let (answer, answered) = oneshot::channel();
-    let send = {
-        let mut waiting = shared.start_marks.0.lock().unwrap_or_else(|p| p.into_inner());
-        waiting.marks.push((job, key.into(), answer));
-        !std::mem::replace(&mut waiting.sending, true)
-    };
+    let send = { shared.start_marks.lock().push(job, key.into(), answer) };
     if send {
         tokio::spawn(send_marks(shared.clone(), coordinator.clone()));
     }
@@ -127,13 +109,11 @@ async fn mark_in_coordinator(
 async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
     loop {
         let batch = {
-            let mut waiting = shared.start_marks.0.lock().unwrap_or_else(|p| p.into_inner());
-            let take = waiting.marks.len().min(MAX_CLAIMS_PER_ROUND_TRIP);
-            if take == 0 {
-                waiting.sending = false;
+            let taken = shared.start_marks.lock().take(MAX_CLAIMS_PER_ROUND_TRIP);
+            if taken.is_empty() {
                 return;
             }
-            waiting.marks.drain(..take).collect::<Vec<Queued>>()
+            taken
         };
         let marks: Vec<StartMark<'_>> = batch.iter().map(|(job, key, _)| StartMark { job, key }).collect();
         let call = coordinator.mark_starts(&shared.instance, &marks);

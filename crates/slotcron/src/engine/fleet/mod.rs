@@ -26,6 +26,7 @@
 
 pub(crate) mod ahead;
 pub(crate) mod batch;
+pub(crate) mod cut_off;
 pub(crate) mod dispatch;
 pub(crate) mod membership;
 pub(crate) mod orphans;

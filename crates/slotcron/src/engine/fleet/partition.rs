@@ -6,7 +6,6 @@
 //! [`OnInterrupt::Rerun`](crate::OnInterrupt::Rerun), so that the rerun a live member
 //! starts never overlaps them. A job that only records its interruption runs on.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -16,40 +15,6 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::clock::later;
 use crate::engine::shared::Shared;
 use crate::policy::RunStop;
-
-/// The token the runs of rerun jobs watch: fired when this replica finds itself cut off,
-/// replaced by a fresh one when its heartbeats answer again.
-#[derive(Default)]
-pub(crate) struct CutOff(Mutex<CancellationToken>);
-
-impl CutOff {
-    fn current(&self) -> CancellationToken {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Fires the current token (once), logging it.
-    fn fire(&self, since: Timestamp, lapse: Duration) {
-        let token = self.current();
-        if !token.is_cancelled() {
-            tracing::error!(
-                %since,
-                ?lapse,
-                "cut off from the coordinator longer than this replica's own lapse: starting nothing new, \
-                 and stopping the runs of on_interrupt = \"rerun\" jobs (a live member reruns them)"
-            );
-            token.cancel();
-        }
-    }
-
-    /// A fresh token once the heartbeats answer again.
-    fn heal(&self) {
-        let mut token = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if token.is_cancelled() {
-            tracing::info!("the coordinator answers again: this replica is back in the fleet");
-            *token = CancellationToken::new();
-        }
-    }
-}
 
 /// This replica's own lapse: the membership TTL less the cancel grace and one heartbeat
 /// (a third of the TTL), at least one heartbeat.
