@@ -118,8 +118,9 @@ impl Outbox {
                     tracing::warn!(
                         queued,
                         capacity = self.capacity,
-                        "the ledger buffer is full: claiming nothing new until the ledger takes its records \
-                         (no record is dropped; triggers due meanwhile run late or by the misfire policy)"
+                        "the ledger is behind: holding back new claims until it takes the records waiting \
+                         (back-pressure: no record is dropped; triggers due meanwhile run late or by the misfire \
+                         policy)"
                     );
                 }
             }

@@ -6,6 +6,7 @@
 //! batch of starts ([`StartMarks`](super::marks::StartMarks)).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -105,19 +106,15 @@ async fn mark_in_coordinator(
 }
 
 /// Sends the queued marks, a call per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`], until none
-/// is left; each call bounded by the claim timeout.
+/// is left ([`send_chunk`]).
 async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
     loop {
-        let batch = {
-            let taken = shared.start_marks.lock().take(MAX_CLAIMS_PER_ROUND_TRIP);
-            if taken.is_empty() {
-                return;
-            }
-            taken
-        };
+        let batch = shared.start_marks.lock().take(MAX_CLAIMS_PER_ROUND_TRIP);
+        if batch.is_empty() {
+            return;
+        }
         let marks: Vec<StartMark<'_>> = batch.iter().map(|(job, key, _)| StartMark { job, key }).collect();
-        let call = coordinator.mark_starts(&shared.instance, &marks);
-        let answers: Result<Vec<bool>, CoordinatorError> = within_claim_timeout(&shared, call).await;
+        let answers = send_chunk(&shared, coordinator.as_ref(), &marks).await;
         for (index, (_, _, answer)) in batch.into_iter().enumerate() {
             let answer_of = match &answers {
                 Ok(answers) => Ok(answers.get(index).copied().unwrap_or(false)),
@@ -125,5 +122,32 @@ async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
             };
             let _ = answer.send(answer_of);
         }
+    }
+}
+
+/// The first wait before a mark call is sent again; it doubles up to a second.
+const MARK_RETRY_MIN: Duration = Duration::from_millis(50);
+
+/// One call for `marks`, each bounded by the claim timeout, sent again (a mark is
+/// idempotent) after a failure until the start-mark timeout has passed: a busy or
+/// briefly unreachable coordinator delays the runs rather than failing them.
+async fn send_chunk(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    marks: &[StartMark<'_>],
+) -> Result<Vec<bool>, CoordinatorError> {
+    let clock = shared.clock.as_ref();
+    let deadline = later(clock.now(), shared.settings.start_mark_timeout);
+    let mut wait = MARK_RETRY_MIN;
+    loop {
+        let answer = within_claim_timeout(shared, coordinator.mark_starts(&shared.instance, marks)).await;
+        let next = later(clock.now(), wait);
+        match answer {
+            Ok(answers) => return Ok(answers),
+            Err(e) if next >= deadline => return Err(e),
+            Err(e) => tracing::debug!(marks = marks.len(), "start marks not made ({e}); sending them again"),
+        }
+        clock.sleep_until(next).await;
+        wait = (wait * 2).min(Duration::from_secs(1));
     }
 }
