@@ -16,12 +16,10 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::clock::later;
 use crate::context::RecordSink;
-use crate::ledger::{Ledger, LedgerWrite, RunRecord};
+use crate::ledger::{Ledger, LedgerWrite, MAX_WRITES_PER_BATCH, RunRecord};
 use crate::metrics::{LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES};
 use crate::store::{JobState, Store, merge_job_state};
 
-/// How many ledger writes one batch carries.
-const BATCH: usize = 256;
 /// The first wait before writing again after a failure; it doubles up to [`RETRY_MAX`].
 const RETRY_MIN: Duration = Duration::from_millis(100);
 /// The longest wait between two tries while a backend is down.
@@ -232,7 +230,7 @@ impl Outbox {
         }
         let (first, batch): (u64, Vec<LedgerWrite>) = {
             let pending = self.lock();
-            (pending.front, pending.writes.iter().take(BATCH).cloned().collect())
+            (pending.front, pending.writes.iter().take(MAX_WRITES_PER_BATCH).cloned().collect())
         };
         if batch.is_empty() {
             self.recovered();

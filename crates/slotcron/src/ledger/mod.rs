@@ -72,6 +72,10 @@ pub trait Ledger: Send + Sync + 'static {
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError>;
 }
 
+/// The most writes the engine hands [`Ledger::write_batch`] at once: a burst's start
+/// marks go to the ledger a thousand at a time.
+pub const MAX_WRITES_PER_BATCH: usize = 1_024;
+
 /// One write to a ledger, as [`Ledger::write_batch`] takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LedgerWrite {
