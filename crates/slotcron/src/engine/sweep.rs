@@ -133,7 +133,8 @@ impl Scheduler {
             .filter(|record| record.cause != Cause::Recovered)
             .filter_map(|record| {
                 let job = table.job(&record.job).filter(|job| job.on_interrupt == OnInterrupt::Rerun)?;
-                tracing::info!(job = %record.job, trigger = %record.trigger, "rerunning the interrupted trigger");
+                tracing::info!(job = %record.job, trigger = %record.trigger,
+                    "the interrupted trigger is to run again (on_interrupt = \"rerun\"; one replica of the fleet claims it)");
                 let due = Due { job, trigger: record.trigger, next: None, action: Action::Requested, cause: Cause::Recovered };
                 Some(vec![due])
             })

@@ -21,7 +21,7 @@ impl CutOff {
     pub fn fire(&self, since: Timestamp, lapse: Duration) {
         let token = self.current();
         if !token.is_cancelled() {
-            tracing::error!(
+            tracing::warn!(
                 %since,
                 ?lapse,
                 "cut off from the coordinator longer than this replica's own lapse: starting nothing new, \
