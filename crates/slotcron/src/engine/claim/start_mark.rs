@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::within_claim_timeout;
+use super::timeout;
 use crate::clock::later;
 use crate::coordinator::{Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
 use crate::engine::shared::Shared;
@@ -114,7 +114,8 @@ async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
             return;
         }
         let marks: Vec<StartMark<'_>> = batch.iter().map(|(job, key, _)| StartMark { job, key }).collect();
-        let answers = send_chunk(&shared, coordinator.as_ref(), &marks).await;
+        let waiting = || batch.iter().any(|(_, _, answer)| !answer.is_closed());
+        let answers = send_chunk(&shared, coordinator.as_ref(), &marks, waiting).await;
         for (index, (_, _, answer)) in batch.into_iter().enumerate() {
             let answer_of = match &answers {
                 Ok(answers) => Ok(answers.get(index).copied().unwrap_or(false)),
@@ -128,23 +129,27 @@ async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
 /// The first wait before a mark call is sent again; it doubles up to a second.
 const MARK_RETRY_MIN: Duration = Duration::from_millis(50);
 
-/// One call for `marks`, each bounded by the claim timeout, sent again (a mark is
-/// idempotent) after a failure until the start-mark timeout has passed: a busy or
-/// briefly unreachable coordinator delays the runs rather than failing them.
+/// One call for `marks`, waited for until the start-mark timeout (a mark call is not cut
+/// short at the claim timeout: a slow answer is still an answer), sent again (a mark is
+/// idempotent) after a failure, while a run still `waiting` for them: a busy or briefly
+/// unreachable coordinator delays the runs rather than failing them.
 async fn send_chunk(
     shared: &Shared,
     coordinator: &dyn Coordinator,
     marks: &[StartMark<'_>],
+    waiting: impl Fn() -> bool,
 ) -> Result<Vec<bool>, CoordinatorError> {
     let clock = shared.clock.as_ref();
-    let deadline = later(clock.now(), shared.settings.start_mark_timeout);
+    let (timeout, started) = (shared.settings.start_mark_timeout, clock.now());
+    let deadline = later(started, timeout);
     let mut wait = MARK_RETRY_MIN;
     loop {
-        let answer = within_claim_timeout(shared, coordinator.mark_starts(&shared.instance, marks)).await;
+        let left = Duration::try_from(clock.now().duration_until(deadline)).unwrap_or_default();
+        let answer = timeout::within(clock, left, coordinator.mark_starts(&shared.instance, marks)).await;
         let next = later(clock.now(), wait);
         match answer {
             Ok(answers) => return Ok(answers),
-            Err(e) if next >= deadline => return Err(e),
+            Err(e) if next >= deadline || !waiting() => return Err(e),
             Err(e) => tracing::debug!(marks = marks.len(), "start marks not made ({e}); sending them again"),
         }
         clock.sleep_until(next).await;
