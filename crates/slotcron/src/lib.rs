@@ -200,6 +200,7 @@ pub use coordinator::{
     Coordinator, CoordinatorError, CoordinatorErrorKind, DEFAULT_LEASE_TTL, DEFAULT_MEMBERSHIP_TTL, Handled,
     Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, RequestClaim,
     SKEW_SAMPLE_EVERY, StartMark, TriggerRef, Unstarted, claim_batch_with_read_back, claim_with_read_back,
+    job_owner,
 };
 pub use engine::{
     DefineError, JobInfo, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
