@@ -183,11 +183,6 @@ mod redact;
 mod registry;
 mod schedule;
 mod store;
-// The conformance suites and test support of the backend crates (cargo feature
-// `testkit`): not part of the API, so not on the front page.
-#[cfg(feature = "testkit")]
-#[doc(hidden)]
-pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
