@@ -7,11 +7,11 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{Cause, Job, Ledger, Outcome, RunRecord};
 use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
+use slotcron_testkit::harness::{Harness, gated, ok, ts};
 use tower::ServiceExt;
 
 async fn get(router: &axum::Router, path: &str, headers: &[(&str, &str)]) -> (StatusCode, serde_json::Value) {

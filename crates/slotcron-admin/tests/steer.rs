@@ -7,9 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::testkit::harness::{Harness, ok, ts};
 use slotcron::{Cause, Job, Outcome};
 use slotcron_admin::Admin;
+use slotcron_testkit::harness::{Harness, ok, ts};
 use tower::ServiceExt;
 
 async fn send(

@@ -1,6 +1,6 @@
 //! A fleet of three replicas against the local PostgreSQL coordinator, each replica a
 //! scheduler on its own OS thread with its own tokio runtime and its own connection pool
-//! (`slotcron::testkit::fleet_bench`), `allow` jobs with no-op handlers, the in-memory
+//! (`slotcron_testkit::fleet_bench`), `allow` jobs with no-op handlers, the in-memory
 //! ledger: 10,000 jobs every 10 s for 60 s.
 //!
 //! `cargo bench -p slotcron-postgres --bench fleet` (figures in BENCHMARKS.md), on the
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use slotcron::Coordinator;
-use slotcron::testkit::fleet_bench::{self, Load};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use slotcron_testkit::fleet_bench::{self, Load};
 
 fn main() {
     let url = std::env::var("DATABASE_URL")

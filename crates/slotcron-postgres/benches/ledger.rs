@@ -1,7 +1,7 @@
 //! Ledger benchmark (not a test): "the last 50 runs of job X" in a ledger of 1,000,000
 //! records, and the table staying bounded under retention, on the server at
 //! `DATABASE_URL` (default the local `test` database), in a schema of its own that is
-//! dropped at the end; the common part is `slotcron::testkit::ledger_bench`.
+//! dropped at the end; the common part is `slotcron_testkit::ledger_bench`.
 //!
 //! `cargo bench -p slotcron-postgres --bench ledger` (figures in BENCHMARKS.md).
 //! `SLOTCRON_BENCH_RECORDS` changes the number of records (default 1,000,000).
@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use slotcron::Retention;
-use slotcron::testkit::ledger_bench::{self, BASE, JOBS, RETENTION};
 use slotcron_postgres::{PostgresDatabase, PostgresLedger};
+use slotcron_testkit::ledger_bench::{self, BASE, JOBS, RETENTION};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

@@ -3,7 +3,7 @@
 //! and the update ending it: two writes, one record) in batches of up to 256, through
 //! the one-at-a-time path (the baseline) and through `write_batch`, each in a schema of
 //! its own on the server at `DATABASE_URL` (default the local `test` database), dropped
-//! at the end. The common part is `slotcron::testkit::ledger_throughput`.
+//! at the end. The common part is `slotcron_testkit::ledger_throughput`.
 //!
 //! `cargo bench -p slotcron-postgres --bench ledger_throughput` (figures in
 //! BENCHMARKS.md). `SLOTCRON_BENCH_RUNS` changes the number of runs.
@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use slotcron::Retention;
-use slotcron::testkit::ledger_throughput::{self, OneAtATime};
 use slotcron_postgres::{PostgresDatabase, PostgresLedger};
+use slotcron_testkit::ledger_throughput::{self, OneAtATime};
 
 const WRITERS: usize = 3;
 

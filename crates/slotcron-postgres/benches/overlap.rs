@@ -1,11 +1,11 @@
 //! The cost of `overlap = "forbid"` per trigger next to `allow` on the PostgreSQL at
 //! `DATABASE_URL` (default the local `test` database), in a schema of its own that is
-//! dropped at the end (`testkit::overlap_bench`): 2,000 triggers of each, one at a time.
+//! dropped at the end (`slotcron_testkit::overlap_bench`): 2,000 triggers of each, one at a time.
 //!
 //! `cargo bench -p slotcron-postgres --bench overlap` (figures in BENCHMARKS.md).
 
-use slotcron::testkit::overlap_bench::forbid_cost;
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use slotcron_testkit::overlap_bench::forbid_cost;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

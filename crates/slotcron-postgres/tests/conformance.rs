@@ -4,8 +4,8 @@
 mod common;
 
 use common::isolated;
-use slotcron::testkit;
 use slotcron_postgres::{PostgresLedger, PostgresOutputs, PostgresStore};
+use slotcron_testkit as testkit;
 
 #[tokio::test]
 async fn postgres_store_conforms() {

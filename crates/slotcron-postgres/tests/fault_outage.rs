@@ -16,12 +16,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::{Schemas, connect, isolated};
 use slotcron::jiff::{SignedDuration, Timestamp};
-use slotcron::testkit::harness::{ok, ts};
 use slotcron::{
     CancellationToken, Claim, ClaimOutcome, Coordinator, CoordinatorError, Job, ManualClock, Retention,
     Scheduler,
 };
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresStore};
+use slotcron_testkit::harness::{ok, ts};
 use tokio::sync::watch;
 
 /// The longest a step may take.

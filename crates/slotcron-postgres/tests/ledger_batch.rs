@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::{connect, database_url, isolated};
 use futures_util::future::join_all;
-use slotcron::testkit::fixtures::succeeded_run;
 use slotcron::{Ledger, LedgerQuery, LedgerWrite, Outcome, Retention, RunRecord};
 use slotcron_postgres::{PostgresDatabase, PostgresLedger};
+use slotcron_testkit::fixtures::succeeded_run;
 
 /// No pruning: these tests count every record.
 const KEEP_ALL: Retention = Retention { max_age: None, max_records_per_job: None };

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Schemas, connect, database_url, isolated};
-use slotcron::testkit::{Fault, FaultProxy};
 use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use slotcron_testkit::{Fault, FaultProxy};
 use tokio::task::JoinHandle;
 
 const HOLD: Option<slotcron::Hold> =

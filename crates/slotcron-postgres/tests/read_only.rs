@@ -4,9 +4,9 @@
 mod common;
 
 use common::{Schemas, connect, database_url, isolated};
-use slotcron::testkit::fixtures::{succeeded_run, succeeded_state as state};
 use slotcron::{Ledger, LedgerQuery, Retention, RunRecord, Store};
 use slotcron_postgres::{OpenError, PostgresDatabase, PostgresLedger, PostgresStore};
+use slotcron_testkit::fixtures::{succeeded_run, succeeded_state as state};
 
 /// A succeeded run of `tick` for `trigger`.
 fn record(trigger: &str) -> RunRecord {

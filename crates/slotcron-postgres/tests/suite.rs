@@ -1,4 +1,4 @@
-//! The coordinator conformance suite (`slotcron::testkit`) against the real PostgreSQL
+//! The coordinator conformance suite (`slotcron_testkit`) against the real PostgreSQL
 //! server: each namespace the suite asks for is a schema of its own, dropped at the end.
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{Schemas, database_url, isolated, suite_factory};
-use slotcron::testkit;
+use slotcron_testkit as testkit;
 
 fn factory(made: Arc<Mutex<Vec<String>>>) -> impl testkit::CoordinatorFactory {
     suite_factory(database_url(), made)

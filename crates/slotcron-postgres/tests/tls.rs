@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::{Schemas, connect, isolated, suite_factory};
-use slotcron::testkit;
 use slotcron_postgres::{OpenError, PostgresDatabase};
+use slotcron_testkit as testkit;
 
 /// The server's URL, without TLS parameters.
 fn base_url() -> String {

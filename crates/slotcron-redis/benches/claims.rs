@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, IntoConnectionInfo};
 use slotcron::jiff::{SignedDuration, Timestamp};
-use slotcron::testkit::{Delivery, Fleet};
 use slotcron::{Claim, ClaimOutcome, Coordinator, Job, JobContext, Outcome};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::{Delivery, Fleet};
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! A fleet of three replicas against one local Redis, each replica a scheduler on its own
-//! OS thread with its own tokio runtime and its own connection (`slotcron::testkit::
+//! OS thread with its own tokio runtime and its own connection (`slotcron_testkit::
 //! fleet_bench`), `allow` jobs with no-op handlers, the in-memory ledger.
 //!
 //! ```sh
@@ -20,8 +20,8 @@ use std::time::Duration;
 use common::{BoxError, command_calls, delete_keys};
 use futures_util::FutureExt;
 use slotcron::Coordinator;
-use slotcron::testkit::fleet_bench::{self, Load};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::fleet_bench::{self, Load};
 
 const REPLICAS: usize = 3;
 

@@ -1,5 +1,5 @@
 //! The cost of `overlap = "forbid"` per trigger next to `allow` against a Redis
-//! (`testkit::overlap_bench`): 5,000 triggers of each, one at a time.
+//! (`slotcron_testkit::overlap_bench`): 5,000 triggers of each, one at a time.
 //!
 //! ```sh
 //! cargo bench -p slotcron-redis --bench overlap [-- URL]
@@ -8,8 +8,8 @@
 //! URL defaults to `$SLOTCRON_REDIS_URL`, else `redis://127.0.0.1:6379`. Keys go under
 //! `slotcron-bench-overlap:{pid}:`; they expire within the hour.
 
-use slotcron::testkit::overlap_bench::forbid_cost;
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::overlap_bench::forbid_cost;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

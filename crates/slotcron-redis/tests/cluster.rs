@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
-use slotcron::testkit;
 use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, StartMark, TriggerRef};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit as testkit;
 use support::cluster::RedisCluster;
 use support::factory;
 

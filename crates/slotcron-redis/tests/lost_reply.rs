@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
-use slotcron::testkit::{Fault, FaultProxy};
 use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::{Fault, FaultProxy};
 use support::{Listen, RedisServer};
 
 const HOLD: Option<slotcron::Hold> =

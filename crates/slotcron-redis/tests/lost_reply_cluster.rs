@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
-use slotcron::testkit::{Fault, FaultProxy};
 use slotcron::{Claim, ClaimOutcome, Coordinator};
 use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::{Fault, FaultProxy};
 use support::cluster::RedisCluster;
 
 /// A claim of `key` (`job:{trigger}`), whose trigger is the instant in the key.

@@ -6,8 +6,8 @@ mod support;
 use std::time::Duration;
 
 use slotcron::jiff::{SignedDuration, Timestamp};
-use slotcron::testkit::{Delivery, Fleet};
 use slotcron::{Job, JobContext, Outcome, RunRecord};
+use slotcron_testkit::{Delivery, Fleet};
 use support::{RedisServer, factory};
 
 async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {

@@ -1,9 +1,9 @@
-//! The coordinator conformance suite (`slotcron::testkit`) against a real `redis-server`
+//! The coordinator conformance suite (`slotcron_testkit`) against a real `redis-server`
 //! per test.
 
 mod support;
 
-use slotcron::testkit;
+use slotcron_testkit as testkit;
 use support::{RedisServer, factory};
 
 #[tokio::test]

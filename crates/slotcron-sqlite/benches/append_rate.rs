@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use slotcron::testkit::fixtures::succeeded_run;
 use slotcron::{Ledger, Retention, RunRecord};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
+use slotcron_testkit::fixtures::succeeded_run;
 
 const RECORDS: usize = 20_000;
 const TASKS: usize = 500;

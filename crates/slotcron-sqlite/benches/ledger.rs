@@ -1,6 +1,6 @@
 //! Ledger benchmark (not a test): "the last 50 runs of job X" in a ledger of 1,000,000
 //! records, and the file staying bounded under retention; the common part is
-//! `slotcron::testkit::ledger_bench`.
+//! `slotcron_testkit::ledger_bench`.
 //!
 //! `cargo bench -p slotcron-sqlite --bench ledger` (figures in BENCHMARKS.md).
 //! `SLOTCRON_BENCH_RECORDS` changes the number of records (default 1,000,000).
@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use slotcron::Retention;
-use slotcron::testkit::ledger_bench::{self, BASE, JOBS, RETENTION};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
+use slotcron_testkit::ledger_bench::{self, BASE, JOBS, RETENTION};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

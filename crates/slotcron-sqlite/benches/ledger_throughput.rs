@@ -2,16 +2,16 @@
 //! `running` append and the update ending it: two writes, one record) in batches of up
 //! to 256 into a `SqliteLedger`, through the one-at-a-time path (the baseline) and
 //! through `write_batch`, each in a file of its own in a temporary directory. The common
-//! part is `slotcron::testkit::ledger_throughput`.
+//! part is `slotcron_testkit::ledger_throughput`.
 //!
 //! `cargo bench -p slotcron-sqlite --bench ledger_throughput` (figures in BENCHMARKS.md).
 //! `SLOTCRON_BENCH_RUNS` changes the number of runs.
 
 use std::sync::Arc;
 
-use slotcron::testkit::ledger_throughput::{self, OneAtATime};
 use slotcron::{Ledger, Retention};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
+use slotcron_testkit::ledger_throughput::{self, OneAtATime};
 
 /// A ledger in a new file `name` in `dir`, with the default retention (as a daemon has).
 async fn ledger(dir: &tempfile::TempDir, name: &str) -> SqliteLedger {

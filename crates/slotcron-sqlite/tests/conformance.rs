@@ -1,8 +1,8 @@
 //! The SQLite store and ledger against the shared conformance suites, each case on a new
 //! file.
 
-use slotcron::testkit;
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteOutputs, SqliteStore};
+use slotcron_testkit as testkit;
 use tempfile::TempDir;
 
 /// A new database in a new directory, removed when the directory is dropped.

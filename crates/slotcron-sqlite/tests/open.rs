@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use slotcron::testkit::fixtures::succeeded_run as record;
 use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, ScheduleSpec, Store};
 use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron_testkit::fixtures::succeeded_run as record;
 
 fn url(path: &Path) -> String {
     format!("sqlite:{}", path.display())

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use slotcron::testkit::fixtures::{succeeded_run as record, succeeded_state as state};
 use slotcron::{JobState, Ledger, LedgerQuery, Retention, RunRecord, Store};
 use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron_testkit::fixtures::{succeeded_run as record, succeeded_state as state};
 
 fn url(path: &Path) -> String {
     format!("sqlite:{}", path.display())

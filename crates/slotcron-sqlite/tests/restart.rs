@@ -1,16 +1,17 @@
 //! Restarts on a real SQLite file: a scheduler on a manual clock is stopped and dropped,
 //! and a new one opens the same file, as a process started again would. Mirrors the
 //! core's `tests/restart.rs` (which uses a shared in-memory store); both run
-//! `slotcron::testkit::restart_after_downtime`. The manual-clock harness settles on tokio's
+//! `slotcron_testkit::restart_after_downtime`. The manual-clock harness settles on tokio's
 //! paused time: SQLite statements run on tokio's blocking pool, which holds paused time
 //! still until they finish.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use slotcron::testkit::harness::{Harness, ok, ts};
-use slotcron::{Job, Misfire, Outcome, Retention, RunRecord, testkit};
+use slotcron::{Job, Misfire, Outcome, Retention, RunRecord};
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron_testkit as testkit;
+use slotcron_testkit::harness::{Harness, ok, ts};
 
 /// A scheduler starting at `start` on the store and ledger in `path`.
 async fn on(path: &Path, start: &str) -> Harness {

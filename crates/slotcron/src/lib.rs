@@ -183,11 +183,6 @@ mod redact;
 mod registry;
 mod schedule;
 mod store;
-// The conformance suites and test support of the backend crates (cargo feature
-// `testkit`): not part of the API, so not on the front page.
-#[cfg(feature = "testkit")]
-#[doc(hidden)]
-pub mod testkit;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
@@ -200,6 +195,7 @@ pub use coordinator::{
     Coordinator, CoordinatorError, CoordinatorErrorKind, DEFAULT_LEASE_TTL, DEFAULT_MEMBERSHIP_TTL, Handled,
     Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, RequestClaim,
     SKEW_SAMPLE_EVERY, StartMark, TriggerRef, Unstarted, claim_batch_with_read_back, claim_with_read_back,
+    job_owner,
 };
 pub use engine::{
     DefineError, JobInfo, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
-use slotcron::testkit::harness::{Harness, settle, ts};
 use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold, Job, JobContext, Outcome};
+use slotcron_testkit::harness::{Harness, settle, ts};
 
 /// What a scripted coordinator answers.
 #[derive(Clone, Copy)]

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use slotcron::jiff::tz::TimeZone;
-use slotcron::testkit::harness::{Harness, ok, settle, ts};
 use slotcron::{Clock, Job, JobContext, Outcome};
 use slotcron::{Interval, Schedule};
+use slotcron_testkit::harness::{Harness, ok, settle, ts};
 use tokio::sync::Notify;
 
 #[tokio::test(start_paused = true)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use slotcron::testkit::harness::{ok, settle, ts};
 use slotcron::{CancellationToken, Clock, Job, JobContext, ManualClock, MemoryLedger, Outcome, Scheduler};
+use slotcron_testkit::harness::{ok, settle, ts};
 
 /// Moves `clock` to `until`, stopping (and settling) at every deadline on the way.
 async fn advance(clock: &ManualClock, until: slotcron::jiff::Timestamp) {

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use slotcron::jiff::{SignedDuration, Timestamp};
-use slotcron::testkit::harness::Harness;
-use slotcron::testkit::{Delivery, Fleet};
 use slotcron::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, InProcessCoordinator, Job, JobContext, JobState,
     ManualClock, MemoryStore, Misfire, Outcome, RunRecord, Store,
 };
+use slotcron_testkit::harness::Harness;
+use slotcron_testkit::{Delivery, Fleet};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().unwrap()

@@ -3,8 +3,8 @@
 //! [`MemoryLedger`] keeps a fixed number of records rather than a [`Retention`]
 //! (slotcron::Retention), so only the query cases apply to it.
 
-use slotcron::testkit;
 use slotcron::{MemoryLedger, MemoryStore};
+use slotcron_testkit as testkit;
 
 #[tokio::test]
 async fn memory_store_conforms() {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{InProcessCoordinator, Job, JobContext, Outcome, SchedulerBuilder};
+use slotcron_testkit::harness::{Harness, gated, ok, ts};
 
 async fn boom(_ctx: JobContext) -> Result<(), std::io::Error> {
     Err(std::io::Error::other("boom"))

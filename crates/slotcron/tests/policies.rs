@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
-use slotcron::testkit::harness::{Harness, settle, ts};
 use slotcron::{Clock, Job, JobContext, ManualClock, Outcome, Overlap, Permanent, StoppedByShutdown};
 use slotcron::{Failure, FailureHook, jitter_offset};
+use slotcron_testkit::harness::{Harness, settle, ts};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -343,7 +343,7 @@ async fn a_jittered_trigger_starts_late_but_keeps_its_nominal_instant_and_key() 
     assert_eq!(h.triggers("hourly", Outcome::Succeeded), hours);
     h.stop().await;
     let too_long =
-        Job::builder("x").every(30 * S).jitter(30 * S).handler(slotcron::testkit::harness::ok).build();
+        Job::builder("x").every(30 * S).jitter(30 * S).handler(slotcron_testkit::harness::ok).build();
     let error = too_long.unwrap_err().to_string();
     assert!(error.contains("jitter") && error.contains("shortest slot"), "{error}");
 }
@@ -506,7 +506,7 @@ async fn a_stopping_scheduler_keeps_renewing_the_lease_of_a_run_it_lets_finish()
 
 #[test]
 fn invalid_retry_settings_are_errors_naming_the_field() {
-    let build = |b: slotcron::JobBuilder| b.every(60 * S).handler(slotcron::testkit::harness::ok).build();
+    let build = |b: slotcron::JobBuilder| b.every(60 * S).handler(slotcron_testkit::harness::ok).build();
     let error = build(Job::builder("a").attempts(0)).unwrap_err().to_string();
     assert_eq!(error, r#"job "a": attempts: must be at least 1 (the first attempt counts)"#);
     let error = build(Job::builder("b").backoff_multiplier(0.5)).unwrap_err().to_string();
@@ -576,7 +576,7 @@ async fn a_replica_at_its_cap_does_not_claim_so_one_with_room_runs_the_trigger()
             Job::builder("tick")
                 .every(60 * S)
                 .grace(5 * S)
-                .handler(slotcron::testkit::harness::ok)
+                .handler(slotcron_testkit::harness::ok)
                 .build()
                 .unwrap(),
         );

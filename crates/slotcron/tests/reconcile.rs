@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::ScheduleSpec;
-use slotcron::testkit::harness::{Harness, ok, settle, ts};
 use slotcron::{
     BoxError, Job, JobBuilder, JobContext, JobDefinition, JobState, MemoryStore, Misfire, Outcome, Plan,
     ReconcileError, Scheduler, Store,
 };
+use slotcron_testkit::harness::{Harness, ok, settle, ts};
 use tokio::sync::Notify;
 
 fn every_minute(name: &str) -> JobBuilder {

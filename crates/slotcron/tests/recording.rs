@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use slotcron::testkit::harness::{Harness, gated, ok, ts};
 use slotcron::{
     Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,
     Store,
 };
 use slotcron::{Coordinator, LedgerError};
+use slotcron_testkit::harness::{Harness, gated, ok, ts};
 
 /// A memory ledger that refuses every write while `down` is set.
 #[derive(Default)]

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::testkit;
-use slotcron::testkit::harness::{Harness, ok, settle, ts};
 use slotcron::{Job, JobContext, JobDefinition, MemoryStore, Misfire, Outcome, ScheduleSpec, Store};
+use slotcron_testkit as testkit;
+use slotcron_testkit::harness::{Harness, ok, settle, ts};
 
 fn on(store: &Arc<MemoryStore>, start: &str) -> Harness {
     let store = store.clone();

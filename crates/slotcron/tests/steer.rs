@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::testkit::harness::{Harness, ok, ts};
 use slotcron::{Cause, ControlError, InProcessCoordinator, Job, MemoryStore, Misfire, Outcome};
+use slotcron_testkit::harness::{Harness, ok, ts};
 
 fn every_10s(name: &str) -> Job {
     Job::builder(name).every(Duration::from_secs(10)).handler(ok).build().unwrap()

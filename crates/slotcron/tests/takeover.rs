@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use slotcron::testkit::harness::{Harness, ts};
 use slotcron::{
     Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobContext, Outcome, StartMark,
 };
+use slotcron_testkit::harness::{Harness, ts};
 
 /// A job every minute whose runs count themselves and see their fencing token.
 fn counted(runs: &Arc<AtomicU32>, tokens: &Arc<std::sync::Mutex<Vec<u64>>>) -> Job {

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use slotcron::{Coordinator, InProcessCoordinator, testkit};
+use slotcron::{Coordinator, InProcessCoordinator};
+use slotcron_testkit as testkit;
 
 /// Builds coordinators that share their claims per namespace: clones of one
 /// [`InProcessCoordinator`] on the system clock.

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use slotcron::Coordinator;
-use slotcron::testkit::FaultProxy;
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use slotcron_testkit::FaultProxy;
 
 pub fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())

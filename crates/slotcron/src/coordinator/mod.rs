@@ -19,6 +19,7 @@ pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, TriggerRef};
 pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
+pub use rendezvous::owner as job_owner;
 pub use start::{StartMark, Unstarted};
 
 use std::time::Duration;

@@ -13,10 +13,22 @@
 //! bits), not the standard library's, so every replica and every release computes the
 //! same owners: a fleet upgraded one replica at a time keeps agreeing.
 
-/// The member of `members` that owns `job`'s triggers; `None` for an empty membership.
-/// Ties (equal weights) go to the smaller instance id, so the answer never depends on
-/// the order of `members`.
-pub(crate) fn owner<'a>(job: &str, members: &'a [impl AsRef<str>]) -> Option<&'a str> {
+/// The member of `members` (instance ids) that owns `job`'s triggers, as every replica
+/// of a fleet reckons it; `None` for an empty membership. Ties (equal weights) go to the
+/// smaller instance id, so the answer never depends on the order of `members`.
+///
+/// A pure function of the job's name and the instance ids, the same for every replica
+/// and every release: a test (the test kit's ownership suite) or a tool can tell which
+/// replica of a membership owns a job, as the engine decides it.
+///
+/// ```
+/// let members = ["replica-a", "replica-b"];
+/// let owner = slotcron::job_owner("report", &members).unwrap();
+/// assert!(members.contains(&owner));
+/// assert_eq!(slotcron::job_owner("report", &["replica-b", "replica-a"]), Some(owner));
+/// assert_eq!(slotcron::job_owner("report", &[] as &[&str]), None);
+/// ```
+pub fn owner<'a>(job: &str, members: &'a [impl AsRef<str>]) -> Option<&'a str> {
     // Each member's weight computed once; among equal weights the smaller id is the max.
     members.iter().map(AsRef::as_ref).max_by_key(|member| (weight(member, job), std::cmp::Reverse(*member)))
 }

@@ -35,7 +35,7 @@ pub(crate) struct Outbox {
     wake: Notify,
     /// How many writes, from the first ever queued, the ledger has taken.
     written_to: watch::Sender<u64>,
-    /// Whether the outbox's metrics are counted ([`SchedulerBuilder::count_metrics`](crate::SchedulerBuilder::count_metrics)).
+    /// Whether the outbox's metrics are counted ([`SchedulerBuilder::metrics`](crate::SchedulerBuilder::metrics)).
     count_metrics: bool,
 }
 

@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use super::harness::{Harness, ok, ts};
-use crate::job::Job;
-use crate::ledger::Outcome;
-use crate::policy::Misfire;
+use slotcron::{Job, Misfire, Outcome};
+
+use crate::harness::{Harness, ok, ts};
 
 /// Runs a job `tick` every 2 s (with `misfire`, or the interval default when `None`) on a
 /// scheduler from `open` from 2024-05-17T00:00:00Z to 00:00:10Z, checks that it ran the

@@ -1,16 +1,13 @@
-//! The pause and request contract of a coordinator ([`Coordinator::controls`](crate::Coordinator::controls),
-//! [`Coordinator::claim_request`](crate::Coordinator::claim_request)), shared by every backend's tests.
+//! The pause and request contract of a coordinator ([`Coordinator::controls`](slotcron::Coordinator::controls),
+//! [`Coordinator::claim_request`](slotcron::Coordinator::claim_request)), shared by every backend's tests.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
+use slotcron::{Cause, Claim, ClaimOutcome, Hold, RequestClaim, ScheduleKind, request_key, trigger_key};
 
-use super::CoordinatorFactory;
-use super::suite::namespace;
-use crate::coordinator::{Claim, ClaimOutcome, Hold, RequestClaim};
-use crate::key::{request_key, trigger_key};
-use crate::ledger::Cause;
-use crate::schedule::ScheduleKind;
+use crate::CoordinatorFactory;
+use crate::suite::namespace;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a valid instant")

@@ -5,9 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
+use slotcron::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord, same_run};
 use tokio::sync::watch;
-
-use crate::ledger::{Ledger, LedgerError, LedgerQuery, Outcome, RunRecord, same_run};
 
 /// An unbounded in-memory ledger that counts finished records per `(job, trigger)` and
 /// wakes [`WatchedLedger::changed`] waiters on every write.

@@ -22,18 +22,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::future::LocalBoxFuture;
 use jiff::{SignedDuration, Timestamp};
-use tokio_util::sync::CancellationToken;
-
-use crate::context::JobContext;
-use crate::coordinator::DEFAULT_MEMBERSHIP_TTL;
-use crate::coordinator::{
-    AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
-    LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, StartMark, TriggerRef, Unstarted,
+use slotcron::{
+    AheadStart, AheadVoid, CancellationToken, Claim, ClaimOutcome, Coordinator, CoordinatorError,
+    DEFAULT_MEMBERSHIP_TTL, Handled, Job, JobContext, Lease, LeaseGrant, LeaseRenewal,
+    MAX_CLAIMS_PER_ROUND_TRIP, RunObserver, RunRecord, Scheduler, StartMark, TriggerRef, Unstarted,
 };
-use crate::engine::Scheduler;
-use crate::job::Job;
-use crate::ledger::RunRecord;
-use crate::policy::RunObserver;
 
 /// What the fleet runs.
 #[derive(Debug, Clone, Copy)]

@@ -1,21 +1,17 @@
 //! The suite's cases for shared work across replicas: the membership, the batched reads,
 //! and whole fleets in which each trigger has one owner (see
-//! [`coordinator::membership`](crate::coordinator::membership)).
+//! ["Membership"](slotcron::Coordinator#membership)).
 
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{
+    Claim, Handled, Hold, Job, JobContext, Outcome, ScheduleKind, SchedulerBuilder, TriggerRef, job_owner,
+    trigger_key,
+};
 
-use super::suite::namespace;
-use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
-use crate::clock::later;
-use crate::context::JobContext;
-use crate::coordinator::{Claim, Handled, Hold, TriggerRef, rendezvous};
-use crate::engine::SchedulerBuilder;
-use crate::job::Job;
-use crate::key::trigger_key;
-use crate::ledger::Outcome;
-use crate::schedule::ScheduleKind;
+use crate::suite::{later, namespace};
+use crate::{CoordinatorFactory, Delivery, Fleet, LinkState};
 
 /// The membership TTL of the fleets here, on the coordinator's (real) clock: short, so a
 /// killed replica lapses soon. The replicas heartbeat every third of it on their manual
@@ -117,7 +113,7 @@ pub async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran(factor
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::store::{MemoryStore, Store};
+    use slotcron::{MemoryStore, Store};
 
     let stores: Arc<Vec<Arc<MemoryStore>>> = Arc::new(REPLICAS.iter().map(|_| Arc::default()).collect());
     let (given, handed) = (stores.clone(), Arc::new(AtomicUsize::new(0)));
@@ -143,7 +139,7 @@ pub async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran(factor
 }
 
 /// The records of `replica` for triggers after `after`.
-fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<crate::ledger::RunRecord> {
+fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<slotcron::RunRecord> {
     fleet.replica(replica).records().into_iter().filter(|r| r.trigger > after).collect()
 }
 
@@ -252,11 +248,11 @@ pub async fn an_owner_that_cannot_claim_is_taken_over(factory: &impl Coordinator
 pub async fn a_slow_owner_that_marked_its_instant_is_not_taken_over(factory: &impl CoordinatorFactory) {
     let ns = namespace("slow_owner");
     let mut fleet = fleet_of(factory, &ns, |builder| builder.claim_ahead(Duration::ZERO), |_| jobs()).await;
-    let owns = |job: &Job| rendezvous::owner(job.name(), &REPLICAS) == Some(REPLICAS[0]);
+    let owns = |job: &Job| job_owner(job.name(), &REPLICAS) == Some(REPLICAS[0]);
     let owned: Vec<std::sync::Arc<str>> =
         jobs().iter().filter(|job| owns(job)).map(|job| job.name().into()).collect();
     assert!(!owned.is_empty(), "replica-a owns none of the jobs");
-    let records_at = |fleet: &Fleet, replica: usize, at: Timestamp| -> Vec<crate::ledger::RunRecord> {
+    let records_at = |fleet: &Fleet, replica: usize, at: Timestamp| -> Vec<slotcron::RunRecord> {
         let records = fleet.replica(replica).records().into_iter();
         records.filter(|r| r.trigger == at && owned.contains(&r.job)).collect()
     };
@@ -272,7 +268,7 @@ pub async fn a_slow_owner_that_marked_its_instant_is_not_taken_over(factory: &im
     fleet.replica(0).set_link(LinkState::Up);
     let lost = || records_at(&fleet, 0, first).iter().all(|r| r.outcome == Outcome::SkippedLost);
     let recorded = || records_at(&fleet, 0, first).len() == owned.len();
-    super::replica::wait_until(Fleet::DEFAULT_TIMEOUT, || recorded() && lost(), || "a lost".into()).await;
+    crate::replica::wait_until(Fleet::DEFAULT_TIMEOUT, || recorded() && lost(), || "a lost".into()).await;
 
     // The next instant: held as long, and marked.
     let second = next_second(&fleet);
@@ -280,7 +276,7 @@ pub async fn a_slow_owner_that_marked_its_instant_is_not_taken_over(factory: &im
     fleet.advance_to(later(second, 2 * TAKEOVER_DELAY), Delivery::Together).await;
     fleet.replica(0).set_link(LinkState::Up);
     let ran = || records_at(&fleet, 0, second).iter().filter(|r| r.outcome.ran()).count() == owned.len();
-    super::replica::wait_until(Fleet::DEFAULT_TIMEOUT, ran, || "replica-a ran its triggers".into()).await;
+    crate::replica::wait_until(Fleet::DEFAULT_TIMEOUT, ran, || "replica-a ran its triggers".into()).await;
     fleet.advance(Duration::from_secs(2), Delivery::Together).await;
     for replica in [1, 2] {
         assert_eq!(records_at(&fleet, replica, second), [], "{} waited for the owner", REPLICAS[replica]);

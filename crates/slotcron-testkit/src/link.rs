@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-use tokio::sync::Notify;
-
-use crate::coordinator::{
+use slotcron::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
     LeaseRenewal, StartMark, TriggerRef, Unstarted,
 };
+use tokio::sync::Notify;
 
 /// What a [`Link`] lets through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

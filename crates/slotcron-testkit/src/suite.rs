@@ -6,17 +6,12 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{Claim, ClaimOutcome, Hold, Job, JobContext, Outcome, ScheduleKind, trigger_key};
 
-use super::{CoordinatorFactory, Delivery, Fleet};
-use crate::context::JobContext;
-use crate::coordinator::{Claim, ClaimOutcome, Hold};
-use crate::job::Job;
-use crate::key::trigger_key;
-use crate::ledger::Outcome;
-use crate::schedule::ScheduleKind;
+use crate::{CoordinatorFactory, Delivery, Fleet};
 
 /// A namespace no earlier run used: the case's name and a random suffix.
-pub(super) fn namespace(case: &str) -> String {
+pub(crate) fn namespace(case: &str) -> String {
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let seed = (std::process::id(), nanos, SEQUENCE.fetch_add(1, Ordering::Relaxed));
@@ -39,8 +34,14 @@ fn fleet_start(offset: SignedDuration) -> Timestamp {
 
 /// The real clock now, rounded down to the millisecond (the precision of every
 /// coordinator's instants).
-pub(super) fn real_now() -> Timestamp {
+pub(crate) fn real_now() -> Timestamp {
     Timestamp::from_millisecond(Timestamp::now().as_millisecond()).expect("a valid instant")
+}
+
+/// `duration` after `at`, or the last representable instant (as the engine reckons a
+/// hold's end: a huge duration reaches [`Timestamp::MAX`] rather than overflowing).
+pub(crate) fn later(at: Timestamp, duration: Duration) -> Timestamp {
+    at.checked_add(duration).unwrap_or(Timestamp::MAX)
 }
 
 fn ms(ms: i64) -> SignedDuration {
@@ -77,24 +78,24 @@ fn seconds(from: Timestamp, count: i64) -> Vec<Timestamp> {
 }
 
 /// A claim on `job`'s trigger at `trigger`, by the instance `suite`.
-pub(super) fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, hold: Option<Hold>) -> Claim<'a> {
+pub(crate) fn claim<'a>(job: &'a str, key: &'a str, trigger: Timestamp, hold: Option<Hold>) -> Claim<'a> {
     Claim { job, trigger, key, instance: "suite", hold }
 }
 
 /// A hold of a one-minute slot with no run budget and no slack.
-pub(super) const MINUTE: Option<Hold> =
+pub(crate) const MINUTE: Option<Hold> =
     Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
 
 /// A hold of 2 ms after the claim (1 ms slot, 1 ms slack), so that a real wait of
 /// [`EXPIRED`] lets the claim expire.
-pub(super) fn brief(run_budget: Option<Duration>) -> Option<Hold> {
+pub(crate) fn brief(run_budget: Option<Duration>) -> Option<Hold> {
     Some(Hold { slot: Duration::from_millis(1), run_budget, slack: Duration::from_millis(1) })
 }
 
 /// Longer than a [`brief`] hold without a run budget.
-pub(super) const EXPIRED: Duration = Duration::from_millis(50);
+pub(crate) const EXPIRED: Duration = Duration::from_millis(50);
 
-pub(super) fn won(outcome: ClaimOutcome) -> u64 {
+pub(crate) fn won(outcome: ClaimOutcome) -> u64 {
     match outcome {
         ClaimOutcome::Won { fencing_token } => fencing_token,
         other => panic!("expected a won claim, got {other:?}"),

@@ -1,5 +1,5 @@
 //! The suite's cases for claims ahead (the coordinator's
-//! ["Claims ahead"](crate::Coordinator#claims-ahead)): the start latch without a
+//! ["Claims ahead"](slotcron::Coordinator#claims-ahead)): the start latch without a
 //! scheduler, and whole fleets whose owners claim ahead and then die or lose their link.
 //! On a coordinator that takes no claims ahead the contract case checks nothing, and the
 //! fleet cases check the same promises with every trigger claimed as it comes due.
@@ -7,14 +7,10 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{AheadStart, AheadVoid, ClaimOutcome, Job, JobContext, Outcome, TriggerRef};
 
-use super::suite::{MINUTE, claim, namespace, won};
-use super::{CoordinatorFactory, Delivery, Fleet, LinkState};
-use crate::clock::later;
-use crate::context::JobContext;
-use crate::coordinator::{AheadStart, AheadVoid, ClaimOutcome, TriggerRef};
-use crate::job::Job;
-use crate::ledger::Outcome;
+use crate::suite::{MINUTE, claim, later, namespace, won};
+use crate::{CoordinatorFactory, Delivery, Fleet, LinkState};
 
 /// The membership TTL of the fleets here (on the coordinator's real clock), the takeover
 /// delay and the claim-ahead window (on the replicas' manual clocks).
@@ -108,7 +104,7 @@ pub async fn claims_ahead_contract(factory: &impl CoordinatorFactory) {
 }
 
 /// A claim of `job`'s trigger `at` (key `key`) by the instance `owner`.
-fn owned_claim<'a>(job: &'a str, key: &'a str, at: Timestamp) -> crate::coordinator::Claim<'a> {
+fn owned_claim<'a>(job: &'a str, key: &'a str, at: Timestamp) -> slotcron::Claim<'a> {
     let mut claim = claim(job, key, at, MINUTE);
     claim.instance = "owner";
     claim
@@ -230,7 +226,7 @@ pub async fn an_owner_that_cannot_start_is_taken_over(factory: &impl Coordinator
 }
 
 /// The records of `job`'s `trigger` that ran, on the replicas but replica-a.
-fn ran_on_the_others(fleet: &Fleet, job: &str, trigger: Timestamp) -> Vec<crate::ledger::RunRecord> {
+fn ran_on_the_others(fleet: &Fleet, job: &str, trigger: Timestamp) -> Vec<slotcron::RunRecord> {
     (1..REPLICAS.len())
         .flat_map(|r| fleet.replica(r).records())
         .filter(|rec| &*rec.job == job && rec.trigger == trigger && rec.outcome.ran())

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use slotcron::{Cause, Ledger, LedgerError, LedgerQuery, LedgerWrite, Outcome, RunProcess, RunRecord};
 
-use super::ledger_bench::BASE;
-use crate::ledger::{Cause, Ledger, LedgerError, LedgerQuery, LedgerWrite, Outcome, RunProcess, RunRecord};
+use crate::ledger_bench::BASE;
 
 /// The most writes in a batch, as the engine's outbox hands them.
 pub const BATCH: usize = crate::ledger::MAX_WRITES_PER_BATCH;

@@ -1,16 +1,15 @@
 //! The suite's case for start marks and takeover (the coordinator's
-//! ["Start marks and takeover"](crate::Coordinator#start-marks-and-takeover)), without a
+//! ["Start marks and takeover"](slotcron::Coordinator#start-marks-and-takeover)), without a
 //! scheduler. On a coordinator that keeps no start marks it checks nothing.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use slotcron::{ClaimOutcome, Coordinator, StartMark, TriggerRef, Unstarted};
 
-use super::CoordinatorFactory;
-use super::suite::{EXPIRED, MINUTE, brief, claim, namespace, won};
-use crate::clock::later;
-use crate::coordinator::{ClaimOutcome, Coordinator, StartMark, TriggerRef, Unstarted};
+use crate::CoordinatorFactory;
+use crate::suite::{EXPIRED, MINUTE, brief, claim, later, namespace, won};
 
 /// The unstarted claims of `instance` among `jobs`, as a set of keys.
 async fn unstarted(coordinator: &dyn Coordinator, instance: &str, jobs: &[&str]) -> BTreeSet<String> {

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-
-use crate::ledger::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunRecord};
+use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunRecord};
 
 /// How many jobs the filled ledger has.
 pub const JOBS: u64 = 100;

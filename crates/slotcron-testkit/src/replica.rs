@@ -5,17 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{
+    CancellationToken, Clock, Coordinator, Job, ManualClock, RunRecord, ScheduleKind, Scheduler,
+    SchedulerBuilder,
+};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-use super::WatchedLedger;
-use super::link::{Link, LinkState};
-use crate::clock::{Clock, ManualClock};
-use crate::coordinator::Coordinator;
-use crate::engine::{Scheduler, SchedulerBuilder};
-use crate::job::Job;
-use crate::ledger::RunRecord;
-use crate::schedule::ScheduleKind;
+use crate::WatchedLedger;
+use crate::link::{Link, LinkState};
 
 /// A scheduler instance on its own [`ManualClock`], which reads the fleet's time plus a
 /// fixed skew. Its ledger outlives restarts, as a durable ledger would.
@@ -35,7 +32,7 @@ pub struct Replica {
 }
 
 /// Settings every replica's scheduler gets, on top of the fleet's own.
-pub(super) type Configure = Arc<dyn Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync>;
+pub(crate) type Configure = Arc<dyn Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync>;
 
 /// A running scheduler and, per job, its next trigger not yet due.
 struct Running {
@@ -46,7 +43,7 @@ struct Running {
 }
 
 impl Replica {
-    pub(super) fn new(instance: &str, skew: SignedDuration, fleet_now: Timestamp, jobs: Vec<Job>) -> Self {
+    pub(crate) fn new(instance: &str, skew: SignedDuration, fleet_now: Timestamp, jobs: Vec<Job>) -> Self {
         assert!(!jobs.is_empty(), "replica {instance}: a replica needs at least one job");
         Self {
             instance: instance.to_owned(),
@@ -134,7 +131,7 @@ impl Replica {
 
     /// Starts a scheduler with a fresh coordinator, waits until it has read its clock,
     /// and queues what is due at once (a past `at`).
-    pub(super) async fn start(
+    pub(crate) async fn start(
         &mut self,
         coordinator: Arc<dyn Coordinator>,
         timeout: Duration,
@@ -176,7 +173,7 @@ impl Replica {
     }
 
     /// Stops the scheduler and waits for it to return.
-    pub(super) async fn stop(&mut self, timeout: Duration) {
+    pub(crate) async fn stop(&mut self, timeout: Duration) {
         let Some(running) = self.running.take() else { return };
         running.cancel.cancel();
         let stopped = tokio::time::timeout(timeout, running.task).await;
@@ -187,7 +184,7 @@ impl Replica {
     /// Stops the scheduler as a crash would, as far as the fleet can tell: its link goes
     /// down (no heartbeat, no claim, no leaving the membership) and its `run` future is
     /// dropped; waits until what it had started has stopped.
-    pub(super) async fn kill(&mut self, timeout: Duration) {
+    pub(crate) async fn kill(&mut self, timeout: Duration) {
         let Some(running) = self.running.take() else { return };
         self.set_link(LinkState::Down);
         running.task.abort();
@@ -201,7 +198,7 @@ impl Replica {
     /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, or
     /// its link holds its claim ([`LinkState::ClaimsHeld`]), so that owners' claims are
     /// made before another replica's takeover.
-    pub(super) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
+    pub(crate) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
         if let Some(running) = &self.running {
             let (ledger, pending, link) = (&self.ledger, &self.pending, self.links.last());
             let settled = |(job, trigger): &(Arc<str>, Timestamp)| {
@@ -223,7 +220,7 @@ impl Replica {
     /// Whether this replica, if running, waits for `job`'s `trigger`'s owner to claim it:
     /// `Some(Some(look))` while it sleeps until its next look whether the trigger is
     /// still unclaimed (fleet time), `Some(None)` while it is not asleep.
-    pub(super) fn takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Option<Timestamp>> {
+    pub(crate) fn takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Option<Timestamp>> {
         let running = self.running.as_ref()?;
         let look = running.scheduler.probe().next_takeover_look(job, trigger);
         if look.is_none() && !running.scheduler.probe().awaits_takeover(job, trigger) {
@@ -234,7 +231,7 @@ impl Replica {
 
     /// Waits until this replica's engine, if running, has gone to sleep at its clock's
     /// time: it has handled what came due by now, claims ahead included.
-    pub(super) async fn wait_idle(&self, timeout: Duration) {
+    pub(crate) async fn wait_idle(&self, timeout: Duration) {
         let Some(running) = &self.running else { return };
         let now = self.clock.now();
         let idle = || running.scheduler.probe().idle_at(now) || running.scheduler.probe().is_stopped();
@@ -244,13 +241,13 @@ impl Replica {
 
     /// Moves this replica's clock to the fleet's time plus its skew and notes what comes
     /// due.
-    pub(super) fn set_time(&mut self, fleet_now: Timestamp) {
+    pub(crate) fn set_time(&mut self, fleet_now: Timestamp) {
         self.clock.set(fleet_now.saturating_add(self.skew).expect("skewed time in range"));
         self.collect_due();
     }
 
     /// The fleet time at which this replica's next trigger comes due.
-    pub(super) fn next_due(&self) -> Option<Timestamp> {
+    pub(crate) fn next_due(&self) -> Option<Timestamp> {
         let running = self.running.as_ref()?;
         let next = running.cursors.iter().filter_map(|(_, at)| *at).min()?;
         next.saturating_sub(self.skew).ok()
@@ -272,7 +269,7 @@ impl Replica {
     ///
     /// # Panics
     /// After `timeout`, naming the triggers still missing.
-    pub(super) async fn wait_recorded(&mut self, timeout: Duration) {
+    pub(crate) async fn wait_recorded(&mut self, timeout: Duration) {
         let mut changed = self.ledger.changed();
         let ledger = &self.ledger;
         let complete =
@@ -312,7 +309,7 @@ fn next_trigger(job: &Job, after: Timestamp) -> Option<Timestamp> {
 ///
 /// # Panics
 /// With `what()` once `timeout` has passed.
-pub(super) async fn wait_until(
+pub(crate) async fn wait_until(
     timeout: Duration,
     mut condition: impl FnMut() -> bool,
     what: impl FnOnce() -> String,

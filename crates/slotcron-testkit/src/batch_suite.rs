@@ -1,16 +1,14 @@
-//! The suite's batch cases: [`Coordinator::claim_batch`](crate::Coordinator::claim_batch)
+//! The suite's batch cases: [`Coordinator::claim_batch`]
 //! keeps every promise of docs/design.md's "Exactly once across replicas" per trigger.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold, ScheduleKind, trigger_key};
 
-use super::CoordinatorFactory;
-use super::suite::{EXPIRED, MINUTE, brief, claim, namespace, real_now, won};
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, CoordinatorError, Hold};
-use crate::key::trigger_key;
-use crate::schedule::ScheduleKind;
+use crate::CoordinatorFactory;
+use crate::suite::{EXPIRED, MINUTE, brief, claim, namespace, real_now, won};
 
 /// The outcomes of a batch, each claim's error failing the test.
 async fn batch(coordinator: &dyn Coordinator, claims: &[Claim<'_>]) -> Vec<ClaimOutcome> {

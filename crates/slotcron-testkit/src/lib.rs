@@ -1,16 +1,26 @@
-//! Conformance suites and test support for backend crates (cargo feature `testkit`).
+//! The test kit of slotcron's backends: conformance suites, the manual-clock harness,
+//! fleets of replicas, a fault-injecting proxy and the common parts of the benchmarks.
+//!
+//! The workspace follows sqlx's model: `slotcron` is the core (traits, the engine and the
+//! in-memory implementations), each backend is a crate of its own, and the tests they
+//! share are this crate. The backend crates, the admin crate and the core's own
+//! integration tests take `slotcron-testkit` as a dev-dependency; nothing here is part of
+//! slotcron's API, and the crate is not published. It uses the core's public API alone,
+//! and reaches into a running scheduler only through the core's one probe for tests,
+//! `Scheduler::probe()`.
 //!
 //! The conformance suite for [`Coordinator`] backends comes first.
 //!
 //! Every backend must keep the promise of docs/design.md's "Exactly once across replicas"
-//! under the same tests. A backend crate enables this feature in its dev-dependencies
-//! and calls each suite function from its own test, with a factory that builds a fresh
+//! under the same tests. A backend crate takes this crate as a dev-dependency and calls
+//! each suite function from its own test, with a factory that builds a fresh
 //! coordinator — its own connection, as a separate replica would have — on a namespace
 //! (a Redis key prefix, a PostgreSQL schema):
 //!
 //! ```ignore
 //! use std::sync::Arc;
-//! use slotcron::{Coordinator, testkit};
+//! use slotcron::Coordinator;
+//! use slotcron_testkit as testkit;
 //!
 //! async fn coordinator(namespace: String) -> Arc<dyn Coordinator> {
 //!     Arc::new(MyCoordinator::connect(&format!("{namespace}:")).await.unwrap())
@@ -35,8 +45,8 @@
 //!
 //! Tests that drive one scheduler on a manual clock without real sleeping use
 //! [`harness`]; the backends' fleet benchmarks (R replicas on their own threads and
-//! runtimes, under load) share [`fleet_bench`]; the restart tests of the in-memory and SQLite stores share
-//! [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`] and
+//! runtimes, under load) share [`fleet_bench`]; the restart tests of the in-memory and
+//! SQLite stores share [`restart_after_downtime`]. The SQL ledgers' benchmarks share [`ledger_bench`] and
 //! [`ledger_throughput`], and their tests the records and states of [`fixtures`].
 //!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
@@ -101,8 +111,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
-
-use crate::coordinator::Coordinator;
+use slotcron::Coordinator;
 
 /// Builds coordinators for the suite.
 ///

@@ -1,6 +1,5 @@
-//! The suite's lease cases: each one a promise of the lease (see
-//! [`coordinator::lease`](crate::coordinator::lease)) and of the overlap policies across a
-//! fleet (docs/design.md, "Run policies").
+//! The suite's lease cases: each one a promise of the lease (see [`Lease`]) and of the
+//! overlap policies across a fleet (docs/design.md, "Run policies").
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,17 +7,13 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use jiff::Timestamp;
-use tokio_util::sync::CancellationToken;
+use slotcron::{
+    CancellationToken, Clock, Coordinator, Job, JobContext, Lease, LeaseGrant, LeaseRenewal, ManualClock,
+    Outcome, Overlap, Scheduler,
+};
 
-use super::suite::namespace;
-use super::{CoordinatorFactory, WatchedLedger};
-use crate::clock::{Clock, ManualClock};
-use crate::context::JobContext;
-use crate::coordinator::{Coordinator, Lease, LeaseGrant, LeaseRenewal};
-use crate::engine::Scheduler;
-use crate::job::Job;
-use crate::ledger::Outcome;
-use crate::policy::Overlap;
+use crate::suite::namespace;
+use crate::{CoordinatorFactory, WatchedLedger};
 
 /// The most any wait of these cases takes before the test fails.
 const WAIT: Duration = Duration::from_secs(30);

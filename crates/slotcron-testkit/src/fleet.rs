@@ -5,15 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use slotcron::{Coordinator, Job, Outcome, RunRecord, ScheduleKind, SchedulerBuilder, trigger_key};
 
-use super::Replica;
-use super::replica::Configure;
-use crate::coordinator::Coordinator;
-use crate::engine::SchedulerBuilder;
-use crate::job::Job;
-use crate::key::trigger_key;
-use crate::ledger::{Outcome, RunRecord};
-use crate::schedule::ScheduleKind;
+use crate::Replica;
+use crate::replica::Configure;
 
 /// How a step of fleet time reaches the replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +22,7 @@ pub enum Delivery {
     InTurn,
 }
 
-/// Replicas of one service on their own [`ManualClock`](crate::ManualClock)s, each
+/// Replicas of one service on their own [`ManualClock`](slotcron::ManualClock)s, each
 /// reading the fleet's time plus its skew.
 ///
 /// The fleet only moves time when told to, and after each step it waits, in real time,
@@ -79,7 +74,7 @@ impl Fleet {
     }
 
     /// Shared work across replicas (a coordinator with a
-    /// [membership](crate::coordinator::membership)): a replica records only the triggers
+    /// [membership](slotcron::Coordinator#membership)): a replica records only the triggers
     /// it tried to claim, so after each step the fleet no longer waits for every replica
     /// to record every trigger. It waits instead, once the fleet's time has reached a
     /// trigger's fleet time plus `takeover_delay` (the replicas' setting; time stops
@@ -91,10 +86,10 @@ impl Fleet {
     }
 
     /// Whether the replicas' schedulers check their clocks against the coordinator's
-    /// ([`SchedulerBuilder::check_clock_skew`](crate::SchedulerBuilder::check_clock_skew)).
+    /// ([`SchedulerBuilder::check_clock_skew`](slotcron::SchedulerBuilder::check_clock_skew)).
     /// Off by default: the replicas' manual clocks run ahead of a real server's clock as
     /// the fleet's time is advanced. Turn it on with a coordinator whose clock follows
-    /// the fleet's time (an [`InProcessCoordinator`](crate::InProcessCoordinator) on a
+    /// the fleet's time (an [`InProcessCoordinator`](slotcron::InProcessCoordinator) on a
     /// replica's clock).
     pub fn with_clock_skew_check(mut self, check: bool) -> Self {
         self.check_clock_skew = check;
@@ -156,7 +151,7 @@ impl Fleet {
     }
 
     /// Stops replica `index` as a crash would: it stops heartbeating and claiming at once
-    /// and never leaves the membership; see [`Replica::kill`].
+    /// and never leaves the membership.
     pub async fn kill(&mut self, index: usize) {
         self.replicas[index].kill(self.timeout).await;
     }
@@ -204,7 +199,7 @@ impl Fleet {
             format!("no replica ran (or refused for a pause) {}", missing.join(", "))
         };
         let settled = || due.iter().all(|d| ran(d) || next_look(d).is_some());
-        super::replica::wait_until(self.timeout, settled, what).await;
+        crate::replica::wait_until(self.timeout, settled, what).await;
         for d in &due {
             if let Some(look) = next_look(d).filter(|_| !ran(d)) {
                 waiting.push((look, d.0.clone(), d.1));

@@ -3,10 +3,7 @@
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-
-use crate::ledger::Outcome;
-use crate::policy::Misfire;
-use crate::store::{JobDefinition, JobState, ScheduleSpec, Store};
+use slotcron::{JobDefinition, JobState, Misfire, Outcome, ScheduleSpec, Store};
 
 /// Runs every case of this module, each on a fresh, empty store made by `make`.
 pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
@@ -55,7 +52,7 @@ pub async fn states_round_trip(store: &dyn Store) {
     assert_eq!(store.load_states().await.unwrap(), expected);
 }
 
-/// [`Store::save_state`]'s rules, as [`merge_job_state`](crate::store::merge_job_state) states them.
+/// [`Store::save_state`]'s rules, as [`merge_job_state`](slotcron::merge_job_state) states them.
 pub async fn state_merge_rules(store: &dyn Store) {
     let load = async |job: &str| store.load_states().await.unwrap().remove(job);
     store.save_state("a", &state("2024-01-01T00:01:00Z", None, false)).await.unwrap();

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-
-use crate::{Cause, JobState, Outcome, RunRecord};
+use slotcron::{Cause, JobState, Outcome, RunRecord};
 
 /// A succeeded scheduled run of `job` for `trigger` (RFC 3339): instance `test`, one
 /// attempt, fencing token 1, started at the trigger, 5 ms long.

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-
-use crate::ledger::{
+use slotcron::{
     Cause, Ledger, LedgerQuery, LedgerWrite, Outcome, OutputStore, Retention, RunOutput, RunProcess,
     RunRecord, UnknownName,
 };
@@ -212,7 +211,7 @@ pub async fn an_update_completes_the_running_record(ledger: &dyn Ledger) {
 
 /// A run recorded `interrupted` by a live member while its daemon was cut off, then
 /// ended for real by its daemon: one record, the real end, whose error keeps both
-/// ([`ended_after_presumed_lost`](crate::ended_after_presumed_lost)); the same end written
+/// ([`ended_after_presumed_lost`](slotcron::ended_after_presumed_lost)); the same end written
 /// again leaves it as it is.
 pub async fn a_real_end_keeps_that_the_run_was_presumed_lost(ledger: &dyn Ledger) {
     let running = record("tick", 0, Outcome::Running);

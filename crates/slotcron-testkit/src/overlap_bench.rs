@@ -9,10 +9,7 @@
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-
-use crate::coordinator::{Claim, ClaimOutcome, Coordinator, Hold, Lease, LeaseGrant};
-use crate::key::trigger_key;
-use crate::schedule::ScheduleKind;
+use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, Lease, LeaseGrant, ScheduleKind, trigger_key};
 
 /// Microseconds per trigger, one trigger at a time, of one policy.
 #[derive(Debug, Clone, Copy)]

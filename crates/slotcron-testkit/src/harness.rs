@@ -27,14 +27,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use slotcron::{
+    CancellationToken, Clock, Job, JobContext, LedgerQuery, ManualClock, MemoryLedger, Outcome, RunRecord,
+    Scheduler, SchedulerBuilder,
+};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-
-use crate::clock::{Clock, ManualClock};
-use crate::context::JobContext;
-use crate::job::Job;
-use crate::ledger::{LedgerQuery, MemoryLedger, Outcome, RunRecord};
-use crate::{Scheduler, SchedulerBuilder};
 
 /// An instant from RFC 3339 text with an offset, e.g. `2024-05-17T00:00:00Z`.
 pub fn ts(s: &str) -> Timestamp {
