@@ -18,7 +18,7 @@ use slotcron::{Cause, Ledger, LedgerError, LedgerQuery, LedgerWrite, Outcome, Ru
 use crate::ledger_bench::BASE;
 
 /// The most writes in a batch, as the engine's outbox hands them.
-pub const BATCH: usize = crate::ledger::MAX_WRITES_PER_BATCH;
+pub const BATCH: usize = slotcron::MAX_WRITES_PER_BATCH;
 /// The jobs of the fleet, a trigger every 10 s each; writer `w` of `n` has the jobs
 /// whose number is `w` modulo `n`.
 pub const JOBS: usize = 6_000;
