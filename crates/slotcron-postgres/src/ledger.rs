@@ -34,41 +34,52 @@ const COLUMNS: &str = "job, trigger_at, instance, outcome, fencing_token, starte
 const COLUMNS_V2: &str = "job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error, \
     NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint";
 
-/// Writes a batch of runs in one statement. Each row of the arrays is one run (a distinct
-/// job, trigger, instance and start), in the order of its first write, with `replaces`
-/// true if the batch updates it: the newest stored record of the run is replaced by a row
-/// that `replaces`, and left alone by one that does not; a run with no stored record is
-/// inserted. Written twice, it leaves the same records.
-const WRITE: &str = "WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::bigint[],
+/// Writes a batch of runs in one statement, as upserts on the run's unique index
+/// (`run_record_run`, migration 12): every conflict check is an index probe, whatever the
+/// table's statistics. Each row of the arrays is one run (a distinct job, trigger,
+/// instance and start: [`runs`] makes them so, as an `ON CONFLICT DO UPDATE` may not touch
+/// a row twice, and the two `INSERT`s never propose the same run), in the order of its
+/// first write, with `replaces` true if the batch updates it: the stored record of the run
+/// is replaced by a row that `replaces`, and left alone by one that does not; a run with
+/// no stored record is inserted. Written twice, it leaves the same records.
+///
+/// The runs not stored are inserted in the batch's order: each row takes its id from the
+/// table's sequence in that order (as the column's default would, one per row proposed),
+/// so the ids of the runs either `INSERT` adds follow the order of their first writes, as
+/// with one `INSERT` of them.
+const WRITE: &str = "WITH batch AS MATERIALIZED (
+    SELECT b.*, nextval('{schema}.run_record_id_seq'::regclass) AS id
+    FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::bigint[],
         $6::timestamptz[], $7::bigint[], $8::text[], $9::text[], $10::bigint[], $11::text[],
         $12::bigint[], $13::bigint[], $14::boolean[])
     WITH ORDINALITY AS b(job, trigger_at, instance, outcome, fencing_token, started_at,
         duration_us, error, cause, attempts, process_host, process_id, process_start, replaces, ord)
-), found AS (
-    SELECT b.*, (SELECT r.id FROM {schema}.run_record r
-                 WHERE r.job = b.job AND r.trigger_at = b.trigger_at
-                   AND r.instance = b.instance AND r.started_at = b.started_at
-                 ORDER BY r.id DESC LIMIT 1) AS id
-    FROM batch b
-), updated AS (
-    UPDATE {schema}.run_record AS r SET
-        outcome = f.outcome, fencing_token = f.fencing_token, duration_us = f.duration_us,
-        error = CASE WHEN r.outcome = 'interrupted' AND f.outcome <> 'interrupted'
-                     THEN coalesce(f.error || '; ', '') || 'presumed lost meanwhile: ' || coalesce(r.error, '')
-                     WHEN r.outcome = f.outcome
-                          AND starts_with(r.error, coalesce(f.error || '; ', '') || 'presumed lost meanwhile: ')
-                     THEN r.error
-                     ELSE f.error END,
-        cause = f.cause, attempts = f.attempts, process_host = f.process_host,
-        process_id = f.process_id, process_start = f.process_start
-    FROM found f WHERE r.id = f.id AND f.replaces
+), appended AS (
+    INSERT INTO {schema}.run_record (id, job, trigger_at, instance, outcome, fencing_token,
+        started_at, duration_us, error, cause, attempts, process_host, process_id, process_start)
+    OVERRIDING SYSTEM VALUE
+    SELECT id, job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error,
+        cause, attempts, process_host, process_id, process_start
+    FROM batch WHERE NOT replaces ORDER BY ord
+    ON CONFLICT (job, trigger_at, instance, started_at) DO NOTHING
 )
-INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, fencing_token, started_at,
-    duration_us, error, cause, attempts, process_host, process_id, process_start)
-SELECT job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error,
+INSERT INTO {schema}.run_record AS r (id, job, trigger_at, instance, outcome, fencing_token,
+    started_at, duration_us, error, cause, attempts, process_host, process_id, process_start)
+OVERRIDING SYSTEM VALUE
+SELECT id, job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error,
     cause, attempts, process_host, process_id, process_start
-FROM found WHERE id IS NULL ORDER BY ord";
+FROM batch WHERE replaces ORDER BY ord
+ON CONFLICT (job, trigger_at, instance, started_at) DO UPDATE SET
+    outcome = excluded.outcome, fencing_token = excluded.fencing_token,
+    duration_us = excluded.duration_us,
+    error = CASE WHEN r.outcome = 'interrupted' AND excluded.outcome <> 'interrupted'
+                 THEN coalesce(excluded.error || '; ', '') || 'presumed lost meanwhile: ' || coalesce(r.error, '')
+                 WHEN r.outcome = excluded.outcome
+                      AND starts_with(r.error, coalesce(excluded.error || '; ', '') || 'presumed lost meanwhile: ')
+                 THEN r.error
+                 ELSE excluded.error END,
+    cause = excluded.cause, attempts = excluded.attempts, process_host = excluded.process_host,
+    process_id = excluded.process_id, process_start = excluded.process_start";
 
 /// Prunes each of the jobs `$1` to its newest `$2` records, in one statement.
 const PRUNE_JOBS: &str = "DELETE FROM {schema}.run_record WHERE id IN (

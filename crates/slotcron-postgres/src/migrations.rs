@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -723,12 +723,33 @@ CREATE FUNCTION {schema}.claim_triggers_unstarted(
 $$;
 ";
 
+/// One record per run: a unique index on the run's key (job, trigger, instance, start),
+/// on which the ledger writes its batches as upserts (`INSERT ... ON CONFLICT`), each
+/// conflict check an index probe whatever the table's statistics. Duplicate records of a
+/// run (left by a race of two writers before this version) are removed first, keeping the
+/// newest (the highest id), which the ledger read and updated as the run's record.
+///
+/// Replicas of the release before write with `INSERT ... WHERE NOT EXISTS` and
+/// UPDATE-or-INSERT: a race of two of them on one run, which used to leave two records,
+/// now raises a unique violation for one, whose outbox retries the batch (it finds the
+/// record then): accepted during a rolling upgrade.
+const V12: &str = "
+-- The duplicates' deletion must not delete the run's output, which the record kept
+-- still owns (run_output_pruned deletes the output of a deleted record's run).
+ALTER TABLE {schema}.run_record DISABLE TRIGGER run_output_pruned;
+DELETE FROM {schema}.run_record a USING {schema}.run_record b
+WHERE a.job = b.job AND a.trigger_at = b.trigger_at AND a.instance = b.instance
+  AND a.started_at = b.started_at AND a.id < b.id;
+ALTER TABLE {schema}.run_record ENABLE TRIGGER run_output_pruned;
+CREATE UNIQUE INDEX run_record_run ON {schema}.run_record (job, trigger_at, instance, started_at);
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
-/// 7, 8, 9, 10 and 11 changed the claims, leases, membership and pauses only; the ledger
-/// columns of version 3 read as NULL before it).
+/// 7, 8, 9, 10 and 11 changed the claims, leases, membership and pauses only, 12 added an
+/// index; the ledger columns of version 3 read as NULL before it).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

@@ -1,6 +1,6 @@
 //! `PostgresLedger::write_batch` on the real server, beyond the shared ledger suite: the
 //! order rows are stored in, a batch far past a statement's parameter limit, several
-//! writers at once, the newest of duplicate records, and a failed batch writing nothing.
+//! writers at once, one record per run, and a failed batch writing nothing.
 
 mod common;
 
@@ -111,18 +111,45 @@ async fn writers_at_once_each_store_every_run() {
 }
 
 #[tokio::test]
-async fn an_update_replaces_the_newest_of_duplicate_records() {
+async fn new_runs_of_appends_and_of_updates_are_stored_in_one_order() {
+    isolated(async |schemas| {
+        let schema = schemas.name();
+        let ledger = ledger(&schema).await;
+        ledger.append(&running("stored", 0, "r1")).await.unwrap();
+        // Runs only appended and runs updated (the stored one, and new ones), interleaved.
+        let writes = [
+            LedgerWrite::Append(running("a", 0, "r1")),
+            LedgerWrite::Update(ended(running("b", 0, "r1"), Outcome::Succeeded)),
+            LedgerWrite::Update(ended(running("stored", 0, "r1"), Outcome::Failed)),
+            LedgerWrite::Append(running("c", 0, "r1")),
+            LedgerWrite::Update(ended(running("d", 0, "r1"), Outcome::Missed)),
+            LedgerWrite::Append(running("stored", 0, "r1")),
+        ];
+        ledger.write_batch(&writes).await.unwrap();
+        assert_eq!(
+            stored(&schema).await,
+            ["stored:failed", "a:running", "b:succeeded", "c:running", "d:missed"]
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_run_has_one_record() {
     isolated(async |schemas| {
         let schema = schemas.name();
         let ledger = ledger(&schema).await;
         let run = running("tick", 0, "r1");
         ledger.append(&run).await.unwrap();
-        // A duplicate, as two writers racing on one run (or a release before) can leave.
-        let duplicate = "INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, started_at, duration_us)
-                         SELECT job, trigger_at, instance, 'missed', started_at, duration_us FROM {schema}.run_record";
-        schemas.execute(&schema, duplicate).await;
+        // A second record of the run, as an older release racing on it would insert.
+        let duplicate = format!(
+            "INSERT INTO \"{schema}\".run_record (job, trigger_at, instance, outcome, started_at, duration_us)
+             SELECT job, trigger_at, instance, 'missed', started_at, duration_us FROM \"{schema}\".run_record"
+        );
+        let error = connect().await.execute(&duplicate, &[]).await.unwrap_err();
+        assert_eq!(error.code(), Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION), "{error}");
         ledger.write_batch(&[LedgerWrite::Update(ended(run, Outcome::Succeeded))]).await.unwrap();
-        assert_eq!(stored(&schema).await, ["tick:running", "tick:succeeded"]);
+        assert_eq!(stored(&schema).await, ["tick:succeeded"]);
     })
     .await;
 }

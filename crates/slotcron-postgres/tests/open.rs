@@ -100,7 +100,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (11); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (12); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -130,7 +130,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 11);
+        assert_eq!(schemas.scalar(&schema, version).await, 12);
         let tick_state = JobState {
             last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
             last_outcome: Some(Outcome::Succeeded),
@@ -158,6 +158,47 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         let recorded = "SELECT count(*) FROM {schema}.claim WHERE instance = 'new-replica'
                         AND claimant_token IS NOT NULL AND fencing_token = 3";
         assert_eq!(schemas.scalar(&schema, recorded).await, 1, "the new claim keeps its tokens");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_its_output() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        drop(PostgresDatabase::open(&database_url(), &schema).await.unwrap());
+        // Back to version 11, with three records of one run (as racing writers of a
+        // release before could leave), one of another, and the first run's output.
+        schemas
+            .execute(
+                &schema,
+                "DROP INDEX {schema}.run_record_run;
+                 UPDATE {schema}.schema_version SET version = 11;
+                 INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, started_at, duration_us, error)
+                 VALUES ('tick', '2024-05-17T00:01:00Z', 'r1', 'running', '2024-05-17T00:01:00Z', 0, NULL),
+                        ('tick', '2024-05-17T00:01:00Z', 'r1', 'interrupted', '2024-05-17T00:01:00Z', 0, 'lost'),
+                        ('tick', '2024-05-17T00:01:00Z', 'r1', 'succeeded', '2024-05-17T00:01:00Z', 7, NULL),
+                        ('tick', '2024-05-17T00:01:00Z', 'r2', 'succeeded', '2024-05-17T00:01:00Z', 5, NULL);
+                 INSERT INTO {schema}.run_output (job, trigger_at, instance, output, truncated)
+                 VALUES ('tick', '2024-05-17T00:01:00Z', 'r1', 'hello', false);",
+            )
+            .await;
+
+        let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
+        let version = "SELECT version::bigint FROM {schema}.schema_version";
+        assert_eq!(schemas.scalar(&schema, version).await, 12);
+        let records = "SELECT count(*) FROM {schema}.run_record";
+        assert_eq!(schemas.scalar(&schema, records).await, 2, "one record per run");
+        let ledger = PostgresLedger::new(database, Default::default());
+        let r1 = LedgerQuery { instance: Some("r1".into()), ..Default::default() };
+        let kept = ledger.query(&r1).await.unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!((kept[0].outcome, kept[0].duration), (Outcome::Succeeded, Duration::from_micros(7)));
+        let output = "SELECT count(*) FROM {schema}.run_output WHERE instance = 'r1'";
+        assert_eq!(schemas.scalar(&schema, output).await, 1, "the run keeps its output");
+        let unique = "SELECT count(*) FROM pg_index
+                      WHERE indexrelid = to_regclass('{schema}.run_record_run') AND indisunique";
+        assert_eq!(schemas.scalar(&schema, unique).await, 1, "the run's unique index exists");
     })
     .await;
 }
