@@ -8,7 +8,7 @@
 //! finishes, so a scheduler on a SQLite store and ledger settles the same way.
 //!
 //! ```ignore
-//! use slotcron::testkit::harness::{Harness, ok, ts};
+//! use slotcron_testkit::harness::{Harness, ok, ts};
 //!
 //! #[tokio::test(start_paused = true)]
 //! async fn ticks() {
