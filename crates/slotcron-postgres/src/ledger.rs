@@ -125,8 +125,8 @@ impl PostgresLedger {
     /// Carries out `writes` in one statement, as writing them one after the other would,
     /// then the pruning their appends make due, if any.
     async fn write_all(&self, writes: &[LedgerWrite]) -> Result<(), LedgerError> {
-        let columns = Columns::of(&runs(writes)).map_err(LedgerError)?;
-        self.database.execute(&self.write, &columns.params()).await.map_err(|e| LedgerError(e.into()))?;
+        let columns = Columns::of(&runs(writes)).map_err(LedgerError::new)?;
+        self.database.execute(&self.write, &columns.params()).await.map_err(LedgerError::new)?;
         if let Some(due) = self.prune.on_appends(writes.iter().filter_map(LedgerWrite::appended)) {
             // The records are stored; a failed pruning is retried at the next one.
             match self.run_prune(&due).await {
@@ -261,8 +261,8 @@ impl Ledger for PostgresLedger {
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {
-        let since = query.since.map(codec::timestamptz).transpose().map_err(LedgerError)?;
-        let until = query.until.map(codec::timestamptz).transpose().map_err(LedgerError)?;
+        let since = query.since.map(codec::timestamptz).transpose().map_err(LedgerError::new)?;
+        let until = query.until.map(codec::timestamptz).transpose().map_err(LedgerError::new)?;
         let outcome = query.outcome.map(Outcome::as_str);
         let instance = query.instance.as_ref();
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
@@ -295,11 +295,11 @@ impl Ledger for PostgresLedger {
              ORDER BY trigger_at DESC, started_at DESC LIMIT ${}",
             params.len()
         ));
-        let rows = self.database.query(&sql, &params).await.map_err(|e| LedgerError(e.into()))?;
+        let rows = self.database.query(&sql, &params).await.map_err(LedgerError::new)?;
         rows.iter()
             .map(decode)
             .collect::<Result<_, _>>()
-            .map_err(|e| LedgerError(format!("{}: run_record: {e}", self.database.url()).into()))
+            .map_err(|e| LedgerError::invalid_data(format!("{}: run_record: {e}", self.database.url())))
     }
 }
 

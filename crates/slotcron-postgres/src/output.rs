@@ -39,30 +39,29 @@ impl PostgresOutputs {
 #[async_trait]
 impl OutputStore for PostgresOutputs {
     async fn save_output(&self, output: &RunOutput) -> Result<(), LedgerError> {
-        let trigger = codec::timestamptz(output.trigger).map_err(LedgerError)?;
+        let trigger = codec::timestamptz(output.trigger).map_err(LedgerError::new)?;
         self.database
             .execute(
                 &self.upsert,
                 &[&&*output.job, &trigger, &&*output.instance, &output.output, &output.truncated],
             )
             .await
-            .map_err(|e| LedgerError(e.into()))?;
+            .map_err(LedgerError::new)?;
         Ok(())
     }
 
     async fn output(&self, job: &str, trigger: Timestamp) -> Result<Vec<RunOutput>, LedgerError> {
-        let at = codec::timestamptz(trigger).map_err(LedgerError)?;
-        let rows =
-            self.database.query(&self.select, &[&job, &at]).await.map_err(|e| LedgerError(e.into()))?;
+        let at = codec::timestamptz(trigger).map_err(LedgerError::new)?;
+        let rows = self.database.query(&self.select, &[&job, &at]).await.map_err(LedgerError::new)?;
         let job: std::sync::Arc<str> = job.into();
         rows.iter()
             .map(|row| {
                 Ok(RunOutput {
                     job: job.clone(),
                     trigger,
-                    instance: row.try_get::<_, String>(0).map_err(|e| LedgerError(e.into()))?.into(),
-                    output: row.try_get(1).map_err(|e| LedgerError(e.into()))?,
-                    truncated: row.try_get(2).map_err(|e| LedgerError(e.into()))?,
+                    instance: row.try_get::<_, String>(0).map_err(LedgerError::new)?.into(),
+                    output: row.try_get(1).map_err(LedgerError::new)?,
+                    truncated: row.try_get(2).map_err(LedgerError::new)?,
                 })
             })
             .collect()

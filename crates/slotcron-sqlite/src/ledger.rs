@@ -183,7 +183,7 @@ impl SqliteLedger {
                 Ok(())
             })
             .await
-            .map_err(|e| LedgerError(e.into()))
+            .map_err(LedgerError::new)
     }
 }
 
@@ -228,11 +228,11 @@ impl Ledger for SqliteLedger {
                 Ok(rows.collect::<Result<Vec<_>, _>>()?)
             })
             .await
-            .map_err(|e| LedgerError(e.into()))?;
+            .map_err(LedgerError::new)?;
         rows.into_iter()
             .map(Row::decode)
             .collect::<Result<_, _>>()
-            .map_err(|e| LedgerError(format!("{}: run_record: {e}", self.database.url()).into()))
+            .map_err(|e| LedgerError::invalid_data(format!("{}: run_record: {e}", self.database.url())))
     }
 }
 

@@ -42,7 +42,7 @@ impl OutputStore for SqliteOutputs {
                 Ok(())
             })
             .await
-            .map_err(|e| LedgerError(e.into()))
+            .map_err(LedgerError::new)
     }
 
     async fn output(&self, job: &str, trigger: Timestamp) -> Result<Vec<RunOutput>, LedgerError> {
@@ -62,7 +62,7 @@ impl OutputStore for SqliteOutputs {
                 Ok(rows)
             })
             .await
-            .map_err(|e| LedgerError(e.into()))?;
+            .map_err(LedgerError::new)?;
         let job: std::sync::Arc<str> = job.into();
         Ok(rows
             .into_iter()

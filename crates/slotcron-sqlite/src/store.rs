@@ -69,7 +69,7 @@ impl Store for SqliteStore {
         rows.into_iter()
             .map(state)
             .collect::<Result<_, slotcron::BoxError>>()
-            .map_err(|e| StoreError::new(format!("{}: job_state: {e}", self.database.url())))
+            .map_err(|e| StoreError::invalid_data(format!("{}: job_state: {e}", self.database.url())))
     }
 
     async fn save_state(&self, job: &str, state: &JobState) -> Result<(), StoreError> {
@@ -126,7 +126,10 @@ impl Store for SqliteStore {
         rows.into_iter()
             .map(|(job, json)| {
                 serde_json::from_str(&json).map_err(|e| {
-                    StoreError::new(format!("{}: definition of job {job:?}: {e}", self.database.url()))
+                    StoreError::invalid_data(format!(
+                        "{}: definition of job {job:?}: {e}",
+                        self.database.url()
+                    ))
                 })
             })
             .collect()

@@ -1,10 +1,41 @@
-//! The error items every module shares: [`BoxError`] and [`error_chain`].
+//! The error items every module shares: [`BoxError`], [`BackendErrorKind`] and
+//! [`error_chain`].
 
 use std::error::Error;
 
 /// A boxed error: what handlers, stores, ledgers and controls return when the cause is
 /// theirs to choose. Defined once for the workspace; the backend crates use this one.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// What went wrong with a store or a ledger, for decisions (after sqlx's `Error`): the
+/// backend's own error stays the source, and the message is its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BackendErrorKind {
+    /// The backend could not be asked, or refused the request (no connection, a
+    /// statement error, a full disk): asking again later may succeed. The engine keeps
+    /// such writes and writes them again.
+    Unavailable,
+    /// What the backend holds cannot be read as slotcron's (a row that does not decode,
+    /// a definition that is not valid JSON): asking again does not help.
+    InvalidData,
+}
+
+impl BackendErrorKind {
+    /// The kind's name in logs: `unavailable`, `invalid-data`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unavailable => "unavailable",
+            Self::InvalidData => "invalid-data",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// An error and its sources on one line, joined with `: ` (`error connecting to server:
 /// Connection refused (os error 111)` rather than a bare `error connecting to server`).

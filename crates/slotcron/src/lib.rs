@@ -198,10 +198,10 @@ pub use coordinator::{
     job_owner,
 };
 pub use engine::{
-    DefineError, JobInfo, PlanError, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler,
-    SchedulerBuilder, Triggered,
+    DefineError, JobInfo, PlanError, PlanErrorKind, Reachable, ReconcileError, ReconcileReport, Resumed,
+    Scheduler, SchedulerBuilder, Triggered,
 };
-pub use error::{BoxError, error_chain};
+pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};
 pub use key::{request_key, trigger_key};
 pub use ledger::{

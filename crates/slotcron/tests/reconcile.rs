@@ -9,7 +9,7 @@ use std::time::Duration;
 use slotcron::ScheduleSpec;
 use slotcron::{
     BoxError, Job, JobBuilder, JobContext, JobDefinition, JobState, MemoryStore, Misfire, Outcome, Plan,
-    ReconcileError, Scheduler, Store,
+    PlanErrorKind, ReconcileError, Scheduler, Store,
 };
 use slotcron_testkit::harness::{Harness, ok, settle, ts};
 use tokio::sync::Notify;
@@ -183,6 +183,8 @@ async fn a_plan_that_fails_does_not_block_the_others_and_its_job_keeps_running()
     assert_eq!(report.added, ["added"]);
     let ids: Vec<_> = report.failures.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["kept", "unnamed", "unregistered"]);
+    let kinds: Vec<_> = report.failures.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [PlanErrorKind::InvalidJob, PlanErrorKind::NoFingerprint, PlanErrorKind::InvalidJob]);
     let text = err.to_string();
     assert!(
         text.starts_with("3 plan(s) failed; the others were applied\n  plan \"kept\": job \"kept\": "),

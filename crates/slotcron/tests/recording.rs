@@ -22,7 +22,7 @@ struct Flaky {
 
 impl Flaky {
     fn check(&self) -> Result<(), LedgerError> {
-        if self.down.load(Ordering::SeqCst) { Err(LedgerError("the ledger is down".into())) } else { Ok(()) }
+        if self.down.load(Ordering::SeqCst) { Err(LedgerError::new("the ledger is down")) } else { Ok(()) }
     }
 }
 

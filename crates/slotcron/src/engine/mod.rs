@@ -30,7 +30,7 @@ mod steer;
 
 pub use builder::SchedulerBuilder;
 pub use introspect::{JobInfo, Reachable};
-pub use reconcile::{PlanError, ReconcileError, ReconcileReport};
+pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
 pub use steer::{Resumed, Triggered};
 
 use std::sync::Arc;
@@ -224,7 +224,7 @@ impl Scheduler {
         if self.shared.coordinator.is_none()
             && let Some(controls) = self.shared.store.controls()
         {
-            *self.shared.local_paused() = controls.paused_jobs().await.map_err(StoreError)?;
+            *self.shared.local_paused() = controls.paused_jobs().await.map_err(StoreError::new)?;
         }
         for definition in definitions {
             match definition.to_job(&self.shared.handlers) {

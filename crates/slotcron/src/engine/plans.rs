@@ -9,7 +9,7 @@ use super::reconcile::{self, Desired, Step};
 use crate::clock::later;
 use crate::error::BoxError;
 use crate::plan::Plan;
-use crate::{PlanError, ReconcileError, ReconcileReport};
+use crate::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
 
 impl Scheduler {
     /// Converges the scheduler's jobs to a desired set of plans, compared by
@@ -68,14 +68,22 @@ impl Scheduler {
                     retired.extend(table.remove(&id));
                     report.removed.push(id);
                 }
-                Step::Fail(reason) => report.failures.push(PlanError { id, reason }),
+                Step::Fail(reason) => {
+                    report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
+                }
                 Step::Add | Step::Change => match (plan.build(&shared.handlers), fingerprint) {
                     (Ok(job), Ok(fingerprint)) => {
                         wake |= table.upsert(job, Arc::from(fingerprint), now);
                         if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
                     }
-                    (Err(e), _) => report.failures.push(PlanError { id, reason: e.to_string() }),
-                    (_, Err(reason)) => report.failures.push(PlanError { id, reason }),
+                    (Err(e), _) => report.failures.push(PlanError {
+                        id,
+                        kind: PlanErrorKind::InvalidJob,
+                        reason: e.to_string(),
+                    }),
+                    (_, Err(reason)) => {
+                        report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
+                    }
                 },
             }
         }

@@ -137,8 +137,22 @@ impl fmt::Display for ReconcileReport {
 pub struct PlanError {
     /// The plan's id.
     pub id: String,
+    /// What went wrong, for decisions.
+    pub kind: PlanErrorKind,
     /// Why (a bad expression, an unregistered handler, no fingerprint...).
     pub reason: String,
+}
+
+/// What went wrong with one plan of a reconcile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PlanErrorKind {
+    /// The plan's fingerprint could not be derived (a closure handler without a stated
+    /// fingerprint or handler name, a definition that does not serialize): state one.
+    NoFingerprint,
+    /// The plan's job could not be built (a bad schedule or policy, an unregistered
+    /// handler): the reason says which field and why.
+    InvalidJob,
 }
 
 struct PlanFailures<'a>(&'a [PlanError]);

@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::error::BoxError;
+use crate::error::{BackendErrorKind, BoxError};
 
 /// Where run records go: one record per trigger per replica that handled it (including
 /// skipped and missed triggers). A run's record is appended when it starts
@@ -231,7 +231,52 @@ impl Default for Retention {
     }
 }
 
-/// A ledger backend failure.
+/// A ledger backend failure: its [`kind`](LedgerError::kind) and the backend's error.
 #[derive(Debug, thiserror::Error)]
-#[error("ledger: {0}")]
-pub struct LedgerError(#[source] pub BoxError);
+#[error("ledger: {source}")]
+pub struct LedgerError {
+    kind: BackendErrorKind,
+    #[source]
+    source: BoxError,
+}
+
+impl LedgerError {
+    /// An error of `kind` caused by `error`.
+    pub fn with_kind(kind: BackendErrorKind, error: impl Into<BoxError>) -> Self {
+        Self { kind, source: error.into() }
+    }
+
+    /// [`BackendErrorKind::Unavailable`]: the backend could not be asked or refused.
+    pub fn new(error: impl Into<BoxError>) -> Self {
+        Self::with_kind(BackendErrorKind::Unavailable, error)
+    }
+
+    /// [`BackendErrorKind::InvalidData`]: what the backend holds cannot be read.
+    pub fn invalid_data(error: impl Into<BoxError>) -> Self {
+        Self::with_kind(BackendErrorKind::InvalidData, error)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> BackendErrorKind {
+        self.kind
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_error_says_its_kind_and_the_backends_message() {
+        let down = LedgerError::new("connection refused");
+        assert_eq!(
+            (down.kind(), down.to_string()),
+            (BackendErrorKind::Unavailable, "ledger: connection refused".into())
+        );
+        let bad = crate::store::StoreError::invalid_data("job_state: not a state");
+        assert_eq!(
+            (bad.kind(), bad.to_string()),
+            (BackendErrorKind::InvalidData, "store: job_state: not a state".into())
+        );
+    }
+}

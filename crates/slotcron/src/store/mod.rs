@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use crate::control::Controls;
-use crate::error::BoxError;
+use crate::error::{BackendErrorKind, BoxError};
 use crate::ledger::Outcome;
 
 /// What the store remembers about one job (across the fleet, when the store is shared).
@@ -95,15 +95,34 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-/// A store backend failure.
+/// A store backend failure: its [`kind`](StoreError::kind) and the backend's error.
 #[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(#[source] pub BoxError);
+#[error("store: {source}")]
+pub struct StoreError {
+    kind: BackendErrorKind,
+    #[source]
+    source: BoxError,
+}
 
 impl StoreError {
-    /// Wraps any error.
+    /// An error of `kind` caused by `error`.
+    pub fn with_kind(kind: BackendErrorKind, error: impl Into<BoxError>) -> Self {
+        Self { kind, source: error.into() }
+    }
+
+    /// [`BackendErrorKind::Unavailable`]: the backend could not be asked or refused.
     pub fn new(error: impl Into<BoxError>) -> Self {
-        Self(error.into())
+        Self::with_kind(BackendErrorKind::Unavailable, error)
+    }
+
+    /// [`BackendErrorKind::InvalidData`]: what the backend holds cannot be read.
+    pub fn invalid_data(error: impl Into<BoxError>) -> Self {
+        Self::with_kind(BackendErrorKind::InvalidData, error)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> BackendErrorKind {
+        self.kind
     }
 }
 
