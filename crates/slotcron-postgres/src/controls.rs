@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, Controls};
+use slotcron::{BoxError, Controls, ControlsError};
 
 use crate::PostgresDatabase;
 use crate::codec;
@@ -72,23 +72,53 @@ impl PostgresControls {
 
 #[async_trait]
 impl Controls for PostgresControls {
-    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
+        self.set_paused_in_backend(job, at).await.map_err(ControlsError::new)
+    }
+
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
+        self.paused_in_backend(job).await.map_err(ControlsError::new)
+    }
+
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
+        self.paused_jobs_in_backend().await.map_err(ControlsError::new)
+    }
+
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, ControlsError> {
+        self.remember_request_in_backend(job, key, trigger, ttl).await.map_err(ControlsError::new)
+    }
+}
+
+/// The [`Controls`] methods with the backend's own errors (the trait's wrap them in
+/// [`ControlsError`]).
+impl PostgresControls {
+    async fn set_paused_in_backend(
+        &self,
+        job: &str,
+        at: Option<Timestamp>,
+    ) -> Result<Option<Timestamp>, BoxError> {
         match at {
             Some(at) => self.instant(&self.pause, &[&job, &codec::timestamptz(at)?]).await,
             None => self.instant(&self.resume, &[&job]).await,
         }
     }
 
-    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+    async fn paused_in_backend(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
         self.instant(&self.paused, &[&job]).await
     }
 
-    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+    async fn paused_jobs_in_backend(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
         let rows = self.database.query(&self.paused_jobs, &[]).await?;
         rows.iter().map(|row| Ok((row.try_get(0)?, codec::instant(row.try_get(1)?)?))).collect()
     }
 
-    async fn remember_request(
+    async fn remember_request_in_backend(
         &self,
         job: &str,
         key: &str,

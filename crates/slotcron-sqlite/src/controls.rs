@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension;
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, Controls};
+use slotcron::{BoxError, Controls, ControlsError};
 
 use crate::SqliteDatabase;
 use crate::codec;
@@ -20,7 +20,37 @@ pub(crate) struct SqliteControls {
 
 #[async_trait]
 impl Controls for SqliteControls {
-    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
+        self.set_paused_in_backend(job, at).await.map_err(ControlsError::new)
+    }
+
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
+        self.paused_in_backend(job).await.map_err(ControlsError::new)
+    }
+
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
+        self.paused_jobs_in_backend().await.map_err(ControlsError::new)
+    }
+
+    async fn remember_request(
+        &self,
+        job: &str,
+        key: &str,
+        trigger: Timestamp,
+        ttl: Duration,
+    ) -> Result<Option<Timestamp>, ControlsError> {
+        self.remember_request_in_backend(job, key, trigger, ttl).await.map_err(ControlsError::new)
+    }
+}
+
+/// The [`Controls`] methods with the backend's own errors (the trait's wrap them in
+/// [`ControlsError`]).
+impl SqliteControls {
+    async fn set_paused_in_backend(
+        &self,
+        job: &str,
+        at: Option<Timestamp>,
+    ) -> Result<Option<Timestamp>, BoxError> {
         let job = job.to_owned();
         let before = self
             .database
@@ -40,14 +70,14 @@ impl Controls for SqliteControls {
                 Ok(before)
             })
             .await?;
-        Ok(before.map(codec::instant).transpose()?)
+        before.map(codec::instant).transpose()
     }
 
-    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
-        Ok(self.paused_jobs().await?.remove(job))
+    async fn paused_in_backend(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+        Ok(self.paused_jobs_in_backend().await?.remove(job))
     }
 
-    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+    async fn paused_jobs_in_backend(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
         let rows = self
             .database
             .call(|c| {
@@ -60,7 +90,7 @@ impl Controls for SqliteControls {
         rows.into_iter().map(|(job, at)| Ok((job, codec::instant(at)?))).collect()
     }
 
-    async fn remember_request(
+    async fn remember_request_in_backend(
         &self,
         job: &str,
         key: &str,
@@ -87,6 +117,6 @@ impl Controls for SqliteControls {
                 Ok(first)
             })
             .await?;
-        Ok(first.map(codec::instant).transpose()?)
+        first.map(codec::instant).transpose()
     }
 }

@@ -37,6 +37,47 @@ impl std::fmt::Display for BackendErrorKind {
     }
 }
 
+/// Defines a backend failure type: its [`BackendErrorKind`] and the backend's error, the
+/// message `{label}: {backend's message}`. One definition for the ledger's, the store's
+/// and the controls' errors.
+macro_rules! backend_error {
+    ($(#[$doc:meta])* $name:ident, $label:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, thiserror::Error)]
+        #[error("{}: {source}", $label)]
+        pub struct $name {
+            kind: $crate::error::BackendErrorKind,
+            #[source]
+            source: $crate::error::BoxError,
+        }
+
+        impl $name {
+            /// An error of `kind` caused by `error`.
+            pub fn with_kind(kind: $crate::error::BackendErrorKind, error: impl Into<$crate::error::BoxError>) -> Self {
+                Self { kind, source: error.into() }
+            }
+
+            /// [`BackendErrorKind::Unavailable`](crate::BackendErrorKind::Unavailable): the
+            /// backend could not be asked, or refused.
+            pub fn new(error: impl Into<$crate::error::BoxError>) -> Self {
+                Self::with_kind($crate::error::BackendErrorKind::Unavailable, error)
+            }
+
+            /// [`BackendErrorKind::InvalidData`](crate::BackendErrorKind::InvalidData): what
+            /// the backend holds cannot be read.
+            pub fn invalid_data(error: impl Into<$crate::error::BoxError>) -> Self {
+                Self::with_kind($crate::error::BackendErrorKind::InvalidData, error)
+            }
+
+            /// What went wrong.
+            pub fn kind(&self) -> $crate::error::BackendErrorKind {
+                self.kind
+            }
+        }
+    };
+}
+pub(crate) use backend_error;
+
 /// An error and its sources on one line, joined with `: ` (`error connecting to server:
 /// Connection refused (os error 111)` rather than a bare `error connecting to server`).
 /// A source whose text the message already ends with is not repeated, as wrappers that

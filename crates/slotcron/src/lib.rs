@@ -187,8 +187,8 @@ mod store;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use control::{
-    ControlError, Controls, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN,
-    MemoryControls,
+    ControlError, Controls, ControlsError, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS,
+    MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
 };
 pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,

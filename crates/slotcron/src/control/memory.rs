@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use super::Controls;
+use super::ControlsError;
 use crate::clock::Clock;
 use crate::clock::later;
-use crate::error::BoxError;
 
 /// [`Controls`] in memory, on a clock (idempotency keys expire on it): the in-process
 /// coordinator's and the memory store's. Clones share their pauses and keys.
@@ -49,7 +49,7 @@ impl MemoryControls {
 
 #[async_trait]
 impl Controls for MemoryControls {
-    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError> {
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
         let mut inner = self.lock();
         Ok(match at {
             Some(at) => {
@@ -61,11 +61,11 @@ impl Controls for MemoryControls {
         })
     }
 
-    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
         Ok(self.lock().paused.get(job).copied())
     }
 
-    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
         Ok(self.lock().paused.clone())
     }
 
@@ -75,7 +75,7 @@ impl Controls for MemoryControls {
         key: &str,
         trigger: Timestamp,
         ttl: Duration,
-    ) -> Result<Option<Timestamp>, BoxError> {
+    ) -> Result<Option<Timestamp>, ControlsError> {
         let now = self.clock.now();
         let mut inner = self.lock();
         inner.requests.retain(|_, (_, expires)| *expires > now);

@@ -13,13 +13,18 @@ mod memory;
 pub use error::ControlError;
 pub use memory::MemoryControls;
 
+crate::error::backend_error!(
+    /// A failure of the backend that keeps the pauses and idempotency keys
+    /// ([`Controls`]): its [`kind`](ControlsError::kind) and the backend's error.
+    ControlsError,
+    "controls"
+);
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
-
-use crate::error::BoxError;
 
 /// How long an idempotency key of a manual run is remembered: 24 h. A key given again
 /// within it runs nothing more and answers with the first run.
@@ -48,19 +53,19 @@ pub trait Controls: Send + Sync + 'static {
     ///
     /// # Errors
     /// The backend failed; the pause may or may not have changed then.
-    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, BoxError>;
+    async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError>;
 
     /// When `job` was paused, `None` if it is not.
     ///
     /// # Errors
     /// The backend failed.
-    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, BoxError>;
+    async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError>;
 
     /// Every paused job and when it was paused.
     ///
     /// # Errors
     /// The backend failed.
-    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, BoxError>;
+    async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError>;
 
     /// Remembers `key` for `ttl` as the idempotency key of `job`'s manual run at
     /// `trigger`, unless it is remembered already (atomically: of two concurrent calls
@@ -74,7 +79,7 @@ pub trait Controls: Send + Sync + 'static {
         key: &str,
         trigger: Timestamp,
         ttl: Duration,
-    ) -> Result<Option<Timestamp>, BoxError>;
+    ) -> Result<Option<Timestamp>, ControlsError>;
 }
 
 /// Checks an idempotency key: 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes of ASCII letters,

@@ -262,6 +262,8 @@ impl Shared {
     }
 }
 
-fn backend(error: crate::error::BoxError) -> ControlError {
-    ControlError::Backend(error.to_string())
+/// The steering error of a controls failure: the backend's own message.
+fn backend(error: crate::control::ControlsError) -> ControlError {
+    let message = std::error::Error::source(&error).map_or_else(|| error.to_string(), ToString::to_string);
+    ControlError::Backend(message)
 }

@@ -18,8 +18,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use crate::error::{BackendErrorKind, BoxError};
-
 /// Where run records go: one record per trigger per replica that handled it (including
 /// skipped and missed triggers). A run's record is appended when it starts
 /// ([`Outcome::Running`], the run's start mark: the engine starts the run only once the
@@ -231,40 +229,16 @@ impl Default for Retention {
     }
 }
 
-/// A ledger backend failure: its [`kind`](LedgerError::kind) and the backend's error.
-#[derive(Debug, thiserror::Error)]
-#[error("ledger: {source}")]
-pub struct LedgerError {
-    kind: BackendErrorKind,
-    #[source]
-    source: BoxError,
-}
-
-impl LedgerError {
-    /// An error of `kind` caused by `error`.
-    pub fn with_kind(kind: BackendErrorKind, error: impl Into<BoxError>) -> Self {
-        Self { kind, source: error.into() }
-    }
-
-    /// [`BackendErrorKind::Unavailable`]: the backend could not be asked or refused.
-    pub fn new(error: impl Into<BoxError>) -> Self {
-        Self::with_kind(BackendErrorKind::Unavailable, error)
-    }
-
-    /// [`BackendErrorKind::InvalidData`]: what the backend holds cannot be read.
-    pub fn invalid_data(error: impl Into<BoxError>) -> Self {
-        Self::with_kind(BackendErrorKind::InvalidData, error)
-    }
-
-    /// What went wrong.
-    pub fn kind(&self) -> BackendErrorKind {
-        self.kind
-    }
-}
+crate::error::backend_error!(
+    /// A ledger backend failure: its [`kind`](LedgerError::kind) and the backend's error.
+    LedgerError,
+    "ledger"
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::BackendErrorKind;
 
     #[test]
     fn a_backend_error_says_its_kind_and_the_backends_message() {

@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use crate::control::Controls;
-use crate::error::{BackendErrorKind, BoxError};
 use crate::ledger::Outcome;
 
 /// What the store remembers about one job (across the fleet, when the store is shared).
@@ -95,36 +94,11 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-/// A store backend failure: its [`kind`](StoreError::kind) and the backend's error.
-#[derive(Debug, thiserror::Error)]
-#[error("store: {source}")]
-pub struct StoreError {
-    kind: BackendErrorKind,
-    #[source]
-    source: BoxError,
-}
-
-impl StoreError {
-    /// An error of `kind` caused by `error`.
-    pub fn with_kind(kind: BackendErrorKind, error: impl Into<BoxError>) -> Self {
-        Self { kind, source: error.into() }
-    }
-
-    /// [`BackendErrorKind::Unavailable`]: the backend could not be asked or refused.
-    pub fn new(error: impl Into<BoxError>) -> Self {
-        Self::with_kind(BackendErrorKind::Unavailable, error)
-    }
-
-    /// [`BackendErrorKind::InvalidData`]: what the backend holds cannot be read.
-    pub fn invalid_data(error: impl Into<BoxError>) -> Self {
-        Self::with_kind(BackendErrorKind::InvalidData, error)
-    }
-
-    /// What went wrong.
-    pub fn kind(&self) -> BackendErrorKind {
-        self.kind
-    }
-}
+crate::error::backend_error!(
+    /// A store backend failure: its [`kind`](StoreError::kind) and the backend's error.
+    StoreError,
+    "store"
+);
 
 /// Merges a new state into a stored one with the rules of [`Store::save_state`]; `None`
 /// when the stored state must be kept as it is. For implementations.
