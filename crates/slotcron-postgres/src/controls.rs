@@ -73,15 +73,28 @@ impl PostgresControls {
 #[async_trait]
 impl Controls for PostgresControls {
     async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
-        self.set_paused_in_backend(job, at).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            match at {
+                Some(at) => self.instant(&self.pause, &[&job, &codec::timestamptz(at)?]).await,
+                None => self.instant(&self.resume, &[&job]).await,
+            }
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
-        self.paused_in_backend(job).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async { self.instant(&self.paused, &[&job]).await }.await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
-        self.paused_jobs_in_backend().await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let rows = self.database.query(&self.paused_jobs, &[]).await?;
+            rows.iter().map(|row| Ok((row.try_get(0)?, codec::instant(row.try_get(1)?)?))).collect()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn remember_request(
@@ -91,53 +104,24 @@ impl Controls for PostgresControls {
         trigger: Timestamp,
         ttl: Duration,
     ) -> Result<Option<Timestamp>, ControlsError> {
-        self.remember_request_in_backend(job, key, trigger, ttl).await.map_err(ControlsError::new)
-    }
-}
-
-/// The [`Controls`] methods with the backend's own errors (the trait's wrap them in
-/// [`ControlsError`]).
-impl PostgresControls {
-    async fn set_paused_in_backend(
-        &self,
-        job: &str,
-        at: Option<Timestamp>,
-    ) -> Result<Option<Timestamp>, BoxError> {
-        match at {
-            Some(at) => self.instant(&self.pause, &[&job, &codec::timestamptz(at)?]).await,
-            None => self.instant(&self.resume, &[&job]).await,
-        }
-    }
-
-    async fn paused_in_backend(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
-        self.instant(&self.paused, &[&job]).await
-    }
-
-    async fn paused_jobs_in_backend(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
-        let rows = self.database.query(&self.paused_jobs, &[]).await?;
-        rows.iter().map(|row| Ok((row.try_get(0)?, codec::instant(row.try_get(1)?)?))).collect()
-    }
-
-    async fn remember_request_in_backend(
-        &self,
-        job: &str,
-        key: &str,
-        trigger: Timestamp,
-        ttl: Duration,
-    ) -> Result<Option<Timestamp>, BoxError> {
-        let ttl_us = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
-        let inserted = self
-            .database
-            .query(&self.remember, &[&job, &key, &codec::timestamptz(trigger)?, &ttl_us])
-            .await?;
-        if !inserted.is_empty() {
-            return Ok(None);
-        }
-        match self.instant(&self.remembered, &[&job, &key]).await? {
-            Some(first) => Ok(Some(first)),
-            None => {
-                Err(format!("idempotency key {key:?} of job {job:?} expired while read: try again").into())
+        let answer: Result<_, BoxError> = async {
+            let ttl_us = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+            let inserted = self
+                .database
+                .query(&self.remember, &[&job, &key, &codec::timestamptz(trigger)?, &ttl_us])
+                .await?;
+            if !inserted.is_empty() {
+                return Ok(None);
+            }
+            match self.instant(&self.remembered, &[&job, &key]).await? {
+                Some(first) => Ok(Some(first)),
+                None => {
+                    Err(format!("idempotency key {key:?} of job {job:?} expired while read: try again")
+                        .into())
+                }
             }
         }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 }

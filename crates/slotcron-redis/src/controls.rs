@@ -40,15 +40,55 @@ fn instant(ms: i64) -> Result<Timestamp, BoxError> {
 #[async_trait]
 impl Controls for RedisCoordinator {
     async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
-        self.set_paused_in_backend(job, at).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let mut connection = self.connection.clone();
+            let key = self.keys.paused(job);
+            let index = self.keys.paused_index();
+            let before: Option<i64> = match at {
+                Some(at) => {
+                    // The instant of an earlier pause stays.
+                    let before = self.keep_first(&key, at.as_millisecond(), None).await?;
+                    let _: i64 = connection.sadd(&index, job).await?;
+                    before
+                }
+                None => {
+                    let before: Option<i64> =
+                        redis::cmd("GETDEL").arg(&key).query_async(&mut connection).await?;
+                    let _: i64 = connection.srem(&index, job).await?;
+                    before
+                }
+            };
+            before.map(instant).transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
-        self.paused_in_backend(job).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let value = self.connection.mget(&[&self.keys.paused(job)]).await?.pop().flatten();
+            value
+                .map(|ms| instant(ms.parse().map_err(|e| format!("pause of {job}: {ms:?}: {e}"))?))
+                .transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
-        self.paused_jobs_in_backend().await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let mut connection = self.connection.clone();
+            let jobs: Vec<String> = connection.smembers(self.keys.paused_index()).await?;
+            let mut paused = HashMap::with_capacity(jobs.len());
+            for job in jobs {
+                if let Some(at) = self.paused(&job).await? {
+                    paused.insert(job, at);
+                }
+            }
+            Ok(paused)
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn remember_request(
@@ -58,63 +98,12 @@ impl Controls for RedisCoordinator {
         trigger: Timestamp,
         ttl: Duration,
     ) -> Result<Option<Timestamp>, ControlsError> {
-        self.remember_request_in_backend(job, key, trigger, ttl).await.map_err(ControlsError::new)
-    }
-}
-
-/// The [`Controls`] methods with the backend's own errors (the trait's wrap them in
-/// [`ControlsError`]).
-impl RedisCoordinator {
-    async fn set_paused_in_backend(
-        &self,
-        job: &str,
-        at: Option<Timestamp>,
-    ) -> Result<Option<Timestamp>, BoxError> {
-        let mut connection = self.connection.clone();
-        let key = self.keys.paused(job);
-        let index = self.keys.paused_index();
-        let before: Option<i64> = match at {
-            Some(at) => {
-                // The instant of an earlier pause stays.
-                let before = self.keep_first(&key, at.as_millisecond(), None).await?;
-                let _: i64 = connection.sadd(&index, job).await?;
-                before
-            }
-            None => {
-                let before: Option<i64> = redis::cmd("GETDEL").arg(&key).query_async(&mut connection).await?;
-                let _: i64 = connection.srem(&index, job).await?;
-                before
-            }
-        };
-        before.map(instant).transpose()
-    }
-
-    async fn paused_in_backend(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
-        let value = self.connection.mget(&[&self.keys.paused(job)]).await?.pop().flatten();
-        value.map(|ms| instant(ms.parse().map_err(|e| format!("pause of {job}: {ms:?}: {e}"))?)).transpose()
-    }
-
-    async fn paused_jobs_in_backend(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
-        let mut connection = self.connection.clone();
-        let jobs: Vec<String> = connection.smembers(self.keys.paused_index()).await?;
-        let mut paused = HashMap::with_capacity(jobs.len());
-        for job in jobs {
-            if let Some(at) = self.paused_in_backend(&job).await? {
-                paused.insert(job, at);
-            }
+        let answer: Result<_, BoxError> = async {
+            let before =
+                self.keep_first(&self.keys.request(job, key), trigger.as_millisecond(), Some(ttl)).await?;
+            before.map(instant).transpose()
         }
-        Ok(paused)
-    }
-
-    async fn remember_request_in_backend(
-        &self,
-        job: &str,
-        key: &str,
-        trigger: Timestamp,
-        ttl: Duration,
-    ) -> Result<Option<Timestamp>, BoxError> {
-        let before =
-            self.keep_first(&self.keys.request(job, key), trigger.as_millisecond(), Some(ttl)).await?;
-        before.map(instant).transpose()
+        .await;
+        answer.map_err(ControlsError::new)
     }
 }

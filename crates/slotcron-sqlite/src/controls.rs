@@ -21,15 +21,52 @@ pub(crate) struct SqliteControls {
 #[async_trait]
 impl Controls for SqliteControls {
     async fn set_paused(&self, job: &str, at: Option<Timestamp>) -> Result<Option<Timestamp>, ControlsError> {
-        self.set_paused_in_backend(job, at).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let job = job.to_owned();
+            let before = self
+                .database
+                .call(move |c| {
+                    let before = c
+                        .prepare_cached("SELECT paused_us FROM job_pause WHERE job = ?1")?
+                        .query_row([&job], |row| row.get::<_, i64>(0))
+                        .optional()?;
+                    match at {
+                    Some(at) => c
+                        .prepare_cached(
+                            "INSERT INTO job_pause (job, paused_us) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                        )?
+                        .execute((&job, codec::micros(at)))?,
+                    None => c.prepare_cached("DELETE FROM job_pause WHERE job = ?1")?.execute([&job])?,
+                };
+                    Ok(before)
+                })
+                .await?;
+            before.map(codec::instant).transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {
-        self.paused_in_backend(job).await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async { Ok(self.paused_jobs().await?.remove(job)) }.await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn paused_jobs(&self) -> Result<HashMap<String, Timestamp>, ControlsError> {
-        self.paused_jobs_in_backend().await.map_err(ControlsError::new)
+        let answer: Result<_, BoxError> = async {
+            let rows = self
+                .database
+                .call(|c| {
+                    let mut statement = c.prepare_cached("SELECT job, paused_us FROM job_pause")?;
+                    let rows = statement
+                        .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
+                    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                })
+                .await?;
+            rows.into_iter().map(|(job, at)| Ok((job, codec::instant(at)?))).collect()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 
     async fn remember_request(
@@ -39,64 +76,7 @@ impl Controls for SqliteControls {
         trigger: Timestamp,
         ttl: Duration,
     ) -> Result<Option<Timestamp>, ControlsError> {
-        self.remember_request_in_backend(job, key, trigger, ttl).await.map_err(ControlsError::new)
-    }
-}
-
-/// The [`Controls`] methods with the backend's own errors (the trait's wrap them in
-/// [`ControlsError`]).
-impl SqliteControls {
-    async fn set_paused_in_backend(
-        &self,
-        job: &str,
-        at: Option<Timestamp>,
-    ) -> Result<Option<Timestamp>, BoxError> {
-        let job = job.to_owned();
-        let before = self
-            .database
-            .call(move |c| {
-                let before = c
-                    .prepare_cached("SELECT paused_us FROM job_pause WHERE job = ?1")?
-                    .query_row([&job], |row| row.get::<_, i64>(0))
-                    .optional()?;
-                match at {
-                    Some(at) => c
-                        .prepare_cached(
-                            "INSERT INTO job_pause (job, paused_us) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                        )?
-                        .execute((&job, codec::micros(at)))?,
-                    None => c.prepare_cached("DELETE FROM job_pause WHERE job = ?1")?.execute([&job])?,
-                };
-                Ok(before)
-            })
-            .await?;
-        before.map(codec::instant).transpose()
-    }
-
-    async fn paused_in_backend(&self, job: &str) -> Result<Option<Timestamp>, BoxError> {
-        Ok(self.paused_jobs_in_backend().await?.remove(job))
-    }
-
-    async fn paused_jobs_in_backend(&self) -> Result<HashMap<String, Timestamp>, BoxError> {
-        let rows = self
-            .database
-            .call(|c| {
-                let mut statement = c.prepare_cached("SELECT job, paused_us FROM job_pause")?;
-                let rows =
-                    statement.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-            .await?;
-        rows.into_iter().map(|(job, at)| Ok((job, codec::instant(at)?))).collect()
-    }
-
-    async fn remember_request_in_backend(
-        &self,
-        job: &str,
-        key: &str,
-        trigger: Timestamp,
-        ttl: Duration,
-    ) -> Result<Option<Timestamp>, BoxError> {
+        let answer: Result<_, BoxError> = async {
         let now = codec::micros(Timestamp::now());
         let expires = now.saturating_add(i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX));
         let (job, key) = (job.to_owned(), key.to_owned());
@@ -118,5 +98,8 @@ impl SqliteControls {
             })
             .await?;
         first.map(codec::instant).transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
     }
 }
