@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -742,6 +742,22 @@ WHERE a.job = b.job AND a.trigger_at = b.trigger_at AND a.instance = b.instance
   AND a.started_at = b.started_at AND a.id < b.id;
 ALTER TABLE {schema}.run_record ENABLE TRIGGER run_output_pruned;
 CREATE UNIQUE INDEX run_record_run ON {schema}.run_record (job, trigger_at, instance, started_at);
+";
+
+/// Each job's last success and last failure (the triggers), kept with its state so that
+/// pruning the ledger never loses them; filled from the ledger and the state.
+const V13: &str = "
+ALTER TABLE {schema}.job_state ADD COLUMN last_success timestamptz, ADD COLUMN last_failure timestamptz;
+UPDATE {schema}.job_state s SET
+    last_success = GREATEST(
+        (SELECT max(trigger_at) FROM {schema}.run_record r WHERE r.job = s.job AND r.outcome = 'succeeded'),
+        CASE WHEN s.last_outcome = 'succeeded' THEN s.last_trigger END
+    ),
+    last_failure = GREATEST(
+        (SELECT max(trigger_at) FROM {schema}.run_record r
+         WHERE r.job = s.job AND r.outcome IN ('failed', 'timed-out', 'panicked', 'interrupted')),
+        CASE WHEN s.last_outcome IN ('failed', 'timed-out', 'panicked', 'interrupted') THEN s.last_trigger END
+    );
 ";
 
 /// The newest schema version this release knows.

@@ -32,26 +32,40 @@ struct Sql {
 }
 
 /// [`slotcron::merge_job_state`]'s rules as one atomic upsert: an older trigger
-/// changes nothing, the same trigger without an outcome (or with a lost claim's) keeps
-/// the stored one, `one_shot_done` stays set.
+/// changes only the last success and failure, the same trigger without an outcome (or
+/// with a lost claim's) keeps the stored one, `one_shot_done` stays set, the last success
+/// and failure never move backwards (`GREATEST` ignores NULLs).
 const SAVE_STATE: &str = "
-INSERT INTO {schema}.job_state AS stored (job, last_trigger, last_outcome, one_shot_done)
-VALUES ($1, $2, $3, $4)
+INSERT INTO {schema}.job_state AS stored
+    (job, last_trigger, last_outcome, one_shot_done, last_success, last_failure)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (job) DO UPDATE SET
     last_outcome = CASE
+        WHEN EXCLUDED.last_trigger < stored.last_trigger THEN stored.last_outcome
         WHEN EXCLUDED.last_trigger = stored.last_trigger
             AND (EXCLUDED.last_outcome IS NULL OR EXCLUDED.last_outcome = 'skipped-lost')
         THEN stored.last_outcome ELSE EXCLUDED.last_outcome END,
-    one_shot_done = stored.one_shot_done OR EXCLUDED.one_shot_done,
-    last_trigger = EXCLUDED.last_trigger
-WHERE EXCLUDED.last_trigger >= stored.last_trigger";
+    one_shot_done = stored.one_shot_done
+        OR (EXCLUDED.one_shot_done AND EXCLUDED.last_trigger >= stored.last_trigger),
+    last_trigger = GREATEST(stored.last_trigger, EXCLUDED.last_trigger),
+    last_success = GREATEST(stored.last_success, EXCLUDED.last_success),
+    last_failure = GREATEST(stored.last_failure, EXCLUDED.last_failure)";
+
+/// Every job's state; a schema older than version 13 (read by a reader) has no last
+/// success or failure.
+const LOAD_STATES: &str = "SELECT job, last_trigger, last_outcome, one_shot_done, last_success, last_failure FROM {schema}.job_state";
+const LOAD_STATES_BEFORE_V13: &str = "SELECT job, last_trigger, last_outcome, one_shot_done, \
+    NULL::timestamptz, NULL::timestamptz FROM {schema}.job_state";
 
 impl PostgresStore {
     /// The store in `database`'s schema.
     pub fn new(database: PostgresDatabase) -> Self {
         let sql = Sql {
-            load_states: database
-                .sql("SELECT job, last_trigger, last_outcome, one_shot_done FROM {schema}.job_state"),
+            load_states: database.sql(if database.version() >= 13 {
+                LOAD_STATES
+            } else {
+                LOAD_STATES_BEFORE_V13
+            }),
             save_state: database.sql(SAVE_STATE),
             delete_state: database.sql("DELETE FROM {schema}.job_state WHERE job = $1"),
             load_definitions: database
@@ -87,6 +101,8 @@ impl Store for PostgresStore {
                         last_trigger: codec::instant(row.get(1))?,
                         last_outcome: row.get::<_, Option<&str>>(2).map(Outcome::from_name),
                         one_shot_done: row.get(3),
+                        last_success: row.get::<_, Option<SystemTime>>(4).map(codec::instant).transpose()?,
+                        last_failure: row.get::<_, Option<SystemTime>>(5).map(codec::instant).transpose()?,
                     })
                 };
                 let state = decode().map_err(|e| self.corrupt(format!("state of job {job:?}"), e))?;
@@ -99,8 +115,13 @@ impl Store for PostgresStore {
         let trigger: SystemTime =
             codec::timestamptz(state.last_trigger).map_err(|e| self.corrupt(format!("job {job:?}"), e))?;
         let outcome = state.last_outcome.map(Outcome::as_str);
+        let optional = |at: Option<slotcron::jiff::Timestamp>| at.map(codec::timestamptz).transpose();
+        let (success, failure) = optional(state.last_success)
+            .and_then(|success| Ok((success, optional(state.last_failure)?)))
+            .map_err(|e| self.corrupt(format!("job {job:?}"), e))?;
+        let done = &state.one_shot_done;
         self.database
-            .execute(&self.sql.save_state, &[&job, &trigger, &outcome, &state.one_shot_done])
+            .execute(&self.sql.save_state, &[&job, &trigger, &outcome, done, &success, &failure])
             .await
             .map_err(StoreError::new)?;
         Ok(())

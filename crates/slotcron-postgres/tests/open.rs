@@ -70,11 +70,7 @@ async fn state_survives_reopening_and_replicas_may_migrate_together() {
         for open in opens {
             databases.push(open.await.unwrap().unwrap());
         }
-        let state = JobState {
-            last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
-            last_outcome: Some(Outcome::Succeeded),
-            one_shot_done: true,
-        };
+        let state = JobState::of("2024-05-17T00:00:05Z".parse().unwrap(), Some(Outcome::Succeeded), true);
         PostgresStore::new(databases.pop().unwrap()).save_state("migrate", &state).await.unwrap();
         drop(databases);
         let reopened = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
@@ -89,18 +85,14 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         let database = schemas.open().await;
         let schema = schemas.names()[0].clone();
         let store = PostgresStore::new(database);
-        let state = JobState {
-            last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
-            last_outcome: None,
-            one_shot_done: false,
-        };
+        let state = JobState::of("2024-05-17T00:00:05Z".parse().unwrap(), None, false);
         store.save_state("tick", &state).await.unwrap();
         schemas.execute(&schema, "UPDATE {schema}.schema_version SET version = 99").await;
         let err = PostgresDatabase::open(&database_url(), &schema).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (12); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (13); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -130,12 +122,9 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 12);
-        let tick_state = JobState {
-            last_trigger: "2024-05-17T00:01:00Z".parse().unwrap(),
-            last_outcome: Some(Outcome::Succeeded),
-            one_shot_done: false,
-        };
+        assert_eq!(schemas.scalar(&schema, version).await, 13);
+        let tick_state =
+            JobState::of("2024-05-17T00:01:00Z".parse().unwrap(), Some(Outcome::Succeeded), false);
         assert_eq!(PostgresStore::new(database.clone()).load_states().await.unwrap()["tick"], tick_state);
         let ledger = PostgresLedger::new(database.clone(), Default::default());
         let runs =
@@ -173,6 +162,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
             .execute(
                 &schema,
                 "DROP INDEX {schema}.run_record_run;
+                 ALTER TABLE {schema}.job_state DROP COLUMN last_success, DROP COLUMN last_failure;
                  UPDATE {schema}.schema_version SET version = 11;
                  INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, started_at, duration_us, error)
                  VALUES ('tick', '2024-05-17T00:01:00Z', 'r1', 'running', '2024-05-17T00:01:00Z', 0, NULL),
@@ -186,7 +176,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
         let version = "SELECT version::bigint FROM {schema}.schema_version";
-        assert_eq!(schemas.scalar(&schema, version).await, 12);
+        assert_eq!(schemas.scalar(&schema, version).await, 13);
         let records = "SELECT count(*) FROM {schema}.run_record";
         assert_eq!(schemas.scalar(&schema, records).await, 2, "one record per run");
         let ledger = PostgresLedger::new(database, Default::default());

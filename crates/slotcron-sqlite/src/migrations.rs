@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -102,6 +102,30 @@ CREATE TABLE manual_request (
     expires_us  INTEGER NOT NULL,
     PRIMARY KEY (job, request_key)
 ) STRICT, WITHOUT ROWID;
+";
+
+/// Each job's last success and last failure (the triggers), kept with its state so that
+/// pruning the ledger never loses them; filled from the ledger and the state.
+const V6: &str = "
+ALTER TABLE job_state ADD COLUMN last_success_us INTEGER;
+ALTER TABLE job_state ADD COLUMN last_failure_us INTEGER;
+UPDATE job_state SET
+    last_success_us = (
+        SELECT max(t) FROM (
+            SELECT trigger_us AS t FROM run_record
+            WHERE run_record.job = job_state.job AND outcome = 'succeeded'
+            UNION ALL SELECT job_state.last_trigger_us WHERE job_state.last_outcome = 'succeeded'
+        )
+    ),
+    last_failure_us = (
+        SELECT max(t) FROM (
+            SELECT trigger_us AS t FROM run_record
+            WHERE run_record.job = job_state.job
+                AND outcome IN ('failed', 'timed-out', 'panicked', 'interrupted')
+            UNION ALL SELECT job_state.last_trigger_us
+            WHERE job_state.last_outcome IN ('failed', 'timed-out', 'panicked', 'interrupted')
+        )
+    );
 ";
 
 /// The newest schema version this release knows.

@@ -23,46 +23,55 @@ impl SqliteStore {
     }
 }
 
-/// [`slotcron::merge_job_state`]'s rules as one upsert: an older trigger changes
-/// nothing, the same trigger without an outcome (or with a lost claim's) keeps the stored
-/// one, `one_shot_done` stays set.
+/// [`slotcron::merge_job_state`]'s rules as one upsert: an older trigger changes only
+/// the last success and failure, the same trigger without an outcome (or with a lost
+/// claim's) keeps the stored one, `one_shot_done` stays set, the last success and
+/// failure never move backwards (SQLite's two-argument `max` is NULL if either is).
 const SAVE_STATE: &str = "
-INSERT INTO job_state (job, last_trigger_us, last_outcome, one_shot_done) VALUES (?1, ?2, ?3, ?4)
+INSERT INTO job_state (job, last_trigger_us, last_outcome, one_shot_done, last_success_us, last_failure_us)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (job) DO UPDATE SET
     last_outcome = CASE
+        WHEN excluded.last_trigger_us < last_trigger_us THEN last_outcome
         WHEN excluded.last_trigger_us = last_trigger_us
             AND (excluded.last_outcome IS NULL OR excluded.last_outcome = 'skipped-lost')
         THEN last_outcome ELSE excluded.last_outcome END,
-    one_shot_done = one_shot_done OR excluded.one_shot_done,
-    last_trigger_us = excluded.last_trigger_us
-WHERE excluded.last_trigger_us >= last_trigger_us";
+    one_shot_done = one_shot_done OR (excluded.one_shot_done AND excluded.last_trigger_us >= last_trigger_us),
+    last_trigger_us = max(last_trigger_us, excluded.last_trigger_us),
+    last_success_us = coalesce(max(last_success_us, excluded.last_success_us), last_success_us, excluded.last_success_us),
+    last_failure_us = coalesce(max(last_failure_us, excluded.last_failure_us), last_failure_us, excluded.last_failure_us)";
+
+/// Every job's state; a file older than schema version 6 (read by a reader) has no last
+/// success or failure.
+const LOAD_STATES: &str = "SELECT job, last_trigger_us, last_outcome, one_shot_done, last_success_us, last_failure_us FROM job_state";
+const LOAD_STATES_BEFORE_V6: &str =
+    "SELECT job, last_trigger_us, last_outcome, one_shot_done, NULL, NULL FROM job_state";
+
+/// A `job_state` row: job, last trigger, outcome, done, last success, last failure.
+type StateRow = (String, i64, Option<String>, bool, Option<i64>, Option<i64>);
 
 #[async_trait]
 impl Store for SqliteStore {
     async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError> {
+        let sql = if self.database.version() >= 6 { LOAD_STATES } else { LOAD_STATES_BEFORE_V6 };
         let rows = self
             .database
-            .call(|c| {
-                let mut statement = c.prepare_cached(
-                    "SELECT job, last_trigger_us, last_outcome, one_shot_done FROM job_state",
-                )?;
+            .call(move |c| {
+                let mut statement = c.prepare_cached(sql)?;
                 let rows = statement.query_map([], |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Option<String>>(2)?,
-                        row.get::<_, bool>(3)?,
-                    ))
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
                 })?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                Ok(rows.collect::<Result<Vec<StateRow>, _>>()?)
             })
             .await
             .map_err(StoreError::new)?;
-        let state = |(job, trigger, outcome, done): (String, i64, Option<String>, bool)| {
+        let state = |(job, trigger, outcome, done, success, failure): StateRow| {
             let state = JobState {
                 last_trigger: codec::instant(trigger)?,
                 last_outcome: outcome.map(|name| Outcome::from_name(&name)),
                 one_shot_done: done,
+                last_success: success.map(codec::instant).transpose()?,
+                last_failure: failure.map(codec::instant).transpose()?,
             };
             Ok((job, state))
         };
@@ -78,6 +87,8 @@ impl Store for SqliteStore {
             codec::micros(state.last_trigger),
             state.last_outcome.map(|o| o.as_str()),
             state.one_shot_done,
+            state.last_success.map(codec::micros),
+            state.last_failure.map(codec::micros),
         );
         self.database
             .call(move |c| {

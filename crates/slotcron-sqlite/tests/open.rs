@@ -26,11 +26,7 @@ async fn refused(path: &Path) -> String {
 async fn state_and_history_survive_reopening_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
-    let state = JobState {
-        last_trigger: "2024-05-17T00:00:05Z".parse().unwrap(),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: true,
-    };
+    let state = JobState::of("2024-05-17T00:00:05Z".parse().unwrap(), Some(Outcome::Succeeded), true);
     {
         let database = SqliteDatabase::open(&url(&path)).await.unwrap();
         SqliteStore::new(database.clone()).save_state("migrate", &state).await.unwrap();
@@ -52,7 +48,7 @@ async fn a_new_file_is_a_versioned_slotcron_database_in_wal_mode() {
     let pragma =
         |name: &str| raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0));
     assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
-    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(5));
+    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(6));
     assert_eq!(pragma("application_id").unwrap(), rusqlite::types::Value::Integer(0x534c_4f54));
 }
 
@@ -117,12 +113,12 @@ async fn a_file_of_a_newer_release_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     drop(SqliteDatabase::open(&url(&path)).await.unwrap());
-    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 6).unwrap();
+    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 7).unwrap();
     let message = refused(&path).await;
     assert_eq!(
         message,
         format!(
-            "{}: schema version 6 is newer than this release knows (5); upgrade slotcron to use this database",
+            "{}: schema version 7 is newer than this release knows (6); upgrade slotcron to use this database",
             url(&path)
         )
     );

@@ -33,9 +33,5 @@ pub fn succeeded_run(job: &str, trigger: &str) -> RunRecord {
 /// # Panics
 /// `trigger` is not an RFC 3339 instant.
 pub fn succeeded_state(trigger: &str) -> JobState {
-    JobState {
-        last_trigger: trigger.parse().expect("an RFC 3339 test instant"),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: false,
-    }
+    JobState::of(trigger.parse().expect("an RFC 3339 test instant"), Some(Outcome::Succeeded), false)
 }

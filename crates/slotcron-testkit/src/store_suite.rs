@@ -21,8 +21,10 @@ fn ts(s: &str) -> Timestamp {
     s.parse().expect("a valid test instant")
 }
 
+/// A state as the engine saves it: its last success or failure is its trigger when its
+/// outcome is one.
 fn state(at: &str, outcome: Option<Outcome>, one_shot_done: bool) -> JobState {
-    JobState { last_trigger: ts(at), last_outcome: outcome, one_shot_done }
+    JobState::of(ts(at), outcome, one_shot_done)
 }
 
 /// A new store has no state and no definitions.
@@ -70,13 +72,26 @@ pub async fn state_merge_rules(store: &dyn Store) {
     store.save_state("a", &state("2024-01-01T00:01:00Z", Some(Outcome::SkippedLost), false)).await.unwrap();
     assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
 
-    // An older trigger is ignored.
+    // An older trigger leaves the trigger and outcome; its failure is the last one.
     store.save_state("a", &state("2024-01-01T00:00:00Z", Some(Outcome::Failed), false)).await.unwrap();
-    assert_eq!(load("a").await, Some(state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true)));
+    let kept = state("2024-01-01T00:01:00Z", Some(Outcome::Succeeded), true);
+    let with_failure = JobState { last_failure: Some(ts("2024-01-01T00:00:00Z")), ..kept.clone() };
+    assert_eq!(load("a").await, Some(with_failure.clone()));
 
-    // A newer trigger replaces the state, but `one_shot_done` stays set.
+    // A newer trigger replaces the state, but `one_shot_done` stays set, and so do the
+    // last success and failure.
     store.save_state("a", &state("2024-01-01T00:02:00Z", None, false)).await.unwrap();
-    assert_eq!(load("a").await, Some(state("2024-01-01T00:02:00Z", None, true)));
+    let newer = JobState { one_shot_done: true, ..with_failure.clone() };
+    let newer = JobState { last_trigger: ts("2024-01-01T00:02:00Z"), last_outcome: None, ..newer };
+    assert_eq!(load("a").await, Some(newer.clone()));
+
+    // Neither moves backwards, whatever the trigger of the state saved.
+    let older_success = JobState { last_success: Some(ts("2023-12-31T00:00:00Z")), ..newer.clone() };
+    store.save_state("a", &older_success).await.unwrap();
+    assert_eq!(load("a").await, Some(newer.clone()));
+    store.save_state("a", &state("2024-01-01T00:01:30Z", Some(Outcome::Succeeded), false)).await.unwrap();
+    let success = JobState { last_success: Some(ts("2024-01-01T00:01:30Z")), ..newer };
+    assert_eq!(load("a").await, Some(success), "a long run of an older trigger succeeded");
 
     // Other jobs are untouched.
     assert_eq!(load("b").await, Some(state("2024-01-01T00:05:00Z", Some(Outcome::Failed), false)));

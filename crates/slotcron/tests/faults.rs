@@ -41,7 +41,7 @@ fn fleet(start: Timestamp) -> (Fleet, Arc<dyn Coordinator>) {
 /// downtime).
 async fn store_last_handled(at: &str) -> Arc<MemoryStore> {
     let store = Arc::new(MemoryStore::new());
-    let state = JobState { last_trigger: ts(at), last_outcome: None, one_shot_done: false };
+    let state = JobState::of(ts(at), None, false);
     store.save_state("tick", &state).await.unwrap();
     store
 }

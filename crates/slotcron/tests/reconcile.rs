@@ -320,11 +320,7 @@ async fn remove_and_cancel_fires_the_runs_token() {
 async fn a_trigger_already_due_and_waiting_does_not_start_once_its_job_is_removed() {
     // Three missed triggers come due at once (run_all); the first run removes its job.
     let store = Arc::new(MemoryStore::new());
-    let last = JobState {
-        last_trigger: ts("2024-05-17T00:00:00Z"),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: false,
-    };
+    let last = JobState::of(ts("2024-05-17T00:00:00Z"), Some(Outcome::Succeeded), false);
     store.save_state("burst", &last).await.unwrap();
     let mut h = Harness::with("2024-05-17T00:03:30Z", |b| b.store(store.clone()));
     let scheduler = h.scheduler.clone();

@@ -166,7 +166,7 @@ async fn the_stale_sweep_makes_the_interrupted_runs_job_state_say_so() {
         .unwrap();
     // The state a daemon leaves when it dies during a run: the trigger taken, no outcome.
     let store = Arc::new(MemoryStore::new());
-    let started = JobState { last_trigger: trigger, last_outcome: None, one_shot_done: false };
+    let started = JobState::of(trigger, None, false);
     store.save_state("migrate", &started).await.unwrap();
     store.save_state("other", &started).await.unwrap();
     let scheduler = Scheduler::builder().ledger(ledger.clone()).store(store.clone()).instance("new").build();
@@ -185,7 +185,9 @@ async fn the_stale_sweep_makes_the_interrupted_runs_job_state_say_so() {
         .unwrap();
     assert_eq!(last("migrate"), Some(Outcome::Interrupted), "as the ledger says");
     let states = store.load_states().await.unwrap();
-    assert_eq!(states["migrate"], JobState { last_outcome: Some(Outcome::Interrupted), ..started.clone() });
+    let interrupted =
+        JobState { last_outcome: Some(Outcome::Interrupted), last_failure: Some(trigger), ..started.clone() };
+    assert_eq!(states["migrate"], interrupted);
     assert_eq!(states["other"], started, "a job without an interrupted run keeps its state");
     assert_eq!(last("other"), None);
 }

@@ -195,11 +195,7 @@ async fn a_replica_back_in_a_fleet_records_the_triggers_the_fleet_ran_as_lost_no
     }
     // This replica last handled 00:00:02, then was down.
     let store = Arc::new(MemoryStore::new());
-    let last = JobState {
-        last_trigger: ts("2024-05-17T00:00:02Z"),
-        last_outcome: Some(Outcome::Succeeded),
-        one_shot_done: false,
-    };
+    let last = JobState::of(ts("2024-05-17T00:00:02Z"), Some(Outcome::Succeeded), false);
     store.save_state("tick", &last).await.unwrap();
     let tick = || Job::builder("tick").every(Duration::from_secs(2)).handler(ok).build().unwrap();
     let back = |at: &str, shared: Arc<dyn Coordinator>| {

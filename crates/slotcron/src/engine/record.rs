@@ -114,7 +114,7 @@ impl Shared {
         if !self.persist_state || job.removed.load(Ordering::SeqCst) {
             return None;
         }
-        Some(JobState { last_trigger: trigger, last_outcome: outcome, one_shot_done: job.kind.is_one_shot() })
+        Some(JobState::of(trigger, outcome, job.kind.is_one_shot()))
     }
 }
 

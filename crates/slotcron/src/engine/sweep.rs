@@ -163,7 +163,11 @@ impl Scheduler {
             if state.last_trigger != record.trigger || state.last_outcome.is_some() {
                 continue;
             }
-            let state = JobState { last_outcome: Some(Outcome::Interrupted), ..state.clone() };
+            let state = JobState {
+                last_outcome: Some(Outcome::Interrupted),
+                last_failure: state.last_failure.max(Some(record.trigger)),
+                ..state.clone()
+            };
             match shared.store.save_state(&record.job, &state).await {
                 Ok(()) => shared.table().set_state(&record.job, state),
                 Err(e) => tracing::warn!(job = %record.job, "the interrupted run's job state stays: {e}"),

@@ -184,7 +184,7 @@ impl Table {
         } else if let Some(last) = entry.last {
             // Taken in this process: the stored state says so too, but what the table
             // read at start does not.
-            let done = JobState { last_trigger: last, last_outcome: None, one_shot_done: true };
+            let done = JobState::of(last, None, true);
             let state = self.states.entry(name.to_owned()).or_insert_with(|| done.clone());
             if state.last_trigger < last || !state.one_shot_done {
                 *state = done;

@@ -101,6 +101,13 @@ impl Outcome {
         name.parse().unwrap_or_else(|_| Self::Other(UnknownName::new(name)))
     }
 
+    /// Whether this is a failed run: the handler failed, timed out or panicked, or its
+    /// run never ended (`interrupted`). Skips, misses and `aborted` (stopped by a
+    /// shutdown) are not failures; neither is an outcome of another release.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::TimedOut | Self::Panicked | Self::Interrupted)
+    }
+
     /// Whether the handler ran (whatever its result), or is running. An outcome of
     /// another release counts as not run.
     pub fn ran(self) -> bool {

@@ -27,6 +27,29 @@ pub struct JobState {
     /// A one-shot (`at`, `after`) that was claimed: an `after` job never runs again, an
     /// `at` job not for an instant at or before `last_trigger` (moved later, it runs).
     pub one_shot_done: bool,
+    /// The trigger of the job's newest successful run; `None`: none stored. Never moves
+    /// backwards, and a state saved for an older trigger still updates it (a long run
+    /// may end after a later trigger's state was saved).
+    pub last_success: Option<Timestamp>,
+    /// The trigger of the job's newest failed run ([`Outcome::is_failure`]); `None`:
+    /// none stored. Kept as [`JobState::last_success`] is.
+    pub last_failure: Option<Timestamp>,
+}
+
+impl JobState {
+    /// The state of a job whose newest trigger handled is `last_trigger`, which ended
+    /// as `last_outcome` (`None`: running): its last success or failure is that trigger
+    /// when the outcome is one.
+    pub fn of(last_trigger: Timestamp, last_outcome: Option<Outcome>, one_shot_done: bool) -> Self {
+        let when = |yes: bool| yes.then_some(last_trigger);
+        Self {
+            last_trigger,
+            last_outcome,
+            one_shot_done,
+            last_success: when(last_outcome == Some(Outcome::Succeeded)),
+            last_failure: when(last_outcome.is_some_and(Outcome::is_failure)),
+        }
+    }
 }
 
 /// Durable job state and definitions.
@@ -42,9 +65,11 @@ pub trait Store: Send + Sync + 'static {
     async fn load_states(&self) -> Result<HashMap<String, JobState>, StoreError>;
 
     /// Records a job's state. Never moves `last_trigger` backwards: a state older than
-    /// the stored one is ignored, one for the same trigger updates the outcome (except a
-    /// `skipped-lost`, which never replaces what the winner stored), and `one_shot_done`
-    /// once set stays set.
+    /// the stored one leaves it and the outcome as they are, one for the same trigger
+    /// updates the outcome (except a `skipped-lost`, which never replaces what the winner
+    /// stored), and `one_shot_done` once set stays set. `last_success` and
+    /// `last_failure` each keep the later of the stored and the new one, whatever the
+    /// trigger.
     ///
     /// # Errors
     /// The backend failed.
@@ -104,18 +129,22 @@ crate::error::backend_error!(
 /// when the stored state must be kept as it is. For implementations.
 pub fn merge_job_state(stored: Option<&JobState>, new: &JobState) -> Option<JobState> {
     let Some(stored) = stored else { return Some(new.clone()) };
-    if new.last_trigger < stored.last_trigger {
-        return None;
-    }
+    let mut merged = stored.clone();
+    merged.last_success = stored.last_success.max(new.last_success);
+    merged.last_failure = stored.last_failure.max(new.last_failure);
     // In a shared store the replicas that lost a trigger report it too; the winner's
     // state (running, or its outcome) stands.
-    if new.last_trigger == stored.last_trigger && new.last_outcome == Some(Outcome::SkippedLost) {
-        return None;
+    let same = new.last_trigger == stored.last_trigger;
+    let takes_trigger =
+        new.last_trigger > stored.last_trigger || (same && new.last_outcome != Some(Outcome::SkippedLost));
+    if new.last_trigger >= stored.last_trigger {
+        merged.one_shot_done |= new.one_shot_done;
     }
-    let mut merged = new.clone();
-    merged.one_shot_done |= stored.one_shot_done;
-    if new.last_trigger == stored.last_trigger && new.last_outcome.is_none() {
-        merged.last_outcome = stored.last_outcome;
+    if takes_trigger {
+        merged.last_trigger = new.last_trigger;
+        if !same || new.last_outcome.is_some() {
+            merged.last_outcome = new.last_outcome;
+        }
     }
     (merged != *stored).then_some(merged)
 }
@@ -125,7 +154,11 @@ mod tests {
     use super::*;
 
     fn state(at: &str, outcome: Option<Outcome>, done: bool) -> JobState {
-        JobState { last_trigger: at.parse().unwrap(), last_outcome: outcome, one_shot_done: done }
+        JobState {
+            last_success: None,
+            last_failure: None,
+            ..JobState::of(at.parse().unwrap(), outcome, done)
+        }
     }
 
     #[test]
@@ -154,5 +187,22 @@ mod tests {
             merge_job_state(Some(&running), &state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false)),
             Some(state("2024-01-01T00:02:00Z", Some(Outcome::Failed), false))
         );
+    }
+
+    #[test]
+    fn the_last_success_and_failure_never_move_backwards_whatever_the_trigger() {
+        let at = |t: &str| t.parse::<Timestamp>().unwrap();
+        let stored = JobState::of(at("2024-01-01T00:02:00Z"), None, false);
+        // A long run of an older trigger ends after the newer trigger started.
+        let old_success = JobState::of(at("2024-01-01T00:01:00Z"), Some(Outcome::Succeeded), false);
+        let merged = merge_job_state(Some(&stored), &old_success).unwrap();
+        assert_eq!((merged.last_trigger, merged.last_outcome), (stored.last_trigger, None));
+        assert_eq!(merged.last_success, Some(at("2024-01-01T00:01:00Z")));
+        let failed = JobState::of(at("2024-01-01T00:02:00Z"), Some(Outcome::TimedOut), false);
+        let merged = merge_job_state(Some(&merged), &failed).unwrap();
+        assert_eq!(merged.last_outcome, Some(Outcome::TimedOut));
+        assert_eq!(merged.last_success, Some(at("2024-01-01T00:01:00Z")), "kept");
+        assert_eq!(merged.last_failure, Some(at("2024-01-01T00:02:00Z")));
+        assert_eq!(merge_job_state(Some(&merged), &old_success), None, "nothing newer");
     }
 }
