@@ -1,13 +1,4 @@
-//! A PostgreSQL server of a test's own: `initdb` into a temporary directory, then
-//! `postgres` on a free port of 127.0.0.1 (no Unix socket), trusting every local login as
-//! `postgres`, with whatever files and settings the test gives it (a certificate and key
-//! for `ssl = on`, say). It is stopped (a fast shutdown) and its directory removed when
-//! the value is dropped.
-//!
-//! `initdb` is found on `PATH`, else in the newest `/usr/lib/postgresql/N/bin` (Debian's
-//! layout, where it is not on `PATH`); `postgres` is the one beside it. `initdb` and `postgres` refuse to
-//! run as root: as root, they run as the `postgres` user (which Debian's package makes),
-//! and the directory is given to that user.
+//! [`PostgresServer`]: a PostgreSQL server of a test's own.
 
 use std::fs::File;
 use std::os::unix::fs::{PermissionsExt, chown};
@@ -26,7 +17,16 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// What the server logs once it accepts connections.
 const READY: &str = "database system is ready to accept connections";
 
-/// A running PostgreSQL server; see the [module](self).
+/// A PostgreSQL server of a test's own: `initdb` into a temporary directory, then
+/// `postgres` on a free port of 127.0.0.1 (no Unix socket), trusting every local login as
+/// `postgres`, with whatever files and settings the test gives it (a certificate and key
+/// for `ssl = on`, say). It is stopped (a fast shutdown) and its directory removed when
+/// the value is dropped.
+///
+/// `initdb` is found on `PATH`, else in the newest `/usr/lib/postgresql/N/bin` (Debian's
+/// layout, where it is not on `PATH`); `postgres` is the one beside it. Both refuse to run
+/// as root: as root, they run as the `postgres` user (which Debian's package makes), and
+/// the directory is given to that user.
 #[derive(Debug)]
 pub struct PostgresServer {
     child: Child,
