@@ -32,6 +32,8 @@ struct Inner {
     quoted_schema: String,
     /// The schema's version, once migrated or checked.
     version: OnceLock<i32>,
+    /// The URL's TLS, which words a refused server certificate.
+    tls: Tls,
 }
 
 impl std::fmt::Debug for PostgresDatabase {
@@ -68,11 +70,20 @@ impl PostgresDatabase {
     /// PEM file `sslrootcert=PATH`, else the system's root certificates. (`allow`, and
     /// libpq's default `~/.postgresql/root.crt`, are not supported.)
     ///
+    /// A self-signed server certificate that is itself in `sslrootcert` (byte for byte) is
+    /// trusted, as libpq trusts it — the setup of the PostgreSQL manual's "Creating
+    /// Certificates", whose `server.crt` is copied to the client as its root certificate —
+    /// with its validity period checked, and under `verify-full` the host against its
+    /// subject alternative names (not its common name, which libpq falls back to when
+    /// there is no DNS name among them).
+    ///
     /// # Errors
     /// [`OpenError`]: a malformed URL or schema name, an unknown `sslmode`, an unreadable
     /// `sslrootcert`, an unreachable server, a certificate that does not verify (the
-    /// reason follows the URL), a refused login, or a schema written by a newer release
-    /// (left untouched). Messages name the URL without its password.
+    /// reason follows the URL: not signed by, nor one of, the certificates of the
+    /// `sslrootcert` named; not naming the host named; expired), a refused login, or a
+    /// schema written by a newer release (left untouched). Messages name the URL without
+    /// its password.
     pub async fn open(url: &str, schema: &str) -> Result<Self, OpenError> {
         let (database, mut client) = Self::connect(url, schema, false).await?;
         migrations::migrate(&mut client, &database, schema).await?;
@@ -140,7 +151,7 @@ impl PostgresDatabase {
         let client = pool.get().await.map_err(|e| OpenError::Server {
             url: redacted.clone(),
             action: "connect".to_owned(),
-            cause: pool_error(&e),
+            cause: pool_error(&e, &tls),
         })?;
         let database = Self {
             inner: Arc::new(Inner {
@@ -148,6 +159,7 @@ impl PostgresDatabase {
                 url: redacted,
                 quoted_schema: format!("\"{schema}\""),
                 version: OnceLock::new(),
+                tls,
             }),
         };
         Ok((database, client))
@@ -226,7 +238,7 @@ impl PostgresDatabase {
             .pool
             .get()
             .await
-            .map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e) })
+            .map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e, &self.inner.tls) })
     }
 
     fn error(&self, error: &tokio_postgres::Error) -> DbError {
@@ -283,9 +295,10 @@ fn valid_schema(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-fn pool_error(error: &PoolError) -> String {
+/// Why no connection could be had; a refused server certificate in the words of `tls`.
+fn pool_error(error: &PoolError, tls: &Tls) -> String {
     match error {
-        PoolError::Backend(e) => error_chain(e),
+        PoolError::Backend(e) => tls.explain(e).unwrap_or_else(|| error_chain(e)),
         PoolError::Timeout(_) => {
             format!("no connection within {:?}", PostgresDatabase::CONNECT_TIMEOUT)
         }

@@ -51,6 +51,9 @@
 //!
 //! A networked coordinator's lost-reply tests put a [`FaultProxy`] between it and its real
 //! server, to lose a reply on purpose.
+//!
+//! Tests that need a PostgreSQL server configured their own way (TLS with a certificate
+//! of the test's making) start a [`PostgresServer`] of their own.
 
 pub mod fixtures;
 pub mod fleet_bench;
@@ -69,6 +72,7 @@ mod lease_suite;
 mod ledger;
 mod link;
 mod ownership_suite;
+mod postgres_server;
 mod proxy;
 mod replica;
 mod restart;
@@ -96,6 +100,7 @@ pub use ownership_suite::{
     a_slow_owner_that_marked_its_instant_is_not_taken_over, an_owner_at_its_concurrency_cap_is_taken_over,
     an_owner_that_cannot_claim_is_taken_over, membership_contract,
 };
+pub use postgres_server::PostgresServer;
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;
