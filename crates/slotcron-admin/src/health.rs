@@ -34,7 +34,10 @@ pub(crate) async fn readyz(State(state): State<AdminState>) -> Response {
     };
     let mut problems = Vec::new();
     if !reachable.coordinator {
-        problems.push("the coordinator failed the last claim".to_owned());
+        problems.push(match &reachable.coordinator_error {
+            Some(error) => format!("the coordinator failed the last claim: {error}"),
+            None => "the coordinator failed the last claim".to_owned(),
+        });
     }
     if let Some(read) = read {
         problems.push(read);
@@ -53,7 +56,7 @@ pub(crate) async fn readyz(State(state): State<AdminState>) -> Response {
 pub(crate) async fn metrics(State(state): State<AdminState>) -> Response {
     match &state.metrics {
         Some(render) => {
-            state.scheduler.flush_metrics();
+            state.scheduler.refresh_metrics().await;
             (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render())
                 .into_response()
         }

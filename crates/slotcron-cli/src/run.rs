@@ -57,6 +57,8 @@ pub struct Settings {
     pub admin: Option<AdminSettings>,
     /// Whether metrics carry a `job` label (`--metrics-per-job`).
     pub metrics_per_job: bool,
+    /// Whether each job has its own histograms (`--metrics-per-job-histograms`).
+    pub metrics_per_job_histograms: bool,
 }
 
 /// How the daemons of a fleet share the work: each trigger's owner claims it at once, the
@@ -143,6 +145,7 @@ impl Settings {
         Ok(Self {
             admin,
             metrics_per_job: args.metrics_per_job,
+            metrics_per_job_histograms: args.metrics_per_job_histograms,
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
             redis,
@@ -236,7 +239,8 @@ impl Settings {
             .membership_ttl(self.fleet.membership_ttl.0)
             // Without the admin server no recorder is installed: nothing to count.
             .metrics(self.admin.is_some())
-            .metrics_per_job(self.metrics_per_job);
+            .metrics_per_job(self.metrics_per_job)
+            .metrics_per_job_histograms(self.metrics_per_job_histograms);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
             None => builder,

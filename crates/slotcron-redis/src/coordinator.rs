@@ -182,11 +182,7 @@ impl Latch {
         }
         connection.invoke::<T>(&script).await.map_err(|e| {
             let what = format!("{op} of the claims ahead at {}: {e}", self.key);
-            if outcome_unknown(&e) {
-                CoordinatorError::outcome_unknown(what)
-            } else {
-                CoordinatorError::unavailable(what)
-            }
+            if outcome_unknown(&e) { CoordinatorError::outcome_unknown(what) } else { call_failed(what, &e) }
         })
     }
 }
@@ -354,6 +350,18 @@ impl RedisCoordinator {
         let asked: Vec<&str> = pending.iter().map(|&i| keys[i]).collect();
         let values = self.connection.mget(&asked).await?;
         Ok(pending.iter().zip(values).map(|(&i, value)| holder(value.as_deref(), &tokens[i])).collect())
+    }
+}
+
+/// A call that failed with `error`, described by `what`: the coordinator's error, of kind
+/// `unauthorized` when Redis refused the credentials (`NOAUTH`, `WRONGPASS`, `NOPERM`, or a
+/// reconnection's `AUTH` failing), else `unavailable`.
+pub(crate) fn call_failed(what: String, error: &RedisError) -> CoordinatorError {
+    let refused = error.kind() == ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
+    match refused {
+        true => CoordinatorError::new(CoordinatorErrorKind::Unauthorized, what),
+        false => CoordinatorError::unavailable(what),
     }
 }
 
@@ -584,7 +592,7 @@ impl Coordinator for RedisCoordinator {
         let (seconds, micros): (i64, i64) = redis::cmd("TIME")
             .query_async(&mut connection)
             .await
-            .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
+            .map_err(|e| call_failed(format!("TIME: {e}"), &e))?;
         let time = Timestamp::from_microsecond(seconds.saturating_mul(1_000_000).saturating_add(micros))
             .map_err(|e| CoordinatorError::unavailable(format!("TIME: {e}")))?;
         Ok(Some(time))
@@ -601,7 +609,7 @@ impl Coordinator for RedisCoordinator {
             .connection
             .invoke::<Vec<String>>(&script)
             .await
-            .map_err(|e| CoordinatorError::unavailable(format!("membership heartbeat: {e}")))?;
+            .map_err(|e| call_failed(format!("membership heartbeat: {e}"), &e))?;
         Ok(Some(members))
     }
 

@@ -159,13 +159,17 @@
 //! [`TRIGGER_LATENESS_SECONDS`], [`CLAIMS_TOTAL`], [`CLAIM_DURATION_SECONDS`],
 //! [`RUNNING_RUNS`], [`TAKEOVERS_TOTAL`], [`TAKEOVER_FOUND_CLAIMED_TOTAL`],
 //! [`FLEET_MEMBERS`], [`JOB_LAST_SUCCESS_TIMESTAMP_SECONDS`],
-//! [`JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS`], [`CONFIG_LAST_RELOAD_SUCCESSFUL`] and
+//! [`JOB_LAST_FAILURE_TIMESTAMP_SECONDS`], [`JOB_PAUSED`], [`JOB_RUN_DURATION_SECONDS`],
+//! [`JOB_TRIGGER_LATENESS_SECONDS`], [`BUILD_INFO`], [`BACKEND_ERRORS_TOTAL`],
+//! [`LEDGER_QUEUED_WRITES`], [`LEDGER_BACKPRESSURE_TOTAL`], [`CONFIG_LAST_RELOAD_SUCCESSFUL`] and
 //! [`CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS`]; [`describe_metrics`] gives the
 //! recorder their units and help texts. A run counts locally; the engine hands what was
 //! counted to the recorder [`METRICS_FLUSH_EVERY`] after activity, when
 //! [`Scheduler::run`] ends and at [`Scheduler::flush_metrics`]. Histograms use the
-//! [`METRIC_BUCKETS`] buckets; per-job labels can be turned off with
-//! [`SchedulerBuilder::metrics_per_job`].
+//! [`METRIC_BUCKETS`] buckets. By default a job has four kinds of series (runs by
+//! outcome, last success, last failure, paused); its own histograms come with
+//! [`SchedulerBuilder::metrics_per_job_histograms`], and
+//! [`SchedulerBuilder::metrics_per_job`] turns every per-job series off.
 
 mod clock;
 mod context;
@@ -212,11 +216,13 @@ pub use ledger::{
 // The metrics module is worked on in parallel: its items keep their names there, and
 // take at the crate root the names that say what they are.
 pub use metrics::{
-    CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
-    CONFIG_LAST_RELOAD_SUCCESSFUL, FLEET_MEMBERS, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS,
-    JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES, METRIC_BUCKETS,
-    METRICS_FLUSH_EVERY, RUN_DURATION_SECONDS, RUNNING_RUNS, RUNS_TOTAL, TAKEOVER_FOUND_CLAIMED_TOTAL,
-    TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS, describe_metrics, record_config_reload,
+    BACKEND_ERRORS_TOTAL, BUILD_INFO, CLAIM_DURATION_SECONDS, CLAIMS_TOTAL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS, CONFIG_LAST_RELOAD_SUCCESSFUL, FLEET_MEMBERS,
+    JOB_LAST_FAILURE_TIMESTAMP_SECONDS, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_PAUSED,
+    JOB_RUN_DURATION_SECONDS, JOB_TRIGGER_LATENESS_SECONDS, LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES,
+    METRIC_BUCKETS, METRICS_FLUSH_EVERY, RUN_DURATION_SECONDS, RUNNING_RUNS, RUNS_TOTAL,
+    TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS, describe_metrics,
+    record_config_reload,
 };
 pub use plan::Plan;
 pub use policy::{

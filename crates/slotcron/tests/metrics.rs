@@ -67,23 +67,27 @@ fn runs_claims_and_gauges_are_counted_per_job_and_outcome() {
         assert_eq!(h.triggers("boom", Outcome::Failed).len(), 2);
         h.stop().await;
     });
-    let tick_next = ts("2024-05-17T00:05:00Z").as_second() as f64;
-    let boom_next = ts("2024-05-17T00:06:00Z").as_second() as f64;
-    let last_success = ts("2024-05-17T00:04:00Z").as_second() as f64;
+    let last = ts("2024-05-17T00:04:00Z").as_second() as f64;
+    let build_info = format!("slotcron_build_info{{version={}}}", env!("CARGO_PKG_VERSION"));
     let expected: Vec<(String, f64)> = [
+        ("slotcron_backend_errors_total{backend=coordinator,kind=unavailable}", 0.0),
+        ("slotcron_backend_errors_total{backend=state,kind=unavailable}", 0.0),
+        (&build_info, 1.0),
         ("slotcron_claim_duration_seconds{}", 6.0),
         ("slotcron_claims_total{result=error}", 0.0),
         ("slotcron_claims_total{result=lost}", 0.0),
         ("slotcron_claims_total{result=won}", 6.0),
         // A fleet of one: the only member, who owns everything.
         ("slotcron_fleet_members{}", 1.0),
-        ("slotcron_job_last_success_timestamp_seconds{job=boom}", 0.0),
-        ("slotcron_job_last_success_timestamp_seconds{job=tick}", last_success),
-        ("slotcron_job_next_trigger_timestamp_seconds{job=boom}", boom_next),
-        ("slotcron_job_next_trigger_timestamp_seconds{job=tick}", tick_next),
+        // A series for a last success or failure once the job has one.
+        ("slotcron_job_last_failure_timestamp_seconds{job=boom}", last),
+        ("slotcron_job_last_success_timestamp_seconds{job=tick}", last),
+        ("slotcron_job_paused{job=boom}", 0.0),
+        ("slotcron_job_paused{job=tick}", 0.0),
+        ("slotcron_ledger_backpressure_total{}", 0.0),
         ("slotcron_ledger_queued_writes{}", 0.0),
-        ("slotcron_run_duration_seconds{job=boom}", 2.0),
-        ("slotcron_run_duration_seconds{job=tick}", 4.0),
+        // Fleet-wide: no per-job histogram unless asked for.
+        ("slotcron_run_duration_seconds{}", 6.0),
         ("slotcron_running_runs{}", 0.0),
         ("slotcron_runs_total{job=boom,outcome=failed}", 2.0),
         ("slotcron_runs_total{job=tick,outcome=succeeded}", 4.0),
@@ -109,11 +113,15 @@ fn without_per_job_labels_only_outcomes_are_counted() {
     assert_eq!(
         names,
         [
+            "slotcron_backend_errors_total{backend=coordinator,kind=unavailable}",
+            "slotcron_backend_errors_total{backend=state,kind=unavailable}",
+            &format!("slotcron_build_info{{version={}}}", env!("CARGO_PKG_VERSION")),
             "slotcron_claim_duration_seconds{}",
             "slotcron_claims_total{result=error}",
             "slotcron_claims_total{result=lost}",
             "slotcron_claims_total{result=won}",
             "slotcron_fleet_members{}",
+            "slotcron_ledger_backpressure_total{}",
             "slotcron_ledger_queued_writes{}",
             "slotcron_run_duration_seconds{}",
             "slotcron_running_runs{}",
@@ -196,8 +204,76 @@ fn a_run_that_outlives_its_removed_job_is_counted() {
     let all = series(&snapshotter);
     let value = |name: &str| all.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
     assert_eq!(value("slotcron_runs_total{job=slow,outcome=succeeded}"), Some(1.0));
-    assert_eq!(value("slotcron_job_next_trigger_timestamp_seconds{job=slow}"), Some(0.0), "removed");
+    let last = ts("2024-05-17T00:01:00Z").as_second() as f64;
+    assert_eq!(value("slotcron_job_last_success_timestamp_seconds{job=slow}"), Some(last));
     assert_eq!(value("slotcron_running_runs{}"), Some(0.0));
+}
+
+#[test]
+fn each_job_has_its_own_histograms_only_when_asked() {
+    let snapshotter = recorded(async || {
+        let mut h = harness(|b| b.metrics_per_job_histograms(true));
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:02:30Z")).await;
+        h.stop().await;
+    });
+    let all = series(&snapshotter);
+    let value = |name: &str| all.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    assert_eq!(value("slotcron_job_run_duration_seconds{job=tick}"), Some(2.0));
+    assert_eq!(value("slotcron_job_run_duration_seconds{job=boom}"), Some(1.0));
+    assert_eq!(value("slotcron_job_trigger_lateness_seconds{job=tick}"), Some(2.0));
+    assert_eq!(value("slotcron_job_trigger_lateness_seconds{job=boom}"), Some(1.0));
+    assert_eq!(value("slotcron_run_duration_seconds{}"), Some(3.0), "and the fleet-wide one");
+}
+
+#[test]
+fn the_last_success_and_failure_come_back_from_the_job_state_at_start() {
+    let store = Arc::new(slotcron::MemoryStore::new());
+    let stored = slotcron::JobState {
+        last_failure: Some(ts("2024-05-16T23:00:00Z")),
+        ..slotcron::JobState::of(ts("2024-05-17T00:00:00Z"), Some(Outcome::Succeeded), false)
+    };
+    let snapshotter = recorded(async || {
+        use slotcron::Store;
+        store.save_state("tick", &stored).await.unwrap();
+        let mut h = harness(|b| b.store(store.clone()));
+        h.start().await;
+        // Before any run of this process.
+        h.scheduler.flush_metrics();
+        h.stop().await;
+    });
+    let all = series(&snapshotter);
+    let value = |name: &str| all.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let seconds = |at: &str| Some(ts(at).as_second() as f64);
+    let success = value("slotcron_job_last_success_timestamp_seconds{job=tick}");
+    assert_eq!(success, seconds("2024-05-17T00:00:00Z"));
+    let failure = value("slotcron_job_last_failure_timestamp_seconds{job=tick}");
+    assert_eq!(failure, seconds("2024-05-16T23:00:00Z"));
+    assert_eq!(value("slotcron_job_last_success_timestamp_seconds{job=boom}"), None, "none stored");
+}
+
+#[test]
+fn the_paused_gauge_follows_pause_and_resume() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    let paused = |snapshotter: &Snapshotter| {
+        series(snapshotter).into_iter().find(|(n, _)| n == "slotcron_job_paused{job=tick}").map(|(_, v)| v)
+    };
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let mut h = harness(|b| b);
+            h.start().await;
+            h.scheduler.pause("tick").await.unwrap();
+            h.scheduler.refresh_metrics().await;
+            assert_eq!(paused(&snapshotter), Some(1.0), "paused");
+            h.scheduler.resume("tick", false).await.unwrap();
+            h.scheduler.flush_metrics();
+            assert_eq!(paused(&snapshotter), Some(0.0), "resumed");
+            h.stop().await;
+        })
+    });
 }
 
 #[test]

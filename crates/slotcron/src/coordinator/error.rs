@@ -19,16 +19,21 @@ pub enum CoordinatorErrorKind {
     /// The request may have reached the backend but no answer came back, and reading
     /// the claim back failed too: the claim may have been made.
     OutcomeUnknown,
+    /// The backend refused this replica's credentials or permissions (a password that
+    /// was rotated, an ACL user without a command): the claim was not made, and no
+    /// claim will be until the configuration is fixed.
+    Unauthorized,
 }
 
 impl CoordinatorErrorKind {
-    /// The kind's name in logs and run records: `unavailable`, `timed-out`,
-    /// `outcome-unknown`.
+    /// The kind's name in logs, metrics and run records: `unavailable`, `timed-out`,
+    /// `outcome-unknown`, `unauthorized`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Unavailable => "unavailable",
             Self::TimedOut => "timed-out",
             Self::OutcomeUnknown => "outcome-unknown",
+            Self::Unauthorized => "unauthorized",
         }
     }
 }
@@ -77,11 +82,17 @@ impl CoordinatorError {
 
     /// Whether a later claim of another trigger may well succeed: the backend was
     /// unreachable or slow ([`Unavailable`](CoordinatorErrorKind::Unavailable),
-    /// [`TimedOut`](CoordinatorErrorKind::TimedOut)). `false` for
+    /// [`TimedOut`](CoordinatorErrorKind::TimedOut)), or refused the credentials
+    /// ([`Unauthorized`](CoordinatorErrorKind::Unauthorized), until they are fixed). `false` for
     /// [`OutcomeUnknown`](CoordinatorErrorKind::OutcomeUnknown): the claim of this very
     /// trigger may stand, so it must not simply be made again.
     pub fn is_transient(&self) -> bool {
-        matches!(self.kind, CoordinatorErrorKind::Unavailable | CoordinatorErrorKind::TimedOut)
+        matches!(
+            self.kind,
+            CoordinatorErrorKind::Unavailable
+                | CoordinatorErrorKind::TimedOut
+                | CoordinatorErrorKind::Unauthorized
+        )
     }
 }
 

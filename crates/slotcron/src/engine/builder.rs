@@ -18,7 +18,7 @@ use crate::coordinator::lease::DEFAULT_LEASE_TTL;
 use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::ledger::{Ledger, MemoryLedger};
-use crate::metrics::{JobLabels, Metrics};
+use crate::metrics::{MetricLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
@@ -57,7 +57,7 @@ impl Default for SchedulerBuilder {
                 membership_ttl: DEFAULT_MEMBERSHIP_TTL,
                 shared_work: true,
                 count_metrics: true,
-                metrics: JobLabels::default(),
+                metrics: MetricLabels::default(),
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 start_mark_timeout: SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT,
                 restore_definitions: true,
@@ -283,11 +283,22 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Whether the [metrics](crate#metrics) carry a `job` label (default `true`). Turn
-    /// it off for very large job sets: one series per job and outcome is more than a
-    /// Prometheus server wants for tens of thousands of jobs.
+    /// Whether the [metrics](crate#metrics) carry a `job` label (default `true`): each
+    /// job's runs by outcome (a series per outcome that occurred), last success, last
+    /// failure and paused gauge. Turn it off for very large job sets: only the fleet-wide
+    /// series stay (runs by outcome, duration and lateness histograms...).
     pub fn metrics_per_job(mut self, per_job: bool) -> Self {
-        self.settings.metrics = JobLabels(per_job);
+        self.settings.metrics.per_job = per_job;
+        self
+    }
+
+    /// Whether each job also has its own duration and lateness histograms,
+    /// [`JOB_RUN_DURATION_SECONDS`](crate::JOB_RUN_DURATION_SECONDS) and
+    /// [`JOB_TRIGGER_LATENESS_SECONDS`](crate::JOB_TRIGGER_LATENESS_SECONDS) (default
+    /// `false`: about 40 lines of exposition per job; the fleet-wide histograms are always
+    /// there). Only with [`metrics_per_job`](Self::metrics_per_job).
+    pub fn metrics_per_job_histograms(mut self, histograms: bool) -> Self {
+        self.settings.metrics.per_job_histograms = histograms;
         self
     }
 

@@ -1,11 +1,13 @@
 //! What a running scheduler can tell about its jobs: for the admin API and status page.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::Scheduler;
+use crate::coordinator::CoordinatorError;
 use crate::job::Job;
 use crate::ledger::LastRun;
 
@@ -47,8 +49,10 @@ impl Scheduler {
     /// Both are `true` until a call fails.
     pub fn backends_reachable(&self) -> Reachable {
         let health = &self.shared.health;
+        let coordinator = health.coordinator.load(Ordering::Relaxed);
         Reachable {
-            coordinator: health.coordinator.load(Ordering::Relaxed),
+            coordinator,
+            coordinator_error: if coordinator { None } else { health.last_error() },
             state: !self.shared.outbox.is_failing(),
         }
     }
@@ -60,24 +64,57 @@ impl Scheduler {
 }
 
 /// What [`Scheduler::backends_reachable`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Reachable {
     /// The coordinator answered the last claim (always `true` without one).
     pub coordinator: bool,
+    /// Why the coordinator failed the last time, while it fails: its kind and message
+    /// (`unauthorized: NOAUTH Authentication required.`...).
+    pub coordinator_error: Option<String>,
     /// The last write to the store or the ledger succeeded.
     pub state: bool,
 }
+
+/// How often a coordinator that keeps failing is logged at the error level: once a
+/// minute, naming the cause (each skipped trigger has its own record and warning).
+pub(crate) const COORDINATOR_ERROR_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// The engine's last word from each backend; see [`Scheduler::backends_reachable`].
 #[derive(Debug)]
 pub(crate) struct Health {
     pub coordinator: AtomicBool,
+    /// The last coordinator error, and when an error was last logged.
+    failure: Mutex<(Option<String>, Option<Timestamp>)>,
 }
 
 impl Default for Health {
     fn default() -> Self {
-        Self { coordinator: AtomicBool::new(true) }
+        Self { coordinator: AtomicBool::new(true), failure: Mutex::default() }
+    }
+}
+
+impl Health {
+    /// The coordinator failed at `now` with `error`: kept for
+    /// [`Scheduler::backends_reachable`], and logged at the error level once every
+    /// [`COORDINATOR_ERROR_LOG_EVERY`].
+    pub fn coordinator_failed(&self, error: &CoordinatorError, now: Timestamp) {
+        self.coordinator.store(false, Ordering::Relaxed);
+        let message = format!("{}: {error}", error.kind());
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        let due = failure.1.is_none_or(|at| crate::clock::later(at, COORDINATOR_ERROR_LOG_EVERY) <= now);
+        if due {
+            failure.1 = Some(now);
+            tracing::error!(
+                kind = %error.kind(),
+                "the coordinator fails: {error}; triggers are skipped until it answers (logged once a minute)"
+            );
+        }
+        failure.0 = Some(message);
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).0.clone()
     }
 }
 

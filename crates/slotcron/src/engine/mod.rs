@@ -172,6 +172,21 @@ impl Scheduler {
         self.shared.metrics.flush();
     }
 
+    /// Asks the coordinator (the store in single-replica mode) which jobs are paused, for
+    /// each job's [`JOB_PAUSED`](crate::JOB_PAUSED) gauge, waiting at most the claim
+    /// timeout (on failure the gauges stay as last heard), then
+    /// [flushes](Self::flush_metrics). The `/metrics` endpoint of `slotcron-admin` calls
+    /// it before each exposition: one read of the pauses per scrape.
+    pub async fn refresh_metrics(&self) {
+        let asked = tokio::time::timeout(self.shared.settings.claim_timeout, self.paused_jobs()).await;
+        if let Ok(Ok(paused)) = asked {
+            for info in self.shared.table().infos() {
+                info.job.series.set_paused(paused.contains_key(&*info.job.name));
+            }
+        }
+        self.flush_metrics();
+    }
+
     /// The ledger the run records go to.
     pub fn ledger(&self) -> &Arc<dyn Ledger> {
         &self.shared.ledger

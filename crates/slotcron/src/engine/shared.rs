@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::coordinator::{Coordinator, InProcessCoordinator};
 use crate::job::Job;
 use crate::ledger::Ledger;
-use crate::metrics::{JobLabels, Metrics};
+use crate::metrics::{MetricLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::Store;
@@ -91,7 +91,7 @@ pub(crate) struct Settings {
     pub shared_work: bool,
     /// Whether the engine counts metrics.
     pub count_metrics: bool,
-    pub metrics: JobLabels,
+    pub metrics: MetricLabels,
     pub record_buffer: usize,
     pub start_mark_timeout: Duration,
     pub restore_definitions: bool,

@@ -196,9 +196,6 @@ impl Table {
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
-        if let Some(entry) = &entry {
-            entry.job.series.next_trigger(None);
-        }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
         }
@@ -244,6 +241,9 @@ impl Table {
         let name = &*job.name;
         let kind = job.kind;
         let state = self.states.get(name);
+        if let Some(state) = state {
+            job.series.restore(state.last_success, state.last_failure);
+        }
         let taken = match start {
             Start::Fresh => None,
             Start::Replacing { last } => last,
@@ -285,7 +285,6 @@ impl Table {
         };
         let generation = entry.generation;
         entry.next = first;
-        job.series.next_trigger(first);
         if let (true, false, ScheduleKind::Interval { period }, Some(first)) =
             (job.run_on_start, replacing, kind, first)
         {
@@ -458,7 +457,6 @@ impl Table {
                 next
             };
             entry.next = next;
-            job.series.next_trigger(next);
             match next {
                 Some(next) => self.queue.push(lane(&job), next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.kind),

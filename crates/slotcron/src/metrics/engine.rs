@@ -11,8 +11,9 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 use super::histogram::{Drained, LocalHistogram};
 use super::job::{OUTCOMES, Unlabeled};
 use super::{
-    CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, RUNNING_RUNS, STRIPES, TAKEOVER_FOUND_CLAIMED_TOTAL,
-    TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS,
+    BACKEND_ERRORS_TOTAL, BUILD_INFO, CLAIM_DURATION_SECONDS, CLAIMS_TOTAL, LEDGER_BACKPRESSURE_TOTAL,
+    RUN_DURATION_SECONDS, RUNNING_RUNS, STRIPES, TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL,
+    TRIGGER_LATENESS_SECONDS,
 };
 
 /// A claim's answer, for [`EngineSeries::claim`].
@@ -47,7 +48,7 @@ struct Stripe {
     claim_duration: LocalHistogram,
     /// Run records by outcome, when series carry no `job` label.
     runs: [AtomicU64; OUTCOMES],
-    /// Handler durations, when series carry no `job` label.
+    /// Handler durations, of every job.
     duration: LocalHistogram,
 }
 
@@ -60,6 +61,7 @@ pub(crate) struct EngineSeries {
 /// The scheduler's series, registered at the first flush.
 pub(crate) struct EngineHandles {
     lateness: Histogram,
+    duration: Histogram,
     running: Gauge,
     claims: [Counter; 3],
     claim_duration: Histogram,
@@ -68,10 +70,16 @@ pub(crate) struct EngineHandles {
 impl EngineHandles {
     pub fn new() -> Self {
         // Counted straight at the recorder when they happen (rarely), and registered here
-        // so that a scrape shows them at zero before the first takeover.
+        // so that a scrape shows them at zero before the first one.
         let _ = (counter!(TAKEOVERS_TOTAL), counter!(TAKEOVER_FOUND_CLAIMED_TOTAL));
+        let _ = counter!(LEDGER_BACKPRESSURE_TOTAL);
+        for backend in ["coordinator", "state"] {
+            let _ = counter!(BACKEND_ERRORS_TOTAL, "backend" => backend, "kind" => "unavailable");
+        }
+        gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
         Self {
             lateness: histogram!(TRIGGER_LATENESS_SECONDS),
+            duration: histogram!(RUN_DURATION_SECONDS),
             running: gauge!(RUNNING_RUNS),
             claims: ClaimResult::ALL.map(|result| counter!(CLAIMS_TOTAL, "result" => result.as_str())),
             claim_duration: histogram!(CLAIM_DURATION_SECONDS),
@@ -120,18 +128,19 @@ impl EngineSeries {
 
     /// A run record of the outcome at `outcome` (an index into
     /// [`Outcome::ALL`](crate::Outcome::ALL)), when series carry no `job` label.
-    pub fn run_recorded(&self, outcome: usize, duration: Option<Duration>) {
-        let stripe = self.stripe();
-        stripe.runs[outcome].fetch_add(1, Ordering::Relaxed);
-        if let Some(duration) = duration {
-            stripe.duration.record(duration);
-        }
+    pub fn run_recorded(&self, outcome: usize) {
+        self.stripe().runs[outcome].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handler ran for `duration` (any job).
+    pub fn run_duration(&self, duration: Duration) {
+        self.stripe().duration.record(duration);
     }
 
     /// Hands the counts since the last flush to `handles`, and adds the unlabeled run
     /// records to `unlabeled`.
     pub fn flush(&self, handles: &EngineHandles, unlabeled: &mut Unlabeled) {
-        let (mut lateness, mut claim_duration) = (Drained::default(), Drained::default());
+        let (mut lateness, mut claim_duration, mut duration) = <[Drained; 3]>::default().into();
         let mut claims = [0; 3];
         let mut running = 0;
         for stripe in self.stripes.iter() {
@@ -140,13 +149,14 @@ impl EngineSeries {
             take(&stripe.runs, &mut unlabeled.runs);
             stripe.lateness.drain_into(&mut lateness);
             stripe.claim_duration.drain_into(&mut claim_duration);
-            stripe.duration.drain_into(&mut unlabeled.duration);
+            stripe.duration.drain_into(&mut duration);
         }
         handles.running.set(running.max(0) as f64);
         for (counter, n) in handles.claims.iter().zip(claims) {
             counter.increment(n);
         }
         lateness.feed(&handles.lateness);
+        duration.feed(&handles.duration);
         claim_duration.feed(&handles.claim_duration);
     }
 }

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use metrics::{Counter, Histogram, counter, gauge, histogram};
+use metrics::{Counter, counter, gauge};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{ClaimResult, EngineHandles, EngineSeries};
 use super::job::{JobSeries, OUTCOMES, Unlabeled, outcome_index};
 use super::{
-    FLEET_MEMBERS, JobLabels, METRICS_FLUSH_EVERY, RUN_DURATION_SECONDS, RUNS_TOTAL,
+    BACKEND_ERRORS_TOTAL, FLEET_MEMBERS, METRICS_FLUSH_EVERY, MetricLabels, RUNS_TOTAL,
     TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL,
 };
 use crate::clock::Clock;
@@ -25,7 +25,7 @@ use crate::ledger::Outcome;
 pub(crate) struct Metrics {
     /// Off: nothing is counted or flushed.
     enabled: bool,
-    labels: JobLabels,
+    labels: MetricLabels,
     engine: EngineSeries,
     registry: Mutex<Registry>,
     /// Set from the first count after a flush until the next flush: a periodic flush is
@@ -44,12 +44,11 @@ struct Registry {
     unlabeled: UnlabeledHandles,
 }
 
-/// The series without a `job` label ([`JobLabels`] off), registered at the first flush.
+/// The series without a `job` label ([`MetricLabels::per_job`] off), registered at the first flush.
 #[derive(Default)]
 struct UnlabeledHandles {
     runs: [Option<Counter>; OUTCOMES],
     others: Vec<(&'static str, Counter)>,
-    duration: Option<Histogram>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -60,12 +59,12 @@ impl std::fmt::Debug for Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new(true, JobLabels::default())
+        Self::new(true, MetricLabels::default())
     }
 }
 
 impl Metrics {
-    pub fn new(enabled: bool, labels: JobLabels) -> Self {
+    pub fn new(enabled: bool, labels: MetricLabels) -> Self {
         Self {
             enabled,
             labels,
@@ -85,7 +84,8 @@ impl Metrics {
 
     /// A run record of the job of `series`: `duration` if the handler ran. Counted with
     /// the job when series carry the `job` label, else in the calling thread's stripe
-    /// (no per-job line is written then).
+    /// (no per-job line is written then); the duration in the fleet-wide histogram, and
+    /// in the job's own when it keeps one.
     pub fn recorded(
         &self,
         series: &JobSeries,
@@ -96,21 +96,42 @@ impl Metrics {
         if !self.enabled {
             return;
         }
-        match (self.labels.0, outcome_index(outcome)) {
-            (true, _) => series.record(outcome, trigger, duration),
-            (false, Some(outcome)) => self.engine.run_recorded(outcome, duration),
+        match (self.labels.per_job, outcome_index(outcome)) {
+            (true, _) => {
+                series.record(outcome, trigger, duration.filter(|_| self.labels.per_job_histograms));
+                // A claim refused as paused says it is; a run that started, that it was not.
+                if outcome == Outcome::SkippedPaused || outcome.ran() {
+                    series.set_paused(outcome == Outcome::SkippedPaused);
+                }
+            }
+            (false, Some(outcome)) => self.engine.run_recorded(outcome),
             (false, None) => series.record_other(outcome),
+        }
+        if let Some(duration) = duration {
+            self.engine.run_duration(duration);
         }
         self.touched();
     }
 
-    /// A handler started `lateness` after its trigger.
-    pub fn run_started(&self, lateness: Duration) {
+    /// A handler of the job of `series` started `lateness` after its trigger.
+    pub fn run_started(&self, series: &JobSeries, lateness: Duration) {
         if !self.enabled {
             return;
         }
         self.engine.run_started(lateness);
+        if self.labels.per_job && self.labels.per_job_histograms {
+            series.started(lateness);
+        }
         self.touched();
+    }
+
+    /// A backend failed: `backend` is `coordinator` or `state`, `kind` the error's kind
+    /// (`unavailable`, `unauthorized`...). Counted straight at the recorder: errors
+    /// come one per failed call, not per trigger.
+    pub fn backend_error(&self, backend: &'static str, kind: &'static str) {
+        if self.enabled {
+            counter!(BACKEND_ERRORS_TOTAL, "backend" => backend, "kind" => kind).increment(1);
+        }
     }
 
     /// A handler that [`Metrics::run_started`] counted has ended.
@@ -162,7 +183,7 @@ impl Metrics {
         }
         let mut registry = self.lock();
         let Registry { jobs, engine, unlabeled } = &mut *registry;
-        let per_job = self.labels.0;
+        let labels = self.labels;
         let mut totals = Unlabeled::default();
         jobs.retain(|series| {
             // Held by the registry alone: its job is gone, and this is its last flush.
@@ -171,11 +192,11 @@ impl Metrics {
                 // What the job's runs counted before it was dropped is seen below.
                 fence(Ordering::Acquire);
             }
-            series.flush(per_job, &mut totals);
+            series.flush(labels, &mut totals);
             !gone
         });
         self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut totals);
-        if !per_job {
+        if !labels.per_job {
             unlabeled.flush(&totals);
         }
     }
@@ -219,6 +240,5 @@ impl UnlabeledHandles {
                 }
             }
         }
-        totals.duration.feed(self.duration.get_or_insert_with(|| histogram!(RUN_DURATION_SECONDS)));
     }
 }

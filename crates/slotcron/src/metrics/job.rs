@@ -1,7 +1,10 @@
 //! One job's metrics: counted next to the job by its runs, handed to the recorder at
-//! each flush.
+//! each flush. By default a job has its runs by outcome (a series per outcome that
+//! occurred), its last success, its last failure (each once it has one) and whether it
+//! is paused; with [`MetricLabels::per_job_histograms`](super::MetricLabels) also its
+//! duration and lateness histograms.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -10,8 +13,8 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 
 use super::histogram::{Drained, LocalHistogram};
 use super::{
-    JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, RUN_DURATION_SECONDS, RUNS_TOTAL,
-    unix_seconds,
+    JOB_LAST_FAILURE_TIMESTAMP_SECONDS, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, JOB_PAUSED,
+    JOB_RUN_DURATION_SECONDS, JOB_TRIGGER_LATENESS_SECONDS, MetricLabels, RUNS_TOTAL, unix_seconds,
 };
 use crate::ledger::LastRun;
 use crate::ledger::Outcome;
@@ -22,31 +25,37 @@ pub(crate) const OUTCOMES: usize = Outcome::ALL.len();
 /// A gauge's "none yet" in the millisecond fields.
 const NONE: i64 = i64::MIN;
 
+/// [`JobSeries::paused`] values.
+const PAUSED_UNKNOWN: u8 = 0;
+const PAUSED_NO: u8 = 1;
+const PAUSED_YES: u8 = 2;
+
 /// One job's counts since the last flush, and the series they are flushed to
 /// (registered with the recorder at the first flush); and its last run. What a run's end
-/// writes comes first, on consecutive cache lines: the counts, the last run, the
-/// duration histogram's first buckets.
-#[repr(C, align(128))]
+/// writes comes first, on consecutive cache lines.
+#[repr(C, align(64))]
 pub(crate) struct JobSeries {
     /// Run records by [`outcome_index`] since the last flush (a `u32` is ample between
-    /// two flushes, and keeps these with the two fields below in 64 bytes).
+    /// two flushes).
     runs: [AtomicU32; OUTCOMES],
     /// Set by each record, cleared by the flush that takes it.
     dirty: AtomicBool,
+    /// Whether the job is paused, as last heard ([`PAUSED_UNKNOWN`]...).
+    paused: AtomicU8,
     /// The trigger of the last successful run, Unix milliseconds, or [`NONE`].
     last_success: AtomicI64,
+    /// The trigger of the last failed run ([`Outcome::is_failure`]), or [`NONE`].
+    last_failure: AtomicI64,
     /// The last trigger handled, once one is recorded (for the admin API; kept here
     /// rather than in the job, so that a run's end writes one neighbourhood).
     pub last_run: Mutex<Option<LastRun>>,
-    /// How long the handler ran, per run that started.
-    duration: LocalHistogram,
-    /// The next queued trigger, Unix milliseconds, or [`NONE`].
-    next_trigger: AtomicI64,
+    /// The job's duration and lateness histograms, made at the first sample when they
+    /// are kept (boxed: a job without them keeps one pointer).
+    histograms: OnceLock<Box<JobHistograms>>,
     name: Arc<str>,
     /// Records of outcomes this release does not know (the engine writes none).
     others: Mutex<Vec<(&'static str, u64)>>,
-    /// The job's series, if they carry the `job` label (boxed: a job without them keeps
-    /// one pointer).
+    /// The job's series, if they carry the `job` label.
     handles: OnceLock<Box<Handles>>,
 }
 
@@ -56,12 +65,20 @@ impl std::fmt::Debug for JobSeries {
     }
 }
 
+/// A job's own histograms, counted locally.
+#[derive(Default)]
+struct JobHistograms {
+    duration: LocalHistogram,
+    lateness: LocalHistogram,
+}
+
 /// A job's series with the `job` label.
 struct Handles {
     runs: [OnceLock<Counter>; OUTCOMES],
-    duration: Histogram,
-    last_success: Gauge,
-    next_trigger: Gauge,
+    last_success: OnceLock<Gauge>,
+    last_failure: OnceLock<Gauge>,
+    paused: Gauge,
+    histograms: OnceLock<(Histogram, Histogram)>,
 }
 
 /// What the jobs' flushes add up when series carry no `job` label.
@@ -69,7 +86,6 @@ struct Handles {
 pub(crate) struct Unlabeled {
     pub runs: [u64; OUTCOMES],
     pub others: Vec<(&'static str, u64)>,
-    pub duration: Drained,
 }
 
 impl JobSeries {
@@ -78,17 +94,18 @@ impl JobSeries {
             name: name.clone(),
             runs: Default::default(),
             dirty: AtomicBool::new(false),
+            paused: AtomicU8::new(PAUSED_UNKNOWN),
             last_success: AtomicI64::new(NONE),
+            last_failure: AtomicI64::new(NONE),
             last_run: Mutex::new(None),
-            next_trigger: AtomicI64::new(NONE),
-            duration: LocalHistogram::default(),
+            histograms: OnceLock::new(),
             others: Mutex::new(Vec::new()),
             handles: OnceLock::new(),
         }
     }
 
-    /// One run record, when series carry the `job` label: `duration` if the handler
-    /// ran.
+    /// One run record, when series carry the `job` label: `duration` if the handler ran
+    /// and the job keeps its own histograms.
     pub fn record(&self, outcome: Outcome, trigger: Timestamp, duration: Option<Duration>) {
         match outcome_index(outcome) {
             Some(i) => {
@@ -96,14 +113,34 @@ impl JobSeries {
             }
             None => add(&mut lock(&self.others), outcome.as_str(), 1),
         }
-        if outcome == Outcome::Succeeded {
-            self.last_success.store(trigger.as_millisecond(), Ordering::Relaxed);
-        }
+        self.ended(outcome, trigger);
         if let Some(duration) = duration {
-            self.duration.record(duration);
+            self.histograms().duration.record(duration);
         }
         // Release: the flush that sees this sees the counts above.
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The last success or failure, if `outcome` is one (either way a trigger moves the
+    /// gauge only forwards).
+    fn ended(&self, outcome: Outcome, trigger: Timestamp) {
+        let at = trigger.as_millisecond();
+        if outcome == Outcome::Succeeded {
+            self.last_success.fetch_max(at, Ordering::Relaxed);
+        } else if outcome.is_failure() {
+            self.last_failure.fetch_max(at, Ordering::Relaxed);
+        }
+    }
+
+    /// A handler started `lateness` after its trigger, when the job keeps its own
+    /// histograms.
+    pub fn started(&self, lateness: Duration) {
+        self.histograms().lateness.record(lateness);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    fn histograms(&self) -> &JobHistograms {
+        self.histograms.get_or_init(Box::default)
     }
 
     /// One run record of an outcome of another release, when series carry no `job`
@@ -113,48 +150,72 @@ impl JobSeries {
         self.dirty.store(true, Ordering::Release);
     }
 
-    /// The job's next trigger was queued (`None`: it has none, or the job was removed).
-    pub fn next_trigger(&self, next: Option<Timestamp>) {
-        self.next_trigger.store(next.map_or(NONE, |at| at.as_millisecond()), Ordering::Relaxed);
+    /// The last success and failure kept in the job's state (restored at start): the
+    /// gauges start from them rather than from nothing.
+    pub fn restore(&self, last_success: Option<Timestamp>, last_failure: Option<Timestamp>) {
+        if let Some(at) = last_success {
+            self.last_success.fetch_max(at.as_millisecond(), Ordering::Relaxed);
+        }
+        if let Some(at) = last_failure {
+            self.last_failure.fetch_max(at.as_millisecond(), Ordering::Relaxed);
+        }
     }
 
-    /// Hands the counts since the last flush to the job's series (`per_job`), or adds
-    /// them to `unlabeled`.
-    pub fn flush(&self, per_job: bool, unlabeled: &mut Unlabeled) {
-        let handles = per_job.then(|| &**self.handles.get_or_init(|| Box::new(Handles::new(&self.name))));
+    /// Whether the job is paused now.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(if paused { PAUSED_YES } else { PAUSED_NO }, Ordering::Relaxed);
+    }
+
+    /// Hands the counts since the last flush to the job's series (`labels.per_job`), or
+    /// adds them to `unlabeled`.
+    pub fn flush(&self, labels: MetricLabels, unlabeled: &mut Unlabeled) {
+        let handles =
+            labels.per_job.then(|| &**self.handles.get_or_init(|| Box::new(Handles::new(&self.name))));
         if self.dirty.swap(false, Ordering::Acquire) {
-            for (i, runs) in self.runs.iter().enumerate() {
-                if runs.load(Ordering::Relaxed) == 0 {
-                    continue;
-                }
-                let n = u64::from(runs.swap(0, Ordering::Relaxed));
-                match handles {
-                    Some(handles) => handles.runs(i, &self.name).increment(n),
-                    None => unlabeled.runs[i] += n,
-                }
-            }
-            let others = std::mem::take(&mut *lock(&self.others));
-            for (outcome, n) in others {
-                match handles {
-                    Some(_) => {
-                        counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome).increment(n)
-                    }
-                    None => add(&mut unlabeled.others, outcome, n),
-                }
-            }
-            match handles {
-                Some(handles) => {
+            self.flush_runs(handles, unlabeled);
+            if let (Some(handles), Some(histograms)) = (handles, self.histograms.get()) {
+                let (duration, lateness) = handles.histograms(&self.name);
+                for (local, series) in [(&histograms.duration, duration), (&histograms.lateness, lateness)] {
                     let mut drained = Drained::default();
-                    self.duration.drain_into(&mut drained);
-                    drained.feed(&handles.duration);
+                    local.drain_into(&mut drained);
+                    drained.feed(series);
                 }
-                None => self.duration.drain_into(&mut unlabeled.duration),
             }
         }
         let Some(handles) = handles else { return };
-        handles.next_trigger.set(seconds(self.next_trigger.load(Ordering::Relaxed)).unwrap_or(0.0));
-        if let Some(last) = seconds(self.last_success.load(Ordering::Relaxed)) {
-            handles.last_success.set(last);
+        let name = &self.name;
+        let gauges = [
+            (&handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
+            (&handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
+        ];
+        for (gauge, at, metric) in gauges {
+            if let Some(at) = seconds(at.load(Ordering::Relaxed)) {
+                gauge.get_or_init(|| gauge!(metric, "job" => name.clone())).set(at);
+            }
+        }
+        handles.paused.set(if self.paused.load(Ordering::Relaxed) == PAUSED_YES { 1.0 } else { 0.0 });
+    }
+
+    /// The run records since the last flush: to the job's counters, or to `unlabeled`.
+    fn flush_runs(&self, handles: Option<&Handles>, unlabeled: &mut Unlabeled) {
+        for (i, runs) in self.runs.iter().enumerate() {
+            if runs.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let n = u64::from(runs.swap(0, Ordering::Relaxed));
+            match handles {
+                Some(handles) => handles.runs(i, &self.name).increment(n),
+                None => unlabeled.runs[i] += n,
+            }
+        }
+        let others = std::mem::take(&mut *lock(&self.others));
+        for (outcome, n) in others {
+            match handles {
+                Some(_) => {
+                    counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome).increment(n)
+                }
+                None => add(&mut unlabeled.others, outcome, n),
+            }
         }
     }
 }
@@ -163,9 +224,10 @@ impl Handles {
     fn new(job: &Arc<str>) -> Self {
         Self {
             runs: Default::default(),
-            duration: histogram!(RUN_DURATION_SECONDS, "job" => job.clone()),
-            last_success: gauge!(JOB_LAST_SUCCESS_TIMESTAMP_SECONDS, "job" => job.clone()),
-            next_trigger: gauge!(JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS, "job" => job.clone()),
+            last_success: OnceLock::new(),
+            last_failure: OnceLock::new(),
+            paused: gauge!(JOB_PAUSED, "job" => job.clone()),
+            histograms: OnceLock::new(),
         }
     }
 
@@ -173,6 +235,17 @@ impl Handles {
     fn runs(&self, i: usize, job: &Arc<str>) -> &Counter {
         self.runs[i]
             .get_or_init(|| counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => Outcome::ALL[i].as_str()))
+    }
+
+    /// The job's duration and lateness histograms, registered at their first samples.
+    fn histograms(&self, job: &Arc<str>) -> (&Histogram, &Histogram) {
+        let (duration, lateness) = self.histograms.get_or_init(|| {
+            (
+                histogram!(JOB_RUN_DURATION_SECONDS, "job" => job.clone()),
+                histogram!(JOB_TRIGGER_LATENESS_SECONDS, "job" => job.clone()),
+            )
+        });
+        (duration, lateness)
     }
 }
 

@@ -12,10 +12,10 @@
 //! `outcome="succeeded"` is the fleet's number of successful runs.
 //!
 //! **Counted locally, flushed to the recorder.** A run does not touch the recorder: it
-//! bumps plain atomics kept with its job (its record by outcome, its duration in a
-//! histogram of the [`METRIC_BUCKETS`] buckets, its last success; without the `job` label, in
-//! the stripe below instead) and in one of the engine's stripes, one per thread (lateness,
-//! running handlers, claims). A flush hands what was counted since the
+//! bumps plain atomics kept with its job (its record by outcome, its last success or
+//! failure, and its own histograms when it keeps them; without the `job` label, in the
+//! stripe below instead) and in one of the engine's stripes, one per thread (duration and
+//! lateness in histograms of the [`METRIC_BUCKETS`] buckets, running handlers, claims). A flush hands what was counted since the
 //! last one to the recorder: [`METRICS_FLUSH_EVERY`] after activity, when
 //! [`Scheduler::run`](crate::Scheduler::run) ends, and whenever
 //! [`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics) is called — call it
@@ -28,10 +28,14 @@
 //! Each series is registered with the recorder at its first flush, so install the
 //! recorder before [`Scheduler::run`](crate::Scheduler::run) starts.
 //!
-//! Per-job labels (`job`) can be turned off for very large job sets with
-//! [`SchedulerBuilder::metrics_per_job`](crate::SchedulerBuilder::metrics_per_job): the
-//! per-job series then go away (`runs_total` keeps its `outcome` label, the duration
-//! histogram has no label, and the two per-job gauges are not emitted).
+//! **Per job**, by default: [`RUNS_TOTAL`] (a series per outcome that occurred),
+//! [`JOB_LAST_SUCCESS_TIMESTAMP_SECONDS`] and [`JOB_LAST_FAILURE_TIMESTAMP_SECONDS`] (once
+//! the job has one) and [`JOB_PAUSED`]: three to five lines of exposition per job. Each
+//! job's own duration and lateness histograms (about 40 lines) come with
+//! [`SchedulerBuilder::metrics_per_job_histograms`](crate::SchedulerBuilder::metrics_per_job_histograms);
+//! [`SchedulerBuilder::metrics_per_job`](crate::SchedulerBuilder::metrics_per_job)`(false)`
+//! keeps only the fleet-wide series (`runs_total` by `outcome` alone). The fleet-wide
+//! [`RUN_DURATION_SECONDS`] and [`TRIGGER_LATENESS_SECONDS`] histograms are always there.
 
 mod engine;
 mod flush;
@@ -51,8 +55,15 @@ use metrics::gauge;
 /// the outcome, including every reason a trigger did not run (`skipped-lost`,
 /// `skipped-backend-unavailable`, `missed`...).
 pub const RUNS_TOTAL: &str = "slotcron_runs_total";
-/// Histogram, label `job`, seconds: how long each handler ran (runs that started only).
+/// Histogram, seconds: how long each handler ran, every job's runs (runs that started
+/// only).
 pub const RUN_DURATION_SECONDS: &str = "slotcron_run_duration_seconds";
+/// Histogram, label `job`, seconds: how long each of the job's handlers ran; only with
+/// [`SchedulerBuilder::metrics_per_job_histograms`](crate::SchedulerBuilder::metrics_per_job_histograms).
+pub const JOB_RUN_DURATION_SECONDS: &str = "slotcron_job_run_duration_seconds";
+/// Histogram, label `job`, seconds: the job's [`TRIGGER_LATENESS_SECONDS`]; only with
+/// [`SchedulerBuilder::metrics_per_job_histograms`](crate::SchedulerBuilder::metrics_per_job_histograms).
+pub const JOB_TRIGGER_LATENESS_SECONDS: &str = "slotcron_job_trigger_lateness_seconds";
 /// Histogram, seconds: from a trigger's scheduled instant to its handler's start.
 pub const TRIGGER_LATENESS_SECONDS: &str = "slotcron_trigger_lateness_seconds";
 /// Counter, label `result`: `won`, `lost` (also refused as paused or by the high-water
@@ -72,12 +83,25 @@ pub const TAKEOVER_FOUND_CLAIMED_TOTAL: &str = "slotcron_takeover_found_claimed_
 pub const FLEET_MEMBERS: &str = "slotcron_fleet_members";
 /// Gauge: handlers running now on this scheduler.
 pub const RUNNING_RUNS: &str = "slotcron_running_runs";
-/// Gauge, label `job`, Unix seconds: the trigger of the job's last successful run here;
-/// 0 until it has one.
+/// Gauge, label `job`, Unix seconds: the trigger of the job's last successful run, from
+/// the job's state at start (kept by the store across restarts, and across the fleet
+/// with a shared store) and from this scheduler's runs since; no series until it has one.
 pub const JOB_LAST_SUCCESS_TIMESTAMP_SECONDS: &str = "slotcron_job_last_success_timestamp_seconds";
-/// Gauge, label `job`, Unix seconds: the job's next queued trigger; 0 once it has none
-/// (the facade cannot remove a series).
-pub const JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS: &str = "slotcron_job_next_trigger_timestamp_seconds";
+/// Gauge, label `job`, Unix seconds: the trigger of the job's last failed run
+/// ([`Outcome::is_failure`](crate::Outcome::is_failure)), kept as
+/// [`JOB_LAST_SUCCESS_TIMESTAMP_SECONDS`] is.
+pub const JOB_LAST_FAILURE_TIMESTAMP_SECONDS: &str = "slotcron_job_last_failure_timestamp_seconds";
+/// Gauge, label `job`: 1 while the job is paused across the fleet, else 0 (as last heard:
+/// at start, at a pause or resume here, at each claim refused as paused, and at each
+/// [`Scheduler::refresh_metrics`](crate::Scheduler::refresh_metrics)).
+pub const JOB_PAUSED: &str = "slotcron_job_paused";
+/// Gauge, label `version`: always 1; the release of the slotcron library running (the
+/// Prometheus `_info` convention).
+pub const BUILD_INFO: &str = "slotcron_build_info";
+/// Counter, labels `backend` (`coordinator`, `state`) and `kind` (`unavailable`,
+/// `timed-out`, `outcome-unknown`, `unauthorized`, `invalid-data`): failed calls to a
+/// backend. `unauthorized`: the backend refused the credentials (a rotated password).
+pub const BACKEND_ERRORS_TOTAL: &str = "slotcron_backend_errors_total";
 
 /// Gauge: ledger writes (run records, start marks) waiting for the ledger to take them.
 pub const LEDGER_QUEUED_WRITES: &str = "slotcron_ledger_queued_writes";
@@ -116,13 +140,18 @@ pub const METRICS_FLUSH_EVERY: Duration = Duration::from_secs(10);
 /// that share them).
 const STRIPES: usize = 16;
 
-/// Whether series carry the `job` label (default: yes).
+/// Which per-job series there are.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct JobLabels(pub bool);
+pub(crate) struct MetricLabels {
+    /// Series carry the `job` label (default: yes).
+    pub per_job: bool,
+    /// Each job also has its duration and lateness histograms (default: no).
+    pub per_job_histograms: bool,
+}
 
-impl Default for JobLabels {
+impl Default for MetricLabels {
     fn default() -> Self {
-        Self(true)
+        Self { per_job: true, per_job_histograms: false }
     }
 }
 
@@ -135,7 +164,7 @@ fn unix_seconds(at: Timestamp) -> f64 {
 pub fn describe_metrics() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(RUNS_TOTAL, "Run records written by this scheduler, by job and outcome.");
-    describe_histogram!(RUN_DURATION_SECONDS, Unit::Seconds, "How long handlers ran.");
+    describe_histogram!(RUN_DURATION_SECONDS, Unit::Seconds, "How long handlers ran, every job's.");
     describe_histogram!(
         TRIGGER_LATENESS_SECONDS,
         Unit::Seconds,
@@ -173,8 +202,17 @@ pub fn describe_metrics() {
         "When the configuration was last reloaded successfully, in Unix seconds."
     );
     describe_gauge!(
-        JOB_NEXT_TRIGGER_TIMESTAMP_SECONDS,
+        JOB_LAST_FAILURE_TIMESTAMP_SECONDS,
         Unit::Seconds,
-        "Each job's next queued trigger, in Unix seconds (0: none)."
+        "The trigger of each job's last failed run, in Unix seconds."
+    );
+    describe_gauge!(JOB_PAUSED, "Whether each job is paused across the fleet (1) or not (0).");
+    describe_gauge!(BUILD_INFO, "The slotcron release running: always 1, the release in the version label.");
+    describe_counter!(BACKEND_ERRORS_TOTAL, "Failed calls to the coordinator or the state, by kind.");
+    describe_histogram!(JOB_RUN_DURATION_SECONDS, Unit::Seconds, "How long each job's handlers ran.");
+    describe_histogram!(
+        JOB_TRIGGER_LATENESS_SECONDS,
+        Unit::Seconds,
+        "From each job's triggers to its handlers' start."
     );
 }

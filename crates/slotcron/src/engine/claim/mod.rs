@@ -96,7 +96,8 @@ pub(crate) async fn skew_gate(shared: &Shared, coordinator: &dyn Coordinator) ->
         Ok(Skew::Within) => Ok(()),
         Ok(Skew::Beyond(offset)) => Err(SkewSkip::Beyond(offset)),
         Err(e) => {
-            shared.health.coordinator.store(false, Ordering::Relaxed);
+            shared.health.coordinator_failed(&e, clock.now());
+            shared.metrics.backend_error("coordinator", e.kind().as_str());
             Err(SkewSkip::Unread(e))
         }
     }
@@ -152,12 +153,18 @@ pub(crate) fn decide(
     claimed: Result<ClaimOutcome, CoordinatorError>,
     latency: Duration,
 ) -> Claimed {
-    shared.health.coordinator.store(claimed.is_ok(), Ordering::Relaxed);
-    let result = match claimed {
+    let result = match &claimed {
         Ok(ClaimOutcome::Won { .. }) => ClaimResult::Won,
         Ok(ClaimOutcome::Lost | ClaimOutcome::BehindMark | ClaimOutcome::Paused) => ClaimResult::Lost,
-        Err(_) => ClaimResult::Error,
+        Err(e) => {
+            shared.health.coordinator_failed(e, shared.clock.now());
+            shared.metrics.backend_error("coordinator", e.kind().as_str());
+            ClaimResult::Error
+        }
     };
+    if claimed.is_ok() {
+        shared.health.coordinator.store(true, Ordering::Relaxed);
+    }
     shared.metrics.claim(result, latency);
     let skipped = |outcome, reason| Box::new(shared.skipped(job, trigger, cause, outcome, reason));
     match claimed {
@@ -200,7 +207,8 @@ pub(crate) fn unclaimed(
     let outcome = match error.kind() {
         CoordinatorErrorKind::Unavailable
         | CoordinatorErrorKind::TimedOut
-        | CoordinatorErrorKind::OutcomeUnknown => Outcome::SkippedBackendUnavailable,
+        | CoordinatorErrorKind::OutcomeUnknown
+        | CoordinatorErrorKind::Unauthorized => Outcome::SkippedBackendUnavailable,
     };
     let reason = format!("{} coordinator ({}): {error}", coordinator.name(), error.kind());
     shared.skipped(job, trigger, cause, outcome, Some(reason))

@@ -414,7 +414,9 @@ impl<'a> Attempts<'a> {
             self.running.get_or_init(|| {
                 // Lateness from the actual (jittered, lease-waited, marked) start.
                 let lateness = self.trigger.duration_until(clock.now());
-                shared.metrics.run_started(Duration::try_from(lateness).unwrap_or_default());
+                shared
+                    .metrics
+                    .run_started(&self.job.series, Duration::try_from(lateness).unwrap_or_default());
                 Running(&shared.metrics)
             });
             let result = run_handler(self.scope, self.job, ctx, self.stopped, clock.now()).await;
