@@ -16,12 +16,19 @@ use crate::ApiError;
 pub struct Access {
     /// The bearer token every guarded request must carry, if any.
     pub token: Option<String>,
-    /// The `Host` values accepted; empty: any.
+    /// The `Host` values accepted while no token is set; empty: any.
     pub hosts: Vec<String>,
 }
 
 impl Access {
-    /// Whether `host` (a `Host` header) is accepted.
+    /// Whether the `Host` header is checked: only while no token is set and hosts are
+    /// given. A web page that rebinds its own name to the server cannot send a token, so a
+    /// server with one needs no `Host` check.
+    pub fn checks_host(&self) -> bool {
+        self.token.is_none() && !self.hosts.is_empty()
+    }
+
+    /// Whether `host` (a `Host` header) is one of the hosts (or none are given).
     pub fn host_allowed(&self, host: &str) -> bool {
         self.hosts.is_empty()
             || self.hosts.iter().any(|allowed| {
@@ -62,13 +69,14 @@ fn name_of(host: &str) -> &str {
     if has_port(host) { host.rsplit_once(':').map_or(host, |(name, _)| name) } else { host }
 }
 
-/// Refuses a request whose `Host` is not allowed (403).
+/// Refuses a request whose `Host` is not allowed (403), on a server without a token
+/// ([`Access::checks_host`]).
 pub(crate) async fn check_host(
     State(access): State<Arc<Access>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if access.hosts.is_empty() {
+    if !access.checks_host() {
         return Ok(next.run(request).await);
     }
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
@@ -128,6 +136,15 @@ mod tests {
         assert!(!access.authorized(Some(b"Basic s3cret")));
         assert!(!access.authorized(None));
         assert!(Access::default().authorized(None));
+    }
+
+    #[test]
+    fn only_a_server_without_a_token_checks_the_host() {
+        let mut access = hosts(&["127.0.0.1:9090"]);
+        assert!(access.checks_host());
+        access.token = Some("full".into());
+        assert!(!access.checks_host());
+        assert!(!hosts(&[]).checks_host(), "no hosts given: any");
     }
 
     #[test]

@@ -35,11 +35,21 @@
 //! body for an endpoint whose fields are optional), and the same token as the reads; a
 //! refused request changes nothing.
 //!
-//! Access ([`Admin::token`], [`Admin::allowed_hosts`]): with a token, every request but
-//! `/healthz`, `/metrics` and the static page `/` needs `Authorization: Bearer TOKEN`
-//! (compared in constant time), else 401; with allowed hosts, a request whose `Host` is
-//! not one of them gets 403 (a defence against DNS rebinding: a web page cannot make a
-//! browser send its own host name to a loopback server and read the answer).
+//! Access ([`Admin::token`], [`Admin::allowed_hosts`]):
+//!
+//! | server | `/healthz`, `/readyz` | `/metrics`, `/` | `/api/v1/` |
+//! |---|---|---|---|
+//! | no token, no hosts | any request | any request | any request |
+//! | no token, allowed hosts | any `Host` | an allowed `Host`, else 403 | an allowed `Host`, else 403 |
+//! | a token | any `Host` | any `Host` | the token, else 401; any `Host` |
+//!
+//! A token is sent as `Authorization: Bearer TOKEN` and compared in constant time. The
+//! `Host` check is a defence against DNS rebinding: a web page cannot make a browser send
+//! its own host name to a token-less loopback server and read the answer. A server with a
+//! token needs none (such a page cannot send the token), so Kubernetes probes and
+//! Prometheus scrapes reach it at a pod IP not known in advance. The probes answer any
+//! `Host` on a token-less server too: they tell only whether the scheduler runs and its
+//! backends answer.
 
 mod access;
 mod error;
@@ -75,6 +85,14 @@ struct AdminState {
 }
 
 /// Builds the admin [`Router`] over a scheduler.
+///
+/// Who may ask (see the crate's table):
+/// - Without a token, anyone who reaches the server may do anything; with
+///   [`Admin::allowed_hosts`], a request whose `Host` is not one of them is 403 — except
+///   `/healthz` and `/readyz`, which answer any `Host`.
+/// - With [`Admin::token`], `/api/v1/` needs `Authorization: Bearer TOKEN` (401
+///   otherwise). `/`, `/healthz`, `/readyz` and `/metrics` need no token, and no `Host`
+///   is checked.
 #[must_use]
 pub struct Admin {
     state: AdminState,
@@ -102,16 +120,18 @@ impl Admin {
         self
     }
 
-    /// Requires `Authorization: Bearer TOKEN` on every request but `/healthz`,
-    /// `/metrics` and `/` (default: no token).
+    /// Requires `Authorization: Bearer TOKEN` on every `/api/v1/` request (default: no
+    /// token). `/`, `/healthz`, `/readyz` and `/metrics` need no token. With a token no
+    /// `Host` is checked: [`Admin::allowed_hosts`] no longer applies.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.access.token = Some(token.into());
         self
     }
 
-    /// Answers only requests whose `Host` header is one of `hosts` (`name` or
-    /// `name:port`; a name without a port matches any port; compared ignoring ASCII
-    /// case). Default: any host.
+    /// While no token is set, answers only requests whose `Host` header is one of `hosts`
+    /// (`name` or `name:port`; a name without a port matches any port; compared ignoring
+    /// ASCII case); others get 403, but `/healthz` and `/readyz` answer any `Host`.
+    /// Default: any host. A server with a token checks no `Host`.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
         self.access.hosts = hosts.into_iter().collect();
         self
@@ -121,17 +141,17 @@ impl Admin {
     /// `/metrics` and `/api/v1/`).
     pub fn router(self) -> Router {
         let access = Arc::new(self.access);
-        let open = Router::new()
+        let probes =
+            Router::new().route("/healthz", get(health::healthz)).route("/readyz", get(health::readyz));
+        let api = api_v1().layer(axum::middleware::from_fn_with_state(access.clone(), access::require_token));
+        let host_checked = Router::new()
             .route("/", get(page::status_page))
-            .route("/healthz", get(health::healthz))
-            .route("/metrics", get(health::metrics));
-        let guarded = Router::new()
-            .route("/readyz", get(health::readyz))
-            .nest("/api/v1", api_v1())
-            .layer(axum::middleware::from_fn_with_state(access.clone(), access::require_token));
-        open.merge(guarded)
+            .route("/metrics", get(health::metrics))
+            .nest("/api/v1", api)
             .fallback(error::not_found)
-            .layer(axum::middleware::from_fn_with_state(access, access::check_host))
+            .layer(axum::middleware::from_fn_with_state(access, access::check_host));
+        probes
+            .merge(host_checked)
             .layer(axum::middleware::from_fn(error::json_client_errors))
             .with_state(self.state)
     }

@@ -263,8 +263,9 @@ pub struct RunArgs {
     /// Also accept this Host header in admin requests (repeatable).
     ///
     /// A name (NAME or NAME:PORT) the Host header of admin requests may carry besides the
-    /// listen address, e.g. the name a proxy or browser uses; requests with any other
-    /// Host get 403.
+    /// listen address, e.g. the name a proxy or browser uses. Only a server without a
+    /// token checks the Host: a request with any other Host gets 403, except to /healthz
+    /// and /readyz.
     #[arg(long, value_name = "NAME")]
     pub admin_host: Vec<String>,
     /// Whether metrics carry a `job` label.

@@ -263,19 +263,25 @@ fn bad_requests_get_a_4xx_with_a_message() {
 }
 
 #[test]
-fn with_a_token_every_request_but_health_and_metrics_needs_it() {
+fn with_a_token_every_api_request_needs_it_but_not_the_probes_metrics_and_page() {
     let token = [("SLOTCRON_ADMIN_TOKEN", "s3cret")];
     let bearer = [("authorization", "Bearer s3cret")];
     let (dir, daemon, addr) = serving("admin-token", &token, &bearer);
-    for path in ["/api/v1/jobs", "/api/v1/jobs/ok", "/readyz"] {
+    for path in ["/api/v1/jobs", "/api/v1/jobs/ok"] {
         assert_eq!(http::get(&addr, path, &[]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &[("authorization", "Bearer s3cre")]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &[("authorization", "s3cret")]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &bearer).status, 200, "{path}");
     }
-    for path in ["/healthz", "/metrics"] {
+    for path in ["/healthz", "/readyz", "/metrics", "/"] {
         assert_eq!(http::get(&addr, path, &[]).status, 200, "{path}");
     }
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let answer = http::get_with(&addr, path, &[("host", "10.1.2.3:9090")]);
+        assert_eq!(answer.status, 200, "{path} at a foreign Host: {}", answer.body);
+    }
+    let foreign = http::get_with(&addr, "/api/v1/jobs", &[("host", "10.1.2.3:9090")]);
+    assert_eq!(foreign.status, 401, "no Host check, the token is needed: {}", foreign.body);
     let url = format!("http://{addr}");
     let refused = slotcron().args(["status", "--admin-url", &url]).current_dir(&dir).output().unwrap();
     assert_eq!(refused.status.code(), Some(2));
