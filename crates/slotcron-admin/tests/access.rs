@@ -1,12 +1,13 @@
 //! Who may ask, through a mounted router (`tower`'s `oneshot`): the `Host` check of a
-//! server without a token, the probes that answer any `Host`, the token on the API.
+//! server without a token, the probes that answer any `Host`, the full and the
+//! read-only token on every read and write.
 
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::{Job, MemoryOutputs, OutputStore, RunOutput};
+use slotcron::{Cause, Job, MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
 use slotcron_testkit::harness::{Harness, ok, ts};
 use tower::ServiceExt;
@@ -32,12 +33,21 @@ async fn send(
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 const FULL: (&str, &str) = ("authorization", "Bearer full-t0ken");
+const READ: (&str, &str) = ("authorization", "Bearer read-t0ken");
 const WRONG: (&str, &str) = ("authorization", "Bearer guess");
 
 /// The listen address's own `Host`, a pod IP nobody listed, a rebinding page's name.
 const OWN: &str = "127.0.0.1:9090";
 const POD_IP: &str = "10.1.2.3:9090";
 const FOREIGN: &str = "evil.example:9090";
+
+/// The write endpoints: operation and body.
+const WRITES: [(&str, &str); 4] = [
+    ("pause", ""),
+    ("resume", ""),
+    ("trigger", ""),
+    ("backfill", r#"{"from": "2024-05-17T00:10:00Z", "to": "2024-05-17T00:12:00Z"}"#),
+];
 
 /// A running scheduler with the job `tick` and one run of it kept with output.
 async fn running() -> Harness {
@@ -127,5 +137,101 @@ async fn a_server_with_a_token_answers_any_host_and_needs_the_token_on_the_api_o
             }
         }
     }
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_read_token_reads_jobs_runs_output_and_metrics_at_any_host() {
+    let mut h = running().await;
+    let router = admin(&h).await.token("full-t0ken").read_token("read-t0ken").router();
+    for name in [Some(OWN), Some(POD_IP), None] {
+        for path in [
+            "/api/v1/jobs",
+            "/api/v1/jobs/tick",
+            "/api/v1/jobs/tick/runs",
+            "/api/v1/jobs/tick/runs/2024-05-17T01:01:00Z/output",
+            "/metrics",
+        ] {
+            let mut headers = host(name);
+            headers.push(READ);
+            let (status, body) = send(&router, "GET", path, &headers, "").await;
+            assert_eq!(status, StatusCode::OK, "{name:?} {path}: {body}");
+        }
+    }
+    let (_, output) =
+        send(&router, "GET", "/api/v1/jobs/tick/runs/2024-05-17T01:01:00Z/output", &[READ], "").await;
+    assert_eq!(output["outputs"][0]["output"], "hi\n");
+    let (status, _) = send(&router, "GET", "/api/v1/jobs", &[WRONG], "").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_read_token_gets_403_on_every_write_and_changes_nothing() {
+    let mut h = running().await;
+    let router = admin(&h).await.token("full-t0ken").read_token("read-t0ken").router();
+    for (operation, body) in WRITES {
+        let path = format!("/api/v1/jobs/tick/{operation}");
+        let (status, answer) = send(&router, "POST", &path, &[("host", POD_IP), JSON, READ], body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {answer}");
+        assert_eq!(
+            answer["error"],
+            format!(
+                "the read-only token (SLOTCRON_ADMIN_READ_TOKEN) cannot {operation}; use SLOTCRON_ADMIN_TOKEN"
+            )
+        );
+        for credentials in [None, Some(WRONG)] {
+            let mut headers = vec![JSON];
+            headers.extend(credentials);
+            let (status, answer) = send(&router, "POST", &path, &headers, body).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{path} {credentials:?}: {answer}");
+        }
+    }
+    let (_, job) = send(&router, "GET", "/api/v1/jobs/tick", &[READ], "").await;
+    assert_eq!(job["paused"], false, "nothing was paused");
+    h.advance(Duration::from_secs(1)).await;
+    let steered: Vec<_> = h.records("tick").into_iter().filter(|r| r.cause != Cause::Scheduled).collect();
+    assert!(steered.is_empty(), "no manual run, no backfill: {steered:?}");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_full_token_does_every_write_beside_a_read_token() {
+    let mut h = running().await;
+    let router = admin(&h).await.token("full-t0ken").read_token("read-t0ken").router();
+    let mut answers = Vec::new();
+    for (operation, body) in WRITES {
+        let path = format!("/api/v1/jobs/tick/{operation}");
+        let (status, answer) = send(&router, "POST", &path, &[("host", POD_IP), JSON, FULL], body).await;
+        answers.push((operation, status));
+        assert!(status.is_success(), "{path}: {answer}");
+    }
+    assert_eq!(
+        answers,
+        [
+            ("pause", StatusCode::OK),
+            ("resume", StatusCode::OK),
+            ("trigger", StatusCode::ACCEPTED),
+            ("backfill", StatusCode::ACCEPTED)
+        ]
+    );
+    h.advance(Duration::from_millis(1)).await;
+    let mut causes: Vec<Cause> =
+        h.records("tick").into_iter().map(|r| r.cause).filter(|c| *c != Cause::Scheduled).collect();
+    causes.dedup();
+    assert_eq!(causes, [Cause::Manual, Cause::Backfill]);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_token_alone_makes_a_read_only_server_without_a_host_check() {
+    let mut h = running().await;
+    let router = admin(&h).await.read_token("read-t0ken").router();
+    let (status, body) = send(&router, "GET", "/api/v1/jobs", &[("host", FOREIGN), READ], "").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = send(&router, "GET", "/api/v1/jobs", &[("host", OWN)], "").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = send(&router, "POST", "/api/v1/jobs/tick/pause", &[JSON, READ], "").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     h.stop().await;
 }
