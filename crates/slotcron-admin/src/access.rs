@@ -1,4 +1,4 @@
-//! Who may ask: the bearer token and the `Host` check.
+//! Who may ask: the bearer tokens (full and read-only) and the `Host` check.
 
 use std::sync::Arc;
 
@@ -6,22 +6,42 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 
 use crate::ApiError;
 
-/// The access rules of an admin router; see [`Admin::token`](crate::Admin::token) and
+/// The access rules of an admin router; see [`Admin::token`](crate::Admin::token),
+/// [`Admin::read_token`](crate::Admin::read_token) and
 /// [`Admin::allowed_hosts`](crate::Admin::allowed_hosts).
 #[derive(Debug, Clone, Default)]
 pub struct Access {
-    /// The bearer token every guarded request must carry, if any.
+    /// The bearer token that opens every `/api/v1/` request, reads and writes, if any.
     pub token: Option<String>,
-    /// The `Host` values accepted; empty: any.
+    /// The bearer token that opens the `/api/v1/` reads only (a write with it is 403), if
+    /// any.
+    pub read_token: Option<String>,
+    /// The `Host` values accepted while neither token is set; empty: any.
     pub hosts: Vec<String>,
 }
 
+/// What a request's credentials open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// The reads only: the read-only token.
+    Read,
+    /// Everything: the full token, or a server with no token at all.
+    Full,
+}
+
 impl Access {
-    /// Whether `host` (a `Host` header) is accepted.
+    /// Whether the `Host` header is checked: only while neither token is set and hosts
+    /// are given. A web page that rebinds its own name to the server cannot send a token,
+    /// so a server with one needs no `Host` check.
+    pub fn checks_host(&self) -> bool {
+        self.token.is_none() && self.read_token.is_none() && !self.hosts.is_empty()
+    }
+
+    /// Whether `host` (a `Host` header) is one of the hosts (or none are given).
     pub fn host_allowed(&self, host: &str) -> bool {
         self.hosts.is_empty()
             || self.hosts.iter().any(|allowed| {
@@ -30,13 +50,28 @@ impl Access {
             })
     }
 
-    /// Whether an `Authorization` header value carries the token: `Bearer TOKEN`, the
-    /// scheme in any case and followed by one or more spaces (RFC 7235 section 2.1), the
-    /// token compared in constant time.
-    pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(token) = &self.token else { return true };
-        let Some(given) = authorization.and_then(bearer_token) else { return false };
-        bool::from(given.ct_eq(token.as_bytes()))
+    /// What an `Authorization` header value opens: [`Grant::Full`] for the full token or
+    /// when no token is set, [`Grant::Read`] for the read-only token, `None` for anything
+    /// else. The value is `Bearer TOKEN`, the scheme in any case and followed by one or
+    /// more spaces (RFC 7235 section 2.1); it is compared with both tokens in constant
+    /// time. A read-only token equal to the full token opens everything.
+    pub fn grant(&self, authorization: Option<&[u8]>) -> Option<Grant> {
+        if self.token.is_none() && self.read_token.is_none() {
+            return Some(Grant::Full);
+        }
+        let given = authorization.and_then(bearer_token)?;
+        let matches = |token: &Option<String>| -> Choice {
+            token.as_ref().map_or(Choice::from(0), |token| given.ct_eq(token.as_bytes()))
+        };
+        // Both comparisons run whatever the first one found.
+        let (full, read) = (matches(&self.token), matches(&self.read_token));
+        if bool::from(full) {
+            Some(Grant::Full)
+        } else if bool::from(read) {
+            Some(Grant::Read)
+        } else {
+            None
+        }
     }
 }
 
@@ -62,13 +97,14 @@ fn name_of(host: &str) -> &str {
     if has_port(host) { host.rsplit_once(':').map_or(host, |(name, _)| name) } else { host }
 }
 
-/// Refuses a request whose `Host` is not allowed (403).
+/// Refuses a request whose `Host` is not allowed (403), on a server without a token
+/// ([`Access::checks_host`]).
 pub(crate) async fn check_host(
     State(access): State<Arc<Access>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if access.hosts.is_empty() {
+    if !access.checks_host() {
         return Ok(next.run(request).await);
     }
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
@@ -82,22 +118,41 @@ pub(crate) async fn check_host(
     }
 }
 
-/// Refuses a request without the bearer token (401).
+/// Refuses a request without either bearer token (401); passes on what it opens as a
+/// [`Grant`] in the request's extensions, for [`refuse_read_only`].
 pub(crate) async fn require_token(
     State(access): State<Arc<Access>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
     let authorization = request.headers().get(header::AUTHORIZATION).map(|value| value.as_bytes());
-    if access.authorized(authorization) {
-        Ok(next.run(request).await)
-    } else {
-        let mut error = ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-        if authorization.is_none() {
-            error.message = "this server needs Authorization: Bearer TOKEN (SLOTCRON_ADMIN_TOKEN)".into();
+    match access.grant(authorization) {
+        Some(grant) => {
+            request.extensions_mut().insert(grant);
+            Ok(next.run(request).await)
         }
-        Err(error)
+        None if authorization.is_none() => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "this server needs Authorization: Bearer TOKEN (SLOTCRON_ADMIN_TOKEN)",
+        )),
+        None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")),
     }
+}
+
+/// Refuses a write made with the read-only token (403, naming the operation: the last
+/// segment of the path, e.g. `pause`). Behind [`require_token`], which gives every
+/// request it passes a [`Grant`]; only [`Grant::Full`] goes on.
+pub(crate) async fn refuse_read_only(request: Request, next: Next) -> Result<Response, ApiError> {
+    if request.extensions().get::<Grant>() == Some(&Grant::Full) {
+        return Ok(next.run(request).await);
+    }
+    let operation = request.uri().path().rsplit('/').next().unwrap_or("write");
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "the read-only token (SLOTCRON_ADMIN_READ_TOKEN) cannot {operation}; use SLOTCRON_ADMIN_TOKEN"
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -105,7 +160,15 @@ mod tests {
     use super::*;
 
     fn hosts(list: &[&str]) -> Access {
-        Access { token: None, hosts: list.iter().map(|h| h.to_string()).collect() }
+        Access { hosts: list.iter().map(|h| h.to_string()).collect(), ..Access::default() }
+    }
+
+    fn tokens(token: Option<&str>, read_token: Option<&str>) -> Access {
+        Access {
+            token: token.map(str::to_owned),
+            read_token: read_token.map(str::to_owned),
+            hosts: Vec::new(),
+        }
     }
 
     #[test]
@@ -122,22 +185,47 @@ mod tests {
 
     #[test]
     fn the_token_is_a_bearer_token() {
-        let access = Access { token: Some("s3cret".into()), hosts: Vec::new() };
-        assert!(access.authorized(Some(b"Bearer s3cret")));
-        assert!(!access.authorized(Some(b"Bearer s3cre")));
-        assert!(!access.authorized(Some(b"Basic s3cret")));
-        assert!(!access.authorized(None));
-        assert!(Access::default().authorized(None));
+        let access = tokens(Some("s3cret"), None);
+        assert_eq!(access.grant(Some(b"Bearer s3cret")), Some(Grant::Full));
+        assert_eq!(access.grant(Some(b"Bearer s3cre")), None);
+        assert_eq!(access.grant(Some(b"Basic s3cret")), None);
+        assert_eq!(access.grant(None), None);
+        assert_eq!(Access::default().grant(None), Some(Grant::Full));
+    }
+
+    #[test]
+    fn the_read_token_grants_reads_and_the_full_token_everything() {
+        let access = tokens(Some("full"), Some("read"));
+        assert_eq!(access.grant(Some(b"Bearer full")), Some(Grant::Full));
+        assert_eq!(access.grant(Some(b"Bearer read")), Some(Grant::Read));
+        assert_eq!(access.grant(Some(b"Bearer reads")), None);
+        assert_eq!(access.grant(None), None);
+        let reads_only = tokens(None, Some("read"));
+        assert_eq!(reads_only.grant(Some(b"Bearer read")), Some(Grant::Read));
+        assert_eq!(reads_only.grant(None), None, "a read token alone still closes the server");
+        assert_eq!(tokens(Some("same"), Some("same")).grant(Some(b"Bearer same")), Some(Grant::Full));
+    }
+
+    #[test]
+    fn only_a_server_without_a_token_checks_the_host() {
+        let mut access = hosts(&["127.0.0.1:9090"]);
+        assert!(access.checks_host());
+        access.token = Some("full".into());
+        assert!(!access.checks_host());
+        access.token = None;
+        access.read_token = Some("read".into());
+        assert!(!access.checks_host());
+        assert!(!hosts(&[]).checks_host(), "no hosts given: any");
     }
 
     #[test]
     fn the_bearer_scheme_is_matched_in_any_case() {
-        let access = Access { token: Some("s3cret".into()), hosts: Vec::new() };
+        let access = tokens(Some("s3cret"), None);
         for header in [&b"bearer s3cret"[..], b"BEARER s3cret", b"bEaReR s3cret", b"Bearer   s3cret"] {
-            assert!(access.authorized(Some(header)), "{}", String::from_utf8_lossy(header));
+            assert_eq!(access.grant(Some(header)), Some(Grant::Full), "{}", String::from_utf8_lossy(header));
         }
         for header in [&b"Bearers3cret"[..], b"Bearer", b"Bearer ", b"bearer S3CRET", b"xbearer s3cret"] {
-            assert!(!access.authorized(Some(header)), "{}", String::from_utf8_lossy(header));
+            assert_eq!(access.grant(Some(header)), None, "{}", String::from_utf8_lossy(header));
         }
     }
 }

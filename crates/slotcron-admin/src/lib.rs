@@ -13,33 +13,45 @@
 //! # }
 //! ```
 //!
-//! Endpoints (JSON; errors are `{"error": "…"}` with a 4xx or 5xx status):
+//! Endpoints (JSON; errors are `{"error": "…"}` with a 4xx or 5xx status), and what
+//! each needs when [`Admin::token`] is set (*full*: the full token; *read*: either
+//! token; *none*: no token):
 //!
-//! | request | answer |
-//! |---|---|
-//! | `GET /` | the status page (one static HTML file reading the API) |
-//! | `GET /healthz` | 200 while [`Scheduler::run`] runs, else 503 |
-//! | `GET /readyz` | 200 while the coordinator and the state answer, else 503 |
-//! | `GET /metrics` | the Prometheus text exposition, when [`Admin::metrics`] gave a renderer |
-//! | `GET /api/v1/jobs` | every job: name, schedule, English, zone, policies, next fire times, last run |
-//! | `GET /api/v1/jobs/{name}` | one job, the same fields |
-//! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first |
-//! | `GET /api/v1/jobs/{name}/runs/{trigger}/output` | what that run wrote, per instance |
-//! | `POST /api/v1/jobs/{name}/pause` | pauses the job across the fleet |
-//! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) |
-//! | `POST /api/v1/jobs/{name}/trigger` | queues one manual run; header `Idempotency-Key` optional |
-//! | `POST /api/v1/jobs/{name}/backfill` | runs each trigger of `{"from": T1, "to": T2}` (≤ 1,000) |
+//! | request | answer | token |
+//! |---|---|---|
+//! | `GET /` | the status page (one static HTML file reading the API) | none |
+//! | `GET /healthz` | 200 while [`Scheduler::run`] runs, else 503 | none |
+//! | `GET /readyz` | 200 while the coordinator and the state answer, else 503 | none |
+//! | `GET /metrics` | the Prometheus text exposition, when [`Admin::metrics`] gave a renderer | none |
+//! | `GET /api/v1/jobs` | every job: name, schedule, English, zone, policies, next fire times, last run | read |
+//! | `GET /api/v1/jobs/{name}` | one job, the same fields | read |
+//! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first | read |
+//! | `GET /api/v1/jobs/{name}/runs/{trigger}/output` | what that run wrote, per instance | read |
+//! | `POST /api/v1/jobs/{name}/pause` | pauses the job across the fleet | full |
+//! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) | full |
+//! | `POST /api/v1/jobs/{name}/trigger` | queues one manual run; header `Idempotency-Key` optional | full |
+//! | `POST /api/v1/jobs/{name}/backfill` | runs each trigger of `{"from": T1, "to": T2}` (≤ 1,000) | full |
 //!
 //! Every `POST` needs `Content-Type: application/json` (415 otherwise), a body of at most
 //! 1 MiB (413) that is a JSON object of the endpoint's fields (400 otherwise; an empty
-//! body for an endpoint whose fields are optional), and the same token as the reads; a
-//! refused request changes nothing.
+//! body for an endpoint whose fields are optional), and the full token; a refused request
+//! changes nothing.
 //!
-//! Access ([`Admin::token`], [`Admin::allowed_hosts`]): with a token, every request but
-//! `/healthz`, `/metrics` and the static page `/` needs `Authorization: Bearer TOKEN`
-//! (compared in constant time), else 401; with allowed hosts, a request whose `Host` is
-//! not one of them gets 403 (a defence against DNS rebinding: a web page cannot make a
-//! browser send its own host name to a loopback server and read the answer).
+//! Access ([`Admin::token`], [`Admin::read_token`], [`Admin::allowed_hosts`]):
+//!
+//! | server | `/healthz`, `/readyz` | `/metrics`, `/` | `/api/v1/` reads | `/api/v1/` writes |
+//! |---|---|---|---|---|
+//! | no token, no hosts | any request | any request | any request | any request |
+//! | no token, allowed hosts | any `Host` | an allowed `Host`, else 403 | an allowed `Host`, else 403 | an allowed `Host`, else 403 |
+//! | a token (and a read token) | any `Host` | any `Host` | either token, else 401; any `Host` | the full token, else 401 (403 for the read token); any `Host` |
+//!
+//! A token is sent as `Authorization: Bearer TOKEN` and compared in constant time. The
+//! `Host` check is a defence against DNS rebinding: a web page cannot make a browser send
+//! its own host name to a token-less loopback server and read the answer. A server with a
+//! token needs none (such a page cannot send the token), so Kubernetes probes and
+//! Prometheus scrapes reach it at a pod IP not known in advance. The probes answer any
+//! `Host` on a token-less server too: they tell only whether the scheduler runs and its
+//! backends answer.
 
 mod access;
 mod error;
@@ -58,7 +70,7 @@ use axum::routing::{get, post};
 use slotcron::OutputStore;
 use slotcron::Scheduler;
 
-pub use access::Access;
+pub use access::{Access, Grant};
 pub use error::ApiError;
 pub use prometheus::{MetricsRecorder, PrometheusMetrics};
 pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
@@ -75,6 +87,15 @@ struct AdminState {
 }
 
 /// Builds the admin [`Router`] over a scheduler.
+///
+/// Who may ask (see the crate's table):
+/// - Without a token, anyone who reaches the server may do anything; with
+///   [`Admin::allowed_hosts`], a request whose `Host` is not one of them is 403 — except
+///   `/healthz` and `/readyz`, which answer any `Host`.
+/// - With [`Admin::token`], `/api/v1/` needs `Authorization: Bearer TOKEN` (401
+///   otherwise); with [`Admin::read_token`] as well, that token opens the reads and a
+///   write with it is 403. `/`, `/healthz`, `/readyz` and `/metrics` need no token, and
+///   no `Host` is checked.
 #[must_use]
 pub struct Admin {
     state: AdminState,
@@ -102,16 +123,28 @@ impl Admin {
         self
     }
 
-    /// Requires `Authorization: Bearer TOKEN` on every request but `/healthz`,
-    /// `/metrics` and `/` (default: no token).
+    /// Requires `Authorization: Bearer TOKEN` on every `/api/v1/` request, and opens all
+    /// of them, reads and writes (default: no token). `/`, `/healthz`, `/readyz` and
+    /// `/metrics` need no token. With a token (this one or [`Admin::read_token`]) no
+    /// `Host` is checked: [`Admin::allowed_hosts`] no longer applies.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.access.token = Some(token.into());
         self
     }
 
-    /// Answers only requests whose `Host` header is one of `hosts` (`name` or
-    /// `name:port`; a name without a port matches any port; compared ignoring ASCII
-    /// case). Default: any host.
+    /// A second bearer token that opens the `/api/v1/` reads only (jobs, runs, output); a
+    /// write (`POST`) with it is 403 naming the token kind. Without [`Admin::token`] the
+    /// server is read-only: every write is refused (401 without a token, 403 with this
+    /// one). A read token equal to the full token opens everything.
+    pub fn read_token(mut self, token: impl Into<String>) -> Self {
+        self.access.read_token = Some(token.into());
+        self
+    }
+
+    /// While no token is set, answers only requests whose `Host` header is one of `hosts`
+    /// (`name` or `name:port`; a name without a port matches any port; compared ignoring
+    /// ASCII case); others get 403, but `/healthz` and `/readyz` answer any `Host`.
+    /// Default: any host. A server with a token checks no `Host`.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
         self.access.hosts = hosts.into_iter().collect();
         self
@@ -121,32 +154,33 @@ impl Admin {
     /// `/metrics` and `/api/v1/`).
     pub fn router(self) -> Router {
         let access = Arc::new(self.access);
-        let open = Router::new()
+        let probes =
+            Router::new().route("/healthz", get(health::healthz)).route("/readyz", get(health::readyz));
+        let api = api_v1().layer(axum::middleware::from_fn_with_state(access.clone(), access::require_token));
+        let host_checked = Router::new()
             .route("/", get(page::status_page))
-            .route("/healthz", get(health::healthz))
-            .route("/metrics", get(health::metrics));
-        let guarded = Router::new()
-            .route("/readyz", get(health::readyz))
-            .nest("/api/v1", api_v1())
-            .layer(axum::middleware::from_fn_with_state(access.clone(), access::require_token));
-        open.merge(guarded)
+            .route("/metrics", get(health::metrics))
+            .nest("/api/v1", api)
             .fallback(error::not_found)
-            .layer(axum::middleware::from_fn_with_state(access, access::check_host))
+            .layer(axum::middleware::from_fn_with_state(access, access::check_host));
+        probes
+            .merge(host_checked)
             .layer(axum::middleware::from_fn(error::json_client_errors))
             .with_state(self.state)
     }
 }
 
-/// The `/api/v1` routes, reads and writes, behind one token check.
+/// The `/api/v1` routes, reads and writes; the writes refused to the read-only token.
 fn api_v1() -> Router<AdminState> {
+    let write = || axum::middleware::from_fn(access::refuse_read_only);
     Router::new()
         .route("/jobs", get(jobs::list))
         .route("/jobs/{name}", get(jobs::one))
         .route("/jobs/{name}/runs", get(runs::list))
         .route("/jobs/{name}/runs/{trigger}/output", get(runs::output))
-        .route("/jobs/{name}/pause", post(steer::pause))
-        .route("/jobs/{name}/resume", post(steer::resume))
-        .route("/jobs/{name}/trigger", post(steer::trigger))
-        .route("/jobs/{name}/backfill", post(steer::backfill))
+        .route("/jobs/{name}/pause", post(steer::pause).route_layer(write()))
+        .route("/jobs/{name}/resume", post(steer::resume).route_layer(write()))
+        .route("/jobs/{name}/trigger", post(steer::trigger).route_layer(write()))
+        .route("/jobs/{name}/backfill", post(steer::backfill).route_layer(write()))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }

@@ -95,7 +95,7 @@ async fn a_mounted_router_lists_jobs_runs_and_output() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn token_and_hosts_guard_the_api() {
+async fn with_a_token_the_api_needs_it_and_allowed_hosts_no_longer_apply() {
     let h = Harness::new("2024-05-17T00:00:30Z");
     let router =
         Admin::new(h.scheduler.clone()).token("t0ken").allowed_hosts(["admin.internal".to_owned()]).router();
@@ -106,8 +106,8 @@ async fn token_and_hosts_guard_the_api() {
         StatusCode::OK
     );
     let (status, body) =
-        get(&router, "/api/v1/jobs", &[("host", "evil.example"), ("authorization", "Bearer t0ken")]).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        get(&router, "/api/v1/jobs", &[("host", "10.1.2.3:9090"), ("authorization", "Bearer t0ken")]).await;
+    assert_eq!(status, StatusCode::OK, "a rebinding page cannot send the token: no Host check: {body}");
     assert_eq!(get(&router, "/metrics", &[host]).await.0, StatusCode::NOT_FOUND, "open, but not configured");
 }
 

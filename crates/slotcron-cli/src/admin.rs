@@ -9,23 +9,26 @@ use slotcron::{CancellationToken, Scheduler};
 use slotcron_admin::{Admin, PrometheusMetrics};
 use tokio::net::{TcpListener, UnixListener};
 
+use crate::admin_token::{self, READ_TOKEN_VAR, TOKEN_VAR};
 use crate::cli::RunArgs;
 use crate::settings::Listen;
 
 /// The environment variable naming the admin address when `--admin` is not given.
 pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
-/// The environment variable holding the admin API's bearer token.
-pub const TOKEN_VAR: &str = "SLOTCRON_ADMIN_TOKEN";
 
 /// How the admin server is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminSettings {
     /// Where it listens.
     pub listen: Listen,
-    /// Extra names the `Host` header may carry (`--admin-host`).
+    /// Extra names the `Host` header may carry (`--admin-host`); checked only without a
+    /// token.
     pub hosts: Vec<String>,
-    /// The bearer token (`SLOTCRON_ADMIN_TOKEN`), if set.
+    /// The bearer token of full access (`SLOTCRON_ADMIN_TOKEN[_FILE]`), if set.
     pub token: Option<String>,
+    /// The read-only bearer token (`SLOTCRON_ADMIN_READ_TOKEN[_FILE]`), if set; only
+    /// beside [`Self::token`].
+    pub read_token: Option<String>,
 }
 
 impl AdminSettings {
@@ -33,8 +36,8 @@ impl AdminSettings {
     /// `SLOTCRON_ADMIN`, else the jobs file's `[admin] listen`; `None`: no admin server.
     ///
     /// # Errors
-    /// A malformed address, an empty token, or an address other machines can reach
-    /// without `SLOTCRON_ADMIN_TOKEN` set.
+    /// A malformed address, a token [`tokens`] refuses, or an address other machines can
+    /// reach without `SLOTCRON_ADMIN_TOKEN` set.
     pub fn choose(args: &RunArgs, file: Option<&str>) -> Result<Option<Self>, String> {
         let var = std::env::var(ADMIN_VAR).ok();
         let given =
@@ -43,17 +46,14 @@ impl AdminSettings {
                 .find_map(|(value, source)| value.map(|value| (value, source)));
         let Some((text, source)) = given else { return Ok(None) };
         let listen = Listen::parse(text).map_err(|e| format!("{source}: {e}"))?;
-        let token = std::env::var(TOKEN_VAR).ok();
-        if token.as_deref() == Some("") {
-            return Err(format!("{TOKEN_VAR} is set but empty; remove it, or give a token"));
-        }
+        let (token, read_token) = tokens()?;
         if token.is_none() && !listen.is_local() {
             return Err(format!(
                 "{source} {text}: other machines can reach this address; set {TOKEN_VAR} so that \
                  requests need a bearer token, or listen on a loopback address or unix:PATH"
             ));
         }
-        Ok(Some(Self { listen, hosts: args.admin_host.clone(), token }))
+        Ok(Some(Self { listen, hosts: args.admin_host.clone(), token, read_token }))
     }
 
     /// Binds the address: the server ready to serve.
@@ -84,7 +84,29 @@ impl AdminSettings {
                 (Listener::Unix(listener, path.clone()), Vec::new())
             }
         };
-        Ok(Bound { listener, hosts, token: self.token.clone() })
+        Ok(Bound { listener, hosts, token: self.token.clone(), read_token: self.read_token.clone() })
+    }
+}
+
+/// The full and the read-only token, each from its variable or its `_FILE`
+/// ([`admin_token::from_env`]).
+///
+/// # Errors
+/// What [`admin_token::from_env`] refuses; a read-only token without the full one (a
+/// server nobody could steer through), or equal to it (it would open everything).
+fn tokens() -> Result<(Option<String>, Option<String>), String> {
+    let token = admin_token::from_env(TOKEN_VAR)?;
+    let read_token = admin_token::from_env(READ_TOKEN_VAR)?;
+    match (&token, &read_token) {
+        (None, Some(_)) => Err(format!(
+            "{READ_TOKEN_VAR} needs {TOKEN_VAR}: set the full token too (pause, resume, trigger and \
+             backfill need it), or give the read-only token as {TOKEN_VAR}"
+        )),
+        (Some(token), Some(read)) if token == read => Err(format!(
+            "{READ_TOKEN_VAR} is the same as {TOKEN_VAR}: the read-only token would open everything; \
+             give it a value of its own"
+        )),
+        _ => Ok((token, read_token)),
     }
 }
 
@@ -107,6 +129,7 @@ pub struct Bound {
     listener: Listener,
     hosts: Vec<String>,
     token: Option<String>,
+    read_token: Option<String>,
 }
 
 impl Bound {
@@ -122,6 +145,9 @@ impl Bound {
         let mut admin = Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs);
         if let Some(token) = self.token {
             admin = admin.token(token);
+        }
+        if let Some(token) = self.read_token {
+            admin = admin.read_token(token);
         }
         let router = admin.allowed_hosts(self.hosts).router();
         let shutdown = stop.cancelled_owned();

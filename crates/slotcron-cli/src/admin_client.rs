@@ -1,6 +1,7 @@
 //! The admin API client of `slotcron status`, `pause`, `resume`, `trigger` and
 //! `backfill`: one HTTP/1 request to a running daemon's admin API, over TCP or a Unix
-//! socket, with the token from `SLOTCRON_ADMIN_TOKEN`.
+//! socket, with the token from `SLOTCRON_ADMIN_TOKEN` (or the file named by
+//! `SLOTCRON_ADMIN_TOKEN_FILE`), whichever kind the daemon takes it for.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use hyper::header;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::admin::TOKEN_VAR;
+use crate::admin_token::{self, TOKEN_VAR};
 
 /// How long the daemon may take to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -68,17 +69,22 @@ impl<'a> Call<'a> {
     }
 }
 
-/// Makes `call` against `admin_url` on a runtime of its own, bounded by [`TIMEOUT`]: the
-/// body of a 2xx answer as JSON, else the reason (the API's message with its status),
-/// prefixed by the URL.
+/// Makes `call` against `admin_url` on a runtime of its own, bounded by [`TIMEOUT`], with
+/// the token of `SLOTCRON_ADMIN_TOKEN[_FILE]` if set: the body of a 2xx answer as JSON,
+/// else the reason (the API's message with its status), prefixed by the URL.
+///
+/// # Errors
+/// A malformed URL, a token [`admin_token::from_env`] refuses, no connection, no answer
+/// within [`TIMEOUT`], or an error answer.
 pub fn call(admin_url: &str, call: Call<'_>) -> Result<serde_json::Value, String> {
     let url = AdminUrl::parse(admin_url)?;
+    let token = admin_token::from_env(TOKEN_VAR)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let body = runtime.block_on(async {
-        tokio::time::timeout(TIMEOUT, send(&url, call))
+        tokio::time::timeout(TIMEOUT, send(&url, token.as_deref(), call))
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {TIMEOUT:?}")))
     });
@@ -86,18 +92,18 @@ pub fn call(admin_url: &str, call: Call<'_>) -> Result<serde_json::Value, String
     serde_json::from_slice(&body).map_err(|e| format!("{admin_url}: not a slotcron admin API answer: {e}"))
 }
 
-async fn send(url: &AdminUrl, call: Call<'_>) -> Result<Bytes, String> {
+async fn send(url: &AdminUrl, token: Option<&str>, call: Call<'_>) -> Result<Bytes, String> {
     match url {
         AdminUrl::Http(authority) => {
             let stream = tokio::net::TcpStream::connect(authority)
                 .await
                 .map_err(|e| format!("cannot connect: {e}"))?;
-            exchange(stream, authority, call).await
+            exchange(stream, authority, token, call).await
         }
         AdminUrl::Unix(socket) => {
             let stream =
                 tokio::net::UnixStream::connect(socket).await.map_err(|e| format!("cannot connect: {e}"))?;
-            exchange(stream, "localhost", call).await
+            exchange(stream, "localhost", token, call).await
         }
     }
 }
@@ -105,6 +111,7 @@ async fn send(url: &AdminUrl, call: Call<'_>) -> Result<Bytes, String> {
 async fn exchange(
     stream: impl AsyncRead + AsyncWrite + Send + Unpin + 'static,
     host: &str,
+    token: Option<&str>,
     call: Call<'_>,
 ) -> Result<Bytes, String> {
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -112,7 +119,7 @@ async fn exchange(
         .map_err(|e| format!("HTTP: {e}"))?;
     tokio::spawn(connection);
     let mut request = hyper::Request::builder().method(call.method).uri(call.path).header(header::HOST, host);
-    if let Ok(token) = std::env::var(TOKEN_VAR) {
+    if let Some(token) = token {
         request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
     }
     for (name, value) in call.headers {

@@ -123,8 +123,9 @@ pub struct SteerArgs {
     pub job: String,
     /// The daemon's admin API: http://HOST:PORT or unix:PATH.
     ///
-    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN is sent as a bearer
-    /// token. Any daemon of the fleet will do.
+    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
+    /// SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one cannot steer
+    /// (403). Any daemon of the fleet will do.
     #[arg(long, value_name = "URL")]
     pub admin_url: String,
 }
@@ -134,8 +135,8 @@ pub struct SteerArgs {
 pub struct StatusArgs {
     /// The daemon's admin API: http://HOST:PORT or unix:PATH.
     ///
-    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN is sent as a bearer
-    /// token.
+    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
+    /// SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one will do.
     #[arg(long, value_name = "URL")]
     pub admin_url: String,
 }
@@ -255,16 +256,23 @@ pub struct RunArgs {
     pub state: StateArg,
     /// Serve the admin API, status page and /metrics at ADDR.
     ///
-    /// ADDR is IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH. Takes precedence over the SLOTCRON_ADMIN environment
-    /// variable, which takes precedence over `listen` in the jobs file's `[admin]` table;
-    /// off unless given. An address other machines can reach needs SLOTCRON_ADMIN_TOKEN.
+    /// ADDR is IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH. Takes precedence over the
+    /// SLOTCRON_ADMIN environment variable, which takes precedence over `listen` in the
+    /// jobs file's `[admin]` table; off unless given. An address other machines can reach
+    /// needs SLOTCRON_ADMIN_TOKEN.
+    ///
+    /// Tokens: SLOTCRON_ADMIN_TOKEN opens the API (reads, pause, resume, trigger,
+    /// backfill); SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
+    /// given in a file instead: SLOTCRON_ADMIN_TOKEN_FILE, SLOTCRON_ADMIN_READ_TOKEN_FILE.
+    /// /healthz, /readyz, /metrics and the status page need no token.
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
     /// Also accept this Host header in admin requests (repeatable).
     ///
     /// A name (NAME or NAME:PORT) the Host header of admin requests may carry besides the
-    /// listen address, e.g. the name a proxy or browser uses; requests with any other
-    /// Host get 403.
+    /// listen address, e.g. the name a proxy or browser uses. Only a server without a
+    /// token checks the Host: a request with any other Host gets 403, except to /healthz
+    /// and /readyz.
     #[arg(long, value_name = "NAME")]
     pub admin_host: Vec<String>,
     /// Whether metrics carry a `job` label.

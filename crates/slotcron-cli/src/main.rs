@@ -3,6 +3,7 @@
 
 mod admin;
 mod admin_client;
+mod admin_token;
 mod check;
 mod cli;
 mod command;

@@ -46,14 +46,31 @@ const NAMES: [&str; 4] = ["broken", "daily", "dropped", "ok"];
 /// A daemon of [`JOBS`] with its admin API on a free loopback port, once its three
 /// one-shots are in the history: the directory, the daemon and the address.
 fn serving(test: &str, env: &[(&str, &str)], auth: &[(&str, &str)]) -> (std::path::PathBuf, Daemon, String) {
+    serving_on(test, "127.0.0.1:0", env, auth)
+}
+
+/// As [`serving`], listening on `listen` (port 0: a free one the system picks): the
+/// address returned is the loopback one that reaches it.
+fn serving_on(
+    test: &str,
+    listen: &str,
+    env: &[(&str, &str)],
+    auth: &[(&str, &str)],
+) -> (std::path::PathBuf, Daemon, String) {
     let dir = scratch(test);
     write(&dir, "jobs.toml", JOBS);
-    let addr = format!("127.0.0.1:{}", free_port());
     let mut command = slotcron();
-    command.args(["run", "jobs.toml", "--instance", "it-1", "--admin", &addr]);
+    command.args(["run", "jobs.toml", "--instance", "it-1", "--admin", listen]);
     command.envs(env.iter().copied());
     let mut daemon = Daemon::spawn(command, &dir);
-    daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    let line = daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    let port = line
+        .split("address=")
+        .nth(1)
+        .and_then(|address| address.split_whitespace().next()?.rsplit_once(':'))
+        .unwrap_or_else(|| panic!("no address=IP:PORT in {line:?}"))
+        .1;
+    let addr = format!("127.0.0.1:{port}");
     wait_until("three runs recorded", || {
         ["ok", "broken", "dropped"].iter().all(|job| {
             let runs = http::get(&addr, &format!("/api/v1/jobs/{job}/runs"), auth).json();
@@ -263,19 +280,25 @@ fn bad_requests_get_a_4xx_with_a_message() {
 }
 
 #[test]
-fn with_a_token_every_request_but_health_and_metrics_needs_it() {
+fn with_a_token_every_api_request_needs_it_but_not_the_probes_metrics_and_page() {
     let token = [("SLOTCRON_ADMIN_TOKEN", "s3cret")];
     let bearer = [("authorization", "Bearer s3cret")];
     let (dir, daemon, addr) = serving("admin-token", &token, &bearer);
-    for path in ["/api/v1/jobs", "/api/v1/jobs/ok", "/readyz"] {
+    for path in ["/api/v1/jobs", "/api/v1/jobs/ok"] {
         assert_eq!(http::get(&addr, path, &[]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &[("authorization", "Bearer s3cre")]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &[("authorization", "s3cret")]).status, 401, "{path}");
         assert_eq!(http::get(&addr, path, &bearer).status, 200, "{path}");
     }
-    for path in ["/healthz", "/metrics"] {
+    for path in ["/healthz", "/readyz", "/metrics", "/"] {
         assert_eq!(http::get(&addr, path, &[]).status, 200, "{path}");
     }
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let answer = http::get_with(&addr, path, &[("host", "10.1.2.3:9090")]);
+        assert_eq!(answer.status, 200, "{path} at a foreign Host: {}", answer.body);
+    }
+    let foreign = http::get_with(&addr, "/api/v1/jobs", &[("host", "10.1.2.3:9090")]);
+    assert_eq!(foreign.status, 401, "no Host check, the token is needed: {}", foreign.body);
     let url = format!("http://{addr}");
     let refused = slotcron().args(["status", "--admin-url", &url]).current_dir(&dir).output().unwrap();
     assert_eq!(refused.status.code(), Some(2));
@@ -284,6 +307,161 @@ fn with_a_token_every_request_but_health_and_metrics_needs_it() {
         slotcron().args(["status", "--admin-url", &url]).envs(token).current_dir(&dir).output().unwrap();
     assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
     stop(daemon);
+}
+
+/// A foreign `Host`: a pod IP nobody listed.
+const POD_IP: (&str, &str) = ("host", "10.1.2.3:9090");
+
+#[test]
+fn tokens_from_a_file_and_a_variable_on_all_addresses_probes_answer_any_host_only_the_full_token_steers() {
+    // A mounted Secret: the token and a newline.
+    let secrets = scratch("admin-tokens-secrets");
+    let full_file = write(&secrets, "full.token", "full-s3cret\n");
+    let full_file = full_file.to_str().unwrap();
+    let env = [("SLOTCRON_ADMIN_TOKEN_FILE", full_file), ("SLOTCRON_ADMIN_READ_TOKEN", "read-s3cret")];
+    let read = ("authorization", "Bearer read-s3cret");
+    let (dir, daemon, addr) = serving_on("admin-tokens", "0.0.0.0:0", &env, &[read]);
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let answer = http::get_with(&addr, path, &[POD_IP]);
+        assert_eq!(answer.status, 200, "{path} without a token at a foreign Host: {}", answer.body);
+    }
+    let refused = http::get_with(&addr, "/api/v1/jobs", &[POD_IP]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    for path in ["/api/v1/jobs", "/api/v1/jobs/ok/runs", "/api/v1/jobs/ok/runs/2020-01-01T00:00:00Z/output"] {
+        let answer = http::get_with(&addr, path, &[POD_IP, read]);
+        assert_eq!(answer.status, 200, "{path} with the read token: {}", answer.body);
+    }
+    let json = ("content-type", "application/json");
+    let pause = http::post(&addr, "/api/v1/jobs/daily/pause", &[json, read], "{}");
+    assert_eq!(pause.status, 403, "{}", pause.body);
+    assert_eq!(
+        pause.error(),
+        "the read-only token (SLOTCRON_ADMIN_READ_TOKEN) cannot pause; use SLOTCRON_ADMIN_TOKEN"
+    );
+    let full = ("authorization", "Bearer full-s3cret");
+    assert_eq!(http::get_with(&addr, "/api/v1/jobs/daily", &[POD_IP, full]).json()["paused"], false);
+
+    // The client sends SLOTCRON_ADMIN_TOKEN[_FILE], whichever kind it is.
+    let url = format!("http://{addr}");
+    let as_reader = |args: &[&str]| {
+        slotcron().args(args).env("SLOTCRON_ADMIN_TOKEN", "read-s3cret").current_dir(&dir).output().unwrap()
+    };
+    let status = as_reader(&["status", "--admin-url", &url]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let steer = as_reader(&["pause", "daily", "--admin-url", &url]);
+    assert_eq!(steer.status.code(), Some(2));
+    assert_eq!(
+        stderr(&steer),
+        format!(
+            "slotcron pause: {url}: 403 Forbidden: the read-only token (SLOTCRON_ADMIN_READ_TOKEN) cannot \
+             pause; use SLOTCRON_ADMIN_TOKEN\n"
+        )
+    );
+    let as_operator = |args: &[&str]| {
+        let out = slotcron()
+            .args(args)
+            .env("SLOTCRON_ADMIN_TOKEN_FILE", full_file)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    };
+    as_operator(&["pause", "daily", "--admin-url", &url]);
+    assert_eq!(http::get_with(&addr, "/api/v1/jobs/daily", &[POD_IP, read]).json()["paused"], true);
+    as_operator(&["resume", "daily", "--admin-url", &url]);
+    assert_eq!(http::get_with(&addr, "/api/v1/jobs/daily", &[POD_IP, read]).json()["paused"], false);
+    stop(daemon);
+}
+
+#[test]
+fn bad_token_settings_stop_the_start_with_one_line_naming_the_variable_or_the_file() {
+    let dir = scratch("admin-token-settings");
+    write(&dir, "jobs.toml", JOBS);
+    let token = write(&dir, "token", "s3cret\n").display().to_string();
+    let empty = write(&dir, "empty", "\n").display().to_string();
+    let missing = dir.join("missing").display().to_string();
+    let cases: [(&[(&str, &str)], String); 7] = [
+        (
+            &[("SLOTCRON_ADMIN_TOKEN", "s3cret"), ("SLOTCRON_ADMIN_TOKEN_FILE", &token)],
+            "SLOTCRON_ADMIN_TOKEN and SLOTCRON_ADMIN_TOKEN_FILE are both set; set only one of them".into(),
+        ),
+        (
+            &[
+                ("SLOTCRON_ADMIN_TOKEN", "s3cret"),
+                ("SLOTCRON_ADMIN_READ_TOKEN", "r"),
+                ("SLOTCRON_ADMIN_READ_TOKEN_FILE", &token),
+            ],
+            "SLOTCRON_ADMIN_READ_TOKEN and SLOTCRON_ADMIN_READ_TOKEN_FILE are both set; set only one of them"
+                .into(),
+        ),
+        (
+            &[("SLOTCRON_ADMIN_TOKEN_FILE", &empty)],
+            format!("SLOTCRON_ADMIN_TOKEN_FILE {empty}: the file is empty; write the token in it"),
+        ),
+        (
+            &[("SLOTCRON_ADMIN_TOKEN_FILE", &missing)],
+            format!(
+                "SLOTCRON_ADMIN_TOKEN_FILE {missing}: cannot read the file: No such file or directory (os \
+                 error 2)"
+            ),
+        ),
+        (
+            &[("SLOTCRON_ADMIN_TOKEN", "s3cret"), ("SLOTCRON_ADMIN_READ_TOKEN_FILE", &missing)],
+            format!(
+                "SLOTCRON_ADMIN_READ_TOKEN_FILE {missing}: cannot read the file: No such file or directory \
+                 (os error 2)"
+            ),
+        ),
+        (
+            &[("SLOTCRON_ADMIN_READ_TOKEN", "r")],
+            "SLOTCRON_ADMIN_READ_TOKEN needs SLOTCRON_ADMIN_TOKEN: set the full token too (pause, resume, \
+             trigger and backfill need it), or give the read-only token as SLOTCRON_ADMIN_TOKEN"
+                .into(),
+        ),
+        (
+            &[("SLOTCRON_ADMIN_TOKEN_FILE", &token), ("SLOTCRON_ADMIN_READ_TOKEN", "s3cret")],
+            "SLOTCRON_ADMIN_READ_TOKEN is the same as SLOTCRON_ADMIN_TOKEN: the read-only token would open \
+             everything; give it a value of its own"
+                .into(),
+        ),
+    ];
+    for (env, message) in cases {
+        let out = slotcron()
+            .args(["run", "jobs.toml", "--admin", "0.0.0.0:0"])
+            .envs(env.iter().copied())
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("slotcron run: {message}\n"), "{env:?}");
+        assert!(!dir.join("slotcron.db").exists(), "nothing was started: {env:?}");
+    }
+}
+
+#[test]
+fn the_client_refuses_a_token_file_it_cannot_use_with_one_line_naming_it() {
+    let dir = scratch("admin-client-token-file");
+    let empty = write(&dir, "empty", "").display().to_string();
+    let missing = dir.join("missing").display().to_string();
+    for (env, message) in [
+        (
+            [("SLOTCRON_ADMIN_TOKEN_FILE", empty.as_str()), ("SLOTCRON_ADMIN_READ_TOKEN", "unread")],
+            format!("SLOTCRON_ADMIN_TOKEN_FILE {empty}: the file is empty; write the token in it"),
+        ),
+        (
+            [("SLOTCRON_ADMIN_TOKEN_FILE", missing.as_str()), ("SLOTCRON_ADMIN_TOKEN", "s3cret")],
+            "SLOTCRON_ADMIN_TOKEN and SLOTCRON_ADMIN_TOKEN_FILE are both set; set only one of them".into(),
+        ),
+    ] {
+        let out = slotcron()
+            .args(["status", "--admin-url", "http://127.0.0.1:9"])
+            .envs(env)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("slotcron status: {message}\n"), "{env:?}");
+    }
 }
 
 #[test]

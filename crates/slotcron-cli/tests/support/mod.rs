@@ -35,7 +35,10 @@ pub fn slotcron() -> Command {
         .env_remove("RUST_LOG")
         .env_remove("SLOTCRON_REDIS_URL")
         .env_remove("SLOTCRON_ADMIN")
-        .env_remove("SLOTCRON_ADMIN_TOKEN");
+        .env_remove("SLOTCRON_ADMIN_TOKEN")
+        .env_remove("SLOTCRON_ADMIN_TOKEN_FILE")
+        .env_remove("SLOTCRON_ADMIN_READ_TOKEN")
+        .env_remove("SLOTCRON_ADMIN_READ_TOKEN_FILE");
     command
 }
 
