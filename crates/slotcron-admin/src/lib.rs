@@ -109,9 +109,9 @@ impl Admin {
     }
 
     /// Serves `GET /metrics` with what `render` returns, as Prometheus text format 0.0.4
-    /// (without it, `/metrics` is 404). Each request first flushes the scheduler's
-    /// metrics ([`Scheduler::flush_metrics`]) so the exposition holds every record
-    /// written so far.
+    /// (without it, `/metrics` is 404). Each request first refreshes the scheduler's
+    /// metrics ([`Scheduler::refresh_metrics`]: the paused jobs, then a flush) so the
+    /// exposition holds every record written so far.
     pub fn metrics(mut self, render: impl Fn() -> String + Send + Sync + 'static) -> Self {
         self.state.metrics = Some(Arc::new(render));
         self

@@ -121,7 +121,10 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
         "slotcron_trigger_lateness_seconds",
         "slotcron_running_runs",
         "slotcron_job_last_success_timestamp_seconds",
-        "slotcron_job_next_trigger_timestamp_seconds",
+        "slotcron_job_last_failure_timestamp_seconds",
+        "slotcron_job_paused",
+        "slotcron_build_info",
+        "slotcron_backend_errors_total",
     ] {
         assert!(metrics.body.contains(&format!("# TYPE {family} ")), "{family} missing:\n{}", metrics.body);
     }
@@ -217,13 +220,70 @@ fn readyz_is_503_while_the_coordinator_is_down_and_the_skips_are_counted() {
     daemon.wait_for("for a skip", |line| line.contains(r#"outcome="skipped-backend-unavailable""#));
     let ready = http::get(&addr, "/readyz", &[]);
     assert_eq!(ready.status, 503, "{}", ready.body);
-    assert_eq!(ready.error(), "the coordinator failed the last claim");
+    let error = ready.error();
+    // Why: the connection refused, or a claim whose reply was lost and could not be read back.
+    assert!(error.starts_with("the coordinator failed the last claim: "), "{error}");
+    assert!(error.contains("refused"), "{error}");
     assert_eq!(http::get(&addr, "/healthz", &[]).status, 200, "the engine still runs");
     let metrics = http::get(&addr, "/metrics", &[]).body;
     let skipped = runs_total(&metrics)[&("tick".to_owned(), "skipped-backend-unavailable".to_owned())];
     assert!(skipped >= 1.0, "{metrics}");
     let errors = metrics.lines().find(|l| l.starts_with(r#"slotcron_claims_total{result="error"}"#));
     assert!(errors.is_some_and(|l| !l.ends_with(" 0")), "{metrics}");
+    stop(daemon);
+}
+
+/// The value of the series `name{labels}` (labels as the exposition writes them).
+fn sample(exposition: &str, series: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn after_a_restart_the_last_success_and_failure_are_the_stored_ones() {
+    let (dir, daemon, _) = serving("admin-restored", &[], &[]);
+    stop(daemon);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--instance", "it-1", "--admin", &addr]);
+    daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    let metrics = http::get(&addr, "/metrics", &[]).body;
+    // The one-shots ran before the restart, and do not run again.
+    let ok = sample(&metrics, r#"slotcron_job_last_success_timestamp_seconds{job="ok"}"#);
+    assert_eq!(ok, Some(1_577_836_800.0), "2020-01-01T00:00:00Z\n{metrics}");
+    let broken = sample(&metrics, r#"slotcron_job_last_failure_timestamp_seconds{job="broken"}"#);
+    assert_eq!(broken, Some(1_609_459_200.0), "2021-01-01T00:00:00Z\n{metrics}");
+    assert_eq!(sample(&metrics, r#"slotcron_job_last_success_timestamp_seconds{job="broken"}"#), None);
+    assert_eq!(sample(&metrics, r#"slotcron_job_paused{job="ok"}"#), Some(0.0));
+    let version = format!(r#"slotcron_build_info{{version="{}"}}"#, env!("CARGO_PKG_VERSION"));
+    assert_eq!(sample(&metrics, &version), Some(1.0), "{metrics}");
+    stop(daemon);
+}
+
+#[test]
+fn credentials_that_stop_working_are_logged_counted_and_named_by_readyz() {
+    let dir = scratch("admin-rotated");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1s\"\ncommand = \"true\"\n");
+    let redis = support::redis_server::RedisServer::start_with(&dir, &["--requirepass", "hunter2"]);
+    let url = redis.url().replace("redis://", "redis://:hunter2@");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--redis", &url, "--admin", &addr]);
+    daemon.wait_for("for a run", |line| line.contains("run finished") && line.contains("succeeded"));
+    // The password is rotated and the daemon's connections are dropped: it reconnects
+    // with the old one.
+    let mut admin = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    redis::cmd("CONFIG").arg(&["SET", "requirepass", "rotated"]).exec(&mut admin).unwrap();
+    let _ = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "normal"]).exec(&mut admin);
+    let refused = |line: &str| line.contains("the coordinator fails:") && line.contains("kind=unauthorized");
+    let line = daemon.wait_for("for the error line", refused);
+    assert!(line.contains("ERROR") && line.contains("authentication failed"), "{line}");
+    let ready = http::get(&addr, "/readyz", &[]);
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert!(ready.error().contains("unauthorized"), "{}", ready.body);
+    let metrics = http::get(&addr, "/metrics", &[]).body;
+    let refused = r#"slotcron_backend_errors_total{backend="coordinator",kind="unauthorized"}"#;
+    assert!(sample(&metrics, refused).is_some_and(|n| n >= 1.0), "{metrics}");
+    daemon.wait_for("for a skip", |line| line.contains(r#"outcome="skipped-backend-unavailable""#));
+    let logged = daemon.lines_with(&["the coordinator fails:", "kind=unauthorized"]).len();
+    assert_eq!(logged, 1, "once a minute: {}", daemon.log());
     stop(daemon);
 }
 

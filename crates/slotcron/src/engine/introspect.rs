@@ -1,5 +1,6 @@
 //! What a running scheduler can tell about its jobs: for the admin API and status page.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::Scheduler;
-use crate::coordinator::CoordinatorError;
+use crate::coordinator::{CoordinatorError, CoordinatorErrorKind};
 use crate::job::Job;
 use crate::ledger::LastRun;
 
@@ -77,15 +78,16 @@ pub struct Reachable {
 }
 
 /// How often a coordinator that keeps failing is logged at the error level: once a
-/// minute, naming the cause (each skipped trigger has its own record and warning).
+/// minute per kind of error, naming the cause (each skipped trigger has its own record
+/// and warning).
 pub(crate) const COORDINATOR_ERROR_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// The engine's last word from each backend; see [`Scheduler::backends_reachable`].
 #[derive(Debug)]
 pub(crate) struct Health {
     pub coordinator: AtomicBool,
-    /// The last coordinator error, and when an error was last logged.
-    failure: Mutex<(Option<String>, Option<Timestamp>)>,
+    /// The last coordinator error, and when an error of each kind was last logged.
+    failure: Mutex<(Option<String>, HashMap<CoordinatorErrorKind, Timestamp>)>,
 }
 
 impl Default for Health {
@@ -97,17 +99,19 @@ impl Default for Health {
 impl Health {
     /// The coordinator failed at `now` with `error`: kept for
     /// [`Scheduler::backends_reachable`], and logged at the error level once every
-    /// [`COORDINATOR_ERROR_LOG_EVERY`].
+    /// [`COORDINATOR_ERROR_LOG_EVERY`] for its kind.
     pub fn coordinator_failed(&self, error: &CoordinatorError, now: Timestamp) {
         self.coordinator.store(false, Ordering::Relaxed);
         let message = format!("{}: {error}", error.kind());
         let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        let due = failure.1.is_none_or(|at| crate::clock::later(at, COORDINATOR_ERROR_LOG_EVERY) <= now);
+        let logged = failure.1.get(&error.kind());
+        let due = logged.is_none_or(|at| crate::clock::later(*at, COORDINATOR_ERROR_LOG_EVERY) <= now);
         if due {
-            failure.1 = Some(now);
+            failure.1.insert(error.kind(), now);
             tracing::error!(
                 kind = %error.kind(),
-                "the coordinator fails: {error}; triggers are skipped until it answers (logged once a minute)"
+                "the coordinator fails: {error}; triggers are skipped until it answers (logged once a minute \
+                 per kind)"
             );
         }
         failure.0 = Some(message);
