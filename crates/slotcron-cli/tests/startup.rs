@@ -157,6 +157,48 @@ fn an_unreachable_postgres_is_named_without_its_password() {
 }
 
 #[test]
+fn a_postgres_login_or_database_the_server_refuses_is_a_start_up_error() {
+    let dir = scratch("refused_postgres");
+    write(&dir, "jobs.toml", JOBS);
+    let out = run_failing(&dir, &["--state", "postgres://no_such_role:hunter2@127.0.0.1:5432/test"]);
+    let shown = "postgres://no_such_role@127.0.0.1:5432/test";
+    assert_start_error(&out, &["cannot open the state", shown, "role \"no_such_role\" does not exist"]);
+    let out = run_failing(&dir, &["--state", "postgres://postgres@127.0.0.1:5432/no_such_database"]);
+    assert_start_error(
+        &out,
+        &[
+            "postgres://postgres@127.0.0.1:5432/no_such_database",
+            "database \"no_such_database\" does not exist",
+        ],
+    );
+}
+
+#[test]
+fn a_redis_that_refuses_the_credentials_is_a_start_up_error_that_creates_no_state() {
+    let dir = scratch("refused_redis");
+    write(&dir, "jobs.toml", JOBS);
+    let redis = RedisServer::start_with(&dir, &["--requirepass", "hunter2"]);
+    let url = redis.url();
+    // No password: the connection opens, and the server refuses every command.
+    let out = run_failing(&dir, &["--redis", &url]);
+    assert_start_error(
+        &out,
+        &[&format!("Redis at {url} (from --redis)"), "NOAUTH", "Authentication required"],
+    );
+    // A wrong password, an unknown user.
+    let port = url.rsplit(':').next().unwrap();
+    for given in
+        [format!("redis://:wrong-hunter2@127.0.0.1:{port}"), format!("redis://bob:hunter2@127.0.0.1:{port}")]
+    {
+        let out = run_failing(&dir, &["--redis", &given]);
+        let message =
+            assert_start_error(&out, &["Redis at redis://", "(from --redis)", "authentication failed"]);
+        assert!(!message.contains("wrong-"), "the password is shown: {message}");
+    }
+    assert_eq!(state_files(&dir), [], "Redis is checked before the state is created");
+}
+
+#[test]
 fn an_unreachable_redis_is_a_start_up_error_that_creates_no_state() {
     let dir = scratch("unreachable_redis");
     write(&dir, "jobs.toml", JOBS);

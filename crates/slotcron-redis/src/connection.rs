@@ -68,7 +68,9 @@ impl Connection {
                 let connection = ConnectionManager::new_with_config(client, manager)
                     .await
                     .map_err(RedisCoordinatorError::Connect)?;
-                Ok((Self::Single(connection), KeyLayout::single(&config.key_prefix)))
+                let connection = Self::Single(connection);
+                connection.probe().await?;
+                Ok((connection, KeyLayout::single(&config.key_prefix)))
             }
             Target::Cluster(nodes) => {
                 let connect = async |retries: Option<u32>| {
@@ -87,9 +89,18 @@ impl Connection {
                 // A redirect (MOVED) still updates the slot map of a client without retries.
                 let writes = connect(Some(0)).await?;
                 let reads = connect(None).await?;
-                Ok((Self::Cluster { writes, reads }, KeyLayout::cluster(&config.key_prefix)))
+                let connection = Self::Cluster { writes, reads };
+                connection.probe().await?;
+                Ok((connection, KeyLayout::cluster(&config.key_prefix)))
             }
         }
+    }
+
+    /// Sends `PING`: a connection made without the password a `requirepass` server (or
+    /// an ACL user) needs is open, but the server answers every command but `AUTH` with
+    /// `NOAUTH`; this makes that an error at start rather than a skipped trigger later.
+    async fn probe(&self) -> Result<(), RedisCoordinatorError> {
+        redis::cmd("PING").query_async::<()>(&mut self.clone()).await.map_err(RedisCoordinatorError::Connect)
     }
 }
 

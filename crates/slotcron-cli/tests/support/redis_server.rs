@@ -22,6 +22,11 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server on a free port of 127.0.0.1, logging to `dir/redis.log`.
     pub fn start(dir: &Path) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// [`RedisServer::start`] with more `redis-server` arguments (`--requirepass PW`...).
+    pub fn start_with(dir: &Path, extra: &[&str]) -> Self {
         // A free port can be taken by another test before the server binds it: try again.
         // A PING alone is not enough: another test's server may hold the port this one
         // failed to bind, so wait for this server's own log to say it is ready.
@@ -40,6 +45,7 @@ impl RedisServer {
                     "--appendonly",
                     "no",
                 ])
+                .args(extra)
                 .arg("--dir")
                 .arg(dir)
                 .arg("--logfile")
@@ -89,12 +95,15 @@ impl Drop for RedisServer {
     }
 }
 
-/// Whether a server on `port` answers `PING` (the inline command) with `+PONG`.
+/// Whether a server on `port` answers `PING` (the inline command): `+PONG`, or `-NOAUTH`
+/// from a server that needs a password.
 fn answers_ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
     let mut reply = [0; 7];
-    stream.write_all(b"PING\r\n").is_ok() && stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && (&reply == b"+PONG\r\n" || &reply == b"-NOAUTH")
 }
 
 /// A port nobody listens on right now.
