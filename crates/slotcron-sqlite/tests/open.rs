@@ -210,3 +210,33 @@ async fn a_record_of_schema_version_1_reads_after_the_migration_and_before_it() 
     let ledger = SqliteLedger::new(SqliteDatabase::open(&url(&path)).await.unwrap(), Retention::default());
     assert_eq!(ledger.query(&all("migrate")).await.unwrap(), old);
 }
+
+#[tokio::test]
+async fn a_file_of_version_5_takes_each_jobs_last_success_and_failure_from_its_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteDatabase::open(&url(&path)).await.unwrap());
+    {
+        // Back to version 5, with a job running its trigger at 3 s, and a ledger.
+        let file = rusqlite::Connection::open(&path).unwrap();
+        file.execute_batch(
+            "ALTER TABLE job_state DROP COLUMN last_success_us;
+             ALTER TABLE job_state DROP COLUMN last_failure_us;
+             INSERT INTO job_state VALUES ('tick', 3000000, NULL, 0), ('idle', 1000000, 'missed', 0);
+             INSERT INTO run_record (job, trigger_us, instance, outcome, started_us, duration_us)
+             VALUES ('tick', 500000, 'a', 'failed', 500000, 5),
+                    ('tick', 1000000, 'a', 'succeeded', 1000000, 5),
+                    ('tick', 2000000, 'a', 'timed-out', 2000000, 5),
+                    ('tick', 2500000, 'a', 'skipped-lost', 2500000, 0);",
+        )
+        .unwrap();
+        file.pragma_update(None, "user_version", 5).unwrap();
+    }
+    let database = SqliteDatabase::open(&url(&path)).await.unwrap();
+    let mut states = SqliteStore::new(database).load_states().await.unwrap();
+    let at = |us: i64| Some(slotcron::jiff::Timestamp::from_microsecond(us).unwrap());
+    let tick = states.remove("tick").unwrap();
+    assert_eq!((tick.last_success, tick.last_failure), (at(1_000_000), at(2_000_000)));
+    let idle = states.remove("idle").unwrap();
+    assert_eq!((idle.last_success, idle.last_failure), (None, None), "a miss is neither");
+}
