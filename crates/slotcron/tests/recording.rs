@@ -44,6 +44,38 @@ impl Ledger for Flaky {
 }
 
 #[tokio::test(start_paused = true)]
+async fn failed_writes_to_the_state_are_counted_by_backend_and_kind() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
+    let flaky = Arc::new(Flaky::default());
+    let mut h = Harness::with("2024-05-17T00:00:00Z", |b| b.ledger(flaky.clone()));
+    h.add(Job::builder("tick").every(Duration::from_secs(1)).handler(ok).build().unwrap());
+    h.start().await;
+    flaky.down.store(true, Ordering::SeqCst);
+    h.advance_to(ts("2024-05-17T00:00:05Z")).await;
+    h.scheduler.flush_metrics();
+    let failed: Vec<(String, u64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == slotcron::BACKEND_ERRORS_TOTAL)
+        .filter_map(|(key, _, _, value)| {
+            let metrics_util::debugging::DebugValue::Counter(n) = value else { return None };
+            let labels: Vec<String> =
+                key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+            Some((labels.join(","), n))
+        })
+        .collect();
+    let state = failed.iter().find(|(labels, _)| labels == "backend=state,kind=unavailable");
+    assert!(state.is_some_and(|(_, n)| *n >= 1), "{failed:?}");
+    let coordinator = failed.iter().find(|(labels, _)| labels == "backend=coordinator,kind=unavailable");
+    assert_eq!(coordinator.map(|(_, n)| *n), Some(0), "{failed:?}");
+    flaky.down.store(false, Ordering::SeqCst);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn records_written_while_the_ledger_is_down_arrive_in_order_once_it_is_back() {
     let flaky = Arc::new(Flaky::default());
     let mut h = Harness::with("2024-05-17T00:00:00Z", |b| b.ledger(flaky.clone()));

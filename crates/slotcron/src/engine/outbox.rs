@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::clock::later;
 use crate::context::RecordSink;
+use crate::error::BackendErrorKind;
 use crate::ledger::{Ledger, LedgerWrite, MAX_WRITES_PER_BATCH, RunRecord};
-use crate::metrics::{LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES};
+use crate::metrics::{BACKEND_ERRORS_TOTAL, LEDGER_BACKPRESSURE_TOTAL, LEDGER_QUEUED_WRITES};
 use crate::store::{JobState, Store, merge_job_state};
 
 /// The first wait before writing again after a failure; it doubles up to [`RETRY_MAX`].
@@ -219,7 +220,7 @@ impl Outbox {
             self.lock().states.iter().map(|(job, state)| (job.clone(), state.clone())).collect();
         for (job, state) in states {
             if let Err(e) = self.store.save_state(&job, &state).await {
-                self.failed(&format!("job state of {job}: {e}"));
+                self.failed(&format!("job state of {job}: {e}"), e.kind());
                 return false;
             }
             let mut pending = self.lock();
@@ -261,7 +262,7 @@ impl Outbox {
                 true
             }
             Err(e) => {
-                self.failed(&e.to_string());
+                self.failed(&e.to_string(), e.error.kind());
                 false
             }
         }
@@ -273,7 +274,12 @@ impl Outbox {
         self.lock().failing
     }
 
-    fn failed(&self, error: &str) {
+    /// A write failed with `error`, of `kind`: counted in
+    /// [`BACKEND_ERRORS_TOTAL`] (`backend="state"`), and logged once per outage.
+    fn failed(&self, error: &str, kind: BackendErrorKind) {
+        if self.count_metrics {
+            counter!(BACKEND_ERRORS_TOTAL, "backend" => "state", "kind" => kind.as_str()).increment(1);
+        }
         let mut pending = self.lock();
         if !pending.failing {
             pending.failing = true;
