@@ -123,21 +123,26 @@ pub struct SteerArgs {
     pub job: String,
     /// The daemon's admin API: http://HOST:PORT or unix:PATH.
     ///
-    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
+    /// As given to `run --admin`; default: SLOTCRON_ADMIN_URL (as kubectl and nomad read
+    /// theirs). A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
     /// SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one cannot steer
     /// (403). Any daemon of the fleet will do.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = ADMIN_URL_VAR, hide_env_values = true)]
     pub admin_url: String,
 }
+
+/// The environment variable holding the admin API's URL when `--admin-url` is not given.
+pub const ADMIN_URL_VAR: &str = "SLOTCRON_ADMIN_URL";
 
 /// `slotcron status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The daemon's admin API: http://HOST:PORT or unix:PATH.
     ///
-    /// As given to `run --admin`. A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
-    /// SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one will do.
-    #[arg(long, value_name = "URL")]
+    /// As given to `run --admin`; default: SLOTCRON_ADMIN_URL. A token in
+    /// SLOTCRON_ADMIN_TOKEN (or in the file named by SLOTCRON_ADMIN_TOKEN_FILE) is sent as a
+    /// bearer token; a read-only one will do.
+    #[arg(long, value_name = "URL", env = ADMIN_URL_VAR, hide_env_values = true)]
     pub admin_url: String,
 }
 

@@ -20,7 +20,7 @@ use slotcron::jiff::{SignedDuration, Timestamp};
 use support::http::{self, free_port};
 use support::postgres::Schema;
 use support::redis_server::RedisServer;
-use support::{Daemon, Run, history, run_in, scratch, stderr, stdout, wait_until, write};
+use support::{Daemon, Run, history, run_in, scratch, slotcron, stderr, stdout, wait_until, write};
 
 /// A 1 s job whose command appends its trigger and instance to `runs.txt`, with a grace
 /// window generous enough that a loaded machine noticing a trigger late does not make it
@@ -269,6 +269,14 @@ fn bad_requests_to_a_daemon_get_a_4xx_with_a_message_and_change_nothing() {
         assert!(stderr(&out).contains(message), "{all:?}: {}", stderr(&out));
     };
     refused(&["pause", "nope"], "404 Not Found: no job named \"nope\"");
+    // The URL from SLOTCRON_ADMIN_URL when --admin-url is not given; neither: a usage error.
+    let status =
+        slotcron().args(["status"]).env("SLOTCRON_ADMIN_URL", &url).current_dir(&dir).output().unwrap();
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    assert!(stdout(&status).contains("tick"), "{}", stdout(&status));
+    let neither = run_in(&dir, &["pause", "tick"]);
+    assert_eq!(neither.status.code(), Some(2), "{}", stderr(&neither));
+    assert!(stderr(&neither).contains("--admin-url"), "{}", stderr(&neither));
     refused(
         &["backfill", "tick", "--from", "2024-05-17T00:10:00Z", "--to", "2024-05-17T00:00:00Z"],
         "400 Bad Request: backfill of job \"tick\": from 2024-05-17T00:10:00Z is after to 2024-05-17T00:00:00Z",

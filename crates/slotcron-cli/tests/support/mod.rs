@@ -35,6 +35,7 @@ pub fn slotcron() -> Command {
         .env_remove("RUST_LOG")
         .env_remove("SLOTCRON_REDIS_URL")
         .env_remove("SLOTCRON_ADMIN")
+        .env_remove("SLOTCRON_ADMIN_URL")
         .env_remove("SLOTCRON_ADMIN_TOKEN")
         .env_remove("SLOTCRON_ADMIN_TOKEN_FILE")
         .env_remove("SLOTCRON_ADMIN_READ_TOKEN")
