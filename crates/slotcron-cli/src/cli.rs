@@ -56,6 +56,23 @@ pub enum Command {
     Status(StatusArgs),
     #[command(flatten)]
     Steer(SteerCommand),
+    /// Print the shell completion script for SHELL.
+    ///
+    /// bash: `slotcron completions bash > /etc/bash_completion.d/slotcron`; zsh: into a
+    /// directory of $fpath as `_slotcron`; fish: `~/.config/fish/completions/slotcron.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), generated from the same definitions as --help.
+    ///
+    /// `slotcron man > /usr/local/share/man/man1/slotcron.1`, then `man slotcron`.
+    Man,
+}
+
+/// `slotcron completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// The commands that steer a running fleet through a daemon's admin API.

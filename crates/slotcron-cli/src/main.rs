@@ -7,6 +7,7 @@ mod admin_token;
 mod check;
 mod cli;
 mod command;
+mod completions;
 mod coordination;
 mod cron_error;
 mod duration;
@@ -50,5 +51,7 @@ fn main() -> ExitCode {
         Command::Jobs(args) => jobs::run(args),
         Command::Status(args) => status::run(args),
         Command::Steer(command) => steer::run(command),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }

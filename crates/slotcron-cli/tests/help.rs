@@ -50,3 +50,29 @@ fn every_help_has_short_lines_and_ends_with_examples() {
     assert!(!history.contains("created if absent"), "{history}");
     assert!(history.contains("`history` only reads"), "{history}");
 }
+
+#[test]
+fn completions_for_each_shell_and_the_man_page_come_from_the_same_definitions() {
+    let script = |shell: &str| {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        stdout(&out)
+    };
+    let bash = script("bash");
+    assert!(bash.contains("_slotcron()") && bash.contains("complete -F _slotcron"), "{bash}");
+    for word in ["backfill", "--admin-url", "--metrics-per-job-histograms"] {
+        assert!(bash.contains(word), "{word} not completed by bash");
+    }
+    assert!(script("zsh").starts_with("#compdef slotcron"));
+    assert!(script("fish").contains("complete -c slotcron"));
+    let unknown = run(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2));
+
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = stdout(&out);
+    assert!(page.starts_with(".ie \\n(.g .ds Aq") || page.contains(".TH slotcron 1"), "{page}");
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH SUBCOMMANDS", "slotcron\\-run"] {
+        assert!(page.contains(section), "{section} not in the man page:\n{page}");
+    }
+}
