@@ -669,6 +669,12 @@ $$;
 /// claim functions (`*_unstarted`, wrappers of the claim functions) set. A claim that
 /// takes over an expired row (its new claimant token) starts afresh, as a row inserted
 /// does. The claim functions themselves are unchanged.
+///
+/// Changed after its release, once: the wrappers first set the parameter with a `SET`
+/// clause, which PostgreSQL 15 refuses to a role that is not a superuser, so a schema
+/// owned by such a role could not be migrated. They now call `set_config(…, true)` (for
+/// the call's transaction): the same claims. A schema migrated before keeps the first
+/// wrappers, which work for the roles that could create them.
 const V11: &str = "
 -- When the holder marked its run's start (about to start it); NULL: not marked, the claim
 -- is provisional.
@@ -698,11 +704,14 @@ CREATE TRIGGER claim_made_again BEFORE UPDATE ON {schema}.claim FOR EACH ROW
     EXECUTE FUNCTION {schema}.claim_made_again();
 
 -- This release's claims: claim_trigger (both) and claim_triggers, their claims made
--- unmarked. SET restores the setting when the call returns.
+-- unmarked. The setting is set for the transaction (each claim call is one); not with a
+-- function's SET clause, which PostgreSQL 15 refuses to a role that is not a superuser
+-- for a parameter it does not know (a placeholder such as slotcron.marks_starts).
 CREATE FUNCTION {schema}.claim_trigger_unstarted(
     p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
     p_after_trigger_us bigint, p_after_claim_us bigint, p_claimant_token bigint
-) RETURNS bigint LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+) RETURNS bigint LANGUAGE sql AS $$
+    SELECT set_config('slotcron.marks_starts', 'on', true);
     SELECT {schema}.claim_trigger(p_job, p_trigger_key, p_trigger_at, p_instance,
                                   p_after_trigger_us, p_after_claim_us, p_claimant_token)
 $$;
@@ -710,14 +719,16 @@ $$;
 CREATE FUNCTION {schema}.claim_trigger_unstarted(
     p_job text, p_trigger_key text, p_trigger_at timestamptz, p_instance text,
     p_ttl_us bigint, p_claimant_token bigint
-) RETURNS bigint LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+) RETURNS bigint LANGUAGE sql AS $$
+    SELECT set_config('slotcron.marks_starts', 'on', true);
     SELECT {schema}.claim_trigger(p_job, p_trigger_key, p_trigger_at, p_instance, p_ttl_us, p_claimant_token)
 $$;
 
 CREATE FUNCTION {schema}.claim_triggers_unstarted(
     p_jobs text[], p_trigger_keys text[], p_trigger_ats timestamptz[], p_instance text,
     p_after_trigger_us bigint[], p_after_claim_us bigint[], p_claimant_tokens bigint[]
-) RETURNS bigint[] LANGUAGE sql SET slotcron.marks_starts = 'on' AS $$
+) RETURNS bigint[] LANGUAGE sql AS $$
+    SELECT set_config('slotcron.marks_starts', 'on', true);
     SELECT {schema}.claim_triggers(p_jobs, p_trigger_keys, p_trigger_ats, p_instance,
                                    p_after_trigger_us, p_after_claim_us, p_claimant_tokens)
 $$;
