@@ -284,6 +284,11 @@ fn credentials_that_stop_working_are_logged_counted_and_named_by_readyz() {
     daemon.wait_for("for a skip", |line| line.contains(r#"outcome="skipped-backend-unavailable""#));
     let logged = daemon.lines_with(&["the coordinator fails:", "kind=unauthorized"]).len();
     assert_eq!(logged, 1, "once a minute: {}", daemon.log());
+    // The password is given back: the daemon connects anew by itself and runs again.
+    redis::cmd("CONFIG").arg(&["SET", "requirepass", "hunter2"]).exec(&mut admin).unwrap();
+    daemon.wait_for("for the new connection", |line| line.contains("Redis takes the credentials again"));
+    daemon.wait_for("for a run", |line| line.contains("run finished") && line.contains("succeeded"));
+    assert_eq!(http::get(&addr, "/readyz", &[]).status, 200, "ready again");
     stop(daemon);
 }
 

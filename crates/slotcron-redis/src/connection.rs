@@ -2,9 +2,10 @@
 //! through the cluster client; the coordinator's commands are written once, for both.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures_util::future::join_all;
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{
@@ -14,14 +15,16 @@ use redis::{
 
 use crate::config::Target;
 use crate::keys::KeyLayout;
+use crate::single::Single;
 use crate::{RedisConfig, RedisCoordinatorError};
 
 /// A multiplexed connection to one server or to a cluster; cheap to clone, and each
 /// re-establishes itself after a server restarts.
 #[derive(Clone)]
 pub(crate) enum Connection {
-    /// One server (or a primary), through a `redis` connection manager.
-    Single(ConnectionManager),
+    /// One server (or a primary), through a `redis` connection manager made again after
+    /// a refused reconnection ([`Single`]).
+    Single(Arc<Single>),
     /// A Redis Cluster: commands go to the node serving their key's slot.
     Cluster {
         /// For commands that must not be sent twice (claims): its client never sends a
@@ -65,10 +68,9 @@ impl Connection {
                     .set_connection_timeout(Some(config.connection_timeout))
                     .set_response_timeout(Some(config.response_timeout))
                     .set_number_of_retries(config.reconnect_retries);
-                let connection = ConnectionManager::new_with_config(client, manager)
-                    .await
-                    .map_err(RedisCoordinatorError::Connect)?;
-                let connection = Self::Single(connection);
+                let connection =
+                    Single::connect(client, manager).await.map_err(RedisCoordinatorError::Connect)?;
+                let connection = Self::Single(Arc::new(connection));
                 connection.probe().await?;
                 Ok((connection, KeyLayout::single(&config.key_prefix)))
             }
@@ -131,7 +133,7 @@ impl Connection {
         let mut mget = redis::cmd("MGET");
         mget.arg(keys);
         match self {
-            Self::Single(connection) => mget.query_async(&mut connection.clone()).await,
+            Self::Single(single) => mget.query_async(&mut single.current()).await,
             Self::Cluster { reads, .. } => mget.query_async(&mut reads.clone()).await,
         }
     }
@@ -152,12 +154,12 @@ impl Connection {
             cmd
         };
         match self {
-            Self::Single(connection) => {
+            Self::Single(single) => {
                 let mut pipe = redis::pipe();
                 for key in keys {
                     pipe.add_command(hmget(key));
                 }
-                pipe.query_async(&mut connection.clone()).await
+                pipe.query_async(&mut single.current()).await
             }
             Self::Cluster { reads, .. } => {
                 let mut values = Vec::with_capacity(keys.len());
@@ -182,12 +184,12 @@ impl Connection {
             cmd
         };
         match self {
-            Self::Single(connection) => {
+            Self::Single(single) => {
                 let mut pipe = redis::pipe();
                 for key in keys {
                     pipe.add_command(hgetall(key));
                 }
-                pipe.query_async(&mut connection.clone()).await
+                pipe.query_async(&mut single.current()).await
             }
             Self::Cluster { reads, .. } => {
                 let each =
@@ -201,7 +203,16 @@ impl Connection {
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Single(single) => {
+                let single = single.clone();
+                Box::pin(async move {
+                    let result = single.current().req_packed_command(cmd).await;
+                    if let Err(e) = &result {
+                        single.failed(e);
+                    }
+                    result
+                })
+            }
             Self::Cluster { writes, .. } => writes.req_packed_command(cmd),
         }
     }
@@ -213,14 +224,23 @@ impl ConnectionLike for Connection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Single(single) => {
+                let single = single.clone();
+                Box::pin(async move {
+                    let result = single.current().req_packed_commands(pipeline, offset, count).await;
+                    if let Err(e) = &result {
+                        single.failed(e);
+                    }
+                    result
+                })
+            }
             Self::Cluster { writes, .. } => writes.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Self::Single(connection) => connection.get_db(),
+            Self::Single(single) => single.current().get_db(),
             Self::Cluster { writes, .. } => writes.get_db(),
         }
     }

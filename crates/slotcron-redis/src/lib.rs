@@ -32,6 +32,7 @@ mod controls;
 mod coordinator;
 mod error;
 mod keys;
+mod single;
 mod start;
 
 pub use config::RedisConfig;
