@@ -36,6 +36,7 @@ fn from(
             if value.is_empty() {
                 return Err(format!("{var} is set but empty; remove it, or give a token"));
             }
+            one_word(&value).map_err(|reason| format!("{var}: {reason}"))?;
             Ok(Some(value))
         }
         (None, Some(path)) if path.is_empty() => {
@@ -55,7 +56,21 @@ fn read(file_var: &str, path: &Path) -> Result<String, String> {
     if token.is_empty() {
         return Err(format!("{}: the file is empty; write the token in it", named()));
     }
+    one_word(token).map_err(|reason| format!("{}: {reason}", named()))?;
     Ok(token.to_owned())
+}
+
+/// Refuses a token an `Authorization: Bearer` header cannot carry as one word: a bearer
+/// token is visible ASCII without spaces (RFC 6750 section 2.1, `b64token`, and any other
+/// visible character a header may hold).
+fn one_word(token: &str) -> Result<(), String> {
+    match token.char_indices().find(|(_, c)| !c.is_ascii_graphic()) {
+        Some((at, c)) => Err(format!(
+            "the token holds {c:?} at byte {at}: a bearer token is one word of visible ASCII \
+             characters (no spaces, line breaks or other control characters)"
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -97,5 +112,19 @@ mod tests {
             error.starts_with(&format!("T_FILE {}: cannot read the file: ", missing.display())),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_token_that_is_not_one_word_of_visible_ascii_is_refused_naming_where() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [("spaces", "   \n"), ("two-lines", "tok\nmore\n"), ("inner", "to k")] {
+            let file = dir.path().join(name);
+            std::fs::write(&file, text).unwrap();
+            let error = given(None, Some(&file)).unwrap_err();
+            assert!(error.starts_with("T_FILE ") && error.contains("a bearer token is one word"), "{error}");
+        }
+        let error = given(Some("tab\there"), None).unwrap_err();
+        assert!(error.starts_with("T: the token holds '\\t' at byte 3"), "{error}");
+        assert_eq!(given(Some("A-z_0.9~+/="), None), Ok(Some("A-z_0.9~+/=".into())));
     }
 }

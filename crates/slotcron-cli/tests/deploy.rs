@@ -919,8 +919,8 @@ fn the_deployments_container_runs_and_answers_its_probes_on_the_admin_port() {
             http::get(&pod.addr, path, &bearer).status == 200
         });
     }
-    // The names --admin-host lets clients use: the Service's (short and in the namespace),
-    // and localhost on any port (kubectl port-forward).
+    // The names clients use: the Service's (short and in the namespace), and localhost on
+    // any port (kubectl port-forward); with a token, any Host is accepted.
     for host in ["slotcron:9090", &format!("slotcron.{}.svc:9090", pod.namespace), "localhost:9090"] {
         let jobs = http::get_with(&pod.addr, "/api/v1/jobs", &[("host", host), bearer[0]]);
         assert_eq!(jobs.status, 200, "Host {host}: {}", jobs.body);
