@@ -5,7 +5,9 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, RequestClaim};
+use slotcron::{
+    Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, CoordinatorErrorKind, RequestClaim,
+};
 use slotcron::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
@@ -401,11 +403,8 @@ impl PostgresCoordinator {
         what: &str,
     ) -> Result<Vec<Row>, CoordinatorError> {
         self.database.query_within(sql, params, self.response_timeout).await.map_err(|e| {
-            CoordinatorError::unavailable(format!(
-                "{}: {what}: {}",
-                self.database.url(),
-                e.into_cause().cause
-            ))
+            let e = e.into_cause();
+            failed_call(&e, format!("{}: {what}: {}", self.database.url(), e.cause))
         })
     }
 
@@ -562,11 +561,11 @@ impl Coordinator for PostgresCoordinator {
     async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
         let failed =
             |cause: String| CoordinatorError::unavailable(format!("{}: now(): {cause}", self.database.url()));
-        let rows = self
-            .database
-            .query_within("SELECT now()", &[], self.response_timeout)
-            .await
-            .map_err(|e| failed(e.into_cause().cause))?;
+        let rows =
+            self.database.query_within("SELECT now()", &[], self.response_timeout).await.map_err(|e| {
+                let e = e.into_cause();
+                failed_call(&e, format!("{}: now(): {}", self.database.url(), e.cause))
+            })?;
         let now: SystemTime = rows
             .first()
             .ok_or_else(|| failed("no row".to_owned()))?
@@ -632,5 +631,14 @@ impl Coordinator for PostgresCoordinator {
 
     fn name(&self) -> &'static str {
         "postgres"
+    }
+}
+/// A statement that failed with `error`, described by `message`: the coordinator's
+/// error, of kind `unauthorized` when the server refused the role ([`DbError::refused`]),
+/// else `unavailable`.
+fn failed_call(error: &DbError, message: String) -> CoordinatorError {
+    match error.refused {
+        true => CoordinatorError::new(CoordinatorErrorKind::Unauthorized, message),
+        false => CoordinatorError::unavailable(message),
     }
 }

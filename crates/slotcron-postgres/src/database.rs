@@ -234,19 +234,19 @@ impl PostgresDatabase {
     }
 
     async fn client(&self) -> Result<Object, DbError> {
-        self.inner
-            .pool
-            .get()
-            .await
-            .map_err(|e| DbError { url: self.inner.url.clone(), cause: pool_error(&e, &self.inner.tls) })
+        self.inner.pool.get().await.map_err(|e| DbError {
+            url: self.inner.url.clone(),
+            cause: pool_error(&e, &self.inner.tls),
+            refused: matches!(&e, PoolError::Backend(e) if DbError::refuses(e)),
+        })
     }
 
     fn error(&self, error: &tokio_postgres::Error) -> DbError {
-        DbError { url: self.inner.url.clone(), cause: error_chain(error) }
+        DbError { url: self.inner.url.clone(), cause: error_chain(error), refused: DbError::refuses(error) }
     }
 
     fn no_reply(&self, timeout: Duration) -> DbError {
-        DbError { url: self.inner.url.clone(), cause: format!("no reply within {timeout:?}") }
+        DbError { url: self.inner.url.clone(), cause: format!("no reply within {timeout:?}"), refused: false }
     }
 }
 

@@ -82,4 +82,18 @@ pub struct DbError {
     pub url: String,
     /// The error and its causes.
     pub cause: String,
+    /// The server refused the role: its credentials or its login (SQLSTATE class 28,
+    /// `invalid_authorization_specification`, `invalid_password`), or a right it lacks
+    /// (42501, `insufficient_privilege`); see the PostgreSQL manual's appendix A, "Error
+    /// Codes". Asking again does not help until the configuration is fixed.
+    pub refused: bool,
+}
+
+impl DbError {
+    /// Whether `error` is the server refusing the role ([`DbError::refused`]).
+    pub(crate) fn refuses(error: &tokio_postgres::Error) -> bool {
+        error.code().is_some_and(|code| {
+            code.code().starts_with("28") || *code == tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE
+        })
+    }
 }
