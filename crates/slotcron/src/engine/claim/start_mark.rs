@@ -1,9 +1,12 @@
 //! The start mark: a claim is provisional until its run's start is durable (docs/design.md,
 //! "Claims, start marks and takeover") — the run's `running` record in the ledger, and,
 //! for a claim won from a coordinator that keeps start marks, the mark beside the claim.
-//! The run starts only once both are made. The marks of runs starting together go out
-//! together: the ledger's in the outbox's batches, the coordinator's in one call per
-//! batch of starts ([`StartMarks`](super::marks::StartMarks)).
+//! The run starts only once both are made, the ledger's first: a claim marked started
+//! always has its `running` record, so a replica killed between the two leaves an
+//! unmarked claim, which is taken over (and its record says so), never a marked claim
+//! without a record, which nobody would take over or record. The marks of runs starting
+//! together go out together: the ledger's in the outbox's batches, the coordinator's in
+//! one call per batch of starts ([`StartMarks`](super::marks::StartMarks)).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,25 +23,23 @@ use crate::ledger::{LedgerWrite, Outcome, RunRecord};
 /// outcome and reason.
 pub(crate) type Unmarked = (Outcome, String);
 
-/// Makes `record` (a run's `running` record) durable and, when `claim` names the trigger
-/// key of a claim won from the coordinator, marks that claim's start; `Err` with the
-/// outcome and reason when the run must not start: a mark not made within the start-mark
-/// timeout (fail closed), or a claim another replica took over first.
+/// Makes `record` (a run's `running` record) durable and then, when `claim` names the
+/// trigger key of a claim won from the coordinator, marks that claim's start; `Err` with
+/// the outcome and reason when the run must not start: a mark not made within the
+/// start-mark timeout (fail closed), or a claim another replica took over first.
 pub(crate) async fn mark_start(
     shared: &Arc<Shared>,
     record: RunRecord,
     claim: Option<&str>,
 ) -> Result<(), Unmarked> {
     let job = record.job.clone();
-    let (ledger, coordinator) = tokio::join!(mark_in_ledger(shared, record), async {
-        match (claim, &shared.coordinator) {
-            (Some(key), Some(coordinator)) if coordinator.keeps_start_marks() => {
-                mark_in_coordinator(shared, coordinator, job, key).await
-            }
-            _ => Ok(()),
+    mark_in_ledger(shared, record).await?;
+    match (claim, &shared.coordinator) {
+        (Some(key), Some(coordinator)) if coordinator.keeps_start_marks() => {
+            mark_in_coordinator(shared, coordinator, job, key).await
         }
-    });
-    ledger.and(coordinator)
+        _ => Ok(()),
+    }
 }
 
 /// Marks the claim of `key` (when it is one won from the coordinator) as settled without a
