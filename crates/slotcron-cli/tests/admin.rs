@@ -289,6 +289,8 @@ fn credentials_that_stop_working_are_logged_counted_and_named_by_readyz() {
     daemon.wait_for("for the new connection", |line| line.contains("Redis takes the credentials again"));
     daemon.wait_for("for a run", |line| line.contains("run finished") && line.contains("succeeded"));
     assert_eq!(http::get(&addr, "/readyz", &[]).status, 200, "ready again");
+    let heartbeats = daemon.lines_with(&["WARN", "membership heartbeat failed ("]).len();
+    assert!(heartbeats <= 1, "one warning per spell of failed heartbeats: {}", daemon.log());
     stop(daemon);
 }
 

@@ -70,12 +70,16 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     let mut vouched: Option<Members> = None;
     // When the last heartbeat that answered was sent.
     let mut last_ok = shared.clock.now();
+    // Whether the heartbeats fail now: the first failure of a spell is a warning, the
+    // others are counted and summed up once a minute (`Health::coordinator_failed`).
+    let mut failing = false;
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
         fleet.state.membership.answered(asked, answer.is_ok());
         partition::note_heartbeat(shared, last_ok, shared.clock.now(), answer.is_ok());
-        if answer.is_ok() {
+        let answer_ok = answer.is_ok();
+        if answer_ok {
             last_ok = asked;
         }
         match answer {
@@ -89,11 +93,26 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 shared.metrics.members(members.len());
                 fleet.state.membership.set(Some(members.into_iter().map(Arc::from).collect()));
             }
-            Err(e) => tracing::warn!(
-                coordinator = coordinator.name(),
-                "membership heartbeat failed ({}): {e}; the last view stays",
-                e.kind()
-            ),
+            Err(e) => {
+                shared.health.coordinator_failed(&e, shared.clock.now());
+                shared.metrics.backend_error("coordinator", e.kind().as_str());
+                if !std::mem::replace(&mut failing, true) {
+                    tracing::warn!(
+                        coordinator = coordinator.name(),
+                        "membership heartbeat failed ({}): {e}; the last view stays (the next failures \
+                         are logged at debug level until one answers)",
+                        e.kind()
+                    );
+                } else {
+                    tracing::debug!(
+                        coordinator = coordinator.name(),
+                        "membership heartbeat failed again: {e}"
+                    );
+                }
+            }
+        }
+        if answer_ok && std::mem::take(&mut failing) {
+            tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
         vouched = watch_leavers(&fleet, vouched);
         let next = later(shared.clock.now(), ttl / 3);
