@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Schemas, database_url, isolated};
+use common::{Schemas, isolated};
 use slotcron::{Coordinator, CoordinatorErrorKind};
 use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 
@@ -11,22 +11,17 @@ use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
 async fn a_role_whose_login_is_taken_away_is_unauthorized_until_it_is_given_back() {
     isolated(async |schemas: &mut Schemas| {
         let schema = schemas.name();
-        let role = format!("{schema}_owner");
-        let admin = common::connect().await;
-        let setup = format!(
-            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN NOSUPERUSER; \
-             CREATE SCHEMA {schema} AUTHORIZATION {role}"
-        );
-        admin.batch_execute(&setup).await.unwrap();
-        let url = database_url().replacen("://postgres@", &format!("://{role}@"), 1);
-        let coordinator = PostgresCoordinator::new(PostgresDatabase::open(&url, &schema).await.unwrap());
+        let owner = common::SchemaOwner::new(&schema).await;
+        let role = &owner.role;
+        let coordinator =
+            PostgresCoordinator::new(PostgresDatabase::open(&owner.url, &schema).await.unwrap());
         assert!(coordinator.time().await.is_ok());
 
         let refuse = format!(
             "ALTER ROLE {role} NOLOGIN; \
              SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
         );
-        admin.batch_execute(&refuse).await.unwrap();
+        owner.admin(&refuse).await;
         // The first calls may still find a connection closing under them.
         let mut errors = Vec::new();
         for _ in 0..10 {
@@ -40,11 +35,10 @@ async fn a_role_whose_login_is_taken_away_is_unauthorized_until_it_is_given_back
         assert_eq!(error.kind(), CoordinatorErrorKind::Unauthorized, "{error}; before: {errors:?}");
         assert!(error.to_string().contains("not permitted to log in"), "{error}");
 
-        admin.batch_execute(&format!("ALTER ROLE {role} LOGIN")).await.unwrap();
+        owner.admin(&format!("ALTER ROLE {role} LOGIN")).await;
         assert!(coordinator.time().await.is_ok(), "answers again");
         drop(coordinator);
-        let teardown = format!("DROP SCHEMA {schema} CASCADE; DROP OWNED BY {role}; DROP ROLE {role}");
-        admin.batch_execute(&teardown).await.unwrap();
+        owner.drop_all().await;
     })
     .await;
 }

@@ -240,24 +240,15 @@ async fn a_mark_and_a_takeover_of_one_claim_never_both_succeed_nor_deadlock() {
 async fn a_role_that_is_not_a_superuser_migrates_its_own_schema_and_its_claims_start_unmarked() {
     isolated(async |schemas: &mut Schemas| {
         let schema = schemas.name();
-        let role = format!("{schema}_owner");
-        let admin = common::connect().await;
-        let setup = format!(
-            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN NOSUPERUSER; \
-             CREATE SCHEMA {schema} AUTHORIZATION {role}"
-        );
-        admin.batch_execute(&setup).await.unwrap();
         // The role of a managed database: it owns its schema, and is no superuser.
-        let url = database_url().replacen("://postgres@", &format!("://{role}@"), 1);
-        assert_ne!(url, database_url(), "the test URL names the postgres role");
-        let opened = PostgresDatabase::open(&url, &schema).await;
+        let owner = common::SchemaOwner::new(&schema).await;
+        let opened = PostgresDatabase::open(&owner.url, &schema).await;
         let coordinator = PostgresCoordinator::new(opened.expect("a schema owner migrates it"));
         let at = soon(0);
         won(&coordinator, "tick", at, "r1").await;
         assert_eq!(unstarted(&coordinator, "r1").await, BTreeSet::from([format!("tick:{at}")]));
         drop(coordinator);
-        let teardown = format!("DROP SCHEMA {schema} CASCADE; DROP OWNED BY {role}; DROP ROLE {role}");
-        admin.batch_execute(&teardown).await.unwrap();
+        owner.drop_all().await;
     })
     .await;
 }

@@ -93,6 +93,44 @@ pub async fn connect() -> tokio_postgres::Client {
     client
 }
 
+/// A login role that is no superuser and owns `schema` (as on a managed database), made
+/// for a test; [`SchemaOwner::drop_all`] removes both.
+pub struct SchemaOwner {
+    /// The role's name.
+    pub role: String,
+    /// [`database_url`] with the role in place of `postgres`.
+    pub url: String,
+    schema: String,
+    admin: tokio_postgres::Client,
+}
+
+impl SchemaOwner {
+    /// Makes the role and its schema `schema`.
+    pub async fn new(schema: &str) -> Self {
+        let role = format!("{schema}_owner");
+        let admin = connect().await;
+        let setup = format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN NOSUPERUSER; \
+             CREATE SCHEMA {schema} AUTHORIZATION {role}"
+        );
+        admin.batch_execute(&setup).await.unwrap();
+        let url = database_url().replacen("://postgres@", &format!("://{role}@"), 1);
+        assert_ne!(url, database_url(), "the test URL names the postgres role");
+        Self { role, url, schema: schema.to_owned(), admin }
+    }
+
+    /// Runs `sql` as the `postgres` role.
+    pub async fn admin(&self, sql: &str) {
+        self.admin.batch_execute(sql).await.unwrap();
+    }
+
+    /// Drops the schema and the role.
+    pub async fn drop_all(self) {
+        let (schema, role) = (&self.schema, &self.role);
+        self.admin(&format!("DROP SCHEMA {schema} CASCADE; DROP OWNED BY {role}; DROP ROLE {role}")).await;
+    }
+}
+
 /// Runs `test` with a [`Schemas`], then drops every schema it made, whether it passed or
 /// panicked.
 pub async fn isolated(test: impl AsyncFnOnce(&mut Schemas)) {
