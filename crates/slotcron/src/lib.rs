@@ -202,8 +202,8 @@ pub use coordinator::{
     job_owner,
 };
 pub use engine::{
-    DefineError, JobInfo, PlanError, PlanErrorKind, Reachable, ReconcileError, ReconcileReport, Resumed,
-    Scheduler, SchedulerBuilder, Triggered,
+    DefineError, JobInfo, Leftover, PlanError, PlanErrorKind, Reachable, ReconcileError, ReconcileReport,
+    Resumed, Scheduler, SchedulerBuilder, Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};

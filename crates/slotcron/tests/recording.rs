@@ -10,7 +10,7 @@ use slotcron::{
     Cause, Job, JobState, Ledger, LedgerQuery, MemoryLedger, MemoryStore, Outcome, RunRecord, Scheduler,
     Store,
 };
-use slotcron::{Coordinator, LedgerError};
+use slotcron::{Coordinator, LedgerError, Leftover};
 use slotcron_testkit::harness::{Harness, gated, ok, ts};
 
 /// A memory ledger that refuses every write while `down` is set.
@@ -165,7 +165,7 @@ async fn the_stale_sweep_marks_the_owned_running_records_interrupted() {
     let stale = scheduler
         .sweep_stale(
             |r| (&*r.instance == "dead").then(|| "instance dead left the membership".to_owned()),
-            async |_r: &RunRecord| Some("its command was stopped".to_owned()),
+            async |_r: &RunRecord| Leftover::Stopped("its command was stopped".to_owned()),
         )
         .await
         .unwrap();
@@ -212,7 +212,10 @@ async fn the_stale_sweep_makes_the_interrupted_runs_job_state_say_so() {
     assert_eq!(last("migrate"), None, "before the sweep: started, no end stored");
 
     scheduler
-        .sweep_stale(|r| (&*r.instance == "dead").then(|| "gone".to_owned()), async |_r: &RunRecord| None)
+        .sweep_stale(
+            |r| (&*r.instance == "dead").then(|| "gone".to_owned()),
+            async |_r: &RunRecord| Leftover::Unknown,
+        )
         .await
         .unwrap();
     assert_eq!(last("migrate"), Some(Outcome::Interrupted), "as the ledger says");
@@ -366,7 +369,7 @@ async fn an_interrupted_run_of_a_rerun_job_runs_once_more_and_a_rerun_interrupte
     h.ledger.append(&left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled)).await.unwrap();
     h.ledger.append(&left_running("etl", "2024-05-16T23:00:00Z", "dead", Cause::Recovered)).await.unwrap();
     let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
-    let stale = h.scheduler.sweep_stale(gone, async |_r: &RunRecord| None).await.unwrap();
+    let stale = h.scheduler.sweep_stale(gone, async |_r: &RunRecord| Leftover::Unknown).await.unwrap();
     assert_eq!(stale.len(), 2);
     h.start().await;
     h.advance_to(ts("2024-05-17T00:00:40Z")).await;
@@ -387,9 +390,45 @@ async fn an_interrupted_run_of_a_record_job_is_only_recorded() {
     h.add(Job::builder("etl").every(Duration::from_secs(3600)).handler(counted(&runs)).build().unwrap());
     h.ledger.append(&left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled)).await.unwrap();
     let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
-    h.scheduler.sweep_stale(gone, async |_r: &RunRecord| None).await.unwrap();
+    h.scheduler.sweep_stale(gone, async |_r: &RunRecord| Leftover::Unknown).await.unwrap();
     h.start().await;
     h.advance_to(ts("2024-05-17T00:00:40Z")).await;
     h.stop().await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_marked_run_whose_command_never_started_runs_once_whatever_its_on_interrupt() {
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    // The default on_interrupt ("record"): an interrupted run would not run again.
+    h.add(Job::builder("etl").every(Duration::from_secs(3600)).handler(counted(&runs)).build().unwrap());
+    h.ledger.append(&left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled)).await.unwrap();
+    h.ledger.append(&left_running("etl", "2024-05-16T23:00:00Z", "dead", Cause::Recovered)).await.unwrap();
+    let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
+    let never_started = async |_r: &RunRecord| Leftover::NeverStarted("no line in its journal".to_owned());
+    let stale = h.scheduler.sweep_stale(gone, never_started).await.unwrap();
+    let triggers: Vec<_> = stale.iter().map(|r| r.trigger).collect();
+    assert_eq!(
+        triggers,
+        [ts("2024-05-16T23:00:00Z")],
+        "only the rerun is interrupted: a rerun never runs again"
+    );
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:40Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the trigger whose command never started ran, once");
+    let records = h.records("etl");
+    let at = |trigger: &str, outcome: Outcome| {
+        records.iter().filter(|r| r.trigger == ts(trigger) && r.outcome == outcome).collect::<Vec<_>>()
+    };
+    let skipped = at("2024-05-17T00:00:00Z", Outcome::SkippedLost);
+    assert_eq!(skipped.len(), 1, "{records:?}");
+    let reason = skipped[0].error.as_deref().unwrap();
+    assert!(reason.contains("before its command started (no line in its journal)"), "{reason}");
+    let ran = at("2024-05-17T00:00:00Z", Outcome::Succeeded);
+    assert_eq!(ran.len(), 1, "{records:?}");
+    assert_eq!(ran[0].cause, Cause::Recovered);
+    let interrupted = at("2024-05-16T23:00:00Z", Outcome::Interrupted);
+    assert!(interrupted[0].error.as_deref().unwrap().ends_with("; no line in its journal"), "{records:?}");
 }

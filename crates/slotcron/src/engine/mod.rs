@@ -32,6 +32,7 @@ pub use builder::SchedulerBuilder;
 pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
 pub use steer::{Resumed, Triggered};
+pub use sweep::Leftover;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -2,7 +2,10 @@
 //! that is gone — its previous incarnation, found at start, or a replica that left the
 //! fleet's membership — are marked `interrupted` (or, when their start never reached the
 //! coordinator, recorded as not started: their claims are taken over), and the
-//! interrupted triggers of `on_interrupt = "rerun"` jobs run once more.
+//! interrupted triggers of `on_interrupt = "rerun"` jobs run once more. A marked run
+//! whose command its caller knows never started ([`Leftover::NeverStarted`]: the daemon
+//! was killed between the start mark and the command's start) is recorded as not
+//! started, and its trigger runs now, once.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -15,6 +18,23 @@ use crate::policy::OnInterrupt;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
+/// What the run of a `running` record whose daemon is gone left behind, as the stale
+/// sweep's `stop` found it ([`Scheduler::sweep_stale`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leftover {
+    /// Nothing is known of it: the run is recorded [`Outcome::Interrupted`].
+    Unknown,
+    /// What was done to stop what the run left going (appended to the record's error):
+    /// the run is recorded [`Outcome::Interrupted`].
+    Stopped(String),
+    /// Its command never started — the daemon died between the run's start mark and the
+    /// command's start — and how that is known (appended to the record's error): the run
+    /// is recorded [`Outcome::SkippedLost`] and its trigger runs now, once across the
+    /// fleet, as a [`Cause::Recovered`] run (exempt from the misfire grace). Never say so
+    /// of a run whose command may have started: it would run twice.
+    NeverStarted(String),
+}
+
 impl Scheduler {
     /// Marks [`Outcome::Interrupted`] every [`Outcome::Running`] record of the ledger for
     /// which `gone` gives a cause — a run whose daemon is gone before it ended: a crash,
@@ -25,19 +45,22 @@ impl Scheduler {
     ///
     /// `stop` is called first for each, to stop what the run left going (the daemon: its
     /// own previous incarnation's command, from [`RunProcess`](crate::RunProcess); never
-    /// another daemon's); it returns what it did, for the record's error. The record's
-    /// error then reads `{cause}; recorded by {this instance}[; {what stop did}]`. The
+    /// another daemon's); it returns what it did or found ([`Leftover`]). The record's
+    /// error then reads `{cause}; recorded by {this instance}[; {what stop did}]`. A run
+    /// whose command never started ([`Leftover::NeverStarted`]) is not interrupted: it is
+    /// recorded not started and runs now (not a [`Cause::Recovered`] run's: a rerun is
+    /// never run again), and is not among the records returned. The
     /// stored state of a job whose last trigger is such a run (started, its end never
     /// stored) then says `interrupted` too, so the job's last run ([`Scheduler::job`], the
     /// admin API) agrees with the ledger rather than looking still running. Returns the
-    /// records as they were found.
+    /// records recorded interrupted, as they were found.
     ///
     /// # Errors
     /// The ledger could not be read or written; the records marked so far stay marked.
     pub async fn sweep_stale(
         &self,
         gone: impl Fn(&RunRecord) -> Option<String>,
-        mut stop: impl AsyncFnMut(&RunRecord) -> Option<String>,
+        mut stop: impl AsyncFnMut(&RunRecord) -> Leftover,
     ) -> Result<Vec<RunRecord>, LedgerError> {
         let query =
             LedgerQuery { outcome: Some(Outcome::Running), limit: usize::MAX, ..LedgerQuery::default() };
@@ -54,32 +77,87 @@ impl Scheduler {
         for (record, cause) in &not_started {
             self.record_not_started(record, cause).await?;
         }
-        for (record, cause) in &stale {
-            let stopped = stop(record).await;
-            let mut interrupted = record.clone();
-            interrupted.outcome = Outcome::Interrupted;
-            let (by, at) = (&self.shared.instance, self.shared.clock.now());
-            let mut error = format!("{cause}; recorded by {by} at {at}");
-            if let Some(stopped) = stopped {
-                error.push_str("; ");
-                error.push_str(&stopped);
+        let mut interrupted = Vec::with_capacity(stale.len());
+        for (record, cause) in stale {
+            // Each trigger to run again is queued as soon as its record says so: a ledger
+            // error on a later record must not leave it recorded and never run.
+            match stop(&record).await {
+                Leftover::NeverStarted(how) if record.cause != Cause::Recovered => {
+                    self.record_never_started(&record, &cause, &how).await?;
+                    self.run_again(&record);
+                    continue;
+                }
+                Leftover::NeverStarted(stopped) | Leftover::Stopped(stopped) => {
+                    self.record_interrupted(&record, &cause, Some(&stopped)).await?;
+                }
+                Leftover::Unknown => self.record_interrupted(&record, &cause, None).await?,
             }
-            interrupted.error = Some(error);
-            self.ledger().update(&interrupted).await?;
-            tracing::warn!(
-                job = %record.job,
-                trigger = %record.trigger,
-                instance = %record.instance,
-                cause = %cause,
-                "a run whose daemon is gone is recorded interrupted"
-            );
+            if self.reruns(&record) {
+                self.run_again(&record);
+            }
+            interrupted.push(record);
         }
-        let stale: Vec<RunRecord> = stale.into_iter().map(|(record, _)| record).collect();
-        if !stale.is_empty() {
-            self.interrupt_states(&stale).await;
-            self.rerun_interrupted(&stale);
+        if !interrupted.is_empty() {
+            self.interrupt_states(&interrupted).await;
         }
-        Ok(stale)
+        Ok(interrupted)
+    }
+
+    /// Whether `record`'s interrupted trigger runs again: its job says
+    /// [`OnInterrupt::Rerun`], and it is not itself a rerun.
+    fn reruns(&self, record: &RunRecord) -> bool {
+        let rerun =
+            self.shared.table().job(&record.job).is_some_and(|j| j.on_interrupt == OnInterrupt::Rerun);
+        rerun && record.cause != Cause::Recovered
+    }
+
+    /// Records `record`'s run [`Outcome::Interrupted`], its error naming `cause`, this
+    /// instance, and what `stopped` says was done to what it left going.
+    async fn record_interrupted(
+        &self,
+        record: &RunRecord,
+        cause: &str,
+        stopped: Option<&str>,
+    ) -> Result<(), LedgerError> {
+        let mut interrupted = record.clone();
+        interrupted.outcome = Outcome::Interrupted;
+        let (by, at) = (&self.shared.instance, self.shared.clock.now());
+        let mut error = format!("{cause}; recorded by {by} at {at}");
+        if let Some(stopped) = stopped {
+            error.push_str("; ");
+            error.push_str(stopped);
+        }
+        interrupted.error = Some(error);
+        self.ledger().update(&interrupted).await?;
+        tracing::warn!(
+            job = %record.job,
+            trigger = %record.trigger,
+            instance = %record.instance,
+            cause = %cause,
+            "a run whose daemon is gone is recorded interrupted"
+        );
+        Ok(())
+    }
+
+    /// Records a marked run whose command never started, as `how` says: not started,
+    /// its trigger to run again now.
+    async fn record_never_started(
+        &self,
+        record: &RunRecord,
+        cause: &str,
+        how: &str,
+    ) -> Result<(), LedgerError> {
+        let mut skipped = record.clone();
+        skipped.outcome = Outcome::SkippedLost;
+        skipped.error = Some(format!(
+            "{cause}, after the run's start mark and before its command started ({how}): \
+             the trigger runs again now, once (a recovered run); recorded by {}",
+            self.shared.instance
+        ));
+        self.ledger().update(&skipped).await?;
+        tracing::warn!(job = %record.job, trigger = %record.trigger, instance = %record.instance,
+            "a run whose command never started runs now");
+        Ok(())
     }
 
     /// The claims (holder, trigger key) among those of `records` that the coordinator
@@ -122,28 +200,22 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Queues the rerun of each of `interrupted` whose job says
-    /// [`OnInterrupt::Rerun`] — not of a rerun: a rerun interrupted is only recorded.
-    /// Each is a requested run of its own key (`{job}:recovered:{trigger}`), so one
-    /// replica of the fleet reruns it, however many found it interrupted.
-    fn rerun_interrupted(&self, interrupted: &[RunRecord]) {
-        let table = self.shared.table();
-        let reruns: Vec<Vec<Due>> = interrupted
-            .iter()
-            .filter(|record| record.cause != Cause::Recovered)
-            .filter_map(|record| {
-                let job = table.job(&record.job).filter(|job| job.on_interrupt == OnInterrupt::Rerun)?;
-                tracing::info!(job = %record.job, trigger = %record.trigger,
-                    "the interrupted trigger is to run again (on_interrupt = \"rerun\"; one replica of the fleet claims it)");
-                let due = Due { job, trigger: record.trigger, next: None, action: Action::Requested, cause: Cause::Recovered };
-                Some(vec![due])
-            })
-            .collect();
-        drop(table);
-        if !reruns.is_empty() {
-            self.shared.requests().extend(reruns);
-            self.shared.wake.notify_one();
-        }
+    /// Queues a run of `record`'s trigger, of its own key (`{job}:recovered:{trigger}`),
+    /// so that one replica of the fleet runs it, however many found it; nothing for a job
+    /// this scheduler does not have.
+    fn run_again(&self, record: &RunRecord) {
+        let Some(job) = self.shared.table().job(&record.job) else { return };
+        tracing::info!(job = %record.job, trigger = %record.trigger,
+            "the trigger is to run again (recovered; one replica of the fleet claims it)");
+        let due = Due {
+            job,
+            trigger: record.trigger,
+            next: None,
+            action: Action::Requested,
+            cause: Cause::Recovered,
+        };
+        self.shared.requests().push(vec![due]);
+        self.shared.wake.notify_one();
     }
 
     /// Makes the stored state of each job whose last trigger is one of `interrupted`,
