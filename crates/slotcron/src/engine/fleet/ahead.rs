@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::batch::{self, MAX_BATCH, Mode};
 use super::tally::Tally;
@@ -292,7 +293,8 @@ async fn claim_instant(fleet: FleetRun, at: Timestamp, items: Vec<Item>) {
             // the owner's progress batch by batch.
             let tally = Arc::new(Tally::new(shared.clone(), at));
             fleet.state.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
-            fleet.tracker.spawn(hand_over(fleet.scope.shared.clone(), answered, start, tally));
+            let abort = fleet.scope.abort.clone();
+            fleet.tracker.spawn(hand_over(fleet.scope.shared.clone(), answered, (start, abort), tally));
         });
     }
 }
@@ -364,18 +366,20 @@ type Answered = Vec<(Due, oneshot::Sender<Answer>, Claimed, Box<str>)>;
 
 /// Waits for the start of the batch's instant, then hands each trigger its claim as
 /// the start leaves it (a won claim of a paused job, or of a start that was voided or
-/// failed, becomes the skip's record). Stopped first: nothing is recorded (the claims
-/// ahead were dropped, as if never made).
+/// failed, becomes the skip's record). Stopped first (or hard-stopped, `abort`): nothing
+/// is recorded (the claims ahead were dropped, as if never made).
 async fn hand_over(
     shared: Arc<Shared>,
     answered: Answered,
-    mut start: watch::Receiver<StartState>,
+    (mut start, abort): (watch::Receiver<StartState>, CancellationToken),
     tally: Arc<Tally>,
 ) {
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    let state = match start.wait_for(Option::is_some).await {
-        Ok(state) => state.clone(),
-        Err(_) => None,
+    // The hard stop ends the wait too: an instant whose claims ahead went out as the
+    // scheduler stopped may never be started, and the stop waits for this task.
+    let state = tokio::select! {
+        state = start.wait_for(Option::is_some) => state.map_or(None, |state| state.clone()),
+        () = abort.cancelled() => None,
     };
     let state = state.unwrap_or_else(|| Arc::new(Err(Stopped::Stopping)));
     let stopping = matches!(*state, Err(Stopped::Stopping));
