@@ -276,6 +276,16 @@ pub struct RunArgs {
     pub shutdown_timeout: Option<Duration>,
     #[command(flatten)]
     pub state: StateArg,
+    /// Where the commands this daemon starts note that they started [default: beside a
+    /// SQLite state, STATE.spawned; with a PostgreSQL state and an --instance,
+    /// slotcron-INSTANCE.spawned in the working directory].
+    ///
+    /// Each command writes one line as it starts. A daemon killed between a run's start
+    /// mark and its command's start leaves no line: when it is started again under the same
+    /// instance id, that trigger runs then, once, rather than being recorded interrupted.
+    /// Put it on storage that outlives the daemon's process (a container's volume).
+    #[arg(long, value_name = "PATH", env = "SLOTCRON_SPAWN_JOURNAL")]
+    pub spawn_journal: Option<PathBuf>,
     /// Serve the admin API, status page and /metrics at ADDR.
     ///
     /// ADDR is IP:PORT (e.g. 127.0.0.1:9090) or unix:PATH. Takes precedence over the

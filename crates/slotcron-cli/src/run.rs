@@ -2,13 +2,14 @@
 //! [`Settings::scheduler`], and nowhere else.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::DEFAULT_MEMBERSHIP_TTL;
-use slotcron::{CancellationToken, Coordinator, Scheduler, SchedulerBuilder};
+use slotcron::{CancellationToken, Coordinator, Leftover, Scheduler, SchedulerBuilder};
 
 use crate::admin::AdminSettings;
 use crate::cli::RunArgs;
@@ -59,6 +60,30 @@ pub struct Settings {
     pub metrics_per_job: bool,
     /// Whether each job has its own histograms (`--metrics-per-job-histograms`).
     pub metrics_per_job_histograms: bool,
+    /// The spawn journal (`--spawn-journal`, else [`default_spawn_journal`]); none
+    /// without a place for one.
+    pub spawn_journal: Option<PathBuf>,
+}
+
+/// Where the spawn journal goes unless `--spawn-journal` says: `PATH.spawned` beside a
+/// SQLite state's file; `slotcron-{instance}.spawned` in the working directory with a
+/// PostgreSQL state and an `--instance` given (characters other than ASCII letters,
+/// digits, `.`, `_` and `-` become `_`); none otherwise (a memory state keeps no runs, and
+/// a default instance id is new at every start).
+fn default_spawn_journal(state: &StateUrl, instance: Option<&str>) -> Option<PathBuf> {
+    match (state, instance) {
+        (StateUrl::Sqlite { path, .. }, _) => {
+            let mut name = path.as_os_str().to_owned();
+            name.push(".spawned");
+            Some(PathBuf::from(name))
+        }
+        (StateUrl::Postgres { .. }, Some(instance)) => {
+            let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+            let name: String = instance.chars().map(|c| if safe(c) { c } else { '_' }).collect();
+            Some(PathBuf::from(format!("slotcron-{name}.spawned")))
+        }
+        _ => None,
+    }
 }
 
 /// How the daemons of a fleet share the work: each trigger's owner claims it at once, the
@@ -142,12 +167,16 @@ impl Settings {
         let failure_hooks =
             FailureHooks { commands: HashMap::new(), timeout: HOOK_TIMEOUT, kill_grace: Self::CANCEL_GRACE };
         let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
+        let state = StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?;
+        let spawn_journal =
+            args.spawn_journal.clone().or_else(|| default_spawn_journal(&state, args.instance.as_deref()));
         Ok(Self {
+            spawn_journal,
             admin,
             metrics_per_job: args.metrics_per_job,
             metrics_per_job_histograms: args.metrics_per_job_histograms,
             instance: args.instance.clone().unwrap_or_else(default_instance),
-            state: StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?,
+            state,
             redis,
             shutdown_timeout: args
                 .shutdown_timeout
@@ -348,7 +377,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
         while let StateUrl::Postgres { .. } = settings.state {
             tokio::select! {
                 () = tokio::time::sleep(settings.fleet.membership_ttl.0) => {
-                    sweep_stale(&scheduler, settings, Sweep::Periodic).await
+                    sweep_stale(&scheduler, settings, Sweep::Periodic, None).await
                 }
                 () = cancel.cancelled() => return,
             }
@@ -432,8 +461,28 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    sweep_stale(&scheduler, settings, Sweep::AtStart).await;
+    let journal = begin_spawn_journal(settings);
+    sweep_stale(&scheduler, settings, Sweep::AtStart, journal.as_ref()).await;
     Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
+}
+
+/// Begins this daemon's spawn journal (`settings.spawn_journal`), returning what the
+/// previous incarnation's says. A journal that cannot be written is warned of: the daemon
+/// runs without one, and a run its death leaves between start mark and command is then
+/// recorded interrupted.
+fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous> {
+    let path = settings.spawn_journal.as_deref()?;
+    match command::journal::begin(path, &settings.instance) {
+        Ok(previous) => previous,
+        Err(e) => {
+            tracing::warn!(
+                path = %path.display(),
+                "cannot write the spawn journal ({e}): a run this daemon's death leaves between its \
+                 start mark and its command's start will be recorded interrupted, not run"
+            );
+            None
+        }
+    }
 }
 
 /// When a stale sweep runs.
@@ -460,7 +509,12 @@ enum Sweep {
 /// Only a previous incarnation's command still going on this host is stopped (its
 /// process group, when its pid still names the same process): a daemon never signals
 /// another daemon's processes.
-async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
+async fn sweep_stale(
+    scheduler: &Scheduler,
+    settings: &Settings,
+    when: Sweep,
+    journal: Option<&command::journal::Previous>,
+) {
     let instance = settings.instance.as_str();
     let members = match when {
         Sweep::AtStart => None,
@@ -492,12 +546,20 @@ async fn sweep_stale(scheduler: &Scheduler, settings: &Settings, when: Sweep) {
         }
     };
     let grace = settings.cancel_grace;
-    let stop = async |record: &slotcron::RunRecord| match &record.process {
-        Some(process) if when == Sweep::AtStart => {
-            Some(process_group::stop_stale(record, process, grace).await)
+    let stop = async |record: &slotcron::RunRecord| {
+        if let Some(journal) = journal.filter(|j| j.started(record) == Some(false)) {
+            let how = format!("the spawn journal {} has no line of it", journal.path().display());
+            return Leftover::NeverStarted(how);
         }
-        Some(_) => Some("its command was not signalled: a daemon never signals another's".to_owned()),
-        None => None,
+        match &record.process {
+            Some(process) if when == Sweep::AtStart => {
+                Leftover::Stopped(process_group::stop_stale(record, process, grace).await)
+            }
+            Some(_) => {
+                Leftover::Stopped("its command was not signalled: a daemon never signals another's".into())
+            }
+            None => Leftover::Unknown,
+        }
     };
     match scheduler.sweep_stale(gone, stop).await {
         Ok(stale) if !stale.is_empty() => {

@@ -119,8 +119,8 @@ fn a_state_whose_wal_files_this_user_may_not_write_is_refused_with_the_cause() {
 }
 
 /// Runs a daemon on `jobs.toml` in `dir` until its run is recorded in the default
-/// state, and stops it; returns [`state_files`], the -wal and -shm files and the lock file
-/// among them.
+/// state, and stops it; returns [`state_files`], the -wal and -shm files, the lock file
+/// and the spawn journal among them.
 fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut daemon = Daemon::start(dir, "jobs.toml");
     daemon.wait_for("for the run to finish", |line| line.contains("run finished"));
@@ -129,7 +129,8 @@ fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
     assert_eq!(history(dir, &[]).len(), 1);
     let files = state_files(dir);
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal", "slotcron.db.lock"]);
+    let expected = ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal", "slotcron.db.lock", "slotcron.db.spawned"];
+    assert_eq!(names, expected);
     files
 }
 

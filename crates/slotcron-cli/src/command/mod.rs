@@ -3,6 +3,7 @@
 //! process group and logs its output.
 
 mod capture;
+pub mod journal;
 mod mail;
 mod output;
 mod user;
@@ -92,6 +93,8 @@ pub enum CommandError {
     },
     /// The user the command is to run as cannot be switched to.
     User(String),
+    /// The spawn journal could not note the command's start: it was not started.
+    Journal(std::io::Error),
     /// Waiting for the command failed.
     Wait(std::io::Error),
     /// The command exited with a non-zero status or was killed by a signal.
@@ -111,6 +114,7 @@ impl fmt::Display for CommandError {
                 write!(f, "cannot start {shell} in the working directory {}: {error}", dir.display())
             }
             Self::User(reason) => write!(f, "cannot run the command as its user: {reason}"),
+            Self::Journal(e) => write!(f, "not started: the spawn journal cannot note its start: {e}"),
             Self::Wait(e) => write!(f, "cannot wait for the command: {e}"),
             Self::Exit { status, last_stderr: None } => write!(f, "command failed: {status}"),
             Self::Exit { status, last_stderr: Some(line) } => {
@@ -230,15 +234,24 @@ impl ShellCommand {
             command.current_dir(dir);
         }
         let switch = self.user.as_deref().map(user::Switch::to).transpose().map_err(CommandError::User)?;
+        let forked = switch.is_some();
         if let Some(switch) = switch {
             switch.apply(&mut command);
         }
+        let script = match launch.run {
+            Some(ctx) => {
+                let run = (ctx.job(), ctx.trigger(), ctx.cause());
+                journal::note_start(&mut command, (&self.shell, forked), &self.script, run)
+                    .map_err(CommandError::Journal)?
+            }
+            None => std::borrow::Cow::Borrowed(self.script.as_str()),
+        };
         // Mail only where a sendmail exists (its absence is warned of at start-up).
         let mail =
             self.mailto.as_ref().and_then(|to| Some((to, mail::sendmail()?, mail::Collected::default())));
         let mut child = command
             .arg("-c")
-            .arg(&self.script)
+            .arg(&*script)
             .envs(self.env.iter().map(|(name, value)| (name, value)))
             .envs(launch.env.iter().map(|(name, value)| (name, value)))
             .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
