@@ -227,6 +227,58 @@ fn read(path: &Path) -> Option<(Header, HashSet<Entry>)> {
 mod tests {
     use super::*;
 
+    /// One test per process (nextest), as the journal is the process's own: the previous
+    /// incarnation's lines are read back, and each way of noting a start leaves its line.
+    #[tokio::test]
+    async fn begin_reads_the_previous_journal_and_each_start_leaves_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db.spawned");
+        let t: Timestamp = "2026-01-01T00:00:10Z".parse().unwrap();
+        let previous = "{\"instance\":\"a\",\"since\":\"2026-01-01T00:00:00Z\"}\n[\"x\",\"2026-01-01T00:00:10Z\",\"scheduled\"]\n";
+        std::fs::write(&path, previous).unwrap();
+        let previous = begin(&path, "a").unwrap().expect("the previous incarnation's journal");
+        let mut record = RunRecord {
+            job: "x".into(),
+            trigger: t,
+            instance: "a".into(),
+            cause: Cause::Scheduled,
+            attempts: 1,
+            outcome: slotcron::Outcome::Running,
+            fencing_token: None,
+            started: t,
+            duration: std::time::Duration::ZERO,
+            error: None,
+            process: None,
+        };
+        assert_eq!(previous.started(&record), Some(true));
+        record.job = "y".into();
+        assert_eq!(previous.started(&record), Some(false));
+        let lines = || std::fs::read_to_string(&path).unwrap();
+        assert!(lines().starts_with("{\"instance\":\"a\""), "a new journal: {}", lines());
+        assert_eq!(lines().lines().count(), 1, "the previous lines are gone from it");
+
+        let mut command = tokio::process::Command::new("/bin/sh");
+        let script =
+            note_start(&mut command, ("/bin/sh", false), "exit 0", ("posix", t, Cause::Scheduled)).unwrap();
+        assert!(script.starts_with("printf "), "a POSIX shell writes it itself: {script}");
+        assert_eq!(lines().lines().count(), 1, "not before the shell runs");
+        let status = command.arg("-c").arg(&*script).status().await.unwrap();
+        assert!(status.success());
+        assert!(lines().contains("[\"posix\","), "{}", lines());
+
+        let mut command = tokio::process::Command::new("/bin/true");
+        note_start(&mut command, ("/bin/true", true), "", ("forked", t, Cause::Scheduled)).unwrap();
+        assert!(!lines().contains("[\"forked\","), "not before the fork");
+        assert!(command.status().await.unwrap().success());
+        assert!(lines().contains("[\"forked\","), "{}", lines());
+
+        let mut command = tokio::process::Command::new("/usr/bin/env");
+        let script =
+            note_start(&mut command, ("/usr/bin/env", false), "x", ("other", t, Cause::Scheduled)).unwrap();
+        assert_eq!(script, "x", "another shell's script is left as it is");
+        assert!(lines().contains("[\"other\","), "written by the daemon before the spawn: {}", lines());
+    }
+
     #[test]
     fn a_prefixed_script_writes_its_line_then_runs_as_it_was_written() {
         let dir = tempfile::tempdir().unwrap();

@@ -182,8 +182,9 @@ impl ShellCommand {
     /// id), `SLOTCRON_FENCING_TOKEN` (the won claim's fencing token, a decimal number
     /// that grows with every won claim of the job across the fleet) and
     /// `SLOTCRON_ATTEMPT` (1 for the first attempt, 2 for the first retry...) and
-    /// `SLOTCRON_RECOVERED` (`1` for the rerun of an interrupted trigger, `on_interrupt =
-    /// "rerun"`; else `0`) in its environment.
+    /// `SLOTCRON_RECOVERED` (`1` for a run recovered after its daemon died: the rerun of an
+    /// interrupted trigger, `on_interrupt = "rerun"`, or a trigger whose command never
+    /// started, see [`journal`]; else `0`) in its environment.
     /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
     /// the last 64 KiB of its output (of its last attempt) are kept in the daemon's state
     /// (see [`keep_output_in`]).
