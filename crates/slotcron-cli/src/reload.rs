@@ -231,6 +231,9 @@ impl Reloader {
         });
         match loaded {
             Ok(loaded) => {
+                if let Some(no_jobs) = loaded.no_jobs() {
+                    tracing::warn!(cause, "{no_jobs}: every job of the file stops being scheduled");
+                }
                 self.file_jobs = loaded.jobs;
                 true
             }

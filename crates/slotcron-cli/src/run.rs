@@ -413,6 +413,7 @@ struct Started {
 /// sweeps the runs a previous start left `running`: the daemon ready to run, or the exit
 /// status of a failed start (its reason already on standard error).
 async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
+    let loaded_no_jobs = loaded.no_jobs();
     // Installed first, so that the first metrics of the jobs are recorded.
     let metrics = match &settings.admin {
         Some(_) => Some(slotcron_admin::PrometheusMetrics::install().map_err(|e| start_failed(&e))?),
@@ -455,6 +456,13 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     }
     if !each_at_info {
         tracing::info!(jobs = count, "{count} jobs loaded (each is logged at debug level: RUST_LOG=debug)");
+    }
+    match loaded_no_jobs {
+        Some(no_jobs) if jobs_from_state => tracing::warn!("{no_jobs}: only the state's jobs run"),
+        Some(no_jobs) => {
+            tracing::warn!("{no_jobs}: the daemon idles and serves its admin API until a reload adds one")
+        }
+        None => {}
     }
     // Read each job's last trigger now, so that a state that cannot be read stops the
     // daemon here rather than jobs starting without it.

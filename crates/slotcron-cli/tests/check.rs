@@ -626,10 +626,13 @@ fn every_takes_days_in_both_formats() {
 }
 
 #[test]
-fn an_empty_file_has_no_jobs() {
+fn an_empty_file_is_valid_and_said_to_have_no_jobs() {
     let (code, _, err) = check("empty", "crontab", "# nothing yet\n");
-    assert_eq!(code, Some(2));
-    assert!(err.contains("crontab: no jobs"), "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("crontab: no jobs (add lines such as `*/5 * * * * command`)"), "{err}");
+    let (code, _, err) = check("empty_toml", "jobs.toml", "");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("jobs.toml: no jobs (add [[job]] tables): a daemon on it would idle"), "{err}");
 }
 
 #[test]

@@ -296,3 +296,27 @@ fn a_reload_never_waits_for_a_running_command_and_leaves_it_running() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
 }
+
+#[test]
+fn an_empty_file_starts_an_idle_daemon_and_a_reload_to_empty_stops_every_job() {
+    let dir = scratch("reload-empty");
+    write(&dir, "jobs.toml", "# no jobs yet\n");
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the warning", |line| line.contains("jobs.toml: no jobs (add [[job]] tables)"));
+    daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
+
+    write(&dir, "jobs.toml", BEFORE);
+    daemon.signal(Signal::SIGHUP);
+    wait_runs(&mut daemon, 0, "drop", 1);
+
+    write(&dir, "jobs.toml", "");
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_for("for the reload to empty", |line| {
+        line.contains("every job of the file stops being scheduled")
+    });
+    let reloaded = daemon.wait_for("for the reload", |line| line.contains("jobs reloaded"));
+    assert!(reloaded.contains("removed=3"), "every job removed: {reloaded}");
+    assert!(daemon.lines_with(&["reload failed"]).is_empty(), "{}", daemon.log());
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}

@@ -129,7 +129,8 @@ fn state_written_by_a_daemon(dir: &Path) -> Vec<(String, Vec<u8>)> {
     assert_eq!(history(dir, &[]).len(), 1);
     let files = state_files(dir);
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
-    let expected = ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal", "slotcron.db.lock", "slotcron.db.spawned"];
+    let expected =
+        ["slotcron.db", "slotcron.db-shm", "slotcron.db-wal", "slotcron.db.lock", "slotcron.db.spawned"];
     assert_eq!(names, expected);
     files
 }

@@ -154,3 +154,23 @@ fn a_name_the_file_gains_at_a_reload_is_the_files_and_the_warning_names_both() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
 }
+
+#[test]
+fn a_daemon_with_an_empty_file_runs_the_states_jobs() {
+    let dir = scratch("state-jobs-empty-file");
+    let schema = Schema::new("state_jobs_empty");
+    let url = schema.state_url();
+    write(&dir, "jobs.toml", "# every job is in the state\n");
+    write(&dir, "shared.toml", SHARED);
+    let put = run_in(&dir, &["jobs", "put", "shared.toml", "--state", &url]);
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    let mut daemon =
+        Daemon::run(&dir, &["jobs.toml", "--state", &url, "--instance", "a", "--jobs-from-state"]);
+    daemon.wait_for("for the warning", |line| {
+        line.contains("jobs.toml: no jobs") && line.contains("only the state's jobs run")
+    });
+    let runs = || std::fs::read_to_string(dir.join("shared.txt")).unwrap_or_default();
+    wait_until("a run of the state's job", || !runs().is_empty());
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}

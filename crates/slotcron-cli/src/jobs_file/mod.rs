@@ -70,6 +70,22 @@ pub struct JobsFile {
     pub max_concurrent_runs: Option<usize>,
 }
 
+impl JobsFile {
+    /// When the file has no jobs (valid: a daemon on it idles and serves its admin API),
+    /// what to say of it: the file and how to add one.
+    pub fn no_jobs(&self) -> Option<String> {
+        if !self.jobs.is_empty() {
+            return None;
+        }
+        let how = match self.format {
+            Format::Toml => "add [[job]] tables",
+            Format::Crontab => "add lines such as `*/5 * * * * command`",
+            Format::SystemCrontab => "add lines such as `*/5 * * * * root command`",
+        };
+        Some(format!("{}: no jobs ({how})", self.path.display()))
+    }
+}
+
 /// A TOML jobs file's daemon settings: its `[coordination]` table (how the daemons of a
 /// fleet share triggers) and its `[admin]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,7 +151,7 @@ struct Policies {
 ///
 /// # Errors
 /// Every problem found: an unreadable file, syntax errors, invalid fields, duplicate
-/// names, no jobs at all.
+/// names. A file with no jobs loads ([`JobsFile::no_jobs`] says so).
 pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
     let source = std::fs::read_to_string(path).map_err(|e| {
         let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
@@ -191,14 +207,6 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
             Err(problem) if !named && problem.field.as_deref() == Some("name") => {}
             Err(problem) => problems.push(problem),
         }
-    }
-    if problems.is_empty() && jobs.is_empty() {
-        let reason = match format {
-            Format::Toml => "no jobs: add [[job]] tables",
-            Format::Crontab => "no jobs: add lines such as `*/5 * * * * command`",
-            Format::SystemCrontab => "no jobs: add lines such as `*/5 * * * * root command`",
-        };
-        problems.push(Problem { line: None, job: None, field: None, reason: reason.into() });
     }
     if !problems.is_empty() {
         return Err(problems);
