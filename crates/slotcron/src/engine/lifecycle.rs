@@ -133,9 +133,11 @@ impl Scheduler {
             state: fleet,
             tracker: tracker.clone(),
         });
-        if let Some(fleet) = &fleet {
+        match &fleet {
             // Before this run claims anything: its own claims would be listed alike.
-            fleet::orphans::adopt_own(fleet).await;
+            Some(fleet) => fleet::orphans::adopt_own(fleet).await,
+            // Before the table takes anything: it is the previous process's last trigger.
+            None => self.adopt_unrecorded(&scope, &tracker).await,
         }
         let membership =
             fleet.as_ref().map(|fleet| tokio::spawn(fleet::membership::heartbeat(fleet.clone())));

@@ -12,10 +12,12 @@ mod shared;
 // The claim path (every claimed trigger walks it) and one run, start to finish:
 mod claim;
 mod run;
-// Recording runs: their records, the outbox to the ledger, the sweep of a dead run's:
+// Recording runs: their records, the outbox to the ledger, the sweep of a dead run's,
+// and a single replica's triggers taken and never recorded:
 mod outbox;
 mod record;
 mod sweep;
+mod unrecorded;
 // The fleet: only with a coordinator.
 mod fleet;
 // The loop, and what is built around it:

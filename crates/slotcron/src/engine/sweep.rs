@@ -149,10 +149,10 @@ impl Scheduler {
     ) -> Result<(), LedgerError> {
         let mut skipped = record.clone();
         skipped.outcome = Outcome::SkippedLost;
+        let (by, at) = (&self.shared.instance, self.shared.clock.now());
         skipped.error = Some(format!(
-            "{cause}, after the run's start mark and before its command started ({how}): \
-             the trigger runs again now, once (a recovered run); recorded by {}",
-            self.shared.instance
+            "its command never started ({how}): its daemon stopped between the run's start mark and the \
+             command's start ({cause}); the trigger runs again now, once (a recovered run); recorded by {by} at {at}"
         ));
         self.ledger().update(&skipped).await?;
         tracing::warn!(job = %record.job, trigger = %record.trigger, instance = %record.instance,
@@ -206,7 +206,7 @@ impl Scheduler {
     fn run_again(&self, record: &RunRecord) {
         let Some(job) = self.shared.table().job(&record.job) else { return };
         tracing::info!(job = %record.job, trigger = %record.trigger,
-            "the trigger is to run again (recovered; one replica of the fleet claims it)");
+            "the trigger is to run again (recovered; in a fleet, one replica claims it)");
         let due = Due {
             job,
             trigger: record.trigger,
