@@ -281,8 +281,9 @@ pub struct RunArgs {
     /// slotcron-INSTANCE.spawned in the working directory].
     ///
     /// Each command writes one line as it starts. A daemon killed between a run's start
-    /// mark and its command's start leaves no line: when it is started again under the same
-    /// instance id, that trigger runs then, once, rather than being recorded interrupted.
+    /// mark and its command's start leaves no line: when a daemon is started again on the
+    /// same state and journal, that trigger runs then, once, rather than being recorded
+    /// interrupted.
     /// Put it on storage that outlives the daemon's process (a container's volume).
     #[arg(long, value_name = "PATH", env = "SLOTCRON_SPAWN_JOURNAL")]
     pub spawn_journal: Option<PathBuf>,

@@ -475,13 +475,35 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
 }
 
 /// Begins this daemon's spawn journal (`settings.spawn_journal`), returning what the
-/// previous incarnation's says. A journal that cannot be written is warned of: the daemon
-/// runs without one, and a run its death leaves between start mark and command is then
-/// recorded interrupted.
+/// previous incarnation's says; logs where it is, and why the previous one is not used
+/// (a warning unless there was none). A journal that cannot be written is warned of: the
+/// daemon runs without one, and a run its death leaves between its start mark and its
+/// command is then recorded interrupted.
 fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous> {
-    let path = settings.spawn_journal.as_deref()?;
+    let Some(path) = settings.spawn_journal.as_deref() else {
+        if matches!(settings.state, StateUrl::Postgres { .. }) {
+            tracing::info!(
+                "no spawn journal (give --instance, or --spawn-journal): a run this daemon's death leaves \
+                 between its start mark and its command's start will be recorded interrupted, not run"
+            );
+        }
+        return None;
+    };
     match command::journal::begin(path, &settings.instance) {
-        Ok(previous) => previous,
+        Ok(Ok(previous)) => {
+            tracing::info!(path = %path.display(), "spawn journal (the previous incarnation's read)");
+            Some(previous)
+        }
+        Ok(Err(why)) => {
+            let line =
+                "spawn journal; the previous one is not used: runs left `running` are recorded interrupted";
+            if why.starts_with("none was found") {
+                tracing::info!(path = %path.display(), why, "{line}");
+            } else {
+                tracing::warn!(path = %path.display(), why, "{line}");
+            }
+            None
+        }
         Err(e) => {
             tracing::warn!(
                 path = %path.display(),

@@ -188,3 +188,16 @@ fn a_daemon_killed_mid_burst_on_postgres_loses_no_trigger_and_no_record() {
         assert_one_terminal_record(&ledger, &lines);
     }
 }
+
+#[test]
+fn a_single_daemon_killed_mid_burst_loses_no_trigger_and_no_record() {
+    // No coordinator: the triggers it took and never recorded run at its next start.
+    for (round, kill_at_ms) in [10, 30, 150].into_iter().enumerate() {
+        let dir = scratch(&format!("fault_burst_single_{round}"));
+        let daemons = [["--state", "sqlite:a.db", "--instance", "a"].map(String::from).to_vec()];
+        let (instants, lines) = trial(&dir, &daemons, kill_at_ms);
+        let ledger = history(&dir, &["--state", "sqlite:a.db"]);
+        assert_exactly_once(&instants, &lines);
+        assert_one_terminal_record(&ledger, &lines);
+    }
+}

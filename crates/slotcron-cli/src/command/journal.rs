@@ -28,7 +28,7 @@ use slotcron::{Cause, RunRecord};
 pub const ROTATE_BYTES: u64 = 8 << 20;
 
 /// What a journal file opens with.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Header {
     /// The instance id of the daemon that wrote it.
     instance: String,
@@ -79,21 +79,32 @@ impl Previous {
 
 /// Reads the journal at `path` (and its rotated `PATH.1`) that the previous incarnation
 /// left, then begins a new one there for `instance`, which every command this process
-/// starts for a run writes to ([`arm`]). Returns what the previous one says (`None`
-/// when there was none, or it cannot be trusted).
+/// starts for a run writes to ([`note_start`]). Returns what the previous one says, or
+/// why it cannot be trusted (none found, not a regular file, larger than
+/// [`MAX_READ_BYTES`], a line that does not parse — one cut short is evidence of a start,
+/// so nothing in that journal is trusted): runs are then recorded `interrupted`, never
+/// run twice.
 ///
 /// # Errors
-/// The new journal cannot be written (the daemon then runs without one).
-pub fn begin(path: &Path, instance: &str) -> io::Result<Option<Previous>> {
+/// The new journal cannot be written, or `path` is not a regular file (a FIFO or a
+/// device would block or never end): the daemon then runs without one.
+pub fn begin(path: &Path, instance: &str) -> io::Result<Result<Previous, String>> {
     let rotated = rotated(path);
-    let older = read(&rotated);
-    let newer = read(path);
-    let previous = match (older, newer) {
-        (Some(mut older), Some(newer)) if older.0.instance == newer.0.instance => {
-            older.1.extend(newer.1);
-            Some(older)
+    for path in [path, rotated.as_path()] {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(io::Error::other(format!("{} is not a regular file", path.display())));
         }
-        (_, newer) => newer,
+    }
+    let previous = match (read(&rotated), read(path)) {
+        (Ok(None), Ok(None)) => Err("none was found (a first start, or it was removed)".to_owned()),
+        (Ok(None), Ok(Some(newer))) => Ok(newer),
+        (Ok(Some(mut older)), Ok(Some(newer))) if older.0.instance == newer.0.instance => {
+            older.1.extend(newer.1);
+            Ok(older)
+        }
+        (Ok(Some(_)), Ok(Some(_))) => Err("its two files name different instances".to_owned()),
+        (Ok(Some(_)), Ok(None)) => Err(format!("{} is missing beside its rotated file", path.display())),
+        (Err(e), _) | (_, Err(e)) => Err(e),
     }
     .map(|(header, spawned)| Previous { path: path.to_owned(), header, spawned });
     match std::fs::remove_file(&rotated) {
@@ -213,14 +224,33 @@ fn create(path: &Path, instance: &str) -> io::Result<File> {
     OpenOptions::new().append(true).open(path)
 }
 
-/// The header and entries of the journal at `path`; `None` when it is missing or its
-/// header cannot be read. Lines that do not parse (one cut short) are left out.
-fn read(path: &Path) -> Option<(Header, HashSet<Entry>)> {
-    let file = File::open(path).ok()?;
+/// The most of a journal file read at start, in bytes: a rotated file and the current one
+/// stay well below it.
+pub const MAX_READ_BYTES: u64 = 4 * ROTATE_BYTES;
+
+/// The header and entries of the journal file at `path`; `None` when there is none; why
+/// it cannot be trusted when it is too large, or a line (the header too) does not parse.
+fn read(path: &Path) -> Result<Option<(Header, HashSet<Entry>)>, String> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let size = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?.len();
+    if size > MAX_READ_BYTES {
+        return Err(format!("{} holds {size} bytes, more than a journal ever does", path.display()));
+    }
     let mut lines = BufReader::new(file).lines();
-    let header: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
-    let spawned = lines.map_while(Result::ok).filter_map(|line| serde_json::from_str(&line).ok()).collect();
-    Some((header, spawned))
+    let bad = |n: usize| format!("{}: line {n} is not a journal line", path.display());
+    let header =
+        lines.next().and_then(Result::ok).and_then(|line| serde_json::from_str::<Header>(&line).ok());
+    let header = header.ok_or_else(|| bad(1))?;
+    let mut spawned = HashSet::new();
+    for (index, line) in lines.enumerate() {
+        let entry = line.ok().and_then(|line| serde_json::from_str::<Entry>(&line).ok());
+        spawned.insert(entry.ok_or_else(|| bad(index + 2))?);
+    }
+    Ok(Some((header, spawned)))
 }
 
 #[cfg(test)]
@@ -237,6 +267,7 @@ mod tests {
         let previous = "{\"instance\":\"a\",\"since\":\"2026-01-01T00:00:00Z\"}\n[\"x\",\"2026-01-01T00:00:10Z\",\"scheduled\"]\n";
         std::fs::write(&path, previous).unwrap();
         let previous = begin(&path, "a").unwrap().expect("the previous incarnation's journal");
+        assert!(begin(&path, "a").is_err(), "begun once per process");
         let mut record = RunRecord {
             job: "x".into(),
             trigger: t,
@@ -280,6 +311,22 @@ mod tests {
     }
 
     #[test]
+    fn a_journal_with_a_torn_line_a_device_or_a_huge_file_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let header = "{\"instance\":\"a\",\"since\":\"2026-01-01T00:00:00Z\"}\n";
+        std::fs::write(&path, format!("{header}[\"x\",\"2026-01-01T00:00:10Z\",\"sched")).unwrap();
+        assert!(read(&path).unwrap_err().ends_with("line 2 is not a journal line"), "a torn line: a start");
+        std::fs::write(&path, "garbage\n").unwrap();
+        assert!(read(&path).unwrap_err().ends_with("line 1 is not a journal line"));
+        let file = File::create(&path).unwrap();
+        file.set_len(MAX_READ_BYTES + 1).unwrap();
+        assert!(read(&path).unwrap_err().contains("more than a journal ever does"));
+        let refused = begin(Path::new("/dev/zero"), "a").map(|_| ()).unwrap_err();
+        assert_eq!(refused.to_string(), "/dev/zero is not a regular file");
+    }
+
+    #[test]
     fn a_prefixed_script_writes_its_line_then_runs_as_it_was_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("it's a journal");
@@ -314,9 +361,9 @@ mod tests {
     fn a_header_of_another_instance_or_a_missing_file_says_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j");
-        assert!(read(&path).is_none());
+        assert_eq!(read(&path), Ok(None));
         std::fs::write(&path, "{\"instance\":\"b\",\"since\":\"2026-01-01T00:00:00Z\"}\n[\"x\",\"2026-01-01T00:00:10Z\",\"scheduled\"]\n").unwrap();
-        let (header, spawned) = read(&path).unwrap();
+        let (header, spawned) = read(&path).unwrap().unwrap();
         let previous = Previous { path, header, spawned };
         let record = |instance: &str, started: &str| RunRecord {
             job: "x".into(),
