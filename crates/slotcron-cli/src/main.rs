@@ -42,6 +42,18 @@ const INVALID_INPUT: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_)) {
+        // As other Unix tools: output cut short (`slotcron check jobs.toml | head`) ends
+        // the command quietly, where Rust's ignored SIGPIPE would panic in `println!`. The
+        // daemon keeps it ignored, to outlive a closed standard error.
+        // SAFETY: SIG_DFL installs no handler; nothing runs on a signal.
+        unsafe {
+            let _ = nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGPIPE,
+                nix::sys::signal::SigHandler::SigDfl,
+            );
+        }
+    }
     logging::init(cli.log_format);
     match &cli.command {
         Command::Run(args) => run::run(args),

@@ -927,3 +927,32 @@ fn a_zero_grace_is_refused_as_it_would_miss_every_trigger() {
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
 }
+
+#[test]
+fn output_cut_short_ends_check_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("check_cut_short");
+    let jobs: String = (0..5000)
+        .map(|i| format!("[[job]]\nname = \"j{i}\"\nevery = \"1h\"\ncommand = \"true\"\n\n"))
+        .collect();
+    write(&dir, "jobs.toml", &jobs);
+    let mut child = support::slotcron()
+        .args(["check", "jobs.toml"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("LINE"), "{first}");
+    // The reader is gone, as `| head -1` leaves it.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(13), "ended by SIGPIPE: {:?}", out.status);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
