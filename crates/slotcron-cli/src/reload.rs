@@ -2,6 +2,7 @@
 //! change of the jobs file under `--watch`), and the reload itself, a reconcile of the
 //! scheduler to the file's jobs (and, with `--jobs-from-state`, the state's).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -187,7 +188,9 @@ impl Reloader {
 
     /// Reloads: reads the jobs file again and applies it, or, if it no longer loads,
     /// logs every problem as `slotcron check` prints them and keeps the jobs as they are.
-    /// Logs one line with how many jobs were added, changed, removed and left unchanged.
+    /// Logs one line with how many jobs were added, changed, removed and left unchanged,
+    /// and the names of those added, changed and removed (the first [`NAMED_JOBS`] of
+    /// each).
     /// Never waits for running commands.
     ///
     /// The result (`true`: the file loaded and every job was applied) is what a
@@ -209,6 +212,9 @@ impl Reloader {
             changed = report.changed.len(),
             removed = report.removed.len(),
             unchanged = report.unchanged,
+            added_jobs = %names(&report.added),
+            changed_jobs = %names(&report.changed),
+            removed_jobs = %names(&report.removed),
             "jobs reloaded"
         );
         report.failures.is_empty()
@@ -266,4 +272,19 @@ impl Reloader {
             state_jobs.unpublish().await;
         }
     }
+}
+
+/// How many jobs a reload line names in each of its lists.
+const NAMED_JOBS: usize = 10;
+
+/// The first [`NAMED_JOBS`] of `jobs`, comma-separated, then how many more (`-` for none).
+fn names(jobs: &[String]) -> String {
+    if jobs.is_empty() {
+        return "-".to_owned();
+    }
+    let mut named = jobs.iter().take(NAMED_JOBS).map(String::as_str).collect::<Vec<_>>().join(", ");
+    if jobs.len() > NAMED_JOBS {
+        let _ = write!(named, " and {} more", jobs.len() - NAMED_JOBS);
+    }
+    named
 }

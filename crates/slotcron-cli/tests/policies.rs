@@ -202,4 +202,8 @@ fn on_failure_gets_the_variables_and_is_rate_limited_during_an_outage() {
     assert!(attempts.starts_with("1\n2\n"), "SLOTCRON_ATTEMPT counts the attempts: {attempts}");
     let outage = &lines[1];
     assert_eq!((outage[0], outage[2], outage[3]), ("broken", "skipped-backend-unavailable", "0"), "{text}");
+    // The hook's process is logged as the hook, not as a run's command.
+    assert_eq!(daemon.lines_with(&["failure hook started", r#"job="broken""#]).len(), 2, "{}", daemon.log());
+    let commands = daemon.lines_with(&["command started"]).len();
+    assert_eq!(commands, attempts.lines().count(), "one `command started` per attempt: {}", daemon.log());
 }

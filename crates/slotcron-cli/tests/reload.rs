@@ -316,6 +316,12 @@ fn an_empty_file_starts_an_idle_daemon_and_a_reload_to_empty_stops_every_job() {
     });
     let reloaded = daemon.wait_for("for the reload", |line| line.contains("jobs reloaded"));
     assert!(reloaded.contains("removed=3"), "every job removed: {reloaded}");
+    for name in ["keep", "edit", "drop"] {
+        assert!(
+            reloaded.split("removed_jobs=").nth(1).is_some_and(|names| names.contains(name)),
+            "{reloaded}"
+        );
+    }
     assert!(daemon.lines_with(&["reload failed"]).is_empty(), "{}", daemon.log());
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());

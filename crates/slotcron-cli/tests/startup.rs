@@ -534,3 +534,16 @@ fn with_shared_work_a_job_whose_grace_is_not_above_the_takeover_delay_is_refused
     assert!(!stderr(&out).contains("grace"), "without shared work there is no takeover: {}", stderr(&out));
     assert!(!dir.join("slotcron.db").exists(), "nothing was started");
 }
+
+#[test]
+fn a_new_state_is_migrated_with_one_line() {
+    let dir = scratch("migrated_once");
+    write(&dir, "jobs.toml", JOBS);
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
+    let lines = daemon.lines_with(&["migrating the SQLite schema"]);
+    assert_eq!(lines.len(), 1, "{}", daemon.log());
+    assert!(lines[0].contains("from=0") && lines[0].contains("to="), "{}", lines[0]);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}

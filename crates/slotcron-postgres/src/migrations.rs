@@ -882,8 +882,14 @@ pub(crate) async fn migrate(
     if found_version == VERSION {
         return Ok(());
     }
-    for (from, migration) in MIGRATIONS.iter().enumerate().skip(found_version.max(0) as usize) {
-        tracing::info!(url = database.url(), schema, from, to = from + 1, "migrating the PostgreSQL schema");
+    tracing::info!(
+        url = database.url(),
+        schema,
+        from = found_version,
+        to = VERSION,
+        "migrating the PostgreSQL schema"
+    );
+    for migration in MIGRATIONS.iter().skip(found_version.max(0) as usize) {
         transaction.batch_execute(&database.sql(migration)).await.map_err(failed)?;
     }
     let record = match found {

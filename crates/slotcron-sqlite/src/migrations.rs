@@ -204,8 +204,8 @@ pub(crate) fn migrate(url: &str, connection: &mut Connection) -> Result<(), Migr
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let header = read_header(&transaction)?;
     check(url, &header).map_err(MigrateError::Refused)?;
-    for (from, migration) in MIGRATIONS.iter().enumerate().skip(header.version.max(0) as usize) {
-        tracing::info!(url, from, to = from + 1, "migrating the SQLite schema");
+    tracing::info!(url, from = header.version, to = VERSION, "migrating the SQLite schema");
+    for migration in MIGRATIONS.iter().skip(header.version.max(0) as usize) {
         transaction.execute_batch(migration)?;
     }
     transaction.pragma_update(None, "application_id", APPLICATION_ID)?;

@@ -274,7 +274,10 @@ impl ShellCommand {
         {
             ctx.started_process(process);
         }
-        tracing::info!(job, trigger = %launch.trigger, pid, "command started");
+        match launch.run {
+            Some(_) => tracing::info!(job, trigger = %launch.trigger, pid, "command started"),
+            None => tracing::info!(job, trigger = %launch.trigger, pid, "failure hook started"),
+        }
 
         // Fires when the shell has exited: processes it left in the background may hold
         // its standard input and output open, and the run does not wait for them.
