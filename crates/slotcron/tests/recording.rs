@@ -460,3 +460,37 @@ async fn a_trigger_taken_and_never_recorded_runs_at_the_next_start_once_and_a_re
     assert!(records[0].error.as_deref().unwrap().contains("its command never started"), "{records:?}");
     assert_eq!(h.triggers("ran", Outcome::Succeeded), [], "a recorded trigger is not run again");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_trigger_due_while_the_previous_process_ran_and_never_taken_runs_at_the_next_start() {
+    // The previous process took "a"'s 00:00:10 trigger (and ran it) and died before it
+    // took "b"'s, due at the same instant: it was running then.
+    let store = Arc::new(MemoryStore::new());
+    store
+        .save_state("a", &JobState::of(ts("2024-05-17T00:00:10Z"), Some(Outcome::Succeeded), false))
+        .await
+        .unwrap();
+    store
+        .save_state("b", &JobState::of(ts("2024-05-17T00:00:00Z"), Some(Outcome::Succeeded), false))
+        .await
+        .unwrap();
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut h = Harness::with("2024-05-17T00:00:15Z", |b| b.store(store.clone()));
+    for name in ["a", "b"] {
+        let job = Job::builder(name).every(Duration::from_secs(10)).grace(Duration::from_secs(1));
+        h.add(job.handler(counted(&runs)).build().unwrap());
+    }
+    h.ledger.append(&left_running("a", "2024-05-17T00:00:10Z", "test", Cause::Scheduled)).await.unwrap();
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:16Z")).await;
+    h.stop().await;
+    let b = h.records("b");
+    assert_eq!(b.len(), 1, "run once, not also recorded missed: {b:?}");
+    assert_eq!(
+        (b[0].trigger, b[0].outcome, b[0].cause),
+        (ts("2024-05-17T00:00:10Z"), Outcome::Succeeded, Cause::TakenOver)
+    );
+    assert!(b[0].error.as_deref().unwrap().contains("died before taking it"), "{b:?}");
+    assert_eq!(h.records("a").len(), 1, "a's trigger was taken: nothing more of it");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
