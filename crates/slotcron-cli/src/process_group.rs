@@ -131,28 +131,60 @@ fn has_ended(pid: u32) -> bool {
     }
 }
 
-/// Stops the command of a run that a daemon left running when it died: if it runs on
-/// this host and its pid still names the same process (same start time), its process
-/// group gets SIGTERM, then SIGKILL if it has not ended after `grace`. Returns what
-/// happened, for the run's record; the log line names the run's job and trigger.
-pub async fn stop_stale(record: &RunRecord, process: &RunProcess, grace: Duration) -> String {
+/// The process group of `process`, a command a dead daemon left, if it still runs on this
+/// host (its pid names the same process: same start time); else what became of it, for
+/// the run's record.
+fn left_running(process: &RunProcess) -> Result<Pid, String> {
     let pid = process.pid;
     if *process.host != host() {
-        return format!("its command (pid {pid}) runs on host {}: not stopped from here", process.host);
+        return Err(format!("its command (pid {pid}) runs on host {}: not stopped from here", process.host));
     }
     if start_time(pid) != Some(process.start_time) || has_ended(pid) {
-        return format!("its command (pid {pid}) had ended");
+        return Err(format!("its command (pid {pid}) had ended"));
     }
-    let Some(pgid) = i32::try_from(pid).ok().map(Pid::from_raw) else {
-        return format!("its command (pid {pid}) cannot be signalled");
-    };
+    i32::try_from(pid)
+        .ok()
+        .map(Pid::from_raw)
+        .ok_or_else(|| format!("its command (pid {pid}) cannot be signalled"))
+}
+
+/// Sends SIGTERM to the process group of `process`, the command of `record`'s run that a
+/// dead daemon left, if it still runs on this host; `true` if it did. The start-up sweep
+/// signals all of them at once, then [`stop_stale`] waits for each: together, rather
+/// than one after another.
+pub fn terminate_stale(record: &RunRecord, process: &RunProcess) -> bool {
+    let Ok(pgid) = left_running(process) else { return false };
     tracing::warn!(
         job = &*record.job,
         trigger = %record.trigger,
-        pid,
+        pid = process.pid,
         "stopping a command left running by a daemon that stopped: SIGTERM to its process group"
     );
     signal(pgid, Signal::SIGTERM);
+    true
+}
+
+/// Stops the command of a run that a daemon left running when it died: if it runs on
+/// this host and its pid still names the same process (same start time), its process
+/// group gets SIGTERM (unless [`terminate_stale`] sent it already: `signalled`), then
+/// SIGKILL if it has not ended after `grace`. Returns what happened, for the run's
+/// record; the log line names the run's job and trigger.
+pub async fn stop_stale(
+    record: &RunRecord,
+    process: &RunProcess,
+    grace: Duration,
+    signalled: bool,
+) -> String {
+    let pid = process.pid;
+    let pgid = match i32::try_from(pid).ok().map(Pid::from_raw) {
+        Some(pgid) if signalled => pgid,
+        _ if terminate_stale(record, process) => Pid::from_raw(pid as i32),
+        _ => {
+            return left_running(process)
+                .err()
+                .unwrap_or_else(|| format!("its command (pid {pid}) had ended"));
+        }
+    };
     let deadline = Instant::now() + grace;
     while !has_ended(pid) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;

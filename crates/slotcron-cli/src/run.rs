@@ -1,7 +1,7 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -576,6 +576,10 @@ async fn sweep_stale(
         }
     };
     let grace = settings.cancel_grace;
+    let signalled = match when {
+        Sweep::AtStart => terminate_left_running(scheduler, &gone).await,
+        Sweep::Periodic => HashSet::new(),
+    };
     let stop = async |record: &slotcron::RunRecord| {
         if let Some(journal) = journal.filter(|j| j.started(record) == Some(false)) {
             let how = format!("the spawn journal {} has no line of it", journal.path().display());
@@ -583,7 +587,8 @@ async fn sweep_stale(
         }
         match &record.process {
             Some(process) if when == Sweep::AtStart => {
-                Leftover::Stopped(process_group::stop_stale(record, process, grace).await)
+                let already = signalled.contains(&process.pid);
+                Leftover::Stopped(process_group::stop_stale(record, process, grace, already).await)
             }
             Some(_) => {
                 Leftover::Stopped("its command was not signalled: a daemon never signals another's".into())
@@ -600,6 +605,31 @@ async fn sweep_stale(
             "the stale sweep failed: {e}; runs left running by a stopped daemon stay `running`"
         ),
     }
+}
+
+/// Sends SIGTERM at once to every command the runs `gone` names left running on this host,
+/// so that the sweep's wait for each (and the daemon's start) takes one grace at most,
+/// not one per command; returns the pids signalled. A ledger that cannot be read here is
+/// left to the sweep.
+async fn terminate_left_running(
+    scheduler: &Scheduler,
+    gone: &impl Fn(&slotcron::RunRecord) -> Option<String>,
+) -> HashSet<u32> {
+    let query = slotcron::LedgerQuery {
+        outcome: Some(slotcron::Outcome::Running),
+        limit: usize::MAX,
+        ..slotcron::LedgerQuery::default()
+    };
+    let Ok(records) = scheduler.ledger().query(&query).await else { return HashSet::new() };
+    let mut signalled = HashSet::new();
+    for record in records.iter().filter(|record| gone(record).is_some()) {
+        if let Some(process) = &record.process
+            && process_group::terminate_stale(record, process)
+        {
+            signalled.insert(process.pid);
+        }
+    }
+    signalled
 }
 
 /// Reports why the daemon cannot start, on one line (a PostgreSQL error's `DETAIL` and

@@ -58,3 +58,38 @@ command = 'echo $$ > pid.txt; exec sleep 300'
     assert!(second.lines_with(&["command started"]).is_empty(), "not run again:\n{}", second.log());
     assert!(has_ended(pid), "no copy of the command runs on");
 }
+
+#[test]
+fn every_command_left_running_is_stopped_at_the_next_start_and_each_record_says_so() {
+    let dir = scratch("fault_crash_many");
+    let jobs: String = (0..5)
+        .map(|i| format!("[[job]]\nname = \"m{i}\"\nafter = \"1s\"\ncommand = 'echo $$ >> pids.txt; exec sleep 300'\n\n"))
+        .collect();
+    write(&dir, "jobs.toml", &jobs);
+    let mut first = Daemon::start(&dir, "jobs.toml");
+    first.wait_for("for a command to start", |line| line.contains("command started"));
+    let pids = || -> Vec<u32> {
+        let text = std::fs::read_to_string(dir.join("pids.txt")).unwrap_or_default();
+        text.lines().filter_map(|line| line.trim().parse().ok()).collect()
+    };
+    wait_until("five runs recorded running with their pids", || {
+        history(&dir, &[]).iter().filter(|run| run.outcome == "running" && run.pid.is_some()).count() == 5
+    });
+    first.signal(Signal::SIGKILL);
+    first.wait_exit();
+    let left = pids();
+    assert_eq!(left.len(), 5);
+
+    let mut second = Daemon::start(&dir, "jobs.toml");
+    wait_until("the commands from before stopped", || left.iter().all(|pid| has_ended(*pid)));
+    wait_until("the runs recorded interrupted", || {
+        history(&dir, &[]).iter().filter(|run| run.outcome == "interrupted").count() == 5
+    });
+    second.signal(Signal::SIGTERM);
+    assert_eq!(second.wait_exit().code(), Some(0), "{}", second.log());
+    assert_eq!(second.lines_with(&["stopping a command left running"]).len(), 5, "{}", second.log());
+    for run in history(&dir, &[]) {
+        let error = run.error.unwrap_or_default();
+        assert!(error.contains("was still running: stopped with SIGTERM"), "{error}");
+    }
+}
