@@ -214,6 +214,11 @@ impl Table {
         self.states = states;
     }
 
+    /// The stored states the first triggers resume from, by job name.
+    pub fn stored_states(&self) -> &HashMap<String, JobState> {
+        &self.states
+    }
+
     /// Replaces the stored state of `job`, if the table holds one.
     pub fn set_state(&mut self, job: &str, state: JobState) {
         if let Some(stored) = self.states.get_mut(job) {

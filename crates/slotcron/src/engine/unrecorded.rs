@@ -42,22 +42,25 @@ impl Scheduler {
     /// after the newest trigger it took, nor after now) and was not taken before it died —
     /// a burst's last triggers, when it died while taking them. At start, before the loop
     /// takes anything, in single-replica mode with a durable store; exempt from the
-    /// misfire grace. A state or ledger that cannot be read is logged, and the trigger
-    /// left as it is.
+    /// misfire grace. A ledger that cannot be read is logged, and the trigger left as it
+    /// is; without stored states (none, or none could be read at restore), nothing.
     pub(super) async fn adopt_unrecorded(&self, scope: &Arc<RunScope>, tracker: &TaskTracker) {
         let shared = &self.shared;
         if !shared.persist_state {
             return;
         }
-        let states = match shared.store.load_states().await {
-            Ok(states) => states,
-            Err(e) => return tracing::warn!("cannot look for triggers taken and never recorded: {e}"),
+        // The states the table was restored from (read once, at start): the jobs it holds.
+        let (states, alive_until) = {
+            let table = shared.table();
+            let stored = table.stored_states();
+            let Some(alive_until) = stored.values().map(|state| state.last_trigger).max() else { return };
+            let states: Vec<(Arc<Job>, JobState)> =
+                stored.iter().filter_map(|(name, state)| Some((table.job(name)?, state.clone()))).collect();
+            (states, alive_until)
         };
-        let Some(alive_until) = states.values().map(|state| state.last_trigger).max() else { return };
         let now = shared.clock.now();
         let mut left = Vec::new();
-        for (name, state) in states {
-            let Some(job) = shared.table().job(&name) else { continue };
+        for (job, state) in states {
             if state.last_outcome.is_none() && !self.recorded(&job, state.last_trigger).await {
                 left.push((job, state.last_trigger, Left::Unrecorded));
                 continue;
@@ -66,7 +69,9 @@ impl Scheduler {
             let next = job.schedule.next_after(state.last_trigger).filter(|at| *at <= alive_until.min(now));
             if let Some(next) = next.filter(|_| recurring && !job.run_on_start) {
                 // The table goes on after it, as after a trigger taken.
-                shared.table().set_state(&name, JobState { last_trigger: next, last_outcome: None, ..state });
+                shared
+                    .table()
+                    .set_state(&job.name, JobState { last_trigger: next, last_outcome: None, ..state });
                 left.push((job, next, Left::NotTaken));
             }
         }
