@@ -63,6 +63,9 @@ pub struct Settings {
     /// The spawn journal (`--spawn-journal`, else [`default_spawn_journal`]); none
     /// without a place for one.
     pub spawn_journal: Option<PathBuf>,
+    /// Whether `spawn_journal` was given (`--spawn-journal`, `SLOTCRON_SPAWN_JOURNAL`): one
+    /// that cannot be written then stops the start, where a default one is only warned of.
+    pub spawn_journal_given: bool,
 }
 
 /// Where the spawn journal goes unless `--spawn-journal` says: `PATH.spawned` beside a
@@ -172,6 +175,7 @@ impl Settings {
             args.spawn_journal.clone().or_else(|| default_spawn_journal(&state, args.instance.as_deref()));
         Ok(Self {
             spawn_journal,
+            spawn_journal_given: args.spawn_journal.is_some(),
             admin,
             metrics_per_job: args.metrics_per_job,
             metrics_per_job_histograms: args.metrics_per_job_histograms,
@@ -469,17 +473,20 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     if let Err(e) = scheduler.restore().await {
         return Err(start_failed(&format!("cannot read the state {}: {e}", settings.state)));
     }
-    let journal = begin_spawn_journal(settings);
+    let journal = begin_spawn_journal(settings).map_err(|e| start_failed(&e))?;
     sweep_stale(&scheduler, settings, Sweep::AtStart, journal.as_ref()).await;
     Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
 }
 
 /// Begins this daemon's spawn journal (`settings.spawn_journal`), returning what the
 /// previous incarnation's says; logs where it is, and why the previous one is not used
-/// (a warning unless there was none). A journal that cannot be written is warned of: the
-/// daemon runs without one, and a run its death leaves between its start mark and its
-/// command is then recorded interrupted.
-fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous> {
+/// (a warning unless there was none). A default journal that cannot be written is warned
+/// of: the daemon runs without one, and a run its death leaves between its start mark
+/// and its command is then recorded interrupted.
+///
+/// # Errors
+/// A journal given (`--spawn-journal`) that cannot be written: the reason.
+fn begin_spawn_journal(settings: &Settings) -> Result<Option<command::journal::Previous>, String> {
     let Some(path) = settings.spawn_journal.as_deref() else {
         if matches!(settings.state, StateUrl::Postgres { .. }) {
             tracing::info!(
@@ -487,12 +494,12 @@ fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous
                  between its start mark and its command's start will be recorded interrupted, not run"
             );
         }
-        return None;
+        return Ok(None);
     };
     match command::journal::begin(path, &settings.instance) {
         Ok(Ok(previous)) => {
             tracing::info!(path = %path.display(), "spawn journal (the previous incarnation's read)");
-            Some(previous)
+            Ok(Some(previous))
         }
         Ok(Err(why)) => {
             let line =
@@ -502,7 +509,10 @@ fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous
             } else {
                 tracing::warn!(path = %path.display(), why, "{line}");
             }
-            None
+            Ok(None)
+        }
+        Err(e) if settings.spawn_journal_given => {
+            Err(format!("--spawn-journal {}: cannot write it: {e}", path.display()))
         }
         Err(e) => {
             tracing::warn!(
@@ -510,7 +520,7 @@ fn begin_spawn_journal(settings: &Settings) -> Option<command::journal::Previous
                 "cannot write the spawn journal ({e}): a run this daemon's death leaves between its \
                  start mark and its command's start will be recorded interrupted, not run"
             );
-            None
+            Ok(None)
         }
     }
 }

@@ -547,3 +547,17 @@ fn a_new_state_is_migrated_with_one_line() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
 }
+
+#[test]
+fn a_spawn_journal_given_that_cannot_be_written_is_a_start_up_error() {
+    let dir = scratch("spawn_journal_given");
+    write(&dir, "jobs.toml", JOBS);
+    std::fs::create_dir_all(dir.join("jdir")).unwrap();
+    let out = run_failing(&dir, &["--state", "memory", "--spawn-journal", "jdir"]);
+    assert_start_error(&out, &["--spawn-journal jdir: cannot write it: jdir is not a regular file"]);
+    let out = run_failing(&dir, &["--state", "memory", "--spawn-journal", "no/such/dir/journal"]);
+    assert_start_error(
+        &out,
+        &["--spawn-journal no/such/dir/journal: cannot write it: No such file or directory"],
+    );
+}
