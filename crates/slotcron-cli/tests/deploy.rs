@@ -948,6 +948,10 @@ fn the_deployments_probes_and_metrics_answer_the_kubelet_and_prometheus_without_
         text(&deployment()["spec"]["template"]["metadata"]["annotations"]["prometheus.io/path"]).to_owned(),
     );
     let host = format!("10.244.1.17:{}", container_port(&container, "admin"));
+    // The kubelet retries the startup probe until the daemon has started; then the rest.
+    wait_until(&format!("startupProbe {} answering 200 without a token", paths[0]), || {
+        http::get_with(&pod.addr, &paths[0], &[("host", &host)]).status == 200
+    });
     for path in &paths {
         let answer = http::get_with(&pod.addr, path, &[("host", &host)]);
         assert_eq!(answer.status, 200, "GET {path} with Host {host} and no token: {}", answer.body);
