@@ -11,7 +11,7 @@ use slotcron::{
 use slotcron::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
-use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, StartMark, TriggerRef, Unstarted};
+use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, MemberDetails, StartMark, TriggerRef, Unstarted};
 use tokio_postgres::Row;
 
 use crate::claimant::{ClaimRow, Token, holder};
@@ -586,6 +586,16 @@ impl Coordinator for PostgresCoordinator {
 
     async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
         self.remove_member(instance).await
+    }
+
+    /// One statement (an upsert of `member_detail`).
+    async fn publish_details(&self, instance: &str, details: &MemberDetails) -> Result<(), CoordinatorError> {
+        self.publish(instance, details).await
+    }
+
+    /// One statement: the details joined with the live members.
+    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+        self.read_details().await
     }
 
     /// One statement over the given keys (`unnest`), whatever their number.

@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -769,6 +769,15 @@ UPDATE {schema}.job_state s SET
          WHERE r.job = s.job AND r.outcome IN ('failed', 'timed-out', 'panicked', 'interrupted')),
         CASE WHEN s.last_outcome IN ('failed', 'timed-out', 'panicked', 'interrupted') THEN s.last_trigger END
     );
+";
+
+/// What each member published of itself (`slotcron::MemberDetails`, as JSON text), kept
+/// until it leaves; read only for live members (a row of `member`).
+const V14: &str = "
+CREATE TABLE {schema}.member_detail (
+    instance text PRIMARY KEY,
+    details  text NOT NULL
+);
 ";
 
 /// The newest schema version this release knows.

@@ -120,6 +120,14 @@ async fn membership_contract() {
 }
 
 #[tokio::test]
+async fn member_details_and_the_join_check() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::member_details_and_the_join_check(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
     isolated(async |schemas: &mut Schemas| {
         testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(schemas.adopter())).await

@@ -15,7 +15,7 @@ use slotcron::{
     CoordinatorErrorKind, Hold, RequestClaim,
 };
 use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
-use slotcron::{Handled, StartMark, TriggerRef, Unstarted};
+use slotcron::{Handled, MemberDetails, StartMark, TriggerRef, Unstarted};
 use slotcron::{Lease, LeaseGrant, LeaseRenewal};
 
 use crate::claimant::{Token, holder};
@@ -613,15 +613,66 @@ impl Coordinator for RedisCoordinator {
         Ok(Some(members))
     }
 
+    /// `ZREM` from the membership, then `HDEL` of the details (two keys, two slots in a
+    /// cluster).
     async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
         let mut connection = self.connection.clone();
+        let leaving = |e: RedisError| CoordinatorError::unavailable(format!("leaving the membership: {e}"));
         redis::cmd("ZREM")
             .arg(self.keys.members())
             .arg(instance)
             .query_async::<i64>(&mut connection)
             .await
+            .map_err(leaving)?;
+        redis::cmd("HDEL")
+            .arg(self.keys.details())
+            .arg(instance)
+            .query_async::<i64>(&mut connection)
+            .await
+            .map_err(leaving)?;
+        Ok(())
+    }
+
+    /// One `HSET` of the details hash.
+    async fn publish_details(&self, instance: &str, details: &MemberDetails) -> Result<(), CoordinatorError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("HSET")
+            .arg(self.keys.details())
+            .arg(instance)
+            .arg(details.to_json())
+            .query_async::<i64>(&mut connection)
+            .await
             .map(drop)
-            .map_err(|e| CoordinatorError::unavailable(format!("leaving the membership: {e}")))
+            .map_err(|e| call_failed(format!("publishing the details of {instance:?}: {e}"), &e))
+    }
+
+    /// `TIME`, the members that have not lapsed (`ZRANGEBYSCORE`), and the details hash
+    /// (`HGETALL`): three commands, for a check at join or a fleet view.
+    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+        let now = self.time().await?.map_or(0, |now| now.as_millisecond());
+        let mut connection = self.connection.clone();
+        let failed = |e: RedisError| call_failed(format!("reading the members' details: {e}"), &e);
+        let live: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(self.keys.members())
+            .arg(format!("({now}"))
+            .arg("+inf")
+            .query_async(&mut connection)
+            .await
+            .map_err(failed)?;
+        let mut details: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(self.keys.details())
+            .query_async(&mut connection)
+            .await
+            .map_err(failed)?;
+        let mut listed = Vec::with_capacity(live.len());
+        for instance in live {
+            if let Some(json) = details.remove(&instance) {
+                let parsed = MemberDetails::from_json(&instance, &json)?;
+                listed.push((instance, parsed));
+            }
+        }
+        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(listed)
     }
 
     /// One `MGET` of the jobs' states (`{token} {mark}`) and of the mark keys of earlier

@@ -106,6 +106,13 @@ impl KeyLayout {
         format!("{}fleet:members", self.prefix)
     }
 
+    /// The details the members published (a hash: instance → JSON):
+    /// `{prefix}fleet:details` in either layout, apart from every trigger key as
+    /// [`KeyLayout::members`] is.
+    pub fn details(&self) -> String {
+        format!("{}fleet:details", self.prefix)
+    }
+
     /// The [`Handled`](slotcron::Handled) tally of `owner` at trigger instant `at_ms`
     /// (milliseconds since the Unix epoch), a hash: `{prefix}fleet:handled:{at_ms}:{owner}`
     /// in either layout, apart from every trigger key as [`KeyLayout::members`] is.

@@ -64,6 +64,7 @@ suite_on_a_cluster!(
     the_high_water_mark_refuses_handled_triggers,
     pauses_and_requests,
     membership_contract,
+    member_details_and_the_join_check,
     an_owner_that_cannot_claim_is_taken_over,
     a_slow_owner_that_marked_its_instant_is_not_taken_over,
     an_owner_at_its_concurrency_cap_is_taken_over,

@@ -101,6 +101,12 @@ async fn membership_contract() {
 }
 
 #[tokio::test]
+async fn member_details_and_the_join_check() {
+    let server = RedisServer::tcp();
+    testkit::member_details_and_the_join_check(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
     let server = RedisServer::tcp();
     testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(server.config())).await;

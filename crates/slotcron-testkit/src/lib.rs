@@ -98,7 +98,7 @@ pub use ownership_suite::{
     a_non_owners_job_state_follows_the_triggers_their_owners_ran,
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
     a_slow_owner_that_marked_its_instant_is_not_taken_over, an_owner_at_its_concurrency_cap_is_taken_over,
-    an_owner_that_cannot_claim_is_taken_over, membership_contract,
+    an_owner_that_cannot_claim_is_taken_over, member_details_and_the_join_check, membership_contract,
 };
 pub use postgres_server::PostgresServer;
 pub use proxy::{Fault, FaultProxy};

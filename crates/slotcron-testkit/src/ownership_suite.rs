@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use slotcron::{
-    Claim, Handled, Hold, Job, JobContext, Outcome, ScheduleKind, SchedulerBuilder, TriggerRef, job_owner,
-    trigger_key,
+    Claim, Handled, Hold, Job, JobContext, JoinError, MemberDetails, Outcome, ScheduleKind, SchedulerBuilder,
+    TriggerRef, job_owner, trigger_key,
 };
 
 use crate::suite::{later, namespace};
@@ -186,6 +186,56 @@ pub async fn membership_contract(factory: &impl CoordinatorFactory) {
     a.add_handled("a-host", t, Handled::default(), minute).await.expect("mark");
     let tallies = b.handled(&[("b-host", t), ("a-host", t)]).await.expect("tallies");
     assert_eq!(tallies, [Some(Handled::default()), Some(h0.plus(h1))]);
+}
+
+/// Member details: a member's published details are read while it is a live member,
+/// replaced by its next publication, gone when it leaves or lapses; a scheduler whose
+/// fleet setting differs from a live member's is refused at join, naming both values,
+/// one that agrees (or of the same instance id) is not, and its details are then
+/// published.
+pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory) {
+    let ns = namespace("member_details");
+    let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
+    let minute = Duration::from_secs(60);
+    let zone = |zone: &str| MemberDetails {
+        settings: [("crontab_zone".to_owned(), zone.to_owned())].into(),
+        about: [("host".to_owned(), "h1".to_owned())].into(),
+    };
+    a.publish_details("a-host", &zone("UTC")).await.expect("publish");
+    assert_eq!(b.member_details().await.expect("details"), [], "not a live member yet");
+    a.heartbeat("a-host", minute).await.expect("heartbeat");
+    a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
+    assert_eq!(b.member_details().await.expect("details"), [("a-host".to_owned(), zone("Asia/Tokyo"))]);
+
+    let joining = |instance: &str, zone: &str| {
+        SchedulerBuilder::default()
+            .coordinator(b.clone())
+            .instance(instance)
+            .fleet_setting("crontab_zone", zone)
+            .member_about("version", "1")
+            .build()
+    };
+    let refused = joining("b-host", "UTC").check_join().await.expect_err("another zone");
+    assert!(matches!(refused, JoinError::Disagrees(_)), "{refused}");
+    assert_eq!(
+        refused.to_string(),
+        r#"refused to join the fleet: crontab_zone is "UTC" here but "Asia/Tokyo" on live member "a-host""#
+    );
+    joining("a-host", "UTC").check_join().await.expect("its own previous process is not compared");
+    a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
+    joining("b-host", "Asia/Tokyo").check_join().await.expect("the same zone");
+    b.heartbeat("b-host", minute).await.expect("heartbeat");
+    let listed: Vec<String> =
+        a.member_details().await.expect("details").into_iter().map(|(m, _)| m).collect();
+    assert_eq!(listed, ["a-host", "b-host"], "published at join");
+
+    a.leave("a-host").await.expect("leave");
+    b.heartbeat("brief", Duration::from_millis(20)).await.expect("heartbeat");
+    b.publish_details("brief", &zone("UTC")).await.expect("publish");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let listed: Vec<String> =
+        a.member_details().await.expect("details").into_iter().map(|(m, _)| m).collect();
+    assert_eq!(listed, ["b-host"], "left and lapsed members are not listed");
 }
 
 /// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run

@@ -122,6 +122,11 @@ async fn membership_contract() {
 }
 
 #[tokio::test]
+async fn member_details_and_the_join_check() {
+    testkit::member_details_and_the_join_check(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
     testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&Factory::default().build()).await;
 }

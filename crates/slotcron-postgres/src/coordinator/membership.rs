@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use slotcron::CoordinatorError;
 use slotcron::jiff::Timestamp;
-use slotcron::{Handled, TriggerRef};
+use slotcron::{Handled, MemberDetails, TriggerRef};
 
 use super::{PostgresCoordinator, ttl_us};
 use crate::PostgresDatabase;
@@ -18,6 +18,8 @@ use slotcron::error_chain;
 pub(super) struct MembershipSql {
     heartbeat: String,
     leave: String,
+    publish_details: String,
+    member_details: String,
     unclaimed: String,
     add_handled: String,
     handled: String,
@@ -51,7 +53,20 @@ impl MembershipSql {
                      UNION ALL SELECT $1::text
                  ) AS live ORDER BY instance COLLATE \"C\"",
             ),
-            leave: database.sql("DELETE FROM {schema}.member WHERE instance = $1"),
+            leave: database.sql(
+                "WITH details AS (DELETE FROM {schema}.member_detail WHERE instance = $1)
+                 DELETE FROM {schema}.member WHERE instance = $1",
+            ),
+            publish_details: database.sql(
+                "INSERT INTO {schema}.member_detail (instance, details) VALUES ($1, $2)
+                 ON CONFLICT (instance) DO UPDATE SET details = EXCLUDED.details",
+            ),
+            // The live members' details, in byte order.
+            member_details: database.sql(
+                "SELECT d.instance, d.details FROM {schema}.member_detail d
+                 JOIN {schema}.member m ON m.instance = d.instance AND m.expires_at > now()
+                 ORDER BY d.instance COLLATE \"C\"",
+            ),
             // By position: whether no claim holds the (job, trigger key).
             unclaimed: database.sql(
                 "SELECT coalesce(array_agg(NOT EXISTS (
@@ -104,6 +119,30 @@ impl PostgresCoordinator {
 
     pub(super) async fn remove_member(&self, instance: &str) -> Result<(), CoordinatorError> {
         self.query_for(&self.membership.leave, &[&instance], "leaving the membership").await.map(drop)
+    }
+
+    pub(super) async fn publish(
+        &self,
+        instance: &str,
+        details: &MemberDetails,
+    ) -> Result<(), CoordinatorError> {
+        let what = format!("publishing the details of {instance:?}");
+        self.query_for(&self.membership.publish_details, &[&instance, &details.to_json()], &what)
+            .await
+            .map(drop)
+    }
+
+    pub(super) async fn read_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+        let what = "reading the members' details";
+        let rows = self.query_for(&self.membership.member_details, &[], what).await?;
+        rows.iter()
+            .map(|row| {
+                let instance: String = row.try_get(0).map_err(|e| self.not_understood(what, &e))?;
+                let json: String = row.try_get(1).map_err(|e| self.not_understood(what, &e))?;
+                let details = MemberDetails::from_json(&instance, &json)?;
+                Ok((instance, details))
+            })
+            .collect()
     }
 
     pub(super) async fn read_unclaimed(

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 
 use super::{
     Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
-    RequestClaim, StartMark, TriggerRef, Unstarted,
+    MemberDetails, RequestClaim, StartMark, TriggerRef, Unstarted,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::control::{Controls, MemoryControls};
@@ -35,6 +35,8 @@ struct Members {
     expiry: HashMap<String, Timestamp>,
     /// (owner, trigger instant) → its tally and when it lapses.
     handled: HashMap<(String, Timestamp), (Handled, Timestamp)>,
+    /// Instance → the details it published, until it leaves.
+    details: HashMap<String, MemberDetails>,
 }
 
 struct HeldLease {
@@ -326,8 +328,27 @@ impl Coordinator for InProcessCoordinator {
     }
 
     async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
-        self.with_members(|members, _| members.expiry.remove(instance));
+        self.with_members(|members, _| {
+            members.expiry.remove(instance);
+            members.details.remove(instance);
+        });
         Ok(())
+    }
+
+    async fn publish_details(&self, instance: &str, details: &MemberDetails) -> Result<(), CoordinatorError> {
+        self.with_members(|members, _| members.details.insert(instance.to_owned(), details.clone()));
+        Ok(())
+    }
+
+    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+        Ok(self.with_members(|members, _| {
+            let mut live: Vec<(String, MemberDetails)> = (members.details.iter())
+                .filter(|(instance, _)| members.expiry.contains_key(*instance))
+                .map(|(instance, details)| (instance.clone(), details.clone()))
+                .collect();
+            live.sort_by(|a, b| a.0.cmp(&b.0));
+            live
+        }))
     }
 
     async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {

@@ -1,7 +1,11 @@
 //! The membership of a fleet: described on [`Coordinator`](super::Coordinator), "Membership".
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
+use super::CoordinatorError;
 use super::rendezvous::stable_hash;
 
 /// The default membership TTL: a replica that stops heartbeating leaves the membership
@@ -58,9 +62,69 @@ impl Handled {
     }
 }
 
+/// What a member publishes of itself in the membership beside its instance id
+/// ([`Coordinator::publish_details`](super::Coordinator::publish_details)): the settings
+/// every member of the fleet must share, and what it says about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberDetails {
+    /// Settings every member must share, by name: a member whose value differs from a
+    /// live member's is refused at join (e.g. the zone a daemon's crontab lines run in).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// What the member says about itself, by name (host, version, started...): shown,
+    /// never compared.
+    #[serde(default)]
+    pub about: BTreeMap<String, String>,
+}
+
+impl MemberDetails {
+    /// The JSON a backend keeps.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Details a backend kept as JSON ([`MemberDetails::to_json`]), of member `instance`.
+    ///
+    /// # Errors
+    /// [`Unavailable`](super::CoordinatorErrorKind::Unavailable) (the backend answered
+    /// what is not such JSON).
+    pub fn from_json(instance: &str, json: &str) -> Result<Self, CoordinatorError> {
+        serde_json::from_str(json)
+            .map_err(|e| CoordinatorError::unavailable(format!("the details of member {instance:?}: {e}")))
+    }
+
+    /// The first setting of these details that `other` (the details of live member
+    /// `member`) gives another value: a sentence naming the setting, both values and the
+    /// member. A setting one of them does not have is not compared.
+    pub fn disagreement(&self, member: &str, other: &Self) -> Option<String> {
+        self.settings.iter().find_map(|(name, ours)| {
+            let theirs = other.settings.get(name).filter(|theirs| *theirs != ours)?;
+            Some(format!("{name} is {ours:?} here but {theirs:?} on live member {member:?}"))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn details_disagree_on_a_setting_both_have_with_other_values() {
+        let with = |zone: &str| MemberDetails {
+            settings: BTreeMap::from([("crontab_zone".to_owned(), zone.to_owned())]),
+            about: BTreeMap::from([("host".to_owned(), zone.to_owned())]),
+        };
+        let tokyo = with("Asia/Tokyo");
+        assert_eq!(tokyo.disagreement("b", &with("Asia/Tokyo")), None, "about is not compared");
+        assert_eq!(tokyo.disagreement("b", &MemberDetails::default()), None);
+        assert_eq!(
+            tokyo.disagreement("b", &with("UTC")).as_deref(),
+            Some(r#"crontab_zone is "Asia/Tokyo" here but "UTC" on live member "b""#)
+        );
+        let json = tokyo.to_json();
+        assert_eq!(MemberDetails::from_json("a", &json).unwrap(), tokyo);
+        assert!(MemberDetails::from_json("a", "{").unwrap_err().to_string().contains("member \"a\""));
+    }
 
     #[test]
     fn a_key_tallied_in_parts_is_the_key_tallied_whole() {

@@ -15,7 +15,7 @@ pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{DEFAULT_LEASE_TTL, Lease, LeaseGrant, LeaseRenewal};
-pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, TriggerRef};
+pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, MemberDetails, TriggerRef};
 pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
@@ -428,6 +428,27 @@ pub trait Coordinator: Send + Sync + 'static {
     async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
         let _ = instance;
         Ok(())
+    }
+
+    /// Publishes `instance`'s [`MemberDetails`], replacing what it published before; kept
+    /// until it [leaves](Coordinator::leave), and read only while it is a live member
+    /// ([`Coordinator::member_details`]). Nothing by default.
+    ///
+    /// # Errors
+    /// The backend is unreachable.
+    async fn publish_details(&self, instance: &str, details: &MemberDetails) -> Result<(), CoordinatorError> {
+        let _ = (instance, details);
+        Ok(())
+    }
+
+    /// The details each live member published ([`Coordinator::publish_details`]), by
+    /// instance id, sorted; a live member that published none is not listed. None by
+    /// default.
+    ///
+    /// # Errors
+    /// The backend is unreachable, or what it keeps is not details.
+    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+        Ok(Vec::new())
     }
 
     /// Whether each trigger is unclaimed (no claim holds its key, and its job is not

@@ -16,7 +16,7 @@ use super::table::Table;
 use crate::clock::{Clock, SystemClock};
 use crate::coordinator::lease::DEFAULT_LEASE_TTL;
 use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
-use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::coordinator::{Coordinator, InProcessCoordinator, MemberDetails};
 use crate::ledger::{Ledger, MemoryLedger};
 use crate::metrics::{MetricLabels, Metrics};
 use crate::policy::{ConcurrencyCap, RunObserver};
@@ -61,6 +61,7 @@ impl Default for SchedulerBuilder {
                 record_buffer: SchedulerBuilder::DEFAULT_RECORD_BUFFER,
                 start_mark_timeout: SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT,
                 restore_definitions: true,
+                details: MemberDetails::default(),
             },
             max_concurrent_runs: None,
             observer: None,
@@ -265,6 +266,24 @@ impl SchedulerBuilder {
     /// of it, and leaves at once when it stops.
     pub fn membership_ttl(mut self, ttl: Duration) -> Self {
         self.settings.membership_ttl = ttl.max(Duration::from_millis(3));
+        self
+    }
+
+    /// A setting every member of the fleet must share, published in the membership
+    /// ([`MemberDetails::settings`]): [`Scheduler::check_join`](crate::Scheduler::check_join)
+    /// refuses this replica while a live member gives `name` another value (e.g. the
+    /// zone the crontab lines of a daemon run in). Members without the setting are not
+    /// compared. Ignored without a coordinator that keeps a membership.
+    pub fn fleet_setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.details.settings.insert(name.into(), value.into());
+        self
+    }
+
+    /// Something this replica says about itself in the membership
+    /// ([`MemberDetails::about`]: its host, version, admin address...), shown to the
+    /// fleet, never compared.
+    pub fn member_about(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.settings.details.about.insert(name.into(), value.into());
         self
     }
 

@@ -17,7 +17,7 @@ use super::outbox::Outbox;
 use super::probe::LoopWatch;
 use super::table::{Due, Table};
 use crate::clock::Clock;
-use crate::coordinator::{Coordinator, InProcessCoordinator};
+use crate::coordinator::{Coordinator, InProcessCoordinator, MemberDetails};
 use crate::job::Job;
 use crate::ledger::Ledger;
 use crate::metrics::{MetricLabels, Metrics};
@@ -95,6 +95,8 @@ pub(crate) struct Settings {
     pub record_buffer: usize,
     pub start_mark_timeout: Duration,
     pub restore_definitions: bool,
+    /// What this replica publishes in the membership.
+    pub details: MemberDetails,
 }
 
 impl Shared {

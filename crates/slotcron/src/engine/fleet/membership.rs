@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 
-use super::{FleetRun, orphans, partition};
+use super::{FleetRun, details, orphans, partition};
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
 
@@ -73,6 +73,8 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     // Whether the heartbeats fail now: the first failure of a spell is a warning, the
     // others are counted and summed up once a minute (`Health::coordinator_failed`).
     let mut failing = false;
+    // Whether its details were published since the last heartbeat that failed.
+    let mut published = false;
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
@@ -111,6 +113,10 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 }
             }
         }
+        if answer_ok && !published {
+            published = details::publish_from(&fleet).await;
+        }
+        published &= answer_ok;
         if answer_ok && std::mem::take(&mut failing) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }

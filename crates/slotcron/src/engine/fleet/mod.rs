@@ -18,6 +18,7 @@
 //! `on_every_replica` job are claimed at once by every replica, as without a membership.
 //!
 //! The rooms: [`membership`] (this replica's heartbeat and its view of the members),
+//! [`details`] (what it publishes of itself, and the check of its settings at join),
 //! [`tally`] (what an owner tells non-owners it claimed), [`takeover`] (non-owners
 //! claiming what owners left), [`orphans`] (claims a gone replica won and never started), [`partition`] (a replica
 //! cut off from the coordinator knows it has left),
@@ -27,6 +28,7 @@
 pub(crate) mod ahead;
 pub(crate) mod batch;
 pub(crate) mod cut_off;
+pub(crate) mod details;
 pub(crate) mod dispatch;
 pub(crate) mod membership;
 pub(crate) mod orphans;
