@@ -84,6 +84,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         Format::Crontab => "a crontab",
         Format::SystemCrontab => "a system crontab",
     };
+    if let Some(local) = &loaded.local_zone {
+        println!(
+            "crontab lines without CRON_TZ= or TZ= run in {} (the daemon's zone, from {}; a CRON_TZ= line in the file sets another)",
+            local.name, local.source
+        );
+    }
     if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
         eprintln!(
             "{}:{line}: warning: MAILTO is set, but no sendmail is on PATH: the output of its jobs would not be mailed",

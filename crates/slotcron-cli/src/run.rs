@@ -18,11 +18,12 @@ use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
 use crate::jobs_file::{self, Coordination, Format, GraceFloor, JobsFile};
 use crate::reload::{Reloader, Triggers};
-use crate::settings;
+use crate::settings::{self, Listen};
 use crate::signals::{self, StopSignals};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::StateJobs;
 use crate::state_lock::StateLock;
+use crate::zone::{self, LocalZone};
 use crate::{INVALID_INPUT, duration, process_group};
 
 /// Up to this many jobs, start-up logs a line for each at info level; beyond, one
@@ -66,7 +67,14 @@ pub struct Settings {
     /// Whether `spawn_journal` was given (`--spawn-journal`, `SLOTCRON_SPAWN_JOURNAL`): one
     /// that cannot be written then stops the start, where a default one is only warned of.
     pub spawn_journal_given: bool,
+    /// The daemon's own zone, which the crontab's lines without `CRON_TZ=` or `TZ=` run
+    /// in: a [fleet setting](SchedulerBuilder::fleet_setting) every member must share.
+    pub crontab_zone: Option<LocalZone>,
 }
+
+/// The [fleet setting](SchedulerBuilder::fleet_setting) of the zone a crontab's lines
+/// without `CRON_TZ=` or `TZ=` run in.
+pub const CRONTAB_ZONE_SETTING: &str = "crontab_zone";
 
 /// Where the spawn journal goes unless `--spawn-journal` says: `PATH.spawned` beside a
 /// SQLite state's file; `slotcron-{instance}.spawned` in the working directory with a
@@ -188,6 +196,7 @@ impl Settings {
                 .unwrap_or(Self::SHUTDOWN_TIMEOUT),
             cancel_grace: Self::CANCEL_GRACE,
             max_concurrent_runs: None,
+            crontab_zone: None,
             failure_hooks,
             slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
             fleet: Fleet::choose(args, file)?,
@@ -205,9 +214,13 @@ impl Settings {
         GraceFloor::new((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
-    /// Takes the jobs file's concurrency cap and failure hooks.
+    /// Takes the jobs file's concurrency cap and failure hooks, and, for a crontab, the
+    /// daemon's own zone (whether or not a line runs in it yet: a reload may add one).
     pub fn with_policies_of(mut self, file: &JobsFile) -> Self {
         self.max_concurrent_runs = file.max_concurrent_runs;
+        if file.format != Format::Toml {
+            self.crontab_zone = file.local_zone.clone().or_else(|| zone::local().ok());
+        }
         self.failure_hooks.commands = file
             .jobs
             .iter()
@@ -261,6 +274,10 @@ impl Settings {
         if let Some(observer) = self.failure_hooks.observer() {
             builder = builder.observer(observer);
         }
+        if let Some(zone) = &self.crontab_zone {
+            builder = builder.fleet_setting(CRONTAB_ZONE_SETTING, &zone.name);
+        }
+        builder = self.about(builder);
         let builder = builder
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
@@ -276,6 +293,23 @@ impl Settings {
             .metrics_per_job_histograms(self.metrics_per_job_histograms);
         match &backends.state.store {
             Some(store) => builder.store(store.clone()),
+            None => builder,
+        }
+    }
+}
+
+impl Settings {
+    /// What this daemon says of itself in the fleet's membership: its host, version, start
+    /// time and admin address.
+    fn about(&self, builder: SchedulerBuilder) -> SchedulerBuilder {
+        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok());
+        let builder = builder
+            .member_about("host", host.unwrap_or_default())
+            .member_about("version", env!("CARGO_PKG_VERSION"))
+            .member_about("started", slotcron::jiff::Timestamp::now().to_string());
+        match self.admin.as_ref().map(|admin| &admin.listen) {
+            Some(Listen::Tcp(addr)) => builder.member_about("admin", addr.to_string()),
+            Some(Listen::Unix(path)) => builder.member_about("admin", format!("unix:{}", path.display())),
             None => builder,
         }
     }
@@ -436,6 +470,10 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         _ => None,
     };
     let scheduler = settings.scheduler(&backends).build();
+    if let Some(zone) = &settings.crontab_zone {
+        tracing::info!(zone = %zone.name, source = zone.source, "crontab lines without CRON_TZ= or TZ= run in the daemon's zone");
+    }
+    scheduler.check_join().await.map_err(|e| start_failed(&e.to_string()))?;
     let state_jobs = match (jobs_from_state, &backends.state.store) {
         (false, _) => None,
         (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),

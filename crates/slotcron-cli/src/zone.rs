@@ -11,6 +11,59 @@ pub fn lookup(name: &str) -> Result<TimeZone, String> {
         .map_err(|_| format!("unknown time zone {name:?} (use an IANA name such as UTC or Europe/Berlin)"))
 }
 
+/// The daemon's own zone: what crontab lines run in when the file sets none, as in cronie
+/// and supercronic — the `TZ` environment variable (an IANA name, a POSIX rule such as
+/// `JST-9`, or a TZif file path; empty is UTC, as in POSIX), else `/etc/localtime`, else
+/// UTC. Resolved by jiff (`TimeZone::try_system`).
+#[derive(Debug, Clone)]
+pub struct LocalZone {
+    /// The zone.
+    pub zone: TimeZone,
+    /// Its name: the IANA name, or as `TZ` spells it, for logs and for the fleet's check
+    /// that every member computes the same instants.
+    pub name: String,
+    /// Where it came from: `the TZ environment variable`, `/etc/localtime`...
+    pub source: &'static str,
+}
+
+/// Where the system keeps its local zone on Linux.
+const LOCALTIME: &str = "/etc/localtime";
+
+/// The daemon's own zone ([`LocalZone`]), resolved once per process.
+///
+/// # Errors
+/// The reason, naming `TZ` or `/etc/localtime`, when the zone it names cannot be read.
+pub fn local() -> Result<LocalZone, String> {
+    static LOCAL: std::sync::OnceLock<Result<LocalZone, String>> = std::sync::OnceLock::new();
+    LOCAL.get_or_init(resolve_local).clone()
+}
+
+fn resolve_local() -> Result<LocalZone, String> {
+    let tz = std::env::var_os("TZ");
+    let source = match &tz {
+        Some(tz) if tz.is_empty() => "the TZ environment variable, empty (UTC, as in POSIX)",
+        Some(_) => "the TZ environment variable",
+        None if std::path::Path::new(LOCALTIME).exists() => LOCALTIME,
+        None => "neither a TZ environment variable nor /etc/localtime: UTC",
+    };
+    let zone = if tz.is_none() && source != LOCALTIME {
+        TimeZone::UTC
+    } else {
+        TimeZone::try_system().map_err(|e| match &tz {
+            Some(tz) => {
+                format!("TZ={:?} in the daemon's environment is not a time zone: {e}", tz.to_string_lossy())
+            }
+            None => format!("{LOCALTIME} is not a time zone: {e}"),
+        })?
+    };
+    let name = match (zone.iana_name(), &tz) {
+        (Some(name), _) => name.to_owned(),
+        (None, Some(tz)) => tz.to_string_lossy().trim_start_matches(':').to_owned(),
+        (None, None) => format!("the unnamed zone of {LOCALTIME}"),
+    };
+    Ok(LocalZone { zone, name, source })
+}
+
 /// `instant` on the wall clock of `zone` as RFC 3339 with the zone's offset, e.g.
 /// `2026-03-08T03:00:00-04:00`; fractional seconds only when there are any.
 pub fn rfc3339(instant: jiff::Timestamp, zone: &TimeZone) -> String {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use slotcron::jiff::Timestamp;
 use support::redis_server::RedisServer;
-use support::{Daemon, history, scratch, slotcron, write};
+use support::{Daemon, history, libfaketime, scratch, slotcron, write};
 
 const JOBS: &str = r#"[[job]]
 name = "tick"
@@ -25,17 +25,6 @@ every = "1s"
 grace = "30s"
 command = 'echo "$SLOTCRON_TRIGGER $SLOTCRON_INSTANCE" >> runs.txt'
 "#;
-
-/// libfaketime, as Debian's `faketime` package installs it (`.ci/run` installs it).
-fn libfaketime() -> PathBuf {
-    let candidates = [
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/faketime/libfaketime.so.1",
-    ];
-    let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
-    found.expect("libfaketime is needed for these tests: apt-get install faketime")
-}
 
 /// Starts daemon `name` with its own SQLite state, its clock `offset` off the real one
 /// (`None`: not faked), and waits until its scheduler started.

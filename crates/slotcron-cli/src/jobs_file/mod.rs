@@ -22,6 +22,7 @@ use slotcron::ScheduleError;
 use slotcron::{Job, JobBuilder, JobError, Misfire, OnInterrupt, Overlap};
 
 use crate::command::ShellCommand;
+use crate::zone::LocalZone;
 
 /// The formats `slotcron` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,9 @@ pub struct JobsFile {
     /// A TOML file's top-level `max_concurrent_runs`: runs in flight per daemon; `None`:
     /// no cap.
     pub max_concurrent_runs: Option<usize>,
+    /// The daemon's own zone, when a crontab line runs in it (the file gives the line no
+    /// `CRON_TZ=` or `TZ=`): every daemon of a fleet must resolve the same.
+    pub local_zone: Option<LocalZone>,
 }
 
 impl JobsFile {
@@ -167,12 +171,19 @@ pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
 /// # Errors
 /// Every problem found, in no particular order.
 pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
-    let Parsed { names, drafts, coordination, shutdown_timeout, max_concurrent_runs, mut problems } =
-        match format {
-            Format::Toml => toml_format::parse(source),
-            Format::Crontab => crontab::parse(source, false),
-            Format::SystemCrontab => crontab::parse(source, true),
-        };
+    let Parsed {
+        names,
+        drafts,
+        coordination,
+        shutdown_timeout,
+        max_concurrent_runs,
+        local_zone,
+        mut problems,
+    } = match format {
+        Format::Toml => toml_format::parse(source),
+        Format::Crontab => crontab::parse(source, false),
+        Format::SystemCrontab => crontab::parse(source, true),
+    };
     let mails_from_line = drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| draft.line);
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
@@ -219,6 +230,7 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
         mails_from_line,
         shutdown_timeout,
         max_concurrent_runs,
+        local_zone,
     })
 }
 
@@ -232,6 +244,8 @@ struct Parsed {
     coordination: Coordination,
     shutdown_timeout: Option<Duration>,
     max_concurrent_runs: Option<usize>,
+    /// The daemon's own zone, when a crontab line runs in it.
+    local_zone: Option<LocalZone>,
     problems: Vec<Problem>,
 }
 

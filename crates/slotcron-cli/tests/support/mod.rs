@@ -77,6 +77,17 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 /// A `slotcron run` daemon whose log lines (standard error) the test reads.
+/// libfaketime, as Debian's `faketime` package installs it (`.ci/run` installs it).
+pub fn libfaketime() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ];
+    let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
+    found.expect("libfaketime is needed for these tests: apt-get install faketime")
+}
+
 pub struct Daemon {
     child: Child,
     lines: Receiver<String>,

@@ -5,7 +5,8 @@
 //! # comments and blank lines are ignored
 //! MAILTO=""                      # NAME=value: passed to the commands of later lines;
 //!                                # MAILTO= mails their output, SHELL= runs them
-//! CRON_TZ=Europe/Berlin          # CRON_TZ= or TZ=: the zone of later lines (default UTC)
+//! CRON_TZ=Europe/Berlin          # CRON_TZ= or TZ=: the zone of later lines (default:
+//!                                # the daemon's own, see below)
 //! # name: nightly-backup         # names the job on the next line
 //! 0 3 * * *   pg_dump app > /var/backups/app.sql
 //! @hourly     date +\%H >> /tmp/hours.log
@@ -21,8 +22,11 @@
 //! command's standard input, with each further `%` a newline; `\%` is a literal `%`
 //! (the exact rules are cronie's, see [`percent::split`]).
 //!
-//! An empty `CRON_TZ=` or `TZ=` line sets the zone of later lines back to UTC, as an
-//! empty `TZ` is in cronie.
+//! Lines before any `CRON_TZ=` or `TZ=` line run in the daemon's own zone, as in cronie
+//! and supercronic: its `TZ` environment variable, else `/etc/localtime`, else UTC
+//! ([`zone::local`]). An empty `CRON_TZ=` or `TZ=` line sets the zone of later lines
+//! back to that default, as an empty `TZ` does in cronie. A line's derived name does not
+//! depend on the daemon's zone.
 //!
 //! `@reboot` runs once each time the daemon starts, as in cron: a one-shot at the
 //! instant the crontab is loaded. Every daemon of a fleet runs its own, without a claim
@@ -39,12 +43,14 @@ use slotcron::CronSchedule;
 
 use super::{Draft, Parsed, Policies, Problem, ScheduleSpec, job_name};
 use crate::command::{self, Me, ShellCommand};
-use crate::{cron_error, zone};
+use crate::cron_error;
+use crate::zone::{self, LocalZone};
 
 mod percent;
 
-/// The zone of lines before any `CRON_TZ=` or `TZ=` line, or after an empty one.
-const DEFAULT_ZONE: &str = "UTC";
+/// How the name of a line in the default zone (the daemon's own) spells its zone: as
+/// before the default followed the daemon, so that names stay stable whatever its zone.
+const DEFAULT_ZONE_IN_NAMES: &str = "UTC";
 
 /// The fields of a job line that problems name.
 const SCHEDULE: &str = "schedule";
@@ -52,9 +58,20 @@ const COMMAND: &str = "command";
 const USER: &str = "user";
 
 /// Parses a crontab, a system crontab (with a user field) if `system`, collecting every
-/// problem.
+/// problem; lines the file gives no zone run in the daemon's own ([`zone::local`]).
 pub(super) fn parse(source: &str, system: bool) -> Parsed {
-    let mut reader = Reader { user: system.then(Me::now), ..Reader::default() };
+    parse_in(source, system, zone::local())
+}
+
+/// [`parse`], with `local` as the zone of lines the file gives none.
+fn parse_in(source: &str, system: bool, local: Result<LocalZone, String>) -> Parsed {
+    let default_zone = local.as_ref().ok().map(|local| local.zone.clone());
+    let mut reader = Reader {
+        user: system.then(Me::now),
+        zone: (DEFAULT_ZONE_IN_NAMES.into(), default_zone),
+        local,
+        ..Reader::default()
+    };
     for (index, raw) in source.lines().enumerate() {
         reader.line(index + 1, raw.trim_end_matches('\r'));
     }
@@ -80,6 +97,13 @@ struct Reader {
     /// The zone of the following lines, as written, and the zone itself (`None` when
     /// invalid: reported once, on its own line).
     zone: (String, Option<TimeZone>),
+    /// The daemon's own zone, for lines the file gives none.
+    local: Result<LocalZone, String>,
+    /// Whether the following lines run in it (no `CRON_TZ=` or `TZ=` line yet, or an
+    /// empty one).
+    in_default_zone: bool,
+    /// Whether the reason the daemon's zone is unknown was reported.
+    local_reported: bool,
     /// A `# name:` comment waiting for its job line: the name and its line.
     pending_name: Option<(String, usize)>,
     /// How often each derived name has been seen.
@@ -95,7 +119,10 @@ impl Default for Reader {
             shell: Arc::from(command::SHELL),
             mailto: None,
             user: None,
-            zone: (DEFAULT_ZONE.into(), Some(TimeZone::UTC)),
+            zone: (DEFAULT_ZONE_IN_NAMES.into(), Some(TimeZone::UTC)),
+            local: Ok(LocalZone { zone: TimeZone::UTC, name: "UTC".into(), source: "tests" }),
+            in_default_zone: true,
+            local_reported: false,
             pending_name: None,
             derived: HashMap::new(),
         }
@@ -130,6 +157,33 @@ impl Reader {
         self.dangling_name();
     }
 
+    /// A `CRON_TZ=` or `TZ=` line: as in cronie, an empty zone is the default one (the
+    /// daemon's own).
+    fn set_zone(&mut self, line: usize, name: &str, value: &str) {
+        self.in_default_zone = value.is_empty();
+        if value.is_empty() {
+            let default = self.local.as_ref().ok().map(|local| local.zone.clone());
+            self.zone = (DEFAULT_ZONE_IN_NAMES.to_owned(), default);
+            return;
+        }
+        let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
+        self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
+    }
+
+    /// Notes that the job on `line` runs in the daemon's own zone: the file then says
+    /// which ([`Parsed::local_zone`]), or, once, why it cannot be known.
+    fn uses_default_zone(&mut self, line: usize, name: &str) {
+        match &self.local {
+            Ok(local) => self.parsed.local_zone = Some(local.clone()),
+            Err(reason) if !std::mem::replace(&mut self.local_reported, true) => {
+                let reason =
+                    format!("{reason} (the zone of lines the file gives none; or set CRON_TZ= above it)");
+                self.parsed.problems.push(Problem::field(line, Some(name), "CRON_TZ", reason));
+            }
+            Err(_) => {}
+        }
+    }
+
     /// A `# name:` comment not directly followed by a job line.
     fn dangling_name(&mut self) {
         if let Some((name, line)) = self.pending_name.take() {
@@ -144,10 +198,7 @@ impl Reader {
             return;
         }
         if name == "CRON_TZ" || name == "TZ" {
-            // As in cronie, an empty zone is the default one.
-            let value = if value.is_empty() { DEFAULT_ZONE } else { value };
-            let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
-            self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
+            self.set_zone(line, name, value);
         }
         match name {
             // As in cronie: the shell that runs the commands, and where their output goes
@@ -221,8 +272,11 @@ impl Reader {
             self.parsed.problems.push(Problem::field(number, Some(&name), COMMAND, reason));
             return;
         }
-        if zone.is_none() {
-            return; // its zone line is reported
+        if self.in_default_zone {
+            self.uses_default_zone(number, &name);
+        }
+        if self.zone.1.is_none() {
+            return; // its zone line (or the daemon's zone) is reported
         }
         self.parsed.drafts.push(Draft {
             name,
@@ -397,6 +451,17 @@ mod tests {
         assert!(fields("* * *", 5).is_none());
     }
 
+    /// [`super::parse`] on a daemon whose own zone is UTC, whatever this host's.
+    fn parse(source: &str, system: bool) -> Parsed {
+        in_zone(source, system, "UTC")
+    }
+
+    /// [`super::parse`] on a daemon whose own zone is `local`.
+    fn in_zone(source: &str, system: bool, local: &str) -> Parsed {
+        let zone = zone::lookup(local).unwrap();
+        parse_in(source, system, Ok(LocalZone { zone, name: local.to_owned(), source: "the test" }))
+    }
+
     fn drafts(source: &str) -> Vec<Draft> {
         let parsed = parse(source, false);
         assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
@@ -459,7 +524,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_cron_tz_or_tz_sets_the_zone_back_to_utc() {
+    fn an_empty_cron_tz_or_tz_sets_the_zone_back_to_the_daemons() {
         let drafts = drafts(
             "CRON_TZ=Asia/Tokyo\n0 9 * * * echo a\nCRON_TZ=\n0 9 * * * echo b\n\
              TZ=Europe/Paris\n0 9 * * * echo c\nTZ=''\n0 9 * * * echo d\n",
@@ -468,6 +533,34 @@ mod tests {
         // Named as the same line in the default zone, and passed on empty, as written.
         assert_eq!(drafts[1].name, parse("0 9 * * * echo b\n", false).drafts[0].name);
         assert_eq!(env(&drafts[3]), [("CRON_TZ", ""), ("TZ", "")]);
+    }
+
+    #[test]
+    fn lines_without_a_zone_run_in_the_daemons_and_keep_their_names() {
+        let source = "0 9 * * * echo a\nCRON_TZ=Europe/Paris\n0 9 * * * echo b\nCRON_TZ=\n0 9 * * * echo c\n";
+        let tokyo = in_zone(source, false, "Asia/Tokyo");
+        assert!(tokyo.problems.is_empty(), "{:?}", tokyo.problems);
+        assert_eq!(zones(&tokyo.drafts), ["Asia/Tokyo", "Europe/Paris", "Asia/Tokyo"]);
+        assert_eq!(tokyo.local_zone.as_ref().map(|local| local.name.as_str()), Some("Asia/Tokyo"));
+        let names = |parsed: &Parsed| parsed.drafts.iter().map(|d| d.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&tokyo), names(&parse(source, false)), "names do not follow the daemon's zone");
+        let set = in_zone("CRON_TZ=UTC\n0 9 * * * echo a\n", false, "Asia/Tokyo");
+        assert!(set.local_zone.is_none(), "no line runs in the daemon's zone");
+    }
+
+    #[test]
+    fn a_daemon_zone_that_cannot_be_known_is_reported_once_for_the_lines_that_need_it() {
+        let unknown = Err("TZ=\"Mars/Olympus\" in the daemon's environment is not a time zone".to_owned());
+        let parsed =
+            parse_in("0 9 * * * echo a\n0 10 * * * echo b\nCRON_TZ=UTC\n0 9 * * * echo c\n", false, unknown);
+        assert_eq!(parsed.problems.len(), 1, "{:?}", parsed.problems);
+        assert_eq!(
+            (parsed.problems[0].line, parsed.problems[0].field.as_deref()),
+            (Some(1), Some("CRON_TZ"))
+        );
+        assert!(parsed.problems[0].reason.contains("Mars/Olympus"), "{:?}", parsed.problems);
+        assert!(parsed.problems[0].reason.contains("set CRON_TZ="), "{:?}", parsed.problems);
+        assert_eq!(parsed.drafts.len(), 1, "the line with a zone of its own");
     }
 
     #[test]
