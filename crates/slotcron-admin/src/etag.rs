@@ -18,6 +18,8 @@ pub(crate) fn json(request: &HeaderMap, body: &impl Serialize) -> Response {
                 .into_response();
         }
     };
+    // Every `DefaultHasher::new()` of a build hashes alike: a tag holds while the
+    // process serves (not across releases, which a client's next 200 corrects).
     let mut hasher = DefaultHasher::new();
     hasher.write(&bytes);
     let tag = format!("\"{:016x}\"", hasher.finish());

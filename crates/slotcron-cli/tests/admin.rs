@@ -790,6 +790,12 @@ fn the_status_page_of_20000_jobs_pages_searches_sorts_shows_errors_and_a_failed_
     let etag = page.etag.clone().expect("an ETag");
     let again = http::get(&addr, "/api/v1/jobs?limit=100", &[("if-none-match", &etag)]);
     assert_eq!((again.status, again.body.as_str()), (304, ""), "unchanged: no body");
+    // `slotcron status` follows the pages' cursors to the last job.
+    let status = run_in(&dir, &["status", "--admin-url", &format!("http://{addr}")]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let table = stdout(&status);
+    assert_eq!(table.lines().count(), 1 + MANY + 1, "the header and every job");
+    assert!(table.lines().last().unwrap().starts_with("fleet-job-19999 "), "by name: the last one last");
 
     let driver = ChromeDriver::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
