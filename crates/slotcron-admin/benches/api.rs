@@ -1,6 +1,7 @@
-//! Admin API benchmark: `GET /api/v1/jobs` and `GET /metrics` with 10,000 jobs.
+//! Admin API benchmark: pages of `GET /api/v1/jobs` (the status page's first screen, by
+//! name and by next fire, and the largest page) and `GET /metrics` with 20,000 jobs.
 //!
-//! Run with `cargo bench -p slotcron-admin --bench api`. The scheduler runs 10,000
+//! Run with `cargo bench -p slotcron-admin --bench api`. The scheduler runs 20,000
 //! jobs every second for 3 s (so every job has its counters, histograms and gauges in
 //! the Prometheus recorder), then each is replaced by an hourly cron job (nothing fires
 //! while measuring), and each endpoint is requested 50 times through the router
@@ -15,7 +16,7 @@ use slotcron::{CancellationToken, Job, JobContext, Scheduler};
 use slotcron_admin::Admin;
 use tower::ServiceExt;
 
-const JOBS: usize = 10_000;
+const JOBS: usize = 20_000;
 const REQUESTS: usize = 50;
 
 async fn noop(_ctx: JobContext) -> Result<(), std::io::Error> {
@@ -49,7 +50,9 @@ async fn bench() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let router = Admin::new(scheduler.clone()).metrics(move || handle.render()).router();
     println!("admin API, {JOBS} jobs, {REQUESTS} requests each, in-process:");
-    for path in ["/api/v1/jobs", "/metrics"] {
+    for path in
+        ["/api/v1/jobs?limit=100", "/api/v1/jobs?limit=100&sort=next", "/api/v1/jobs?limit=1000", "/metrics"]
+    {
         let mut took = Vec::with_capacity(REQUESTS);
         let mut size = 0;
         for _ in 0..REQUESTS {

@@ -1,14 +1,17 @@
-//! `/api/v1/jobs` and `/api/v1/jobs/{name}`.
+//! `/api/v1/jobs` (a page of them: see [`crate::listing`]) and `/api/v1/jobs/{name}`.
 
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use jiff::Timestamp;
 use serde::Serialize;
 use slotcron::{JobInfo, LastRun};
 
-use crate::{AdminState, ApiError};
+use crate::listing::{JobsQuery, Row};
+use crate::{AdminState, ApiError, etag};
 
 /// How many next fire times each job lists.
 pub const NEXT_FIRE_TIMES: usize = 5;
@@ -32,6 +35,9 @@ pub(crate) struct JobView {
     /// RFC 3339 UTC, earliest first.
     next_triggers: Vec<Timestamp>,
     last_run: Option<LastRunView>,
+    /// How many of its runs have a handler running now on this scheduler (not on other
+    /// replicas).
+    runs_in_flight: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -61,6 +67,9 @@ struct LastRunView {
     outcome: Option<String>,
     instance: Option<String>,
     duration_ms: Option<u128>,
+    /// What a failed run returned, or why the trigger was skipped (`null` when none, and
+    /// after a restart, when the last run is what the store kept).
+    error: Option<String>,
 }
 
 impl From<&LastRun> for LastRunView {
@@ -70,6 +79,7 @@ impl From<&LastRun> for LastRunView {
             outcome: last.outcome.map(|o| o.to_string()),
             instance: last.instance.as_deref().map(str::to_owned),
             duration_ms: last.duration.map(|d| d.as_millis()),
+            error: last.error.clone(),
         }
     }
 }
@@ -100,16 +110,17 @@ impl From<JobInfo> for JobView {
             paused_since: None,
             next_triggers: info.next_triggers,
             last_run: info.last_run.as_ref().map(LastRunView::from),
+            runs_in_flight: info.runs_in_flight,
         }
     }
 }
 
 impl JobView {
-    /// Sets `paused` from the fleet's paused jobs (`None`: unknown).
-    fn with_pauses(mut self, paused: Option<&HashMap<String, Timestamp>>) -> Self {
-        if let Some(paused) = paused {
-            self.paused_since = paused.get(&self.name).copied();
-            self.paused = Some(self.paused_since.is_some());
+    /// Sets `paused` from whether the job is paused and since when (`None`: unknown).
+    fn with_paused(mut self, paused: Option<Option<Timestamp>>) -> Self {
+        if let Some(since) = paused {
+            self.paused_since = since;
+            self.paused = Some(since.is_some());
         }
         self
     }
@@ -120,14 +131,37 @@ async fn pauses(state: &AdminState) -> Option<HashMap<String, Timestamp>> {
     state.scheduler.paused_jobs().await.inspect_err(|e| tracing::warn!("paused jobs unknown: {e}")).ok()
 }
 
-/// `{"jobs": [...]}`, by name.
-pub(crate) async fn list(State(state): State<AdminState>) -> Json<serde_json::Value> {
+/// A page of jobs: `{"jobs": [...], "next_cursor": "…"|null, "total": N}`, with an
+/// `ETag` (304 for a matching `If-None-Match`). The order and filters are computed on
+/// each job's queued trigger; only the page's rows get their [`NEXT_FIRE_TIMES`].
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Query(query): Query<JobsQuery>,
+) -> Result<Response, ApiError> {
+    let listing = query.parse()?;
     let paused = pauses(&state).await;
-    let mut jobs = state.scheduler.jobs(NEXT_FIRE_TIMES);
-    jobs.sort_unstable_by(|a, b| a.job.name().cmp(b.job.name()));
-    let jobs: Vec<JobView> =
-        jobs.into_iter().map(|info| JobView::from(info).with_pauses(paused.as_ref())).collect();
-    Json(serde_json::json!({ "jobs": jobs }))
+    let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
+    let jobs: Vec<JobView> = page.rows.into_iter().map(|row| row_view(&state, row)).collect();
+    let body = JobsPage { jobs, next_cursor: page.next_cursor, total: page.total };
+    Ok(etag::json(&headers, &body))
+}
+
+/// `{"jobs", "next_cursor", "total"}`.
+#[derive(Debug, Serialize)]
+struct JobsPage {
+    jobs: Vec<JobView>,
+    /// The `cursor` of the next page; `null` on the last.
+    next_cursor: Option<String>,
+    /// How many jobs the filter keeps, on every page.
+    total: usize,
+}
+
+/// A page's row with its next [`NEXT_FIRE_TIMES`] (as it was listed if the job was
+/// removed meanwhile).
+fn row_view(state: &AdminState, row: Row) -> JobView {
+    let info = state.scheduler.job(row.info.job.name(), NEXT_FIRE_TIMES).unwrap_or(row.info);
+    JobView::from(info).with_paused(row.paused)
 }
 
 /// One job, or 404.
@@ -136,8 +170,8 @@ pub(crate) async fn one(
     Path(name): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
-    let paused = pauses(&state).await;
-    Ok(Json(JobView::from(info).with_pauses(paused.as_ref())))
+    let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
+    Ok(Json(JobView::from(info).with_paused(paused)))
 }
 
 /// The 404 of a job name the scheduler does not have.

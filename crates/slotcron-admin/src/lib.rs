@@ -23,7 +23,8 @@
 //! | `GET /healthz` | 200 while [`Scheduler::run`] runs, else 503 | none |
 //! | `GET /readyz` | 200 while the coordinator and the state answer, else 503 | none |
 //! | `GET /metrics` | the Prometheus text exposition, when [`Admin::metrics`] gave a renderer | none |
-//! | `GET /api/v1/jobs` | every job: name, schedule, English, zone, policies, next fire times, last run | read |
+//! | `GET /api/v1/status` | the last reload of the jobs (`{"last_reload": …}`, see [`ReloadStatus`]) | read |
+//! | `GET /api/v1/jobs?limit&cursor&q&state&outcome&sort&order` | a page of the jobs: name, schedule, English, zone, policies, next fire times, last run; `ETag`, 304 | read |
 //! | `GET /api/v1/jobs/{name}` | one job, the same fields | read |
 //! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first | read |
 //! | `GET /api/v1/jobs/{name}/runs/{trigger}/output` | what that run wrote, per instance | read |
@@ -55,10 +56,14 @@
 
 mod access;
 mod error;
+mod etag;
 mod health;
 mod jobs;
+mod listing;
 mod page;
 mod prometheus;
+mod query;
+mod reloads;
 mod runs;
 mod steer;
 
@@ -72,7 +77,9 @@ use slotcron::Scheduler;
 
 pub use access::{Access, Grant};
 pub use error::ApiError;
+pub use listing::{DEFAULT_LIMIT as DEFAULT_JOBS_LIMIT, MAX_LIMIT as MAX_JOBS_LIMIT};
 pub use prometheus::{MetricsRecorder, PrometheusMetrics};
+pub use reloads::{Reload, ReloadStatus};
 pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
 
 /// Renders the metrics exposition (e.g. [`PrometheusMetrics::render`]).
@@ -84,6 +91,7 @@ struct AdminState {
     scheduler: Scheduler,
     metrics: Option<RenderMetrics>,
     outputs: Option<Arc<dyn OutputStore>>,
+    reloads: ReloadStatus,
 }
 
 /// Builds the admin [`Router`] over a scheduler.
@@ -105,7 +113,10 @@ pub struct Admin {
 impl Admin {
     /// The API over `scheduler`: no metrics, no run output, no access control.
     pub fn new(scheduler: Scheduler) -> Self {
-        Self { state: AdminState { scheduler, metrics: None, outputs: None }, access: Access::default() }
+        Self {
+            state: AdminState { scheduler, metrics: None, outputs: None, reloads: ReloadStatus::default() },
+            access: Access::default(),
+        }
     }
 
     /// Serves `GET /metrics` with what `render` returns, as Prometheus text format 0.0.4
@@ -120,6 +131,14 @@ impl Admin {
     /// Where run output is read from for `…/runs/{trigger}/output` (without it, 404).
     pub fn outputs(mut self, outputs: Arc<dyn OutputStore>) -> Self {
         self.state.outputs = Some(outputs);
+        self
+    }
+
+    /// Where `GET /api/v1/status` reads the last reload of the jobs from (without it,
+    /// `last_reload` is `null`): whatever reloads them records each in a clone of
+    /// `reloads`.
+    pub fn reloads(mut self, reloads: ReloadStatus) -> Self {
+        self.state.reloads = reloads;
         self
     }
 
@@ -174,6 +193,7 @@ impl Admin {
 fn api_v1() -> Router<AdminState> {
     let write = || axum::middleware::from_fn(access::refuse_read_only);
     Router::new()
+        .route("/status", get(reloads::status))
         .route("/jobs", get(jobs::list))
         .route("/jobs/{name}", get(jobs::one))
         .route("/jobs/{name}/runs", get(runs::list))

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use slotcron::{LedgerQuery, RunRecord};
 
 use crate::jobs::unknown_job;
-use crate::{AdminState, ApiError};
+use crate::{AdminState, ApiError, query};
 
 /// The runs a page holds unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: usize = 20;
@@ -65,17 +65,7 @@ fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
 
 impl Page {
     fn query(&self, job: &str) -> Result<LedgerQuery, ApiError> {
-        let limit = match &self.limit {
-            None => DEFAULT_LIMIT,
-            Some(text) => match text.parse::<usize>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-                _ => {
-                    return Err(ApiError::bad_request(format!(
-                        "limit {text:?} must be a whole number from 1 to {MAX_LIMIT}"
-                    )));
-                }
-            },
-        };
+        let limit = query::limit(self.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
         let until = self.before.as_deref().map(|text| instant("before", text)).transpose()?;
         Ok(LedgerQuery { job: Some(job.to_owned()), until, limit, ..LedgerQuery::default() })
     }

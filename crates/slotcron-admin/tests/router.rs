@@ -15,14 +15,23 @@ use slotcron_testkit::harness::{Harness, gated, ok, ts};
 use tower::ServiceExt;
 
 async fn get(router: &axum::Router, path: &str, headers: &[(&str, &str)]) -> (StatusCode, serde_json::Value) {
+    let (status, _, body) = get_raw(router, path, headers).await;
+    (status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+}
+
+/// The status, headers and body bytes of `GET path`.
+async fn get_raw(
+    router: &axum::Router,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, axum::body::Bytes) {
     let mut request = Request::get(path);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
     let response = router.clone().oneshot(request.body(Body::empty()).unwrap()).await.unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null))
+    let (status, headers) = (response.status(), response.headers().clone());
+    (status, headers, response.into_body().collect().await.unwrap().to_bytes())
 }
 
 #[tokio::test(start_paused = true)]
@@ -273,4 +282,242 @@ async fn pages_end_at_whole_triggers(h: Harness, ledger: &dyn Ledger) {
     let (runs, next) = page("/api/v1/jobs/tick/runs?limit=1&before=2024-05-17T00:01:00Z").await;
     assert_eq!(runs, pairs(&[]));
     assert_eq!(next, serde_json::Value::Null);
+}
+
+async fn broken(_ctx: slotcron::JobContext) -> Result<(), std::io::Error> {
+    Err(std::io::Error::other("disk full on /var"))
+}
+
+/// A scheduler of 25 jobs `job-00`..`job-24` (job `i` every `(i + 1) * 10` s, so their
+/// next fire times differ and only some have run), `Backup-Nightly` (hourly, never run)
+/// and `broken` (fails every minute), 35 s after it started.
+async fn many_jobs() -> (Harness, axum::Router) {
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    for i in 0..25u64 {
+        let every = Duration::from_secs((i + 1) * 10);
+        h.add(Job::builder(format!("job-{i:02}")).every(every).handler(ok).build().unwrap());
+    }
+    h.add(Job::builder("Backup-Nightly").every(Duration::from_secs(3600)).handler(ok).build().unwrap());
+    h.add(Job::builder("broken").every(Duration::from_secs(60)).handler(broken).build().unwrap());
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:05Z")).await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    (h, router)
+}
+
+/// The names of a page's jobs.
+fn names(page: &serde_json::Value) -> Vec<String> {
+    page["jobs"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// What `sort` orders a job by: its next fire time or last run's trigger.
+fn sort_key(job: &serde_json::Value, sort: &str) -> Option<String> {
+    let key = match sort {
+        "next" => &job["next_triggers"][0],
+        "last" => &job["last_run"]["trigger"],
+        _ => return None,
+    };
+    key.as_str().map(str::to_owned)
+}
+
+#[tokio::test(start_paused = true)]
+async fn cursors_walk_every_job_once_in_each_sort_and_order() {
+    let (mut h, router) = many_jobs().await;
+    let (_, all) = get(&router, "/api/v1/jobs?limit=1000", &[]).await;
+    let mut every: Vec<String> = names(&all);
+    assert_eq!(all["total"], 27);
+    assert_eq!(all["next_cursor"], serde_json::Value::Null, "one page holds them all");
+    every.sort();
+    for sort in ["name", "next", "last"] {
+        for order in ["asc", "desc"] {
+            let mut seen: Vec<serde_json::Value> = Vec::new();
+            let mut path = format!("/api/v1/jobs?limit=7&sort={sort}&order={order}");
+            for pages in 1.. {
+                let (status, page) = get(&router, &path, &[]).await;
+                assert_eq!(status, StatusCode::OK, "{path}: {page}");
+                assert_eq!(page["total"], 27, "{path}");
+                assert!(page["jobs"].as_array().unwrap().len() <= 7, "{path}");
+                seen.extend(page["jobs"].as_array().unwrap().iter().cloned());
+                match page["next_cursor"].as_str() {
+                    Some(cursor) => {
+                        path = format!("/api/v1/jobs?limit=7&sort={sort}&order={order}&cursor={cursor}")
+                    }
+                    None => {
+                        assert_eq!(pages, 4, "27 jobs, 7 a page: {sort} {order}");
+                        break;
+                    }
+                }
+            }
+            let mut walked = names(&serde_json::json!({ "jobs": seen }));
+            let in_order = walked.clone();
+            walked.sort();
+            assert_eq!(walked, every, "each job once, none missing: {sort} {order}");
+            // Sorted by the key (jobs without one last), then by name, in the order asked.
+            let keys: Vec<(Option<String>, String)> =
+                seen.iter().zip(&in_order).map(|(job, name)| (sort_key(job, sort), name.clone())).collect();
+            let mut expected = keys.clone();
+            expected.sort_by(|a, b| {
+                let by_key = match (&a.0, &b.0) {
+                    (Some(x), Some(y)) if order == "asc" => x.cmp(y),
+                    (Some(x), Some(y)) => y.cmp(x),
+                    (x, y) => y.is_some().cmp(&x.is_some()),
+                };
+                by_key.then_with(|| if order == "asc" { a.1.cmp(&b.1) } else { b.1.cmp(&a.1) })
+            });
+            assert_eq!(keys, expected, "{sort} {order}");
+        }
+    }
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_page_is_by_name_ascending_and_sorts_by_next_fire_and_last_run() {
+    let (mut h, router) = many_jobs().await;
+    let (_, page) = get(&router, "/api/v1/jobs?limit=3", &[]).await;
+    assert_eq!(names(&page), ["Backup-Nightly", "broken", "job-00"]);
+    let (_, next) = get(&router, "/api/v1/jobs?sort=next&limit=3", &[]).await;
+    // At 00:01:05: job-00 (every 10 s) fires at 00:01:10, then job-01 (20 s) and job-03
+    // (40 s) at 00:01:20, by name; job-02 (30 s) at 00:01:30.
+    assert_eq!(names(&next), ["job-00", "job-01", "job-03"], "{next}");
+    assert_eq!(next["jobs"][0]["next_triggers"][0], "2024-05-17T00:01:10Z");
+    assert_eq!(next["jobs"][0]["next_triggers"].as_array().unwrap().len(), 5, "a page's rows list 5");
+    let (_, last) = get(&router, "/api/v1/jobs?sort=last&order=desc&limit=1000", &[]).await;
+    let jobs = last["jobs"].as_array().unwrap();
+    // 00:01:00 is the latest trigger (then by name, descending); the jobs that never ran
+    // (Backup-Nightly, hourly, among them) come last.
+    assert_eq!(jobs[0]["last_run"]["trigger"], "2024-05-17T00:01:00Z", "{last}");
+    assert_eq!(jobs.last().unwrap()["last_run"], serde_json::Value::Null, "{last}");
+    let never_ran = jobs.iter().skip_while(|job| !job["last_run"].is_null());
+    assert!(never_ran.clone().all(|job| job["last_run"].is_null()), "{last}");
+    assert!(never_ran.clone().any(|job| job["name"] == "Backup-Nightly"), "{last}");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_are_found_by_part_of_their_name_state_and_last_outcome() {
+    let (mut h, router) = many_jobs().await;
+    let find = |query: &'static str| {
+        let router = router.clone();
+        async move {
+            let (status, page) = get(&router, &format!("/api/v1/jobs?{query}"), &[]).await;
+            assert_eq!(status, StatusCode::OK, "{query}: {page}");
+            (names(&page), page["total"].clone())
+        }
+    };
+    assert_eq!(find("q=BACKUP").await, (vec!["Backup-Nightly".to_owned()], 1.into()), "any case");
+    assert_eq!(find("q=b-2&limit=2").await.1, 5, "job-20..job-24, total over every page");
+    assert_eq!(find("q=").await.1, 27, "an empty filter keeps every job");
+    assert_eq!(find("outcome=failed").await.0, ["broken"]);
+    let (succeeded, total) = find("outcome=succeeded").await;
+    assert!(succeeded.contains(&"job-00".to_owned()) && !succeeded.contains(&"broken".to_owned()));
+    assert!(!succeeded.contains(&"Backup-Nightly".to_owned()), "never ran");
+    assert_eq!(total, succeeded.len());
+    let (_, broken) = get(&router, "/api/v1/jobs?q=broken", &[]).await;
+    assert_eq!(broken["jobs"][0]["last_run"]["outcome"], "failed");
+    assert_eq!(broken["jobs"][0]["last_run"]["error"], "disk full on /var", "{broken}");
+
+    h.scheduler.pause("job-03").await.unwrap();
+    assert_eq!(find("state=paused").await.0, ["job-03"]);
+    assert_eq!(find("state=active").await.1, 26);
+    assert_eq!(find("state=running").await.1, 0, "no handler runs");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_running_state_is_the_jobs_whose_handler_runs_now() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    h.add(Job::builder("slow").every(Duration::from_secs(60)).handler(gated(&release)).build().unwrap());
+    h.add(Job::builder("quick").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:05Z")).await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    let (_, running) = get(&router, "/api/v1/jobs?state=running", &[]).await;
+    assert_eq!(names(&running), ["slow"]);
+    assert_eq!(running["jobs"][0]["runs_in_flight"], 1);
+    release.notify_one();
+    h.advance_to(ts("2024-05-17T00:01:06Z")).await;
+    let (_, running) = get(&router, "/api/v1/jobs?state=running", &[]).await;
+    assert_eq!(names(&running), Vec::<String>::new(), "{running}");
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_jobs_parameters_get_a_400_naming_the_parameter() {
+    let (mut h, router) = many_jobs().await;
+    let (_, first) = get(&router, "/api/v1/jobs?limit=2&sort=next", &[]).await;
+    let next_cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let other_sort = format!("/api/v1/jobs?limit=2&sort=name&cursor={next_cursor}");
+    for (path, says) in [
+        ("/api/v1/jobs?limit=0", "limit \"0\" must be a whole number from 1 to 1000"),
+        ("/api/v1/jobs?limit=1001", "limit \"1001\" must be a whole number from 1 to 1000"),
+        ("/api/v1/jobs?limit=ten", "limit \"ten\" must be a whole number from 1 to 1000"),
+        ("/api/v1/jobs?cursor=zz", "cursor \"zz\" is not one this API gave"),
+        ("/api/v1/jobs?cursor=7b7d", "cursor \"7b7d\" is not one this API gave"),
+        (&other_sort, "cursor is of a listing with sort=next and order=asc"),
+        ("/api/v1/jobs?state=sleeping", "state \"sleeping\" is not one of: active, paused, running"),
+        ("/api/v1/jobs?outcome=ok", "outcome \"ok\" is not one of: succeeded, failed,"),
+        ("/api/v1/jobs?sort=size", "sort \"size\" is not one of: name, next, last"),
+        ("/api/v1/jobs?order=up", "order \"up\" is not one of: asc, desc"),
+        ("/api/v1/jobs?sort=", "sort \"\" is not one of: name, next, last"),
+        ("/api/v1/jobs?sortby=name", "unknown field `sortby`"),
+    ] {
+        let (status, body) = get(&router, path, &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        let message = body["error"].as_str().unwrap_or_else(|| panic!("{path}: not JSON: {body}"));
+        assert!(message.contains(says), "{path}: {message}");
+    }
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_page_has_an_etag_and_is_304_while_it_has_not_changed() {
+    let (mut h, router) = many_jobs().await;
+    let path = "/api/v1/jobs?limit=5&sort=next";
+    let (status, headers, body) = get_raw(&router, path, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+    assert!(!body.is_empty());
+    let (status, headers, body) = get_raw(&router, path, &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert_eq!(headers["etag"], etag.as_str());
+    assert!(body.is_empty(), "a 304 has no body");
+    let (status, _, _) = get_raw(&router, path, &[("if-none-match", &format!("\"other\", W/{etag}"))]).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED, "one of a list, compared weakly");
+    // Another page, or the same one once a job fired, has another tag.
+    let (status, _, _) =
+        get_raw(&router, "/api/v1/jobs?limit=6&sort=next", &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::OK);
+    h.advance_to(ts("2024-05-17T00:01:15Z")).await;
+    let (status, headers, _) = get_raw(&router, path, &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::OK, "job-00 fired at 00:01:10: its next fire moved");
+    assert_ne!(headers["etag"], etag.as_str());
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_status_says_how_the_last_reload_went() {
+    let h = Harness::new("2024-05-17T00:00:30Z");
+    let reloads = slotcron_admin::ReloadStatus::default();
+    let router = Admin::new(h.scheduler.clone()).reloads(reloads.clone()).router();
+    let (status, body) = get(&router, "/api/v1/status", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, serde_json::json!({ "last_reload": null }));
+    reloads.record(slotcron_admin::Reload {
+        at: ts("2024-05-17T00:00:40Z"),
+        cause: "SIGHUP".into(),
+        successful: false,
+        error: Some("jobs.toml: the jobs file does not load: line 3: unknown key".into()),
+    });
+    let (_, body) = get(&router, "/api/v1/status", &[]).await;
+    assert_eq!(
+        body["last_reload"],
+        serde_json::json!({
+            "at": "2024-05-17T00:00:40Z",
+            "cause": "SIGHUP",
+            "successful": false,
+            "error": "jobs.toml: the jobs file does not load: line 3: unknown key",
+        })
+    );
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use slotcron::OutputStore;
 use slotcron::{CancellationToken, Scheduler};
-use slotcron_admin::{Admin, PrometheusMetrics};
+use slotcron_admin::{Admin, PrometheusMetrics, ReloadStatus};
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::admin_token::{self, READ_TOKEN_VAR, TOKEN_VAR};
@@ -134,15 +134,17 @@ pub struct Bound {
 
 impl Bound {
     /// Serves the admin API over `scheduler` until `stop` fires; the metrics from
-    /// `metrics`, run output from `outputs`.
+    /// `metrics`, run output from `outputs`, the last reload from `reloads`.
     pub async fn serve(
         self,
         scheduler: Scheduler,
         metrics: PrometheusMetrics,
         outputs: Arc<dyn OutputStore>,
+        reloads: ReloadStatus,
         stop: CancellationToken,
     ) {
-        let mut admin = Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs);
+        let mut admin =
+            Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs).reloads(reloads);
         if let Some(token) = self.token {
             admin = admin.token(token);
         }

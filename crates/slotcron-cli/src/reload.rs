@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Scheduler};
+use slotcron_admin::{Reload, ReloadStatus};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -193,19 +194,18 @@ impl Reloader {
     /// each).
     /// Never waits for running commands.
     ///
-    /// The result (`true`: the file loaded and every job was applied) is what a
-    /// "last reload successful" metric reports.
-    pub async fn reload(&mut self, cause: &str) -> bool {
-        if cause != STATE_CHANGE && !self.reload_file(cause).await {
-            return false;
+    /// The result (`Ok`: the file loaded and every job was applied; else why not, for
+    /// a person) is what a "last reload successful" metric and the admin API report.
+    ///
+    /// # Errors
+    /// The file does not load, the state's jobs cannot be read, or a job was not applied.
+    pub async fn reload(&mut self, cause: &str) -> Result<(), String> {
+        if cause != STATE_CHANGE {
+            self.reload_file(cause).await?;
         }
-        let report = match self.apply().await {
-            Ok(report) => report,
-            Err(e) => {
-                tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
-                return false;
-            }
-        };
+        let report = self.apply().await.inspect_err(|e| {
+            tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
+        })?;
         tracing::info!(
             cause,
             added = report.added.len(),
@@ -217,18 +217,22 @@ impl Reloader {
             removed_jobs = %names(&report.removed),
             "jobs reloaded"
         );
-        report.failures.is_empty()
+        match report.failures.is_empty() {
+            true => Ok(()),
+            false => Err(report.failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
+        }
     }
 
-    /// Reads the jobs file again: `false` (with every problem logged) if it does not load.
-    async fn reload_file(&mut self, cause: &str) -> bool {
+    /// Reads the jobs file again; if it does not load, every problem is logged and the
+    /// error names the file and holds the problems.
+    async fn reload_file(&mut self, cause: &str) -> Result<(), String> {
         let (path, format) = (self.path.clone(), self.format);
         let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path, format)).await;
         let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {
                 tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
-                return false;
+                return Err(e.to_string());
             }
         };
         let loaded = loaded.map_err(|problems| problems.to_string()).and_then(|loaded| {
@@ -241,7 +245,7 @@ impl Reloader {
                     tracing::warn!(cause, "{no_jobs}: every job of the file stops being scheduled");
                 }
                 self.file_jobs = loaded.jobs;
-                true
+                Ok(())
             }
             Err(problems) => {
                 for line in problems.lines() {
@@ -252,21 +256,29 @@ impl Reloader {
                     file = %self.path.display(),
                     "reload failed: the jobs file does not load; the previous jobs keep running"
                 );
-                false
+                Err(format!("{}: the jobs file does not load: {problems}", self.path.display()))
             }
         }
     }
 
-    /// Reloads at each of `triggers` until `cancel` fires.
-    pub async fn serve(mut self, mut triggers: Triggers, cancel: CancellationToken) {
+    /// Reloads at each of `triggers` until `cancel` fires, recording each in the
+    /// metrics and in `status`.
+    pub async fn serve(mut self, mut triggers: Triggers, status: ReloadStatus, cancel: CancellationToken) {
         loop {
             let cause = tokio::select! {
                 () = cancel.cancelled() => break,
                 cause = triggers.next() => cause,
             };
             tracing::info!(cause, file = %self.path.display(), "reloading the jobs");
-            let successful = self.reload(cause).await;
-            slotcron::record_config_reload(successful, Timestamp::now());
+            let result = self.reload(cause).await;
+            let at = Timestamp::now();
+            slotcron::record_config_reload(result.is_ok(), at);
+            status.record(Reload {
+                at,
+                cause: cause.to_owned(),
+                successful: result.is_ok(),
+                error: result.err(),
+            });
         }
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.unpublish().await;

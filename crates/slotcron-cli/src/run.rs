@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use slotcron::DEFAULT_MEMBERSHIP_TTL;
 use slotcron::{CancellationToken, Coordinator, Leftover, Scheduler, SchedulerBuilder};
+use slotcron_admin::{Reload, ReloadStatus};
 
 use crate::admin::AdminSettings;
 use crate::cli::RunArgs;
@@ -388,10 +389,11 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
         }
     };
     // The state's lock is held until the daemon exits.
-    let Started { scheduler, reloader, admin, keeping_output: _keeping_output, lock: _lock } = match started {
-        Ok(started) => started,
-        Err(code) => return code,
-    };
+    let Started { scheduler, reloader, reloads, admin, keeping_output: _keeping_output, lock: _lock } =
+        match started {
+            Ok(started) => started,
+            Err(code) => return code,
+        };
     tracing::info!(
         file = %path.display(),
         instance = %settings.instance,
@@ -402,7 +404,7 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
     if let Some(state_jobs) = reloader.state_jobs() {
         triggers.on_state_changes(state_jobs.watch());
     }
-    let reloads = tokio::spawn(reloader.serve(triggers, cancel.clone()));
+    let reloads = tokio::spawn(reloader.serve(triggers, reloads, cancel.clone()));
     let shutdown_timeout = duration::display(settings.shutdown_timeout);
     tokio::spawn(stop.cancel_on_signal(cancel.clone(), shutdown_timeout));
     // The admin API answers until the scheduler has stopped (`/healthz` says so
@@ -439,6 +441,8 @@ struct Started {
     scheduler: Scheduler,
     /// What reloads its jobs.
     reloader: Reloader,
+    /// Where each reload is recorded for the admin API.
+    reloads: ReloadStatus,
     /// The admin server, if asked for.
     admin: Option<ServeAdmin>,
     /// Keeps run output in the state while it lives.
@@ -459,12 +463,15 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     };
     let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let keeping_output = command::keep_output_in(backends.state.outputs.clone());
+    let reloads = ReloadStatus::default();
     let serve_admin = match (&settings.admin, metrics) {
         (Some(admin), Some(metrics)) => {
             let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
             let outputs = backends.state.outputs.clone();
-            let serve: ServeAdmin =
-                Box::new(move |scheduler, stop| Box::pin(bound.serve(scheduler, metrics, outputs, stop)));
+            let reloads = reloads.clone();
+            let serve: ServeAdmin = Box::new(move |scheduler, stop| {
+                Box::pin(bound.serve(scheduler, metrics, outputs, reloads, stop))
+            });
             Some(serve)
         }
         _ => None,
@@ -485,7 +492,9 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         return Err(ExitCode::from(INVALID_INPUT));
     }
     // The jobs loaded at start count as the first successful load.
-    slotcron::record_config_reload(true, slotcron::jiff::Timestamp::now());
+    let at = slotcron::jiff::Timestamp::now();
+    slotcron::record_config_reload(true, at);
+    reloads.record(Reload { at, cause: "start".into(), successful: true, error: None });
     let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
     for entry in reloader.file_jobs() {
@@ -513,7 +522,14 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     }
     let journal = begin_spawn_journal(settings).map_err(|e| start_failed(&e))?;
     sweep_stale(&scheduler, settings, Sweep::AtStart, journal.as_ref()).await;
-    Ok(Started { scheduler, reloader, admin: serve_admin, keeping_output, lock: backends.lock.take() })
+    Ok(Started {
+        scheduler,
+        reloader,
+        reloads,
+        admin: serve_admin,
+        keeping_output,
+        lock: backends.lock.take(),
+    })
 }
 
 /// Begins this daemon's spawn journal (`settings.spawn_journal`), returning what the

@@ -4,14 +4,18 @@
 use std::process::ExitCode;
 
 use serde::Deserialize;
+use slotcron_admin::MAX_JOBS_LIMIT;
 
 use crate::admin_client::{Call, call};
 use crate::cli::StatusArgs;
 use crate::{INVALID_INPUT, table};
 
+/// A page of `GET /api/v1/jobs`.
 #[derive(Debug, Deserialize)]
 struct Jobs {
     jobs: Vec<JobRow>,
+    /// `None` on the last page.
+    next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -35,11 +39,7 @@ struct LastRun {
 /// exit status 0; 2 with the reason on standard error if the daemon cannot be reached
 /// or answers with an error (a missing or wrong token: 401).
 pub fn run(args: &StatusArgs) -> ExitCode {
-    let jobs = call(&args.admin_url, Call::get("/api/v1/jobs")).and_then(|answer| {
-        serde_json::from_value::<Jobs>(answer)
-            .map_err(|e| format!("{}: not a slotcron admin API answer: {e}", args.admin_url))
-    });
-    match jobs {
+    match every_job(&args.admin_url) {
         Ok(jobs) => {
             print(jobs);
             ExitCode::SUCCESS
@@ -51,10 +51,30 @@ pub fn run(args: &StatusArgs) -> ExitCode {
     }
 }
 
-fn print(mut jobs: Jobs) {
-    jobs.jobs.sort_by(|a, b| a.name.cmp(&b.name));
+/// Every job of the daemon at `admin_url`, a page of [`MAX_JOBS_LIMIT`] at a time.
+fn every_job(admin_url: &str) -> Result<Vec<JobRow>, String> {
+    let mut jobs = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/api/v1/jobs?limit={MAX_JOBS_LIMIT}");
+        if let Some(cursor) = &cursor {
+            path.push_str(&format!("&cursor={cursor}"));
+        }
+        let page = call(admin_url, Call::get(&path)).and_then(|answer| {
+            serde_json::from_value::<Jobs>(answer)
+                .map_err(|e| format!("{admin_url}: not a slotcron admin API answer: {e}"))
+        })?;
+        jobs.extend(page.jobs);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(jobs);
+        }
+    }
+}
+
+fn print(mut jobs: Vec<JobRow>) {
+    jobs.sort_by(|a, b| a.name.cmp(&b.name));
     let rows: Vec<[String; 5]> = jobs
-        .jobs
         .into_iter()
         .map(|job| {
             let schedule = job.schedule_english.unwrap_or(job.schedule);

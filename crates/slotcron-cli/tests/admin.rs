@@ -318,6 +318,10 @@ fn the_reload_gauges_say_whether_the_last_reload_succeeded() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(gauge("slotcron_config_last_reload_success_timestamp_seconds"), loaded_at);
+    let last = http::get(&addr, "/api/v1/status", &[]).json()["last_reload"].clone();
+    assert_eq!((&last["cause"], &last["successful"]), (&"SIGHUP".into(), &false.into()), "{last}");
+    let error = last["error"].as_str().unwrap_or_default();
+    assert!(error.contains("jobs.toml: the jobs file does not load"), "{error}");
     stop(daemon);
 }
 
@@ -705,6 +709,182 @@ fn the_status_page_pauses_and_resumes_a_job_asking_for_the_token() {
         resume.click().await.unwrap();
         wait().for_element(Locator::Css("button.pause[data-job='daily']")).await.unwrap();
         assert_eq!(paused(), false, "the API reports the job resumed");
+        browser.close().await.unwrap();
+    });
+    stop(daemon);
+}
+
+/// How many jobs the big status page test has (besides `broken`).
+const MANY: usize = 20_000;
+
+/// [`MANY`] jobs `fleet-job-00000`... that run `true` every 1 to 48 hours (so their next
+/// fire times differ and few fire during a test), and `broken`, a one-shot already past
+/// that fails at start-up.
+fn many_jobs() -> String {
+    let mut file = String::from(
+        "[[job]]\nname = \"broken\"\nat = \"2021-01-01T00:00:00Z\"\ncommand = \"echo last words >&2; exit 3\"\n\n",
+    );
+    for i in 0..MANY {
+        let hours = 1 + i % 48;
+        file.push_str(&format!(
+            "[[job]]\nname = \"fleet-job-{i:05}\"\nevery = \"{hours}h\"\ncommand = \"true\"\n\n"
+        ));
+    }
+    file
+}
+
+/// The `data-job` of each row of the page's jobs table, in order.
+async fn rows(browser: &fantoccini::Client) -> Vec<String> {
+    let rows = browser
+        .execute("return [...document.querySelectorAll('tr.job')].map((row) => row.dataset.job)", vec![])
+        .await
+        .unwrap();
+    serde_json::from_value(rows).unwrap()
+}
+
+/// Waits (at most [`support::PATIENCE`]) until the page's rows are `wanted`.
+async fn wait_for_rows(
+    browser: &fantoccini::Client,
+    what: &str,
+    wanted: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = std::time::Instant::now() + support::PATIENCE;
+    loop {
+        let rows = rows(browser).await;
+        if wanted(&rows) {
+            return rows;
+        }
+        assert!(std::time::Instant::now() < deadline, "not {what} within {:?}: {rows:?}", support::PATIENCE);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// `GET path` from a thread of its own (the browser's runtime runs on this one).
+fn get_aside(addr: &str, path: &str, headers: &[(&'static str, String)]) -> Answer {
+    let (addr, path, headers) = (addr.to_owned(), path.to_owned(), headers.to_vec());
+    std::thread::spawn(move || {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        http::get(&addr, &path, &headers)
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn the_status_page_of_20000_jobs_pages_searches_sorts_shows_errors_and_a_failed_reload_and_asks_before_running()
+ {
+    use fantoccini::Locator;
+    let dir = scratch("admin-browser-many");
+    write(&dir, "jobs.toml", &many_jobs());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--instance", "it-1", "--admin", &addr]);
+    daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
+    wait_until("broken has failed", || {
+        http::get(&addr, "/api/v1/jobs?q=broken", &[]).json()["jobs"][0]["last_run"]["outcome"] == "failed"
+    });
+
+    // What a refresh of the first screen costs: one page of 100 jobs, then a 304.
+    let page = http::get(&addr, "/api/v1/jobs?limit=100", &[]);
+    assert_eq!(page.json()["total"], MANY + 1);
+    assert!(page.body.len() < 100_000, "a page of 100 jobs is {} bytes", page.body.len());
+    let etag = page.etag.clone().expect("an ETag");
+    let again = http::get(&addr, "/api/v1/jobs?limit=100", &[("if-none-match", &etag)]);
+    assert_eq!((again.status, again.body.as_str()), (304, ""), "unchanged: no body");
+    // `slotcron status` follows the pages' cursors to the last job.
+    let status = run_in(&dir, &["status", "--admin-url", &format!("http://{addr}")]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    let table = stdout(&status);
+    assert_eq!(table.lines().count(), 1 + MANY + 1, "the header and every job");
+    assert!(table.lines().last().unwrap().starts_with("fleet-job-19999 "), "by name: the last one last");
+
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        browser.goto(&format!("http://{addr}/")).await.unwrap();
+        let wait = || browser.wait().at_most(support::PATIENCE);
+        // The first screen: the first page of rows, by name.
+        let first = wait_for_rows(&browser, "the first page", |rows| rows.len() == 100).await;
+        assert_eq!(first[..2], ["broken", "fleet-job-00000"]);
+        let summary = browser.find(Locator::Id("summary")).await.unwrap().text().await.unwrap();
+        assert!(summary.starts_with(&format!("{} jobs", MANY + 1)), "{summary}");
+
+        // A failed run's error text.
+        let broken = browser.find(Locator::Css("tr[data-job='broken'] .run-error")).await.unwrap();
+        assert_eq!(
+            broken.text().await.unwrap(),
+            "command failed: exit status: 3; last stderr line: last words"
+        );
+
+        // The next page, and back.
+        browser.find(Locator::Id("next")).await.unwrap().click().await.unwrap();
+        wait_for_rows(&browser, "the second page", |rows| {
+            rows.first().is_some_and(|r| r == "fleet-job-00099")
+        })
+        .await;
+        browser.find(Locator::Id("previous")).await.unwrap().click().await.unwrap();
+        wait_for_rows(&browser, "the first page again", |rows| rows == first).await;
+
+        // A search by part of a name.
+        let search = browser.find(Locator::Id("search")).await.unwrap();
+        search.send_keys("JOB-1234").await.unwrap();
+        let found = wait_for_rows(&browser, "the jobs found", |rows| rows.len() == 10).await;
+        assert_eq!(found[0], "fleet-job-12340");
+        assert!(found.iter().all(|name| name.contains("job-1234")), "{found:?}");
+        // Sorted by the next fire, the search cleared (a blank search is none).
+        browser.find(Locator::Id("sort")).await.unwrap().select_by_value("next").await.unwrap();
+        search.clear().await.unwrap();
+        search.send_keys(" ").await.unwrap();
+        let sorted =
+            wait_for_rows(&browser, "the rows by next fire", |rows| rows.len() == 100 && rows[0] != "broken")
+                .await;
+        let by_next = get_aside(&addr, "/api/v1/jobs?limit=100&sort=next", &[]).json();
+        let by_next: Vec<&str> =
+            by_next["jobs"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap()).collect();
+        assert_eq!(sorted, by_next, "the API's first page by next fire");
+        let times = browser.find_all(Locator::Css("tr.job td.next time")).await.unwrap();
+        let mut next = Vec::new();
+        for time in times {
+            next.push(time.attr("datetime").await.unwrap().unwrap().parse::<Timestamp>().unwrap());
+        }
+        assert_eq!(next.len(), sorted.len());
+        assert!(next.is_sorted(), "earliest next fire first: {next:?}");
+
+        // Run now asks first: dismissed, nothing runs; accepted, a run is queued.
+        let job = sorted[5].clone();
+        let run_now = format!("button.run-now[data-job='{job}']");
+        browser.find(Locator::Css(&run_now)).await.unwrap().click().await.unwrap();
+        let question = browser.get_alert_text().await.unwrap();
+        assert!(question.contains(&format!("Run {job} now")), "{question}");
+        browser.dismiss_alert().await.unwrap();
+        browser.find(Locator::Css(&run_now)).await.unwrap().click().await.unwrap();
+        browser.accept_alert().await.unwrap();
+        wait()
+            .for_element(Locator::XPath(&format!(
+                "//p[@id='notice'][contains(., 'a run of {job} was queued')]"
+            )))
+            .await
+            .unwrap_or_else(|e| panic!("the run was not queued: {e}"));
+        let manual_runs = || {
+            let runs = get_aside(&addr, &format!("/api/v1/jobs/{job}/runs"), &[]).json();
+            runs["runs"].as_array().unwrap().iter().filter(|r| r["cause"] == "manual").count()
+        };
+        let deadline = std::time::Instant::now() + support::PATIENCE;
+        while manual_runs() == 0 {
+            assert!(std::time::Instant::now() < deadline, "the queued run is not in the history");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(manual_runs(), 1, "one run, for the accepted question only");
+
+        // A reload that fails shows a banner.
+        write(&dir, "jobs.toml", "[[job]]\nname = \"half\"\n");
+        daemon.signal(Signal::SIGHUP);
+        let banner = wait()
+            .for_element(Locator::XPath("//div[@id='reload-banner'][not(@hidden)][contains(., 'failed')]"))
+            .await
+            .unwrap_or_else(|e| panic!("no banner for the failed reload: {e}"));
+        let text = banner.text().await.unwrap();
+        assert!(text.contains("SIGHUP") && text.contains("jobs.toml: the jobs file does not load"), "{text}");
         browser.close().await.unwrap();
     });
     stop(daemon);

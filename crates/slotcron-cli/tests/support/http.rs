@@ -10,6 +10,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub struct Answer {
     pub status: u16,
     pub content_type: String,
+    /// The `ETag` header, if any.
+    pub etag: Option<String>,
     pub body: String,
 }
 
@@ -84,8 +86,9 @@ where
             .get("content-type")
             .map(|v| v.to_str().unwrap().to_owned())
             .unwrap_or_default();
+        let etag = response.headers().get("etag").map(|v| v.to_str().unwrap().to_owned());
         let body = response.into_body().collect().await.unwrap().to_bytes();
-        Answer { status, content_type, body: String::from_utf8_lossy(&body).into_owned() }
+        Answer { status, content_type, etag, body: String::from_utf8_lossy(&body).into_owned() }
     })
 }
 

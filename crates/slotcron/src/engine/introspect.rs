@@ -25,6 +25,10 @@ pub struct JobInfo {
     /// The last trigger this scheduler handled, if any: while its run goes on, with
     /// outcome [`Outcome::Running`](crate::Outcome::Running).
     pub last_run: Option<LastRun>,
+    /// How many runs of the job have a handler running now on this scheduler (started
+    /// and not yet ended, retries' backoffs included); runs on other replicas of a fleet
+    /// are not counted.
+    pub runs_in_flight: u32,
 }
 
 impl Scheduler {

@@ -346,10 +346,12 @@ impl Table {
                 outcome: s.last_outcome,
                 instance: None,
                 duration: None,
+                error: None,
             })
         };
         let last_run = job.last_run().or_else(stored);
-        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run }
+        let runs_in_flight = job.series.runs_in_flight();
+        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run, runs_in_flight }
     }
 
     /// The names of the jobs, borrowed.

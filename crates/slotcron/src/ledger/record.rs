@@ -284,6 +284,9 @@ pub struct LastRun {
     /// How long the handler ran (`None` when read from the store, and while the run goes
     /// on or for an interrupted one: [`RunRecord::ended_duration`]).
     pub duration: Option<Duration>,
+    /// The record's error: what a failed run returned or panicked with, or why the
+    /// trigger was skipped ([`RunRecord::error`]; `None` when read from the store).
+    pub error: Option<String>,
 }
 
 impl From<&RunRecord> for LastRun {
@@ -293,6 +296,7 @@ impl From<&RunRecord> for LastRun {
             outcome: Some(record.outcome),
             instance: Some(record.instance.clone()),
             duration: record.ended_duration(),
+            error: record.error.clone(),
         }
     }
 }

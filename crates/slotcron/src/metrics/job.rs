@@ -49,6 +49,8 @@ pub(crate) struct JobSeries {
     /// The last trigger handled, once one is recorded (for the admin API; kept here
     /// rather than in the job, so that a run's end writes one neighbourhood).
     pub last_run: Mutex<Option<LastRun>>,
+    /// Runs whose handler started and has not ended ([`JobSeries::run_started`]).
+    in_flight: AtomicU32,
     /// The job's duration and lateness histograms, made at the first sample when they
     /// are kept (boxed: a job without them keeps one pointer).
     histograms: OnceLock<Box<JobHistograms>>,
@@ -98,6 +100,7 @@ impl JobSeries {
             last_success: AtomicI64::new(NONE),
             last_failure: AtomicI64::new(NONE),
             last_run: Mutex::new(None),
+            in_flight: AtomicU32::new(0),
             histograms: OnceLock::new(),
             others: Mutex::new(Vec::new()),
             handles: OnceLock::new(),
@@ -130,6 +133,22 @@ impl JobSeries {
         } else if outcome.is_failure() {
             self.last_failure.fetch_max(at, Ordering::Relaxed);
         }
+    }
+
+    /// A run's handler started: counted in [`JobSeries::runs_in_flight`] until
+    /// [`JobSeries::run_ended`].
+    pub fn run_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handler that [`JobSeries::run_started`] counted has ended.
+    pub fn run_ended(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// How many runs of the job have a handler running now.
+    pub fn runs_in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// A handler started `lateness` after its trigger, when the job keeps its own

@@ -24,7 +24,7 @@ use crate::engine::fleet::partition;
 use crate::engine::shared::Shared;
 use crate::job::Job;
 use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord, lock};
-use crate::metrics::Metrics;
+use crate::metrics::{JobSeries, Metrics};
 use crate::policy::{self, AttemptResult, Attempted, Guarded, OnInterrupt, Overlap, RunSlot, RunStop};
 use attempt::{log_attempt, run_handler};
 use gate::start_gate;
@@ -417,7 +417,8 @@ impl<'a> Attempts<'a> {
                 shared
                     .metrics
                     .run_started(&self.job.series, Duration::try_from(lateness).unwrap_or_default());
-                Running(&shared.metrics)
+                self.job.series.run_started();
+                Running(&shared.metrics, &self.job.series)
             });
             let result = run_handler(self.scope, self.job, ctx, self.stopped, clock.now()).await;
             if self.job.retry.attempts() > 1 {
@@ -467,11 +468,13 @@ impl<'a> Attempts<'a> {
     }
 }
 
-/// A started handler, counted in the running-runs gauge until dropped.
-struct Running<'a>(&'a Metrics);
+/// A started handler, counted in the running-runs gauge and its job's runs in flight
+/// until dropped.
+struct Running<'a>(&'a Metrics, &'a JobSeries);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.run_ended();
+        self.1.run_ended();
     }
 }
