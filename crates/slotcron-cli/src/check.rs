@@ -5,17 +5,19 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use slotcron::{JobState, Overlap};
+use slotcron::{JobState, Overlap, Retention};
 
 use crate::cli::CheckArgs;
 use crate::command;
-use crate::jobs_file::{self, Format, JobEntry, NextFire};
+use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, NextFire};
 use crate::state::{State, StateUrl};
 use crate::{INVALID_INPUT, duration, table};
 
-/// Loads `args.file` and prints one line per job — name, schedule, next fire time (for a
-/// daemon started now), with `--state` its last trigger and outcome, the schedule in
-/// English — to standard output; exit status 0. On problems, prints every one of them
+/// Loads `args.file` (a file, or a directory of crontabs) and prints one line per job —
+/// name, schedule, next fire time (for a daemon started now; `disabled` for a job with
+/// `enabled = false`), with `--state` its last trigger and outcome, the schedule in
+/// English — then the files of a directory skipped and the history kept, to standard
+/// output; exit status 0. On problems, prints every one of them
 /// (file, line, job, field, reason) to standard error; exit status 2. A state that
 /// cannot be read: the reason on standard error, exit status 2.
 pub fn run(args: &CheckArgs) -> ExitCode {
@@ -42,7 +44,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         .iter()
         .map(|entry| {
             let state = states.as_ref().and_then(|states| states.get(entry.job.name()));
-            let next = NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state);
+            let next = match entry.enabled {
+                true => NextFire::of(&entry.job, &entry.schedule.zone(), now)
+                    .with_state(&entry.job, state)
+                    .to_string(),
+                false => DISABLED.to_owned(),
+            };
             let last = match state {
                 None => "never".to_owned(),
                 Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
@@ -54,7 +61,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
                 entry.line.to_string(),
                 entry.job.name().to_owned(),
                 entry.schedule.to_string(),
-                next.to_string(),
+                next,
                 last,
                 entry.schedule.explain(),
             ]
@@ -79,25 +86,54 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             "max_concurrent_runs: at most {max} run(s) at once on each daemon; a daemon at its cap leaves triggers to one with room"
         );
     }
-    let format = match loaded.format {
-        Format::Toml => "a TOML jobs file",
-        Format::Crontab => "a crontab",
-        Format::SystemCrontab => "a system crontab",
-    };
     if let Some(local) = &loaded.local_zone {
         println!(
             "crontab lines without CRON_TZ= or TZ= run in {} (the daemon's zone, from {}; a CRON_TZ= line in the file sets another)",
             local.name, local.source
         );
     }
-    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+    if let Some(directory) = &loaded.directory {
+        for (path, why) in &directory.skipped {
+            println!("skipped {}: {why}", path.display());
+        }
+    }
+    println!("history: {}", history(&loaded.history));
+    if let Some((file, line)) = loaded.mails_from.as_ref().filter(|_| command::sendmail().is_none()) {
         eprintln!(
             "{}:{line}: warning: MAILTO is set, but no sendmail is on PATH: the output of its jobs would not be mailed",
-            loaded.path.display()
+            file.display()
         );
     }
-    println!("{}: {} job(s) in {format}, all valid", loaded.path.display(), loaded.jobs.len());
+    println!("{}: {}, all valid", loaded.path.display(), summary(&loaded));
     ExitCode::SUCCESS
+}
+
+/// What the NEXT column says of a job with `enabled = false`.
+const DISABLED: &str = "disabled";
+
+/// How many jobs (and how many of them disabled) are in what.
+fn summary(loaded: &JobsFile) -> String {
+    let format = match loaded.format {
+        Format::Toml => "a TOML jobs file",
+        Format::Crontab => "crontab",
+        Format::SystemCrontab => "system crontab",
+    };
+    let place = match (&loaded.directory, loaded.format) {
+        (Some(directory), _) => format!("{} {format}(s) of a directory", directory.files.len()),
+        (None, Format::Toml) => format.to_owned(),
+        (None, _) => format!("a {format}"),
+    };
+    let disabled = loaded.jobs.len() - loaded.enabled_jobs().count();
+    let disabled = if disabled > 0 { format!(" ({disabled} disabled)") } else { String::new() };
+    format!("{} job(s){disabled} in {place}", loaded.jobs.len())
+}
+
+/// The run history a daemon on the file keeps, in English.
+fn history(history: &History) -> String {
+    let Retention { max_age, max_records_per_job } = history.retention();
+    let age = max_age.map_or_else(|| "for ever".to_owned(), |age| format!("for {}", duration::display(age)));
+    let count = max_records_per_job.map_or_else(String::new, |n| format!(", at most {n} record(s) per job"));
+    format!("run records are kept {age}{count}; each job's last success and last failure always")
 }
 
 /// Each job's stored state in the state at `url`, opened for reading only.

@@ -203,11 +203,12 @@ pub enum JobsCommand {
 /// `slotcron run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A jobs file (`*.toml`) or a crontab (any other name).
+    /// A jobs file (`*.toml`), a crontab (any other name), or a directory of crontabs
+    /// (each file's jobs named FILE/...).
     pub file: PathBuf,
     /// Read FILE as a system crontab: a user field before each command.
     ///
-    /// /etc/crontab and the files of /etc/cron.d/ always are.
+    /// /etc/crontab and the files of /etc/cron.d/ (and that directory) always are.
     #[arg(long)]
     pub system_crontab: bool,
     /// Claim each trigger in this Redis: it runs once in the fleet.
@@ -359,7 +360,8 @@ pub struct NextArgs {
 /// `slotcron check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// A jobs file (`*.toml`) or a crontab (any other name).
+    /// A jobs file (`*.toml`), a crontab (any other name), or a directory of crontabs
+    /// (each file's jobs named FILE/...).
     pub file: PathBuf,
     /// Also show each job's last trigger and the one-shots done, from this state.
     ///
@@ -369,7 +371,7 @@ pub struct CheckArgs {
     pub state: Option<String>,
     /// Read FILE as a system crontab: a user field before each command.
     ///
-    /// /etc/crontab and the files of /etc/cron.d/ always are.
+    /// /etc/crontab and the files of /etc/cron.d/ (and that directory) always are.
     #[arg(long)]
     pub system_crontab: bool,
 }

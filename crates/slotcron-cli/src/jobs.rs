@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::{ScheduleSpec, Store};
+use slotcron::{Retention, ScheduleSpec, Store};
 
 use crate::cli::{JobsArgs, JobsCommand};
 use crate::jobs_file::{self, Format, Problem, Problems};
@@ -65,7 +65,10 @@ async fn dispatch(command: &JobsCommand) -> Result<ExitCode, String> {
 
 async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
     let url = StateUrl::parse(url).map_err(|e| format!("slotcron jobs: --state: {e}"))?;
-    let state = State::open(&url).await.map_err(|e| format!("slotcron jobs: cannot open the state: {e}"))?;
+    // Only the store is used: the ledger's retention does not matter here.
+    let state = State::open(&url, Retention::default())
+        .await
+        .map_err(|e| format!("slotcron jobs: cannot open the state: {e}"))?;
     state
         .store
         .ok_or_else(|| "slotcron jobs: a memory state keeps no jobs; use sqlite: or postgres://".into())

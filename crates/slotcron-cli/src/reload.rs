@@ -12,7 +12,7 @@ use slotcron_admin::{Reload, ReloadStatus};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::jobs_file::{self, Format, GraceFloor, JobEntry, JobsFile};
+use crate::jobs_file::{self, Directory, Format, GraceFloor, History, JobEntry, JobsFile};
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
@@ -34,7 +34,8 @@ impl Triggers {
     /// Installs the SIGHUP and SIGUSR2 handlers and, if `watch`, a watcher on the
     /// directory of `file`: watching the directory rather than the file sees an editor's
     /// write to a new file renamed over the old one, and a Kubernetes ConfigMap's swap of
-    /// its `..data` symlink, as well as writes in place.
+    /// its `..data` symlink, as well as writes in place. For a directory of crontabs,
+    /// the directory itself: any file in it added, changed or removed.
     ///
     /// # Errors
     /// A handler or the watcher cannot be installed.
@@ -89,20 +90,23 @@ impl Triggers {
 
 /// A watcher of `file`'s directory that sends on the channel for each event naming the
 /// file, or a name starting with `..` (a ConfigMap's `..data` and its timestamped
-/// directories).
+/// directories); of `file` itself if it is a directory of crontabs, sending for every
+/// event in it.
 fn watch_directory(file: &Path) -> Result<(notify::RecommendedWatcher, mpsc::UnboundedReceiver<()>), String> {
     use notify::Watcher;
-    let directory = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-        _ => PathBuf::from("."),
+    // A directory of crontabs: every name in it matters (`None` matches them all).
+    let (directory, name) = match file.parent() {
+        _ if file.is_dir() => (file.to_owned(), None),
+        Some(dir) if !dir.as_os_str().is_empty() => (dir.to_owned(), file.file_name().map(|n| n.to_owned())),
+        _ => (PathBuf::from("."), file.file_name().map(|n| n.to_owned())),
     };
-    let name = file.file_name().map(|n| n.to_owned());
     let (tx, rx) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
         Ok(event) => {
             let relevant = event.paths.iter().any(|path| {
                 let file_name = path.file_name();
-                file_name == name.as_deref()
+                name.is_none()
+                    || file_name == name.as_deref()
                     || file_name.is_some_and(|n| n.as_encoded_bytes().starts_with(b".."))
             });
             if relevant && !event.kind.is_access() {
@@ -128,6 +132,8 @@ pub struct Reloader {
     path: PathBuf,
     format: Format,
     file_jobs: Vec<JobEntry>,
+    /// The file's `[history]` in effect: the one read at start (a change needs a restart).
+    history: History,
     state_jobs: Option<StateJobs>,
     grace_floor: GraceFloor,
 }
@@ -141,8 +147,8 @@ impl Reloader {
         state_jobs: Option<StateJobs>,
         grace_floor: GraceFloor,
     ) -> Self {
-        let JobsFile { path, format, jobs, .. } = loaded;
-        Self { scheduler, path, format, file_jobs: jobs, state_jobs, grace_floor }
+        let JobsFile { path, format, jobs, history, .. } = loaded;
+        Self { scheduler, path, format, file_jobs: jobs, history, state_jobs, grace_floor }
     }
 
     /// The state's jobs, with `--jobs-from-state`.
@@ -162,10 +168,13 @@ impl Reloader {
     /// The state's jobs cannot be read (nothing changed then), or what
     /// [`Scheduler::reconcile`] returns.
     pub async fn apply(&mut self) -> Result<ReconcileReport, String> {
+        // A disabled job's plan is removed from the scheduler (or never added).
         let mut plans: Vec<Plan> = self
             .file_jobs
             .iter()
-            .map(|entry| Plan::new(entry.job.clone()).fingerprint(entry.fingerprint.clone()))
+            .map(|entry| {
+                Plan::new(entry.job.clone()).fingerprint(entry.fingerprint.clone()).enabled(entry.enabled)
+            })
             .collect();
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.publish(&self.path, &self.file_jobs).await;
@@ -244,6 +253,14 @@ impl Reloader {
                 if let Some(no_jobs) = loaded.no_jobs() {
                     tracing::warn!(cause, "{no_jobs}: every job of the file stops being scheduled");
                 }
+                log_skipped(loaded.directory.as_ref());
+                if loaded.history != self.history {
+                    tracing::warn!(
+                        cause,
+                        "[history] changed: the run history keeps the retention read at start until \
+                         the daemon is restarted"
+                    );
+                }
                 self.file_jobs = loaded.jobs;
                 Ok(())
             }
@@ -283,6 +300,13 @@ impl Reloader {
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.unpublish().await;
         }
+    }
+}
+
+/// Logs each file a directory of crontabs has that is not read, and why.
+pub fn log_skipped(directory: Option<&Directory>) {
+    for (path, why) in directory.iter().flat_map(|directory| &directory.skipped) {
+        tracing::info!(file = %path.display(), "skipped: {why}");
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::DEFAULT_MEMBERSHIP_TTL;
-use slotcron::{CancellationToken, Coordinator, Leftover, Scheduler, SchedulerBuilder};
+use slotcron::{CancellationToken, Coordinator, Leftover, Retention, Scheduler, SchedulerBuilder};
 use slotcron_admin::{Reload, ReloadStatus};
 
 use crate::admin::AdminSettings;
@@ -31,6 +31,11 @@ use crate::{INVALID_INPUT, duration, process_group};
 /// summary line (and each job at debug level).
 const LOGGED_JOBS: usize = 100;
 
+/// How often the daemon applies the history's retention to every job (and once at
+/// start), besides the pruning its ledger does as it appends: a quiet daemon's history is
+/// pruned too.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 /// How the daemon's scheduler is set up.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -39,6 +44,8 @@ pub struct Settings {
     pub instance: String,
     /// Where job state and run history are kept (`--state`).
     pub state: StateUrl,
+    /// How much run history is kept (the jobs file's `[history]`).
+    pub retention: Retention,
     /// The Redis to claim triggers in, and its key prefix (see [`Redis::choose`]), if
     /// any.
     pub redis: Option<Redis>,
@@ -190,6 +197,7 @@ impl Settings {
             metrics_per_job_histograms: args.metrics_per_job_histograms,
             instance: args.instance.clone().unwrap_or_else(default_instance),
             state,
+            retention: Retention::default(),
             redis,
             shutdown_timeout: args
                 .shutdown_timeout
@@ -215,10 +223,12 @@ impl Settings {
         GraceFloor::new((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
-    /// Takes the jobs file's concurrency cap and failure hooks, and, for a crontab, the
-    /// daemon's own zone (whether or not a line runs in it yet: a reload may add one).
+    /// Takes the jobs file's concurrency cap, failure hooks and history retention, and,
+    /// for a crontab, the daemon's own zone (whether or not a line runs in it yet: a
+    /// reload may add one).
     pub fn with_policies_of(mut self, file: &JobsFile) -> Self {
         self.max_concurrent_runs = file.max_concurrent_runs;
+        self.retention = file.history.retention();
         if file.format != Format::Toml {
             self.crontab_zone = file.local_zone.clone().or_else(|| zone::local().ok());
         }
@@ -243,7 +253,9 @@ impl Settings {
             None => None,
         };
         tracing::info!(state = %self.state, "opening the state");
-        let state = State::open(&self.state).await.map_err(|e| format!("cannot open the state: {e}"))?;
+        let state = State::open(&self.state, self.retention)
+            .await
+            .map_err(|e| format!("cannot open the state: {e}"))?;
         // One daemon per SQLite file: its lock, taken once the file is known to be usable
         // (so that a file this user may not write is refused with its own cause).
         let lock = match &self.state {
@@ -254,7 +266,15 @@ impl Settings {
             StateUrl::Memory => {
                 tracing::info!(state = %self.state, "job state and run history are kept in memory only: lost at exit")
             }
-            _ => tracing::info!(state = %self.state, "keeping job state and run history"),
+            _ => {
+                let Retention { max_age, max_records_per_job } = self.retention;
+                tracing::info!(
+                    state = %self.state,
+                    history_retention = %max_age.map_or_else(|| "none".into(), duration::display),
+                    history_per_job = max_records_per_job,
+                    "keeping job state and run history (each job's last success and last failure always)"
+                )
+            }
         }
         let coordinator = redis.or_else(|| coordination::of_state(&state, &self.state));
         Ok(Backends { state, coordinator, lock })
@@ -337,8 +357,9 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(INVALID_INPUT);
         }
     };
-    if let Some(line) = loaded.mails_from_line.filter(|_| command::sendmail().is_none()) {
+    if let Some((file, line)) = loaded.mails_from.as_ref().filter(|_| command::sendmail().is_none()) {
         tracing::warn!(
+            file = %file.display(),
             line,
             "MAILTO is set, but no sendmail is on PATH: the output of its jobs is not mailed"
         );
@@ -423,13 +444,31 @@ async fn daemon(loaded: JobsFile, settings: &Settings, args: &RunArgs) -> ExitCo
             }
         }
     };
-    tokio::join!(scheduler.run(cancel.clone()), sweeping);
+    tokio::join!(scheduler.run(cancel.clone()), sweeping, prune_history(&scheduler, &cancel));
     admin_stop.cancel();
     if let Some(admin) = admin {
         let _ = admin.await;
     }
     _ = reloads.await;
     ExitCode::SUCCESS
+}
+
+/// Applies the history's retention to every job at once and then every [`PRUNE_EVERY`],
+/// until `cancel` fires. A pruning that fails is logged; the next one tries again.
+async fn prune_history(scheduler: &Scheduler, cancel: &CancellationToken) {
+    loop {
+        match scheduler.ledger().prune(slotcron::jiff::Timestamp::now()).await {
+            Ok(deleted) => tracing::debug!(deleted, "run history pruned"),
+            Err(e) => tracing::warn!(
+                "pruning the run history failed: {e}; tried again in {}",
+                duration::display(PRUNE_EVERY)
+            ),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(PRUNE_EVERY) => {}
+            () = cancel.cancelled() => return,
+        }
+    }
 }
 
 /// The admin server, bound, waiting for its scheduler and stop signal.
@@ -456,6 +495,7 @@ struct Started {
 /// status of a failed start (its reason already on standard error).
 async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> Result<Started, ExitCode> {
     let loaded_no_jobs = loaded.no_jobs();
+    let loaded_skipped = loaded.directory.clone();
     // Installed first, so that the first metrics of the jobs are recorded.
     let metrics = match &settings.admin {
         Some(_) => Some(slotcron_admin::PrometheusMetrics::install().map_err(|e| start_failed(&e))?),
@@ -495,11 +535,14 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     let at = slotcron::jiff::Timestamp::now();
     slotcron::record_config_reload(true, at);
     reloads.record(Reload { at, cause: "start".into(), successful: true, error: None });
+    crate::reload::log_skipped(loaded_skipped.as_ref());
     let count = reloader.file_jobs().len();
     let each_at_info = count <= LOGGED_JOBS;
     for entry in reloader.file_jobs() {
         let job = entry.job.name();
-        if each_at_info {
+        if !entry.enabled {
+            tracing::info!(job, line = entry.line, "job loaded, disabled (enabled = false): never scheduled");
+        } else if each_at_info {
             tracing::info!(job, line = entry.line, schedule = %entry.schedule, "job loaded");
         } else {
             tracing::debug!(job, line = entry.line, schedule = %entry.schedule, "job loaded");

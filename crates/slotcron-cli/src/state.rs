@@ -128,15 +128,15 @@ pub struct State {
 }
 
 impl State {
-    /// Opens (creating it if absent) the state at `url`, migrating its schema. The
-    /// ledger keeps the default [`Retention`]: 30 days, at most 10,000 runs per job.
+    /// Opens (creating it if absent) the state at `url`, migrating its schema. A SQLite
+    /// or PostgreSQL ledger keeps what `retention` says (the jobs file's `[history]`); a
+    /// memory one keeps its newest [`MemoryLedger::DEFAULT_CAPACITY`] records.
     ///
     /// # Errors
     /// The reason, naming the URL (without its password) and the cause: a file that is
     /// not a slotcron database, is corrupted or cannot be written, an unreachable
     /// PostgreSQL. Nothing stored is changed then.
-    pub async fn open(url: &StateUrl) -> Result<Self, String> {
-        let retention = Retention::default();
+    pub async fn open(url: &StateUrl, retention: Retention) -> Result<Self, String> {
         match url {
             StateUrl::Sqlite { url, .. } => {
                 let database = SqliteDatabase::open(url).await.map_err(|e| e.to_string())?;

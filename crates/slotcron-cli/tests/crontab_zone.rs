@@ -32,7 +32,11 @@ fn check_shows_the_daemons_zone_for_lines_without_one_and_a_cron_tz_line_still_w
         .filter_map(|line| line.split_whitespace().find_map(|word| word.parse::<Timestamp>().ok()))
         .collect();
     assert_eq!(next.len(), 2, "{out}");
-    assert_eq!(next[0].to_zoned_datetime(slotcron::jiff::tz::TimeZone::get("Asia/Tokyo").unwrap()).hour(), 9, "{out}");
+    assert_eq!(
+        next[0].to_zoned_datetime(slotcron::jiff::tz::TimeZone::get("Asia/Tokyo").unwrap()).hour(),
+        9,
+        "{out}"
+    );
     assert_eq!(
         next[1].to_zoned_datetime(slotcron::jiff::tz::TimeZone::get("Europe/Paris").unwrap()).hour(),
         9,

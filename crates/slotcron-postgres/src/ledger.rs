@@ -1,8 +1,10 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+use slotcron::jiff::Timestamp;
 use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
 use slotcron::{LedgerBatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 use tokio_postgres::types::ToSql;
@@ -24,6 +26,7 @@ pub struct PostgresLedger {
     write: String,
     prune_by_age: String,
     prune_jobs: String,
+    distinct_jobs: String,
 }
 
 const COLUMNS: &str = "job, trigger_at, instance, outcome, fencing_token, started_at, duration_us, error, \
@@ -81,19 +84,49 @@ ON CONFLICT (job, trigger_at, instance, started_at) DO UPDATE SET
     cause = excluded.cause, attempts = excluded.attempts, process_host = excluded.process_host,
     process_id = excluded.process_id, process_start = excluded.process_start";
 
-/// Prunes each of the jobs `$1` to its newest `$2` records, in one statement.
-const PRUNE_JOBS: &str = "DELETE FROM {schema}.run_record WHERE id IN (
-    SELECT kept.id FROM unnest($1::text[]) AS j(job)
-    CROSS JOIN LATERAL (SELECT id FROM {schema}.run_record WHERE job = j.job
-                        ORDER BY trigger_at DESC, started_at DESC OFFSET $2) AS kept)";
+/// The condition (on the columns of the `run_record` row `r` being deleted) of a record
+/// that pruning keeps whatever its age and rank: a `running` record (a run's start mark),
+/// and the job's newest success and newest failure ([`Prune::kept_outcomes`]): a record of
+/// one of those classes with no newer record (trigger, then start, then id) of its class.
+fn kept() -> String {
+    let classes: Vec<String> = Prune::kept_outcomes().map(|o| format!("'{o}'")).collect();
+    let classes = classes.join(", ");
+    format!(
+        "r.outcome = 'running' OR (r.outcome IN ({classes}) AND NOT EXISTS (
+            SELECT 1 FROM {{schema}}.run_record AS newer
+            WHERE newer.job = r.job AND newer.trigger_at >= r.trigger_at
+                AND newer.outcome IN ({classes})
+                AND (newer.outcome = 'succeeded') = (r.outcome = 'succeeded')
+                AND (newer.trigger_at, newer.started_at, newer.id) > (r.trigger_at, r.started_at, r.id)))"
+    )
+}
+
+/// Deletes the records whose trigger is older than `$1`, but those [`kept`].
+fn prune_by_age() -> String {
+    format!("DELETE FROM {{schema}}.run_record AS r WHERE r.trigger_at < $1 AND NOT ({})", kept())
+}
+
+/// Prunes each of the jobs `$1` to its newest `$2` records, but those [`kept`], in one
+/// statement.
+fn prune_jobs() -> String {
+    format!(
+        "DELETE FROM {{schema}}.run_record AS r WHERE r.id IN (
+            SELECT past.id FROM unnest($1::text[]) AS j(job)
+            CROSS JOIN LATERAL (SELECT id FROM {{schema}}.run_record WHERE job = j.job
+                                ORDER BY trigger_at DESC, started_at DESC OFFSET $2) AS past)
+        AND NOT ({})",
+        kept()
+    )
+}
 
 impl PostgresLedger {
     /// The ledger in `database`'s schema, keeping what `retention` says.
     pub fn new(database: PostgresDatabase, retention: Retention) -> Self {
         Self {
             write: database.sql(WRITE),
-            prune_by_age: database.sql("DELETE FROM {schema}.run_record WHERE trigger_at < $1"),
-            prune_jobs: database.sql(PRUNE_JOBS),
+            prune_by_age: database.sql(&prune_by_age()),
+            prune_jobs: database.sql(&prune_jobs()),
+            distinct_jobs: database.sql("SELECT DISTINCT job FROM {schema}.run_record"),
             database,
             retention,
             prune: PruneSchedule::new(retention, PruneSchedule::DEFAULT_EVERY),
@@ -258,6 +291,14 @@ impl Ledger for PostgresLedger {
     /// One statement (one round trip once prepared): all of `writes` or none.
     async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), LedgerBatchError> {
         self.write_all(writes).await.map_err(|error| LedgerBatchError { written: 0, error })
+    }
+
+    /// Prunes every job the table holds: one statement for the ages, one for the counts.
+    async fn prune(&self, now: Timestamp) -> Result<u64, LedgerError> {
+        let rows = self.database.query(&self.distinct_jobs, &[]).await.map_err(LedgerError::new)?;
+        let jobs = rows.iter().map(|row| row.try_get::<_, &str>(0).map(Arc::from)).collect::<Result<_, _>>();
+        let jobs = jobs.map_err(LedgerError::new)?;
+        self.run_prune(&self.retention.prune_at(now, jobs)).await.map_err(LedgerError::new)
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {

@@ -1,8 +1,10 @@
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::Connection;
 use rusqlite::types::Value;
+use slotcron::jiff::Timestamp;
 use slotcron::{Cause, Ledger, LedgerQuery, Outcome, Retention, RunProcess, RunRecord};
 use slotcron::{LedgerBatchError, LedgerError, LedgerWrite, Prune, PruneSchedule};
 
@@ -70,23 +72,54 @@ const COLUMNS: &str = "job, trigger_us, instance, outcome, fencing_token, starte
 const COLUMNS_V1: &str = "job, trigger_us, instance, outcome, fencing_token, started_us, duration_us, error,
     NULL, NULL, NULL, NULL, NULL";
 
+/// The condition (on the columns of the `run_record` row being deleted) of a record that
+/// pruning keeps whatever its age and rank: a `running` record (a run's start mark), and
+/// the job's newest success and newest failure ([`Prune::kept_outcomes`]): a record of one
+/// of those classes with no newer record (trigger, then start, then id) of its class.
+static KEPT: LazyLock<String> = LazyLock::new(|| {
+    let classes = kept_outcomes();
+    format!(
+        "outcome = 'running' OR (outcome IN ({classes}) AND NOT EXISTS (
+            SELECT 1 FROM run_record AS newer
+            WHERE newer.job = run_record.job AND newer.trigger_us >= run_record.trigger_us
+                AND newer.outcome IN ({classes})
+                AND (newer.outcome = 'succeeded') = (run_record.outcome = 'succeeded')
+                AND (newer.trigger_us, newer.started_us, newer.id)
+                    > (run_record.trigger_us, run_record.started_us, run_record.id)))"
+    )
+});
+
+/// [`Prune::kept_outcomes`] as an SQL list.
+fn kept_outcomes() -> String {
+    Prune::kept_outcomes().map(|o| format!("'{o}'")).collect::<Vec<_>>().join(", ")
+}
+
+/// Deletes the records whose trigger is older than `?1`, but those [`KEPT`].
+static PRUNE_BY_AGE: LazyLock<String> =
+    LazyLock::new(|| format!("DELETE FROM run_record WHERE trigger_us < ?1 AND NOT ({})", *KEPT));
+
+/// Deletes the records of job `?1` past its newest `?2`, but those [`KEPT`].
+static PRUNE_JOB: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "DELETE FROM run_record WHERE id IN (
+            SELECT id FROM run_record WHERE job = ?1
+            ORDER BY trigger_us DESC, started_us DESC LIMIT -1 OFFSET ?2)
+        AND NOT ({})",
+        *KEPT
+    )
+});
+
 /// Carries out one pruning in one savepoint (a transaction of its own, or part of the
 /// batch it runs in); the number of records deleted.
 fn prune(connection: &mut Connection, prune: &Prune) -> rusqlite::Result<usize> {
     let transaction = connection.savepoint()?;
     let mut deleted = 0;
     if let Some(cutoff) = prune.older_than {
-        deleted += transaction
-            .prepare_cached("DELETE FROM run_record WHERE trigger_us < ?1")?
-            .execute([codec::micros(cutoff)])?;
+        deleted += transaction.prepare_cached(&PRUNE_BY_AGE)?.execute([codec::micros(cutoff)])?;
     }
     if let Some(keep) = prune.keep_per_job {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let mut statement = transaction.prepare_cached(
-            "DELETE FROM run_record WHERE id IN (
-                SELECT id FROM run_record WHERE job = ?1
-                ORDER BY trigger_us DESC, started_us DESC LIMIT -1 OFFSET ?2)",
-        )?;
+        let mut statement = transaction.prepare_cached(&PRUNE_JOB)?;
         for job in &prune.jobs {
             deleted += statement.execute((&**job, keep))?;
         }
@@ -200,6 +233,24 @@ impl Ledger for SqliteLedger {
     /// One transaction: all of `writes` or none.
     async fn write_batch(&self, writes: &[LedgerWrite]) -> Result<(), LedgerBatchError> {
         self.write_all(writes).await.map_err(|error| LedgerBatchError { written: 0, error })
+    }
+
+    /// Prunes every job the ledger holds, in one savepoint.
+    async fn prune(&self, now: Timestamp) -> Result<u64, LedgerError> {
+        let retention = self.retention;
+        let deleted = self
+            .database
+            .call(move |c| {
+                let jobs = c
+                    .prepare_cached("SELECT DISTINCT job FROM run_record")?
+                    .query_map([], |row| row.get::<_, String>(0))?
+                    .map(|job| job.map(Arc::from))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(prune(c, &retention.prune_at(now, jobs))?)
+            })
+            .await
+            .map_err(LedgerError::new)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
 
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError> {

@@ -41,6 +41,8 @@ pub async fn run_retention<L: Ledger>(mut make: impl AsyncFnMut(Retention) -> L)
     a_batch_written_twice_is_stored_once(&make(Retention { max_age: None, max_records_per_job: None }).await)
         .await;
     a_batch_prunes_as_its_appends_do(&make(count(3)).await).await;
+    keeps_each_jobs_last_success_and_failure(&make(count(2)).await).await;
+    keeps_each_jobs_last_success_and_failure_however_old(&make(age(Duration::from_secs(3600))).await).await;
 }
 
 /// An append written again (its reply was lost) adds nothing: a record of the same run
@@ -83,7 +85,7 @@ async fn output_round_trips_and_goes_with_its_record(ledger: &dyn Ledger, output
     let first = record("job", 0, Outcome::Succeeded);
     outputs.save_output(&output("job", first.trigger, "replica-1", b"first\n", false)).await.unwrap();
     ledger.append(&first).await.unwrap();
-    let second = record("job", 60, Outcome::Failed);
+    let second = record("job", 60, Outcome::Succeeded);
     let kept = output("job", second.trigger, "replica-1", b"second\n", false);
     outputs.save_output(&kept).await.unwrap();
     ledger.append(&second).await.unwrap();
@@ -401,7 +403,8 @@ pub async fn keeps_the_newest_records_per_job(ledger: &dyn Ledger) {
 }
 
 /// `max_age` (one hour here): records whose trigger is older than the appended record's
-/// start minus the age are dropped, for every job; one exactly that old is kept.
+/// start minus the age are dropped, for every job; one exactly that old is kept, and so is
+/// a job's last success however old.
 pub async fn drops_records_older_than_the_max_age(ledger: &dyn Ledger) {
     let all = async || ledger.query(&query(None)).await.unwrap();
     let a = |seconds| record("a", seconds, Outcome::Succeeded);
@@ -409,11 +412,54 @@ pub async fn drops_records_older_than_the_max_age(ledger: &dyn Ledger) {
     append_all(ledger, &[a(0), a(1800), b(1000)]).await;
     assert_eq!(triggers(&all().await), [1800, 1000, 0]);
     ledger.append(&a(7200)).await.unwrap();
-    assert_eq!(triggers(&all().await), [7200]);
+    assert_eq!(triggers(&all().await), [7200, 1000], "b's last success stays");
     ledger.append(&started_at(b(3601), 7201)).await.unwrap();
     assert_eq!(triggers(&all().await), [7200, 3601]);
     ledger.append(&started_at(b(3600), 7201)).await.unwrap();
     assert_eq!(triggers(&all().await), [7200, 3601]);
+}
+
+/// Pruning by count (two records per job here) never drops a job's newest success nor
+/// its newest failure (of any kind), nor a `running` record; the others go.
+pub async fn keeps_each_jobs_last_success_and_failure(ledger: &dyn Ledger) {
+    let outcomes = [
+        (0, Outcome::Succeeded),
+        (10, Outcome::TimedOut),
+        (20, Outcome::Running),
+        (30, Outcome::Failed),
+        (40, Outcome::Succeeded),
+        (50, Outcome::Interrupted),
+        (60, Outcome::Missed),
+        (70, Outcome::SkippedLost),
+        (80, Outcome::Missed),
+    ];
+    let records: Vec<_> =
+        outcomes.iter().map(|(seconds, outcome)| record("job", *seconds, *outcome)).collect();
+    append_all(ledger, &records).await;
+    // The newest two, the last success (40), the last failure (50: interrupted) and the
+    // running record (20); the older success (0) and failures (10, 30) and the skip go.
+    assert_eq!(triggers(&ledger.query(&query(Some("job"))).await.unwrap()), [80, 70, 50, 40, 20]);
+}
+
+/// Pruning by age keeps a job's last success and last failure however old, whether it
+/// runs on an append or is asked for ([`Ledger::prune`]) on a quiet ledger.
+pub async fn keeps_each_jobs_last_success_and_failure_however_old(ledger: &dyn Ledger) {
+    const DAY: i64 = 86_400;
+    let records = [
+        record("quiet", 0, Outcome::Succeeded),
+        record("quiet", 10, Outcome::Failed),
+        record("quiet", 20, Outcome::Succeeded),
+        record("quiet", 30, Outcome::Missed),
+        record("quiet", 40, Outcome::Panicked),
+    ];
+    append_all(ledger, &records).await;
+    let pruned = ledger.prune(at(10 * DAY)).await.unwrap();
+    assert_eq!(pruned, 3, "the older success and failure and the skip");
+    assert_eq!(triggers(&ledger.query(&query(Some("quiet"))).await.unwrap()), [40, 20]);
+    // An append of another job prunes by age too, and keeps them.
+    ledger.append(&record("busy", 20 * DAY, Outcome::Succeeded)).await.unwrap();
+    assert_eq!(triggers(&ledger.query(&query(Some("quiet"))).await.unwrap()), [40, 20]);
+    assert_eq!(ledger.prune(at(20 * DAY)).await.unwrap(), 0);
 }
 
 /// Without limits nothing is dropped.

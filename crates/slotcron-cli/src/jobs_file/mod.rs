@@ -1,14 +1,17 @@
-//! Jobs files: a TOML jobs file (`*.toml`, see [`toml_format`]) or a crontab (any other
-//! name, see [`crontab`]), loaded into validated [`slotcron::Job`]s — or into every
-//! problem found, each with its line, job and field.
+//! Jobs files: a TOML jobs file (`*.toml`, see [`toml_format`]), a crontab (any other
+//! name, see [`crontab`]) or a directory of crontabs (see [`directory`]), loaded into
+//! validated [`slotcron::Job`]s — or into every problem found, each with its file, line,
+//! job and field.
 
 mod crontab;
+mod directory;
 mod grace_floor;
 mod job_name;
 mod problem;
 mod schedule_spec;
 mod toml_format;
 
+pub use directory::Directory;
 pub use grace_floor::GraceFloor;
 pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
@@ -19,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use slotcron::ScheduleError;
-use slotcron::{Job, JobBuilder, JobError, Misfire, OnInterrupt, Overlap};
+use slotcron::{Job, JobBuilder, JobError, Misfire, OnInterrupt, Overlap, Retention};
 
 use crate::command::ShellCommand;
 use crate::zone::LocalZone;
@@ -38,13 +41,15 @@ pub enum Format {
 
 impl Format {
     /// The format of `path`: TOML if its name ends in `.toml` (in any case: `.TOML`); a
-    /// system crontab if it is `/etc/crontab` or in `/etc/cron.d`, or if `system` (the
-    /// `--system-crontab` flag) says so; a user crontab otherwise. Decided by the path
-    /// alone, so that every replica reads a file alike.
+    /// system crontab if it is `/etc/crontab`, `/etc/cron.d` (the directory: each of its
+    /// crontabs) or in `/etc/cron.d`, or if `system` (the `--system-crontab` flag) says
+    /// so; a user crontab otherwise. Decided by the path alone, so that every replica
+    /// reads a file alike (a directory's crontabs are never TOML: see [`load`]).
     pub fn of(path: &Path, system: bool) -> Self {
+        let system_path = |path| path == Path::new("/etc/crontab") || path == Path::new("/etc/cron.d");
         match path.extension() {
             Some(ext) if ext.eq_ignore_ascii_case("toml") => Self::Toml,
-            _ if system || path == Path::new("/etc/crontab") => Self::SystemCrontab,
+            _ if system || system_path(path) => Self::SystemCrontab,
             _ if path.parent() == Some(Path::new("/etc/cron.d")) => Self::SystemCrontab,
             _ => Self::Crontab,
         }
@@ -62,8 +67,13 @@ pub struct JobsFile {
     pub jobs: Vec<JobEntry>,
     /// Its `[coordination]` table (empty for a crontab).
     pub coordination: Coordination,
-    /// The line of the first job whose output is mailed (a crontab's `MAILTO=`), if any.
-    pub mails_from_line: Option<usize>,
+    /// Its `[history]` table (empty for a crontab).
+    pub history: History,
+    /// The file and line of the first job whose output is mailed (a crontab's
+    /// `MAILTO=`), if any.
+    pub mails_from: Option<(PathBuf, usize)>,
+    /// For a directory of crontabs: the files read and those skipped.
+    pub directory: Option<Directory>,
     /// A TOML file's `shutdown_timeout` (`--shutdown-timeout` takes precedence).
     pub shutdown_timeout: Option<Duration>,
     /// A TOML file's top-level `max_concurrent_runs`: runs in flight per daemon; `None`:
@@ -86,7 +96,36 @@ impl JobsFile {
             Format::Crontab => "add lines such as `*/5 * * * * command`",
             Format::SystemCrontab => "add lines such as `*/5 * * * * root command`",
         };
-        Some(format!("{}: no jobs ({how})", self.path.display()))
+        let to = if self.directory.is_some() { " to a crontab in it" } else { "" };
+        Some(format!("{}: no jobs ({how}{to})", self.path.display()))
+    }
+
+    /// The jobs that are scheduled: those not `enabled = false`.
+    pub fn enabled_jobs(&self) -> impl Iterator<Item = &JobEntry> {
+        self.jobs.iter().filter(|entry| entry.enabled)
+    }
+}
+
+/// A TOML jobs file's `[history]` table: how much run history the daemon's ledger keeps.
+/// Pruning never drops a job's last success nor its last failure (see
+/// [`slotcron::Retention`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct History {
+    /// `retention = "30d"`: records whose trigger is older are pruned; `None` (absent, or
+    /// zero): [`Retention::DEFAULT_MAX_AGE`].
+    pub retention: Option<Duration>,
+    /// `per_job = 1000`: at most this many records per job (the newest triggers); `None`:
+    /// [`Retention::DEFAULT_MAX_RECORDS_PER_JOB`].
+    pub per_job: Option<u64>,
+}
+
+impl History {
+    /// The retention the daemon's ledger applies.
+    pub fn retention(&self) -> Retention {
+        Retention {
+            max_age: Some(self.retention.unwrap_or(Retention::DEFAULT_MAX_AGE)),
+            max_records_per_job: Some(self.per_job.unwrap_or(Retention::DEFAULT_MAX_RECORDS_PER_JOB)),
+        }
     }
 }
 
@@ -126,6 +165,9 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// `false` for a TOML job with `enabled = false`: loaded, validated and shown, never
+    /// scheduled.
+    pub enabled: bool,
     /// A hash of everything the file says about the job (its name, schedule and zone,
     /// command, environment, input, policies), not of its line: equal across two loads
     /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
@@ -151,18 +193,33 @@ struct Policies {
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
-/// [`Format::of`]).
+/// [`Format::of`]), or, if `path` is a directory, each of its crontabs (see
+/// [`directory`]; read as a system crontab if `format` is one, else as a user crontab).
 ///
 /// # Errors
-/// Every problem found: an unreadable file, syntax errors, invalid fields, duplicate
-/// names. A file with no jobs loads ([`JobsFile::no_jobs`] says so).
+/// Every problem found: an unreadable file or directory, syntax errors, invalid fields,
+/// duplicate names. A file with no jobs loads ([`JobsFile::no_jobs`] says so).
 pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
-    let source = std::fs::read_to_string(path).map_err(|e| {
-        let problem = Problem { line: None, job: None, field: None, reason: format!("cannot read: {e}") };
-        Problems::new(path, vec![problem])
-    })?;
+    if path.is_dir() {
+        let format = if format == Format::SystemCrontab { format } else { Format::Crontab };
+        return directory::load(path, format);
+    }
+    let source = read(path).map_err(|problem| Problems::new(path, vec![problem]))?;
     let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
-    Ok(JobsFile { path: path.to_owned(), ..parsed })
+    Ok(JobsFile::at(path, parsed))
+}
+
+/// The text of the file at `path`.
+fn read(path: &Path) -> Result<String, Problem> {
+    std::fs::read_to_string(path).map_err(|e| Problem::whole(format!("cannot read: {e}")))
+}
+
+impl JobsFile {
+    /// `parsed`, read from `path`.
+    fn at(path: &Path, parsed: JobsFile) -> JobsFile {
+        let mails_from = parsed.mails_from.map(|(_, line)| (path.to_owned(), line));
+        JobsFile { path: path.to_owned(), mails_from, ..parsed }
+    }
 }
 
 /// Parses and validates the text of a jobs file or crontab (its `path` left empty, for
@@ -171,20 +228,36 @@ pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
 /// # Errors
 /// Every problem found, in no particular order.
 pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    validate(parse_format(source, format), format)
+}
+
+/// What the parser of `format` finds in `source`, before the names are checked and the
+/// jobs built.
+fn parse_format(source: &str, format: Format) -> Parsed {
+    match format {
+        Format::Toml => toml_format::parse(source),
+        Format::Crontab => crontab::parse(source, false),
+        Format::SystemCrontab => crontab::parse(source, true),
+    }
+}
+
+/// Checks the names of `parsed` (unique, valid) and builds its jobs.
+///
+/// # Errors
+/// Every problem found, in no particular order.
+fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
     let Parsed {
         names,
         drafts,
         coordination,
+        history,
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
         mut problems,
-    } = match format {
-        Format::Toml => toml_format::parse(source),
-        Format::Crontab => crontab::parse(source, false),
-        Format::SystemCrontab => crontab::parse(source, true),
-    };
-    let mails_from_line = drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| draft.line);
+    } = parsed;
+    let mails_from =
+        drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| (PathBuf::new(), draft.line));
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
     let mut named: HashSet<(&str, usize)> = HashSet::new();
@@ -227,7 +300,9 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
         format,
         jobs,
         coordination,
-        mails_from_line,
+        history,
+        mails_from,
+        directory: None,
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
@@ -235,13 +310,14 @@ pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
-/// duplicate check), a draft of every job without problems, the coordination settings,
-/// the shutdown timeout, the concurrency cap, and the problems.
+/// duplicate check), a draft of every job without problems, the coordination and history
+/// settings, the shutdown timeout, the concurrency cap, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
     drafts: Vec<Draft>,
     coordination: Coordination,
+    history: History,
     shutdown_timeout: Option<Duration>,
     max_concurrent_runs: Option<usize>,
     /// The daemon's own zone, when a crontab line runs in it.
@@ -273,6 +349,8 @@ struct Draft {
     policies: Policies,
     /// The line of each field given, for problems the core finds.
     field_lines: Vec<(&'static str, usize)>,
+    /// `false`: `enabled = false`, never scheduled.
+    enabled: bool,
 }
 
 impl Draft {
@@ -313,6 +391,7 @@ impl Draft {
                     line: self.line,
                     schedule: self.schedule,
                     job,
+                    enabled: self.enabled,
                     fingerprint,
                     command,
                     on_failure,

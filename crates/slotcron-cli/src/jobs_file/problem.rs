@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 /// One problem in a jobs file or crontab.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// The crontab it is in, within a directory of crontabs; `None`: the file
+    /// [`Problems::file`] names.
+    pub file: Option<PathBuf>,
     /// The line (from 1) the problem is on; `None` for the file as a whole.
     pub line: Option<usize>,
     /// The job's name, when known.
@@ -20,6 +23,7 @@ impl Problem {
     /// A problem with a field of a job.
     pub fn field(line: usize, job: Option<&str>, field: &str, reason: impl Into<String>) -> Self {
         Self {
+            file: None,
             line: Some(line),
             job: job.map(str::to_owned),
             field: Some(field.to_owned()),
@@ -29,24 +33,34 @@ impl Problem {
 
     /// A problem with a line that is not a job's field (a syntax error).
     pub fn line(line: usize, reason: impl Into<String>) -> Self {
-        Self { line: Some(line), job: None, field: None, reason: reason.into() }
+        Self { file: None, line: Some(line), job: None, field: None, reason: reason.into() }
+    }
+
+    /// A problem with the file as a whole (it cannot be read).
+    pub fn whole(reason: impl Into<String>) -> Self {
+        Self { file: None, line: None, job: None, field: None, reason: reason.into() }
+    }
+
+    /// This problem, in the crontab `file` of a directory.
+    pub fn in_file(self, file: &Path) -> Self {
+        Self { file: Some(file.to_owned()), ..self }
     }
 }
 
-/// Every problem found in one file; its `Display` writes one problem per line as
-/// `FILE:LINE: job "NAME": FIELD: REASON`.
+/// Every problem found in one file, or in the crontabs of one directory; its `Display`
+/// writes one problem per line as `FILE:LINE: job "NAME": FIELD: REASON`.
 #[derive(Debug, Clone)]
 pub struct Problems {
-    /// The file they are in.
+    /// The file (or directory) they are in.
     pub file: PathBuf,
     /// The problems, in the order of the file.
     pub list: Vec<Problem>,
 }
 
 impl Problems {
-    /// The problems of `file`, sorted by line.
+    /// The problems of `file`, sorted by file (within a directory), then line.
     pub fn new(file: &Path, mut list: Vec<Problem>) -> Self {
-        list.sort_by_key(|p| p.line);
+        list.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         Self { file: file.to_owned(), list }
     }
 }
@@ -54,7 +68,7 @@ impl Problems {
 impl fmt::Display for Problems {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for problem in &self.list {
-            write!(f, "{}", self.file.display())?;
+            write!(f, "{}", problem.file.as_deref().unwrap_or(&self.file).display())?;
             if let Some(line) = problem.line {
                 write!(f, ":{line}")?;
             }

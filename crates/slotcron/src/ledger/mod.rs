@@ -68,6 +68,18 @@ pub trait Ledger: Send + Sync + 'static {
     /// # Errors
     /// The backend failed.
     async fn query(&self, query: &LedgerQuery) -> Result<Vec<RunRecord>, LedgerError>;
+
+    /// Applies the ledger's [`Retention`] to every job now, `now` being the scheduler's
+    /// clock: for a ledger that has had no appends for a while (a durable ledger prunes
+    /// as it appends otherwise). The number of records dropped; the default, for a
+    /// ledger without a retention, drops none.
+    ///
+    /// # Errors
+    /// The backend failed; nothing is lost, the next pruning tries again.
+    async fn prune(&self, now: Timestamp) -> Result<u64, LedgerError> {
+        let _ = now;
+        Ok(0)
+    }
 }
 
 /// The most writes the engine hands [`Ledger::write_batch`] at once: a burst's start
@@ -213,19 +225,48 @@ pub fn same_run(a: &RunRecord, b: &RunRecord) -> bool {
 }
 
 /// How much history a durable ledger keeps; it prunes as it appends (see
-/// [`PruneSchedule`]), so the database stays bounded without a timer.
+/// [`PruneSchedule`]), so the database stays bounded without a timer, and when asked
+/// ([`Ledger::prune`]), so a quiet one is pruned too.
+///
+/// Pruning never drops a job's newest success nor its newest failure
+/// ([`Outcome::is_failure`]), however old, nor a `running` record (a run's start mark):
+/// a job may keep up to two records beyond either limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
-    /// Drop records whose trigger is older than this.
+    /// Drop records whose trigger is older than this (measured on the scheduler's clock).
     pub max_age: Option<Duration>,
     /// Keep at most this many records per job (the newest triggers).
     pub max_records_per_job: Option<u64>,
 }
 
+impl Retention {
+    /// The default [`Retention::max_age`]: 30 days.
+    pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
+    /// The default [`Retention::max_records_per_job`]: 10,000 records.
+    pub const DEFAULT_MAX_RECORDS_PER_JOB: u64 = 10_000;
+
+    /// The pruning that applies this retention at `now` to `jobs` (every job a ledger
+    /// holds, for a pruning of the whole ledger): the age cutoff `now - max_age` (none
+    /// for an age too large to subtract) and the count limit.
+    pub fn prune_at(&self, now: Timestamp, jobs: Vec<std::sync::Arc<str>>) -> Prune {
+        Prune {
+            older_than: self
+                .max_age
+                .and_then(|age| jiff::SignedDuration::try_from(age).ok())
+                .and_then(|age| now.checked_sub(age).ok()),
+            keep_per_job: self.max_records_per_job,
+            jobs,
+        }
+    }
+}
+
 impl Default for Retention {
-    /// 30 days, and at most 10,000 records per job.
+    /// [`Retention::DEFAULT_MAX_AGE`] and [`Retention::DEFAULT_MAX_RECORDS_PER_JOB`].
     fn default() -> Self {
-        Self { max_age: Some(Duration::from_secs(30 * 86_400)), max_records_per_job: Some(10_000) }
+        Self {
+            max_age: Some(Self::DEFAULT_MAX_AGE),
+            max_records_per_job: Some(Self::DEFAULT_MAX_RECORDS_PER_JOB),
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 
-use super::{Retention, RunRecord};
+use super::{Outcome, Retention, RunRecord};
 
 /// When a durable ledger prunes, and what: for implementations of [`Ledger`](super::Ledger)
 /// that apply a [`Retention`] as they append.
@@ -63,14 +63,7 @@ impl PruneSchedule {
         pending.appends = 0;
         let mut jobs: Vec<_> = pending.jobs.drain().collect();
         jobs.sort();
-        Some(Prune {
-            // An age too large to subtract drops nothing.
-            older_than: max_age
-                .and_then(|age| SignedDuration::try_from(age).ok())
-                .and_then(|age| record.started.checked_sub(age).ok()),
-            keep_per_job: max_records_per_job,
-            jobs,
-        })
+        Some(self.retention.prune_at(record.started, jobs))
     }
 
     /// Counts the appends of `records`, one after the other, as [`Self::on_append`] does;
@@ -83,6 +76,14 @@ impl PruneSchedule {
 }
 
 impl Prune {
+    /// The outcomes of which pruning keeps each job's newest record, however old: a
+    /// success, and each failure ([`Outcome::is_failure`]) — the newest success is kept, and
+    /// the newest failure of any of these kinds.
+    pub fn kept_outcomes() -> impl Iterator<Item = Outcome> {
+        std::iter::once(Outcome::Succeeded)
+            .chain(Outcome::ALL.into_iter().filter(|outcome| outcome.is_failure()))
+    }
+
     /// This pruning and `later` as one: what carrying out both leaves.
     fn then(mut self, later: Prune) -> Prune {
         self.older_than = self.older_than.max(later.older_than);

@@ -299,6 +299,7 @@ impl Reader {
             grace: None,
             policies: Policies::default(),
             field_lines: Vec::new(),
+            enabled: true,
         });
     }
 }

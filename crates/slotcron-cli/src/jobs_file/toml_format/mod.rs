@@ -27,6 +27,12 @@
 //! listen = "127.0.0.1:9090"      # the admin API (--admin and SLOTCRON_ADMIN take
 //!                                # precedence); or "unix:/run/slotcron.sock"
 //!
+//! [history]                      # optional: the run history the daemon keeps
+//! retention = "30d"              # records whose trigger is older are pruned
+//!                                # (default 30d; "0" is the default)
+//! per_job = 10000                # at most this many records per job (default 10000)
+//!                                # each job's last success and last failure are kept
+//!
 //! [[job]]
 //! name = "backup"
 //! cron = "0 3 * * *"             # exactly one of every, cron, at, after
@@ -45,6 +51,7 @@
 //! on_interrupt = "rerun"         # optional: record (the default) or rerun (runs it again)
 //! jitter = "30s"                 # optional: start offset in [0, jitter)
 //! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
+//! enabled = false                # optional: validated and listed, never scheduled
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -76,11 +83,12 @@ use super::{Draft, Parsed, Problem};
 use crate::command::{self, ShellCommand};
 use crate::{settings, zone};
 use env::Defaults;
-use table::{ADMIN_KEYS, COORDINATION_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
+use table::{ADMIN_KEYS, COORDINATION_KEYS, HISTORY_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
 mod chunks;
 mod env;
+mod history;
 mod misfire;
 mod policies;
 mod schedule;
@@ -213,6 +221,17 @@ impl Reader<'_> {
                 }
             }
         }
+        if let Some(entries) = self.typed(&top, "history", "a [history] table", DeValue::as_table) {
+            let line = self.line(entries.span());
+            self.history(&Table {
+                entries: entries.into_inner(),
+                line,
+                job: None,
+                prefix: "history.",
+                known: HISTORY_KEYS,
+                what: "[history]",
+            });
+        }
         self.jobs(root);
     }
 
@@ -341,6 +360,7 @@ impl Reader<'_> {
         let misfire = self.misfire(&table);
         let run_on_start = self.bool(&table, "run_on_start");
         let on_every_replica = self.bool(&table, "on_every_replica");
+        let enabled = self.bool(&table, "enabled");
         let (env, working_dir) = (self.env(&table), self.working_dir(&table));
         let policies = self.policies(&table);
         if self.parsed.problems.len() > before {
@@ -373,6 +393,7 @@ impl Reader<'_> {
             grace,
             policies,
             field_lines,
+            enabled: enabled.is_none_or(|e| *e.get_ref()),
         })
     }
 }

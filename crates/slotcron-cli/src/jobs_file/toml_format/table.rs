@@ -21,11 +21,13 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "on_failure",
     "coordination",
     "admin",
+    "history",
     "job",
 ];
 pub(super) const COORDINATION_KEYS: &[&str] =
     &["redis", "prefix", "slack", "takeover_delay", "membership_ttl", "shared_work"];
 pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
+pub(super) const HISTORY_KEYS: &[&str] = &["retention", "per_job"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",
@@ -50,6 +52,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "jitter",
     "on_failure",
     "on_interrupt",
+    "enabled",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
