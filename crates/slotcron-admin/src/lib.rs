@@ -24,6 +24,7 @@
 //! | `GET /readyz` | 200 while the coordinator and the state answer, else 503 | none |
 //! | `GET /metrics` | the Prometheus text exposition, when [`Admin::metrics`] gave a renderer | none |
 //! | `GET /api/v1/status` | the last reload of the jobs (`{"last_reload": …}`, see [`ReloadStatus`]) | read |
+//! | `GET /api/v1/fleet` | the fleet's live members (instance, host, version, started, admin address, last heartbeat, runs in flight, jobs owned, shared settings); `members` is `null` for a daemon alone | read |
 //! | `GET /api/v1/jobs?limit&cursor&q&state&outcome&sort&order` | a page of the jobs: name, schedule, English, zone, policies, next fire times, last run; `ETag`, 304 | read |
 //! | `GET /api/v1/jobs/{name}` | one job, the same fields | read |
 //! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first | read |
@@ -57,6 +58,7 @@
 mod access;
 mod error;
 mod etag;
+mod fleet;
 mod health;
 mod jobs;
 mod listing;
@@ -194,6 +196,7 @@ fn api_v1() -> Router<AdminState> {
     let write = || axum::middleware::from_fn(access::refuse_read_only);
     Router::new()
         .route("/status", get(reloads::status))
+        .route("/fleet", get(fleet::fleet))
         .route("/jobs", get(jobs::list))
         .route("/jobs/{name}", get(jobs::one))
         .route("/jobs/{name}/runs", get(runs::list))

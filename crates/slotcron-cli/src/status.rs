@@ -42,6 +42,7 @@ pub fn run(args: &StatusArgs) -> ExitCode {
     match every_job(&args.admin_url) {
         Ok(jobs) => {
             print(jobs);
+            print_fleet(&args.admin_url);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -91,4 +92,51 @@ fn print(mut jobs: Vec<JobRow>) {
         })
         .collect();
     table::print(Some(["JOB", "SCHEDULE", "NEXT", "LAST", "OUTCOME"]), &rows, 0);
+}
+
+/// `GET /api/v1/fleet`: the members, `None` for a daemon alone.
+#[derive(Debug, Deserialize)]
+struct Fleet {
+    members: Option<Vec<Member>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Member {
+    instance: String,
+    host: Option<String>,
+    version: Option<String>,
+    last_heartbeat: String,
+    runs_in_flight: Option<u64>,
+    owned_jobs: usize,
+}
+
+/// After the jobs, a daemon of a fleet prints its members as columns `MEMBER HOST
+/// VERSION HEARTBEAT RUNNING JOBS` (the last heartbeat, RFC 3339 UTC; runs in flight;
+/// jobs owned). Nothing for a daemon alone, or one whose membership cannot be read (a
+/// line on standard error says why).
+fn print_fleet(admin_url: &str) {
+    let fleet = call(admin_url, Call::get("/api/v1/fleet"))
+        .and_then(|answer| serde_json::from_value::<Fleet>(answer).map_err(|e| e.to_string()));
+    let members = match fleet {
+        Ok(Fleet { members: Some(members) }) => members,
+        Ok(Fleet { members: None }) => return,
+        Err(e) => return eprintln!("slotcron status: the fleet's members are unknown: {e}"),
+    };
+    let dash = || "-".to_owned();
+    let rows: Vec<[String; 6]> = members
+        .into_iter()
+        .map(|m| {
+            let running = m.runs_in_flight.map_or_else(dash, |n| n.to_string());
+            [
+                m.instance,
+                m.host.unwrap_or_else(dash),
+                m.version.unwrap_or_else(dash),
+                m.last_heartbeat,
+                running,
+                m.owned_jobs.to_string(),
+            ]
+        })
+        .collect();
+    println!();
+    table::print(Some(["MEMBER", "HOST", "VERSION", "HEARTBEAT", "RUNNING", "JOBS"]), &rows, 0);
 }

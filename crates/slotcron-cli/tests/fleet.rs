@@ -220,3 +220,71 @@ fn every_daemon_sharing_a_redis_runs_its_own_reboot_without_a_claim() {
     // No claim was made, so no claim key (one-shot claims never expire) nor fencing counter.
     assert_eq!(redis.keys(), Vec::<String>::new());
 }
+
+#[test]
+fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_heartbeats() {
+    let dir = scratch("fleet-view");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", JOBS);
+    let addrs: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", support::http::free_port())).collect();
+    let mut daemons: Vec<Daemon> = ["a", "b", "c"]
+        .iter()
+        .zip(&addrs)
+        .map(|(name, addr)| {
+            let state = format!("sqlite:{name}.db");
+            let args = [
+                "jobs.toml",
+                "--redis",
+                &redis.url(),
+                "--instance",
+                name,
+                "--state",
+                &state,
+                "--admin",
+                addr,
+            ];
+            Daemon::run(&dir, &args)
+        })
+        .collect();
+    for daemon in &mut daemons {
+        daemon.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
+    }
+    let members = |addr: &str| -> Vec<serde_json::Value> {
+        let answer = support::http::get(addr, "/api/v1/fleet", &[]);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.json()["members"].as_array().cloned().unwrap_or_default()
+    };
+    support::wait_until("three members with their details", || {
+        members(&addrs[0]).iter().filter(|m| m["version"].is_string()).count() == 3
+    });
+    let seen = members(&addrs[2]);
+    let names: Vec<&str> = seen.iter().map(|m| m["instance"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    for (member, addr) in seen.iter().zip(&addrs) {
+        let heartbeat: Timestamp = member["last_heartbeat"].as_str().unwrap().parse().unwrap();
+        assert!(
+            heartbeat <= Timestamp::now() && heartbeat > Timestamp::now() - Duration::from_secs(60),
+            "{member}"
+        );
+        assert_eq!(member["admin"], addr.as_str(), "{member}");
+        assert_eq!(member["version"], env!("CARGO_PKG_VERSION"));
+        assert!(member["runs_in_flight"].is_u64(), "{member}");
+    }
+    let owned: u64 = seen.iter().map(|m| m["owned_jobs"].as_u64().unwrap()).sum();
+    assert_eq!(owned, 1, "the one job has one owner");
+
+    let url = format!("http://{}", addrs[1]);
+    let status = support::slotcron().args(["status", "--admin-url", &url]).output().unwrap();
+    assert_eq!(status.status.code(), Some(0), "{}", support::stderr(&status));
+    let out = support::stdout(&status);
+    let table: Vec<&str> = out.lines().skip_while(|line| !line.starts_with("MEMBER")).collect();
+    assert_eq!(table.len(), 4, "a header and three members:\n{out}");
+    assert!(table[0].contains("HEARTBEAT"), "{out}");
+    for (row, name) in table[1..].iter().zip(["a", "b", "c"]) {
+        assert_eq!(row.split_whitespace().next(), Some(name), "{out}");
+    }
+    for daemon in &mut daemons {
+        daemon.signal(Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
+}

@@ -11,7 +11,9 @@ use slotcron::{
 use slotcron::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
-use slotcron::{Handled, Lease, LeaseGrant, LeaseRenewal, MemberDetails, StartMark, TriggerRef, Unstarted};
+use slotcron::{
+    Handled, Lease, LeaseGrant, LeaseRenewal, LiveMember, MemberDetails, StartMark, TriggerRef, Unstarted,
+};
 use tokio_postgres::Row;
 
 use crate::claimant::{ClaimRow, Token, holder};
@@ -593,9 +595,9 @@ impl Coordinator for PostgresCoordinator {
         self.publish(instance, details).await
     }
 
-    /// One statement: the details joined with the live members.
-    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
-        self.read_details().await
+    /// One statement: the live members joined with their details.
+    async fn members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
+        self.read_members().await
     }
 
     /// One statement over the given keys (`unnest`), whatever their number.

@@ -15,7 +15,7 @@ use slotcron::{
     CoordinatorErrorKind, Hold, RequestClaim,
 };
 use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
-use slotcron::{Handled, MemberDetails, StartMark, TriggerRef, Unstarted};
+use slotcron::{Handled, LiveMember, MemberDetails, StartMark, TriggerRef, Unstarted};
 use slotcron::{Lease, LeaseGrant, LeaseRenewal};
 
 use crate::claimant::{Token, holder};
@@ -646,16 +646,18 @@ impl Coordinator for RedisCoordinator {
             .map_err(|e| call_failed(format!("publishing the details of {instance:?}: {e}"), &e))
     }
 
-    /// `TIME`, the members that have not lapsed (`ZRANGEBYSCORE`), and the details hash
-    /// (`HGETALL`): three commands, for a check at join or a fleet view.
-    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+    /// `TIME`, the members that have not lapsed with their lapse (`ZRANGEBYSCORE …
+    /// WITHSCORES`), and the details hash (`HGETALL`): three commands, for a check at
+    /// join or a fleet view.
+    async fn members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
         let now = self.time().await?.map_or(0, |now| now.as_millisecond());
         let mut connection = self.connection.clone();
-        let failed = |e: RedisError| call_failed(format!("reading the members' details: {e}"), &e);
-        let live: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+        let failed = |e: RedisError| call_failed(format!("reading the members: {e}"), &e);
+        let live: Vec<(String, i64)> = redis::cmd("ZRANGEBYSCORE")
             .arg(self.keys.members())
             .arg(format!("({now}"))
             .arg("+inf")
+            .arg("WITHSCORES")
             .query_async(&mut connection)
             .await
             .map_err(failed)?;
@@ -665,13 +667,17 @@ impl Coordinator for RedisCoordinator {
             .await
             .map_err(failed)?;
         let mut listed = Vec::with_capacity(live.len());
-        for instance in live {
-            if let Some(json) = details.remove(&instance) {
-                let parsed = MemberDetails::from_json(&instance, &json)?;
-                listed.push((instance, parsed));
-            }
+        for (instance, lapses_ms) in live {
+            let lapses_at = Timestamp::from_millisecond(lapses_ms).map_err(|e| {
+                CoordinatorError::unavailable(format!("the lapse of member {instance:?}: {e}"))
+            })?;
+            let details = match details.remove(&instance) {
+                Some(json) => MemberDetails::from_json(&instance, &json)?,
+                None => MemberDetails::default(),
+            };
+            listed.push(LiveMember { instance, lapses_at, details });
         }
-        listed.sort_by(|a, b| a.0.cmp(&b.0));
+        listed.sort_by(|a, b| a.instance.cmp(&b.instance));
         Ok(listed)
     }
 

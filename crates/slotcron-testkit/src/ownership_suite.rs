@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use slotcron::{
-    Claim, Handled, Hold, Job, JobContext, JoinError, MemberDetails, Outcome, ScheduleKind, SchedulerBuilder,
-    TriggerRef, job_owner, trigger_key,
+    Claim, Handled, Hold, Job, JobContext, JoinError, LiveMember, MemberDetails, Outcome, ScheduleKind,
+    SchedulerBuilder, TriggerRef, job_owner, trigger_key,
 };
 
 use crate::suite::{later, namespace};
@@ -188,11 +188,11 @@ pub async fn membership_contract(factory: &impl CoordinatorFactory) {
     assert_eq!(tallies, [Some(Handled::default()), Some(h0.plus(h1))]);
 }
 
-/// Member details: a member's published details are read while it is a live member,
-/// replaced by its next publication, gone when it leaves or lapses; a scheduler whose
-/// fleet setting differs from a live member's is refused at join, naming both values,
-/// one that agrees (or of the same instance id) is not, and its details are then
-/// published.
+/// Member details: the live members are listed with their lapse and the details each
+/// published (none: empty), replaced by its next publication, gone when it leaves or
+/// lapses; a scheduler whose fleet setting differs from a live member's is refused at
+/// join, naming both values, one that agrees (or of the same instance id) is not, and
+/// its details are then published; the fleet view counts each member's owned jobs.
 pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory) {
     let ns = namespace("member_details");
     let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
@@ -201,16 +201,27 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
         settings: [("crontab_zone".to_owned(), zone.to_owned())].into(),
         about: [("host".to_owned(), "h1".to_owned())].into(),
     };
+    let listed = |members: Vec<LiveMember>| -> Vec<(String, MemberDetails)> {
+        members.into_iter().map(|m| (m.instance, m.details)).collect()
+    };
     a.publish_details("a-host", &zone("UTC")).await.expect("publish");
-    assert_eq!(b.member_details().await.expect("details"), [], "not a live member yet");
+    assert_eq!(listed(b.members().await.expect("members")), [], "not a live member yet");
+    let before = Timestamp::now();
+    b.heartbeat("silent", minute).await.expect("heartbeat");
     a.heartbeat("a-host", minute).await.expect("heartbeat");
     a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
-    assert_eq!(b.member_details().await.expect("details"), [("a-host".to_owned(), zone("Asia/Tokyo"))]);
+    let members = b.members().await.expect("members");
+    assert!(members.iter().all(|m| m.lapses_at >= before + minute), "{members:?}");
+    assert_eq!(
+        listed(members),
+        [("a-host".to_owned(), zone("Asia/Tokyo")), ("silent".to_owned(), MemberDetails::default())]
+    );
 
     let joining = |instance: &str, zone: &str| {
         SchedulerBuilder::default()
             .coordinator(b.clone())
             .instance(instance)
+            .membership_ttl(minute)
             .fleet_setting("crontab_zone", zone)
             .member_about("version", "1")
             .build()
@@ -223,19 +234,27 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
     );
     joining("a-host", "UTC").check_join().await.expect("its own previous process is not compared");
     a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
-    joining("b-host", "Asia/Tokyo").check_join().await.expect("the same zone");
+    let b_host = joining("b-host", "Asia/Tokyo");
+    b_host.check_join().await.expect("the same zone");
     b.heartbeat("b-host", minute).await.expect("heartbeat");
-    let listed: Vec<String> =
-        a.member_details().await.expect("details").into_iter().map(|(m, _)| m).collect();
-    assert_eq!(listed, ["a-host", "b-host"], "published at join");
+    for n in 0..30 {
+        let job = Job::builder(format!("job-{n}")).every(Duration::from_secs(3600)).handler(ok).build();
+        b_host.add(job.expect("job")).expect("add");
+    }
+    let fleet = b_host.fleet().await.expect("fleet").expect("a membership");
+    let shown: Vec<(&str, Option<&str>)> = fleet
+        .iter()
+        .map(|m| (m.instance.as_str(), m.details.about.get("version").map(String::as_str)))
+        .collect();
+    assert_eq!(shown, [("a-host", None), ("b-host", Some("1")), ("silent", None)], "published at join");
+    assert_eq!(fleet.iter().map(|m| m.owned_jobs).sum::<usize>(), 30, "every job has one owner");
+    assert!(fleet.iter().all(|m| m.last_heartbeat >= before), "{fleet:?}");
 
     a.leave("a-host").await.expect("leave");
     b.heartbeat("brief", Duration::from_millis(20)).await.expect("heartbeat");
-    b.publish_details("brief", &zone("UTC")).await.expect("publish");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let listed: Vec<String> =
-        a.member_details().await.expect("details").into_iter().map(|(m, _)| m).collect();
-    assert_eq!(listed, ["b-host"], "left and lapsed members are not listed");
+    let ids: Vec<String> = b.members().await.expect("members").into_iter().map(|m| m.instance).collect();
+    assert_eq!(ids, ["b-host", "silent"], "left and lapsed members are not listed");
 }
 
 /// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run

@@ -197,13 +197,13 @@ pub use control::{
 pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,
     Coordinator, CoordinatorError, CoordinatorErrorKind, DEFAULT_LEASE_TTL, DEFAULT_MEMBERSHIP_TTL, Handled,
-    Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, MAX_CLAIMS_PER_ROUND_TRIP, MemberDetails,
-    RequestClaim, SKEW_SAMPLE_EVERY, StartMark, TriggerRef, Unstarted, claim_batch_with_read_back,
-    claim_with_read_back, job_owner,
+    Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, LiveMember, MAX_CLAIMS_PER_ROUND_TRIP,
+    MemberDetails, RequestClaim, SKEW_SAMPLE_EVERY, StartMark, TriggerRef, Unstarted,
+    claim_batch_with_read_back, claim_with_read_back, job_owner,
 };
 pub use engine::{
-    DefineError, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind, Reachable, ReconcileError,
-    ReconcileReport, Resumed, Scheduler, SchedulerBuilder, Triggered,
+    DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind, RUNS_IN_FLIGHT,
+    Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder, Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use slotcron::CoordinatorError;
 use slotcron::jiff::Timestamp;
-use slotcron::{Handled, MemberDetails, TriggerRef};
+use slotcron::{Handled, LiveMember, MemberDetails, TriggerRef};
 
 use super::{PostgresCoordinator, ttl_us};
 use crate::PostgresDatabase;
@@ -19,7 +19,7 @@ pub(super) struct MembershipSql {
     heartbeat: String,
     leave: String,
     publish_details: String,
-    member_details: String,
+    members: String,
     unclaimed: String,
     add_handled: String,
     handled: String,
@@ -61,11 +61,12 @@ impl MembershipSql {
                 "INSERT INTO {schema}.member_detail (instance, details) VALUES ($1, $2)
                  ON CONFLICT (instance) DO UPDATE SET details = EXCLUDED.details",
             ),
-            // The live members' details, in byte order.
-            member_details: database.sql(
-                "SELECT d.instance, d.details FROM {schema}.member_detail d
-                 JOIN {schema}.member m ON m.instance = d.instance AND m.expires_at > now()
-                 ORDER BY d.instance COLLATE \"C\"",
+            // The live members, their lapse and details, in byte order.
+            members: database.sql(
+                "SELECT m.instance, m.expires_at, d.details FROM {schema}.member m
+                 LEFT JOIN {schema}.member_detail d ON d.instance = m.instance
+                 WHERE m.expires_at > now()
+                 ORDER BY m.instance COLLATE \"C\"",
             ),
             // By position: whether no claim holds the (job, trigger key).
             unclaimed: database.sql(
@@ -132,15 +133,21 @@ impl PostgresCoordinator {
             .map(drop)
     }
 
-    pub(super) async fn read_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
-        let what = "reading the members' details";
-        let rows = self.query_for(&self.membership.member_details, &[], what).await?;
+    pub(super) async fn read_members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
+        let what = "reading the members";
+        let rows = self.query_for(&self.membership.members, &[], what).await?;
         rows.iter()
             .map(|row| {
                 let instance: String = row.try_get(0).map_err(|e| self.not_understood(what, &e))?;
-                let json: String = row.try_get(1).map_err(|e| self.not_understood(what, &e))?;
-                let details = MemberDetails::from_json(&instance, &json)?;
-                Ok((instance, details))
+                let lapses: SystemTime = row.try_get(1).map_err(|e| self.not_understood(what, &e))?;
+                let json: Option<String> = row.try_get(2).map_err(|e| self.not_understood(what, &e))?;
+                let lapses_at = codec::instant(lapses)
+                    .map_err(|e| CoordinatorError::unavailable(format!("{what}: {e}")))?;
+                let details = match json {
+                    Some(json) => MemberDetails::from_json(&instance, &json)?,
+                    None => MemberDetails::default(),
+                };
+                Ok(LiveMember { instance, lapses_at, details })
             })
             .collect()
     }

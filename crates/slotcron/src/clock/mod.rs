@@ -19,6 +19,11 @@ pub(crate) fn later(at: Timestamp, duration: Duration) -> Timestamp {
     at.checked_add(duration).unwrap_or(Timestamp::MAX)
 }
 
+/// `duration` before `at`, or the first representable instant.
+pub(crate) fn earlier(at: Timestamp, duration: Duration) -> Timestamp {
+    at.checked_sub(duration).unwrap_or(Timestamp::MIN)
+}
+
 /// The source of "now" and of timed waits for a scheduler.
 ///
 /// All instants are UTC [`Timestamp`]s; time zones only matter to schedules.

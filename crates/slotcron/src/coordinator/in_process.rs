@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use super::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal,
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal, LiveMember,
     MemberDetails, RequestClaim, StartMark, TriggerRef, Unstarted,
 };
 use crate::clock::{Clock, SystemClock};
@@ -340,13 +340,16 @@ impl Coordinator for InProcessCoordinator {
         Ok(())
     }
 
-    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+    async fn members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
         Ok(self.with_members(|members, _| {
-            let mut live: Vec<(String, MemberDetails)> = (members.details.iter())
-                .filter(|(instance, _)| members.expiry.contains_key(*instance))
-                .map(|(instance, details)| (instance.clone(), details.clone()))
+            let mut live: Vec<LiveMember> = (members.expiry.iter())
+                .map(|(instance, lapses_at)| LiveMember {
+                    instance: instance.clone(),
+                    lapses_at: *lapses_at,
+                    details: members.details.get(instance).cloned().unwrap_or_default(),
+                })
                 .collect();
-            live.sort_by(|a, b| a.0.cmp(&b.0));
+            live.sort_by(|a, b| a.instance.cmp(&b.instance));
             live
         }))
     }

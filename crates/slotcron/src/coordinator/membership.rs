@@ -104,6 +104,20 @@ impl MemberDetails {
     }
 }
 
+/// A live member of the fleet as the coordinator keeps it
+/// ([`Coordinator::members`](super::Coordinator::members)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveMember {
+    /// Its instance id.
+    pub instance: String,
+    /// When it lapses unless it heartbeats again, on the coordinator's clock (its last
+    /// heartbeat plus the membership TTL it gave).
+    pub lapses_at: jiff::Timestamp,
+    /// What it published ([`Coordinator::publish_details`](super::Coordinator::publish_details));
+    /// empty if nothing.
+    pub details: MemberDetails,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

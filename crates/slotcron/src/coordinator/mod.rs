@@ -15,7 +15,7 @@ pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{DEFAULT_LEASE_TTL, Lease, LeaseGrant, LeaseRenewal};
-pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, MemberDetails, TriggerRef};
+pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, LiveMember, MemberDetails, TriggerRef};
 pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
@@ -432,7 +432,7 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// Publishes `instance`'s [`MemberDetails`], replacing what it published before; kept
     /// until it [leaves](Coordinator::leave), and read only while it is a live member
-    /// ([`Coordinator::member_details`]). Nothing by default.
+    /// ([`Coordinator::members`]). Nothing by default.
     ///
     /// # Errors
     /// The backend is unreachable.
@@ -441,13 +441,13 @@ pub trait Coordinator: Send + Sync + 'static {
         Ok(())
     }
 
-    /// The details each live member published ([`Coordinator::publish_details`]), by
-    /// instance id, sorted; a live member that published none is not listed. None by
-    /// default.
+    /// The live members, sorted by instance id, each with when it lapses and the details
+    /// it published ([`Coordinator::publish_details`], empty if none), without renewing
+    /// any. None by default (no membership).
     ///
     /// # Errors
     /// The backend is unreachable, or what it keeps is not details.
-    async fn member_details(&self) -> Result<Vec<(String, MemberDetails)>, CoordinatorError> {
+    async fn members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
         Ok(Vec::new())
     }
 

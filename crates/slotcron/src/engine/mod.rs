@@ -31,7 +31,7 @@ mod reconcile;
 mod steer;
 
 pub use builder::SchedulerBuilder;
-pub use fleet::details::JoinError;
+pub use fleet::details::{FleetMember, JoinError, RUNS_IN_FLIGHT};
 pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
 pub use steer::{Resumed, Triggered};

@@ -137,21 +137,25 @@ impl EngineSeries {
         self.stripe().duration.record(duration);
     }
 
+    /// Handlers running now (started and not ended).
+    pub fn running(&self) -> u64 {
+        let running: i64 = self.stripes.iter().map(|stripe| stripe.running.load(Ordering::Relaxed)).sum();
+        running.max(0) as u64
+    }
+
     /// Hands the counts since the last flush to `handles`, and adds the unlabeled run
     /// records to `unlabeled`.
     pub fn flush(&self, handles: &EngineHandles, unlabeled: &mut Unlabeled) {
         let (mut lateness, mut claim_duration, mut duration) = <[Drained; 3]>::default().into();
         let mut claims = [0; 3];
-        let mut running = 0;
         for stripe in self.stripes.iter() {
-            running += stripe.running.load(Ordering::Relaxed);
             take(&stripe.claims, &mut claims);
             take(&stripe.runs, &mut unlabeled.runs);
             stripe.lateness.drain_into(&mut lateness);
             stripe.claim_duration.drain_into(&mut claim_duration);
             stripe.duration.drain_into(&mut duration);
         }
-        handles.running.set(running.max(0) as f64);
+        handles.running.set(self.running() as f64);
         for (counter, n) in handles.claims.iter().zip(claims) {
             counter.increment(n);
         }

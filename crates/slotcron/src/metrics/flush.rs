@@ -134,6 +134,12 @@ impl Metrics {
         }
     }
 
+    /// Handlers running now on this scheduler; `None` when metrics are off (nothing is
+    /// counted).
+    pub fn running(&self) -> Option<u64> {
+        self.enabled.then(|| self.engine.running())
+    }
+
     /// A handler that [`Metrics::run_started`] counted has ended.
     pub fn run_ended(&self) {
         if self.enabled {

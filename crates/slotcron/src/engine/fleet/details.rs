@@ -1,11 +1,21 @@
-//! What this replica publishes of itself in the membership ([`MemberDetails`]), and the
-//! check at join that its fleet settings agree with the live members'.
+//! What this replica publishes of itself in the membership ([`MemberDetails`]), the check
+//! at join that its fleet settings agree with the live members', and the fleet as the
+//! membership shows it ([`Scheduler::fleet`]).
+
+use std::time::Duration;
+
+use jiff::Timestamp;
 
 use super::FleetRun;
-use crate::coordinator::{CoordinatorError, MemberDetails};
+use crate::clock::earlier;
+use crate::coordinator::{CoordinatorError, LiveMember, MemberDetails, job_owner};
 use crate::engine::Scheduler;
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
+
+/// The [`MemberDetails::about`] entry that holds a member's runs in flight, as published
+/// with its last heartbeat (when it counts metrics).
+pub const RUNS_IN_FLIGHT: &str = "runs_in_flight";
 
 /// Why [`Scheduler::check_join`] refused this replica, as a kind a caller can match on.
 #[derive(Debug, thiserror::Error)]
@@ -21,14 +31,30 @@ pub enum JoinError {
     Coordinator(#[from] CoordinatorError),
 }
 
+/// A member of the fleet, as [`Scheduler::fleet`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetMember {
+    /// Its instance id.
+    pub instance: String,
+    /// Its last heartbeat, on the coordinator's clock (its lapse minus this scheduler's
+    /// membership TTL, which every member of a fleet is meant to share).
+    pub last_heartbeat: Timestamp,
+    /// What it published: its settings and what it says of itself (host, version,
+    /// started, admin address, [`RUNS_IN_FLIGHT`]...).
+    pub details: MemberDetails,
+    /// How many of this scheduler's jobs it owns (claims first) by the rendezvous order
+    /// over the live members.
+    pub owned_jobs: usize,
+}
+
 impl Scheduler {
     /// Checks, before [`Scheduler::run`], that every live member of the fleet shares
     /// this replica's [fleet settings](crate::SchedulerBuilder::fleet_setting), then
     /// publishes its [details](MemberDetails) (`run` publishes them again with its
-    /// first heartbeat). A member of the same instance id (this replica's previous
-    /// process) is not compared. Without a coordinator, or without settings, `Ok` at
-    /// once. Two replicas that start at the same moment may both pass: the check is as
-    /// good as the membership each one reads.
+    /// heartbeats). A member of the same instance id (this replica's previous process)
+    /// is not compared. Without a coordinator, or without settings, `Ok` at once. Two
+    /// replicas that start at the same moment may both pass: the check is as good as the
+    /// membership each one reads.
     ///
     /// # Errors
     /// [`JoinError::Disagrees`] (fail closed: do not run), or
@@ -41,35 +67,82 @@ impl Scheduler {
         };
         let ours = &shared.settings.details;
         if !ours.settings.is_empty() {
-            let members = within_claim_timeout(shared, coordinator.member_details()).await?;
-            let theirs = members.iter().filter(|(member, _)| **member != *shared.instance);
+            let members = within_claim_timeout(shared, coordinator.members()).await?;
+            let theirs = members.iter().filter(|member| *member.instance != *shared.instance);
             if let Some(disagreement) =
-                theirs.into_iter().find_map(|(member, d)| ours.disagreement(member, d))
+                theirs.into_iter().find_map(|m| ours.disagreement(&m.instance, &m.details))
             {
                 return Err(JoinError::Disagrees(disagreement));
             }
         }
-        publish(shared).await.map_err(JoinError::from)
+        publish(shared, &details_now(shared)).await.map_err(JoinError::from)
+    }
+
+    /// The fleet's live members as the coordinator keeps them, sorted by instance id, or
+    /// `None` without a coordinator that keeps a membership (or without shared work).
+    /// Each member's owned jobs are counted over this scheduler's jobs.
+    ///
+    /// # Errors
+    /// The coordinator cannot be read.
+    pub async fn fleet(&self) -> Result<Option<Vec<FleetMember>>, CoordinatorError> {
+        let shared = &self.shared;
+        let Some(coordinator) = shared.coordinator.as_ref().filter(|_| shared.settings.shared_work) else {
+            return Ok(None);
+        };
+        let members = within_claim_timeout(shared, coordinator.members()).await?;
+        if members.is_empty() {
+            return Ok(None);
+        }
+        let ids: Vec<&str> = members.iter().map(|member| member.instance.as_str()).collect();
+        let mut owned = vec![0usize; ids.len()];
+        for job in self.job_names() {
+            if let Some(owner) = job_owner(&job, &ids) {
+                owned[ids.iter().position(|id| *id == owner).unwrap_or_default()] += 1;
+            }
+        }
+        let ttl = shared.settings.membership_ttl;
+        Ok(Some(members.into_iter().zip(owned).map(|(member, owned)| shown(member, owned, ttl)).collect()))
     }
 }
 
-/// Publishes this replica's details, if it has any.
-pub(super) async fn publish(shared: &Shared) -> Result<(), CoordinatorError> {
-    let (Some(coordinator), details) = (&shared.coordinator, &shared.settings.details) else { return Ok(()) };
+/// `member` as [`Scheduler::fleet`] shows it.
+fn shown(member: LiveMember, owned_jobs: usize, ttl: Duration) -> FleetMember {
+    let LiveMember { instance, lapses_at, details } = member;
+    FleetMember { instance, last_heartbeat: earlier(lapses_at, ttl), details, owned_jobs }
+}
+
+/// This replica's details now: its own, and its runs in flight.
+fn details_now(shared: &Shared) -> MemberDetails {
+    let mut details = shared.settings.details.clone();
+    if let Some(running) = shared.metrics.running() {
+        details.about.insert(RUNS_IN_FLIGHT.to_owned(), running.to_string());
+    }
+    details
+}
+
+/// Publishes `details`, if there is anything to say.
+async fn publish(shared: &Shared, details: &MemberDetails) -> Result<(), CoordinatorError> {
+    let Some(coordinator) = &shared.coordinator else { return Ok(()) };
     if *details == MemberDetails::default() {
         return Ok(());
     }
     within_claim_timeout(shared, coordinator.publish_details(&shared.instance, details)).await
 }
 
-/// [`publish`] for the heartbeat: a failure is logged, and tried again with the next
-/// heartbeat that answers after a failed one.
-pub(super) async fn publish_from(fleet: &FleetRun) -> bool {
-    match publish(fleet.shared()).await {
-        Ok(()) => true,
+/// For the heartbeat: publishes this replica's details if they changed since `last`
+/// (the last published, `None` after a failure or before the first), and returns what
+/// was published; a failure is logged, and tried again with the next heartbeat.
+pub(super) async fn publish_changes(fleet: &FleetRun, last: Option<MemberDetails>) -> Option<MemberDetails> {
+    let shared = fleet.shared();
+    let now = details_now(shared);
+    if last.as_ref() == Some(&now) {
+        return last;
+    }
+    match publish(shared, &now).await {
+        Ok(()) => Some(now),
         Err(e) => {
             tracing::warn!("publishing this replica's details in the membership failed: {e}");
-            false
+            None
         }
     }
 }

@@ -73,8 +73,8 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     // Whether the heartbeats fail now: the first failure of a spell is a warning, the
     // others are counted and summed up once a minute (`Health::coordinator_failed`).
     let mut failing = false;
-    // Whether its details were published since the last heartbeat that failed.
-    let mut published = false;
+    // Its details as last published, `None` after a heartbeat that failed.
+    let mut published = None;
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
@@ -113,10 +113,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 }
             }
         }
-        if answer_ok && !published {
-            published = details::publish_from(&fleet).await;
-        }
-        published &= answer_ok;
+        published = if answer_ok { details::publish_changes(&fleet, published).await } else { None };
         if answer_ok && std::mem::take(&mut failing) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
