@@ -68,7 +68,8 @@ pub fn file_jobs_name(instance: &str) -> String {
 /// A job of a jobs file as a definition in the state.
 ///
 /// # Errors
-/// A job the state cannot hold: an `@reboot` one, or a cron zone without an IANA name.
+/// A job the state cannot hold: an `@reboot` one, one with `at_time`, or a cron zone
+/// without an IANA name.
 pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
     use jobs_file::ScheduleSpec as FileSchedule;
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -86,6 +87,9 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
         FileSchedule::At(at) => ScheduleSpec::At { instant: at.to_string() },
         FileSchedule::After(delay) => ScheduleSpec::After { delay_ms: millis(*delay) },
         FileSchedule::AtStartUp => return Err("@reboot jobs cannot be kept in the state".into()),
+        FileSchedule::EveryDays(_) => {
+            return Err("jobs with at_time cannot be kept in the state (a cron expression can)".into());
+        }
     };
     let payload = Payload {
         command: entry.command.script.clone(),

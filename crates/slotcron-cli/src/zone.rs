@@ -26,6 +26,28 @@ pub struct LocalZone {
     pub source: &'static str,
 }
 
+/// The IANA names of UTC (tzdata's `backward` links and `Etc/`), taken as UTC itself.
+const UTC_ALIASES: &[&str] = &[
+    "UTC",
+    "Etc/UTC",
+    "Etc/UCT",
+    "UCT",
+    "Etc/Universal",
+    "Universal",
+    "Etc/Zulu",
+    "Zulu",
+    "Etc/GMT",
+    "GMT",
+    "Etc/GMT+0",
+    "Etc/GMT-0",
+    "Etc/GMT0",
+    "GMT0",
+    "GMT+0",
+    "GMT-0",
+    "Etc/Greenwich",
+    "Greenwich",
+];
+
 /// Where the system keeps its local zone on Linux.
 const LOCALTIME: &str = "/etc/localtime";
 
@@ -56,6 +78,11 @@ fn resolve_local() -> Result<LocalZone, String> {
             None => format!("{LOCALTIME} is not a time zone: {e}"),
         })?
     };
+    // The IANA database's other names of UTC (`/etc/localtime` is often `Etc/UTC`) are
+    // UTC itself, written as every UTC schedule is.
+    if zone.iana_name().is_some_and(|name| UTC_ALIASES.contains(&name)) {
+        return Ok(LocalZone { zone: TimeZone::UTC, name: "UTC".to_owned(), source });
+    }
     let name = match (zone.iana_name(), &tz) {
         (Some(name), _) => name.to_owned(),
         (None, Some(tz)) => tz.to_string_lossy().trim_start_matches(':').to_owned(),

@@ -212,7 +212,7 @@ X = "1"
     );
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
-    let job_keys = "name, every, cron, at, after, command, timeout, run_on_start, on_every_replica, \
+    let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
                     backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled";
     let expected = [
@@ -955,4 +955,37 @@ fn output_cut_short_ends_check_quietly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn every_n_days_at_a_time_of_day_fires_on_the_same_days_for_every_replica() {
+    let jobs = r#"[[job]]
+name = "compact"
+every = "2d"
+at_time = "04:30"
+timezone = "Europe/Berlin"
+command = "true"
+"#;
+    let (code, out, err) = check("every_days_at_time", "jobs.toml", jobs);
+    assert_eq!(code, Some(0), "{err}");
+    let cells = row(&out, "compact");
+    assert_eq!(cells[2], "every 2 days at 04:30 in Europe/Berlin", "{out}");
+    let next: slotcron::jiff::Timestamp = cells[3].parse().expect(cells[3]);
+    let local = next.to_zoned_datetime(slotcron::jiff::tz::TimeZone::get("Europe/Berlin").unwrap());
+    assert_eq!((local.hour(), local.minute()), (4, 30), "{out}");
+    // The days are counted from 1970-01-01 in the zone: every replica picks the same.
+    let days = local.date().since(slotcron::jiff::civil::date(1970, 1, 1)).unwrap().get_days();
+    assert_eq!(days % 2, 0, "{out}");
+
+    let bad = [
+        ("every = \"36h\"\nat_time = \"04:30\"", "every", "with at_time, every is a whole number of days"),
+        ("every = \"1d\"\nat_time = \"25:00\"", "at_time", "expected a time of day as hh:mm"),
+        ("cron = \"0 4 * * *\"\nat_time = \"04:30\"", "at_time", "applies to an every of whole days only"),
+    ];
+    for (schedule, field, reason) in bad {
+        let text = format!("[[job]]\nname = \"compact\"\n{schedule}\ncommand = \"true\"\n");
+        let (code, _, err) = check("every_days_at_time_bad", "jobs.toml", &text);
+        assert_eq!(code, Some(2), "{schedule}");
+        assert!(err.contains(&format!("job \"compact\": {field}: {reason}")), "{schedule}: {err}");
+    }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::{CronSchedule, Interval, ScheduleKind};
+use slotcron::{CronSchedule, EveryDays, Interval, Schedule, ScheduleKind};
 use slotcron::{Job, JobBuilder, JobState};
 
 use crate::duration;
@@ -16,6 +16,9 @@ use crate::zone;
 pub enum ScheduleSpec {
     /// `every = "10s"`: an interval anchored to the Unix epoch.
     Every(Duration),
+    /// `every = "2d"` with `at_time = "04:30"`: every N days at a time of day in the
+    /// job's zone, the days counted from 1970-01-01 there.
+    EveryDays(EveryDays),
     /// `cron = "..."` (or a crontab line): an expression in its time zone.
     Cron(CronSchedule),
     /// `at = "RFC 3339"`: once at this instant.
@@ -50,6 +53,7 @@ impl ScheduleSpec {
     pub fn apply(&self, builder: JobBuilder) -> JobBuilder {
         match self {
             Self::Every(period) => builder.every(*period),
+            Self::EveryDays(days) => builder.schedule(days.clone()),
             Self::Cron(cron) => builder.schedule(cron.clone()),
             Self::At(instant) => builder.at(*instant),
             Self::After(delay) => builder.after(*delay),
@@ -69,6 +73,7 @@ impl ScheduleSpec {
             // A listed job's period is valid; an invalid one explains itself by its error.
             Self::Every(period) => Interval::every(*period).map_or_else(|e| e.to_string(), |i| i.explain()),
             Self::Cron(cron) => with_zone(&cron.explain(), cron.time_zone()),
+            Self::EveryDays(days) => days.describe().english.unwrap_or_else(|| days.describe().text),
             Self::At(at) => format!("Once, at {at}"),
             Self::After(delay) => {
                 format!("Once, {} after the daemon first starts", duration::display(*delay))
@@ -81,6 +86,7 @@ impl ScheduleSpec {
     pub fn zone(&self) -> TimeZone {
         match self {
             Self::Cron(cron) => cron.time_zone().clone(),
+            Self::EveryDays(days) => days.time_zone().clone(),
             _ => TimeZone::UTC,
         }
     }
@@ -116,6 +122,10 @@ impl fmt::Display for ScheduleSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Every(period) => write!(f, "every {}", duration::display(*period)),
+            Self::EveryDays(days) => {
+                let zone = days.time_zone().iana_name().unwrap_or("fixed offset");
+                write!(f, "{} in {zone}", days.describe().text)
+            }
             Self::Cron(cron) => {
                 let zone = cron.time_zone().iana_name().unwrap_or("fixed offset");
                 write!(f, "cron {:?} in {zone}", cron.expression())

@@ -51,6 +51,11 @@ impl EveryDays {
         Self { zone, ..self }
     }
 
+    /// The zone the wall-clock time is read in.
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.zone
+    }
+
     fn is_aligned(&self, date: Date) -> bool {
         let epoch = Date::constant(1970, 1, 1);
         let days = date.duration_since(epoch).as_secs().div_euclid(86_400);

@@ -31,6 +31,7 @@ pub(super) const HISTORY_KEYS: &[&str] = &["retention", "per_job"];
 pub(super) const JOB_KEYS: &[&str] = &[
     "name",
     "every",
+    "at_time",
     "cron",
     "at",
     "after",
