@@ -7,17 +7,28 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use slotcron::{JobInfo, LastRun};
+use utoipa::{IntoParams, ToSchema};
 
+use crate::error::ErrorBody;
 use crate::listing::{JobsQuery, Row};
 use crate::{AdminState, ApiError, etag};
 
 /// How many next fire times each job lists.
 pub const NEXT_FIRE_TIMES: usize = 5;
 
+/// The job a request names, in its path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct JobPath {
+    /// The job's name.
+    #[param(example = "backup")]
+    pub name: String,
+}
+
 /// A job as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct JobView {
     name: String,
     /// The schedule as spelled: `*/5 * * * *`, `every 10s`...
@@ -31,8 +42,10 @@ pub(crate) struct JobView {
     /// store) that keeps the pauses cannot be read.
     paused: Option<bool>,
     /// When it was paused, while it is.
+    #[schema(value_type = Option<String>, format = DateTime)]
     paused_since: Option<Timestamp>,
     /// RFC 3339 UTC, earliest first.
+    #[schema(value_type = Vec<String>, format = DateTime)]
     next_triggers: Vec<Timestamp>,
     last_run: Option<LastRunView>,
     /// How many of its runs have a handler running now on this scheduler (not on other
@@ -40,7 +53,8 @@ pub(crate) struct JobView {
     runs_in_flight: u32,
 }
 
-#[derive(Debug, Serialize)]
+/// How the job runs.
+#[derive(Debug, Serialize, ToSchema)]
 struct Policies {
     /// Milliseconds; `null`: none.
     timeout_ms: Option<u128>,
@@ -61,8 +75,10 @@ struct Policies {
     jitter_ms: Option<u128>,
 }
 
-#[derive(Debug, Serialize)]
+/// The last trigger the scheduler handled.
+#[derive(Debug, Serialize, ToSchema)]
 struct LastRunView {
+    #[schema(value_type = String, format = DateTime)]
     trigger: Timestamp,
     outcome: Option<String>,
     instance: Option<String>,
@@ -134,6 +150,19 @@ async fn pauses(state: &AdminState) -> Option<HashMap<String, Timestamp>> {
 /// A page of jobs: `{"jobs": [...], "next_cursor": "…"|null, "total": N}`, with an
 /// `ETag` (304 for a matching `If-None-Match`). The order and filters are computed on
 /// each job's queued trigger; only the page's rows get their [`NEXT_FIRE_TIMES`].
+#[utoipa::path(
+    get,
+    path = "/jobs",
+    operation_id = "list_jobs",
+    tag = "jobs",
+    params(JobsQuery, ("If-None-Match" = Option<String>, Header, description = "The `ETag` of a page held")),
+    responses(
+        (status = 200, description = "A page of the jobs the filter keeps", body = JobsPage,
+            headers(("ETag" = String, description = "A tag of this page, for `If-None-Match`"))),
+        (status = 304, description = "The page is the one `If-None-Match` names"),
+        (status = 400, description = "A parameter that is not right, named", body = ErrorBody),
+    )
+)]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     headers: HeaderMap,
@@ -148,8 +177,8 @@ pub(crate) async fn list(
 }
 
 /// `{"jobs", "next_cursor", "total"}`.
-#[derive(Debug, Serialize)]
-struct JobsPage {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobsPage {
     jobs: Vec<JobView>,
     /// The `cursor` of the next page; `null` on the last.
     next_cursor: Option<String>,
@@ -165,9 +194,20 @@ fn row_view(state: &AdminState, row: Row) -> JobView {
 }
 
 /// One job, or 404.
+#[utoipa::path(
+    get,
+    path = "/jobs/{name}",
+    operation_id = "get_job",
+    tag = "jobs",
+    params(JobPath),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+    )
+)]
 pub(crate) async fn one(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
