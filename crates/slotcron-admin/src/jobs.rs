@@ -34,19 +34,23 @@ pub(crate) struct JobView {
     /// The schedule as spelled: `*/5 * * * *`, `every 10s`...
     schedule: String,
     /// One line of English, if the schedule gives one.
+    #[schema(required = true)]
     schedule_english: Option<String>,
     /// The IANA zone of the schedule's wall-clock times, if it has any.
+    #[schema(required = true)]
     time_zone: Option<String>,
     policies: Policies,
     /// Whether the job is paused across the fleet; `null` when the coordinator (or
     /// store) that keeps the pauses cannot be read.
+    #[schema(required = true)]
     paused: Option<bool>,
     /// When it was paused, while it is.
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     paused_since: Option<Timestamp>,
     /// RFC 3339 UTC, earliest first.
     #[schema(value_type = Vec<String>, format = DateTime)]
     next_triggers: Vec<Timestamp>,
+    #[schema(required = true)]
     last_run: Option<LastRunView>,
     /// How many of its runs have a handler running now on this scheduler (not on other
     /// replicas).
@@ -57,6 +61,7 @@ pub(crate) struct JobView {
 #[derive(Debug, Serialize, ToSchema)]
 struct Policies {
     /// Milliseconds; `null`: none.
+    #[schema(required = true)]
     timeout_ms: Option<u128>,
     misfire: &'static str,
     grace_ms: u128,
@@ -68,10 +73,12 @@ struct Policies {
     backoff_ms: u128,
     backoff_multiplier: f64,
     /// Milliseconds; `null`: uncapped.
+    #[schema(required = true)]
     backoff_max_ms: Option<u128>,
     /// `allow`, `forbid`, `buffer_one` or `replace`.
     overlap: &'static str,
     /// Milliseconds; `null`: none.
+    #[schema(required = true)]
     jitter_ms: Option<u128>,
 }
 
@@ -80,11 +87,15 @@ struct Policies {
 struct LastRunView {
     #[schema(value_type = String, format = DateTime)]
     trigger: Timestamp,
+    #[schema(required = true)]
     outcome: Option<String>,
+    #[schema(required = true)]
     instance: Option<String>,
+    #[schema(required = true)]
     duration_ms: Option<u128>,
     /// What a failed run returned, or why the trigger was skipped (`null` when none, and
     /// after a restart, when the last run is what the store kept).
+    #[schema(required = true)]
     error: Option<String>,
 }
 
@@ -181,6 +192,7 @@ pub(crate) async fn list(
 pub(crate) struct JobsPage {
     jobs: Vec<JobView>,
     /// The `cursor` of the next page; `null` on the last.
+    #[schema(required = true)]
     next_cursor: Option<String>,
     /// How many jobs the filter keeps, on every page.
     total: usize,

@@ -22,6 +22,7 @@ pub struct Reload {
     /// Whether the jobs loaded and every one was applied.
     pub successful: bool,
     /// Why it failed (the jobs stay as they were), for a person; `None` when it did not.
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 
@@ -47,6 +48,7 @@ impl ReloadStatus {
 pub(crate) struct Status {
     /// The last load or reload of the jobs; `null` before the first, or where none are
     /// recorded.
+    #[schema(required = true)]
     last_reload: Option<Reload>,
 }
 

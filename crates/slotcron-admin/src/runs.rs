@@ -39,12 +39,15 @@ struct RunView {
     outcome: String,
     /// `scheduled`, `catch-up`, `manual`, `backfill`, `start-up`...
     cause: String,
+    #[schema(required = true)]
     fencing_token: Option<u64>,
     #[schema(value_type = String, format = DateTime)]
     started: Timestamp,
     /// How long the run took; `null` while it is `running` (its `started` tells since
     /// when) and for an `interrupted` one, which never ended.
+    #[schema(required = true)]
     duration_ms: Option<u128>,
+    #[schema(required = true)]
     error: Option<String>,
 }
 
@@ -131,7 +134,7 @@ pub(crate) async fn list(
 pub(crate) struct RunsPage {
     runs: Vec<RunView>,
     /// The `before` of the next page; `null` on the last.
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     next_before: Option<Timestamp>,
 }
 

@@ -74,7 +74,7 @@ pub(crate) struct Resumed {
     /// Always `false`.
     paused: bool,
     /// When the job had been paused; `null` if it was not.
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     paused_since: Option<Timestamp>,
     /// The paused triggers queued to run (with `catch_up`), oldest first.
     #[schema(value_type = Vec<String>, format = DateTime)]
