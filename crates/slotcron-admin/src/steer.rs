@@ -321,7 +321,11 @@ pub(crate) fn write(routes: UtoipaMethodRouter<AdminState>) -> UtoipaMethodRoute
         openapi::require_token(operation, openapi::FULL);
         openapi::answer(operation, StatusCode::FORBIDDEN, "The read-only token cannot write");
         openapi::answer(operation, StatusCode::BAD_REQUEST, "The body is not the JSON the endpoint takes");
-        openapi::answer(operation, StatusCode::PAYLOAD_TOO_LARGE, "The body is larger than 1 MiB");
+        openapi::answer(
+            operation,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("The body is larger than {MAX_BODY} bytes"),
+        );
         openapi::answer(
             operation,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
