@@ -7,8 +7,9 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use subtle::{Choice, ConstantTimeEq};
+use utoipa_axum::router::OpenApiRouter;
 
-use crate::ApiError;
+use crate::{AdminState, ApiError, openapi};
 
 /// The access rules of an admin router; see [`Admin::token`](crate::Admin::token),
 /// [`Admin::read_token`](crate::Admin::read_token) and
@@ -97,9 +98,40 @@ fn name_of(host: &str) -> &str {
     if has_port(host) { host.rsplit_once(':').map_or(host, |(name, _)| name) } else { host }
 }
 
+/// `router` behind [`check_host`], each of its operations documented to answer 403.
+pub(crate) fn host_checked(
+    router: OpenApiRouter<AdminState>,
+    access: Arc<Access>,
+) -> OpenApiRouter<AdminState> {
+    let mut router = router.layer(axum::middleware::from_fn_with_state(access, check_host));
+    openapi::each_operation(&mut router.get_openapi_mut().paths, |operation| {
+        openapi::answer(
+            operation,
+            StatusCode::FORBIDDEN,
+            "The Host is not allowed (a server without a token)",
+        );
+    });
+    router
+}
+
+/// `router` behind [`require_token`], each of its operations documented to need a token
+/// (the read-only one will do unless it is documented to need the full one) and to
+/// answer 401.
+pub(crate) fn token_required(
+    router: OpenApiRouter<AdminState>,
+    access: Arc<Access>,
+) -> OpenApiRouter<AdminState> {
+    let mut router = router.layer(axum::middleware::from_fn_with_state(access, require_token));
+    openapi::each_operation(&mut router.get_openapi_mut().paths, |operation| {
+        openapi::require_token(operation, openapi::READ);
+        openapi::answer(operation, StatusCode::UNAUTHORIZED, "No bearer token, or a wrong one");
+    });
+    router
+}
+
 /// Refuses a request whose `Host` is not allowed (403), on a server without a token
 /// ([`Access::checks_host`]).
-pub(crate) async fn check_host(
+async fn check_host(
     State(access): State<Arc<Access>>,
     request: Request,
     next: Next,
@@ -120,7 +152,7 @@ pub(crate) async fn check_host(
 
 /// Refuses a request without either bearer token (401); passes on what it opens as a
 /// [`Grant`] in the request's extensions, for [`refuse_read_only`].
-pub(crate) async fn require_token(
+async fn require_token(
     State(access): State<Arc<Access>>,
     mut request: Request,
     next: Next,

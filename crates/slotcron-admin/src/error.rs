@@ -5,6 +5,8 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// The most of a plain-text error body kept as the message.
 const MAX_MESSAGE: usize = 4096;
@@ -40,9 +42,16 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer: `{"error": "…"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorBody {
+    /// What went wrong, for a person.
+    error: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(serde_json::json!({ "error": self.message }))).into_response()
+        (self.status, Json(ErrorBody { error: self.message })).into_response()
     }
 }
 

@@ -7,30 +7,41 @@ use axum::extract::State;
 use jiff::Timestamp;
 use serde::Serialize;
 use slotcron::{FleetMember, RUNS_IN_FLIGHT};
+use utoipa::ToSchema;
 
+use crate::error::ErrorBody;
 use crate::{AdminState, ApiError};
 
 /// `{"instance": this daemon's, "members": [...]}`; `members` is `null` without a
 /// coordinator that keeps a membership (a daemon alone).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct FleetView {
+    /// This daemon's instance id.
     instance: String,
+    /// The live members, by instance id; `null` for a daemon alone.
+    #[schema(required = true)]
     members: Option<Vec<MemberView>>,
 }
 
 /// One member.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 struct MemberView {
     instance: String,
     /// Its host, version, start time (RFC 3339 UTC) and admin address, as it published
     /// them; `null` when it did not.
+    #[schema(required = true)]
     host: Option<String>,
+    #[schema(required = true)]
     version: Option<String>,
+    #[schema(required = true)]
     started: Option<String>,
+    #[schema(required = true)]
     admin: Option<String>,
     /// Its last heartbeat, RFC 3339 UTC, on the coordinator's clock.
+    #[schema(value_type = String, format = DateTime)]
     last_heartbeat: Timestamp,
     /// Its runs in flight at its last heartbeat; `null` when it does not count them.
+    #[schema(required = true)]
     runs_in_flight: Option<u64>,
     /// How many of this daemon's jobs it owns (claims first).
     owned_jobs: usize,
@@ -57,6 +68,16 @@ impl From<FleetMember> for MemberView {
 }
 
 /// The fleet, or 503 when the coordinator cannot be read.
+#[utoipa::path(
+    get,
+    path = "/fleet",
+    operation_id = "fleet",
+    tag = "fleet",
+    responses(
+        (status = 200, description = "The fleet's live members", body = FleetView),
+        (status = 503, description = "The coordinator's membership cannot be read", body = ErrorBody),
+    )
+)]
 pub(crate) async fn fleet(State(state): State<AdminState>) -> Result<Json<FleetView>, ApiError> {
     let members = state
         .scheduler

@@ -7,42 +7,61 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use slotcron::{JobInfo, LastRun};
+use utoipa::{IntoParams, ToSchema};
 
+use crate::error::ErrorBody;
 use crate::listing::{JobsQuery, Row};
 use crate::{AdminState, ApiError, etag};
 
 /// How many next fire times each job lists.
 pub const NEXT_FIRE_TIMES: usize = 5;
 
+/// The job a request names, in its path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct JobPath {
+    /// The job's name.
+    #[param(example = "backup")]
+    pub name: String,
+}
+
 /// A job as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct JobView {
     name: String,
     /// The schedule as spelled: `*/5 * * * *`, `every 10s`...
     schedule: String,
     /// One line of English, if the schedule gives one.
+    #[schema(required = true)]
     schedule_english: Option<String>,
     /// The IANA zone of the schedule's wall-clock times, if it has any.
+    #[schema(required = true)]
     time_zone: Option<String>,
     policies: Policies,
     /// Whether the job is paused across the fleet; `null` when the coordinator (or
     /// store) that keeps the pauses cannot be read.
+    #[schema(required = true)]
     paused: Option<bool>,
     /// When it was paused, while it is.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     paused_since: Option<Timestamp>,
     /// RFC 3339 UTC, earliest first.
+    #[schema(value_type = Vec<String>, format = DateTime)]
     next_triggers: Vec<Timestamp>,
+    #[schema(required = true)]
     last_run: Option<LastRunView>,
     /// How many of its runs have a handler running now on this scheduler (not on other
     /// replicas).
     runs_in_flight: u32,
 }
 
-#[derive(Debug, Serialize)]
+/// How the job runs.
+#[derive(Debug, Serialize, ToSchema)]
 struct Policies {
     /// Milliseconds; `null`: none.
+    #[schema(required = true)]
     timeout_ms: Option<u128>,
     misfire: &'static str,
     grace_ms: u128,
@@ -54,21 +73,29 @@ struct Policies {
     backoff_ms: u128,
     backoff_multiplier: f64,
     /// Milliseconds; `null`: uncapped.
+    #[schema(required = true)]
     backoff_max_ms: Option<u128>,
     /// `allow`, `forbid`, `buffer_one` or `replace`.
     overlap: &'static str,
     /// Milliseconds; `null`: none.
+    #[schema(required = true)]
     jitter_ms: Option<u128>,
 }
 
-#[derive(Debug, Serialize)]
+/// The last trigger the scheduler handled.
+#[derive(Debug, Serialize, ToSchema)]
 struct LastRunView {
+    #[schema(value_type = String, format = DateTime)]
     trigger: Timestamp,
+    #[schema(required = true)]
     outcome: Option<String>,
+    #[schema(required = true)]
     instance: Option<String>,
+    #[schema(required = true)]
     duration_ms: Option<u128>,
     /// What a failed run returned, or why the trigger was skipped (`null` when none, and
     /// after a restart, when the last run is what the store kept).
+    #[schema(required = true)]
     error: Option<String>,
 }
 
@@ -134,6 +161,19 @@ async fn pauses(state: &AdminState) -> Option<HashMap<String, Timestamp>> {
 /// A page of jobs: `{"jobs": [...], "next_cursor": "…"|null, "total": N}`, with an
 /// `ETag` (304 for a matching `If-None-Match`). The order and filters are computed on
 /// each job's queued trigger; only the page's rows get their [`NEXT_FIRE_TIMES`].
+#[utoipa::path(
+    get,
+    path = "/jobs",
+    operation_id = "list_jobs",
+    tag = "jobs",
+    params(JobsQuery, ("If-None-Match" = Option<String>, Header, description = "The `ETag` of a page held")),
+    responses(
+        (status = 200, description = "A page of the jobs the filter keeps", body = JobsPage,
+            headers(("ETag" = String, description = "A tag of this page, for `If-None-Match`"))),
+        (status = 304, description = "The page is the one `If-None-Match` names"),
+        (status = 400, description = "A parameter that is not right, named", body = ErrorBody),
+    )
+)]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     headers: HeaderMap,
@@ -148,10 +188,11 @@ pub(crate) async fn list(
 }
 
 /// `{"jobs", "next_cursor", "total"}`.
-#[derive(Debug, Serialize)]
-struct JobsPage {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobsPage {
     jobs: Vec<JobView>,
     /// The `cursor` of the next page; `null` on the last.
+    #[schema(required = true)]
     next_cursor: Option<String>,
     /// How many jobs the filter keeps, on every page.
     total: usize,
@@ -165,9 +206,20 @@ fn row_view(state: &AdminState, row: Row) -> JobView {
 }
 
 /// One job, or 404.
+#[utoipa::path(
+    get,
+    path = "/jobs/{name}",
+    operation_id = "get_job",
+    tag = "jobs",
+    params(JobPath),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+    )
+)]
 pub(crate) async fn one(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());

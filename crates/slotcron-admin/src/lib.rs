@@ -23,6 +23,7 @@
 //! | `GET /healthz` | 200 while [`Scheduler::run`] runs, else 503 | none |
 //! | `GET /readyz` | 200 while the coordinator and the state answer, else 503 | none |
 //! | `GET /metrics` | the Prometheus text exposition, when [`Admin::metrics`] gave a renderer | none |
+//! | `GET /openapi.json` | the OpenAPI 3.1 document of these endpoints, generated from the handlers | none |
 //! | `GET /api/v1/status` | the last reload of the jobs (`{"last_reload": …}`, see [`ReloadStatus`]) | read |
 //! | `GET /api/v1/fleet` | the fleet's live members (instance, host, version, started, admin address, last heartbeat, runs in flight, jobs owned, shared settings); `members` is `null` for a daemon alone | read |
 //! | `GET /api/v1/jobs?limit&cursor&q&state&outcome&sort&order` | a page of the jobs: name, schedule, English, zone, policies, next fire times, last run; `ETag`, 304 | read |
@@ -41,7 +42,7 @@
 //!
 //! Access ([`Admin::token`], [`Admin::read_token`], [`Admin::allowed_hosts`]):
 //!
-//! | server | `/healthz`, `/readyz` | `/metrics`, `/` | `/api/v1/` reads | `/api/v1/` writes |
+//! | server | `/healthz`, `/readyz` | `/metrics`, `/`, `/openapi.json` | `/api/v1/` reads | `/api/v1/` writes |
 //! |---|---|---|---|---|
 //! | no token, no hosts | any request | any request | any request | any request |
 //! | no token, allowed hosts | any `Host` | an allowed `Host`, else 403 | an allowed `Host`, else 403 | an allowed `Host`, else 403 |
@@ -62,6 +63,7 @@ mod fleet;
 mod health;
 mod jobs;
 mod listing;
+mod openapi;
 mod page;
 mod prometheus;
 mod query;
@@ -71,11 +73,13 @@ mod steer;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::{Extension, Router};
 use slotcron::OutputStore;
 use slotcron::Scheduler;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use access::{Access, Grant};
 pub use error::ApiError;
@@ -104,8 +108,8 @@ struct AdminState {
 ///   `/healthz` and `/readyz`, which answer any `Host`.
 /// - With [`Admin::token`], `/api/v1/` needs `Authorization: Bearer TOKEN` (401
 ///   otherwise); with [`Admin::read_token`] as well, that token opens the reads and a
-///   write with it is 403. `/`, `/healthz`, `/readyz` and `/metrics` need no token, and
-///   no `Host` is checked.
+///   write with it is 403. `/`, `/openapi.json`, `/healthz`, `/readyz` and `/metrics`
+///   need no token, and no `Host` is checked.
 #[must_use]
 pub struct Admin {
     state: AdminState,
@@ -145,9 +149,10 @@ impl Admin {
     }
 
     /// Requires `Authorization: Bearer TOKEN` on every `/api/v1/` request, and opens all
-    /// of them, reads and writes (default: no token). `/`, `/healthz`, `/readyz` and
-    /// `/metrics` need no token. With a token (this one or [`Admin::read_token`]) no
-    /// `Host` is checked: [`Admin::allowed_hosts`] no longer applies.
+    /// of them, reads and writes (default: no token). `/`, `/openapi.json`, `/healthz`,
+    /// `/readyz` and `/metrics` need no token. With a token (this one or
+    /// [`Admin::read_token`]) no `Host` is checked: [`Admin::allowed_hosts`] no longer
+    /// applies.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.access.token = Some(token.into());
         self
@@ -171,39 +176,44 @@ impl Admin {
         self
     }
 
-    /// The router: mount it at `/` of a server (it owns `/`, `/healthz`, `/readyz`,
-    /// `/metrics` and `/api/v1/`).
+    /// The router: mount it at `/` of a server (it owns `/`, `/openapi.json`, `/healthz`,
+    /// `/readyz`, `/metrics` and `/api/v1/`).
     pub fn router(self) -> Router {
-        let access = Arc::new(self.access);
-        let probes =
-            Router::new().route("/healthz", get(health::healthz)).route("/readyz", get(health::readyz));
-        let api = api_v1().layer(axum::middleware::from_fn_with_state(access.clone(), access::require_token));
-        let host_checked = Router::new()
-            .route("/", get(page::status_page))
-            .route("/metrics", get(health::metrics))
-            .nest("/api/v1", api)
-            .fallback(error::not_found)
-            .layer(axum::middleware::from_fn_with_state(access, access::check_host));
-        probes
-            .merge(host_checked)
+        let (router, doc) = routes(Arc::new(self.access)).split_for_parts();
+        router
+            .layer(Extension(openapi::Document::new(doc)))
             .layer(axum::middleware::from_fn(error::json_client_errors))
             .with_state(self.state)
     }
 }
 
+/// Every route, each registered with its operation in the OpenAPI document (so that the
+/// document holds what the router serves), behind the access rules.
+fn routes(access: Arc<Access>) -> OpenApiRouter<AdminState> {
+    let probes = OpenApiRouter::default().routes(routes!(health::healthz)).routes(routes!(health::readyz));
+    let host_checked = OpenApiRouter::default()
+        .routes(routes!(page::status_page))
+        .routes(routes!(openapi::document))
+        .routes(routes!(health::metrics))
+        .nest("/api/v1", access::token_required(api_v1(), access.clone()))
+        .fallback(error::not_found);
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(probes)
+        .merge(access::host_checked(host_checked, access))
+}
+
 /// The `/api/v1` routes, reads and writes; the writes refused to the read-only token.
-fn api_v1() -> Router<AdminState> {
-    let write = || axum::middleware::from_fn(access::refuse_read_only);
-    Router::new()
-        .route("/status", get(reloads::status))
-        .route("/fleet", get(fleet::fleet))
-        .route("/jobs", get(jobs::list))
-        .route("/jobs/{name}", get(jobs::one))
-        .route("/jobs/{name}/runs", get(runs::list))
-        .route("/jobs/{name}/runs/{trigger}/output", get(runs::output))
-        .route("/jobs/{name}/pause", post(steer::pause).route_layer(write()))
-        .route("/jobs/{name}/resume", post(steer::resume).route_layer(write()))
-        .route("/jobs/{name}/trigger", post(steer::trigger).route_layer(write()))
-        .route("/jobs/{name}/backfill", post(steer::backfill).route_layer(write()))
+fn api_v1() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::default()
+        .routes(routes!(reloads::status))
+        .routes(routes!(fleet::fleet))
+        .routes(routes!(jobs::list))
+        .routes(routes!(jobs::one))
+        .routes(routes!(runs::list))
+        .routes(routes!(runs::output))
+        .routes(steer::write(routes!(steer::pause)))
+        .routes(steer::write(routes!(steer::resume)))
+        .routes(steer::write(routes!(steer::trigger)))
+        .routes(steer::write(routes!(steer::backfill)))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }

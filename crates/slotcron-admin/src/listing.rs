@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use slotcron::{JobInfo, Outcome};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::{ApiError, query};
 
@@ -18,20 +19,32 @@ pub const MAX_LIMIT: usize = 1000;
 
 /// The query string of `GET /api/v1/jobs`, as text so that a bad value gets this API's
 /// message naming the parameter.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct JobsQuery {
+    /// How many jobs the page holds (default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
+    /// The previous page's `next_cursor`, as it is, with the same `sort` and `order`.
     cursor: Option<String>,
+    /// Part of the name, in any case; empty: any.
     q: Option<String>,
+    /// `active` (not paused), `paused`, or `running` (a handler runs now); empty: any.
+    #[param(pattern = "^(active|paused|running)?$")]
     state: Option<String>,
+    /// The last run's outcome (`succeeded`, `failed`, `timed-out`, `missed`...); empty: any.
     outcome: Option<String>,
+    /// What the jobs are sorted by (default `name`), jobs without one last.
+    #[param(value_type = Option<Sort>, inline)]
     sort: Option<String>,
+    /// `asc` (default) or `desc`; ties by name.
+    #[param(value_type = Option<Order>, inline)]
     order: Option<String>,
 }
 
 /// What the jobs are sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum Sort {
     Name,
@@ -41,7 +54,8 @@ enum Sort {
     Last,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The order of the sort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum Order {
     Asc,

@@ -5,8 +5,10 @@ use axum::extract::{Path, Query, State};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use slotcron::{LedgerQuery, RunRecord};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::jobs::unknown_job;
+use crate::error::ErrorBody;
+use crate::jobs::{JobPath, unknown_job};
 use crate::{AdminState, ApiError, query};
 
 /// The runs a page holds unless `limit` says otherwise.
@@ -15,25 +17,37 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 1000;
 
 /// `?limit=N&before=T`, as text so that a bad value gets this API's message.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct Page {
+    /// How many records the page holds (default 20), more to end at a whole trigger.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
+    /// Only triggers before this instant (RFC 3339 with an offset): the previous page's
+    /// `next_before`.
+    #[param(value_type = Option<String>, format = DateTime)]
     before: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// A run and the trigger it fired, run by the replica named by `instance`.
+#[derive(Debug, Serialize, ToSchema)]
 struct RunView {
     job: String,
+    #[schema(value_type = String, format = DateTime)]
     trigger: Timestamp,
     instance: String,
     outcome: String,
     /// `scheduled`, `catch-up`, `manual`, `backfill`, `start-up`...
     cause: String,
+    #[schema(required = true)]
     fencing_token: Option<u64>,
+    #[schema(value_type = String, format = DateTime)]
     started: Timestamp,
     /// How long the run took; `null` while it is `running` (its `started` tells since
     /// when) and for an `interrupted` one, which never ended.
+    #[schema(required = true)]
     duration_ms: Option<u128>,
+    #[schema(required = true)]
     error: Option<String>,
 }
 
@@ -75,11 +89,24 @@ impl Page {
 /// triggers strictly before `before`; `next_before` is the `before` of the next page
 /// (`null` on the last one). A page ends at a whole trigger: past `limit` records, it
 /// holds the other records of its last trigger too, and `next_before` is that trigger.
+#[utoipa::path(
+    get,
+    path = "/jobs/{name}/runs",
+    operation_id = "list_runs",
+    tag = "runs",
+    params(JobPath, Page),
+    responses(
+        (status = 200, description = "A page of the job's runs, newest trigger first", body = RunsPage),
+        (status = 400, description = "A parameter that is not right, named", body = ErrorBody),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+        (status = 503, description = "The run history cannot be read", body = ErrorBody),
+    )
+)]
 pub(crate) async fn list(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     Query(page): Query<Page>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RunsPage>, ApiError> {
     if state.scheduler.job(&name, 0).is_none() {
         return Err(unknown_job(&name));
     }
@@ -99,7 +126,16 @@ pub(crate) async fn list(
         next_before = (!history(&state, &rest).await?.is_empty()).then_some(last);
     }
     let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
-    Ok(Json(serde_json::json!({ "runs": runs, "next_before": next_before })))
+    Ok(Json(RunsPage { runs, next_before }))
+}
+
+/// `{"runs", "next_before"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunsPage {
+    runs: Vec<RunView>,
+    /// The `before` of the next page; `null` on the last.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    next_before: Option<Timestamp>,
 }
 
 /// The records `query` asks for, or 503.
@@ -123,7 +159,8 @@ fn trigger_records(query: &LedgerQuery, trigger: Timestamp) -> LedgerQuery {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// What one instance's run wrote.
+#[derive(Debug, Serialize, ToSchema)]
 struct OutputView {
     instance: String,
     /// The output as text (bytes that are not UTF-8 replaced with U+FFFD).
@@ -131,11 +168,46 @@ struct OutputView {
     truncated: bool,
 }
 
+/// `{"job", "trigger", "outputs"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunOutputs {
+    job: String,
+    #[schema(value_type = String, format = DateTime)]
+    trigger: Timestamp,
+    /// One per instance that ran the trigger.
+    outputs: Vec<OutputView>,
+}
+
+/// The run a request names, in its path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct RunPath {
+    /// The job's name.
+    #[param(example = "backup")]
+    name: String,
+    /// The run's trigger, RFC 3339 with an offset.
+    #[param(format = DateTime, example = "2024-05-17T00:03:00Z")]
+    trigger: String,
+}
+
 /// `{"job", "trigger", "outputs": [{"instance", "output", "truncated"}]}`, or 404.
+#[utoipa::path(
+    get,
+    path = "/jobs/{name}/runs/{trigger}/output",
+    operation_id = "get_run_output",
+    tag = "runs",
+    params(RunPath),
+    responses(
+        (status = 200, description = "What the run wrote, per instance", body = RunOutputs),
+        (status = 400, description = "The trigger is not an RFC 3339 instant", body = ErrorBody),
+        (status = 404, description = "No output kept for that run, or none at all", body = ErrorBody),
+        (status = 503, description = "The run output cannot be read", body = ErrorBody),
+    )
+)]
 pub(crate) async fn output(
     State(state): State<AdminState>,
-    Path((name, trigger)): Path<(String, String)>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    Path(RunPath { name, trigger }): Path<RunPath>,
+) -> Result<Json<RunOutputs>, ApiError> {
     let trigger = instant("trigger", &trigger)?;
     let Some(outputs) = &state.outputs else {
         return Err(ApiError::not_found("this scheduler keeps no run output"));
@@ -155,5 +227,5 @@ pub(crate) async fn output(
             truncated: o.truncated,
         })
         .collect();
-    Ok(Json(serde_json::json!({ "job": name, "trigger": trigger, "outputs": outputs })))
+    Ok(Json(RunOutputs { job: name, trigger, outputs }))
 }

@@ -13,12 +13,16 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use jiff::Timestamp;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use slotcron::ControlError;
+use utoipa::ToSchema;
+use utoipa_axum::router::{UtoipaMethodRouter, UtoipaMethodRouterExt};
 
-use crate::{AdminState, ApiError};
+use crate::error::ErrorBody;
+use crate::jobs::JobPath;
+use crate::{AdminState, ApiError, access, openapi};
 
 /// The largest request body accepted: 1 MiB.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -27,25 +31,74 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// `…/resume`'s body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ResumeBody {
+pub(crate) struct ResumeBody {
     /// Run the paused triggers under the misfire policy (default `false`).
     #[serde(default)]
     catch_up: bool,
 }
 
 /// `…/pause` and `…/trigger` take no fields.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NoFields {}
+pub(crate) struct NoFields {}
 
-/// `…/backfill`'s body.
-#[derive(Debug, Deserialize)]
+/// `…/backfill`'s body: the range of triggers to run, both ends included.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct BackfillBody {
+#[schema(example = json!({"from": "2024-05-17T00:00:00Z", "to": "2024-05-17T00:02:00Z"}))]
+pub(crate) struct BackfillBody {
+    #[schema(value_type = String, format = DateTime)]
     from: Timestamp,
+    /// Not after now.
+    #[schema(value_type = String, format = DateTime)]
     to: Timestamp,
+}
+
+/// `…/pause`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Paused {
+    job: String,
+    /// Always `true`.
+    paused: bool,
+    /// When the job was paused: now, or the first pause's instant if it was paused.
+    #[schema(value_type = String, format = DateTime)]
+    paused_since: Timestamp,
+}
+
+/// `…/resume`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Resumed {
+    job: String,
+    /// Always `false`.
+    paused: bool,
+    /// When the job had been paused; `null` if it was not.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    paused_since: Option<Timestamp>,
+    /// The paused triggers queued to run (with `catch_up`), oldest first.
+    #[schema(value_type = Vec<String>, format = DateTime)]
+    caught_up: Vec<Timestamp>,
+}
+
+/// `…/trigger`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Triggered {
+    job: String,
+    /// The manual run's trigger; the first request's for a repeated key.
+    #[schema(value_type = String, format = DateTime)]
+    trigger: Timestamp,
+    /// Whether the `Idempotency-Key` was given before: nothing more was queued.
+    repeated: bool,
+}
+
+/// `…/backfill`'s answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Backfilled {
+    job: String,
+    /// The triggers queued, oldest first.
+    #[schema(value_type = Vec<String>, format = DateTime)]
+    triggers: Vec<Timestamp>,
 }
 
 /// A write endpoint's body: a JSON object.
@@ -136,43 +189,88 @@ fn refused(error: ControlError) -> ApiError {
 }
 
 /// `POST …/pause`: `{"job", "paused": true, "paused_since"}`.
+#[utoipa::path(
+    post,
+    path = "/jobs/{name}/pause",
+    operation_id = "pause_job",
+    tag = "steering",
+    params(JobPath),
+    request_body(content = Option<NoFields>, description = "No body, or `{}`"),
+    responses(
+        (status = 200, description = "The job is paused across the fleet", body = Paused),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+        (status = 503, description = "The coordinator or store of the pauses failed", body = ErrorBody),
+    )
+)]
 pub(crate) async fn pause(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Paused>, ApiError> {
     body(&headers, bytes, Some(NoFields::default()))?;
-    let since = state.scheduler.pause(&name).await.map_err(refused)?;
-    Ok(Json(json!({ "job": name, "paused": true, "paused_since": since })))
+    let paused_since = state.scheduler.pause(&name).await.map_err(refused)?;
+    Ok(Json(Paused { job: name, paused: true, paused_since }))
 }
 
 /// `POST …/resume` (`{"catch_up": bool}`, default false): `{"job", "paused": false,
 /// "paused_since", "caught_up"}`.
+#[utoipa::path(
+    post,
+    path = "/jobs/{name}/resume",
+    operation_id = "resume_job",
+    tag = "steering",
+    params(JobPath),
+    request_body(content = Option<ResumeBody>, description = "No body, or `{\"catch_up\": bool}`"),
+    responses(
+        (status = 200, description = "The job is resumed across the fleet", body = Resumed),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+        (status = 503, description = "The coordinator or store of the pauses failed", body = ErrorBody),
+    )
+)]
 pub(crate) async fn resume(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Resumed>, ApiError> {
     let asked: ResumeBody = body(&headers, bytes, Some(ResumeBody::default()))?;
     let resumed = state.scheduler.resume(&name, asked.catch_up).await.map_err(refused)?;
-    Ok(Json(json!({
-        "job": name,
-        "paused": false,
-        "paused_since": resumed.paused_since,
-        "caught_up": resumed.caught_up,
-    })))
+    Ok(Json(Resumed {
+        job: name,
+        paused: false,
+        paused_since: resumed.paused_since,
+        caught_up: resumed.caught_up,
+    }))
 }
 
 /// `POST …/trigger` (header `Idempotency-Key` optional): 202 `{"job", "trigger",
 /// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`.
+#[utoipa::path(
+    post,
+    path = "/jobs/{name}/trigger",
+    operation_id = "trigger_job",
+    tag = "steering",
+    params(
+        JobPath,
+        ("Idempotency-Key" = Option<String>, Header,
+            description = "1 to 128 ASCII letters, digits, `.`, `_`, `-`: a key given within 24 h runs nothing more"),
+    ),
+    request_body(content = Option<NoFields>, description = "No body, or `{}`"),
+    responses(
+        (status = 202, description = "One manual run is queued", body = Triggered),
+        (status = 200, description = "The key was given before: the first run's trigger", body = Triggered),
+        (status = 400, description = "The Idempotency-Key is not one", body = ErrorBody),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+        (status = 503, description = "The scheduler is not running, or a backend failed", body = ErrorBody),
+    )
+)]
 pub(crate) async fn trigger(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Triggered>), ApiError> {
     body(&headers, bytes, Some(NoFields::default()))?;
     let key = match headers.get(IDEMPOTENCY_KEY) {
         Some(value) => Some(
@@ -182,18 +280,57 @@ pub(crate) async fn trigger(
     };
     let triggered = state.scheduler.trigger_now(&name, key).await.map_err(refused)?;
     let status = if triggered.repeated { StatusCode::OK } else { StatusCode::ACCEPTED };
-    Ok((status, Json(json!({ "job": name, "trigger": triggered.trigger, "repeated": triggered.repeated }))))
+    Ok((status, Json(Triggered { job: name, trigger: triggered.trigger, repeated: triggered.repeated })))
 }
 
 /// `POST …/backfill` (`{"from": T1, "to": T2}`, RFC 3339, both included): 202
 /// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000).
+#[utoipa::path(
+    post,
+    path = "/jobs/{name}/backfill",
+    operation_id = "backfill_job",
+    tag = "steering",
+    params(JobPath),
+    request_body(content = BackfillBody, description = "The range of triggers to run"),
+    responses(
+        (status = 202, description = "The range's triggers are queued", body = Backfilled),
+        (status = 400, description = "The range is inverted, reaches past now or holds over 1,000 triggers",
+            body = ErrorBody),
+        (status = 404, description = "No job of that name", body = ErrorBody),
+        (status = 503, description = "The scheduler is not running, or a backend failed", body = ErrorBody),
+    )
+)]
 pub(crate) async fn backfill(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
+    Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Backfilled>), ApiError> {
     let range: BackfillBody = body(&headers, bytes, None)?;
     let triggers = state.scheduler.backfill(&name, range.from, range.to).await.map_err(refused)?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "job": name, "triggers": triggers }))))
+    Ok((StatusCode::ACCEPTED, Json(Backfilled { job: name, triggers })))
+}
+
+/// A write route: refused to the read-only token ([`access::refuse_read_only`]), and
+/// documented so: the full token, and the answers of a body that is not the endpoint's
+/// ([`body`]).
+pub(crate) fn write(routes: UtoipaMethodRouter<AdminState>) -> UtoipaMethodRouter<AdminState> {
+    let (schemas, mut paths, method_router) = routes
+        .map(|method_router| method_router.route_layer(axum::middleware::from_fn(access::refuse_read_only)));
+    openapi::each_operation(&mut paths, |operation| {
+        openapi::require_token(operation, openapi::FULL);
+        openapi::answer(operation, StatusCode::FORBIDDEN, "The read-only token cannot write");
+        openapi::answer(operation, StatusCode::BAD_REQUEST, "The body is not the JSON the endpoint takes");
+        openapi::answer(
+            operation,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("The body is larger than {MAX_BODY} bytes"),
+        );
+        openapi::answer(
+            operation,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "The Content-Type is not application/json",
+        );
+    });
+    (schemas, paths, method_router)
 }

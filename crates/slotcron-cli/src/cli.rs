@@ -298,7 +298,7 @@ pub struct RunArgs {
     /// Tokens: SLOTCRON_ADMIN_TOKEN opens the API (reads, pause, resume, trigger,
     /// backfill); SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
     /// given in a file instead: SLOTCRON_ADMIN_TOKEN_FILE, SLOTCRON_ADMIN_READ_TOKEN_FILE.
-    /// /healthz, /readyz, /metrics and the status page need no token.
+    /// /healthz, /readyz, /metrics, /openapi.json and the status page need no token.
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
     /// Also accept this Host header in admin requests (repeatable).

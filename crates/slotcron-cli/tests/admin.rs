@@ -44,7 +44,7 @@ command = "echo nightly"
 const NAMES: [&str; 4] = ["broken", "daily", "dropped", "ok"];
 
 /// A daemon of [`JOBS`] with its admin API on a free loopback port, once its three
-/// one-shots are in the history: the directory, the daemon and the address.
+/// one-shots have run: the directory, the daemon and the address.
 fn serving(test: &str, env: &[(&str, &str)], auth: &[(&str, &str)]) -> (std::path::PathBuf, Daemon, String) {
     serving_on(test, "127.0.0.1:0", env, auth)
 }
@@ -71,10 +71,11 @@ fn serving_on(
         .unwrap_or_else(|| panic!("no address=IP:PORT in {line:?}"))
         .1;
     let addr = format!("127.0.0.1:{port}");
-    wait_until("three runs recorded", || {
+    // Ended: a run's record says `running` until its handler returns.
+    wait_until("three runs recorded and ended", || {
         ["ok", "broken", "dropped"].iter().all(|job| {
             let runs = http::get(&addr, &format!("/api/v1/jobs/{job}/runs"), auth).json();
-            runs["runs"].as_array().is_some_and(|runs| runs.len() == 1)
+            runs["runs"].as_array().is_some_and(|runs| runs.len() == 1 && runs[0]["outcome"] != "running")
         })
     });
     (dir, daemon, addr)
