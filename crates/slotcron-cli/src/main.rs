@@ -18,6 +18,7 @@ mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod relative;
 mod reload;
 mod run;
 mod settings;
