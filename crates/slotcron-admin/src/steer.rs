@@ -35,10 +35,19 @@ struct ResumeBody {
     catch_up: bool,
 }
 
-/// `…/pause` and `…/trigger` take no fields.
+/// `…/pause` takes no fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoFields {}
+
+/// `…/trigger`'s body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TriggerBody {
+    /// Only say what would run (default `false`).
+    #[serde(default)]
+    dry_run: bool,
+}
 
 /// `…/backfill`'s body.
 #[derive(Debug, Deserialize)]
@@ -46,6 +55,9 @@ struct NoFields {}
 struct BackfillBody {
     from: Timestamp,
     to: Timestamp,
+    /// Only say what would run (default `false`).
+    #[serde(default)]
+    dry_run: bool,
 }
 
 /// A write endpoint's body: a JSON object.
@@ -63,8 +75,13 @@ impl Fields for NoFields {
     const EXPECTED: &str = "no body, or an empty object {}";
 }
 
+impl Fields for TriggerBody {
+    const EXPECTED: &str = r#"no body, or an object {"dry_run": true or false}"#;
+}
+
 impl Fields for BackfillBody {
-    const EXPECTED: &str = r#"an object {"from": T1, "to": T2} of RFC 3339 timestamps"#;
+    const EXPECTED: &str =
+        r#"an object {"from": T1, "to": T2} of RFC 3339 timestamps, and "dry_run": true or false if wanted"#;
 }
 
 /// What a JSON value is, for a message.
@@ -166,27 +183,43 @@ pub(crate) async fn resume(
 }
 
 /// `POST …/trigger` (header `Idempotency-Key` optional): 202 `{"job", "trigger",
-/// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`.
+/// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`. With
+/// `{"dry_run": true}`: 200 `{"job", "trigger", "paused", "paused_since", "dry_run":
+/// true}`, what would run now, checked as the run would be, and nothing runs (a key is
+/// checked, not looked up).
 pub(crate) async fn trigger(
     State(state): State<AdminState>,
     Path(name): Path<String>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    body(&headers, bytes, Some(NoFields::default()))?;
+    let asked: TriggerBody = body(&headers, bytes, Some(TriggerBody::default()))?;
     let key = match headers.get(IDEMPOTENCY_KEY) {
         Some(value) => Some(
             value.to_str().map_err(|_| ApiError::bad_request("the Idempotency-Key header is not ASCII"))?,
         ),
         None => None,
     };
+    if asked.dry_run {
+        let would = state.scheduler.trigger_dry_run(&name, key).await.map_err(refused)?;
+        let answer = json!({
+            "job": name,
+            "trigger": would.trigger,
+            "paused": would.paused_since.is_some(),
+            "paused_since": would.paused_since,
+            "dry_run": true,
+        });
+        return Ok((StatusCode::OK, Json(answer)));
+    }
     let triggered = state.scheduler.trigger_now(&name, key).await.map_err(refused)?;
     let status = if triggered.repeated { StatusCode::OK } else { StatusCode::ACCEPTED };
     Ok((status, Json(json!({ "job": name, "trigger": triggered.trigger, "repeated": triggered.repeated }))))
 }
 
 /// `POST …/backfill` (`{"from": T1, "to": T2}`, RFC 3339, both included): 202
-/// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000).
+/// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000). With
+/// `"dry_run": true`: 200 `{"job", "triggers", "dry_run": true}`, the triggers it would
+/// queue, checked as the backfill would be (the same errors), and nothing is queued.
 pub(crate) async fn backfill(
     State(state): State<AdminState>,
     Path(name): Path<String>,
@@ -194,6 +227,10 @@ pub(crate) async fn backfill(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let range: BackfillBody = body(&headers, bytes, None)?;
+    if range.dry_run {
+        let triggers = state.scheduler.backfill_dry_run(&name, range.from, range.to).map_err(refused)?;
+        return Ok((StatusCode::OK, Json(json!({ "job": name, "triggers": triggers, "dry_run": true }))));
+    }
     let triggers = state.scheduler.backfill(&name, range.from, range.to).await.map_err(refused)?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "job": name, "triggers": triggers }))))
 }

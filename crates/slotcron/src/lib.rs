@@ -203,7 +203,7 @@ pub use coordinator::{
 };
 pub use engine::{
     DefineError, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind, Reachable, ReconcileError,
-    ReconcileReport, Resumed, Scheduler, SchedulerBuilder, Triggered,
+    ReconcileReport, Resumed, Scheduler, SchedulerBuilder, TriggerDryRun, Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};
