@@ -104,6 +104,12 @@ pub enum SteerCommand {
         /// 1 to 128 ASCII letters, digits, `.`, `_` or `-`.
         #[arg(long, value_name = "KEY")]
         idempotency_key: Option<String>,
+        /// Run nothing: print the trigger a run now would get and whether JOB is paused.
+        ///
+        /// Asked of the daemon, which checks the request as for a run (the same errors);
+        /// a KEY is checked, not looked up.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run each past trigger of JOB from FROM to TO, oldest first (cause backfill).
     ///
@@ -118,6 +124,12 @@ pub enum SteerCommand {
         /// The last instant of the range (RFC 3339), not after now.
         #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
         to: Timestamp,
+        /// Run nothing: print the triggers that would run, oldest first.
+        ///
+        /// Asked of the daemon: from its schedule of JOB, the request checked as for a
+        /// backfill (the same errors, such as a range of more than 1,000 triggers).
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
