@@ -63,8 +63,17 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), generated from the same definitions as --help.
     ///
-    /// `slotcron man > /usr/local/share/man/man1/slotcron.1`, then `man slotcron`.
-    Man,
+    /// `slotcron man > /usr/local/share/man/man1/slotcron.1`, then `man slotcron`; the page
+    /// of a command, which that one names: `slotcron man trigger > .../slotcron-trigger.1`.
+    Man(ManArgs),
+}
+
+/// `slotcron man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page (slotcron-COMMAND(1)) to print, e.g. `trigger`; none:
+    /// slotcron(1).
+    pub command: Option<String>,
 }
 
 /// `slotcron completions`.

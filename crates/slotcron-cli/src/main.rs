@@ -65,6 +65,6 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(args),
         Command::Steer(command) => steer::run(command),
         Command::Completions(args) => completions::completions(args),
-        Command::Man => completions::man(),
+        Command::Man(args) => completions::man(args),
     }
 }
