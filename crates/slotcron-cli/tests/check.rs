@@ -3,13 +3,15 @@
 
 mod support;
 
-use support::{run_in, scratch, stderr, stdout, write};
+use support::{run_in, scratch, slotcron, stderr, stdout, write};
 
-/// Runs `slotcron check NAME` on a file holding `text`; (exit code, stdout, stderr).
+/// Runs `slotcron check NAME` on a file holding `text`, in the zone UTC (`TZ=UTC`: crontab
+/// lines without `CRON_TZ=` are read in it, whatever this machine's zone and its name, such
+/// as `Etc/UTC`); (exit code, stdout, stderr).
 fn check(test: &str, name: &str, text: &str) -> (Option<i32>, String, String) {
     let dir = scratch(test);
     write(&dir, name, text);
-    let out = run_in(&dir, &["check", name]);
+    let out = slotcron().args(["check", name]).env("TZ", "UTC").current_dir(&dir).output().unwrap();
     (out.status.code(), stdout(&out), stderr(&out))
 }
 
