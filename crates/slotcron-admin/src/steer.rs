@@ -12,6 +12,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -39,10 +40,19 @@ pub(crate) struct ResumeBody {
     catch_up: bool,
 }
 
-/// `…/pause` and `…/trigger` take no fields.
+/// `…/pause` takes no fields.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NoFields {}
+
+/// `…/trigger`'s body.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TriggerBody {
+    /// Only say what would run (default `false`).
+    #[serde(default)]
+    dry_run: bool,
+}
 
 /// `…/backfill`'s body: the range of triggers to run, both ends included.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -54,6 +64,9 @@ pub(crate) struct BackfillBody {
     /// Not after now.
     #[schema(value_type = String, format = DateTime)]
     to: Timestamp,
+    /// Only say what would run (default `false`).
+    #[serde(default)]
+    dry_run: bool,
 }
 
 /// `…/pause`'s answer.
@@ -92,6 +105,43 @@ pub(crate) struct Triggered {
     repeated: bool,
 }
 
+/// What `…/trigger` with `dry_run` says would run.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TriggerPreview {
+    job: String,
+    /// The trigger the run would get.
+    #[schema(value_type = String, format = DateTime)]
+    trigger: Timestamp,
+    /// Whether the job is paused (a manual run still runs).
+    paused: bool,
+    /// Since when, if it is.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    paused_since: Option<Timestamp>,
+    /// Always `true`.
+    dry_run: bool,
+}
+
+/// `…/trigger`'s answer: the run queued, or (with `dry_run`) what would run.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum TriggerAnswer {
+    /// A run queued, or the first run of a repeated key.
+    Triggered(Triggered),
+    /// What would run.
+    Preview(TriggerPreview),
+}
+
+/// What `…/backfill` with `dry_run` says it would queue.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BackfillPreview {
+    job: String,
+    /// The triggers it would queue, oldest first.
+    #[schema(value_type = Vec<String>, format = DateTime)]
+    triggers: Vec<Timestamp>,
+    /// Always `true`.
+    dry_run: bool,
+}
+
 /// `…/backfill`'s answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct Backfilled {
@@ -116,8 +166,13 @@ impl Fields for NoFields {
     const EXPECTED: &str = "no body, or an empty object {}";
 }
 
+impl Fields for TriggerBody {
+    const EXPECTED: &str = r#"no body, or an object {"dry_run": true or false}"#;
+}
+
 impl Fields for BackfillBody {
-    const EXPECTED: &str = r#"an object {"from": T1, "to": T2} of RFC 3339 timestamps"#;
+    const EXPECTED: &str =
+        r#"an object {"from": T1, "to": T2} of RFC 3339 timestamps, and "dry_run": true or false if wanted"#;
 }
 
 /// What a JSON value is, for a message.
@@ -245,7 +300,10 @@ pub(crate) async fn resume(
 }
 
 /// `POST …/trigger` (header `Idempotency-Key` optional): 202 `{"job", "trigger",
-/// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`.
+/// "repeated": false}`, or 200 with the first run's trigger and `"repeated": true`. With
+/// `{"dry_run": true}`: 200 `{"job", "trigger", "paused", "paused_since", "dry_run":
+/// true}`, what would run now, checked as the run would be, and nothing runs (a key is
+/// checked, not looked up).
 #[utoipa::path(
     post,
     path = "/jobs/{name}/trigger",
@@ -256,10 +314,11 @@ pub(crate) async fn resume(
         ("Idempotency-Key" = Option<String>, Header,
             description = "1 to 128 ASCII letters, digits, `.`, `_`, `-`: a key given within 24 h runs nothing more"),
     ),
-    request_body(content = Option<NoFields>, description = "No body, or `{}`"),
+    request_body(content = Option<TriggerBody>, description = "No body, `{}`, or `{\"dry_run\": true}`"),
     responses(
         (status = 202, description = "One manual run is queued", body = Triggered),
-        (status = 200, description = "The key was given before: the first run's trigger", body = Triggered),
+        (status = 200, description = "The key was given before: the first run's trigger; or, with `dry_run`, what would run",
+            body = TriggerAnswer),
         (status = 400, description = "The Idempotency-Key is not one", body = ErrorBody),
         (status = 404, description = "No job of that name", body = ErrorBody),
         (status = 503, description = "The scheduler is not running, or a backend failed", body = ErrorBody),
@@ -270,21 +329,35 @@ pub(crate) async fn trigger(
     Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Triggered>), ApiError> {
-    body(&headers, bytes, Some(NoFields::default()))?;
+) -> Result<(StatusCode, Json<TriggerAnswer>), ApiError> {
+    let asked: TriggerBody = body(&headers, bytes, Some(TriggerBody::default()))?;
     let key = match headers.get(IDEMPOTENCY_KEY) {
         Some(value) => Some(
             value.to_str().map_err(|_| ApiError::bad_request("the Idempotency-Key header is not ASCII"))?,
         ),
         None => None,
     };
+    if asked.dry_run {
+        let would = state.scheduler.trigger_dry_run(&name, key).await.map_err(refused)?;
+        let preview = TriggerPreview {
+            job: name,
+            trigger: would.trigger,
+            paused: would.paused_since.is_some(),
+            paused_since: would.paused_since,
+            dry_run: true,
+        };
+        return Ok((StatusCode::OK, Json(TriggerAnswer::Preview(preview))));
+    }
     let triggered = state.scheduler.trigger_now(&name, key).await.map_err(refused)?;
     let status = if triggered.repeated { StatusCode::OK } else { StatusCode::ACCEPTED };
-    Ok((status, Json(Triggered { job: name, trigger: triggered.trigger, repeated: triggered.repeated })))
+    let answer = Triggered { job: name, trigger: triggered.trigger, repeated: triggered.repeated };
+    Ok((status, Json(TriggerAnswer::Triggered(answer))))
 }
 
 /// `POST …/backfill` (`{"from": T1, "to": T2}`, RFC 3339, both included): 202
-/// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000).
+/// `{"job", "triggers"}`, the triggers queued, oldest first (at most 1,000). With
+/// `"dry_run": true`: 200 `{"job", "triggers", "dry_run": true}`, the triggers it would
+/// queue, checked as the backfill would be (the same errors), and nothing is queued.
 #[utoipa::path(
     post,
     path = "/jobs/{name}/backfill",
@@ -294,6 +367,7 @@ pub(crate) async fn trigger(
     request_body(content = BackfillBody, description = "The range of triggers to run"),
     responses(
         (status = 202, description = "The range's triggers are queued", body = Backfilled),
+        (status = 200, description = "With `dry_run`: the triggers it would queue; nothing is", body = BackfillPreview),
         (status = 400, description = "The range is inverted, reaches past now or holds over 1,000 triggers",
             body = ErrorBody),
         (status = 404, description = "No job of that name", body = ErrorBody),
@@ -305,10 +379,16 @@ pub(crate) async fn backfill(
     Path(JobPath { name }): Path<JobPath>,
     headers: HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Backfilled>), ApiError> {
+) -> Result<Response, ApiError> {
     let range: BackfillBody = body(&headers, bytes, None)?;
+    if range.dry_run {
+        let triggers = state.scheduler.backfill_dry_run(&name, range.from, range.to).map_err(refused)?;
+        return Ok(
+            (StatusCode::OK, Json(BackfillPreview { job: name, triggers, dry_run: true })).into_response()
+        );
+    }
     let triggers = state.scheduler.backfill(&name, range.from, range.to).await.map_err(refused)?;
-    Ok((StatusCode::ACCEPTED, Json(Backfilled { job: name, triggers })))
+    Ok((StatusCode::ACCEPTED, Json(Backfilled { job: name, triggers })).into_response())
 }
 
 /// A write route: refused to the read-only token ([`access::refuse_read_only`]), and

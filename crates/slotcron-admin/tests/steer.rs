@@ -169,7 +169,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             String::new(),
             StatusCode::BAD_REQUEST,
-            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, given an empty body"#,
+            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, and "dry_run": true or false if wanted, given an empty body"#,
         ),
         (
             "/api/v1/jobs/tick/backfill",
@@ -205,7 +205,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             "null".into(),
             StatusCode::BAD_REQUEST,
-            "the body is not the JSON expected: no body, or an empty object {}, given null",
+            r#"the body is not the JSON expected: no body, or an object {"dry_run": true or false}, given null"#,
         ),
         (
             "/api/v1/jobs/tick/pause",
@@ -226,7 +226,7 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
             vec![JSON, bearer],
             "null".into(),
             StatusCode::BAD_REQUEST,
-            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, given null"#,
+            r#"the body is not the JSON expected: an object {"from": T1, "to": T2} of RFC 3339 timestamps, and "dry_run": true or false if wanted, given null"#,
         ),
         (
             "/api/v1/jobs/tick/trigger",
@@ -246,5 +246,54 @@ async fn bad_input_gets_a_4xx_with_a_message_and_changes_nothing() {
     assert_eq!(job["paused"], false, "nothing was paused");
     h.advance(Duration::from_secs(1)).await;
     assert!(h.records("tick").is_empty(), "nothing ran: {:?}", h.records("tick"));
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn dry_runs_answer_what_would_run_and_run_nothing() {
+    let mut h = running().await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    let (status, would) = post(&router, "/api/v1/jobs/tick/trigger", r#"{"dry_run": true}"#).await;
+    assert_eq!(status, StatusCode::OK, "{would}");
+    assert_eq!(
+        would,
+        serde_json::json!({
+            "job": "tick", "trigger": "2024-05-17T01:00:00Z", "paused": false, "paused_since": null, "dry_run": true
+        })
+    );
+    post(&router, "/api/v1/jobs/tick/pause", "").await;
+    let (_, would) = post(&router, "/api/v1/jobs/tick/trigger", r#"{"dry_run": true}"#).await;
+    assert_eq!(
+        (would["paused"].clone(), would["paused_since"].clone()),
+        (true.into(), "2024-05-17T01:00:00Z".into())
+    );
+
+    let range = r#"{"from": "2024-05-17T00:10:00Z", "to": "2024-05-17T00:12:30Z", "dry_run": true}"#;
+    let (status, would) = post(&router, "/api/v1/jobs/tick/backfill", range).await;
+    assert_eq!(status, StatusCode::OK, "{would}");
+    assert_eq!(
+        (would["triggers"].clone(), would["dry_run"].clone()),
+        (
+            serde_json::json!(["2024-05-17T00:10:00Z", "2024-05-17T00:11:00Z", "2024-05-17T00:12:00Z"]),
+            true.into()
+        )
+    );
+    // A range the backfill refuses, the dry run refuses alike.
+    for range in [
+        r#"{"from": "2024-05-17T00:20:00Z", "to": "2024-05-17T00:10:00Z"}"#,
+        r#"{"from": "2024-05-15T00:00:00Z", "to": "2024-05-17T00:00:00Z"}"#,
+        r#"{"from": "2024-05-17T00:00:00Z", "to": "2024-05-18T00:00:00Z"}"#,
+    ] {
+        let dry = range.replace('}', r#", "dry_run": true}"#);
+        let refused = post(&router, "/api/v1/jobs/tick/backfill", range).await;
+        assert!(refused.0.is_client_error(), "{range}: {refused:?}");
+        assert_eq!(post(&router, "/api/v1/jobs/tick/backfill", &dry).await, refused, "{range}");
+    }
+    let refused = post(&router, "/api/v1/jobs/nope/trigger", "").await;
+    assert_eq!(post(&router, "/api/v1/jobs/nope/trigger", r#"{"dry_run": true}"#).await, refused);
+
+    h.advance(Duration::from_secs(1)).await;
+    let requested: Vec<_> = h.records("tick").into_iter().filter(|r| r.cause != Cause::Scheduled).collect();
+    assert!(requested.is_empty(), "no manual or backfilled run: {requested:?}");
     h.stop().await;
 }

@@ -11,11 +11,12 @@ use crate::cli::CheckArgs;
 use crate::command;
 use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, NextFire};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, table};
+use crate::{INVALID_INPUT, duration, relative, table};
 
 /// Loads `args.file` (a file, or a directory of crontabs) and prints one line per job —
 /// name, schedule, next fire time (for a daemon started now; `disabled` for a job with
-/// `enabled = false`), with `--state` its last trigger and outcome, the schedule in
+/// `enabled = false`) and how far off it is, with `--state` its last trigger and outcome
+/// and how long ago, the schedule in
 /// English — then the files of a directory skipped and the history kept, to standard
 /// output; exit status 0. On problems, prints every one of them
 /// (file, line, job, field, reason) to standard error; exit status 2. A state that
@@ -39,42 +40,18 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         }
     };
     let now = Timestamp::now();
-    let rows: Vec<[String; 6]> = loaded
-        .jobs
-        .iter()
-        .map(|entry| {
-            let state = states.as_ref().and_then(|states| states.get(entry.job.name()));
-            let next = match entry.enabled {
-                true => NextFire::of(&entry.job, &entry.schedule.zone(), now)
-                    .with_state(&entry.job, state)
-                    .to_string(),
-                false => DISABLED.to_owned(),
-            };
-            let last = match state {
-                None => "never".to_owned(),
-                Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
-                    format!("{last_trigger} {outcome}")
-                }
-                Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
-            };
-            [
-                entry.line.to_string(),
-                entry.job.name().to_owned(),
-                entry.schedule.to_string(),
-                next,
-                last,
-                entry.schedule.explain(),
-            ]
-        })
-        .collect();
+    let rows: Vec<[String; 8]> = loaded.jobs.iter().map(|entry| row(entry, states.as_ref(), now)).collect();
     if states.is_some() {
-        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "LAST", "DESCRIPTION"]), &rows, 1);
+        let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
+        table::print(Some(header), &rows, 1);
     } else {
-        let rows: Vec<[String; 5]> = rows
+        let rows: Vec<[String; 6]> = rows
             .into_iter()
-            .map(|[line, job, schedule, next, _, explain]| [line, job, schedule, next, explain])
+            .map(|[line, job, schedule, next, next_in, _, _, explain]| {
+                [line, job, schedule, next, next_in, explain]
+            })
             .collect();
-        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "DESCRIPTION"]), &rows, 1);
+        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"]), &rows, 1);
     }
     for entry in &loaded.jobs {
         if let Some(policies) = policies(entry) {
@@ -106,6 +83,34 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     }
     println!("{}: {}, all valid", loaded.path.display(), summary(&loaded));
     ExitCode::SUCCESS
+}
+
+/// The columns of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN LAST
+/// AGO DESCRIPTION`, LAST (and AGO) from its stored state in `states`, if given. NEXT is
+/// written in the schedule's zone, LAST in UTC; IN and AGO are the same instants relative
+/// to `now` (`-` for none).
+fn row(entry: &JobEntry, states: Option<&HashMap<String, JobState>>, now: Timestamp) -> [String; 8] {
+    let state = states.and_then(|states| states.get(entry.job.name()));
+    let next = entry
+        .enabled
+        .then(|| NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state));
+    let last = match state {
+        None => "never".to_owned(),
+        Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
+            format!("{last_trigger} {outcome}")
+        }
+        Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
+    };
+    [
+        entry.line.to_string(),
+        entry.job.name().to_owned(),
+        entry.schedule.to_string(),
+        next.as_ref().map_or_else(|| DISABLED.to_owned(), ToString::to_string),
+        relative::cell(next.as_ref().and_then(NextFire::instant), now),
+        last,
+        relative::cell(state.map(|state| state.last_trigger), now),
+        entry.schedule.explain(),
+    ]
 }
 
 /// What the NEXT column says of a job with `enabled = false`.

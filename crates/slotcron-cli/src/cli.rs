@@ -63,8 +63,17 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), generated from the same definitions as --help.
     ///
-    /// `slotcron man > /usr/local/share/man/man1/slotcron.1`, then `man slotcron`.
-    Man,
+    /// `slotcron man > /usr/local/share/man/man1/slotcron.1`, then `man slotcron`; the page
+    /// of a command, which that one names: `slotcron man trigger > .../slotcron-trigger.1`.
+    Man(ManArgs),
+}
+
+/// `slotcron man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page (slotcron-COMMAND(1)) to print, e.g. `trigger`; none:
+    /// slotcron(1).
+    pub command: Option<String>,
 }
 
 /// `slotcron completions`.
@@ -104,6 +113,12 @@ pub enum SteerCommand {
         /// 1 to 128 ASCII letters, digits, `.`, `_` or `-`.
         #[arg(long, value_name = "KEY")]
         idempotency_key: Option<String>,
+        /// Run nothing: print the trigger a run now would get and whether JOB is paused.
+        ///
+        /// Asked of the daemon, which checks the request as for a run (the same errors);
+        /// a KEY is checked, not looked up.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run each past trigger of JOB from FROM to TO, oldest first (cause backfill).
     ///
@@ -118,6 +133,12 @@ pub enum SteerCommand {
         /// The last instant of the range (RFC 3339), not after now.
         #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
         to: Timestamp,
+        /// Run nothing: print the triggers that would run, oldest first.
+        ///
+        /// Asked of the daemon: from its schedule of JOB, the request checked as for a
+        /// backfill (the same errors, such as a range of more than 1,000 triggers).
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

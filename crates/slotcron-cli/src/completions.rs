@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use crate::cli::{Cli, CompletionsArgs};
+use crate::INVALID_INPUT;
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
 /// Writes the completion script of `args.shell` to standard output.
 pub fn completions(args: &CompletionsArgs) -> ExitCode {
@@ -16,12 +17,30 @@ pub fn completions(args: &CompletionsArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Writes the man page (section 1, roff) to standard output.
-pub fn man() -> ExitCode {
+/// Writes the man page (section 1, roff) of `slotcron`, or of `args.command`'s
+/// (`slotcron-COMMAND`, as the main page names it), to standard output; exit status 2 for
+/// an unknown command.
+pub fn man(args: &ManArgs) -> ExitCode {
+    let mut cli = Cli::command();
+    // Names each command's page `slotcron-COMMAND` and its usage `slotcron COMMAND`.
+    cli.build();
+    let command = match &args.command {
+        None => cli,
+        Some(name) => match cli.find_subcommand(name) {
+            Some(command) => command.clone(),
+            None => {
+                let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
+                eprintln!(
+                    "slotcron man: COMMAND: no command named {name:?}; write one of {}",
+                    names.join(", ")
+                );
+                return ExitCode::from(INVALID_INPUT);
+            }
+        },
+    };
     let mut page = Vec::new();
-    let written = clap_mangen::Man::new(Cli::command())
-        .render(&mut page)
-        .and_then(|()| std::io::stdout().write_all(&page));
+    let written =
+        clap_mangen::Man::new(command).render(&mut page).and_then(|()| std::io::stdout().write_all(&page));
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -4,12 +4,13 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use jiff::Timestamp;
 use serde::Serialize;
 use slotcron::{LedgerQuery, RunRecord};
 
 use crate::cli::HistoryArgs;
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, table};
+use crate::{INVALID_INPUT, duration, relative, table};
 
 /// One run as `--json` prints it: one object per line.
 #[derive(Debug, Serialize)]
@@ -39,8 +40,10 @@ struct JsonRun<'a> {
 }
 
 /// Prints the runs of the state `args.state` that match the arguments, newest trigger
-/// first: one per line, as columns `JOB TRIGGER INSTANCE OUTCOME CAUSE ATTEMPTS DURATION ERROR`
-/// (two spaces apart, no header), or with `--json` as one JSON object per line. No runs:
+/// first: one per line, as columns `JOB TRIGGER AGO INSTANCE OUTCOME CAUSE ATTEMPTS DURATION
+/// ERROR` (two spaces apart, no header; TRIGGER in RFC 3339 UTC, AGO the same instant
+/// relative to now, e.g. `12s ago`), or with `--json` as one JSON object per line
+/// (absolute instants only). No runs:
 /// nothing on standard output, a note on standard error, exit status 0.
 ///
 /// The state is opened for reading only: nothing in it is created, migrated or written
@@ -96,12 +99,14 @@ fn millis(duration: Duration) -> u64 {
 }
 
 fn print_columns(runs: &[RunRecord]) {
-    let rows: Vec<[String; 8]> = runs
+    let now = Timestamp::now();
+    let rows: Vec<[String; 9]> = runs
         .iter()
         .map(|run| {
             [
                 run.job.to_string(),
                 run.trigger.to_string(),
+                relative::relative(run.trigger, now),
                 run.instance.to_string(),
                 run.outcome.to_string(),
                 run.cause.to_string(),

@@ -18,6 +18,7 @@ mod jobs_file;
 mod logging;
 mod next;
 mod process_group;
+mod relative;
 mod reload;
 mod run;
 mod settings;
@@ -64,6 +65,6 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(args),
         Command::Steer(command) => steer::run(command),
         Command::Completions(args) => completions::completions(args),
-        Command::Man => completions::man(),
+        Command::Man(args) => completions::man(args),
     }
 }

@@ -3,12 +3,13 @@
 
 use std::process::ExitCode;
 
+use jiff::Timestamp;
 use serde::Deserialize;
 use slotcron_admin::MAX_JOBS_LIMIT;
 
 use crate::admin_client::{Call, call};
 use crate::cli::StatusArgs;
-use crate::{INVALID_INPUT, table};
+use crate::{INVALID_INPUT, relative, table};
 
 /// A page of `GET /api/v1/jobs`.
 #[derive(Debug, Deserialize)]
@@ -35,8 +36,9 @@ struct LastRun {
     outcome: Option<String>,
 }
 
-/// Prints the daemon's jobs as columns `JOB SCHEDULE NEXT LAST OUTCOME` with a header:
-/// exit status 0; 2 with the reason on standard error if the daemon cannot be reached
+/// Prints the daemon's jobs as columns `JOB SCHEDULE NEXT IN LAST AGO OUTCOME` with a
+/// header (NEXT and LAST as the daemon writes them, RFC 3339 UTC; IN and AGO the same
+/// instants relative to this machine's clock, e.g. `in 4m`, `12s ago`): exit status 0; 2 with the reason on standard error if the daemon cannot be reached
 /// or answers with an error (a missing or wrong token: 401).
 pub fn run(args: &StatusArgs) -> ExitCode {
     match every_job(&args.admin_url) {
@@ -75,7 +77,9 @@ fn every_job(admin_url: &str) -> Result<Vec<JobRow>, String> {
 
 fn print(mut jobs: Vec<JobRow>) {
     jobs.sort_by(|a, b| a.name.cmp(&b.name));
-    let rows: Vec<[String; 5]> = jobs
+    let now = Timestamp::now();
+    let relative = |instant: &str| relative::cell(instant.parse().ok(), now);
+    let rows: Vec<[String; 7]> = jobs
         .into_iter()
         .map(|job| {
             let schedule = job.schedule_english.unwrap_or(job.schedule);
@@ -88,10 +92,11 @@ fn print(mut jobs: Vec<JobRow>) {
                 Some(run) => (run.trigger, run.outcome.unwrap_or_else(|| "running".into())),
                 None => ("-".into(), "-".into()),
             };
-            [job.name, schedule, next, last, outcome]
+            let (next_in, last_ago) = (relative(&next), relative(&last));
+            [job.name, schedule, next, next_in, last, last_ago, outcome]
         })
         .collect();
-    table::print(Some(["JOB", "SCHEDULE", "NEXT", "LAST", "OUTCOME"]), &rows, 0);
+    table::print(Some(["JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "OUTCOME"]), &rows, 0);
 }
 
 /// `GET /api/v1/fleet`: the members, `None` for a daemon alone.

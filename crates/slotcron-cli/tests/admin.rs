@@ -195,13 +195,12 @@ fn status_shows_a_first_run_still_going_as_running() {
     let status = run_in(&dir, &["status", "--admin-url", &format!("http://{addr}")]);
     assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
     let table = stdout(&status);
-    let row: Vec<&str> =
-        table.lines().find(|l| l.starts_with("long ")).unwrap_or_default().split_whitespace().collect();
-    assert_eq!(
-        row.iter().rev().take(2).collect::<Vec<_>>(),
-        [&"running", &"2020-01-01T00:00:00Z"],
-        "{table}"
-    );
+    let line = table.lines().find(|l| l.starts_with("long ")).unwrap_or_default();
+    let row: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    // OUTCOME, then AGO (years ago, in days) beside LAST.
+    let [outcome, ago, last] = row.iter().rev().take(3).collect::<Vec<_>>()[..] else { panic!("{table}") };
+    assert_eq!((outcome, last), (&"running", &"2020-01-01T00:00:00Z"), "{table}");
+    assert!(ago.ends_with("d ago"), "{table}");
     daemon.signal(Signal::SIGTERM);
     daemon.wait_for("for the shutdown to start", |line| line.contains("stopping: no new runs"));
     daemon.signal(Signal::SIGTERM);

@@ -3,13 +3,15 @@
 
 mod support;
 
-use support::{run_in, scratch, stderr, stdout, write};
+use support::{run_in, scratch, slotcron, stderr, stdout, write};
 
-/// Runs `slotcron check NAME` on a file holding `text`; (exit code, stdout, stderr).
+/// Runs `slotcron check NAME` on a file holding `text`, in the zone UTC (`TZ=UTC`: crontab
+/// lines without `CRON_TZ=` are read in it, whatever this machine's zone and its name, such
+/// as `Etc/UTC`); (exit code, stdout, stderr).
 fn check(test: &str, name: &str, text: &str) -> (Option<i32>, String, String) {
     let dir = scratch(test);
     write(&dir, name, text);
-    let out = run_in(&dir, &["check", name]);
+    let out = slotcron().args(["check", name]).env("TZ", "UTC").current_dir(&dir).output().unwrap();
     (out.status.code(), stdout(&out), stderr(&out))
 }
 
@@ -155,20 +157,24 @@ command = "echo warm"
             "heartbeat",
             "every 10s",
             row(&out, "heartbeat")[3],
+            row(&out, "heartbeat")[4],
             "Every 10 seconds, anchored to the Unix epoch"
         ]
     );
+    // Beside the next fire time, within 10 s: how far off it is, in seconds.
+    let next_in = row(&out, "heartbeat")[4];
+    assert!(next_in == "now" || next_in.starts_with("in ") && next_in.ends_with('s'), "{out}");
     let nightly = row(&out, "nightly");
     assert_eq!(nightly[2], r#"cron "30 2 * * *" in America/New_York"#);
     assert!(nightly[3].ends_with("T02:30:00-05:00") || nightly[3].ends_with("T02:30:00-04:00"), "{out}");
-    assert_eq!(nightly[4], "At 02:30 (America/New_York)");
+    assert_eq!(nightly[5], "At 02:30 (America/New_York)");
     let tokyo = row(&out, "tokyo-report");
     assert_eq!(tokyo[2], r#"cron "0 9 * * *" in Asia/Tokyo"#);
     assert!(tokyo[3].ends_with("T09:00:00+09:00"), "{out}");
-    assert_eq!(row(&out, "launch")[3..], ["at start-up", "Once, at 2020-01-01T00:00:00Z"]);
+    assert_eq!(row(&out, "launch")[3..], ["at start-up", "-", "Once, at 2020-01-01T00:00:00Z"]);
     assert_eq!(
         row(&out, "warm-up")[2..],
-        ["after 1m 30s", "1m 30s after start-up", "Once, 1m 30s after the daemon first starts"]
+        ["after 1m 30s", "1m 30s after start-up", "-", "Once, 1m 30s after the daemon first starts"]
     );
     assert!(out.ends_with("\njobs.toml: 5 job(s) in a TOML jobs file, all valid\n"), "{out}");
 }
@@ -488,11 +494,11 @@ TZ=America/New_York
     let morning = row(&out, "morning");
     assert_eq!(morning[..3], ["6", "morning", r#"cron "30 9 * * MON-FRI" in Asia/Shanghai"#]);
     assert!(morning[3].ends_with("T09:30:00+08:00"), "{out}");
-    assert_eq!(morning[4], "At 09:30 on Monday through Friday (Asia/Shanghai)");
+    assert_eq!(morning[5], "At 09:30 on Monday through Friday (Asia/Shanghai)");
     let daily = names(&out)[2].clone();
     assert_eq!(row(&out, &daily)[2], r#"cron "@daily" in America/New_York"#);
     let reboot = names(&out)[4].clone();
-    assert_eq!(row(&out, &reboot)[2..], ["@reboot", "at start-up", "Once each time the daemon starts"]);
+    assert_eq!(row(&out, &reboot)[2..], ["@reboot", "at start-up", "-", "Once each time the daemon starts"]);
     assert!(out.ends_with("\ncrontab: 5 job(s) in a crontab, all valid\n"), "{out}");
 }
 
@@ -830,14 +836,15 @@ fn with_state_check_shows_done_one_shots_and_each_job_s_last_trigger() {
         "{listing}"
     );
     let once = row(&listing, "once");
-    assert_eq!(once[3], "never (done)", "{listing}");
+    assert_eq!(once[3..5], ["never (done)", "-"], "{listing}");
     assert!(
-        once[4].ends_with(" succeeded") && once[4].parse::<slotcron::jiff::Timestamp>().is_err(),
+        once[5].ends_with(" succeeded") && once[5].parse::<slotcron::jiff::Timestamp>().is_err(),
         "{listing}"
     );
     let past = row(&listing, "past");
-    assert_eq!(past[3..5], ["never (done)", "2020-01-01T00:00:00Z failed"], "{listing}");
-    assert_eq!(row(&listing, "hourly")[4], "never", "{listing}");
+    assert_eq!(past[3..6], ["never (done)", "-", "2020-01-01T00:00:00Z failed"], "{listing}");
+    assert!(past[6].ends_with("d ago"), "AGO: the last trigger, days ago: {listing}");
+    assert_eq!(row(&listing, "hourly")[5..7], ["never", "-"], "{listing}");
 
     // Without --state, the file alone: both one-shots look due.
     let out = run_in(&dir, &["check", "jobs.toml"]);

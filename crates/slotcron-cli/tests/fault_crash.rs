@@ -53,8 +53,15 @@ command = 'echo $$ > pid.txt; exec sleep 300'
     assert_eq!(runs[0].duration_ms, None, "its end was never seen: {runs:?}");
     // The text table shows no duration for it (its end was never seen), as the API gives none.
     let text = stdout(&run_in(&dir, &["history", "migrate"]));
-    let columns: Vec<&str> = text.lines().next().unwrap_or_default().split_whitespace().collect();
-    assert_eq!((columns.get(3), columns.get(6)), (Some(&"interrupted"), Some(&"-")), "{text}");
+    let columns: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!((columns.get(4), columns.get(7)), (Some(&"interrupted"), Some(&"-")), "{text}");
     assert!(second.lines_with(&["command started"]).is_empty(), "not run again:\n{}", second.log());
     assert!(has_ended(pid), "no copy of the command runs on");
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{run, stdout};
+use support::{run, stderr, stdout};
 
 /// The longest help line: clap wraps at this width (`max_term_width`).
 const WIDTH: usize = 100;
@@ -75,4 +75,18 @@ fn completions_for_each_shell_and_the_man_page_come_from_the_same_definitions() 
     for section in [".SH NAME", ".SH SYNOPSIS", ".SH SUBCOMMANDS", "slotcron\\-run"] {
         assert!(page.contains(section), "{section} not in the man page:\n{page}");
     }
+    // The pages the main one names, one per command.
+    assert!(page.contains("slotcron\\-trigger(1)"), "{page}");
+    let out = run(&["man", "trigger"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trigger = stdout(&out);
+    assert!(trigger.contains(".TH slotcron-trigger 1"), "{trigger}");
+    assert!(trigger.contains("\\-\\-dry\\-run") && trigger.contains("slotcron trigger"), "{trigger}");
+    let unknown = run(&["man", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no command named \"nope\"; write one of run, next"),
+        "{}",
+        stderr(&unknown)
+    );
 }

@@ -52,11 +52,16 @@ fn prints_one_run_per_line_newest_trigger_first() {
     let out = run_in(&dir, &["history"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let listing = stdout(&out);
-    let rows: Vec<Vec<&str>> = listing
+    let mut rows: Vec<Vec<&str>> = listing
         .lines()
         .map(|line| line.split("  ").map(str::trim).filter(|cell| !cell.is_empty()).collect())
         .collect();
     assert_eq!(rows.len(), 2, "{listing}");
+    // Beside each trigger, years past: how long ago, in days.
+    for row in &mut rows {
+        let ago = row.remove(2);
+        assert!(ago.ends_with("d ago"), "{listing}");
+    }
     // Both `at` instants were past at start: caught up by the misfire policy, once.
     assert_eq!(rows[0][..6], ["broken", "2021-01-01T00:00:00Z", "box-1", "failed", "catch-up", "1"]);
     assert_eq!(rows[0][7], "command failed: exit status: 3; last stderr line: last words");

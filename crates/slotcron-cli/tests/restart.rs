@@ -51,7 +51,7 @@ command = "echo launched >> runs.txt"
     assert_eq!(lines.len(), 1, "exactly one run:\n{listing}");
     let columns: Vec<&str> = lines[0].split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
     assert_eq!(columns[..2], ["launch", "2020-01-01T00:00:00Z"]);
-    assert_eq!(columns[3], "succeeded");
+    assert_eq!(columns[4], "succeeded");
 }
 
 /// The misfire grace window of the jobs below (the default, `Misfire::DEFAULT_GRACE`): at

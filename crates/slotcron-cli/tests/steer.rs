@@ -305,3 +305,43 @@ fn bad_requests_to_a_daemon_get_a_4xx_with_a_message_and_change_nothing() {
         ["sqlite:d1.db", "sqlite:d2.db"].iter().flat_map(|s| history(&dir, &["--state", s])).collect();
     assert!(runs.iter().all(|r| r.cause == "scheduled"), "no manual or backfilled run: {runs:?}");
 }
+
+#[test]
+fn dry_runs_list_what_would_run_and_nothing_runs() {
+    let dir = scratch("steer_dry_run");
+    let states = vec!["sqlite:d1.db".to_owned(), "sqlite:d2.db".to_owned()];
+    let state = states.clone();
+    let mut fleet = Fleet::start(&dir, |i| vec!["--state".into(), state[i].clone()], states);
+    wait_until("a first run", || !fleet.ran().is_empty());
+    let from = Timestamp::from_second(Timestamp::now().as_second() - 600).unwrap();
+    let (from, to) = (from.to_string(), (from + SignedDuration::from_secs(4)).to_string());
+    let listed = fleet.steer(0, "backfill", &["--from", &from, "--to", &to, "--dry-run"]);
+    let mut lines = listed.lines();
+    let head = lines.next().unwrap_or_default();
+    assert_eq!(head, "tick: dry run, nothing ran: 5 trigger(s) would be queued, oldest first");
+    let want: Vec<Timestamp> =
+        (0..5).map(|k| from.parse::<Timestamp>().unwrap() + SignedDuration::from_secs(k)).collect();
+    assert_eq!(lines.map(|l| l.parse().unwrap()).collect::<Vec<Timestamp>>(), want, "{listed}");
+
+    let would = fleet.steer(0, "trigger", &["--dry-run"]);
+    let prefix = "tick: dry run, nothing ran: a manual run now would get trigger ";
+    assert!(would.starts_with(prefix) && would.trim_end().ends_with("; not paused"), "{would}");
+    fleet.steer(0, "pause", &[]);
+    let would = fleet.steer(0, "trigger", &["--dry-run"]);
+    assert!(would.contains("; paused since ") && would.contains("(a manual run runs even so)"), "{would}");
+
+    // A range the backfill refuses, the dry run refuses with the same words.
+    let url = format!("http://{}", fleet.admin[0]);
+    let reversed = ["--from", "2024-05-17T00:10:00Z", "--to", "2024-05-17T00:00:00Z"];
+    let too_many = ["--from", "2024-05-17T00:00:00Z", "--to", "2024-05-17T01:00:00Z"];
+    for range in [reversed, too_many] {
+        let real = run_in(&dir, &[&["backfill", "tick"][..], &range, &["--admin-url", &url]].concat());
+        let dry =
+            run_in(&dir, &[&["backfill", "tick"][..], &range, &["--admin-url", &url, "--dry-run"]].concat());
+        assert_eq!(real.status.code(), Some(2), "{range:?}: {}", stderr(&real));
+        assert_eq!((dry.status.code(), stderr(&dry)), (real.status.code(), stderr(&real)), "{range:?}");
+    }
+    fleet.stop();
+    let runs = fleet.records();
+    assert!(runs.iter().all(|r| r.cause == "scheduled"), "no manual or backfilled run: {runs:?}");
+}

@@ -203,7 +203,8 @@ pub use coordinator::{
 };
 pub use engine::{
     DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind, RUNS_IN_FLIGHT,
-    Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder, Triggered,
+    Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder, TriggerDryRun,
+    Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};

@@ -36,7 +36,7 @@ pub enum ScheduleSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextFire {
     /// At this instant, written in the schedule's zone.
-    At(String),
+    At(Timestamp, TimeZone),
     /// This long after the daemon starts.
     AfterStart(Duration),
     /// At start-up, because its instant is already past.
@@ -99,7 +99,15 @@ impl NextFire {
         match job.schedule().kind() {
             ScheduleKind::After(delay) => Self::AfterStart(delay),
             ScheduleKind::At(at) if at <= now => Self::AtStartUp,
-            _ => job.schedule().next_after(now).map_or(Self::Never, |t| Self::At(zone::rfc3339(t, zone))),
+            _ => job.schedule().next_after(now).map_or(Self::Never, |t| Self::At(t, zone.clone())),
+        }
+    }
+
+    /// The instant it fires at, if it is one.
+    pub fn instant(&self) -> Option<Timestamp> {
+        match self {
+            Self::At(at, _) => Some(*at),
+            _ => None,
         }
     }
 }
@@ -145,7 +153,7 @@ pub fn with_zone(explanation: &str, zone: &TimeZone) -> String {
 impl fmt::Display for NextFire {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::At(at) => f.write_str(at),
+            Self::At(at, zone) => f.write_str(&zone::rfc3339(*at, zone)),
             Self::AfterStart(delay) => write!(f, "{} after start-up", duration::display(*delay)),
             Self::AtStartUp => f.write_str("at start-up"),
             Self::Never => f.write_str("never (no fire time left)"),

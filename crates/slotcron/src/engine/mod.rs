@@ -34,7 +34,7 @@ pub use builder::SchedulerBuilder;
 pub use fleet::details::{FleetMember, JoinError, RUNS_IN_FLIGHT};
 pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
-pub use steer::{Resumed, Triggered};
+pub use steer::{Resumed, TriggerDryRun, Triggered};
 pub use sweep::Leftover;
 
 use std::sync::Arc;

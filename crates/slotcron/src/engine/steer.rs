@@ -38,6 +38,18 @@ pub struct Triggered {
     pub repeated: bool,
 }
 
+/// What [`Scheduler::trigger_now`] would do now, as [`Scheduler::trigger_dry_run`] finds
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TriggerDryRun {
+    /// The trigger a manual run asked for now would get: now (UTC, millisecond precision).
+    pub trigger: Timestamp,
+    /// When the job was paused (UTC, millisecond precision), `None` if it is not; a
+    /// manual run runs even so.
+    pub paused_since: Option<Timestamp>,
+}
+
 /// What [`Scheduler::resume`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -115,13 +127,7 @@ impl Scheduler {
         name: &str,
         idempotency_key: Option<&str>,
     ) -> Result<Triggered, ControlError> {
-        if let Some(key) = idempotency_key {
-            check_idempotency_key(key)?;
-        }
-        let job = self.job_named(name)?;
-        if !self.is_running() {
-            return Err(ControlError::NotRunning);
-        }
+        let job = self.manual_run_job(name, idempotency_key)?;
         let trigger = self.now_ms();
         if let Some(key) = idempotency_key {
             let remembered = self.controls()?.remember_request(&job.name, key, trigger, IDEMPOTENCY_KEY_TTL);
@@ -133,6 +139,41 @@ impl Scheduler {
         self.queue(&job, Cause::Manual, &[trigger])?;
         tracing::info!(job = %job.name, %trigger, "manual run queued");
         Ok(Triggered { trigger, repeated: false })
+    }
+
+    /// What [`Scheduler::trigger_now`] would do now, doing nothing: the trigger a manual
+    /// run would get and whether the job is paused. Checked as `trigger_now` checks its
+    /// request (the same errors), but an idempotency key is not looked up nor remembered.
+    ///
+    /// # Errors
+    /// As [`Scheduler::trigger_now`]; and [`ControlError::Backend`] if the coordinator (or
+    /// store) keeping the pauses failed.
+    pub async fn trigger_dry_run(
+        &self,
+        name: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<TriggerDryRun, ControlError> {
+        let job = self.manual_run_job(name, idempotency_key)?;
+        let trigger = self.now_ms();
+        // Without controls nothing can pause the job.
+        let paused_since = match self.controls() {
+            Ok(controls) => controls.paused(&job.name).await.map_err(backend)?,
+            Err(_) => None,
+        };
+        Ok(TriggerDryRun { trigger, paused_since })
+    }
+
+    /// The job of a manual run of `name`, once the request is checked: the key's form,
+    /// the job, the engine running.
+    fn manual_run_job(&self, name: &str, idempotency_key: Option<&str>) -> Result<Arc<Job>, ControlError> {
+        if let Some(key) = idempotency_key {
+            check_idempotency_key(key)?;
+        }
+        let job = self.job_named(name)?;
+        if !self.is_running() {
+            return Err(ControlError::NotRunning);
+        }
+        Ok(job)
     }
 
     /// Queues a run of each scheduled trigger of a job from `from` to `to` (both
@@ -152,6 +193,42 @@ impl Scheduler {
         from: Timestamp,
         to: Timestamp,
     ) -> Result<Vec<Timestamp>, ControlError> {
+        let (job, triggers) = self.backfill_triggers(name, from, to)?;
+        if !triggers.is_empty() {
+            self.queue(&job, Cause::Backfill, &triggers)?;
+        }
+        tracing::info!(job = %job.name, %from, %to, triggers = triggers.len(), "backfill queued");
+        Ok(triggers)
+    }
+
+    /// The triggers [`Scheduler::backfill`] would queue for the same request, queuing
+    /// nothing: each scheduled trigger of the job from `from` to `to` (both included,
+    /// UTC), oldest first. Checked as `backfill` checks its request: the same errors.
+    ///
+    /// # Errors
+    /// As [`Scheduler::backfill`].
+    pub fn backfill_dry_run(
+        &self,
+        name: &str,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<Timestamp>, ControlError> {
+        let (_, triggers) = self.backfill_triggers(name, from, to)?;
+        if !triggers.is_empty() && !self.is_running() {
+            return Err(ControlError::NotRunning);
+        }
+        Ok(triggers)
+    }
+
+    /// The job named `name` and its scheduled triggers from `from` to `to` (both
+    /// included), oldest first, once the request is checked as [`Scheduler::backfill`]
+    /// documents.
+    fn backfill_triggers(
+        &self,
+        name: &str,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<(Arc<Job>, Vec<Timestamp>), ControlError> {
         let job = self.job_named(name)?;
         let owned = || job.name.to_string();
         if from > to {
@@ -185,11 +262,7 @@ impl Scheduler {
             }
             triggers.push(next);
         }
-        if !triggers.is_empty() {
-            self.queue(&job, Cause::Backfill, &triggers)?;
-        }
-        tracing::info!(job = %job.name, %from, %to, triggers = triggers.len(), "backfill queued");
-        Ok(triggers)
+        Ok((job, triggers))
     }
 
     /// Every paused job of the fleet (of this scheduler without a coordinator) and when
