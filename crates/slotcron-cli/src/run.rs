@@ -223,15 +223,12 @@ impl Settings {
         GraceFloor::new((self.coordinated() && self.fleet.shared_work).then_some(self.fleet.takeover_delay))
     }
 
-    /// Takes the jobs file's concurrency cap, failure hooks and history retention, and,
-    /// for a crontab, the daemon's own zone (whether or not a line runs in it yet: a
-    /// reload may add one).
+    /// Takes the jobs file's concurrency cap, failure hooks and history retention, and
+    /// the daemon's own zone when a crontab line runs in it.
     pub fn with_policies_of(mut self, file: &JobsFile) -> Self {
         self.max_concurrent_runs = file.max_concurrent_runs;
         self.retention = file.history.retention();
-        if file.format != Format::Toml {
-            self.crontab_zone = file.local_zone.clone().or_else(|| zone::local().ok());
-        }
+        self.crontab_zone = file.local_zone.clone();
         self.failure_hooks.commands = file
             .jobs
             .iter()
@@ -296,7 +293,10 @@ impl Settings {
             builder = builder.observer(observer);
         }
         if let Some(zone) = &self.crontab_zone {
-            builder = builder.fleet_setting(CRONTAB_ZONE_SETTING, &zone.name);
+            // Compared by what the zone does (its fingerprint), shown by its name.
+            builder = builder
+                .fleet_setting(CRONTAB_ZONE_SETTING, zone::fingerprint(&zone.zone))
+                .member_about(CRONTAB_ZONE_SETTING, &zone.name);
         }
         builder = self.about(builder);
         let builder = builder

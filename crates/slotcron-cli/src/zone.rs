@@ -71,11 +71,12 @@ fn resolve_local() -> Result<LocalZone, String> {
     let zone = if tz.is_none() && source != LOCALTIME {
         TimeZone::UTC
     } else {
-        TimeZone::try_system().map_err(|e| match &tz {
-            Some(tz) => {
-                format!("TZ={:?} in the daemon's environment is not a time zone: {e}", tz.to_string_lossy())
-            }
-            None => format!("{LOCALTIME} is not a time zone: {e}"),
+        TimeZone::try_system().map_err(|_| match &tz {
+            Some(tz) => format!(
+                "TZ={:?} in the daemon's environment names no time zone (an IANA name such as Asia/Tokyo, a POSIX rule such as JST-9, or the path of a TZif file)",
+                tz.to_string_lossy()
+            ),
+            None => format!("{LOCALTIME} is not a readable time zone file"),
         })?
     };
     // The IANA database's other names of UTC (`/etc/localtime` is often `Etc/UTC`) are
@@ -89,6 +90,41 @@ fn resolve_local() -> Result<LocalZone, String> {
         (None, None) => format!("the unnamed zone of {LOCALTIME}"),
     };
     Ok(LocalZone { zone, name, source })
+}
+
+/// `name` as a crontab's `CRON_TZ=` or `TZ=` line may give it, as cronie hands it to
+/// `tzset`: an IANA name, a POSIX rule such as `JST-9`, or the path of a TZif file (an
+/// optional leading `:` dropped, as POSIX allows).
+///
+/// # Errors
+/// The reason, naming the zone and the forms accepted.
+pub fn lookup_tz(name: &str) -> Result<TimeZone, String> {
+    let name = name.strip_prefix(':').unwrap_or(name);
+    let found = if name.starts_with('/') {
+        std::fs::read(name).ok().and_then(|data| TimeZone::tzif(name, &data).ok())
+    } else {
+        TimeZone::get(name).or_else(|_| TimeZone::posix(name)).ok()
+    };
+    found.ok_or_else(|| {
+        format!(
+            "unknown time zone {name:?} (an IANA name such as Asia/Tokyo, a POSIX rule such as JST-9, or the path of a TZif file)"
+        )
+    })
+}
+
+/// What two zones must share for every daemon of a fleet to compute the same instants:
+/// the offset at 2000-01-01 and every transition until 2100, as a CRC-32 in hex. Zones
+/// that differ only in name (`UTC` and `Etc/UTC`, `JST-9` and `Asia/Tokyo`) share it.
+pub fn fingerprint(zone: &TimeZone) -> String {
+    let from = jiff::Timestamp::constant(946_684_800, 0);
+    let until = jiff::Timestamp::constant(4_102_444_800, 0);
+    let mut hash = crc32fast::Hasher::new();
+    hash.update(&zone.to_offset(from).seconds().to_le_bytes());
+    for transition in zone.following(from).take_while(|t| t.timestamp() < until) {
+        hash.update(&transition.timestamp().as_second().to_le_bytes());
+        hash.update(&transition.offset().seconds().to_le_bytes());
+    }
+    format!("{:08x}", hash.finalize())
 }
 
 /// `instant` on the wall clock of `zone` as RFC 3339 with the zone's offset, e.g.
@@ -109,6 +145,21 @@ mod tests {
         assert_eq!(rfc3339(t, &TimeZone::UTC), "2026-03-08T07:00:00+00:00");
         let frac: jiff::Timestamp = "2026-03-08T07:00:00.25Z".parse().unwrap();
         assert_eq!(rfc3339(frac, &TimeZone::UTC), "2026-03-08T07:00:00.25+00:00");
+    }
+
+    #[test]
+    fn zones_that_differ_in_name_only_share_a_fingerprint() {
+        let tokyo = fingerprint(&lookup("Asia/Tokyo").unwrap());
+        assert_eq!(fingerprint(&lookup_tz("JST-9").unwrap()), tokyo);
+        assert_eq!(fingerprint(&lookup_tz(":Asia/Tokyo").unwrap()), tokyo);
+        assert_eq!(fingerprint(&lookup_tz("/usr/share/zoneinfo/Asia/Tokyo").unwrap()), tokyo);
+        assert_eq!(fingerprint(&lookup("Etc/UTC").unwrap()), fingerprint(&TimeZone::UTC));
+        assert_ne!(
+            fingerprint(&lookup("Europe/Paris").unwrap()),
+            fingerprint(&lookup("Europe/London").unwrap())
+        );
+        assert_ne!(fingerprint(&lookup("Europe/Berlin").unwrap()), tokyo);
+        assert!(lookup_tz("Mars/Olympus").unwrap_err().contains("a POSIX rule such as JST-9"));
     }
 
     #[test]

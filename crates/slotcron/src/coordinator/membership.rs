@@ -95,10 +95,14 @@ impl MemberDetails {
 
     /// The first setting of these details that `other` (the details of live member
     /// `member`) gives another value: a sentence naming the setting, both values and the
-    /// member. A setting one of them does not have is not compared.
+    /// member. A setting one of them does not have is not compared. Where the details
+    /// say something [about](MemberDetails::about) under the setting's name (a zone's
+    /// name beside the fingerprint compared), the sentence shows that.
     pub fn disagreement(&self, member: &str, other: &Self) -> Option<String> {
         self.settings.iter().find_map(|(name, ours)| {
             let theirs = other.settings.get(name).filter(|theirs| *theirs != ours)?;
+            let (ours, theirs) =
+                (self.about.get(name).unwrap_or(ours), other.about.get(name).unwrap_or(theirs));
             Some(format!("{name} is {ours:?} here but {theirs:?} on live member {member:?}"))
         })
     }
@@ -130,6 +134,20 @@ mod tests {
         };
         let tokyo = with("Asia/Tokyo");
         assert_eq!(tokyo.disagreement("b", &with("Asia/Tokyo")), None, "about is not compared");
+        let named = |fingerprint: &str, name: &str| MemberDetails {
+            settings: BTreeMap::from([("zone".to_owned(), fingerprint.to_owned())]),
+            about: BTreeMap::from([("zone".to_owned(), name.to_owned())]),
+        };
+        assert_eq!(
+            named("f1", "UTC").disagreement("b", &named("f1", "Etc/UTC")),
+            None,
+            "the setting decides"
+        );
+        assert_eq!(
+            named("f1", "UTC").disagreement("b", &named("f2", "Asia/Tokyo")).as_deref(),
+            Some(r#"zone is "UTC" here but "Asia/Tokyo" on live member "b""#),
+            "shown by name"
+        );
         assert_eq!(tokyo.disagreement("b", &MemberDetails::default()), None);
         assert_eq!(
             tokyo.disagreement("b", &with("UTC")).as_deref(),

@@ -166,7 +166,7 @@ impl Reader {
             self.zone = (DEFAULT_ZONE_IN_NAMES.to_owned(), default);
             return;
         }
-        let zone = zone::lookup(value).map_err(|reason| Problem::field(line, None, name, reason));
+        let zone = zone::lookup_tz(value).map_err(|reason| Problem::field(line, None, name, reason));
         self.zone = (value.to_owned(), zone.map_err(|p| self.parsed.problems.push(p)).ok());
     }
 
@@ -176,9 +176,10 @@ impl Reader {
         match &self.local {
             Ok(local) => self.parsed.local_zone = Some(local.clone()),
             Err(reason) if !std::mem::replace(&mut self.local_reported, true) => {
-                let reason =
-                    format!("{reason} (the zone of lines the file gives none; or set CRON_TZ= above it)");
-                self.parsed.problems.push(Problem::field(line, Some(name), "CRON_TZ", reason));
+                let reason = format!(
+                    "{reason}: the zone of lines the file gives none; fix TZ, or set CRON_TZ= above this line"
+                );
+                self.parsed.problems.push(Problem::field(line, Some(name), "TZ", reason));
             }
             Err(_) => {}
         }
@@ -555,10 +556,7 @@ mod tests {
         let parsed =
             parse_in("0 9 * * * echo a\n0 10 * * * echo b\nCRON_TZ=UTC\n0 9 * * * echo c\n", false, unknown);
         assert_eq!(parsed.problems.len(), 1, "{:?}", parsed.problems);
-        assert_eq!(
-            (parsed.problems[0].line, parsed.problems[0].field.as_deref()),
-            (Some(1), Some("CRON_TZ"))
-        );
+        assert_eq!((parsed.problems[0].line, parsed.problems[0].field.as_deref()), (Some(1), Some("TZ")));
         assert!(parsed.problems[0].reason.contains("Mars/Olympus"), "{:?}", parsed.problems);
         assert!(parsed.problems[0].reason.contains("set CRON_TZ="), "{:?}", parsed.problems);
         assert_eq!(parsed.drafts.len(), 1, "the line with a zone of its own");

@@ -111,6 +111,26 @@ fn shown(member: LiveMember, owned_jobs: usize, ttl: Duration) -> FleetMember {
     FleetMember { instance, last_heartbeat: earlier(lapses_at, ttl), details, owned_jobs }
 }
 
+/// After the membership changed: logs, as an error, each live member whose fleet
+/// settings differ from this replica's (one that joined while the coordinator had lost
+/// the membership, e.g. a restarted Redis, passed no check at join).
+pub(super) async fn recheck(fleet: &FleetRun) {
+    let shared = fleet.shared();
+    let (Some(coordinator), ours) = (&shared.coordinator, &shared.settings.details) else { return };
+    if ours.settings.is_empty() {
+        return;
+    }
+    let Ok(members) = within_claim_timeout(shared, coordinator.members()).await else { return };
+    for member in members.iter().filter(|member| *member.instance != *shared.instance) {
+        if let Some(disagreement) = ours.disagreement(&member.instance, &member.details) {
+            tracing::error!(
+                member = %member.instance,
+                "{disagreement}: the two compute different instants for the same jobs; stop one of them"
+            );
+        }
+    }
+}
+
 /// This replica's details now: its own, and its runs in flight.
 fn details_now(shared: &Shared) -> MemberDetails {
     let mut details = shared.settings.details.clone();

@@ -114,6 +114,9 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
             }
         }
         published = if answer_ok { details::publish_changes(&fleet, published).await } else { None };
+        if answer_ok && !fleet.state.membership.settled() {
+            details::recheck(&fleet).await;
+        }
         if answer_ok && std::mem::take(&mut failing) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
