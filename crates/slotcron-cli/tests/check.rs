@@ -220,7 +220,7 @@ X = "1"
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
-                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled";
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, history, job"
@@ -994,5 +994,55 @@ command = "true"
         let (code, _, err) = check("every_days_at_time_bad", "jobs.toml", &text);
         assert_eq!(code, Some(2), "{schedule}");
         assert!(err.contains(&format!("job \"compact\": {field}: {reason}")), "{schedule}: {err}");
+    }
+}
+
+#[test]
+fn start_and_end_bound_a_recurring_jobs_triggers_and_an_empty_window_is_refused() {
+    let jobs = r#"[[job]]
+name = "campaign"
+every = "1h"
+start = "2100-03-01T10:30:00Z"
+end = "2100-03-02T00:00:00Z"
+command = "true"
+
+[[job]]
+name = "over"
+cron = "* * * * *"
+end = "2001-01-01T00:00:00Z"
+command = "true"
+"#;
+    let (code, out, err) = check("window", "jobs.toml", jobs);
+    assert_eq!(code, Some(0), "{err}");
+    // The interval's anchor is unchanged: the first hour at or after the start.
+    assert_eq!(row(&out, "campaign")[3], "2100-03-01T11:00:00+00:00", "{out}");
+    assert!(row(&out, "over")[3].starts_with("never"), "{out}");
+
+    let bad = [
+        (
+            "every = \"1h\"\nstart = \"2100-03-02T00:00:00Z\"\nend = \"2100-03-01T00:00:00Z\"",
+            "end",
+            "is not later than start",
+        ),
+        (
+            "at = \"2100-03-01T00:00:00Z\"\nstart = \"2100-01-01T00:00:00Z\"",
+            "start",
+            "bounds recurring schedules only",
+        ),
+        ("every = \"1h\"\nend = \"tomorrow\"", "end", "is not an RFC 3339 instant with an offset"),
+        (
+            "every = \"1h\"\nrun_on_start = true\nstart = \"2100-01-01T00:00:00Z\"",
+            "run_on_start",
+            "cannot be combined with start or end",
+        ),
+    ];
+    for (lines, field, reason) in bad {
+        let text = format!("[[job]]\nname = \"campaign\"\n{lines}\ncommand = \"true\"\n");
+        let (code, _, err) = check("window_bad", "jobs.toml", &text);
+        assert_eq!(code, Some(2), "{lines}");
+        assert!(
+            err.contains(&format!("job \"campaign\": {field}: ")) && err.contains(reason),
+            "{lines}: {err}"
+        );
     }
 }

@@ -90,7 +90,8 @@ fn a_daemon_with_tz_asia_tokyo_fires_a_nine_oclock_line_at_nine_in_tokyo() {
 }
 
 #[test]
-fn a_member_whose_crontab_zone_differs_from_the_fleets_is_refused_at_join_naming_both_and_one_by_another_name_joins() {
+fn a_member_whose_crontab_zone_differs_from_the_fleets_is_refused_at_join_naming_both_and_one_by_another_name_joins()
+ {
     let dir = scratch("crontab-zone-fleet");
     let redis = RedisServer::start(&dir);
     write(&dir, "crontab", "@hourly true\n");

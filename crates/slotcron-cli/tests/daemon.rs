@@ -310,3 +310,25 @@ fn output_is_logged_with_control_characters_escaped_and_long_lines_in_parts() {
     assert_eq!(output[6], format!("end{fields}"));
     assert_eq!(output.len(), 7, "{output:?}");
 }
+
+#[test]
+fn a_job_with_an_end_runs_its_triggers_before_the_end_and_none_after() {
+    let dir = support::scratch("window-end");
+    // The end a few whole seconds ahead: some triggers before it, none at or after it.
+    let end = Timestamp::from_second(Timestamp::now().as_second() + 4).unwrap();
+    let jobs = format!(
+        "[[job]]\nname = \"tick\"\nevery = \"1s\"\nend = \"{end}\"\ngrace = \"30s\"\ncommand = 'echo \"$SLOTCRON_TRIGGER\" >> runs.txt'\n"
+    );
+    support::write(&dir, "jobs.toml", &jobs);
+    let mut daemon = support::Daemon::run(&dir, &["jobs.toml", "--state", "sqlite:state.db"]);
+    daemon.wait_for("the scheduler to start", |line| line.contains("scheduler started"));
+    support::wait_until("the clock past the end and a second more", || {
+        Timestamp::now() > end + Duration::from_secs(2)
+    });
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let text = std::fs::read_to_string(dir.join("runs.txt")).unwrap_or_default();
+    let triggers: Vec<Timestamp> = text.lines().map(|line| line.parse().unwrap()).collect();
+    assert!(!triggers.is_empty(), "some triggers before the end:\n{}", daemon.log());
+    assert!(triggers.iter().all(|t| *t < end), "{triggers:?} against end {end}");
+}

@@ -19,7 +19,7 @@ use crate::ledger::RunRecord;
 use crate::metrics::JobSeries;
 use crate::policy::{Misfire, OnInterrupt, Overlap, Retry, run_budget};
 use crate::schedule::{
-    After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind,
+    After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind, Window,
 };
 
 /// A handler error saying that the scheduler's shutdown stopped the run (the daemon, at
@@ -150,6 +150,8 @@ impl From<Job> for JobBuilder {
             overlap: job.overlap,
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
+            // The job's schedule is already bounded.
+            window: (None, None),
         }
     }
 }
@@ -173,6 +175,7 @@ impl Job {
             overlap: Overlap::Allow,
             jitter: None,
             on_interrupt: OnInterrupt::Record,
+            window: (None, None),
         }
     }
 
@@ -290,6 +293,9 @@ pub struct JobBuilder {
     overlap: Overlap,
     jitter: Option<Duration>,
     on_interrupt: OnInterrupt,
+    /// The window the schedule's triggers are bounded to: from (included), until
+    /// (excluded).
+    window: (Option<Timestamp>, Option<Timestamp>),
 }
 
 impl JobBuilder {
@@ -431,6 +437,20 @@ impl JobBuilder {
         self
     }
 
+    /// Bounds a recurring schedule's triggers to those at or after `start` ([`Window`],
+    /// Temporal's `startAt`); the schedule's anchor is unchanged.
+    pub fn start_at(mut self, start: Timestamp) -> Self {
+        self.window.0 = Some(start);
+        self
+    }
+
+    /// Bounds a recurring schedule's triggers to those before `end` ([`Window`],
+    /// Temporal's `endAt`); past it the job has no more triggers.
+    pub fn end_at(mut self, end: Timestamp) -> Self {
+        self.window.1 = Some(end);
+        self
+    }
+
     /// Delays each trigger's start by an offset in `[0, jitter)` from a hash of the job's
     /// name and the trigger, the same on every replica
     /// ([`jitter_offset`](crate::policy::jitter_offset)); the trigger instant and key stay
@@ -459,6 +479,17 @@ impl JobBuilder {
             }
             (Some(schedule), None) => {
                 schedule.map_err(|source| JobError::Schedule { job: job.clone(), source })?
+            }
+        };
+        let schedule = match self.window {
+            (None, None) => schedule,
+            (start, end) => {
+                if self.run_on_start {
+                    return Err(invalid("run_on_start", "cannot be combined with start or end"));
+                }
+                let window = Window::new(schedule, start, end)
+                    .map_err(|source| JobError::Schedule { job: job.clone(), source })?;
+                Arc::new(window) as Arc<dyn Schedule>
             }
         };
         let handler = self.handler.ok_or_else(|| invalid("handler", "a job needs a handler"))?;

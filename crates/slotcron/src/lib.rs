@@ -234,7 +234,7 @@ pub use redact::redact;
 pub use registry::HandlerRegistry;
 pub use schedule::{
     After, At, CronError, CronErrorKind, CronField, CronSchedule, DurationError, EveryDays, Interval,
-    MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, parse_duration,
+    MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, Window, parse_duration,
 };
 pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError, merge_job_state};
 

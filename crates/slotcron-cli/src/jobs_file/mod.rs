@@ -190,6 +190,9 @@ struct Policies {
     jitter: Option<Duration>,
     on_failure: Option<ShellCommand>,
     on_interrupt: Option<OnInterrupt>,
+    /// `start` and `end`: the window a recurring schedule's triggers are bounded to.
+    start: Option<jiff::Timestamp>,
+    end: Option<jiff::Timestamp>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -374,6 +377,8 @@ impl Draft {
         let builder = given(builder, policies.overlap, JobBuilder::overlap);
         let builder = given(builder, policies.jitter, JobBuilder::jitter);
         let builder = given(builder, policies.on_interrupt, JobBuilder::on_interrupt);
+        let builder = given(builder, policies.start, JobBuilder::start_at);
+        let builder = given(builder, policies.end, JobBuilder::end_at);
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();

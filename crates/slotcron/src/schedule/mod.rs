@@ -7,6 +7,7 @@ mod error;
 mod every_days;
 mod interval;
 mod one_shot;
+mod window;
 mod zone;
 
 pub use cron::{CronError, CronErrorKind, CronField, CronSchedule};
@@ -16,6 +17,7 @@ pub use error::ScheduleError;
 pub use every_days::EveryDays;
 pub use interval::Interval;
 pub use one_shot::{After, At};
+pub use window::Window;
 
 use std::fmt;
 

@@ -1,6 +1,6 @@
 //! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
-//! `overlap`, `jitter`, `on_failure`, `on_interrupt` — and the file-wide
-//! `max_concurrent_runs` and `on_failure`.
+//! `overlap`, `jitter`, `on_failure`, `on_interrupt`, and the window `start` and `end`
+//! — and the file-wide `max_concurrent_runs` and `on_failure`.
 
 use slotcron::{OnInterrupt, Overlap};
 use toml::de::DeValue;
@@ -27,7 +27,10 @@ impl Reader<'_> {
             "an on_interrupt choice",
             &OnInterrupt::ALL.map(|o| (o.name(), o)),
         );
+        let (start, end) = (self.instant(table, "start"), self.instant(table, "end"));
         Policies {
+            start,
+            end,
             attempts,
             backoff,
             backoff_multiplier,
@@ -36,6 +39,22 @@ impl Reader<'_> {
             jitter,
             on_failure,
             on_interrupt,
+        }
+    }
+
+    /// An RFC 3339 instant with its offset (`start`, `end`), if given and valid.
+    fn instant(&mut self, table: &Table<'_, '_>, key: &str) -> Option<jiff::Timestamp> {
+        let text = self.string(table, key, "an RFC 3339 instant string like \"2027-01-01T00:00:00Z\"")?;
+        match text.get_ref().parse() {
+            Ok(instant) => Some(instant),
+            Err(_) => {
+                let reason = format!(
+                    "{:?} is not an RFC 3339 instant with an offset (write e.g. 2027-01-01T00:00:00Z or 2027-01-01T09:00:00+01:00)",
+                    text.get_ref()
+                );
+                self.problem(table, key, text.span(), reason);
+                None
+            }
         }
     }
 

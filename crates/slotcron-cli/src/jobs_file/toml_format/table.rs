@@ -54,6 +54,8 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "on_failure",
     "on_interrupt",
     "enabled",
+    "start",
+    "end",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
