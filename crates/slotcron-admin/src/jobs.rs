@@ -172,6 +172,7 @@ async fn pauses(state: &AdminState) -> Option<HashMap<String, Timestamp>> {
             headers(("ETag" = String, description = "A tag of this page, for `If-None-Match`"))),
         (status = 304, description = "The page is the one `If-None-Match` names"),
         (status = 400, description = "A parameter that is not right, named", body = ErrorBody),
+        (status = 503, description = "`state=active` or `state=paused` while the pauses cannot be read", body = ErrorBody),
     )
 )]
 pub(crate) async fn list(
@@ -181,6 +182,11 @@ pub(crate) async fn list(
 ) -> Result<Response, ApiError> {
     let listing = query.parse()?;
     let paused = pauses(&state).await;
+    if paused.is_none() && listing.filters_pauses() {
+        let reason = "the fleet's pauses cannot be read now (the coordinator or store that keeps them failed), \
+                      so which jobs are active or paused is unknown; ask again, or without state";
+        return Err(ApiError::unavailable(reason));
+    }
     let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
     let jobs: Vec<JobView> = page.rows.into_iter().map(|row| row_view(&state, row)).collect();
     let body = JobsPage { jobs, next_cursor: page.next_cursor, total: page.total };

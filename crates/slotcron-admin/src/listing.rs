@@ -156,6 +156,12 @@ fn spelling<T: PartialEq>(choices: &[(&'static str, T)], value: T) -> &'static s
 }
 
 impl Listing {
+    /// Whether the listing filters on pauses (`state=active` or `state=paused`), which an
+    /// unknown set of pauses cannot answer.
+    pub(crate) fn filters_pauses(&self) -> bool {
+        matches!(self.state, Some(State::Active | State::Paused))
+    }
+
     /// The page of `jobs` (with the fleet's `paused` jobs, `None` when unknown) this
     /// listing asks for.
     pub(crate) fn page(&self, jobs: Vec<JobInfo>, paused: Option<&HashMap<String, Timestamp>>) -> Page {

@@ -889,3 +889,27 @@ fn the_status_page_of_20000_jobs_pages_searches_sorts_shows_errors_and_a_failed_
     });
     stop(daemon);
 }
+
+#[test]
+fn a_state_filter_the_pauses_cannot_answer_is_a_503_not_a_wrong_list() {
+    let dir = scratch("admin-pauses-unknown");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"tick\"\nevery = \"1h\"\ncommand = \"true\"\n");
+    let redis = support::redis_server::RedisServer::start(&dir);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut daemon = Daemon::run(&dir, &["jobs.toml", "--redis", &redis.url(), "--admin", &addr]);
+    daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
+    let paused = http::get(&addr, "/api/v1/jobs?state=active", &[]);
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    assert_eq!(paused.json()["total"], 1);
+    drop(redis);
+    for state in ["active", "paused"] {
+        let answer = http::get(&addr, &format!("/api/v1/jobs?state={state}"), &[]);
+        assert_eq!(answer.status, 503, "state={state}: {}", answer.body);
+        assert!(answer.body.contains("pauses cannot be read"), "{}", answer.body);
+    }
+    let any = http::get(&addr, "/api/v1/jobs", &[]);
+    assert_eq!(any.status, 200, "{}", any.body);
+    assert_eq!(any.json()["jobs"][0]["paused"], serde_json::Value::Null, "unknown, said so");
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}
