@@ -258,6 +258,16 @@ fn a_single_job_table_and_syntax_errors_are_reported() {
     assert_eq!(code, Some(2));
     assert!(err.lines().any(|line| line.starts_with("jobs.toml:3: duplicate key")), "{err}");
     assert!(err.lines().any(|line| line.starts_with("jobs.toml:4: ")), "{err}");
+
+    // One mistake is one problem, however often the recovering parser meets it.
+    let (code, _, err) = check(
+        "syntax_once",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"1s\"\ncommand = \"true\"\n<script> = 1\n",
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(err.lines().filter(|line| line.starts_with("jobs.toml:5: ")).count(), 1, "{err}");
+    assert!(err.contains("1 problem in jobs.toml"), "{err}");
 }
 
 #[test]

@@ -150,10 +150,15 @@ impl<'s> Reader<'s> {
         (self.source, self.base) = (&file[range.clone()], range.start);
         let (document, errors) = DeTable::parse_recoverable(self.source);
         if !errors.is_empty() {
-            // The document is what could be recovered: its keys would be misleading.
+            // The document is what could be recovered: its keys would be misleading. The
+            // recovering parser may report one mistake several times: once per line and
+            // message.
+            let mut seen = std::collections::HashSet::new();
             for error in errors {
-                let line = self.line(error.span().unwrap_or(0..0));
-                self.parsed.problems.push(Problem::line(line, error.message().trim_end()));
+                let (line, message) = (self.line(error.span().unwrap_or(0..0)), error.message().trim_end());
+                if seen.insert((line, message.to_owned())) {
+                    self.parsed.problems.push(Problem::line(line, message));
+                }
             }
             return true;
         }
