@@ -24,6 +24,8 @@ struct JobRow {
     name: String,
     schedule: String,
     schedule_english: Option<String>,
+    /// The IANA zone of the schedule's wall-clock times, if it has any.
+    time_zone: Option<String>,
     /// `null` when the daemon cannot read its pauses.
     paused: Option<bool>,
     next_triggers: Vec<String>,
@@ -82,7 +84,11 @@ fn print(mut jobs: Vec<JobRow>) {
     let rows: Vec<[String; 7]> = jobs
         .into_iter()
         .map(|job| {
-            let schedule = job.schedule_english.unwrap_or(job.schedule);
+            let schedule = match (job.schedule_english, job.time_zone) {
+                // The zone its wall-clock times are read in, as `check` shows it.
+                (Some(english), Some(zone)) => format!("{english} ({zone})"),
+                (english, _) => english.unwrap_or(job.schedule),
+            };
             let next = match (job.paused, job.next_triggers.first()) {
                 (Some(true), _) => "paused".to_owned(),
                 (_, Some(next)) => next.clone(),
