@@ -323,9 +323,8 @@ impl Settings {
     /// What this daemon says of itself in the fleet's membership: its host, version, start
     /// time and admin address.
     fn about(&self, builder: SchedulerBuilder) -> SchedulerBuilder {
-        let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok());
         let builder = builder
-            .member_about("host", host.unwrap_or_default())
+            .member_about("host", hostname().unwrap_or_default())
             .member_about("version", env!("CARGO_PKG_VERSION"))
             .member_about("started", slotcron::jiff::Timestamp::now().to_string());
         match self.admin.as_ref().map(|admin| &admin.listen) {
@@ -338,8 +337,12 @@ impl Settings {
 
 /// `{hostname}-{pid}`: unique among the daemons of a fleet.
 fn default_instance() -> String {
-    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok());
-    format!("{}-{}", host.as_deref().unwrap_or("localhost"), std::process::id())
+    format!("{}-{}", hostname().as_deref().unwrap_or("localhost"), std::process::id())
+}
+
+/// This host's name, if it has a UTF-8 one.
+fn hostname() -> Option<String> {
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok())
 }
 
 /// Runs the jobs of `args.file` until SIGINT or SIGTERM, then lets running commands

@@ -999,12 +999,7 @@ command = "true"
         ("every = \"1d\"\nat_time = \"25:00\"", "at_time", "expected a time of day as hh:mm"),
         ("cron = \"0 4 * * *\"\nat_time = \"04:30\"", "at_time", "applies to an every of whole days only"),
     ];
-    for (schedule, field, reason) in bad {
-        let text = format!("[[job]]\nname = \"compact\"\n{schedule}\ncommand = \"true\"\n");
-        let (code, _, err) = check("every_days_at_time_bad", "jobs.toml", &text);
-        assert_eq!(code, Some(2), "{schedule}");
-        assert!(err.contains(&format!("job \"compact\": {field}: {reason}")), "{schedule}: {err}");
-    }
+    refused_with("compact", &bad);
 }
 
 #[test]
@@ -1046,13 +1041,17 @@ command = "true"
             "cannot be combined with start or end",
         ),
     ];
+    refused_with("campaign", &bad);
+}
+
+/// Checks that a job `name` with each of `bad`'s lines (TOML keys beside a `command`) is
+/// refused (exit status 2) with a problem line `job "NAME": FIELD: …` that says `reason`.
+fn refused_with(name: &str, bad: &[(&str, &str, &str)]) {
     for (lines, field, reason) in bad {
-        let text = format!("[[job]]\nname = \"campaign\"\n{lines}\ncommand = \"true\"\n");
-        let (code, _, err) = check("window_bad", "jobs.toml", &text);
+        let text = format!("[[job]]\nname = \"{name}\"\n{lines}\ncommand = \"true\"\n");
+        let (code, _, err) = check("refused_with", "jobs.toml", &text);
         assert_eq!(code, Some(2), "{lines}");
-        assert!(
-            err.contains(&format!("job \"campaign\": {field}: ")) && err.contains(reason),
-            "{lines}: {err}"
-        );
+        let problem = format!("job \"{name}\": {field}: ");
+        assert!(err.lines().any(|line| line.contains(&problem) && line.contains(reason)), "{lines}: {err}");
     }
 }
