@@ -2,6 +2,7 @@
 //! at join that its fleet settings agree with the live members', and the fleet as the
 //! membership shows it ([`Scheduler::fleet`]).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -149,20 +150,46 @@ async fn publish(shared: &Shared, details: &MemberDetails) -> Result<(), Coordin
     within_claim_timeout(shared, coordinator.publish_details(&shared.instance, details)).await
 }
 
-/// For the heartbeat: publishes this replica's details if they changed since `last`
-/// (the last published, `None` after a failure or before the first), and returns what
-/// was published; a failure is logged, and tried again with the next heartbeat.
-pub(super) async fn publish_changes(fleet: &FleetRun, last: Option<MemberDetails>) -> Option<MemberDetails> {
-    let shared = fleet.shared();
-    let now = details_now(shared);
-    if last.as_ref() == Some(&now) {
-        return last;
+/// What the heartbeat last published, shared with the task that publishes: the details
+/// (`None` before the first, and after a failure or a heartbeat that failed) and whether
+/// a publication is on its way.
+#[derive(Clone, Default)]
+pub(super) struct Published(Arc<Mutex<(Option<MemberDetails>, bool)>>);
+
+impl Published {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<MemberDetails>, bool)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
-    match publish(shared, &now).await {
-        Ok(()) => Some(now),
-        Err(e) => {
-            tracing::warn!("publishing this replica's details in the membership failed: {e}");
-            None
+
+    /// A heartbeat failed: the next one that answers publishes again.
+    pub(super) fn forget(&self) {
+        self.lock().0 = None;
+    }
+}
+
+/// For the heartbeat: publishes this replica's details if they changed since the last
+/// publication, on a task of its own, so that the heartbeat never waits for it (one at a
+/// time); a failure is logged, and tried again with the next heartbeat.
+pub(super) fn publish_changes(fleet: &FleetRun, published: &Published) {
+    let now = details_now(fleet.shared());
+    {
+        let mut state = published.lock();
+        if state.1 || state.0.as_ref() == Some(&now) {
+            return;
         }
+        state.1 = true;
     }
+    let (publishing, published) = (fleet.clone(), published.clone());
+    fleet.tracker.spawn(async move {
+        let result = publish(publishing.shared(), &now).await;
+        let mut state = published.lock();
+        state.1 = false;
+        state.0 = match result {
+            Ok(()) => Some(now),
+            Err(e) => {
+                tracing::warn!("publishing this replica's details in the membership failed: {e}");
+                None
+            }
+        };
+    });
 }

@@ -73,8 +73,8 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     // Whether the heartbeats fail now: the first failure of a spell is a warning, the
     // others are counted and summed up once a minute (`Health::coordinator_failed`).
     let mut failing = false;
-    // Its details as last published, `None` after a heartbeat that failed.
-    let mut published = None;
+    // Its details as last published.
+    let published = details::Published::default();
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
@@ -113,7 +113,11 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 }
             }
         }
-        published = if answer_ok { details::publish_changes(&fleet, published).await } else { None };
+        if answer_ok {
+            details::publish_changes(&fleet, &published);
+        } else {
+            published.forget();
+        }
         if answer_ok && !fleet.state.membership.settled() {
             details::recheck(&fleet).await;
         }
