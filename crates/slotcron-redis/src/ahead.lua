@@ -3,8 +3,8 @@
 -- KEYS[1]     the owner's start latch of the instant: "p" once claims ahead were made,
 --             "1" once the owner started them, "0" once a non-owner voided them
 -- KEYS[2..]   start: the set of paused jobs' names; void: the n trigger keys a non-owner
---             expected the owner to claim, KEYS[2..n+1], then their jobs' registers of
---             unstarted claims (start.lua), KEYS[n+2..2n+1]
+--             expected the owner to claim, KEYS[2..n+1], then the owner's registers of
+--             unstarted claims for them (start.lua), KEYS[n+2..2n+1]
 -- ARGV[1]     "start" or "void"
 -- ARGV[2]     until when either may act, in ms since the Unix epoch on the server's
 --             clock (TIME)
@@ -18,13 +18,13 @@
 -- void: 1 if the latch is "1", or ARGV[2] has passed and it is not "0" (the claims
 -- ahead stand); 0 (and the latch set to "0") if there is no latch: no claim ahead was
 -- made; else sets it to "0", deletes every key of KEYS[2..n+1] that holds an unmarked
--- claim ahead of the owner ("{fencing} ^{token} {owner}"; a start-marked one,
--- "{fencing} !^{token} {owner}", stays) and its register entry, and returns 2 if the
--- latch was "p" (this void voided claims ahead), 3 if it was "0" already (another void
--- did).
+-- claim ahead of the owner ("{fencing}/^{token} {owner}" whose entry is still in the
+-- owner's register: a start mark removed it)
+-- and its register entry, and returns 2 if the latch was "p" (this void voided claims
+-- ahead), 3 if it was "0" already (another void did).
 --
 -- Commands: TIME, GET and SET of the latch; void: per chunk of 1,000 trigger keys an
--- MGET, a DEL of those dropped and an HDEL per register entry dropped; start: SMEMBERS.
+-- MGET, a DEL of those dropped and an HDEL per claim ahead of the owner; start: SMEMBERS.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local latch, limit, expires = KEYS[1], tonumber(ARGV[2]), ARGV[3]
@@ -68,10 +68,10 @@ for first = 2, n + 1, chunk do
   local dropped = {}
   for j = 1, #keys do
     local value = values[j]
-    if value and string.find(value, '^%d+ %^') and string.sub(value, -#suffix) == suffix then
+    local i = first + j - 1
+    if value and string.find(value, '^%d+/%^') and string.sub(value, -#suffix) == suffix
+        and redis.call('HDEL', KEYS[i + n], ARGV[i + 3]) == 1 then
       dropped[#dropped + 1] = keys[j]
-      local i = first + j - 1
-      redis.call('HDEL', KEYS[i + n], ARGV[i + 3])
     end
   end
   if #dropped > 0 then

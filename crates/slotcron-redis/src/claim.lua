@@ -9,7 +9,8 @@
 -- KEYS[5i-2]  the job's high-water mark key of releases before the state held the mark:
 --             read only while the state has no mark, never written
 -- KEYS[5i-1]  the job's pause: present while the job is paused, never written
--- KEYS[5i]    the job's register of unstarted claims (a hash: trigger key -> instance)
+-- KEYS[5i]    the claimant's register of unstarted claims for this job (a hash: trigger
+--             key -> instance; one server: one per instance, a cluster: one per job)
 -- ARGV[6i-5]  the claimant: "{token} {instance}"
 -- ARGV[6i-4]  the trigger, in milliseconds since the Unix epoch
 -- ARGV[6i-3]  recurring: how long after its trigger the claim holds at least, in ms
@@ -38,16 +39,18 @@
 -- the job's state is not a slotcron state (nothing is claimed then). A won recurring
 -- claim expires at the later of trigger + ARGV[6i-3] and now + ARGV[6i-2] (PXAT, the
 -- server's clock) and moves the mark up to its trigger. The
--- trigger key's value is "{fencing token} {claimant}", so a claimant whose reply was lost
--- can read back whether it won and which token it got; once its start is marked
--- (start.lua) it is "{fencing token} !{claimant}". Every won claim is also entered in its
--- job's register, field ARGV[6i], value the claimant's instance, until its start mark or
--- takeover removes or moves it (start.lua).
+-- trigger key's value is "{fencing token}/{claimant}", so a claimant whose reply was lost
+-- can read back whether it won and which token it got. (An older release wrote
+-- "{fencing token} {claimant}" and marked a start in place, "{fencing token}
+-- !{claimant}": its scripts read this release's claims as held by another, so a fleet of
+-- mixed releases never runs a trigger twice.) Every won claim is also entered in its register, field
+-- ARGV[6i], value the claimant's instance, until its start mark or takeover removes or
+-- moves it (start.lua): one HSET per register, so one per call on one server.
 --
 -- Commands: one MGET of every trigger key, TIME once (if a free trigger is recurring), one
 -- MGET of the states and pauses (and one of the old marks while a state has none) of
 -- the jobs whose trigger is free, a SET per won claim, one MSET of the states changed, and
--- one HSET per register written.
+-- one HSET per register written (one server: one in all).
 local n = math.floor(#KEYS / 5)
 local triggers, results = {}, {}
 local latch = KEYS[5 * n + 1]
@@ -137,10 +140,11 @@ for i = 1, n do
   local value = held[i]
   if value or taken[key] then
     -- Held: lost, unless it is this very claim (made again after a lost reply): its
-    -- value ends with " {claimant}" (" !{claimant}" once marked) after the fencing token.
+    -- value is the fencing token, "/" and the claimant (an older release's: a space,
+    -- and "!" before the claimant once marked).
     results[i] = 0
     if value then
-      local fencing, rest = string.match(value, '^(%d+) !?(.*)$')
+      local fencing, rest = string.match(value, '^(%d+)[/ ]!?(.*)$')
       if rest == claimant then
         results[i] = tonumber(fencing)
       end
@@ -163,7 +167,7 @@ for i = 1, n do
     end
     if not results[i] then
       -- NX: a key of another type (MGET reads it as nil) is not overwritten: lost.
-      local claimed = string.format('%d %s', job[1] + 1, claimant)
+      local claimed = string.format('%d/%s', job[1] + 1, claimant)
       local set
       if recurring then
         set = redis.call('SET', key, claimed, 'NX', 'PXAT', string.format('%.0f', expires))

@@ -1,7 +1,8 @@
-//! The value a won claim leaves in its trigger key, `{fencing token} {token} {instance}`
-//! (`{fencing token} ^{token} {instance}` for a claim made ahead of its trigger; a start
-//! mark puts `!` before the token, `{fencing token} !{token} {instance}`), and what a
-//! claimant whose reply was lost concludes from reading it back.
+//! The value a won claim leaves in its trigger key, `{fencing token}/{token} {instance}`
+//! (`{fencing token}/^{token} {instance}` for a claim made ahead of its trigger; a start
+//! mark leaves it as it is), and what a claimant whose reply was lost concludes from
+//! reading it back. An older release wrote a space after the fencing token and marked a
+//! start in place, `{fencing token} !{token} {instance}`; such a value still reads.
 
 use std::fmt;
 
@@ -45,20 +46,20 @@ impl fmt::Display for Token {
 }
 
 /// Reads the holder of a trigger from its key's value (`None`: no key: the script did not
-/// run). A value slotcron did not write is another's. A start-marked claim (`!`) is still
-/// its claimant's.
+/// run). A value slotcron did not write is another's. A claim an older release marked
+/// (`!`) is still its claimant's.
 pub(crate) fn holder(value: Option<&str>, ours: &Token) -> ClaimHolder {
     let Some(value) = value else { return ClaimHolder::Nobody };
-    let mut parts = value.splitn(3, ' ');
-    let (fencing, token) = (parts.next(), parts.next());
-    match (fencing.and_then(|f| f.parse().ok()), token) {
+    let (fencing, rest) = value.split_once(['/', ' ']).unwrap_or((value, ""));
+    let token = rest.split(' ').next().filter(|_| !rest.is_empty());
+    match (fencing.parse().ok(), token) {
         (Some(fencing_token), Some(token)) if bare(token) == ours.0 => ClaimHolder::Us { fencing_token },
         _ => ClaimHolder::Other,
     }
 }
 
-/// A stored token without its start mark (`!`) and its claim-ahead mark (`^`), in that
-/// order.
+/// A stored token without an older release's start mark (`!`) and its claim-ahead mark
+/// (`^`), in that order.
 fn bare(token: &str) -> &str {
     let token = token.strip_prefix('!').unwrap_or(token);
     token.strip_prefix('^').unwrap_or(token)
@@ -75,22 +76,23 @@ mod tests {
     #[test]
     fn our_token_wins_with_the_stored_fencing_token() {
         let ours = token("00000000000000aa");
-        let value = format!("17 {}", ours.claimant("host-1 pid 42", false));
+        let value = format!("17/{}", ours.claimant("host-1 pid 42", false));
         assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
     }
 
     #[test]
     fn our_claim_made_ahead_is_ours_too() {
         let ours = token("00000000000000aa");
-        let value = format!("17 {}", ours.claimant("host-1", true));
-        assert_eq!(value, "17 ^00000000000000aa host-1");
+        let value = format!("17/{}", ours.claimant("host-1", true));
+        assert_eq!(value, "17/^00000000000000aa host-1");
         assert_eq!(holder(Some(&value), &ours), ClaimHolder::Us { fencing_token: 17 });
-        assert_eq!(holder(Some("17 ^00000000000000bb host-1"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(Some("17/^00000000000000bb host-1"), &ours), ClaimHolder::Other);
     }
 
     #[test]
-    fn our_start_marked_claim_is_still_ours() {
+    fn our_claim_as_an_older_release_wrote_and_marked_it_is_still_ours() {
         let ours = token("00000000000000aa");
+        assert_eq!(holder(Some("17 00000000000000aa host-1"), &ours), ClaimHolder::Us { fencing_token: 17 });
         assert_eq!(holder(Some("17 !00000000000000aa host-1"), &ours), ClaimHolder::Us { fencing_token: 17 });
         assert_eq!(
             holder(Some("17 !^00000000000000aa host-1"), &ours),
@@ -111,6 +113,8 @@ mod tests {
         );
         assert_eq!(holder(Some("not a claim"), &ours), ClaimHolder::Other);
         assert_eq!(holder(Some("x 00000000000000aa host-1"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(Some("17/"), &ours), ClaimHolder::Other);
+        assert_eq!(holder(Some("17"), &ours), ClaimHolder::Other);
         assert_eq!(holder(None, &ours), ClaimHolder::Nobody);
     }
 

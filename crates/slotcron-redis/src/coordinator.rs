@@ -77,20 +77,26 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 ///
 /// It keeps [start marks](slotcron::Coordinator#start-marks-and-takeover): every claim the
 /// claim script wins (at the instant, in a batch, ahead, or a request) is entered, in the
-/// same script call, in its job's register of unstarted claims, a hash
-/// `{prefix}unstarted:{job}` (`{prefix}{{job}}:unstarted` in a cluster, on the job's slot)
-/// from the engine's trigger key to the holder's instance id. One layout for both: the
-/// register must share the job's slot in a cluster, and one server reads the registers of
-/// the jobs it is asked about in one pipeline. A start mark (a fourth script,
-/// `start.lua`, one call per batch, per hash slot in a cluster) puts `!` before the
-/// claim's token in place (`SET ... KEEPTTL`: `{fencing token} !{token} {instance}`) and
-/// removes the entry; a takeover rewrites an unmarked claim of the gone holder as
-/// `{next fencing token} {token} {new holder}` (TTL kept) and moves the entry. A claim
-/// whose key expired before its mark, still listed, is made again for its holder's mark
-/// or its taker, held for a day (or the one-shot retention, if longer). A void of claims
-/// ahead drops their entries with them, and never drops a marked claim. Each entry costs
-/// its trigger key's and instance id's length plus about 15 bytes (a job's register up to
-/// 128 entries) to 60 bytes (above), for as long as its claim is in flight.
+/// same script call, in its holder's register of unstarted claims, a hash from the
+/// engine's trigger key to the holder's instance id: on one server one register per
+/// instance, `{prefix}fleet:unstarted:{instance}`, so that a burst's claims cost one
+/// `HSET` and their marks one `HDEL` (a claim costs one command of its own, its `SET`);
+/// in a cluster one per job, `{prefix}{{job}}:unstarted`, on the job's slot. The entry is
+/// the mark: a start mark (a fourth script, `start.lua`, one call per batch, per hash
+/// slot in a cluster) removes it, leaving the claim's key as it is; a takeover rewrites
+/// an unmarked claim of the gone holder as `{next fencing token}/{token} {new holder}`
+/// (TTL kept) and moves the entry to the new holder's register. A claim whose key
+/// expired before its mark, still listed, is made again for its holder's mark or its
+/// taker, held for a day (or the one-shot retention, if longer). A void of claims ahead
+/// drops their entries with them, and never drops a marked claim. Each entry costs its
+/// trigger key's and instance id's length plus about 15 bytes (a register up to 128
+/// entries) to 60 bytes (above), for as long as its claim is in flight.
+///
+/// **Upgrading** from a release that marked a claim in place (`!` before its token) and
+/// kept a register per job on one server: stop every daemon of the fleet, then start the
+/// new release. Its takeovers do not read the older registers, and an older release
+/// would take a new release's marked claims for unmarked ones; a claim an older release
+/// marked still counts as marked.
 ///
 /// Leases (the overlap policies') are one call of another script each: the job's key
 /// `{prefix}lease:{job}` holds its owner with the lease's TTL, and every renewal or
@@ -132,8 +138,8 @@ pub struct RedisCoordinator {
 /// One claim as the claim script takes it: a trigger's, or a run's an operator asked for.
 struct Scripted<'a> {
     job: &'a str,
-    /// The engine's trigger key: the claim's field in its job's register of unstarted
-    /// claims ([`KeyLayout::unstarted`]).
+    /// The engine's trigger key: the claim's field in its register of unstarted claims
+    /// ([`KeyLayout::unstarted`]).
     field: &'a str,
     /// The key in the layout ([`KeyLayout::trigger`]).
     key: String,
@@ -279,7 +285,7 @@ impl RedisCoordinator {
                 .key(self.keys.fencing(claim.job))
                 .key(self.keys.mark(claim.job))
                 .key(self.keys.paused(claim.job))
-                .key(self.keys.unstarted(claim.job))
+                .key(self.keys.unstarted(claim.job, claim.instance))
                 .arg(tokens[i].claimant(claim.instance, ahead.is_some()))
                 .arg(claim.trigger_ms)
                 .arg(claim.after_trigger.map_or(String::new(), |ms| ms.to_string()))
@@ -504,7 +510,7 @@ impl Coordinator for RedisCoordinator {
     }
 
     /// One call of the ahead script over the latch, the trigger keys and their jobs'
-    /// registers of unstarted claims (a claim ahead dropped leaves its register too).
+    /// owner's registers of unstarted claims (a claim ahead dropped leaves its register too).
     async fn void_ahead(
         &self,
         owner: &str,
@@ -516,7 +522,7 @@ impl Coordinator for RedisCoordinator {
         let keys: Vec<String> = triggers
             .iter()
             .map(|t| self.keys.trigger(t.job, t.key))
-            .chain(triggers.iter().map(|t| self.keys.unstarted(t.job)))
+            .chain(triggers.iter().map(|t| self.keys.unstarted(t.job, owner)))
             .collect();
         let fields: Vec<&str> = triggers.iter().map(|t| t.key).collect();
         let answer: i64 = latch.call(&self.connection, ("void", until, owner), &keys, &fields).await?;
@@ -533,8 +539,8 @@ impl Coordinator for RedisCoordinator {
 
     /// The start script's `mark`: per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] marks, one
     /// call on one server (one per hash slot in a cluster, all in flight at once); a
-    /// claim is marked in place (`!` before its token, TTL kept) and leaves its job's
-    /// register of unstarted claims. A lost reply is sent once more (a mark is
+    /// claim is marked by leaving its register of unstarted claims (one `HDEL` per
+    /// register), its key as it was. A lost reply is sent once more (a mark is
     /// idempotent). In a cluster, a node that fails fails the whole call, though the
     /// marks other nodes made stand (their runs then do not start: fail closed).
     async fn mark_starts(
@@ -545,9 +551,9 @@ impl Coordinator for RedisCoordinator {
         self.mark_starts_of(instance, marks).await
     }
 
-    /// One `HGETALL` of each job's register of unstarted claims (a hash per job in both
-    /// layouts, read for `jobs` only): pipelined on one server, all in flight at once in a
-    /// cluster, in chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs.
+    /// On one server, one `HGETALL` of `instance`'s register of unstarted claims (every
+    /// job's: `jobs` is not needed); in a cluster, one `HGETALL` of each of `jobs`'
+    /// registers, all in flight at once, in chunks of [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs.
     async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
         self.unstarted_of(instance, jobs).await
     }

@@ -74,22 +74,36 @@ impl KeyLayout {
         format!("{}:{key}", self.per_job("request", job))
     }
 
-    /// The job's register of unstarted claims (a hash: field the engine's trigger key,
-    /// value the holder's instance id), written by every script that wins, marks or takes
-    /// over one of the job's claims: `{prefix}unstarted:{job}` on one server,
-    /// `{prefix}{{job}}:unstarted` in a cluster, on the slot of the job's trigger keys.
+    /// The register of `instance`'s unstarted claims of `job` (a hash: field the engine's
+    /// trigger key, value the holder's instance id), written by every script that wins,
+    /// marks or takes over a claim: on one server one register per instance for all its
+    /// jobs, `{prefix}fleet:unstarted:{instance}` (apart from every trigger key as
+    /// [`KeyLayout::members`] is), so that a burst's claims enter it with one `HSET` and
+    /// their start marks leave it with one `HDEL`; in a cluster one per job,
+    /// `{prefix}{{job}}:unstarted`, on the slot of the job's trigger keys, for every holder.
     ///
     /// One entry per claim in flight: won and not yet start-marked or taken over (Redis
-    /// deletes the hash when its last entry goes). What it costs, per entry: the length of
-    /// its trigger key and of the holder's instance id, plus about 15 bytes while the
-    /// job's register holds at most 128 entries of at most 64 bytes (Redis' listpack
-    /// defaults), or about 50 to 60 bytes above that (a hash table entry and two strings);
-    /// measured on Redis 7.0, a 34-byte key and a 14-byte instance id take 62 bytes, and
-    /// 96 to 107 bytes in a register of 1,000 to 10,000 entries. A claim ahead's entry is
-    /// dropped with it by a void. An entry of a holder that died before its mark stays
-    /// until a live replica takes the claim over.
-    pub fn unstarted(&self, job: &str) -> String {
-        self.per_job("unstarted", job)
+    /// deletes the hash when its last entry goes). The entry is what tells an unmarked
+    /// claim from a marked one. What it costs, per entry: the length of its trigger key
+    /// and of the holder's instance id, plus about 15 bytes while the register holds at
+    /// most 128 entries of at most 64 bytes (Redis' listpack defaults), or about 50 to 60
+    /// bytes above that (a hash table entry and two strings); measured on Redis 7.0, a
+    /// 34-byte key and a 14-byte instance id take 62 bytes, and 96 to 107 bytes in a
+    /// register of 1,000 to 10,000 entries. A claim ahead's entry is dropped with it by a
+    /// void. An entry of a holder that died before its mark stays until a live replica
+    /// takes the claim over.
+    pub fn unstarted(&self, job: &str, instance: &str) -> String {
+        if self.cluster {
+            self.per_job("unstarted", job)
+        } else {
+            format!("{}fleet:unstarted:{instance}", self.prefix)
+        }
+    }
+
+    /// Whether one register holds every job's claims of an instance (one server), rather
+    /// than one register per job (a cluster): see [`KeyLayout::unstarted`].
+    pub fn unstarted_per_instance(&self) -> bool {
+        !self.cluster
     }
 
     /// The job's key of kind `kind` (`fencing`...): `{prefix}{kind}:{job}` on one
@@ -152,7 +166,7 @@ mod tests {
         assert_eq!(keys.paused("backup"), "app:slotcron:paused:backup");
         assert_eq!(keys.paused_index(), "app:slotcron:index:paused");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:request:backup:k-1");
-        assert_eq!(keys.unstarted("backup"), "app:slotcron:unstarted:backup");
+        assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:fleet:unstarted:web-1");
         assert_eq!(keys.members(), "app:slotcron:fleet:members");
         assert_eq!(
             keys.handled("host-1", 1_700_000_000_000),
@@ -171,7 +185,7 @@ mod tests {
         assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
         assert_eq!(keys.paused("backup"), "app:slotcron:{backup}:paused");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:{backup}:request:k-1");
-        assert_eq!(keys.unstarted("backup"), "app:slotcron:{backup}:unstarted");
+        assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:{backup}:unstarted");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");
     }
 }

@@ -2,43 +2,50 @@
 -- gone (docs/design.md, "Claims, start marks and takeover"); Redis runs the script
 -- atomically, so of a mark and a takeover of one claim only the first succeeds.
 --
--- A trigger key holds "{fencing token} {token} {instance}" ("^{token}" for a claim made
--- ahead), as claim.lua wrote it; a start mark puts "!" before the token, in place, with
--- the key's TTL kept. A claim won and not yet marked is entered in its job's register
--- of unstarted claims (field: the engine's trigger key; value: the holder's instance),
--- which a mark removes it from and a takeover moves to the new holder.
+-- A trigger key holds "{fencing token}/{token} {instance}" ("^{token}" for a claim made
+-- ahead), as claim.lua wrote it. A claim won and not yet marked is entered in its
+-- holder's register of unstarted claims (field: the engine's trigger key; value: the
+-- holder's instance); the register is what tells a marked claim from an unmarked one: a
+-- mark removes the entry, a takeover moves it to the new holder's register. (An older
+-- release's claim, "{fencing token} {token} {instance}", is in no register this release
+-- reads, so it is never taken over here; one it marked, with "!" before its token,
+-- counts as marked.)
 --
--- For claim i (1-based), KEYS[3i-2 .. 3i] and ARGV[2i+3 .. 2i+4]:
--- KEYS[3i-2]  the trigger key
--- KEYS[3i-1]  the job's state: "{fencing token}" or "{fencing token} {mark}" (as
+-- For claim i (1-based), KEYS[4i-3 .. 4i] and ARGV[i+5]:
+-- KEYS[4i-3]  the trigger key
+-- KEYS[4i-2]  the job's state: "{fencing token}" or "{fencing token} {mark}" (as
 --             claim.lua keeps it)
--- KEYS[3i]    the job's register of unstarted claims (a hash: trigger key -> instance)
--- ARGV[2i+3]  the engine's trigger key (without the prefix): the claim's register field
--- ARGV[2i+4]  a random token, for a claim (re)made here
+-- KEYS[4i-1]  the register of unstarted claims of ARGV[2] (mark: the marking instance;
+--             take: the holder that has gone), for this claim's job
+-- KEYS[4i]    take: the register of ARGV[3], for this claim's job (mark: as KEYS[4i-1])
+-- ARGV[i+5]   the engine's trigger key (without the prefix): the claim's register field
 -- ARGV[1]     "mark" or "take"
 -- ARGV[2]     mark: the instance whose claims to mark; take: the holder that has gone
 -- ARGV[3]     take: the instance that takes the claims over (mark: unused)
 -- ARGV[4]     how long a claim made again here, after its hold ended, holds (PX, ms)
+-- ARGV[5]     a random token, unique to this call: a claim (re)made here has the token
+--             "{ARGV[5]}-{i}"
 --
--- mark, per claim: 1 when the claim is ARGV[2]'s and now marked (or was already:
--- a mark whose reply was lost is sent again), else 0 (another holds it: it was taken
+-- mark, per claim: 1 when the claim is ARGV[2]'s and now marked (or was already: a
+-- mark whose reply was lost is sent again), else 0 (another holds it: it was taken
 -- over, or never ARGV[2]'s). A claim whose key is gone (its hold ended) but that the
--- register still lists under ARGV[2] was never started nor taken over: it is made again,
--- marked ("{the job's fencing token} !{ARGV token} {instance}", PX ARGV[4]), and 1.
+-- register still lists under ARGV[2] was never started nor taken over: it is made again
+-- ("{the job's fencing token}/{token} {instance}", PX ARGV[4]), marked, and 1.
 --
 -- take, per claim: the fencing token of the claim for ARGV[3] — its own when ARGV[3]
--- holds it unmarked already (a takeover sent again), else a new one, the job's next
--- (the state's counter incremented, its mark kept), when ARGV[2] holds it unmarked
--- (written "{new} {ARGV token} {ARGV[3]}", TTL kept) or when its key is gone and the
--- register still lists it under ARGV[2] (written with PX ARGV[4]); the register entry
--- then moves to ARGV[3]. 0 (lost) when it is marked, or held by another, or gone and not
+-- holds it already (a takeover sent again), else a new one, the job's next (the state's
+-- counter incremented, its mark kept), when ARGV[2] holds it unmarked (written
+-- "{new}/{token} {ARGV[3]}", TTL kept) or when its key is gone and the register still
+-- lists it under ARGV[2] (written with PX ARGV[4]); the register entry then moves to
+-- ARGV[3]'s register. 0 (lost) when it is marked, or held by another, or gone and not
 -- ARGV[2]'s; -2 when the job's state is not a slotcron state (nothing written).
 --
--- Commands: one MGET of every trigger key; per claim marked, a SET (KEEPTTL) and an HDEL;
--- per claim taken over, a GET and a SET of the state, a SET of the trigger key and an
--- HSET; per claim whose key is gone, an HGET (and a GET of the state).
-local op, instance, to, hold = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local n = math.floor(#KEYS / 3)
+-- Commands: one MGET of every trigger key; mark: one HDEL per register (one server: a
+-- single register, the instance's), and per claim whose key is gone, an HGET, a GET
+-- and a SET; take, per claim: an HGET, a GET and a SET of the state, a SET of the
+-- trigger key, an HDEL and an HSET.
+local op, instance, to, hold, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local n = math.floor(#KEYS / 4)
 
 -- The fencing counter and the mark (nil: none) of a job's state value, or nil when it is
 -- not a slotcron state.
@@ -69,47 +76,43 @@ local function next_fencing(state)
   return fencing
 end
 
--- Whether the register lists claim i's field under `holder` (its key is gone).
+-- Whether claim i's entry is in ARGV[2]'s register, under `holder`.
 local function listed(i, holder)
-  return redis.call('HGET', KEYS[3 * i], ARGV[2 * i + 3]) == holder
+  return redis.call('HGET', KEYS[4 * i - 1], ARGV[i + 5]) == holder
 end
 
 -- trigger key -> its value now (false: none), as read and then written by this call.
 local current = {}
+-- register key -> the fields a mark removes from it.
+local removed = {}
 
 -- Marks claim i for `instance`.
 local function mark(i)
-  local key, register, field = KEYS[3 * i - 2], KEYS[3 * i], ARGV[2 * i + 3]
+  local key, register, field = KEYS[4 * i - 3], KEYS[4 * i - 1], ARGV[i + 5]
   local value = current[key]
   if not value then
     if not listed(i, instance) then
       return 0
     end
-    local fencing = state_of(redis.call('GET', KEYS[3 * i - 1])) or 0
-    current[key] = string.format('%d !%s %s', fencing, ARGV[2 * i + 4], instance)
+    local fencing = state_of(redis.call('GET', KEYS[4 * i - 2])) or 0
+    current[key] = string.format('%d/%s-%d %s', fencing, token, i, instance)
     redis.call('SET', key, current[key], 'NX', 'PX', hold)
-    redis.call('HDEL', register, field)
-    return 1
-  end
-  local fencing, marked, token, holder = string.match(value, '^(%d+) (!?)(%S+) (.*)$')
-  if holder ~= instance then
+  elseif string.match(value, '^%d+[/ ]%S+ (.*)$') ~= instance then
     return 0
   end
-  if marked == '' then
-    current[key] = string.format('%s !%s %s', fencing, token, holder)
-    redis.call('SET', key, current[key], 'KEEPTTL')
-    redis.call('HDEL', register, field)
-  end
+  local fields = removed[register] or {}
+  removed[register] = fields
+  fields[#fields + 1] = field
   return 1
 end
 
 -- Takes claim i over from `instance` for `to`.
 local function take(i)
-  local key, state, register, field = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], ARGV[2 * i + 3]
+  local key, state, field = KEYS[4 * i - 3], KEYS[4 * i - 2], ARGV[i + 5]
   local value = current[key]
   local gone = not value
   if value then
-    local fencing, marked, _, holder = string.match(value, '^(%d+) (!?)(%S+) (.*)$')
+    local fencing, marked, holder = string.match(value, '^(%d+)[/ ](!?)%S+ (.*)$')
     if not fencing or marked ~= '' then
       return 0
     end
@@ -119,26 +122,31 @@ local function take(i)
     if holder ~= instance then
       return 0
     end
-  elseif not listed(i, instance) then
+  end
+  if not listed(i, instance) then
     return 0
   end
   local fencing = next_fencing(state)
   if not fencing then
     return -2
   end
-  current[key] = string.format('%d %s %s', fencing, ARGV[2 * i + 4], to)
+  current[key] = string.format('%d/%s-%d %s', fencing, token, i, to)
   if gone then
     redis.call('SET', key, current[key], 'PX', hold)
   else
     redis.call('SET', key, current[key], 'KEEPTTL')
   end
-  redis.call('HSET', register, field, to)
+  redis.call('HDEL', KEYS[4 * i - 1], field)
+  redis.call('HSET', KEYS[4 * i], field, to)
   return fencing
 end
 
+if op ~= 'mark' and op ~= 'take' then
+  return redis.error_reply('unknown start operation ' .. tostring(op))
+end
 local keys = {}
 for i = 1, n do
-  keys[i] = KEYS[3 * i - 2]
+  keys[i] = KEYS[4 * i - 3]
 end
 local values = redis.call('MGET', unpack(keys))
 for i = 1, n do
@@ -150,10 +158,11 @@ local results = {}
 for i = 1, n do
   if op == 'mark' then
     results[i] = mark(i)
-  elseif op == 'take' then
-    results[i] = take(i)
   else
-    return redis.error_reply('unknown start operation ' .. tostring(op))
+    results[i] = take(i)
   end
+end
+for register, fields in pairs(removed) do
+  redis.call('HDEL', register, unpack(fields))
 end
 return results

@@ -1,6 +1,6 @@
 //! Start marks and takeover ([`Coordinator`](slotcron::Coordinator)'s "Start marks and
 //! takeover") on Redis: the start script (`start.lua`) over the claims' trigger keys and
-//! their jobs' registers of unstarted claims ([`KeyLayout::unstarted`]).
+//! their holders' registers of unstarted claims ([`KeyLayout::unstarted`]).
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -98,19 +98,22 @@ impl RedisCoordinator {
         chunk: &[Item<'_>],
         group: &[usize],
     ) -> Result<Vec<i64>, CoordinatorError> {
-        let tokens = Token::several(group.len())
-            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?;
+        let token = Token::several(1)
+            .map_err(|e| CoordinatorError::unavailable(format!("no random claim token: {e}")))?
+            .remove(0);
         let hold = self.one_shot_retention.map_or(AFRESH_HOLD, |retention| retention.max(AFRESH_HOLD));
         let mut script = START.prepare_invoke();
         let (name, first, second) = match op {
             Op::Mark { instance } => ("mark", instance, ""),
             Op::Take { from, to } => ("take", from, to),
         };
-        script.arg(name).arg(first).arg(second).arg(ceil_ms(hold));
-        for (&i, token) in group.iter().zip(&tokens) {
+        script.arg(name).arg(first).arg(second).arg(ceil_ms(hold)).arg(token.to_string());
+        let to = if second.is_empty() { first } else { second };
+        for &i in group {
             let (job, key) = chunk[i];
-            script.key(self.keys.trigger(job, key)).key(self.keys.fencing(job)).key(self.keys.unstarted(job));
-            script.arg(key).arg(token.to_string());
+            script.key(self.keys.trigger(job, key)).key(self.keys.fencing(job));
+            script.key(self.keys.unstarted(job, first)).key(self.keys.unstarted(job, to));
+            script.arg(key);
         }
         let what = || format!("{name} of {} claims", group.len());
         let mut lost = None;
@@ -125,23 +128,29 @@ impl RedisCoordinator {
         Err(CoordinatorError::outcome_unknown(lost.unwrap_or_else(what)))
     }
 
-    /// The claims `instance` holds unmarked among `jobs`' registers: per chunk of
-    /// [`MAX_CLAIMS_PER_ROUND_TRIP`] jobs, one `HGETALL` per register, pipelined on one
-    /// server, all in flight at once in a cluster.
+    /// The claims `instance` holds unmarked: on one server its register, one `HGETALL`;
+    /// in a cluster among `jobs`' registers, per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`]
+    /// jobs one `HGETALL` per register, all in flight at once.
     pub(crate) async fn unstarted_of(
         &self,
         instance: &str,
         jobs: &[&str],
     ) -> Result<Vec<Unstarted>, CoordinatorError> {
+        let failed = |registers: usize, e: redis::RedisError| {
+            CoordinatorError::unavailable(format!("reading {registers} registers of unstarted claims: {e}"))
+        };
+        if self.keys.unstarted_per_instance() {
+            let read = self.connection.hgetall_each(&[self.keys.unstarted("", instance)]).await;
+            let entries = read.map_err(|e| failed(1, e))?.into_iter().flatten();
+            return Ok(entries
+                .filter(|(_, holder)| holder == instance)
+                .map(|(key, _)| Unstarted { job: job_of(&key).to_owned(), key })
+                .collect());
+        }
         let mut unstarted = Vec::new();
         for chunk in jobs.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
-            let registers: Vec<String> = chunk.iter().map(|job| self.keys.unstarted(job)).collect();
-            let read = self.connection.hgetall_each(&registers).await.map_err(|e| {
-                CoordinatorError::unavailable(format!(
-                    "reading {} registers of unstarted claims: {e}",
-                    chunk.len()
-                ))
-            })?;
+            let registers: Vec<String> = chunk.iter().map(|job| self.keys.unstarted(job, instance)).collect();
+            let read = self.connection.hgetall_each(&registers).await.map_err(|e| failed(chunk.len(), e))?;
             for (job, entries) in chunk.iter().zip(read) {
                 let held = entries.into_iter().filter(|(_, holder)| holder == instance);
                 unstarted.extend(held.map(|(key, _)| Unstarted { job: (*job).to_owned(), key }));
@@ -149,6 +158,12 @@ impl RedisCoordinator {
         }
         Ok(unstarted)
     }
+}
+
+/// The job of an engine trigger key: `{job}:…`, or the job name alone (job names hold no
+/// `:`; `slotcron::trigger_key`).
+fn job_of(trigger_key: &str) -> &str {
+    trigger_key.split_once(':').map_or(trigger_key, |(job, _)| job)
 }
 
 /// A takeover's answer: the fencing token when won, else lost; `-2`: the job's state is

@@ -58,7 +58,7 @@ async fn a_lost_reply_to_a_won_claim_is_a_win_with_the_stored_fencing_token() {
     assert_eq!(outcome, ClaimOutcome::Won { fencing_token: 2 });
     assert_eq!(fencing_counter(&server), 2, "the script ran once");
     let value = stored(&server, &format!("slotcron:{KEY}")).unwrap();
-    assert!(value.starts_with("2 ") && value.ends_with(" proxied"), "{value}");
+    assert!(value.starts_with("2/") && value.ends_with(" proxied"), "{value}");
 }
 
 #[tokio::test]
@@ -83,7 +83,7 @@ async fn a_lost_reply_that_cannot_be_read_back_is_an_error_not_a_win() {
     assert!(error.contains("outcome unknown") && error.contains("reading it back failed"), "{error}");
     // The script did run: the trigger is taken, and nobody runs it (fail closed).
     let value = stored(&server, &format!("slotcron:{KEY}")).unwrap();
-    assert!(value.starts_with("2 ") && value.ends_with(" proxied"), "{value}");
+    assert!(value.starts_with("2/") && value.ends_with(" proxied"), "{value}");
 }
 
 #[tokio::test]
@@ -124,7 +124,7 @@ async fn a_lost_reply_to_a_batch_is_read_back_claim_by_claim() {
             ClaimOutcome::Won { fencing_token } => {
                 assert!(k % 4 != 0, "{key} was the other replica's");
                 assert!(
-                    value.starts_with(&format!("{fencing_token} ")) && value.ends_with(" proxied"),
+                    value.starts_with(&format!("{fencing_token}/")) && value.ends_with(" proxied"),
                     "{value}"
                 );
                 tokens.push(fencing_token);
@@ -172,7 +172,14 @@ async fn a_lost_reply_to_a_start_mark_is_sent_again() {
     assert_eq!(coordinator.mark_starts("proxied", &marks).await.unwrap(), [true]);
     assert_eq!(proxy.lost(), 1, "the reply was lost");
     let value = stored(&server, &format!("slotcron:{KEY}")).unwrap();
-    assert!(value.starts_with("2 !") && value.ends_with(" proxied"), "{value}");
+    assert!(value.starts_with("2/") && value.ends_with(" proxied"), "{value}");
+    let listed: bool = redis::Commands::hexists(
+        &mut server.admin_connection().unwrap(),
+        "slotcron:fleet:unstarted:proxied",
+        KEY,
+    )
+    .unwrap();
+    assert!(!listed, "marked: its holder's register no longer lists it");
 }
 
 /// A takeover whose reply was lost is sent once more and finds its own takeover: won,
@@ -188,7 +195,7 @@ async fn a_lost_reply_to_a_takeover_is_sent_again_and_finds_its_own_takeover() {
     assert_eq!(proxy.lost(), 1, "the reply was lost");
     assert_eq!(taken, ClaimOutcome::Won { fencing_token: 3 });
     assert_eq!(fencing_counter(&server), 3, "taken over once");
-    assert!(stored(&server, &format!("slotcron:{KEY}")).unwrap().starts_with("3 "));
+    assert!(stored(&server, &format!("slotcron:{KEY}")).unwrap().starts_with("3/"));
 }
 
 /// A start mark whose reply cannot be had at all is an error of unknown outcome: the

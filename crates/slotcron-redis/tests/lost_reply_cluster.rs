@@ -81,7 +81,7 @@ async fn a_lost_reply_to_a_won_claim_is_a_win_with_the_stored_fencing_token() {
     let state: String = cluster.query(node, redis::cmd("GET").arg("slotcron:{job}:fencing"));
     assert!(state.starts_with("2 "), "the script ran once: {state}");
     let value = stored(&cluster, node, "slotcron:{job}:2024-05-17T00:00:05Z").unwrap();
-    assert!(value.starts_with("2 ") && value.ends_with(" proxied"), "{value}");
+    assert!(value.starts_with("2/") && value.ends_with(" proxied"), "{value}");
 }
 
 #[tokio::test]
