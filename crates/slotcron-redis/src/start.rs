@@ -2,7 +2,7 @@
 //! takeover") on Redis: the start script (`start.lua`) over the claims' trigger keys and
 //! their holders' registers of unstarted claims ([`KeyLayout::unstarted`]).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -11,7 +11,6 @@ use slotcron::{ClaimOutcome, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartM
 
 use crate::claimant::Token;
 use crate::coordinator::{RedisCoordinator, ceil_ms, outcome_unknown, slot_groups};
-#[cfg(doc)]
 use crate::keys::KeyLayout;
 
 static START: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("start.lua")));
@@ -73,7 +72,7 @@ impl RedisCoordinator {
         for chunk in items.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
             let keys: Vec<String> = chunk.iter().map(|(job, key)| self.keys.trigger(job, key)).collect();
             let groups = slot_groups(&self.connection, &keys);
-            let replies = join_all(groups.iter().map(|group| self.start_call(op, chunk, group))).await;
+            let replies = join_all(groups.iter().map(|group| self.start_call(op, chunk, &keys, group))).await;
             let mut chunk_answers: Vec<Option<Result<i64, CoordinatorError>>> =
                 (0..chunk.len()).map(|_| None).collect();
             for (group, reply) in groups.iter().zip(replies) {
@@ -90,12 +89,14 @@ impl RedisCoordinator {
     }
 
     /// One call of the start script over the items `group` of `chunk` (all on one slot in
-    /// a cluster); a lost reply is sent once more, since a mark and a takeover are both
-    /// idempotent (same tokens), and is an error of kind `OutcomeUnknown` the second time.
+    /// a cluster), whose trigger keys are `keys`; a lost reply is sent once more, since a
+    /// mark and a takeover are both idempotent (same tokens), and is an error of kind
+    /// `OutcomeUnknown` the second time.
     async fn start_call(
         &self,
         op: Op<'_>,
         chunk: &[Item<'_>],
+        keys: &[String],
         group: &[usize],
     ) -> Result<Vec<i64>, CoordinatorError> {
         let token = Token::several(1)
@@ -109,11 +110,12 @@ impl RedisCoordinator {
         };
         script.arg(name).arg(first).arg(second).arg(ceil_ms(hold)).arg(token.to_string());
         let to = if second.is_empty() { first } else { second };
+        // One server: the same two registers for every claim, written out once.
+        let shared = self.keys.unstarted_per_instance().then(|| registers(&self.keys, "", first, to));
         for &i in group {
             let (job, key) = chunk[i];
-            script.key(self.keys.trigger(job, key)).key(self.keys.fencing(job));
-            script.key(self.keys.unstarted(job, first)).key(self.keys.unstarted(job, to));
-            script.arg(key);
+            let (from, to) = shared.clone().unwrap_or_else(|| registers(&self.keys, job, first, to));
+            script.key(&keys[i]).key(self.keys.fencing(job)).key(&*from).key(&*to).arg(key);
         }
         let what = || format!("{name} of {} claims", group.len());
         let mut lost = None;
@@ -164,6 +166,11 @@ impl RedisCoordinator {
 /// `:`; `slotcron::trigger_key`).
 fn job_of(trigger_key: &str) -> &str {
     trigger_key.split_once(':').map_or(trigger_key, |(job, _)| job)
+}
+
+/// The registers of unstarted claims of `first` and `to` for `job`, shared by every use.
+fn registers(keys: &KeyLayout, job: &str, first: &str, to: &str) -> (Arc<str>, Arc<str>) {
+    (keys.unstarted(job, first).into(), keys.unstarted(job, to).into())
 }
 
 /// A takeover's answer: the fencing token when won, else lost; `-2`: the job's state is
