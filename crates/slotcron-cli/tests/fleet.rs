@@ -288,3 +288,32 @@ fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_hea
         assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
     }
 }
+
+/// A second daemon started under an instance id that a running daemon uses is refused
+/// at start (exit status 2, naming the id and the other's host), and the first runs on;
+/// a daemon restarted under its own id after `kill -9` (its entry still live, silent) is
+/// not refused.
+#[test]
+fn a_second_daemon_under_a_live_instance_id_is_refused_and_a_restart_after_kill_9_is_not() {
+    let dir = scratch("duplicate-instance");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", JOBS);
+    let url = redis.url();
+    let args =
+        |state: &'static str| ["jobs.toml", "--redis", url.as_str(), "--instance", "same", "--state", state];
+    let mut first = Daemon::run(&dir, &args("sqlite:first.db"));
+    first.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
+    let mut second = Daemon::run(&dir, &args("sqlite:second.db"));
+    assert_eq!(second.wait_exit().code(), Some(2), "{}", second.log());
+    let log = second.log();
+    assert!(log.contains(r#"instance "same" is a live member of the fleet"#), "{log}");
+    assert!(log.contains("give each its own --instance") && log.contains("(host "), "{log}");
+    assert!(!log.contains("scheduler started"), "{log}");
+
+    first.signal(Signal::SIGKILL);
+    first.wait_exit();
+    let mut restarted = Daemon::run(&dir, &args("sqlite:first.db"));
+    restarted.wait_for("for the restarted scheduler to start", |line| line.contains("scheduler started"));
+    restarted.signal(Signal::SIGTERM);
+    assert_eq!(restarted.wait_exit().code(), Some(0), "{}", restarted.log());
+}

@@ -191,8 +191,10 @@ pub async fn membership_contract(factory: &impl CoordinatorFactory) {
 /// Member details: the live members are listed with their lapse and the details each
 /// published (none: empty), replaced by its next publication, gone when it leaves or
 /// lapses; a scheduler whose fleet setting differs from a live member's is refused at
-/// join, naming both values, one that agrees (or of the same instance id) is not, and
-/// its details are then published; the fleet view counts each member's owned jobs.
+/// join, naming both values, one that agrees (or of the same instance id, which has not
+/// heartbeated again) is not, and its details are then published; one whose instance id
+/// another process heartbeats under is refused; the fleet view counts each member's owned
+/// jobs.
 pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory) {
     let ns = namespace("member_details");
     let (a, b) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
@@ -232,7 +234,16 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
         refused.to_string(),
         r#"refused to join the fleet: crontab_zone is "UTC" here but "Asia/Tokyo" on live member "a-host""#
     );
-    joining("a-host", "UTC").check_join().await.expect("its own previous process is not compared");
+    // Its own previous process is not compared (nor refused once it has not heartbeated
+    // again for half a TTL; `a-host` heartbeated with a longer TTL than this one's).
+    let brief = Duration::from_millis(600);
+    let restarted = SchedulerBuilder::default()
+        .coordinator(b.clone())
+        .instance("a-host")
+        .membership_ttl(brief)
+        .fleet_setting("crontab_zone", "UTC")
+        .build();
+    restarted.check_join().await.expect("its own previous process is not compared");
     a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
     let b_host = joining("b-host", "Asia/Tokyo");
     b_host.check_join().await.expect("the same zone");
@@ -249,6 +260,23 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
     assert_eq!(shown, [("a-host", None), ("b-host", Some("1")), ("silent", None)], "published at join");
     assert_eq!(fleet.iter().map(|m| m.owned_jobs).sum::<usize>(), 30, "every job has one owner");
     assert!(fleet.iter().all(|m| m.last_heartbeat >= before), "{fleet:?}");
+
+    // Another process that heartbeats under the instance id: refused.
+    let twin = a.clone();
+    let beating = tokio::spawn(async move {
+        loop {
+            twin.heartbeat("twin", brief).await.expect("heartbeat");
+            tokio::time::sleep(brief / 6).await;
+        }
+    });
+    tokio::time::sleep(brief / 3).await;
+    let second =
+        SchedulerBuilder::default().coordinator(b.clone()).instance("twin").membership_ttl(brief).build();
+    let refused = second.check_join().await.expect_err("a live process under the same id");
+    beating.abort();
+    assert!(matches!(refused, JoinError::Duplicate(_)), "{refused}");
+    assert!(refused.to_string().contains(r#"instance "twin" is a live member of the fleet"#), "{refused}");
+    a.leave("twin").await.expect("leave");
 
     a.leave("a-host").await.expect("leave");
     b.heartbeat("brief", Duration::from_millis(20)).await.expect("heartbeat");

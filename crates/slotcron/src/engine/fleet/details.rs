@@ -8,8 +8,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::FleetRun;
-use crate::clock::earlier;
-use crate::coordinator::{CoordinatorError, LiveMember, MemberDetails, job_owner};
+use crate::clock::{earlier, later};
+use crate::coordinator::{Coordinator, CoordinatorError, LiveMember, MemberDetails, job_owner};
 use crate::engine::Scheduler;
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
@@ -27,6 +27,12 @@ pub enum JoinError {
     /// sentence names the setting, both values and the member.
     #[error("refused to join the fleet: {0}")]
     Disagrees(String),
+    /// Another process is a live member under this replica's instance id: it heartbeated
+    /// again while this one waited (two processes under one id would take each other's
+    /// claims for their own previous process's). The sentence names the id and what the
+    /// other published of itself.
+    #[error("refused to join the fleet: {0}")]
+    Duplicate(String),
     /// The coordinator could not be asked for its members' details.
     #[error("could not read the fleet's members: {0}")]
     Coordinator(#[from] CoordinatorError),
@@ -52,23 +58,26 @@ impl Scheduler {
     /// Checks, before [`Scheduler::run`], that every live member of the fleet shares
     /// this replica's [fleet settings](crate::SchedulerBuilder::fleet_setting), then
     /// publishes its [details](MemberDetails) (`run` publishes them again with its
-    /// heartbeats). A member of the same instance id (this replica's previous process)
-    /// is not compared. Without a coordinator, or without settings, `Ok` at once. Two
+    /// heartbeats). A member of the same instance id is not compared: it is this
+    /// replica's previous process, which died, unless it heartbeats again within half a
+    /// membership TTL of its last heartbeat, which this check then waits for (another
+    /// process under the same id: refused). Without a coordinator, `Ok` at once. Two
     /// replicas that start at the same moment may both pass: the check is as good as the
     /// membership each one reads.
     ///
     /// # Errors
-    /// [`JoinError::Disagrees`] (fail closed: do not run), or
-    /// [`JoinError::Coordinator`] when the members cannot be read or the details not
+    /// [`JoinError::Disagrees`] or [`JoinError::Duplicate`] (fail closed: do not run),
+    /// or [`JoinError::Coordinator`] when the members cannot be read or the details not
     /// published.
     pub async fn check_join(&self) -> Result<(), JoinError> {
         let shared = &self.shared;
         let Some(coordinator) = shared.coordinator.as_ref().filter(|_| shared.settings.shared_work) else {
             return Ok(());
         };
+        let members = within_claim_timeout(shared, coordinator.members()).await?;
+        refuse_a_duplicate(shared, coordinator.as_ref(), &members).await?;
         let ours = &shared.settings.details;
         if !ours.settings.is_empty() {
-            let members = within_claim_timeout(shared, coordinator.members()).await?;
             let theirs = members.iter().filter(|member| *member.instance != *shared.instance);
             if let Some(disagreement) =
                 theirs.into_iter().find_map(|m| ours.disagreement(&m.instance, &m.details))
@@ -104,6 +113,52 @@ impl Scheduler {
         let ttl = shared.settings.membership_ttl;
         Ok(Some(members.into_iter().zip(owned).map(|(member, owned)| shown(member, owned, ttl)).collect()))
     }
+}
+
+/// [`JoinError::Duplicate`] when `members` list this replica's instance id and that
+/// member heartbeats again (its lapse moves) within half a membership TTL of its last
+/// heartbeat (a third of a TTL apart, as every member's are; its last is read from its
+/// lapse, this replica's TTL assumed and never later than now). Logged while it waits.
+async fn refuse_a_duplicate(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    members: &[LiveMember],
+) -> Result<(), JoinError> {
+    let Some(same) = members.iter().find(|member| *member.instance == *shared.instance) else {
+        return Ok(());
+    };
+    let (ttl, now) = (shared.settings.membership_ttl, shared.clock.now());
+    let by = later(earlier(same.lapses_at, ttl).min(now), ttl / 2);
+    if by <= now {
+        return Ok(());
+    }
+    tracing::info!(
+        instance = %same.instance,
+        "this instance id is a live member of the fleet: waiting until {by} to tell this replica's previous \
+         process, which died, from another process under the same id"
+    );
+    shared.clock.sleep_until(by).await;
+    let again = within_claim_timeout(shared, coordinator.members()).await?;
+    match again.iter().find(|member| member.instance == same.instance) {
+        Some(member) if member.lapses_at > same.lapses_at => Err(JoinError::Duplicate(format!(
+            "instance {:?} is a live member of the fleet, and it heartbeated again while this process waited{}: \
+             another process runs under the same instance id (two would take each other's claims for their \
+             own previous process's); give each its own --instance",
+            member.instance,
+            about(&member.details)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What `details` say of their member's host and start, for a message: ` (host H,
+/// started S)`, or nothing.
+fn about(details: &MemberDetails) -> String {
+    let said: Vec<String> = ["host", "started"]
+        .iter()
+        .filter_map(|key| details.about.get(*key).map(|value| format!("{key} {value}")))
+        .collect();
+    if said.is_empty() { String::new() } else { format!(" ({})", said.join(", ")) }
 }
 
 /// `member` as [`Scheduler::fleet`] shows it.
