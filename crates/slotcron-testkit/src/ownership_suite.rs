@@ -208,7 +208,8 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
     };
     a.publish_details("a-host", &zone("UTC")).await.expect("publish");
     assert_eq!(listed(b.members().await.expect("members")), [], "not a live member yet");
-    let before = Timestamp::now();
+    // Whole milliseconds, as the coordinators' clocks give them (Redis' TIME in ms).
+    let before = Timestamp::from_millisecond(Timestamp::now().as_millisecond()).expect("now");
     b.heartbeat("silent", minute).await.expect("heartbeat");
     a.heartbeat("a-host", minute).await.expect("heartbeat");
     a.publish_details("a-host", &zone("Asia/Tokyo")).await.expect("publish again");
