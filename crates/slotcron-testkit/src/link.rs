@@ -41,6 +41,8 @@ pub struct Link {
     held: Mutex<Vec<(Arc<str>, Timestamp)>>,
     claimed: Mutex<Vec<(Arc<str>, Timestamp)>>,
     claimed_ahead: Mutex<Vec<(Arc<str>, Timestamp)>>,
+    /// How many start marks each mark call carried, in order.
+    mark_calls: Mutex<Vec<usize>>,
 }
 
 impl Link {
@@ -53,6 +55,7 @@ impl Link {
             held: Mutex::default(),
             claimed: Mutex::default(),
             claimed_ahead: Mutex::default(),
+            mark_calls: Mutex::default(),
         }
     }
 
@@ -101,6 +104,12 @@ impl Link {
     /// order.
     pub fn claimed_ahead(&self) -> Vec<(Arc<str>, Timestamp)> {
         self.claimed_ahead.lock().unwrap().clone()
+    }
+
+    /// How many start marks each mark call the replica sent through this link carried,
+    /// in order.
+    pub fn mark_calls(&self) -> Vec<usize> {
+        self.mark_calls.lock().unwrap().clone()
     }
 
     /// What the link lets through now.
@@ -256,6 +265,7 @@ impl Coordinator for Link {
         instance: &str,
         marks: &[StartMark<'_>],
     ) -> Result<Vec<bool>, CoordinatorError> {
+        self.mark_calls.lock().unwrap().push(marks.len());
         self.up()?.mark_starts(instance, marks).await
     }
 

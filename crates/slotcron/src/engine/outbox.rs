@@ -1,6 +1,6 @@
 //! The outbox: ledger writes and failed job-state writes, queued and written in order by
 //! one task, in batches. It **never drops** a write (docs/design.md, "Ledger"): a run's
-//! `running` record (its start mark) is waited for ([`Outbox::push_mark`]) before the run
+//! `running` record (its start mark) is waited for ([`Outbox::push_marks`]) before the run
 //! starts, so a burst's marks go to the ledger together, a batch per round trip; and
 //! when more writes wait than the buffer's capacity, the engine claims nothing new until
 //! the ledger has taken some ([`Outbox::room`]): back-pressure, never loss.
@@ -49,7 +49,7 @@ struct Pending {
     states: BTreeMap<Arc<str>, JobState>,
     /// Whether the engine is holding back claims for a full buffer (logged once).
     holding: bool,
-    /// Who waits for which write to be taken ([`Outbox::push_mark`]), in write order.
+    /// Who waits for which write to be taken ([`Outbox::push_marks`]), in write order.
     marks: VecDeque<(u64, oneshot::Sender<()>)>,
     /// Whether the last try failed (an outage is going on).
     failing: bool,
@@ -79,15 +79,15 @@ impl Outbox {
         self.wake.notify_one();
     }
 
-    /// Queues a ledger write that someone waits for (a run's start mark): the receiver
-    /// fires once the ledger has taken it, and never if it was not taken (the scheduler
-    /// stopped first). Marks pushed together are written together, a batch per round
-    /// trip.
-    pub fn push_mark(&self, write: LedgerWrite) -> oneshot::Receiver<()> {
+    /// Queues ledger writes that someone waits for (a batch of runs' start marks), in
+    /// order: the receiver fires once the ledger has taken the last of them (so all), and
+    /// never if it was not taken (the scheduler stopped first). Writes pushed together
+    /// are written together, a batch per round trip.
+    pub fn push_marks(&self, writes: Vec<LedgerWrite>) -> oneshot::Receiver<()> {
         let (taken, receiver) = oneshot::channel();
         let mut pending = self.lock();
-        pending.writes.push_back(write);
-        let seq = pending.front + pending.writes.len() as u64 - 1;
+        pending.writes.extend(writes);
+        let seq = (pending.front + pending.writes.len() as u64).saturating_sub(1);
         pending.marks.push_back((seq, taken));
         drop(pending);
         self.wake.notify_one();

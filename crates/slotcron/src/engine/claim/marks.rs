@@ -1,16 +1,19 @@
-//! The coordinator's start marks waiting to be sent: the marks queued while the calls
-//! are on their way go in the next call, together (sent by
-//! [`mark_start`](super::mark_start)), at most [`MARK_CALLS_IN_FLIGHT`] calls at once.
+//! The starts waiting to be marked, taken a batch at a time by the senders of
+//! [`mark_start`](super::mark_start): the starts queued while the senders are at work go in
+//! their next batches, together, with at most [`MARK_CALLS_IN_FLIGHT`] senders at once.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-/// The most mark calls on their way at once: a burst's marks are not held up behind one
-/// round trip at a time.
+use super::start_mark::Unmarked;
+use crate::ledger::RunRecord;
+
+/// The most senders at work at once: a burst's marks are not held up behind one round
+/// trip at a time.
 pub(crate) const MARK_CALLS_IN_FLIGHT: usize = 4;
 
-/// The marks waiting, and how many senders are at work.
+/// The starts waiting, and how many senders are at work.
 #[derive(Default)]
 pub(crate) struct StartMarks(Mutex<Waiting>);
 
@@ -20,8 +23,14 @@ pub(crate) struct Waiting {
     senders: usize,
 }
 
-/// One mark waiting: the job, the trigger key and who waits for the answer.
-pub(crate) type Queued = (Arc<str>, Box<str>, oneshot::Sender<Result<bool, String>>);
+/// One start waiting to be marked: its run's `running` record (none for a claim settled
+/// without a run), the job and trigger key of its claim in the coordinator (none when
+/// there is no claim to mark there), and who waits for the answer.
+pub(crate) struct Queued {
+    pub record: Option<RunRecord>,
+    pub claim: Option<(Arc<str>, Box<str>)>,
+    pub answer: oneshot::Sender<Result<(), Unmarked>>,
+}
 
 impl StartMarks {
     pub fn lock(&self) -> MutexGuard<'_, Waiting> {
@@ -30,21 +39,16 @@ impl StartMarks {
 }
 
 impl Waiting {
-    /// Queues a mark; `true` if fewer than [`MARK_CALLS_IN_FLIGHT`] senders are at work
+    /// Queues a start; `true` if fewer than [`MARK_CALLS_IN_FLIGHT`] senders are at work
     /// (the caller starts one more).
-    pub fn push(
-        &mut self,
-        job: Arc<str>,
-        key: Box<str>,
-        answer: oneshot::Sender<Result<bool, String>>,
-    ) -> bool {
-        self.marks.push((job, key, answer));
+    pub fn push(&mut self, queued: Queued) -> bool {
+        self.marks.push(queued);
         let start = self.senders < MARK_CALLS_IN_FLIGHT;
         self.senders += usize::from(start);
         start
     }
 
-    /// Takes up to `most` marks; none left: the sender stops (one sender fewer).
+    /// Takes up to `most` starts; none left: the sender stops (one sender fewer).
     pub fn take(&mut self, most: usize) -> Vec<Queued> {
         let take = self.marks.len().min(most);
         if take == 0 {

@@ -4,15 +4,18 @@
 //! The run starts only once both are made, the ledger's first: a claim marked started
 //! always has its `running` record, so a replica killed between the two leaves an
 //! unmarked claim, which is taken over (and its record says so), never a marked claim
-//! without a record, which nobody would take over or record. The marks of runs starting
-//! together go out together: the ledger's in the outbox's batches, the coordinator's in
-//! one call per batch of starts ([`StartMarks`](super::marks::StartMarks)).
+//! without a record, which nobody would take over or record. The starts of runs starting
+//! together are marked together ([`StartMarks`](super::marks::StartMarks)): a sender
+//! takes a batch of them, queues their records in the outbox as one group (written a
+//! batch per round trip), waits for the ledger to take them, marks their claims in one
+//! coordinator call, then answers each run once.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::marks::Queued;
 use super::timeout;
 use crate::clock::later;
 use crate::coordinator::{Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
@@ -32,14 +35,8 @@ pub(crate) async fn mark_start(
     record: RunRecord,
     claim: Option<&str>,
 ) -> Result<(), Unmarked> {
-    let job = record.job.clone();
-    mark_in_ledger(shared, record).await?;
-    match (claim, &shared.coordinator) {
-        (Some(key), Some(coordinator)) if coordinator.keeps_start_marks() => {
-            mark_in_coordinator(shared, coordinator, job, key).await
-        }
-        _ => Ok(()),
-    }
+    let claim = claim.filter(|_| keeps_marks(shared)).map(|key| (record.job.clone(), Box::from(key)));
+    queue(shared, Some(record), claim).await
 }
 
 /// Marks the claim of `key` (when it is one won from the coordinator) as settled without a
@@ -47,19 +44,101 @@ pub(crate) async fn mark_start(
 /// that no replica takes it over and runs it once this one has gone. A mark that fails is
 /// logged: the claim may then be run late by another replica.
 pub(crate) async fn settle_start(shared: &Arc<Shared>, key: Option<&str>, job: &crate::job::Job) {
-    let (Some(key), Some(coordinator)) = (key, &shared.coordinator) else { return };
-    if !coordinator.keeps_start_marks() {
-        return;
-    }
-    if let Err((_, reason)) = mark_in_coordinator(shared, coordinator, job.name.clone(), key).await {
+    let Some(key) = key.filter(|_| keeps_marks(shared)) else { return };
+    if let Err((_, reason)) = queue(shared, None, Some((job.name.clone(), key.into()))).await {
         tracing::warn!(job = %job.name, key, "{reason}");
     }
 }
 
-/// Queues `record` and waits until the ledger has taken it, for at most the start-mark
-/// timeout.
-async fn mark_in_ledger(shared: &Shared, record: RunRecord) -> Result<(), Unmarked> {
-    let taken = shared.outbox.push_mark(LedgerWrite::Append(record));
+/// Whether this scheduler's coordinator keeps start marks.
+fn keeps_marks(shared: &Shared) -> bool {
+    shared.coordinator.as_ref().is_some_and(|coordinator| coordinator.keeps_start_marks())
+}
+
+/// Queues a start (starting a sender if fewer than the most are at work) and waits for
+/// its answer.
+async fn queue(
+    shared: &Arc<Shared>,
+    record: Option<RunRecord>,
+    claim: Option<(Arc<str>, Box<str>)>,
+) -> Result<(), Unmarked> {
+    let (answer, answered) = oneshot::channel();
+    let send = { shared.start_marks.lock().push(Queued { record, claim, answer }) };
+    if send {
+        tokio::spawn(send_marks(shared.clone()));
+    }
+    let stopped = || {
+        (
+            Outcome::SkippedBackendUnavailable,
+            "the run's start mark was not made: the scheduler stopped".into(),
+        )
+    };
+    answered.await.unwrap_or_else(|_| Err(stopped()))
+}
+
+/// Marks the queued starts, a batch of up to [`MAX_CLAIMS_PER_ROUND_TRIP`] at a time, until
+/// none is left.
+async fn send_marks(shared: Arc<Shared>) {
+    loop {
+        let batch = shared.start_marks.lock().take(MAX_CLAIMS_PER_ROUND_TRIP);
+        if batch.is_empty() {
+            return;
+        }
+        mark_batch(&shared, batch).await;
+    }
+}
+
+/// The starts of `batch`: their records in the ledger, then their claims in the
+/// coordinator; each start answered once.
+async fn mark_batch(shared: &Shared, mut batch: Vec<Queued>) {
+    let records: Vec<LedgerWrite> =
+        batch.iter_mut().filter_map(|queued| queued.record.take()).map(LedgerWrite::Append).collect();
+    if let Err(unmarked) = mark_in_ledger(shared, records).await {
+        batch.into_iter().for_each(|queued| drop(queued.answer.send(Err(unmarked.clone()))));
+        return;
+    }
+    let claims: Vec<StartMark<'_>> =
+        batch.iter().filter_map(|q| q.claim.as_ref()).map(|(job, key)| StartMark { job, key }).collect();
+    let answers = match &shared.coordinator {
+        Some(coordinator) if !claims.is_empty() => {
+            let waiting = || batch.iter().any(|queued| !queued.answer.is_closed());
+            Some(send_chunk(shared, coordinator.as_ref(), &claims, waiting).await)
+        }
+        _ => None,
+    };
+    let mut marked = answers.iter().flat_map(|answers| answers.iter().flatten()).copied();
+    let failed = answers.as_ref().and_then(|answers| answers.as_ref().err());
+    for queued in batch {
+        let answer = match (&queued.claim, failed) {
+            (None, _) => Ok(()),
+            (Some(_), Some(e)) => Err(unavailable(shared, format!("{e} ({})", e.kind()))),
+            (Some(_), None) if marked.next().unwrap_or(false) => Ok(()),
+            (Some(_), None) => Err((
+                Outcome::SkippedLost,
+                "another replica took the claim over before this one marked its start: not started here"
+                    .into(),
+            )),
+        };
+        let _ = queued.answer.send(answer);
+    }
+}
+
+/// A claim's start mark not made in the coordinator, for `reason`.
+fn unavailable(shared: &Shared, reason: String) -> Unmarked {
+    let name = shared.coordinator.as_ref().map_or("", |coordinator| coordinator.name());
+    (
+        Outcome::SkippedBackendUnavailable,
+        format!("the claim's start mark was not made in the {name} coordinator: {reason}"),
+    )
+}
+
+/// Queues `records` and waits until the ledger has taken them, for at most the
+/// start-mark timeout.
+async fn mark_in_ledger(shared: &Shared, records: Vec<LedgerWrite>) -> Result<(), Unmarked> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let taken = shared.outbox.push_marks(records);
     let timeout = shared.settings.start_mark_timeout;
     let deadline = later(shared.clock.now(), timeout);
     let marked = tokio::select! {
@@ -75,56 +154,6 @@ async fn mark_in_ledger(shared: &Shared, record: RunRecord) -> Result<(), Unmark
          not started, since a run whose start is not durable could be lost without a record"
     );
     Err((Outcome::SkippedBackendUnavailable, reason))
-}
-
-/// Marks the start of this replica's claim of `key` in the coordinator, batched with the
-/// other starts of the moment.
-async fn mark_in_coordinator(
-    shared: &Arc<Shared>,
-    coordinator: &Arc<dyn Coordinator>,
-    job: Arc<str>,
-    key: &str,
-) -> Result<(), Unmarked> {
-    let (answer, answered) = oneshot::channel();
-    let send = { shared.start_marks.lock().push(job, key.into(), answer) };
-    if send {
-        tokio::spawn(send_marks(shared.clone(), coordinator.clone()));
-    }
-    let unavailable = |e: String| {
-        let reason =
-            format!("the claim's start mark was not made in the {} coordinator: {e}", coordinator.name());
-        (Outcome::SkippedBackendUnavailable, reason)
-    };
-    match answered.await {
-        Ok(Ok(true)) => Ok(()),
-        Ok(Ok(false)) => Err((
-            Outcome::SkippedLost,
-            "another replica took the claim over before this one marked its start: not started here".into(),
-        )),
-        Ok(Err(e)) => Err(unavailable(e)),
-        Err(_) => Err(unavailable("the scheduler stopped".into())),
-    }
-}
-
-/// Sends the queued marks, a call per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`], until none
-/// is left ([`send_chunk`]).
-async fn send_marks(shared: Arc<Shared>, coordinator: Arc<dyn Coordinator>) {
-    loop {
-        let batch = shared.start_marks.lock().take(MAX_CLAIMS_PER_ROUND_TRIP);
-        if batch.is_empty() {
-            return;
-        }
-        let marks: Vec<StartMark<'_>> = batch.iter().map(|(job, key, _)| StartMark { job, key }).collect();
-        let waiting = || batch.iter().any(|(_, _, answer)| !answer.is_closed());
-        let answers = send_chunk(&shared, coordinator.as_ref(), &marks, waiting).await;
-        for (index, (_, _, answer)) in batch.into_iter().enumerate() {
-            let answer_of = match &answers {
-                Ok(answers) => Ok(answers.get(index).copied().unwrap_or(false)),
-                Err(e) => Err(format!("{e} ({})", e.kind())),
-            };
-            let _ = answer.send(answer_of);
-        }
-    }
 }
 
 /// The first wait before a mark call is sent again; it doubles up to a second.
