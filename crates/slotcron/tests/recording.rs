@@ -383,6 +383,36 @@ async fn an_interrupted_run_of_a_rerun_job_runs_once_more_and_a_rerun_interrupte
     assert_eq!(interrupted, 2, "both interrupted runs keep their record: {records:?}");
 }
 
+/// The rerun counts as an attempt: after an interrupted second attempt of a job with
+/// three, the rerun is attempt 3 (its handler sees so), and, failing, is not retried.
+#[tokio::test(start_paused = true)]
+async fn a_rerun_is_the_attempt_after_the_interrupted_one_within_the_jobs_attempts() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    let attempts = seen.clone();
+    let job = Job::builder("etl")
+        .every(Duration::from_secs(3600))
+        .attempts(3)
+        .on_interrupt(slotcron::OnInterrupt::Rerun)
+        .handler(move |ctx: slotcron::JobContext| {
+            attempts.lock().unwrap().push(ctx.attempt());
+            async { Err::<(), _>(std::io::Error::other("fails")) }
+        });
+    h.add(job.build().unwrap());
+    let second =
+        RunRecord { attempts: 2, ..left_running("etl", "2024-05-17T00:00:00Z", "dead", Cause::Scheduled) };
+    h.ledger.append(&second).await.unwrap();
+    let gone = |r: &RunRecord| (&*r.instance == "dead").then(|| "instance dead is gone".to_owned());
+    h.scheduler.sweep_stale(gone, async |_r: &RunRecord| Leftover::Unknown).await.unwrap();
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:00Z")).await;
+    h.stop().await;
+    assert_eq!(*seen.lock().unwrap(), [3], "the rerun is attempt 3 of 3: not retried");
+    let records = h.records("etl");
+    let rerun = records.iter().find(|r| r.cause == Cause::Recovered).expect("the rerun's record");
+    assert_eq!((rerun.outcome, rerun.attempts), (Outcome::Failed, 3), "{records:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_interrupted_run_of_a_record_job_is_only_recorded() {
     let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));

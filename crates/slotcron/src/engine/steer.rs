@@ -300,7 +300,13 @@ impl Scheduler {
         }
         let group = triggers
             .iter()
-            .map(|&trigger| Due { job: job.clone(), trigger, next: None, action: Action::Requested, cause })
+            .map(|&trigger| Due {
+                job: job.clone(),
+                trigger,
+                next: None,
+                action: Action::Requested { attempts_made: 0 },
+                cause,
+            })
             .collect();
         self.shared.requests().push(group);
         self.shared.wake.notify_one();

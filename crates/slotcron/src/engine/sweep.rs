@@ -84,7 +84,8 @@ impl Scheduler {
             match stop(&record).await {
                 Leftover::NeverStarted(how) if record.cause != Cause::Recovered => {
                     self.record_never_started(&record, &cause, &how).await?;
-                    self.run_again(&record);
+                    // Its command never started: the run again is its first attempt.
+                    self.run_again(&record, 0);
                     continue;
                 }
                 Leftover::NeverStarted(stopped) | Leftover::Stopped(stopped) => {
@@ -93,7 +94,7 @@ impl Scheduler {
                 Leftover::Unknown => self.record_interrupted(&record, &cause, None).await?,
             }
             if self.reruns(&record) {
-                self.run_again(&record);
+                self.run_again(&record, record.attempts);
             }
             interrupted.push(record);
         }
@@ -201,9 +202,9 @@ impl Scheduler {
     }
 
     /// Queues a run of `record`'s trigger, of its own key (`{job}:recovered:{trigger}`),
-    /// so that one replica of the fleet runs it, however many found it; nothing for a job
-    /// this scheduler does not have.
-    fn run_again(&self, record: &RunRecord) {
+    /// so that one replica of the fleet runs it, however many found it, as the attempt
+    /// after `attempts_made`; nothing for a job this scheduler does not have.
+    fn run_again(&self, record: &RunRecord, attempts_made: u32) {
         let Some(job) = self.shared.table().job(&record.job) else { return };
         tracing::info!(job = %record.job, trigger = %record.trigger,
             "the trigger is to run again (recovered; in a fleet, one replica claims it)");
@@ -211,7 +212,7 @@ impl Scheduler {
             job,
             trigger: record.trigger,
             next: None,
-            action: Action::Requested,
+            action: Action::Requested { attempts_made },
             cause: Cause::Recovered,
         };
         self.shared.requests().push(vec![due]);

@@ -34,10 +34,11 @@ pub(crate) enum Action {
     Run,
     /// Record `count` late triggers, the newest being `trigger`, as missed.
     Missed { count: u64 },
-    /// Claim a run an operator asked for under its own key
-    /// ([`request_key`](crate::request_key)) and run the handler: no jitter, no pause,
-    /// no high-water mark.
-    Requested,
+    /// Claim a run an operator asked for (or the rerun of an interrupted trigger) under
+    /// its own key ([`request_key`](crate::request_key)) and run the handler: no jitter,
+    /// no pause, no high-water mark. `attempts_made`: the attempts the trigger already
+    /// had (an interrupted run's, for its rerun: the rerun counts as the next one), else 0.
+    Requested { attempts_made: u32 },
 }
 
 /// The next instant of this replica's own lane: see [`Table::first_after`].

@@ -64,6 +64,12 @@ impl Retry {
         self.attempts
     }
 
+    /// The budget left once `made` attempts were made (an interrupted run's, for its
+    /// rerun), at least one attempt.
+    pub(crate) fn after(self, made: u32) -> Self {
+        Self { attempts: self.attempts.saturating_sub(made).max(1), ..self }
+    }
+
     /// The wait before the first retry.
     pub fn backoff(&self) -> Duration {
         self.backoff

@@ -149,7 +149,9 @@ async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Note) {
     let record = match action {
         Action::Missed { count } => missed(shared, &job, trigger, cause, count).await,
         Action::Run => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Here(tally)).await,
-        Action::Requested => claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested).await,
+        Action::Requested { attempts_made } => {
+            claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested(attempts_made)).await
+        }
     };
     shared.finish(&job, record).await;
 }
@@ -202,9 +204,10 @@ enum Claiming {
     /// A batch has claimed it, under this trigger key: then the
     /// trigger has neither jitter nor cap.
     Batched(Claimed, Box<str>),
-    /// A run an operator asked for (manual, backfill, caught up at a resume): no jitter,
-    /// no pause, claimed under its own key ([`request_key`](crate::request_key)).
-    Requested,
+    /// A run an operator asked for (manual, backfill, caught up at a resume) or the rerun
+    /// of an interrupted trigger, after the attempts it already had: no jitter, no pause,
+    /// claimed under its own key ([`request_key`](crate::request_key)).
+    Requested(u32),
 }
 
 /// Handles one trigger to its record: jitter, the concurrency cap, the claim (each as
@@ -237,11 +240,13 @@ async fn claim_and_run(
 
 /// A trigger this scheduler may run: its fencing token, the trigger key (set when it
 /// is known), whether that key names a claim won from the coordinator (its start is then
-/// marked there too), and the concurrency slot it holds.
+/// marked there too), the attempts the trigger already had (a rerun's interrupted run's)
+/// and the concurrency slot it holds.
 struct Won {
     fencing_token: u64,
     trigger_key: OnceLock<Box<str>>,
     coordinated: bool,
+    attempts_made: u32,
     _slot: Option<RunSlot>,
 }
 
@@ -258,21 +263,30 @@ async fn claim_trigger(
     let shared = &scope.shared;
     let (trigger_key, coordinator) =
         (OnceLock::new(), shared.coordinator.as_ref().filter(|_| !job.every_replica));
-    let won =
-        |fencing_token, trigger_key, _slot| Won { fencing_token, trigger_key, coordinated: true, _slot };
+    let attempts_made = match claiming {
+        Claiming::Requested(made) => made,
+        _ => 0,
+    };
+    let won = |fencing_token, trigger_key, _slot| Won {
+        fencing_token,
+        trigger_key,
+        coordinated: true,
+        attempts_made,
+        _slot,
+    };
     let (requested, tally) = match claiming {
         Claiming::Batched(claimed, key) => {
             trigger_key.get_or_init(|| key);
             return claimed.map(|token| won(token, trigger_key, None));
         }
         Claiming::Here(tally) => (false, tally),
-        Claiming::Requested => (true, None),
+        Claiming::Requested(_) => (true, None),
     };
     let slot = start_gate(scope, job, trigger, cause, requested).await?;
     let Some(coordinator) = coordinator else {
         // Single-replica mode, or a job every replica runs: nothing to claim.
         let fencing_token = local_fencing_token(shared, job).await;
-        return Ok(Won { fencing_token, trigger_key, coordinated: false, _slot: Some(slot) });
+        return Ok(Won { fencing_token, trigger_key, coordinated: false, attempts_made, _slot: Some(slot) });
     };
     let claimed = if requested {
         let key =
@@ -309,8 +323,11 @@ async fn run_won(
         _ => format!("{} {}", shared.instance, won.trigger_key.get_or_init(|| key_of(job, trigger))),
     };
     let attempts = Attempts::new(scope, job, trigger, cause, &won, stop.as_ref());
+    // A rerun is the attempt after its interrupted run's, within the attempts left.
+    let made = won.attempts_made;
+    let retry = job.retry.after(made);
     let retries =
-        job.retry.run(shared.clock.as_ref(), &scope.stopping, attempts.stopped, |n| attempts.attempt(n));
+        retry.run(shared.clock.as_ref(), &scope.stopping, attempts.stopped, |n| attempts.attempt(made + n));
     let guard = policy::Guard {
         policy: job.overlap,
         coordinator: shared.leases(job),
@@ -390,12 +407,14 @@ impl<'a> Attempts<'a> {
         let run = self
             .record
             .get_or_init(|| {
-                let started = shared.start_run(self.job, self.trigger, self.cause, self.won.fencing_token);
+                let mut started =
+                    shared.start_run(self.job, self.trigger, self.cause, self.won.fencing_token);
+                started.attempts = attempt;
                 mark = Some(started.clone());
                 Arc::new(Mutex::new(started))
             })
             .clone();
-        if attempt > 1 {
+        if mark.is_none() {
             let update = {
                 let mut run = lock(&run);
                 run.attempts = attempt;
@@ -463,7 +482,7 @@ impl<'a> Attempts<'a> {
         record.duration = Duration::try_from(record.started.duration_until(now)).unwrap_or_default();
         record.outcome = outcome;
         record.error = error;
-        record.attempts = attempts;
+        record.attempts = self.won.attempts_made + attempts;
         Ok(record)
     }
 }
