@@ -1,7 +1,8 @@
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Mutex;
+
+use foldhash::fast::FixedState;
 
 use async_trait::async_trait;
 
@@ -28,14 +29,13 @@ struct Records {
     /// A run's key's hash ([`run_hash`]) to the place of its newest record. Two runs whose
     /// keys share a hash share an entry: an update that finds another run's record there
     /// looks for its own by a scan.
-    index: HashMap<u64, u64>,
+    index: HashMap<u64, u64, FixedState>,
 }
 
-/// The hash of a record's run key: job, trigger, instance and start ([`same_run`]).
+/// The hash of a record's run key: job, trigger, instance and start ([`same_run`]), by a
+/// fast hash (foldhash's): the index is a process's own, never shared or stored.
 fn run_hash(record: &RunRecord) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    (&*record.job, record.trigger, &*record.instance, record.started).hash(&mut hasher);
-    hasher.finish()
+    FixedState::default().hash_one((&*record.job, record.trigger, &*record.instance, record.started))
 }
 
 impl Records {
