@@ -6,8 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use super::start_mark::Unmarked;
-use crate::ledger::RunRecord;
+use crate::ledger::{Outcome, RunRecord};
+
+/// Why a run's start could not be marked: it does not start, and is recorded with this
+/// outcome and reason.
+pub(crate) type Unmarked = (Outcome, String);
 
 /// The most senders at work at once: a burst's marks are not held up behind one round
 /// trip at a time.

@@ -15,16 +15,12 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::marks::Queued;
+use super::marks::{Queued, Unmarked};
 use super::timeout;
 use crate::clock::later;
 use crate::coordinator::{Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
 use crate::engine::shared::Shared;
 use crate::ledger::{LedgerWrite, Outcome, RunRecord};
-
-/// Why a run's start could not be marked: it does not start, and is recorded with this
-/// outcome and reason.
-pub(crate) type Unmarked = (Outcome, String);
 
 /// Makes `record` (a run's `running` record) durable and then, when `claim` names the
 /// trigger key of a claim won from the coordinator, marks that claim's start; `Err` with
