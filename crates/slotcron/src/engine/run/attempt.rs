@@ -16,9 +16,11 @@ use crate::job::{Job, StoppedByShutdown};
 use crate::ledger::Outcome;
 use crate::policy::{AttemptResult, Permanent};
 
-/// One log line per attempt of a job that may retry.
-pub(super) fn log_attempt(job: &Job, trigger: Timestamp, attempt: u32, result: &AttemptResult) {
-    let (job, outcome, of) = (&*job.name, result.outcome.as_str(), job.retry.attempts());
+/// One log line per attempt of a job that may retry: attempt number `attempt` of `of`
+/// (the job's attempts, or one more for a rerun after an interrupted last attempt, which
+/// runs once more).
+pub(super) fn log_attempt(job: &Job, trigger: Timestamp, (attempt, of): (u32, u32), result: &AttemptResult) {
+    let (job, outcome) = (&*job.name, result.outcome.as_str());
     match &result.error {
         None => tracing::info!(job, %trigger, attempt, of, outcome, "attempt finished"),
         Some(err) => tracing::warn!(job, %trigger, attempt, of, outcome, err, "attempt finished"),

@@ -182,7 +182,8 @@ async fn missed(shared: &Shared, job: &Job, trigger: Timestamp, cause: Cause, co
             && mark >= trigger
         {
             let reason = format!(
-                "{count} trigger(s) up to this one came due while this replica was not running; \
+                "{count} trigger(s) up to this one came due before this replica started and were not handled \
+                 by it (it was not running, or its previous process stopped first); \
                  the fleet handled them (the job's high-water mark is {mark})"
             );
             return shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason));
@@ -441,7 +442,9 @@ impl<'a> Attempts<'a> {
             });
             let result = run_handler(self.scope, self.job, ctx, self.stopped, clock.now()).await;
             if self.job.retry.attempts() > 1 {
-                log_attempt(self.job, self.trigger, attempt, &result);
+                let made = self.won.attempts_made;
+                let of = made + self.job.retry.after(made).attempts();
+                log_attempt(self.job, self.trigger, (attempt, of), &result);
             }
             result
         }
