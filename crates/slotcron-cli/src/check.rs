@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use slotcron::{JobState, Overlap, Retention};
+use slotcron::{JobState, OnInterrupt, Overlap, Retention};
 
 use crate::cli::CheckArgs;
 use crate::command;
@@ -191,6 +191,12 @@ fn policies(entry: &JobEntry) -> Option<String> {
             "each trigger starts up to {} late, the same on every replica (jitter)",
             duration::display(jitter)
         ));
+    }
+    if job.on_interrupt() == OnInterrupt::Rerun {
+        parts.push(
+            "a run cut short by its daemon's death runs once more on a live daemon (on_interrupt rerun)"
+                .into(),
+        );
     }
     if let Some(hook) = &entry.on_failure {
         parts.push(format!("on failure runs `{}`", hook.script));

@@ -704,6 +704,12 @@ name = "plain"
 cron = "0 * * * *"
 command = "true"
 on_failure = "echo plain failed"
+
+[[job]]
+name = "etl"
+every = "1h"
+command = "true"
+on_interrupt = "rerun"
 "#,
     );
     assert_eq!(code, Some(0), "{err}");
@@ -716,6 +722,13 @@ on_failure = "echo plain failed"
         "{out}"
     );
     assert!(out.contains("plain: on failure runs `echo plain failed`"), "{out}");
+    assert!(
+        out.contains(
+            "etl: a run cut short by its daemon's death runs once more on a live daemon (on_interrupt rerun); \
+             on failure runs `echo failed`"
+        ),
+        "{out}"
+    );
     assert!(out.contains("max_concurrent_runs: at most 2 run(s) at once on each daemon"), "{out}");
 }
 
