@@ -137,6 +137,11 @@ fn log_run(r: &RunRecord) {
         Outcome::SkippedLost if r.error.is_none() => {
             tracing::debug!(job, %trigger, instance, outcome, cause, duration_ms, "run finished")
         }
+        // Triggers missed while this replica was down, which the fleet handled: nothing failed
+        // (a replica restarted after a crash notes one per job it did not own).
+        Outcome::SkippedLost if r.cause == Cause::CatchUp => {
+            tracing::info!(job, %trigger, instance, outcome, cause, duration_ms, err, "run finished")
+        }
         // The skew guard warns once a minute for all of them.
         Outcome::SkippedClockSkew => {
             tracing::debug!(job, %trigger, instance, outcome, cause, attempts, duration_ms, err, "run finished")
