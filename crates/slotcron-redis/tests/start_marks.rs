@@ -163,19 +163,26 @@ async fn a_void_drops_unmarked_claims_ahead_with_their_register_entries_and_keep
     assert!(coordinator.unstarted("owner", &["ahead-a", "ahead-b"]).await.unwrap().is_empty());
 }
 
+/// A server, a coordinator on it, and the key of a claim of job `old` (a minute ahead)
+/// stored as an older release wrote it, `value`: `(server, coordinator, trigger key,
+/// stored key)`.
+async fn older_release_claim(value: &str) -> (RedisServer, RedisCoordinator, String, String) {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let key = format!("old:{}", in_seconds(60));
+    let stored = format!("slotcron:{key}");
+    let _: () = server.admin_connection().unwrap().set(&stored, value).unwrap();
+    (server, coordinator, key, stored)
+}
+
 /// A claim an older release marked in place (`!` before its token, no register entry)
 /// counts as marked: its holder's mark answers yes, and no takeover takes it. One it made
 /// and did not mark (listed in its per-job register, which this release does not read) is
 /// not taken over either: a fleet of mixed releases may miss it, never run it twice.
 #[tokio::test]
 async fn a_claim_an_older_release_made_is_never_taken_over() {
-    let server = RedisServer::tcp();
-    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
-    let key = format!("old:{}", in_seconds(60));
-    let stored = format!("slotcron:{key}");
-    let mut admin = server.admin_connection().unwrap();
-    let _: () = admin.set(&stored, "7 00000000000000aa holder").unwrap();
-    let _: () = admin.hset("slotcron:unstarted:old", &key, "holder").unwrap();
+    let (server, coordinator, key, stored) = older_release_claim("7 00000000000000aa holder").await;
+    let _: () = server.admin_connection().unwrap().hset("slotcron:unstarted:old", &key, "holder").unwrap();
     let refs = [TriggerRef { job: "old", key: &key }];
     assert_eq!(coordinator.take_over("holder", "taker", &refs).await.remove(0).unwrap(), ClaimOutcome::Lost);
     assert!(coordinator.unstarted("holder", &["old"]).await.unwrap().is_empty());
@@ -187,11 +194,7 @@ async fn a_claim_an_older_release_made_is_never_taken_over() {
 /// See above: a claim an older release marked.
 #[tokio::test]
 async fn a_claim_an_older_release_marked_in_place_stays_marked() {
-    let server = RedisServer::tcp();
-    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
-    let key = format!("old:{}", in_seconds(60));
-    let stored = format!("slotcron:{key}");
-    let _: () = server.admin_connection().unwrap().set(&stored, "7 !00000000000000aa holder").unwrap();
+    let (server, coordinator, key, stored) = older_release_claim("7 !00000000000000aa holder").await;
     let refs = [TriggerRef { job: "old", key: &key }];
     assert_eq!(coordinator.take_over("holder", "taker", &refs).await.remove(0).unwrap(), ClaimOutcome::Lost);
     let marks = [StartMark { job: "old", key: &key }];
