@@ -8,7 +8,9 @@
 //! together are marked together ([`StartMarks`](super::marks::StartMarks)): a sender
 //! takes a batch of them, queues their records in the outbox as one group (written a
 //! batch per round trip), waits for the ledger to take them, marks their claims in one
-//! coordinator call, then answers each run once.
+//! coordinator call, then answers each run once. The runs of claims won in one batch
+//! are marked as one group before they are spawned ([`mark_group`]): no queue, no
+//! channel and no second wake-up per run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,25 +89,62 @@ async fn send_marks(shared: Arc<Shared>) {
 /// The starts of `batch`: their records in the ledger, then their claims in the
 /// coordinator; each start answered once.
 async fn mark_batch(shared: &Shared, mut batch: Vec<Queued>) {
-    let records: Vec<LedgerWrite> =
-        batch.iter_mut().filter_map(|queued| queued.record.take()).map(LedgerWrite::Append).collect();
-    if let Err(unmarked) = mark_in_ledger(shared, records).await {
-        batch.into_iter().for_each(|queued| drop(queued.answer.send(Err(unmarked.clone()))));
-        return;
+    let records: Vec<RunRecord> = batch.iter_mut().filter_map(|queued| queued.record.take()).collect();
+    let claims: Vec<Option<(Arc<str>, Box<str>)>> =
+        batch.iter_mut().map(|queued| queued.claim.take()).collect();
+    let waiting = || batch.iter().any(|queued| !queued.answer.is_closed());
+    let answers = mark_all(shared, records, &claims, waiting).await;
+    for (queued, answer) in batch.into_iter().zip(answers) {
+        let _ = queued.answer.send(answer);
     }
-    let claims: Vec<StartMark<'_>> =
-        batch.iter().filter_map(|q| q.claim.as_ref()).map(|(job, key)| StartMark { job, key }).collect();
+}
+
+/// Marks the starts of runs whose claims were won together, as one group: `starts`
+/// pairs each run's `running` record with its job and trigger key, all written as
+/// [`mark_start`] writes one, in one ledger group and one coordinator call (at most
+/// [`MAX_CLAIMS_PER_ROUND_TRIP`]), without a queue or a channel per run. One answer per
+/// start, in order.
+pub(crate) async fn mark_group(
+    shared: &Shared,
+    starts: Vec<(RunRecord, Box<str>)>,
+) -> Vec<Result<(), Unmarked>> {
+    let marks = keeps_marks(shared);
+    let (records, claims): (Vec<RunRecord>, Vec<_>) = starts
+        .into_iter()
+        .map(|(record, key)| {
+            let claim = marks.then(|| (record.job.clone(), key));
+            (record, claim)
+        })
+        .unzip();
+    mark_all(shared, records, &claims, || true).await
+}
+
+/// The records in the ledger, then the `claims` (one per start, `None` where there is
+/// none to mark) in the coordinator, while a start is still `waiting`; one answer per
+/// claim, in order.
+async fn mark_all(
+    shared: &Shared,
+    records: Vec<RunRecord>,
+    claims: &[Option<(Arc<str>, Box<str>)>],
+    waiting: impl Fn() -> bool,
+) -> Vec<Result<(), Unmarked>> {
+    let records = records.into_iter().map(LedgerWrite::Append).collect();
+    if let Err(unmarked) = mark_in_ledger(shared, records).await {
+        return claims.iter().map(|_| Err(unmarked.clone())).collect();
+    }
+    let marks: Vec<StartMark<'_>> =
+        claims.iter().flatten().map(|(job, key)| StartMark { job, key }).collect();
     let answers = match &shared.coordinator {
-        Some(coordinator) if !claims.is_empty() => {
-            let waiting = || batch.iter().any(|queued| !queued.answer.is_closed());
-            Some(send_chunk(shared, coordinator.as_ref(), &claims, waiting).await)
+        Some(coordinator) if !marks.is_empty() => {
+            Some(send_chunk(shared, coordinator.as_ref(), &marks, waiting).await)
         }
         _ => None,
     };
     let mut marked = answers.iter().flat_map(|answers| answers.iter().flatten()).copied();
     let failed = answers.as_ref().and_then(|answers| answers.as_ref().err());
-    for queued in batch {
-        let answer = match (&queued.claim, failed) {
+    claims
+        .iter()
+        .map(|claim| match (claim, failed) {
             (None, _) => Ok(()),
             (Some(_), Some(e)) => Err(unavailable(shared, format!("{e} ({})", e.kind()))),
             (Some(_), None) if marked.next().unwrap_or(false) => Ok(()),
@@ -114,9 +153,8 @@ async fn mark_batch(shared: &Shared, mut batch: Vec<Queued>) {
                 "another replica took the claim over before this one marked its start: not started here"
                     .into(),
             )),
-        };
-        let _ = queued.answer.send(answer);
-    }
+        })
+        .collect()
 }
 
 /// A claim's start mark not made in the coordinator, for `reason`.

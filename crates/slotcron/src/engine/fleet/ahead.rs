@@ -38,7 +38,6 @@ use super::{Fleet, FleetRun, Split};
 use crate::clock::later;
 use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
 use crate::engine::claim::{self, ClaimNote, Claimed, within_claim_timeout};
-use crate::engine::run;
 use crate::engine::scope::BATCHES_IN_FLIGHT;
 use crate::engine::shared::Shared;
 use crate::engine::table::{Action, Due, NextInstant, Upcoming};
@@ -422,15 +421,19 @@ async fn hand_over(
 /// answer (handed over once the instant's start is known) decides, under the trigger key
 /// it was claimed with.
 pub(super) async fn run(fleet: FleetRun, taken: Vec<Taken>) {
-    let (scope, tracker) = (&fleet.scope, &fleet.tracker);
-    for (due, answer) in taken {
-        // No answer: the scheduler stopped before the start, and the claim ahead
-        // recorded its trigger itself.
-        let Ok((claimed, key)) = answer.await else {
-            continue;
-        };
-        scope.spawning();
-        tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
+    let mut taken = taken.into_iter().peekable();
+    while taken.peek().is_some() {
+        let mut runs = Vec::with_capacity(MAX_BATCH);
+        for (due, answer) in taken.by_ref().take(MAX_BATCH) {
+            // No answer: the scheduler stopped before the start, and the claim ahead
+            // recorded its trigger itself.
+            if let Ok((claimed, key)) = answer.await {
+                runs.push((due, claimed, key));
+            }
+        }
+        // Each group's starts marked while the next group's answers are taken.
+        let group = fleet.clone();
+        fleet.tracker.spawn(async move { batch::start(&group, runs).await });
     }
 }
 

@@ -139,7 +139,7 @@ async fn claim_chunk(
 /// other triggers' claims went first. A trigger this replica owns comes with its instant's
 /// [`Tally`], which learns its claim's answer.
 pub(crate) async fn execute(fleet: FleetRun, due: Vec<Item>) {
-    let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
+    let (shared, scope) = (fleet.shared(), &fleet.scope);
     let Some(coordinator) = shared.coordinator.clone() else { return };
     // Never closed: the scope owns it.
     let Ok(turn) = fleet.state.batches.clone().acquire_owned().await else { return };
@@ -162,11 +162,42 @@ pub(crate) async fn execute(fleet: FleetRun, due: Vec<Item>) {
             claim::ClaimNote::note(tally.as_ref(), key, claimed);
         }
     }
-    for (due, (claimed, key)) in due.into_iter().zip(claimed) {
-        scope.spawning();
-        tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key));
-    }
+    let runs = due.into_iter().zip(claimed).map(|(due, (claimed, key))| (due, claimed, key)).collect();
+    start(&fleet, runs).await;
     // The next batch's claims go out once most of these runs have started.
     scope.pace().await;
     drop(turn);
+}
+
+/// Starts the runs of triggers claimed together (at most [`MAX_BATCH`]), each ending in
+/// its record as [`run::execute_claimed`] says. The won claims whose first attempt waits
+/// for nothing ([`run::marks_with_batch`]) have their starts marked as one group
+/// ([`claim::mark_group`]: one ledger group, one coordinator call) before their runs are
+/// spawned, each run then starting at once on the group's answer; the others are spawned
+/// first, and mark their own starts when their first attempt begins.
+pub(super) async fn start(fleet: &FleetRun, runs: Vec<(Due, Claimed, Box<str>)>) {
+    let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
+    let mut grouped = Vec::with_capacity(runs.len());
+    for (due, claimed, key) in runs {
+        match claimed {
+            Ok(token) if run::marks_with_batch(&due.job) => {
+                let record = shared.start_run(&due.job, due.trigger, due.cause, token);
+                grouped.push((due, token, key, record));
+            }
+            claimed => {
+                scope.spawning();
+                tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key, None));
+            }
+        }
+    }
+    if grouped.is_empty() {
+        return;
+    }
+    let starts = grouped.iter().map(|(_, _, key, record)| (record.clone(), key.clone())).collect();
+    let answers = claim::mark_group(shared, starts).await;
+    for ((due, token, key, record), answer) in grouped.into_iter().zip(answers) {
+        scope.spawning();
+        let marked = run::Marked { record, answer };
+        tracker.spawn(run::execute_claimed(scope.clone(), due, Ok(token), key, Some(marked)));
+    }
 }

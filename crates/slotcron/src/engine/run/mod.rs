@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::claim::marks::Unmarked;
 use super::claim::{
     ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start,
     settle_start, skew_gate, within_claim_timeout,
@@ -101,15 +102,38 @@ pub(crate) async fn execute_in_order(scope: Arc<RunScope>, items: Vec<Due>) {
     }
 }
 
+/// A run whose start was marked together with its batch's
+/// ([`mark_group`](super::claim::mark_group)) before it was spawned: its `running` record
+/// and the mark's answer, which its first attempt takes instead of marking its own.
+pub(crate) struct Marked {
+    pub record: RunRecord,
+    pub answer: Result<(), Unmarked>,
+}
+
+/// Whether a won claim of `job` may have its start marked with its batch's, before its
+/// run is spawned: its first attempt then waits for nothing else (no overlap lease to
+/// take first, which may skip the run).
+pub(crate) fn marks_with_batch(job: &Job) -> bool {
+    job.overlap == Overlap::Allow
+}
+
 /// Handles one due item whose claim a batch has decided, to
-/// the end, as [`execute`] does; `key` is its trigger key. It was not removed when it was
-/// claimed, so it ends in its record even if its job is removed now.
-pub(crate) async fn execute_claimed(scope: Arc<RunScope>, due: Due, claimed: Claimed, key: Box<str>) {
+/// the end, as [`execute`] does; `key` is its trigger key, `marked` its start when the
+/// batch marked it. It was not removed when it was claimed, so it ends in its record
+/// even if its job is removed now.
+pub(crate) async fn execute_claimed(
+    scope: Arc<RunScope>,
+    due: Due,
+    claimed: Claimed,
+    key: Box<str>,
+    marked: Option<Marked>,
+) {
     scope.started();
     let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
     let run = async move {
         let Due { job, trigger, next, cause, .. } = due;
-        let record = claim_and_run(&scope, &job, trigger, next, cause, Claiming::Batched(claimed, key)).await;
+        let claiming = Claiming::Batched(claimed, key, marked.map(Box::new));
+        let record = claim_and_run(&scope, &job, trigger, next, cause, claiming).await;
         scope.shared.finish(&job, record).await;
     };
     Box::pin(run).instrument(span).await;
@@ -129,7 +153,7 @@ pub(crate) async fn execute_taken_over(
     let span = tracing::info_span!("run", job = %due.job.name, trigger = %due.trigger);
     let run = async move {
         let Due { job, trigger, next, cause, .. } = due;
-        let claiming = Claiming::Batched(Ok(fencing_token), key);
+        let claiming = Claiming::Batched(Ok(fencing_token), key, None);
         let mut record = claim_and_run(&scope, &job, trigger, next, cause, claiming).await;
         record.error = Some(match record.error.take() {
             Some(error) => format!("{error} ({note})"),
@@ -202,9 +226,9 @@ enum Claiming {
     /// Here, after the jitter and the concurrency cap; a trigger this replica owns comes
     /// with its instant's tally, which learns the claim's answer.
     Here(Note),
-    /// A batch has claimed it, under this trigger key: then the
-    /// trigger has neither jitter nor cap.
-    Batched(Claimed, Box<str>),
+    /// A batch has claimed it, under this trigger key, and may have marked its start:
+    /// then the trigger has neither jitter nor cap.
+    Batched(Claimed, Box<str>, Option<Box<Marked>>),
     /// A run an operator asked for (manual, backfill, caught up at a resume) or the rerun
     /// of an interrupted trigger, after the attempts it already had: no jitter, no pause,
     /// claimed under its own key ([`request_key`](crate::request_key)).
@@ -241,13 +265,14 @@ async fn claim_and_run(
 
 /// A trigger this scheduler may run: its fencing token, the trigger key (set when it
 /// is known), whether that key names a claim won from the coordinator (its start is then
-/// marked there too), the attempts the trigger already had (a rerun's interrupted run's)
-/// and the concurrency slot it holds.
+/// marked there too), the attempts the trigger already had (a rerun's interrupted run's),
+/// its start if its batch marked it, and the concurrency slot it holds.
 struct Won {
     fencing_token: u64,
     trigger_key: OnceLock<Box<str>>,
     coordinated: bool,
     attempts_made: u32,
+    marked: Option<Box<Marked>>,
     _slot: Option<RunSlot>,
 }
 
@@ -268,17 +293,18 @@ async fn claim_trigger(
         Claiming::Requested(made) => made,
         _ => 0,
     };
-    let won = |fencing_token, trigger_key, _slot| Won {
+    let won = |fencing_token, trigger_key, marked, _slot| Won {
         fencing_token,
         trigger_key,
         coordinated: true,
         attempts_made,
+        marked,
         _slot,
     };
     let (requested, tally) = match claiming {
-        Claiming::Batched(claimed, key) => {
+        Claiming::Batched(claimed, key, marked) => {
             trigger_key.get_or_init(|| key);
-            return claimed.map(|token| won(token, trigger_key, None));
+            return claimed.map(|token| won(token, trigger_key, marked, None));
         }
         Claiming::Here(tally) => (false, tally),
         Claiming::Requested(_) => (true, None),
@@ -287,7 +313,15 @@ async fn claim_trigger(
     let Some(coordinator) = coordinator else {
         // Single-replica mode, or a job every replica runs: nothing to claim.
         let fencing_token = local_fencing_token(shared, job).await;
-        return Ok(Won { fencing_token, trigger_key, coordinated: false, attempts_made, _slot: Some(slot) });
+        let _slot = Some(slot);
+        return Ok(Won {
+            fencing_token,
+            trigger_key,
+            coordinated: false,
+            attempts_made,
+            marked: None,
+            _slot,
+        });
     };
     let claimed = if requested {
         let key =
@@ -301,7 +335,7 @@ async fn claim_trigger(
         }
         claimed
     };
-    claimed.map(|token| won(token, trigger_key, Some(slot)))
+    claimed.map(|token| won(token, trigger_key, None, Some(slot)))
 }
 
 /// The run step of [`claim_and_run`]: the overlap lease around the retries around each
@@ -311,9 +345,10 @@ async fn run_won(
     job: &Arc<Job>,
     trigger: Timestamp,
     cause: Cause,
-    won: Won,
+    mut won: Won,
 ) -> RunRecord {
     let shared = &scope.shared;
+    let marked = won.marked.take();
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
     // A rerun job's run stops when this replica finds itself cut off (fleet/partition.rs).
     let partitioned = won.coordinated && job.on_interrupt == OnInterrupt::Rerun;
@@ -323,7 +358,7 @@ async fn run_won(
         Overlap::Allow => String::new(),
         _ => format!("{} {}", shared.instance, won.trigger_key.get_or_init(|| key_of(job, trigger))),
     };
-    let attempts = Attempts::new(scope, job, trigger, cause, &won, stop.as_ref());
+    let attempts = Attempts::new(scope, job, trigger, cause, &won, stop.as_ref(), marked);
     // A rerun is the attempt after its interrupted run's, within the attempts left.
     let made = won.attempts_made;
     let retry = job.retry.after(made);
@@ -367,7 +402,16 @@ struct Attempts<'a> {
     /// Fired when the overlap layer (or a cut-off) stops the run.
     stopped: Option<&'a CancellationToken>,
     record: OnceLock<Arc<Mutex<RunRecord>>>,
+    /// The answer of the start mark made with the run's batch, until the first attempt
+    /// takes it.
+    marked: Mutex<Option<Result<(), Unmarked>>>,
     running: OnceLock<Running<'a>>,
+}
+
+/// How the first attempt's start mark is made: queued now, or made with its batch.
+enum Mark {
+    Queue(RunRecord),
+    Made(Result<(), Unmarked>),
 }
 
 impl<'a> Attempts<'a> {
@@ -378,9 +422,14 @@ impl<'a> Attempts<'a> {
         cause: Cause,
         won: &'a Won,
         stop: Option<&'a RunStop>,
+        marked: Option<Box<Marked>>,
     ) -> Self {
         let parent = stop.map_or(&scope.shutdown, |stop| &stop.handler);
         let stopped = stop.map(|stop| &stop.lease);
+        let (record, answer) = match marked.map(|marked| *marked) {
+            Some(Marked { record, answer }) => (OnceLock::from(Arc::new(Mutex::new(record))), Some(answer)),
+            None => (OnceLock::new(), None),
+        };
         Self {
             scope,
             job,
@@ -389,7 +438,8 @@ impl<'a> Attempts<'a> {
             won,
             parent,
             stopped,
-            record: OnceLock::new(),
+            record,
+            marked: Mutex::new(answer),
             running: OnceLock::new(),
         }
     }
@@ -403,15 +453,16 @@ impl<'a> Attempts<'a> {
     /// without it); each runs the handler under its timeout.
     fn attempt(&self, attempt: u32) -> impl Future<Output = AttemptResult> + '_ {
         let shared = &self.scope.shared;
-        // The first attempt's `running` record is the run's start mark, waited for below.
-        let mut mark = None;
+        // The first attempt's `running` record is the run's start mark, waited for below
+        // (or made with its batch).
+        let mut mark = self.marked.lock().unwrap_or_else(|p| p.into_inner()).take().map(Mark::Made);
         let run = self
             .record
             .get_or_init(|| {
                 let mut started =
                     shared.start_run(self.job, self.trigger, self.cause, self.won.fencing_token);
                 started.attempts = attempt;
-                mark = Some(started.clone());
+                mark = Some(Mark::Queue(started.clone()));
                 Arc::new(Mutex::new(started))
             })
             .clone();
@@ -425,9 +476,12 @@ impl<'a> Attempts<'a> {
         }
         let ctx = self.context(attempt, run);
         async move {
-            if let Some(mark) = mark
-                && let Err((outcome, reason)) = mark_start(shared, mark, self.claim_key()).await
-            {
+            let marked = match mark {
+                Some(Mark::Queue(record)) => mark_start(shared, record, self.claim_key()).await,
+                Some(Mark::Made(answer)) => answer,
+                None => Ok(()),
+            };
+            if let Err((outcome, reason)) = marked {
                 return AttemptResult::not_started(outcome, reason);
             }
             let clock = shared.clock.as_ref();
