@@ -537,10 +537,11 @@ impl Coordinator for RedisCoordinator {
         true
     }
 
-    /// The start script's `mark`: per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] marks, one
-    /// call on one server (one per hash slot in a cluster, all in flight at once); a
-    /// claim is marked by leaving its register of unstarted claims (one `HDEL` per
-    /// register), its key as it was. A lost reply is sent once more (a mark is
+    /// Per chunk of [`MAX_CLAIMS_PER_ROUND_TRIP`] marks, on one server one call of the
+    /// mark script (one key per claim; a claim whose key is gone then goes through the
+    /// start script's `mark`, which makes it again), in a cluster one call of the start
+    /// script's `mark` per hash slot, all in flight at once; a claim is marked by leaving
+    /// its register of unstarted claims (one `HDEL` per register), its key as it was. A lost reply is sent once more (a mark is
     /// idempotent). In a cluster, a node that fails fails the whole call, though the
     /// marks other nodes made stand (their runs then do not start: fail closed).
     async fn mark_starts(

@@ -14,6 +14,7 @@ use crate::coordinator::{RedisCoordinator, ceil_ms, outcome_unknown, slot_groups
 use crate::keys::KeyLayout;
 
 static START: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("start.lua")));
+static MARK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("mark.lua")));
 
 /// How long a claim holds that is made again by a start mark or a takeover after its hold
 /// ended unmarked (its key expired; its register entry stayed): a day, or the one-shot
@@ -44,7 +45,39 @@ impl RedisCoordinator {
         marks: &[StartMark<'_>],
     ) -> Result<Vec<bool>, CoordinatorError> {
         let items: Vec<(&str, &str)> = marks.iter().map(|m| (m.job, m.key)).collect();
-        self.start_batch(Op::Mark { instance }, &items).await.into_iter().map(|a| a.map(|a| a == 1)).collect()
+        if !self.keys.unstarted_per_instance() {
+            let answers = self.start_batch(Op::Mark { instance }, &items).await;
+            return answers.into_iter().map(|a| a.map(|a| a == 1)).collect();
+        }
+        let mut answers = Vec::with_capacity(items.len());
+        for chunk in items.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+            answers.extend(self.mark_chunk(instance, chunk).await?);
+        }
+        Ok(answers)
+    }
+
+    /// On one server, one call of the mark script (`mark.lua`) for `chunk`; the claims
+    /// whose key is gone then go through the start script's `mark`, which makes them again.
+    async fn mark_chunk(&self, instance: &str, chunk: &[Item<'_>]) -> Result<Vec<bool>, CoordinatorError> {
+        let mut script = MARK.prepare_invoke();
+        script.key(self.keys.unstarted("", instance)).arg(instance);
+        for (job, key) in chunk {
+            script.key(self.keys.trigger(job, key)).arg(*key);
+        }
+        let what = || format!("mark of {} claims", chunk.len());
+        let answers = self.invoke_idempotent(&script, chunk.len(), what).await?;
+        let gone: Vec<Item<'_>> =
+            chunk.iter().zip(&answers).filter(|(_, a)| **a < 0).map(|(i, _)| *i).collect();
+        let mut afresh = if gone.is_empty() {
+            Vec::new()
+        } else {
+            self.start_batch(Op::Mark { instance }, &gone)
+                .await
+                .into_iter()
+                .collect::<Result<Vec<i64>, _>>()?
+        }
+        .into_iter();
+        Ok(answers.into_iter().map(|a| if a < 0 { afresh.next() == Some(1) } else { a == 1 }).collect())
     }
 
     /// [`Coordinator::take_over`](slotcron::Coordinator::take_over): the script's `take`,
@@ -118,10 +151,22 @@ impl RedisCoordinator {
             script.key(&keys[i]).key(self.keys.fencing(job)).key(&*from).key(&*to).arg(key);
         }
         let what = || format!("{name} of {} claims", group.len());
+        self.invoke_idempotent(&script, group.len(), what).await
+    }
+
+    /// Calls `script`, which answers one integer for each of `n` claims and is idempotent:
+    /// a lost reply is sent once more, and is an error of kind `OutcomeUnknown` the second
+    /// time; `what` names the call in errors.
+    async fn invoke_idempotent(
+        &self,
+        script: &redis::ScriptInvocation<'_>,
+        n: usize,
+        what: impl Fn() -> String,
+    ) -> Result<Vec<i64>, CoordinatorError> {
         let mut lost = None;
         for _ in 0..2 {
-            match self.connection.invoke::<Vec<i64>>(&script).await {
-                Ok(answers) if answers.len() == group.len() => return Ok(answers),
+            match self.connection.invoke::<Vec<i64>>(script).await {
+                Ok(answers) if answers.len() == n => return Ok(answers),
                 Ok(answers) => lost = Some(format!("{} answers to the {}", answers.len(), what())),
                 Err(e) if outcome_unknown(&e) => lost = Some(format!("{}: {e}", what())),
                 Err(e) => return Err(CoordinatorError::unavailable(format!("{}: {e}", what()))),

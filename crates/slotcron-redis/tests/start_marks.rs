@@ -131,6 +131,27 @@ async fn a_claim_whose_hold_ended_unmarked_is_still_its_holders_to_mark() {
 }
 
 #[tokio::test]
+async fn one_call_marks_live_claims_and_claims_whose_hold_ended_and_refuses_anothers_each_in_order() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let gone = format!("late:{}", in_seconds(-60));
+    expired_claim(&coordinator, &gone).await;
+    let (live, others) = (format!("tick:{}", in_seconds(60)), format!("tock:{}", in_seconds(60)));
+    let claim = |job, key, instance| Claim { job, trigger: in_seconds(60), key, instance, hold: MINUTE };
+    won(coordinator.claim(&claim("tick", &live, "holder")).await.unwrap());
+    won(coordinator.claim(&claim("tock", &others, "another")).await.unwrap());
+    let marks = [
+        StartMark { job: "tock", key: &others },
+        StartMark { job: "late", key: &gone },
+        StartMark { job: "tick", key: &live },
+    ];
+    assert_eq!(coordinator.mark_starts("holder", &marks).await.unwrap(), [false, true, true]);
+    assert!(get(&server, &format!("slotcron:{gone}")).unwrap().ends_with(" holder"), "made again");
+    assert!(register(&server, "holder").is_empty(), "both of the holder's marked");
+    assert_eq!(register(&server, "another").len(), 1, "another's claim stays unmarked");
+}
+
+#[tokio::test]
 async fn a_void_drops_unmarked_claims_ahead_with_their_register_entries_and_keeps_marked_ones() {
     let server = RedisServer::tcp();
     let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
