@@ -483,8 +483,11 @@ const MAX_INSTANCE_LEN: usize = 200;
 /// An `--instance` id: it is written to logs, claims and run records, and passed to
 /// commands in `SLOTCRON_INSTANCE`.
 fn parse_instance(id: &str) -> Result<String, String> {
-    if id.is_empty() {
-        return Err("must not be empty".into());
+    if id.trim().is_empty() {
+        return Err("must not be empty or only whitespace".into());
+    }
+    if id.trim() != id {
+        return Err(format!("must not start or end with whitespace, got {id:?}"));
     }
     if id.len() > MAX_INSTANCE_LEN {
         return Err(format!("must be at most {MAX_INSTANCE_LEN} bytes, got {}", id.len()));

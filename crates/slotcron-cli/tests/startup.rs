@@ -400,7 +400,9 @@ fn an_invalid_instance_id_is_refused() {
     write(&dir, "jobs.toml", JOBS);
     let long = "x".repeat(201);
     for (id, reason) in [
-        ("", "must not be empty"),
+        ("", "must not be empty or only whitespace"),
+        ("  ", "must not be empty or only whitespace"),
+        (" web-1", "must not start or end with whitespace, got \" web-1\""),
         ("web\n1", "must not contain control characters, found '\\n'"),
         (long.as_str(), "must be at most 200 bytes, got 201"),
     ] {
