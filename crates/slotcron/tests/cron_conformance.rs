@@ -74,3 +74,59 @@ fn every_conformance_vector_passes() {
         failures.join("\n")
     );
 }
+
+/// The schedule of a valid vector, in its zone, and its fire times as instants.
+fn schedule_and_fires(case: &Case) -> (CronSchedule, Timestamp, Vec<Timestamp>) {
+    let zone = TimeZone::get(case.tz.as_deref().unwrap()).unwrap();
+    let schedule = CronSchedule::parse(&case.expr).unwrap().with_time_zone(zone);
+    let start: Timestamp = case.start.as_deref().unwrap().parse().unwrap();
+    let fires = case.next.iter().map(|t| t.parse::<Timestamp>().unwrap()).collect();
+    (schedule, start, fires)
+}
+
+/// `prev_before` walks every vector's fire times back, each to the one listed before it,
+/// and from the first to a fire time at or before the vector's start (nothing fires
+/// between the start and the first); at the instants between and just after them, it is
+/// the inverse of `next_after` (`next_after(prev_before(t)) >= t`, `prev_before(t) < t`);
+/// an expression that never fires has none.
+#[test]
+fn every_conformance_vector_runs_backwards_with_prev_before() {
+    let mut failures = Vec::new();
+    for case in cases().iter().filter(|case| !case.error) {
+        let (schedule, start, fires) = schedule_and_fires(case);
+        for pair in fires.windows(2) {
+            let prev = schedule.prev_before(pair[1]);
+            if prev != Some(pair[0]) {
+                failures.push(format!("{}: prev_before({}) = {prev:?}, want {}", case.id, pair[1], pair[0]));
+            }
+        }
+        if let Some(&first) = fires.first() {
+            match schedule.prev_before(first) {
+                Some(prev) if prev <= start && schedule.next_after(prev) == Some(first) => {}
+                prev => failures.push(format!("{}: prev_before({first}) = {prev:?}, from {start}", case.id)),
+            }
+        }
+        let probes = fires.iter().flat_map(|&fire| {
+            [-1_000_000_000_i64, -1, 1, 1_000_000_000].map(|ns| fire + jiff::SignedDuration::from_nanos(ns))
+        });
+        for t in probes.chain([start]) {
+            let prev = schedule.prev_before(t);
+            if fires.is_empty() {
+                // An expression that never fires has no previous fire time either.
+                if prev.is_some() {
+                    failures.push(format!(
+                        "{}: prev_before({t}) = {prev:?} of a schedule that never fires",
+                        case.id
+                    ));
+                }
+                continue;
+            }
+            let inverse = prev.is_some_and(|p| p < t && schedule.next_after(p).is_some_and(|next| next >= t));
+            if !inverse {
+                failures
+                    .push(format!("{}: prev_before({t}) = {prev:?} is no inverse of next_after", case.id));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
