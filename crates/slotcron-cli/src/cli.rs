@@ -42,7 +42,10 @@ pub enum Command {
     Run(RunArgs),
     /// Print the next fire times of a cron expression.
     #[command(after_help = NEXT_EXAMPLES)]
-    Next(NextArgs),
+    Next(FireTimesArgs),
+    /// Print the previous fire times of a cron expression, newest first.
+    #[command(after_help = PREV_EXAMPLES)]
+    Prev(FireTimesArgs),
     /// Validate FILE and list its jobs with their next fire times.
     #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
@@ -356,15 +359,18 @@ pub struct StateArg {
     pub url: String,
 }
 
-/// `slotcron next`.
+/// `slotcron next` and `slotcron prev`.
 #[derive(Debug, Args)]
-pub struct NextArgs {
+pub struct FireTimesArgs {
     /// A cron expression: 5 or 6 fields, a descriptor such as `@daily`, or `@every 90s`.
     pub expression: String,
     /// The IANA time zone the expression is evaluated in.
     #[arg(long = "tz", value_name = "ZONE", default_value = "UTC")]
     pub zone: String,
-    /// Print fire times strictly after this RFC 3339 instant [default: now].
+    /// Count from this RFC 3339 instant [default: now].
+    ///
+    /// Not itself printed: `next` prints the fire times strictly after it, `prev` those
+    /// strictly before it.
     #[arg(long, value_name = "RFC3339")]
     pub from: Option<String>,
     /// How many fire times to print.
@@ -449,6 +455,12 @@ Examples:
   slotcron next '*/15 * * * *'
   slotcron next '30 2 * * *' --tz America/New_York -n 3
   slotcron next '@every 90s' --from 2026-12-04T16:00:00Z --explain";
+
+/// After `slotcron prev --help`.
+const PREV_EXAMPLES: &str = "\
+Examples:
+  slotcron prev '0 9 * * 1-5' --from 2026-12-07T08:00:00Z -n 1
+  slotcron prev '30 2 * * *' --tz America/New_York -n 3";
 
 /// After `slotcron check --help`.
 const CHECK_EXAMPLES: &str = "\

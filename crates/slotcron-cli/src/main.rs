@@ -58,7 +58,8 @@ fn main() -> ExitCode {
     logging::init(cli.log_format);
     match &cli.command {
         Command::Run(args) => run::run(args),
-        Command::Next(args) => next::run(args),
+        Command::Next(args) => next::run(args, next::Direction::Next),
+        Command::Prev(args) => next::run(args, next::Direction::Prev),
         Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
         Command::Jobs(args) => jobs::run(args),

@@ -1,4 +1,5 @@
-//! `slotcron next EXPR`: the next fire times of a cron expression.
+//! `slotcron next EXPR` and `slotcron prev EXPR`: the next or the previous fire times of
+//! a cron expression.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,27 +8,46 @@ use jiff::Timestamp;
 use slotcron::CronSchedule;
 use slotcron::Schedule;
 
-use crate::cli::NextArgs;
+use crate::cli::FireTimesArgs;
 use crate::jobs_file::with_zone;
 use crate::{INVALID_INPUT, cron_error, zone};
 
-/// Prints the next `args.count` fire times of `args.expression` strictly after
-/// `args.from` (default now), one per line in RFC 3339 with the zone's offset; with
+/// Which way `run` counts from `--from`.
+#[derive(Clone, Copy)]
+pub enum Direction {
+    /// `slotcron next`: the fire times strictly after it, oldest first.
+    Next,
+    /// `slotcron prev`: the fire times strictly before it, newest first
+    /// ([`Schedule::prev_before`], the inverse of `next`).
+    Prev,
+}
+
+impl Direction {
+    fn command(self) -> &'static str {
+        match self {
+            Self::Next => "slotcron next",
+            Self::Prev => "slotcron prev",
+        }
+    }
+}
+
+/// Prints `args.count` fire times of `args.expression` from `args.from` (default now)
+/// the `direction` says, one per line in RFC 3339 with the zone's offset; with
 /// `--explain`, first a line describing the schedule in English.
 ///
 /// Exit status 0, also when fewer fire times exist (said on standard error); 2 with a
 /// message on standard error for an invalid expression, zone or `--from`.
-pub fn run(args: &NextArgs) -> ExitCode {
-    match fire_times(args) {
+pub fn run(args: &FireTimesArgs, direction: Direction) -> ExitCode {
+    match fire_times(args, direction) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("slotcron next: {message}");
+            eprintln!("{}: {message}", direction.command());
             ExitCode::from(INVALID_INPUT)
         }
     }
 }
 
-fn fire_times(args: &NextArgs) -> Result<(), String> {
+fn fire_times(args: &FireTimesArgs, direction: Direction) -> Result<(), String> {
     let cron = CronSchedule::parse(&args.expression).map_err(|e| {
         format!(
             "invalid cron expression: {}\n{}",
@@ -49,19 +69,28 @@ fn fire_times(args: &NextArgs) -> Result<(), String> {
     if args.explain && writeln!(stdout, "{}", with_zone(&cron.explain(), &zone)).is_err() {
         return Ok(());
     }
-    let mut after = from;
+    let mut at = from;
     let mut printed = 0;
     while printed < args.count {
-        let Some(next) = cron.next_after(after) else { break };
+        let fire = match direction {
+            Direction::Next => cron.next_after(at),
+            Direction::Prev => cron.prev_before(at),
+        };
+        let Some(fire) = fire else { break };
         // A closed pipe (`slotcron next ... | head -1`) is not an error.
-        if writeln!(stdout, "{}", zone::rfc3339(next, &zone)).is_err() {
+        if writeln!(stdout, "{}", zone::rfc3339(fire, &zone)).is_err() {
             return Ok(());
         }
-        after = next;
+        at = fire;
         printed += 1;
     }
     if printed < args.count {
-        eprintln!("slotcron next: only {printed} fire time(s) after {from}; the expression has no more");
+        let side = match direction {
+            Direction::Next => "after",
+            Direction::Prev => "before",
+        };
+        let command = direction.command();
+        eprintln!("{command}: only {printed} fire time(s) {side} {from}; the expression has no more");
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ fn every_help_has_short_lines_and_ends_with_examples() {
         &[][..],
         &["run"],
         &["next"],
+        &["prev"],
         &["check"],
         &["history"],
         &["status"],

@@ -1,4 +1,4 @@
-//! `slotcron next`: fire times, messages and exit statuses.
+//! `slotcron next` and `slotcron prev`: fire times, messages and exit statuses.
 
 mod support;
 
@@ -98,4 +98,40 @@ fn malformed_from_exits_2() {
     let out = run(&["next", "* * * * *", "--from", "yesterday"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--from \"yesterday\""), "{}", stderr(&out));
+}
+
+#[test]
+fn prev_looks_back_over_the_weekend_newest_first() {
+    let out = run(&["prev", "0 9 * * 1-5", "--from", "2026-12-07T08:00:00Z", "--tz", "UTC", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2026-12-04T09:00:00+00:00\n");
+    let out = run(&["prev", "0 9 * * 1-5", "--from", "2026-12-07T09:00:00Z", "-n", "3"]);
+    assert_eq!(
+        stdout(&out),
+        "2026-12-04T09:00:00+00:00\n2026-12-03T09:00:00+00:00\n2026-12-02T09:00:00+00:00\n"
+    );
+}
+
+#[test]
+fn prev_is_next_backwards_across_a_spring_forward_gap() {
+    let from = ["--tz", "America/New_York", "--from", "2024-03-12T00:00:00-04:00", "-n", "3"];
+    let out = run(&[&["prev", "30 2 * * *"][..], &from[..]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "2024-03-11T02:30:00-04:00\n2024-03-10T03:00:00-04:00\n2024-03-09T02:30:00-05:00\n",
+        "the fire times next prints from 2024-03-09T12:00-05:00, and the one before them"
+    );
+}
+
+#[test]
+fn prev_of_an_invalid_expression_or_with_nothing_before_says_so() {
+    let out = run(&["prev", "0 25 * * *"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("slotcron prev: invalid cron expression"), "{}", stderr(&out));
+    // The earliest instant there is: -9999-01-02T01:59:59Z.
+    let out = run(&["prev", "0 12 * * *", "--from=-009999-01-03T00:00:00Z", "-n", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "-9999-01-02T12:00:00+00:00\n");
+    assert!(stderr(&out).contains("only 1 fire time(s) before"), "{}", stderr(&out));
 }
