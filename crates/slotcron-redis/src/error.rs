@@ -14,7 +14,22 @@ pub enum RedisCoordinatorError {
         reason: String,
     },
     /// The first connection failed: unreachable server, refused TLS, wrong password,
-    /// unknown database.
-    #[error("redis coordinator: cannot connect: {0}")]
+    /// unknown database, or a server that does not speak Redis' protocol (the message
+    /// then says so).
+    #[error("redis coordinator: cannot connect: {}", connect_reason(.0))]
     Connect(#[source] redis::RedisError),
+}
+
+/// Why the first connection failed, with a hint where the answer suggests the address is
+/// not a Redis server's (an answer that is not RESP, or the connection dropped at once, as
+/// a PostgreSQL or HTTP server does to Redis' greeting).
+fn connect_reason(error: &redis::RedisError) -> String {
+    let dropped = error.is_connection_dropped() && !error.is_connection_refusal();
+    if error.kind() == redis::ErrorKind::Parse || dropped {
+        format!(
+            "{error} (the server did not answer as Redis does: is this the address and port of a Redis server?)"
+        )
+    } else {
+        error.to_string()
+    }
 }

@@ -74,6 +74,25 @@ async fn an_unreachable_server_is_a_connect_error() {
     let url = format!("redis://127.0.0.1:{}", free_port());
     let error = RedisCoordinator::connect(RedisConfig::new(url)).await.err().expect("nobody listens");
     assert!(matches!(error, RedisCoordinatorError::Connect(_)), "{error:?}");
+    assert!(!error.to_string().contains("did not answer as Redis does"), "refused, not answered: {error}");
+}
+
+#[tokio::test]
+async fn a_server_that_is_not_redis_is_named_as_such() {
+    // An HTTP server's answer to Redis' greeting, then the connection closed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let error = RedisCoordinator::connect(RedisConfig::new(url)).await.err().expect("not Redis");
+    assert!(matches!(error, RedisCoordinatorError::Connect(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("the server did not answer as Redis does"), "{message}");
 }
 
 #[tokio::test]
