@@ -19,7 +19,8 @@ use crate::ledger::RunRecord;
 use crate::metrics::JobSeries;
 use crate::policy::{Misfire, OnInterrupt, Overlap, Retry, run_budget};
 use crate::schedule::{
-    After, At, CronSchedule, Interval, MAX_DURATION, Schedule, ScheduleError, ScheduleKind, Window,
+    After, At, Calendar, CronSchedule, Excluding, Interval, MAX_DURATION, Schedule, ScheduleError,
+    ScheduleKind, Window,
 };
 
 /// A handler error saying that the scheduler's shutdown stopped the run (the daemon, at
@@ -150,8 +151,9 @@ impl From<Job> for JobBuilder {
             overlap: job.overlap,
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
-            // The job's schedule is already bounded.
+            // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
+            exclude: Vec::new(),
         }
     }
 }
@@ -176,6 +178,7 @@ impl Job {
             jitter: None,
             on_interrupt: OnInterrupt::Record,
             window: (None, None),
+            exclude: Vec::new(),
         }
     }
 
@@ -296,6 +299,8 @@ pub struct JobBuilder {
     /// The window the schedule's triggers are bounded to: from (included), until
     /// (excluded).
     window: (Option<Timestamp>, Option<Timestamp>),
+    /// The calendars whose instants are not triggers.
+    exclude: Vec<Arc<Calendar>>,
 }
 
 impl JobBuilder {
@@ -451,6 +456,14 @@ impl JobBuilder {
         self
     }
 
+    /// Removes the instants `calendar` excludes from the job's fire times ([`Excluding`],
+    /// Quartz's calendars, Temporal's `exclude`): an excluded instant is not a trigger at
+    /// all, and nothing is recorded for it. May be called for several calendars.
+    pub fn exclude(mut self, calendar: Arc<Calendar>) -> Self {
+        self.exclude.push(calendar);
+        self
+    }
+
     /// Delays each trigger's start by an offset in `[0, jitter)` from a hash of the job's
     /// name and the trigger, the same on every replica
     /// ([`jitter_offset`](crate::policy::jitter_offset)); the trigger instant and key stay
@@ -481,17 +494,8 @@ impl JobBuilder {
                 schedule.map_err(|source| JobError::Schedule { job: job.clone(), source })?
             }
         };
-        let schedule = match self.window {
-            (None, None) => schedule,
-            (start, end) => {
-                if self.run_on_start {
-                    return Err(invalid("run_on_start", "cannot be combined with start or end"));
-                }
-                let window = Window::new(schedule, start, end)
-                    .map_err(|source| JobError::Schedule { job: job.clone(), source })?;
-                Arc::new(window) as Arc<dyn Schedule>
-            }
-        };
+        let schedule =
+            bound(schedule, self.window, self.exclude, self.run_on_start).map_err(|e| e.for_job(&job))?;
         let handler = self.handler.ok_or_else(|| invalid("handler", "a job needs a handler"))?;
         if self.timeout == Some(Duration::ZERO) {
             return Err(invalid("timeout", "must be longer than zero"));
@@ -691,4 +695,42 @@ pub enum JobError {
         /// The job's name.
         job: String,
     },
+}
+
+/// `schedule` bounded to `window` (a [`Window`]) and less the instants `exclude`'s
+/// calendars exclude (an [`Excluding`]), each only when given; a window and
+/// `run_on_start` do not go together.
+fn bound(
+    schedule: Arc<dyn Schedule>,
+    window: (Option<Timestamp>, Option<Timestamp>),
+    exclude: Vec<Arc<Calendar>>,
+    run_on_start: bool,
+) -> Result<Arc<dyn Schedule>, BoundError> {
+    let schedule = match window {
+        (None, None) => schedule,
+        (start, end) => {
+            if run_on_start {
+                return Err(BoundError::Invalid("run_on_start", "cannot be combined with start or end"));
+            }
+            Arc::new(Window::new(schedule, start, end).map_err(BoundError::Schedule)?) as Arc<dyn Schedule>
+        }
+    };
+    Ok(if exclude.is_empty() { schedule } else { Arc::new(Excluding::new(schedule, exclude)) })
+}
+
+/// Why [`bound`] failed, before it names the job.
+enum BoundError {
+    Invalid(&'static str, &'static str),
+    Schedule(ScheduleError),
+}
+
+impl BoundError {
+    fn for_job(self, job: &str) -> JobError {
+        match self {
+            Self::Invalid(field, reason) => {
+                JobError::Invalid { job: job.to_owned(), field, reason: reason.into() }
+            }
+            Self::Schedule(source) => JobError::Schedule { job: job.to_owned(), source },
+        }
+    }
 }

@@ -233,9 +233,11 @@ pub use policy::{
 pub use redact::redact;
 pub use registry::HandlerRegistry;
 pub use schedule::{
-    After, At, CronError, CronErrorKind, CronField, CronSchedule, DurationError, EveryDays, Interval,
-    MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, Window, parse_duration,
+    After, At, Calendar, CronError, CronErrorKind, CronField, CronSchedule, DurationError, EveryDays,
+    Interval, MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, Window,
+    parse_duration,
 };
+pub use schedule::{Excluding, MAX_EXCLUDED_IN_A_ROW};
 pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError, merge_job_state};
 
 /// Re-exported so that users name the same versions of these types.

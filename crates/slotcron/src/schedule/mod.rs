@@ -1,5 +1,6 @@
 //! Schedules: what yields the fire times of a job ([`Schedule`]).
 
+mod calendar;
 mod cron;
 mod describe;
 mod duration;
@@ -11,6 +12,7 @@ mod prev;
 mod window;
 mod zone;
 
+pub use calendar::{Calendar, Excluding, MAX_EXCLUDED_IN_A_ROW};
 pub use cron::{CronError, CronErrorKind, CronField, CronSchedule};
 pub use describe::ScheduleDescription;
 pub use duration::{DurationError, parse_duration};
