@@ -109,7 +109,7 @@ fn row(entry: &JobEntry, states: Option<&HashMap<String, JobState>>, now: Timest
         relative::cell(next.as_ref().and_then(NextFire::instant), now),
         last,
         relative::cell(state.map(|state| state.last_trigger), now),
-        entry.schedule.explain(),
+        entry.explain(),
     ]
 }
 

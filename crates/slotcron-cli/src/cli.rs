@@ -363,9 +363,17 @@ pub struct StateArg {
 #[derive(Debug, Args)]
 pub struct FireTimesArgs {
     /// A cron expression: 5 or 6 fields, a descriptor such as `@daily`, or `@every 90s`.
-    pub expression: String,
-    /// The IANA time zone the expression is evaluated in.
-    #[arg(long = "tz", value_name = "ZONE", default_value = "UTC")]
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub expression: Option<String>,
+    /// A jobs file (or crontab): give the fire times of its job --job, with the job's
+    /// zone, window and calendars applied.
+    #[arg(long, value_name = "FILE", requires = "job")]
+    pub file: Option<PathBuf>,
+    /// The job of --file.
+    #[arg(long, value_name = "NAME", requires = "file")]
+    pub job: Option<String>,
+    /// The IANA time zone the expression is evaluated in (a --file job: its own).
+    #[arg(long = "tz", value_name = "ZONE", default_value = "UTC", conflicts_with = "file")]
     pub zone: String,
     /// Count from this RFC 3339 instant [default: now].
     ///
@@ -379,7 +387,9 @@ pub struct FireTimesArgs {
     pub count: u32,
     /// First print the schedule in English.
     ///
-    /// One line, e.g. "At 09:30 on Monday through Friday (UTC)".
+    /// One line, e.g. "At 09:30 on Monday through Friday (UTC)"; for a --file job with
+    /// calendars, also each instant a calendar removed, on a line of its own starting
+    /// with `#`, before the fire time that follows it.
     #[arg(long)]
     pub explain: bool,
 }
@@ -454,7 +464,7 @@ const NEXT_EXAMPLES: &str = "\
 Examples:
   slotcron next '*/15 * * * *'
   slotcron next '30 2 * * *' --tz America/New_York -n 3
-  slotcron next '@every 90s' --from 2026-12-04T16:00:00Z --explain";
+  slotcron next --file jobs.toml --job report --explain";
 
 /// After `slotcron prev --help`.
 const PREV_EXAMPLES: &str = "\

@@ -68,12 +68,15 @@ pub fn file_jobs_name(instance: &str) -> String {
 /// A job of a jobs file as a definition in the state.
 ///
 /// # Errors
-/// A job the state cannot hold: an `@reboot` one, one with `at_time`, or a cron zone
-/// without an IANA name.
+/// A job the state cannot hold: an `@reboot` one, one with `at_time` or `exclude`, or a
+/// cron zone without an IANA name.
 pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
     use jobs_file::ScheduleSpec as FileSchedule;
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let job = &entry.job;
+    if !entry.exclude.is_empty() {
+        return Err("jobs with exclude (calendars) cannot be kept in the state".into());
+    }
     let schedule = match &entry.schedule {
         FileSchedule::Every(period) => ScheduleSpec::Every { period_ms: millis(*period), offset_ms: 0 },
         FileSchedule::Cron(cron) => {

@@ -220,10 +220,10 @@ X = "1"
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
-                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end";
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
-         max_concurrent_runs, on_failure, coordination, admin, history, job"
+         max_concurrent_runs, on_failure, coordination, admin, history, calendar, job"
             .to_owned(),
         "jobs.toml:6: coordination.prefx: unknown key; did you mean prefix? ([coordination] takes redis, prefix, slack, \
          takeover_delay, membership_ttl, shared_work)"

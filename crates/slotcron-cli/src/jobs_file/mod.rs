@@ -165,6 +165,8 @@ pub struct JobEntry {
     pub schedule: ScheduleSpec,
     /// The validated job; its handler runs the job's shell command.
     pub job: Job,
+    /// The calendars of its `exclude`, already applied to the job's schedule.
+    pub exclude: Vec<std::sync::Arc<slotcron::Calendar>>,
     /// `false` for a TOML job with `enabled = false`: loaded, validated and shown, never
     /// scheduled.
     pub enabled: bool,
@@ -177,6 +179,19 @@ pub struct JobEntry {
     /// The command run after a trigger of the job fails (its own or the file's
     /// `on_failure`).
     pub on_failure: Option<ShellCommand>,
+}
+
+impl JobEntry {
+    /// The job's schedule in English (as `slotcron check` shows it), and the calendars
+    /// that take instants out of it.
+    pub fn explain(&self) -> String {
+        let explanation = self.schedule.explain();
+        if self.exclude.is_empty() {
+            return explanation;
+        }
+        let names: Vec<&str> = self.exclude.iter().map(|calendar| calendar.name()).collect();
+        format!("{explanation}, except in {}", names.join(", "))
+    }
 }
 
 /// A job's run policies as a file gives them; `None`: the core's default.
@@ -193,6 +208,8 @@ struct Policies {
     /// `start` and `end`: the window a recurring schedule's triggers are bounded to.
     start: Option<jiff::Timestamp>,
     end: Option<jiff::Timestamp>,
+    /// `exclude`: the calendars whose instants are not triggers.
+    exclude: Vec<std::sync::Arc<slotcron::Calendar>>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -379,6 +396,7 @@ impl Draft {
         let builder = given(builder, policies.on_interrupt, JobBuilder::on_interrupt);
         let builder = given(builder, policies.start, JobBuilder::start_at);
         let builder = given(builder, policies.end, JobBuilder::end_at);
+        let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
@@ -396,6 +414,7 @@ impl Draft {
                     line: self.line,
                     schedule: self.schedule,
                     job,
+                    exclude: self.policies.exclude,
                     enabled: self.enabled,
                     fingerprint,
                     command,

@@ -1,11 +1,12 @@
 //! A job's schedule as a jobs file states it, before it becomes a [`slotcron::Job`].
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::{CronSchedule, EveryDays, Interval, Schedule, ScheduleKind};
+use slotcron::{At, CronSchedule, EveryDays, Interval, Schedule, ScheduleKind};
 use slotcron::{Job, JobBuilder, JobState};
 
 use crate::duration;
@@ -63,6 +64,18 @@ impl ScheduleSpec {
                     .at(Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now))
                     .on_every_replica(true)
             }
+        }
+    }
+
+    /// The schedule alone, with no window nor calendar; `None` for `after` and
+    /// `@reboot`, whose instant depends on the daemon's start.
+    pub fn base(&self) -> Option<Arc<dyn Schedule>> {
+        match self {
+            Self::Every(period) => Interval::every(*period).ok().map(|i| Arc::new(i) as Arc<dyn Schedule>),
+            Self::EveryDays(days) => Some(Arc::new(days.clone())),
+            Self::Cron(cron) => Some(Arc::new(cron.clone())),
+            Self::At(instant) => Some(Arc::new(At::new(*instant))),
+            Self::After(_) | Self::AtStartUp => None,
         }
     }
 

@@ -33,6 +33,13 @@
 //! per_job = 10000                # at most this many records per job (default 10000)
 //!                                # each job's last success and last failure are kept
 //!
+//! [[calendar]]                   # optional: instants jobs can `exclude`
+//! name = "holidays"
+//! dates = ["2026-12-25"]         # whole days, in the calendar's zone
+//! ranges = ["2026-12-24T12:00/2026-12-27T00:00"] # half-open, local wall time
+//! cron = ["* * * * 0,6"]         # 5 fields: whole minutes; 6 fields: seconds
+//! timezone = "Europe/Berlin"     # default: the file's
+//!
 //! [[job]]
 //! name = "backup"
 //! cron = "0 3 * * *"             # exactly one of every, cron, at, after
@@ -52,6 +59,7 @@
 //! jitter = "30s"                 # optional: start offset in [0, jitter)
 //! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
 //! enabled = false                # optional: validated and listed, never scheduled
+//! exclude = ["holidays"]         # optional: calendars whose instants are not triggers
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -86,6 +94,7 @@ use env::Defaults;
 use table::{ADMIN_KEYS, COORDINATION_KEYS, HISTORY_KEYS, JOB_KEYS, TOP_LEVEL_KEYS, Table, ZONE};
 
 mod at;
+mod calendar;
 mod chunks;
 mod env;
 mod history;
@@ -129,6 +138,8 @@ struct Reader<'s> {
     defaults: Defaults,
     /// The top-level `timezone`: the zone of jobs without their own (`None` if invalid).
     default_zone: Option<TimeZone>,
+    /// The `[[calendar]]` tables, by name, for the jobs' `exclude`.
+    calendars: std::collections::HashMap<String, std::sync::Arc<slotcron::Calendar>>,
 }
 
 impl<'s> Reader<'s> {
@@ -140,6 +151,7 @@ impl<'s> Reader<'s> {
             parsed: Parsed::default(),
             defaults: Defaults::default(),
             default_zone: Some(TimeZone::UTC),
+            calendars: std::collections::HashMap::new(),
         }
     }
 
@@ -237,6 +249,7 @@ impl Reader<'_> {
                 what: "[history]",
             });
         }
+        self.calendars(&top);
         self.jobs(root);
     }
 

@@ -1,6 +1,6 @@
 //! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
-//! `overlap`, `jitter`, `on_failure`, `on_interrupt`, and the window `start` and `end`
-//! — and the file-wide `max_concurrent_runs` and `on_failure`.
+//! `overlap`, `jitter`, `on_failure`, `on_interrupt`, the window `start` and `end`, and
+//! the calendars of `exclude` — and the file-wide `max_concurrent_runs` and `on_failure`.
 
 use slotcron::{OnInterrupt, Overlap};
 use toml::de::DeValue;
@@ -31,6 +31,7 @@ impl Reader<'_> {
         Policies {
             start,
             end,
+            exclude: self.exclude(table),
             attempts,
             backoff,
             backoff_multiplier,

@@ -22,8 +22,10 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "coordination",
     "admin",
     "history",
+    "calendar",
     "job",
 ];
+pub(super) const CALENDAR_KEYS: &[&str] = &["name", "dates", "ranges", "cron", "timezone"];
 pub(super) const COORDINATION_KEYS: &[&str] =
     &["redis", "prefix", "slack", "takeover_delay", "membership_ttl", "shared_work"];
 pub(super) const ADMIN_KEYS: &[&str] = &["listen"];
@@ -56,6 +58,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "enabled",
     "start",
     "end",
+    "exclude",
 ];
 
 /// What each kind of value is expected to look like, in type problems.

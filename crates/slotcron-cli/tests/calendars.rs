@@ -1,0 +1,100 @@
+//! `[[calendar]]` and `exclude` in a jobs file: `check` and `next --file` leave out the
+//! instants a calendar excludes and say which; bad calendars are refused at load, each
+//! problem naming the calendar, the field and the reason.
+
+mod support;
+
+use support::{run_in, scratch, stderr, stdout, write};
+
+const JOBS: &str = r#"timezone = "Europe/Berlin"
+
+[[calendar]]
+name = "holidays"
+dates = ["2026-12-25", "2027-01-01"]
+ranges = ["2026-12-31T12:00/2027-01-01T00:00"]
+cron = ["* * * * 0,6"]
+
+[[job]]
+name = "report"
+cron = "0 9 * * *"
+exclude = ["holidays"]
+command = "true"
+"#;
+
+#[test]
+fn next_of_a_job_skips_its_holidays_and_weekends_and_explains_which_calendar_removed_them() {
+    let dir = scratch("calendar_next");
+    write(&dir, "jobs.toml", JOBS);
+    let args =
+        ["next", "--file", "jobs.toml", "--job", "report", "--from", "2026-12-24T12:00:00Z", "-n", "2"];
+    let out = run_in(&dir, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2026-12-28T09:00:00+01:00\n2026-12-29T09:00:00+01:00\n");
+    let out = run_in(&dir, &[&args[..], &["--explain"]].concat());
+    let expected = "At 09:00 (Europe/Berlin), except in holidays\n\
+                    # 2026-12-25T09:00:00+01:00 excluded by holidays\n\
+                    # 2026-12-26T09:00:00+01:00 excluded by holidays\n\
+                    # 2026-12-27T09:00:00+01:00 excluded by holidays\n\
+                    2026-12-28T09:00:00+01:00\n2026-12-29T09:00:00+01:00\n";
+    assert_eq!(stdout(&out), expected);
+    let out = run_in(
+        &dir,
+        &["prev", "--file", "jobs.toml", "--job", "report", "--from", "2026-12-28T00:00:00Z", "-n", "1"],
+    );
+    assert_eq!(stdout(&out), "2026-12-24T09:00:00+01:00\n");
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("At 09:00 (Europe/Berlin), except in holidays"), "{}", stdout(&out));
+    let out = run_in(&dir, &["next", "--file", "jobs.toml", "--job", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no job named \"nope\" in jobs.toml (its jobs: report)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_bad_calendar_or_an_unknown_one_is_refused_naming_the_calendar_the_field_and_the_reason() {
+    let dir = scratch("calendar_problems");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[calendar]]
+name = "holidays"
+dates = ["2026-13-25"]
+ranges = ["2026-12-27T00:00/2026-12-24T12:00"]
+cron = ["61 * * * *"]
+
+[[job]]
+name = "report"
+cron = "0 9 * * *"
+exclude = ["holidayz"]
+command = "true"
+"#,
+    );
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for line in [
+        "jobs.toml:3: calendar.dates: calendar \"holidays\": \"2026-13-25\" is not a date like 2026-12-25",
+        "jobs.toml:4: calendar.ranges: calendar \"holidays\": 2026-12-24T12:00:00 is not later than 2026-12-27T00:00:00",
+        "jobs.toml:5: calendar.cron: calendar \"holidays\": \"61 * * * *\": minute field \"61\"",
+        "jobs.toml:10: job \"report\": exclude: no [[calendar]] is named \"holidayz\" (no valid one is defined)",
+    ] {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn a_job_with_calendars_is_not_stored_in_the_state_and_the_reason_is_given() {
+    let dir = scratch("calendar_state");
+    write(&dir, "jobs.toml", JOBS);
+    let out = run_in(&dir, &["jobs", "put", "jobs.toml", "--state", "sqlite:state.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("job \"report\": schedule: jobs with exclude (calendars) cannot be kept in the state"),
+        "{err}"
+    );
+}
