@@ -39,8 +39,13 @@ pub fn man(args: &ManArgs) -> ExitCode {
         },
     };
     let mut page = Vec::new();
-    let written =
-        clap_mangen::Man::new(command).render(&mut page).and_then(|()| std::io::stdout().write_all(&page));
+    // The page's header names the release ("slotcron 0.1.0"), for every command alike
+    // (clap_mangen's default is the command's own name and version, which a subcommand
+    // does not have).
+    let man = clap_mangen::Man::new(command)
+        .source(format!("slotcron {}", env!("CARGO_PKG_VERSION")))
+        .manual("slotcron manual");
+    let written = man.render(&mut page).and_then(|()| std::io::stdout().write_all(&page));
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

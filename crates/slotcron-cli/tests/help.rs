@@ -82,6 +82,9 @@ fn completions_for_each_shell_and_the_man_page_come_from_the_same_definitions() 
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let trigger = stdout(&out);
     assert!(trigger.contains(".TH slotcron-trigger 1"), "{trigger}");
+    let version = env!("CARGO_PKG_VERSION");
+    let header = format!("\"slotcron {version}\" \"slotcron manual\"");
+    assert!(trigger.lines().any(|line| line.starts_with(".TH") && line.ends_with(&header)), "{trigger}");
     assert!(trigger.contains("\\-\\-dry\\-run") && trigger.contains("slotcron trigger"), "{trigger}");
     let unknown = run(&["man", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
