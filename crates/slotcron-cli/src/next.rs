@@ -95,6 +95,20 @@ impl Source {
                 names.join(", ")
             ));
         };
+        match &entry.schedule {
+            jobs_file::ScheduleSpec::After(delay) => {
+                let delay = crate::duration::display(*delay);
+                return Err(format!(
+                    "job {name:?} runs once, {delay} after the daemon first starts: it has no fire time to list"
+                ));
+            }
+            jobs_file::ScheduleSpec::AtStartUp => {
+                return Err(format!(
+                    "job {name:?} (@reboot) runs each time the daemon starts: it has no fire time to list"
+                ));
+            }
+            _ => {}
+        }
         let excluded = entry
             .schedule
             .base()
@@ -182,7 +196,11 @@ fn fire_times(args: &FireTimesArgs, direction: Direction) -> Result<(), String> 
             Direction::Prev => "before",
         };
         let command = direction.command();
-        eprintln!("{command}: only {printed} fire time(s) {side} {from}; the schedule has no more");
+        if printed == 0 {
+            eprintln!("{command}: no fire time {side} {from}");
+        } else {
+            eprintln!("{command}: only {printed} fire time(s) {side} {from}; the schedule has no more");
+        }
     }
     Ok(())
 }

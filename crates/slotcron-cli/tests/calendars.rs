@@ -80,7 +80,7 @@ command = "true"
         "jobs.toml:3: calendar.dates: calendar \"holidays\": \"2026-13-25\" is not a date like 2026-12-25",
         "jobs.toml:4: calendar.ranges: calendar \"holidays\": 2026-12-24T12:00:00 is not later than 2026-12-27T00:00:00",
         "jobs.toml:5: calendar.cron: calendar \"holidays\": \"61 * * * *\": minute field \"61\"",
-        "jobs.toml:10: job \"report\": exclude: no [[calendar]] is named \"holidayz\" (no valid one is defined)",
+        "jobs.toml:10: job \"report\": exclude: no [[calendar]] is named \"holidayz\" (defined: holidays)",
     ] {
         assert!(err.contains(line), "missing {line:?} in:\n{err}");
     }
@@ -95,6 +95,63 @@ fn a_job_with_calendars_is_not_stored_in_the_state_and_the_reason_is_given() {
     let err = stderr(&out);
     assert!(
         err.contains("job \"report\": schedule: jobs with exclude (calendars) cannot be kept in the state"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_problem_of_calendars_is_listed_at_once_each_naming_its_calendar() {
+    let dir = scratch("calendar_all_problems");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[calendar]]
+name = "c1"
+dates = ["2026-02-30"]
+
+[[calendar]]
+name = "c1"
+cron = "* * * * 0,6"
+
+[[calendar]]
+name = ""
+
+[[calendar]]
+name = "bad name!"
+cron = ["@every 45s"]
+
+[[job]]
+name = "report"
+every = "10s"
+exclude = ["c1"]
+run_on_start = true
+command = "true"
+"#,
+    );
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for line in [
+        "jobs.toml:3: calendar.dates: calendar \"c1\": \"2026-02-30\" is not a date like 2026-12-25",
+        "jobs.toml:6: calendar.name: a [[calendar]] named \"c1\" is defined twice",
+        "jobs.toml:7: calendar.cron: calendar \"c1\": expected a list of cron expressions",
+        "jobs.toml:10: calendar.name: must not be empty",
+        "jobs.toml:13: calendar.name: \"bad name!\": a calendar name is letters, digits, '-', '_' and '.', found ' '",
+        "job \"report\": run_on_start: cannot be combined with exclude",
+    ] {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn next_of_a_job_that_runs_after_the_start_says_it_has_no_fire_time_to_list() {
+    let dir = scratch("calendar_after");
+    write(&dir, "jobs.toml", "[[job]]\nname = \"warm\"\nafter = \"3s\"\ncommand = \"true\"\n");
+    let out = run_in(&dir, &["next", "--file", "jobs.toml", "--job", "warm"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("job \"warm\" runs once, 3s after the daemon first starts: it has no fire time to list"),
         "{err}"
     );
 }

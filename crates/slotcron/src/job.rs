@@ -698,14 +698,18 @@ pub enum JobError {
 }
 
 /// `schedule` bounded to `window` (a [`Window`]) and less the instants `exclude`'s
-/// calendars exclude (an [`Excluding`]), each only when given; a window and
-/// `run_on_start` do not go together.
+/// calendars exclude (an [`Excluding`]), each only when given; `run_on_start` goes with
+/// neither.
 fn bound(
     schedule: Arc<dyn Schedule>,
     window: (Option<Timestamp>, Option<Timestamp>),
     exclude: Vec<Arc<Calendar>>,
     run_on_start: bool,
 ) -> Result<Arc<dyn Schedule>, BoundError> {
+    if run_on_start && !exclude.is_empty() {
+        let reason = "cannot be combined with exclude (a calendar may exclude the start's slot)";
+        return Err(BoundError::Invalid("run_on_start", reason));
+    }
     let schedule = match window {
         (None, None) => schedule,
         (start, end) => {

@@ -45,3 +45,12 @@ async fn a_daily_job_does_not_run_on_the_days_its_calendar_excludes_and_records_
     assert_eq!(triggers, ["2026-12-24T08:00:00Z", "2026-12-28T08:00:00Z", "2026-12-29T08:00:00Z"]);
     assert!(ledger.records().iter().all(|r| r.outcome == Outcome::Succeeded), "{:?}", ledger.records());
 }
+
+#[test]
+fn run_on_start_does_not_go_with_a_calendar_and_says_so() {
+    let calendar = Arc::new(Calendar::new("never").date(date(2026, 12, 25)));
+    let job =
+        Job::builder("tick").every(std::time::Duration::from_secs(10)).run_on_start(true).exclude(calendar);
+    let error = job.handler(ok).build().unwrap_err().to_string();
+    assert!(error.contains("run_on_start") && error.contains("cannot be combined with exclude"), "{error}");
+}

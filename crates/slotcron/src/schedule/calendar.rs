@@ -12,9 +12,12 @@ use jiff::{SignedDuration, Timestamp, Unit};
 use super::{CronSchedule, Schedule, ScheduleDescription, ScheduleError, ScheduleKind};
 
 /// How many excluded fire times in a row [`Excluding::next_after`] skips before it
-/// takes the schedule as having no more: each skip jumps to the end of the excluded day,
-/// range, minute or second, so a year of excluded days is 365 of them.
-pub const MAX_EXCLUDED_IN_A_ROW: usize = 100_000;
+/// takes the schedule as having no more. Each skip jumps to the end of what excluded
+/// the fire time: the day, the range, or the cron expression's unit — the second or
+/// minute it matches, or the whole hour or day when its finer fields are all `*`
+/// (`* * * 6,7 12 *` excludes two whole days in two skips, not 172,800) — so a
+/// thousand years of excluded days is about 365,000 of them.
+pub const MAX_EXCLUDED_IN_A_ROW: usize = 1_000_000;
 
 /// A named exclusion calendar: whole days, half-open ranges of wall time and cron
 /// expressions, all read in the calendar's zone (UTC unless [`Calendar::in_zone`]).
@@ -27,6 +30,8 @@ pub struct Calendar {
     zone: TimeZone,
     dates: BTreeSet<Date>,
     ranges: Vec<(DateTime, DateTime)>,
+    /// Each expression, with the unit a match excludes: its own (second or minute), or
+    /// the hour or day when the finer fields are all `*`.
     crons: Vec<(CronSchedule, Unit)>,
 }
 
@@ -68,14 +73,19 @@ impl Calendar {
         Ok(self)
     }
 
-    /// Excludes each minute a 5-field `expression` matches (each second, with 6 fields).
+    /// Excludes each minute a 5-field `expression` matches (each second, with 6 fields;
+    /// a descriptor such as `@daily` is 5 fields).
     ///
     /// # Errors
-    /// An invalid expression ([`ScheduleError::Cron`]).
+    /// An invalid expression ([`ScheduleError::Cron`]); `@every`, an interval rather
+    /// than a set of instants (field `cron`).
     pub fn cron(mut self, expression: &str) -> Result<Self, ScheduleError> {
+        if expression.trim_start().starts_with("@every") {
+            let reason = "@every is an interval, not a set of instants: write a cron expression";
+            return Err(ScheduleError::invalid("cron", reason));
+        }
         let cron = CronSchedule::parse(expression)?.with_time_zone(self.zone.clone());
-        let unit = if expression.split_whitespace().count() == 6 { Unit::Second } else { Unit::Minute };
-        self.crons.push((cron, unit));
+        self.crons.push((cron, match_unit(expression)));
         Ok(self)
     }
 
@@ -110,17 +120,50 @@ impl Calendar {
             return after(instant(*end));
         }
         self.crons.iter().find_map(|(cron, unit)| {
-            let start =
-                at.round(jiff::TimestampRound::new().smallest(*unit).mode(jiff::RoundMode::Trunc)).ok()?;
+            let (start, end) = unit_around(local, *unit)?;
+            let (start, end) = (instant(start)?, instant(end)?);
             let before = start.checked_sub(SignedDuration::from_nanos(1)).ok()?;
-            let length = if *unit == Unit::Second {
-                SignedDuration::from_secs(1)
-            } else {
-                SignedDuration::from_mins(1)
-            };
-            (cron.next_after(before) == Some(start)).then(|| start.checked_add(length).ok()).flatten()
+            (cron.next_after(before) == Some(start)).then(|| after(Some(end))).flatten()
         })
     }
+}
+
+/// The unit a match of `expression` excludes: a second with 6 fields, a minute with 5,
+/// widened to the hour, then the day, while the finer fields are all `*`.
+fn match_unit(expression: &str) -> Unit {
+    let fields: Vec<&str> = expression.split_whitespace().collect();
+    let (mut unit, finer) = match fields.len() {
+        6 => (Unit::Second, &fields[..3]),
+        5 => (Unit::Minute, &fields[..2]),
+        _ => return Unit::Minute,
+    };
+    for field in finer {
+        if *field != "*" {
+            break;
+        }
+        unit = match unit {
+            Unit::Second => Unit::Minute,
+            Unit::Minute => Unit::Hour,
+            _ => Unit::Day,
+        };
+    }
+    unit
+}
+
+/// The wall-clock `unit` (second, minute, hour or day) that `local` falls in: its start
+/// and its end.
+fn unit_around(local: DateTime, unit: Unit) -> Option<(DateTime, DateTime)> {
+    let date = local.date();
+    let (start, length) = match unit {
+        Unit::Day => {
+            let start = date.to_datetime(jiff::civil::Time::midnight());
+            return Some((start, date.tomorrow().ok()?.to_datetime(jiff::civil::Time::midnight())));
+        }
+        Unit::Hour => (date.at(local.hour(), 0, 0, 0), SignedDuration::from_hours(1)),
+        Unit::Minute => (date.at(local.hour(), local.minute(), 0, 0), SignedDuration::from_mins(1)),
+        _ => (date.at(local.hour(), local.minute(), local.second(), 0), SignedDuration::from_secs(1)),
+    };
+    Some((start, start.checked_add(length).ok()?))
 }
 
 /// A schedule whose fire times that a calendar excludes are not fire times at all
@@ -216,8 +259,8 @@ mod tests {
         assert_eq!(calendar.excluded_until(at("2026-12-24T23:00:00Z")), Some(at("2026-12-25T23:00:00Z")));
         assert_eq!(calendar.excluded_until(at("2026-12-31T11:00:00Z")), Some(at("2027-01-01T23:00:00Z")));
         assert!(!calendar.excludes(at("2026-12-31T10:59:59Z")), "the range starts at noon, Berlin");
-        // Saturday 2026-12-05: each whole minute, Berlin time.
-        assert_eq!(calendar.excluded_until(at("2026-12-05T10:15:30Z")), Some(at("2026-12-05T10:16:00Z")));
+        // Saturday 2026-12-05, Berlin time: the whole day (minute and hour are `*`).
+        assert_eq!(calendar.excluded_until(at("2026-12-05T10:15:30Z")), Some(at("2026-12-05T23:00:00Z")));
         assert!(!calendar.excludes(at("2026-12-04T22:59:00Z")), "Friday 23:59 in Berlin");
         assert!(calendar.excludes(at("2026-12-04T23:00:00Z")), "Saturday 00:00 in Berlin");
     }
@@ -246,6 +289,33 @@ mod tests {
         assert_eq!(schedule.next_after(at("2026-12-30T08:00:00Z")), Some(at("2026-12-31T08:00:00Z")));
         assert_eq!(schedule.next_after(at("2026-12-31T08:00:00Z")), Some(at("2027-01-04T08:00:00Z")));
         assert!(schedule.describe().text.ends_with(", except in holidays"), "{:?}", schedule.describe());
+    }
+
+    #[test]
+    fn a_cron_whose_finer_fields_are_stars_excludes_whole_hours_and_days_in_one_skip() {
+        // Every second of December 6 and 7: two skips, not 172,800.
+        let days = Arc::new(Calendar::new("days").cron("* * * 6,7 12 *").unwrap());
+        assert_eq!(days.excluded_until(at("2026-12-06T10:15:30Z")), Some(at("2026-12-07T00:00:00Z")));
+        let every_second = CronSchedule::parse("* * * * * *").unwrap();
+        let schedule = Excluding::new(Arc::new(every_second.clone()), vec![days]);
+        assert_eq!(schedule.next_after(at("2026-12-05T23:59:59Z")), Some(at("2026-12-08T00:00:00Z")));
+        // Weekends in seconds, in a zone half an hour off UTC: local days.
+        let adelaide = TimeZone::get("Australia/Adelaide").unwrap();
+        let weekends = Calendar::new("weekends").in_zone(adelaide).cron("* * * * * 0,6").unwrap();
+        let schedule = Excluding::new(Arc::new(every_second), vec![Arc::new(weekends)]);
+        // Friday 2026-12-04 23:59:59 in Adelaide (+10:30), then Monday 00:00 there.
+        assert_eq!(schedule.next_after(at("2026-12-04T13:29:58Z")), Some(at("2026-12-04T13:29:59Z")));
+        assert_eq!(schedule.next_after(at("2026-12-04T13:29:59Z")), Some(at("2026-12-06T13:30:00Z")));
+        // An hour: `0 * ...` is not all stars below the hour, `* 3 ...` is.
+        let hour = Calendar::new("three").cron("* 3 * * *").unwrap();
+        assert_eq!(hour.excluded_until(at("2026-12-05T03:59:30Z")), Some(at("2026-12-05T04:00:00Z")));
+        assert_eq!(hour.excluded_until(at("2026-12-05T03:00:00Z")), Some(at("2026-12-05T04:00:00Z")));
+    }
+
+    #[test]
+    fn an_every_interval_is_no_calendar() {
+        let every = Calendar::new("x").cron("@every 45s");
+        assert!(matches!(every, Err(ScheduleError::Invalid { field: "cron", .. })), "{every:?}");
     }
 
     #[test]

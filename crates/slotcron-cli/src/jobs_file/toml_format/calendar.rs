@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use jiff::civil::{Date, DateTime};
 use jiff::tz::TimeZone;
-use slotcron::Calendar;
+use slotcron::{Calendar, ScheduleError};
 use toml::de::DeValue;
 
 use super::Reader;
@@ -48,17 +48,23 @@ impl Reader<'_> {
         }
     }
 
-    /// One `[[calendar]]` table, or `None` after recording its problems.
+    /// One `[[calendar]]` table, its problems recorded; `None` without a valid name.
+    /// A calendar with problems is still kept by its name: the file is refused anyway,
+    /// and a second calendar of that name or a job's `exclude` of it read as they should.
     fn calendar(&mut self, table: &Table<'_, '_>) -> Option<Calendar> {
         self.unknown_keys(table);
-        let before = self.parsed.problems.len();
         let Some(name) = self.string(table, "name", "a string like \"holidays\"") else {
             if table.get("name").is_none() {
                 self.missing(table, "name", "every [[calendar]] needs a name");
             }
             return None;
         };
+        if let Err(reason) = check_name(name.get_ref()) {
+            self.problem(table, "name", name.span(), reason);
+            return None;
+        }
         let name = (*name.get_ref()).to_owned();
+        let owner = format!("calendar {name:?}: ");
         if self.calendars.contains_key(&name) {
             let span = table.get("name").map(|v| v.span()).unwrap_or_default();
             self.problem(table, "name", span, format!("a [[calendar]] named {name:?} is defined twice"));
@@ -73,7 +79,7 @@ impl Reader<'_> {
         };
         // An invalid zone is recorded: the rest is still checked, read in UTC.
         let mut calendar = Calendar::new(name.as_str()).in_zone(zone.unwrap_or(TimeZone::UTC));
-        for (text, span) in self.strings(table, "dates", "a list of dates like [\"2026-12-25\"]") {
+        for (text, span) in self.strings(table, "dates", "a list of dates like [\"2026-12-25\"]", &owner) {
             match text.parse::<Date>() {
                 Ok(date) => calendar = calendar.date(date),
                 Err(_) => self.calendar_problem(
@@ -85,9 +91,12 @@ impl Reader<'_> {
                 ),
             }
         }
-        for (text, span) in
-            self.strings(table, "ranges", "a list of ranges like [\"2026-12-24T12:00/2026-12-27T00:00\"]")
-        {
+        for (text, span) in self.strings(
+            table,
+            "ranges",
+            "a list of ranges like [\"2026-12-24T12:00/2026-12-27T00:00\"]",
+            &owner,
+        ) {
             let parsed = text.split_once('/').and_then(|(start, end)| {
                 Some((start.parse::<DateTime>().ok()?, end.parse::<DateTime>().ok()?))
             });
@@ -100,22 +109,20 @@ impl Reader<'_> {
             };
             match calendar.clone().range(start, end) {
                 Ok(with) => calendar = with,
-                Err(e) => self.calendar_problem(
-                    table,
-                    &name,
-                    "ranges",
-                    span,
-                    e.to_string().trim_start_matches("ranges: ").to_owned(),
-                ),
+                Err(e) => self.calendar_problem(table, &name, "ranges", span, reason_of(e)),
             }
         }
-        for (text, span) in self.strings(table, "cron", "a list of cron expressions like [\"* * * * 0,6\"]") {
+        for (text, span) in
+            self.strings(table, "cron", "a list of cron expressions like [\"* * * * 0,6\"]", &owner)
+        {
             match calendar.clone().cron(&text) {
                 Ok(with) => calendar = with,
-                Err(e) => self.calendar_problem(table, &name, "cron", span, format!("{text:?}: {e}")),
+                Err(e) => {
+                    self.calendar_problem(table, &name, "cron", span, format!("{text:?}: {}", reason_of(e)))
+                }
             }
         }
-        (self.parsed.problems.len() == before).then_some(calendar)
+        Some(calendar)
     }
 
     /// A problem with `key` of the calendar `name`, which the reason names.
@@ -131,15 +138,26 @@ impl Reader<'_> {
     }
 
     /// The strings of the list `key` of `table`, each with its span; a value that is not
-    /// a list of strings is a problem (and yields none).
-    fn strings(&mut self, table: &Table<'_, '_>, key: &str, expected: &str) -> Vec<(String, Range<usize>)> {
-        let Some(list) = self.typed(table, key, expected, DeValue::as_array) else { return Vec::new() };
+    /// a list of strings is a problem (and yields none), its reason starting with `owner`.
+    fn strings(
+        &mut self,
+        table: &Table<'_, '_>,
+        key: &str,
+        expected: &str,
+        owner: &str,
+    ) -> Vec<(String, Range<usize>)> {
+        let Some(value) = table.get(key) else { return Vec::new() };
+        let Some(list) = value.get_ref().as_array() else {
+            let reason = format!("{owner}expected {expected}, found {}", self.shown(value));
+            self.problem(table, key, value.span(), reason);
+            return Vec::new();
+        };
         let mut strings = Vec::new();
-        for item in list.get_ref().iter() {
+        for item in list.iter() {
             match item.get_ref().as_str() {
                 Some(text) => strings.push((text.to_owned(), item.span())),
                 None => {
-                    let reason = format!("expected {expected}, found {}", self.shown(item));
+                    let reason = format!("{owner}expected {expected}, found {}", self.shown(item));
                     self.problem(table, key, item.span(), reason);
                 }
             }
@@ -151,16 +169,17 @@ impl Reader<'_> {
     /// the file.
     pub(super) fn exclude(&mut self, table: &Table<'_, '_>) -> Vec<Arc<Calendar>> {
         let mut calendars = Vec::new();
-        for (name, span) in self.strings(table, "exclude", "a list of calendar names like [\"holidays\"]") {
+        for (name, span) in self.strings(table, "exclude", "a list of calendar names like [\"holidays\"]", "")
+        {
             match self.calendars.get(&name) {
                 Some(calendar) => calendars.push(calendar.clone()),
                 None => {
                     let mut known: Vec<&str> = self.calendars.keys().map(String::as_str).collect();
                     known.sort_unstable();
                     let defined = if known.is_empty() {
-                        "no valid one is defined".to_owned()
+                        "none is defined".to_owned()
                     } else {
-                        format!("the valid ones: {}", known.join(", "))
+                        format!("defined: {}", known.join(", "))
                     };
                     self.problem(
                         table,
@@ -172,5 +191,26 @@ impl Reader<'_> {
             }
         }
         calendars
+    }
+}
+
+/// A calendar's name: letters, digits, `-`, `_` and `.`, as a job's `exclude` names it.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    match name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_.".contains(*c))) {
+        Some(c) => {
+            Err(format!("{name:?}: a calendar name is letters, digits, '-', '_' and '.', found {c:?}"))
+        }
+        None => Ok(()),
+    }
+}
+
+/// What a calendar's field is refused for, without the field's name the problem gives.
+fn reason_of(error: ScheduleError) -> String {
+    match error {
+        ScheduleError::Invalid { reason, .. } => reason,
+        other => other.to_string(),
     }
 }
