@@ -22,9 +22,15 @@ pub enum RedisCoordinatorError {
 
 /// Why the first connection failed, with a hint where the answer suggests the address is
 /// not a Redis server's (an answer that is not RESP, or the connection dropped at once, as
-/// a PostgreSQL or HTTP server does to Redis' greeting).
+/// a PostgreSQL or HTTP server does to Redis' greeting), or where no answer came at all.
 fn connect_reason(error: &redis::RedisError) -> String {
     let dropped = error.is_connection_dropped() && !error.is_connection_refusal();
+    if error.is_timeout() {
+        return format!(
+            "{error} (no answer within the connection timeout: is the address right, and does the \
+             server expect TLS (rediss://) or not?)"
+        );
+    }
     if error.kind() == redis::ErrorKind::Parse || dropped {
         format!(
             "{error} (the server did not answer as Redis does: is this the address and port of a Redis server?)"

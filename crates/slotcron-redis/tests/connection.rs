@@ -78,6 +78,21 @@ async fn an_unreachable_server_is_a_connect_error() {
 }
 
 #[tokio::test]
+async fn a_server_that_never_answers_is_a_connect_error_that_asks_about_the_address_and_tls() {
+    // Accepted by the kernel's backlog, never answered.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let config = RedisConfig::new(url)
+        .connection_timeout(Duration::from_millis(200))
+        .response_timeout(Duration::from_millis(200));
+    let error = RedisCoordinator::connect(config).await.err().expect("no answer");
+    assert!(matches!(error, RedisCoordinatorError::Connect(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("no answer within the connection timeout"), "{message}");
+    drop(listener);
+}
+
+#[tokio::test]
 async fn a_server_that_is_not_redis_is_named_as_such() {
     // An HTTP server's answer to Redis' greeting, then the connection closed.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
