@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use slotcron::{AheadStart, AheadVoid, ClaimOutcome, Job, JobContext, Outcome, TriggerRef};
+use slotcron::{AheadStart, AheadVoid, Cause, ClaimOutcome, Job, JobContext, Outcome, TriggerRef};
 
 use crate::suite::{MINUTE, claim, later, namespace, won};
 use crate::{CoordinatorFactory, Delivery, Fleet, LinkState};
@@ -193,6 +193,7 @@ pub async fn an_owner_that_dies_after_claiming_ahead_is_taken_over(factory: &imp
             "taken over after the delay: {:?}",
             ran[0]
         );
+        assert_eq!(ran[0].cause, Cause::TakenOver, "recorded as taken over: {:?}", ran[0]);
     }
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();

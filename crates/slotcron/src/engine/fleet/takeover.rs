@@ -18,7 +18,7 @@ use crate::engine::run;
 use crate::engine::shared::Shared;
 use crate::engine::table::Due;
 use crate::key::trigger_key;
-use crate::ledger::Outcome;
+use crate::ledger::{Cause, Outcome};
 use crate::schedule::ScheduleKind;
 
 /// The triggers other replicas own, waiting out the takeover delay, by trigger instant:
@@ -174,8 +174,15 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &claiming, &mut starts)
                 .await;
         if !voided.is_empty() {
-            let items = takeovers.take_of(at, &voided, &mut expected);
-            claim_unclaimed(&fleet, coordinator.as_ref(), at, items, &[]).await;
+            // Claimed ahead by an owner that did not start them: taken over, and recorded
+            // so (docs/design.md, "Claims, start marks and takeover").
+            let items = takeovers.take_of(at, &voided, &mut expected).into_iter().map(|(mut due, owner)| {
+                if due.cause == Cause::Scheduled {
+                    due.cause = Cause::TakenOver;
+                }
+                (due, owner)
+            });
+            claim_unclaimed(&fleet, coordinator.as_ref(), at, items.collect(), &[]).await;
         }
         // Counts that grew since the last look: the owner is still claiming. An owner
         // found to have started the instant's claims ahead is alive and its claims are
