@@ -5,25 +5,12 @@ use std::sync::Arc;
 
 use slotcron::jiff::civil::date;
 use slotcron::jiff::tz::TimeZone;
-use slotcron::{Calendar, CancellationToken, Job, ManualClock, MemoryLedger, Outcome, Scheduler};
-use slotcron_testkit::harness::{ok, settle, ts};
-
-/// Moves `clock` to `until`, stopping (and settling) at every deadline on the way.
-async fn advance(clock: &ManualClock, until: slotcron::jiff::Timestamp) {
-    settle().await;
-    while let Some(next) = clock.next_deadline().filter(|d| *d <= until) {
-        clock.set(next);
-        settle().await;
-    }
-    clock.set(until);
-    settle().await;
-}
+use slotcron::{Calendar, Job, Outcome};
+use slotcron_testkit::harness::{Harness, ok, ts};
 
 #[tokio::test(start_paused = true)]
 async fn a_daily_job_does_not_run_on_the_days_its_calendar_excludes_and_records_nothing_for_them() {
-    let clock = ManualClock::new(ts("2026-12-23T12:00:00Z"));
-    let ledger = Arc::new(MemoryLedger::default());
-    let scheduler = Scheduler::builder().clock(clock.clone()).ledger(ledger.clone()).instance("test").build();
+    let mut h = Harness::new("2026-12-23T12:00:00Z");
     let holidays = Calendar::new("holidays")
         .in_zone(TimeZone::get("Europe/Berlin").unwrap())
         .date(date(2026, 12, 25))
@@ -31,19 +18,14 @@ async fn a_daily_job_does_not_run_on_the_days_its_calendar_excludes_and_records_
         .unwrap();
     let berlin = TimeZone::get("Europe/Berlin").unwrap();
     let job = Job::builder("report").cron_in("0 9 * * *", berlin).exclude(Arc::new(holidays)).handler(ok);
-    scheduler.add(job.build().unwrap()).unwrap();
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let (scheduler, stop) = (scheduler.clone(), stop.clone());
-        async move { scheduler.run(stop).await }
-    });
-    advance(&clock, ts("2026-12-29T12:00:00Z")).await;
-    stop.cancel();
-    run.await.unwrap();
-    let triggers: Vec<String> = ledger.records().iter().map(|r| r.trigger.to_string()).collect();
+    h.add(job.build().unwrap());
+    h.start().await;
+    h.advance_to(ts("2026-12-29T12:00:00Z")).await;
+    h.stop().await;
+    let triggers: Vec<String> = h.records("report").iter().map(|r| r.trigger.to_string()).collect();
     // 24th (Thursday), not the 25th (holiday), 26th/27th (weekend); 28th and 29th.
     assert_eq!(triggers, ["2026-12-24T08:00:00Z", "2026-12-28T08:00:00Z", "2026-12-29T08:00:00Z"]);
-    assert!(ledger.records().iter().all(|r| r.outcome == Outcome::Succeeded), "{:?}", ledger.records());
+    assert!(h.records("report").iter().all(|r| r.outcome == Outcome::Succeeded), "{:?}", h.records("report"));
 }
 
 #[test]
