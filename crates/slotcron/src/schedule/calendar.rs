@@ -221,11 +221,7 @@ impl Schedule for Excluding {
         let inner = self.inner.describe();
         let names: Vec<&str> = self.calendars.iter().map(|calendar| calendar.name()).collect();
         let except = format!(", except in {}", names.join(", "));
-        ScheduleDescription {
-            text: format!("{}{except}", inner.text),
-            english: inner.english.map(|english| format!("{english}{except}")),
-            zone: inner.zone,
-        }
+        inner.followed_by(&except)
     }
 }
 

@@ -20,6 +20,16 @@ pub struct ScheduleDescription {
 }
 
 impl ScheduleDescription {
+    /// This description with `suffix` after its text and its English (a window's bounds,
+    /// a calendar's exceptions).
+    pub(crate) fn followed_by(self, suffix: &str) -> Self {
+        Self {
+            text: format!("{}{suffix}", self.text),
+            english: self.english.map(|english| format!("{english}{suffix}")),
+            zone: self.zone,
+        }
+    }
+
     /// A description from its spelling and English; no zone.
     pub fn new(text: impl Into<String>, english: impl Into<String>) -> Self {
         Self { text: text.into(), english: Some(english.into()), zone: None }

@@ -67,11 +67,7 @@ impl Schedule for Window {
             (None, Some(end)) => format!(" until {end}"),
             (None, None) => String::new(),
         };
-        ScheduleDescription {
-            text: format!("{}{bounds}", inner.text),
-            english: inner.english.map(|english| format!("{english}{bounds}")),
-            zone: inner.zone,
-        }
+        inner.followed_by(&bounds)
     }
 }
 
