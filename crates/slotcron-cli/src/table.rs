@@ -1,7 +1,7 @@
 //! Plain-text tables on standard output: columns separated by two spaces, the last one
 //! unpadded.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 
 /// Prints `rows` (after `header`, if any) with each column as wide as its widest cell;
 /// the first `right` columns are right-aligned (numbers). A closed standard output
@@ -13,9 +13,11 @@ pub fn print<const N: usize>(header: Option<[&str; N]>, rows: &[[String; N]], ri
             *width = (*width).max(cell.chars().count());
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    // Buffered: standard output flushes each line by itself, a write per row.
+    let mut stdout = BufWriter::new(std::io::stdout().lock());
+    let mut text = String::new();
     let mut line = |cells: [&str; N]| {
-        let mut text = String::new();
+        text.clear();
         for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
             let pad = width.saturating_sub(cell.chars().count());
             if i + 1 == N {
@@ -38,4 +40,6 @@ pub fn print<const N: usize>(header: Option<[&str; N]>, rows: &[[String; N]], ri
             return;
         }
     }
+    // A closed standard output ends the table quietly here too.
+    let _ = stdout.flush();
 }
