@@ -17,9 +17,12 @@ pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use rayon::prelude::*;
 
 use slotcron::ScheduleError;
 use slotcron::{Job, JobBuilder, JobError, Misfire, OnInterrupt, Overlap, Retention};
@@ -278,9 +281,12 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
     } = parsed;
     let mails_from =
         drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| (PathBuf::new(), draft.line));
-    let mut first_line: HashMap<&str, usize> = HashMap::new();
+    // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
+    let hasher = foldhash::fast::RandomState::default();
+    let mut first_line: HashMap<&str, usize, _> =
+        HashMap::with_capacity_and_hasher(names.len(), hasher.clone());
     // The jobs whose name is neither a duplicate nor invalid: their name and its line.
-    let mut named: HashSet<(&str, usize)> = HashSet::new();
+    let mut named: HashSet<(&str, usize), _> = HashSet::with_capacity_and_hasher(names.len(), hasher);
     for (name, line) in &names {
         match first_line.get(name.as_str()) {
             Some(first) => problems.push(Problem::field(
@@ -300,12 +306,16 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
             }
         }
     }
-    let mut jobs = Vec::new();
-    for draft in drafts {
+    // Built on every core at once (a million-job file), kept in the file's order.
+    let built: Vec<(bool, Result<JobEntry, Problem>)> = drafts
+        .into_par_iter()
+        .map(|draft| (named.contains(&(draft.name.as_str(), draft.name_line)), draft.build()))
+        .collect();
+    let mut jobs = Vec::with_capacity(built.len());
+    for (named, built) in built {
         // A duplicate or a bad name, reported above, is not loaded; its other problems
         // are reported all the same.
-        let named = named.contains(&(draft.name.as_str(), draft.name_line));
-        match draft.build() {
+        match built {
             Ok(entry) if named => jobs.push(entry),
             Ok(_) => {}
             Err(problem) if !named && problem.field.as_deref() == Some("name") => {}
@@ -343,6 +353,15 @@ struct Parsed {
     /// The daemon's own zone, when a crontab line runs in it.
     local_zone: Option<LocalZone>,
     problems: Vec<Problem>,
+}
+
+impl Parsed {
+    /// Adds what a later piece of the same file found: its jobs and problems.
+    fn append(&mut self, later: Parsed) {
+        self.names.extend(later.names);
+        self.drafts.extend(later.drafts);
+        self.problems.extend(later.problems);
+    }
 }
 
 /// A job as a file defines it, before the core validates it.
@@ -425,8 +444,12 @@ impl Draft {
         }
     }
 
+    /// The definition's fingerprint: a hash of its Debug text, streamed into the hasher
+    /// rather than written out first (a million-job file). Compared only within one
+    /// process (a reload against the jobs it runs), so the hash need not be stable across
+    /// releases; one fixed seed keeps it the same within the process.
     fn fingerprint(&self) -> String {
-        let mut hasher = DefaultHasher::new();
+        let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
         let definition = (
             &self.name,
             &self.schedule,
@@ -438,7 +461,8 @@ impl Draft {
             self.grace,
             &self.policies,
         );
-        format!("{definition:?}").hash(&mut hasher);
+        // Writing to a hasher cannot fail.
+        let _ = write!(Streamed(&mut hasher), "{definition:?}");
         format!("{:016x}", hasher.finish())
     }
 
@@ -461,5 +485,15 @@ fn given<T>(builder: JobBuilder, value: Option<T>, set: fn(JobBuilder, T) -> Job
     match value {
         Some(value) => set(builder, value),
         None => builder,
+    }
+}
+
+/// A [`std::fmt::Write`] that feeds what is written to a hasher, byte for byte.
+struct Streamed<'h, H>(&'h mut H);
+
+impl<H: Hasher> std::fmt::Write for Streamed<'_, H> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write(s.as_bytes());
+        Ok(())
     }
 }

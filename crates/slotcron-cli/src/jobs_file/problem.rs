@@ -97,7 +97,7 @@ pub struct LineIndex {
 impl LineIndex {
     /// Indexes the lines of `source`.
     pub fn new(source: &str) -> Self {
-        Self { newlines: source.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i).collect() }
+        Self { newlines: memchr::memchr_iter(b'\n', source.as_bytes()).collect() }
     }
 
     /// The line (from 1) of byte `offset`; an offset past the end is on the last line.

@@ -13,7 +13,7 @@ use super::table::Table;
 use crate::command::{self, ShellCommand};
 
 /// The top-level `env`, `working_dir` and `on_failure`, which every job starts from.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Defaults {
     pub(super) env: Arc<[(String, String)]>,
     pub(super) working_dir: Option<PathBuf>,

@@ -82,6 +82,8 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use jiff::tz::TimeZone;
 use slotcron_redis::RedisConfig;
 use toml::de::{DeTable, DeValue};
@@ -109,15 +111,34 @@ mod table;
 /// and tokens are held for one piece at a time rather than for the whole file; where a
 /// piece would not stand alone, the whole file is parsed at once.
 pub(super) fn parse(source: &str) -> Parsed {
-    if let Some(pieces) = chunks::split(source) {
-        let mut reader = Reader::new(source);
-        if pieces.iter().all(|piece| reader.piece(source, piece.clone())) {
-            return reader.parsed;
-        }
+    let lines = LineIndex::new(source);
+    if let Some(parsed) = chunks::split(source).and_then(|pieces| parse_pieces(source, &lines, &pieces)) {
+        return parsed;
     }
-    let mut reader = Reader::new(source);
+    let mut reader = Reader::new(source, &lines);
     reader.piece(source, 0..source.len());
     reader.parsed
+}
+
+/// Reads the first of `pieces` (the top level, and the jobs after it), then the others
+/// on every core at once, each with what the first one set (the zone, the defaults and
+/// the calendars); what they found, in the file's order. `None` when a later piece holds
+/// anything but `[[job]]` tables.
+fn parse_pieces(source: &str, lines: &LineIndex, pieces: &[Range<usize>]) -> Option<Parsed> {
+    let (first, rest) = pieces.split_first()?;
+    let mut reader = Reader::new(source, lines);
+    reader.piece(source, first.clone());
+    let found: Vec<Option<Parsed>> = rest
+        .par_iter()
+        .map(|piece| {
+            let mut fork = reader.fork();
+            fork.piece(source, piece.clone()).then_some(fork.parsed)
+        })
+        .collect();
+    for parsed in found {
+        reader.parsed.append(parsed?);
+    }
+    Some(reader.parsed)
 }
 
 /// The top-level table of a document (or of a piece of it).
@@ -132,7 +153,7 @@ struct Reader<'s> {
     /// Where `source` starts in the file.
     base: usize,
     /// The file's line starts, for the line numbers of jobs and problems.
-    lines: LineIndex,
+    lines: &'s LineIndex,
     parsed: Parsed,
     /// The top-level `env`, `working_dir` and `on_failure`, read before the jobs.
     defaults: Defaults,
@@ -143,15 +164,29 @@ struct Reader<'s> {
 }
 
 impl<'s> Reader<'s> {
-    fn new(file: &'s str) -> Self {
+    fn new(file: &'s str, lines: &'s LineIndex) -> Self {
         Self {
             source: file,
             base: 0,
-            lines: LineIndex::new(file),
+            lines,
             parsed: Parsed::default(),
             defaults: Defaults::default(),
             default_zone: Some(TimeZone::UTC),
             calendars: std::collections::HashMap::new(),
+        }
+    }
+
+    /// A reader of a later piece of the same file: the top level's settings, nothing
+    /// found yet.
+    fn fork(&self) -> Self {
+        Self {
+            source: self.source,
+            base: self.base,
+            lines: self.lines,
+            parsed: Parsed::default(),
+            defaults: self.defaults.clone(),
+            default_zone: self.default_zone.clone(),
+            calendars: self.calendars.clone(),
         }
     }
 
