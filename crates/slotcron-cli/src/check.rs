@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
+use rayon::prelude::*;
 use slotcron::{JobState, OnInterrupt, Overlap, Retention};
 
 use crate::cli::CheckArgs;
@@ -40,7 +41,9 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         }
     };
     let now = Timestamp::now();
-    let rows: Vec<[String; 8]> = loaded.jobs.iter().map(|entry| row(entry, states.as_ref(), now)).collect();
+    // On every core at once: a row computes the job's next fire time and its description.
+    let rows: Vec<[String; 8]> =
+        loaded.jobs.par_iter().map(|entry| row(entry, states.as_ref(), now)).collect();
     if states.is_some() {
         let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
         table::print(Some(header), &rows, 1);
@@ -82,6 +85,9 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         );
     }
     println!("{}: {}, all valid", loaded.path.display(), summary(&loaded));
+    // The process ends here: its memory goes back whole, not job by job (a million jobs
+    // take a second to drop).
+    std::mem::forget(loaded);
     ExitCode::SUCCESS
 }
 
