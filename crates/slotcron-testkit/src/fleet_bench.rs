@@ -39,6 +39,11 @@ pub struct Load {
     pub every: Duration,
     /// The measured window: triggers in `[start, start + window)` count.
     pub window: Duration,
+    /// Where the window starts: at the first due instant after the replicas have added
+    /// their jobs and started (`true`: the start-up, the joining of the fleet and its
+    /// first bursts are measured), or once every replica sees the whole fleet and its
+    /// view has settled (`false`: the steady state).
+    pub from_start: bool,
 }
 
 impl Load {
@@ -70,6 +75,10 @@ pub struct Report {
     pub backend_per_trigger: Option<f64>,
     /// The records of the window's triggers across the fleet, per outcome.
     pub outcomes: BTreeMap<&'static str, u64>,
+    /// The process's peak resident memory over the run, less what it held before the
+    /// replicas were built, per job held (jobs × replicas), in bytes; `None` where
+    /// `/proc/self/status` cannot be read.
+    pub memory_per_job: Option<u64>,
 }
 
 impl std::fmt::Display for Report {
@@ -90,6 +99,9 @@ impl std::fmt::Display for Report {
             self.cpu_per_fire.as_secs_f64() * 1e6,
             self.calls_per_trigger,
         )?;
+        if let Some(bytes) = self.memory_per_job {
+            write!(f, ", memory {bytes} B/job")?;
+        }
         if let Some(backend) = self.backend_per_trigger {
             write!(f, ", backend commands {backend:.3}/trigger")?;
         }
@@ -133,6 +145,7 @@ impl RunObserver for Outcomes {
 /// # Panics
 /// A replica's thread panicked (e.g. its coordinator could not connect).
 pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>) -> Report {
+    let before = memory_kib("VmRSS");
     let cancel = CancellationToken::new();
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
@@ -183,20 +196,15 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
             });
         }
         ready.wait();
-        // Every replica's membership view holds the whole fleet (steady state: a replica
-        // that joins is seen by the others at their next heartbeat, and until then some
-        // triggers are claimed by two owners, one of which loses).
-        while converged.load(Ordering::SeqCst) < load.replicas as u64 {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // ...and has settled: each replica's next heartbeat finds the view of the one
-        // before (claims ahead are made only then; `engine/ahead.rs`).
-        std::thread::sleep(DEFAULT_MEMBERSHIP_TTL / 3 + Duration::from_millis(500));
-        // The window starts at the second period boundary from now: every replica has
-        // started and the first due instant is behind it.
         let every_ms = load.every.as_millis().max(1) as i64;
-        let now = Timestamp::now().as_millisecond();
-        let start = (now / every_ms + 2) * every_ms;
+        let start = if load.from_start {
+            // The first due instant from now: the replicas have their jobs and start.
+            (Timestamp::now().as_millisecond() / every_ms + 1) * every_ms
+        } else {
+            settle(load, &converged);
+            // The second period boundary from now: the first due instant is behind it.
+            (Timestamp::now().as_millisecond() / every_ms + 2) * every_ms
+        };
         let end = start + load.window.as_millis() as i64;
         sleep_until(start - 50);
         let (cpu, counted, commands) = (cpu_time(), calls.load(Ordering::SeqCst), backend.map(|b| b()));
@@ -208,6 +216,9 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
         cancel.cancel();
         let mut report = measure(load, &runs, (start, end), cpu, counted, commands);
+        let held = (load.jobs * load.replicas).max(1) as u64;
+        report.memory_per_job =
+            memory_kib("VmHWM").zip(before).map(|(peak, before)| peak.saturating_sub(before) * 1024 / held);
         for outcomes in &outcomes {
             for &(trigger, outcome) in outcomes.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                 if (start..end).contains(&trigger) {
@@ -250,7 +261,28 @@ fn measure(
         calls_per_trigger: calls as f64 / expected.max(1) as f64,
         backend_per_trigger: commands.map(|c| c as f64 / expected.max(1) as f64),
         outcomes: BTreeMap::new(),
+        memory_per_job: None,
     }
+}
+
+/// Waits until every replica's membership view holds the whole fleet (a replica that
+/// joins is seen by the others at their next heartbeat, and until then some triggers are
+/// claimed by two owners, one of which loses) and has settled: each replica's next
+/// heartbeat finds the view of the one before (claims ahead are made only then;
+/// `engine/fleet/ahead.rs`).
+fn settle(load: Load, converged: &AtomicU64) {
+    while converged.load(Ordering::SeqCst) < load.replicas as u64 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(DEFAULT_MEMBERSHIP_TTL / 3 + Duration::from_millis(500));
+}
+
+/// A memory figure of this process from `/proc/self/status` (`VmRSS`: resident now,
+/// `VmHWM`: peak resident), in KiB; `None` elsewhere.
+fn memory_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    line.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
 /// Job `index`: every `every`, a handler that notes its trigger and lateness.

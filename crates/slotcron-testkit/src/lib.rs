@@ -62,6 +62,7 @@ pub mod ledger_bench;
 pub mod ledger_suite;
 pub mod ledger_throughput;
 pub mod overlap_bench;
+pub mod redis_stats;
 pub mod store_suite;
 
 mod ahead_suite;

@@ -1,0 +1,103 @@
+//! The coordinator the fleet runs against: its connections (one per replica), its own
+//! command counter where it has one, and the cleanup of what the run stored.
+
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
+use slotcron::{BoxError, Coordinator};
+use slotcron_postgres::{PostgresCoordinator, PostgresDatabase};
+use slotcron_redis::{RedisConfig, RedisCoordinator};
+use slotcron_testkit::redis_stats;
+
+/// A backend and the namespace this run uses in it.
+pub enum Backend {
+    /// A Redis server, keys under `prefix`.
+    Redis { url: String, prefix: String },
+    /// A PostgreSQL database, tables in `schema`.
+    Postgres { url: String, schema: String },
+}
+
+impl Backend {
+    /// The backend of `url`, with a namespace of this process's own.
+    ///
+    /// # Errors
+    /// A URL of neither Redis (`redis://`, `rediss://`) nor PostgreSQL (`postgres://`,
+    /// `postgresql://`).
+    pub fn new(url: &str) -> Result<Self, String> {
+        let pid = std::process::id();
+        let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+        match scheme {
+            "redis" | "rediss" => {
+                Ok(Self::Redis { url: url.to_owned(), prefix: format!("slotcron-bench:{pid}:") })
+            }
+            "postgres" | "postgresql" => {
+                Ok(Self::Postgres { url: url.to_owned(), schema: format!("slotcron_bench_{pid}") })
+            }
+            _ => Err(format!("{url:?} is neither a redis:// nor a postgres:// URL")),
+        }
+    }
+
+    /// What the figures line calls it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Redis { .. } => "redis",
+            Self::Postgres { .. } => "postgres",
+        }
+    }
+
+    /// Replica `index`'s coordinator, on a connection of its own; panics (ending the
+    /// replica's thread, and the run) if it cannot connect.
+    pub fn connect(&self, _index: usize) -> LocalBoxFuture<'static, Arc<dyn Coordinator>> {
+        match self {
+            Self::Redis { url, prefix } => {
+                let config = RedisConfig::new(url.as_str()).key_prefix(prefix.as_str());
+                async move {
+                    let coordinator = RedisCoordinator::connect(config).await.expect("connect to Redis");
+                    Arc::new(coordinator) as Arc<dyn Coordinator>
+                }
+                .boxed_local()
+            }
+            Self::Postgres { url, schema } => {
+                let (url, schema) = (url.clone(), schema.clone());
+                async move {
+                    let database = PostgresDatabase::open(&url, &schema).await.expect("open the database");
+                    Arc::new(PostgresCoordinator::new(database)) as Arc<dyn Coordinator>
+                }
+                .boxed_local()
+            }
+        }
+    }
+
+    /// The backend's own count of the commands it ran, where it keeps one (Redis' `INFO
+    /// commandstats`); a count that cannot be read is 0.
+    pub fn counter(&self) -> Option<impl Fn() -> u64 + use<'_>> {
+        match self {
+            Self::Redis { url, .. } => Some(move || redis_stats::commands_run(url).unwrap_or(0)),
+            Self::Postgres { .. } => None,
+        }
+    }
+
+    /// Removes what the run stored: the Redis keys under its prefix, or its PostgreSQL
+    /// schema.
+    ///
+    /// # Errors
+    /// The backend could not be reached, or refused.
+    pub fn clean_up(&self) -> Result<(), BoxError> {
+        match self {
+            Self::Redis { url, prefix } => {
+                redis_stats::delete_keys(url, &[format!("{prefix}*")])?;
+                Ok(())
+            }
+            Self::Postgres { url, schema } => {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                runtime.block_on(async {
+                    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+                    tokio::spawn(connection);
+                    client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await?;
+                    Ok(())
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The fleet benchmark as a command: R replicas of a scheduler, each on its own OS thread
+//! with its own tokio runtime and its own connection, against one Redis or PostgreSQL,
+//! N `allow` jobs with no-op handlers due together every P, the in-memory ledger
+//! (`slotcron_testkit::fleet_bench`). One line of figures: triggers delivered of those
+//! due, duplicates, lateness p50/p99/max, CPU per fire, coordinator round trips (and, on
+//! Redis, server commands) per trigger, peak memory per job, and the records by outcome.
+//!
+//! ```sh
+//! cargo run --release -p slotcron-bench -- --jobs 10000 --period 1s --replicas 3 \
+//!     --backend redis://127.0.0.1:6379
+//! ```
+//!
+//! The window counts from the first instant after the replicas have added their jobs:
+//! their start, their joining of the fleet and their first bursts are measured.
+//! `--settled` starts it once every replica sees the whole fleet instead (the steady
+//! state, as BENCHMARKS.md's rows before 2026-12-06 measured). Redis keys go under
+//! `slotcron-bench:{pid}:` and a PostgreSQL schema `slotcron_bench_{pid}`; both are
+//! removed at the end. The server should be otherwise idle: Redis' `INFO commandstats`
+//! counts every client's commands.
+
+mod backend;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use jiff::SignedDuration;
+use slotcron_testkit::fleet_bench::{self, Load};
+
+use backend::Backend;
+
+/// The fleet benchmark: R replicas, N jobs every P, one line of figures.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Jobs on each replica (the same N on every one), each due every PERIOD.
+    #[arg(long, default_value_t = 10_000)]
+    jobs: usize,
+    /// The jobs' interval: all are due together at each multiple of it since the Unix
+    /// epoch ("1s", "10s", "500ms").
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    period: Duration,
+    /// Replicas, each a scheduler on its own thread with its own connection.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// How long the measured window lasts: the triggers due in it count.
+    #[arg(long, default_value = "20s", value_parser = duration)]
+    window: Duration,
+    /// The coordinator: a Redis URL (`redis://…`) or a PostgreSQL URL (`postgres://…`).
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    backend: String,
+    /// Start the window once every replica sees the whole fleet (the steady state)
+    /// rather than at the first instant after the replicas start.
+    #[arg(long)]
+    settled: bool,
+}
+
+/// A positive duration in the friendly format ("1s", "500ms", "2m").
+fn duration(text: &str) -> Result<Duration, String> {
+    let parsed: SignedDuration =
+        text.parse().map_err(|e| format!("{text:?} is not a duration like \"1s\": {e}"))?;
+    Duration::try_from(parsed)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?}: must be longer than zero"))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.jobs == 0 || args.replicas == 0 {
+        eprintln!("slotcron-bench: --jobs and --replicas must be at least 1");
+        return ExitCode::from(2);
+    }
+    if args.window < args.period {
+        eprintln!("slotcron-bench: --window must be at least one --period, or no trigger is due in it");
+        return ExitCode::from(2);
+    }
+    let backend = match Backend::new(&args.backend) {
+        Ok(backend) => backend,
+        Err(e) => {
+            eprintln!("slotcron-bench: --backend: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let load = Load {
+        replicas: args.replicas,
+        jobs: args.jobs,
+        every: args.period,
+        window: args.window,
+        from_start: !args.settled,
+    };
+    let counter = backend.counter();
+    let report = fleet_bench::run(load, &|index| backend.connect(index), counter.as_ref().map(|c| c as _));
+    println!(
+        "{}, {} replicas, {} jobs every {:?} for {:?}{}: {report}",
+        backend.name(),
+        args.replicas,
+        args.jobs,
+        args.period,
+        args.window,
+        if args.settled { " (settled)" } else { " (from the start)" },
+    );
+    if let Err(e) = backend.clean_up() {
+        eprintln!("slotcron-bench: cleaning up: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
