@@ -106,3 +106,25 @@ fn main() -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_are_friendly_durations_above_zero() {
+        assert_eq!(duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(duration("0s").unwrap_err().contains("longer than zero"));
+        assert!(duration("-1s").unwrap_err().contains("longer than zero"));
+        assert!(duration("soon").unwrap_err().contains("not a duration"));
+    }
+
+    #[test]
+    fn a_backend_is_redis_or_postgres_by_its_scheme() {
+        assert_eq!(Backend::new("redis://127.0.0.1:6379").unwrap().name(), "redis");
+        assert_eq!(Backend::new("postgres://postgres@127.0.0.1/test").unwrap().name(), "postgres");
+        assert!(Backend::new("mysql://x").is_err());
+        assert!(Backend::new("127.0.0.1:6379").is_err());
+    }
+}
