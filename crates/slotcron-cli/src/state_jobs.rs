@@ -18,7 +18,7 @@ use slotcron::{HandlerRegistry, JobBuilder, JobDefinition, Plan, ScheduleSpec, S
 use tokio::sync::mpsc;
 
 use crate::command::ShellCommand;
-use crate::jobs_file::{self, JobEntry};
+use crate::jobs_file::{self, JobEntry, Problem};
 
 /// The handler name of the daemon's command jobs in the state.
 pub const COMMAND_HANDLER: &str = "slotcron.command";
@@ -109,6 +109,29 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
     definition.misfire = Some(job.misfire());
     definition.grace_ms = Some(millis(job.grace()));
     Ok(definition)
+}
+
+/// The definitions of `entries` for the state.
+///
+/// # Errors
+/// Every problem: a job the state cannot hold ([`to_definition`]), or one the jobs file
+/// of a daemon defines (`listed`).
+pub fn definitions(entries: &[JobEntry], listed: &Listed) -> Result<Vec<JobDefinition>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut definitions = Vec::new();
+    for entry in entries {
+        let name = entry.job.name();
+        match to_definition(entry) {
+            Ok(definition) => definitions.push(definition),
+            Err(reason) => problems.push(Problem::field(entry.line, Some(name), "schedule", reason)),
+        }
+        if let Some((_, instance)) = listed.file_names().find(|(job, _)| *job == name) {
+            let reason =
+                format!("the jobs file of the daemon {instance:?} defines this job; change it there");
+            problems.push(Problem::field(entry.line, Some(name), "name", reason));
+        }
+    }
+    if problems.is_empty() { Ok(definitions) } else { Err(problems) }
 }
 
 /// The state's definitions sorted out: command jobs, and the file jobs daemons published.
