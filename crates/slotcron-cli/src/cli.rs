@@ -342,7 +342,8 @@ pub struct RunArgs {
     /// needs SLOTCRON_ADMIN_TOKEN.
     ///
     /// Tokens: SLOTCRON_ADMIN_TOKEN opens the API (reads, pause, resume, trigger,
-    /// backfill); SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
+    /// backfill, and with --jobs-from-state PUT and DELETE of the state's jobs);
+    /// SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
     /// given in a file instead: SLOTCRON_ADMIN_TOKEN_FILE, SLOTCRON_ADMIN_READ_TOKEN_FILE.
     /// /healthz, /readyz, /metrics, /openapi.json and the status page need no token.
     #[arg(long, value_name = "ADDR")]
