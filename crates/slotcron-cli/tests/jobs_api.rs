@@ -116,6 +116,8 @@ fn a_job_put_through_one_member_runs_on_the_other_and_each_change_is_recorded() 
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(bad.error().contains(r#"job "shared": every: "#), "{}", bad.error());
     assert!(stored_command(&dir, &url, "shared").unwrap().contains("v2"), "the stored job is unchanged");
+    assert_eq!(put(&addr_a, "shared", "x", FULL, "text/plain", v1).status, 415);
+    assert_eq!(put(&addr_a, "shared", &"n".repeat(1001), FULL, "application/toml", v1).status, 400);
     // The read-only token may not write: 403, nothing changed.
     assert_eq!(put(&addr_a, "shared", "x", READ, "application/toml", v1).status, 403);
     assert_eq!(delete(&addr_a, "shared", "x", READ).status, 403);
