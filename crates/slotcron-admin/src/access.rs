@@ -7,7 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use subtle::{Choice, ConstantTimeEq};
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter, UtoipaMethodRouterExt};
 
 use crate::{AdminState, ApiError, openapi};
 
@@ -33,6 +33,11 @@ pub enum Grant {
     /// Everything: the full token, or a server with no token at all.
     Full,
 }
+
+/// The kind of credential a request came with, as a change's record names it: `full`
+/// (the full token), `read` (the read-only token) or `none` (a server without a token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenKind(pub(crate) &'static str);
 
 impl Access {
     /// Whether the `Host` header is checked: only while neither token is set and hosts
@@ -160,7 +165,13 @@ async fn require_token(
     let authorization = request.headers().get(header::AUTHORIZATION).map(|value| value.as_bytes());
     match access.grant(authorization) {
         Some(grant) => {
+            let kind = match grant {
+                _ if access.token.is_none() && access.read_token.is_none() => "none",
+                Grant::Full => "full",
+                Grant::Read => "read",
+            };
             request.extensions_mut().insert(grant);
+            request.extensions_mut().insert(TokenKind(kind));
             Ok(next.run(request).await)
         }
         None if authorization.is_none() => Err(ApiError::new(
@@ -169,6 +180,18 @@ async fn require_token(
         )),
         None => Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")),
     }
+}
+
+/// A write route: refused to the read-only token ([`refuse_read_only`]), and documented
+/// so (the full token's scope, 403).
+pub(crate) fn full_token(routes: UtoipaMethodRouter<AdminState>) -> UtoipaMethodRouter<AdminState> {
+    let (schemas, mut paths, method_router) =
+        routes.map(|method_router| method_router.route_layer(axum::middleware::from_fn(refuse_read_only)));
+    openapi::each_operation(&mut paths, |operation| {
+        openapi::require_token(operation, openapi::FULL);
+        openapi::answer(operation, StatusCode::FORBIDDEN, "The read-only token cannot write");
+    });
+    (schemas, paths, method_router)
 }
 
 /// Refuses a write made with the read-only token (403, naming the operation: the last

@@ -34,6 +34,9 @@
 //! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) | full |
 //! | `POST /api/v1/jobs/{name}/trigger` | queues one manual run; header `Idempotency-Key` optional | full |
 //! | `POST /api/v1/jobs/{name}/backfill` | runs each trigger of `{"from": T1, "to": T2}` (≤ 1,000) | full |
+//! | `PUT /api/v1/jobs/{name}?note=TEXT` | stores the job in the shared state; body: its `[[job]]` fields, `application/toml` or `application/json` (see [`Admin::state_jobs`]) | full |
+//! | `DELETE /api/v1/jobs/{name}?note=TEXT` | removes the job from the shared state | full |
+//! | `GET /api/v1/audit?job&limit` | the changes `PUT` and `DELETE` made, newest first | read |
 //!
 //! Every `POST` needs `Content-Type: application/json` (415 otherwise), a body of at most
 //! 1 MiB (413) that is a JSON object of the endpoint's fields (400 otherwise; an empty
@@ -57,11 +60,13 @@
 //! backends answer.
 
 mod access;
+mod audit;
 mod error;
 mod etag;
 mod fleet;
 mod health;
 mod jobs;
+mod jobs_write;
 mod listing;
 mod openapi;
 mod page;
@@ -75,14 +80,17 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::{Extension, Router};
-use slotcron::OutputStore;
+use jobs_write::StateJobs;
 use slotcron::Scheduler;
+use slotcron::{OutputStore, Store};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use access::{Access, Grant};
+pub use audit::{DEFAULT_LIMIT as DEFAULT_AUDIT_LIMIT, MAX_LIMIT as MAX_AUDIT_LIMIT};
 pub use error::ApiError;
+pub use jobs_write::{BodyFormat, DefinitionReader, JobBody, MAX_NOTE};
 pub use listing::{DEFAULT_LIMIT as DEFAULT_JOBS_LIMIT, MAX_LIMIT as MAX_JOBS_LIMIT};
 pub use prometheus::{MetricsRecorder, PrometheusMetrics};
 pub use reloads::{Reload, ReloadStatus};
@@ -98,6 +106,7 @@ struct AdminState {
     metrics: Option<RenderMetrics>,
     outputs: Option<Arc<dyn OutputStore>>,
     reloads: ReloadStatus,
+    state_jobs: Option<StateJobs>,
 }
 
 /// Builds the admin [`Router`] over a scheduler.
@@ -120,7 +129,13 @@ impl Admin {
     /// The API over `scheduler`: no metrics, no run output, no access control.
     pub fn new(scheduler: Scheduler) -> Self {
         Self {
-            state: AdminState { scheduler, metrics: None, outputs: None, reloads: ReloadStatus::default() },
+            state: AdminState {
+                scheduler,
+                metrics: None,
+                outputs: None,
+                reloads: ReloadStatus::default(),
+                state_jobs: None,
+            },
             access: Access::default(),
         }
     }
@@ -145,6 +160,17 @@ impl Admin {
     /// `reloads`.
     pub fn reloads(mut self, reloads: ReloadStatus) -> Self {
         self.state.reloads = reloads;
+        self
+    }
+
+    /// Serves `PUT` and `DELETE /api/v1/jobs/{name}` and `GET /api/v1/audit` over the jobs
+    /// kept in `store` (without it, they answer 409): a `PUT` body is read by `reader`,
+    /// and each change is stored with its record ([`slotcron::DefinitionChange`]: when,
+    /// the token kind, the old and new definitions, the `note` parameter) by
+    /// [`Store::change_definition`], so a refused request stores nothing. Whoever runs the
+    /// store's jobs follows the change (the daemon's `--jobs-from-state` does within 2 s).
+    pub fn state_jobs(mut self, store: Arc<dyn Store>, reader: Arc<dyn DefinitionReader>) -> Self {
+        self.state.state_jobs = Some(StateJobs::new(store, reader));
         self
     }
 
@@ -215,5 +241,8 @@ fn api_v1() -> OpenApiRouter<AdminState> {
         .routes(steer::write(routes!(steer::resume)))
         .routes(steer::write(routes!(steer::trigger)))
         .routes(steer::write(routes!(steer::backfill)))
+        .routes(access::full_token(jobs_write::documented(routes!(jobs_write::put))))
+        .routes(access::full_token(jobs_write::documented(routes!(jobs_write::delete))))
+        .routes(jobs_write::documented(routes!(audit::list)))
         .layer(DefaultBodyLimit::max(MAX_BODY))
 }

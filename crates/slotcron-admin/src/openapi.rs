@@ -37,6 +37,8 @@ pub(crate) const FULL: &str = "full";
         (name = "fleet", description = "The fleet's live members"),
         (name = "runs", description = "The run history and output"),
         (name = "steering", description = "Pause, resume, trigger and backfill: the full token"),
+        (name = "state jobs", description = "Change the jobs kept in a shared state (a daemon started with \
+            `--jobs-from-state`), and list the changes"),
     )
 )]
 pub(crate) struct ApiDoc;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use slotcron::ControlError;
 use utoipa::ToSchema;
-use utoipa_axum::router::{UtoipaMethodRouter, UtoipaMethodRouterExt};
+use utoipa_axum::router::UtoipaMethodRouter;
 
 use crate::error::ErrorBody;
 use crate::jobs::JobPath;
@@ -187,6 +187,28 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// The request's `Content-Type` (empty if none) and its essence (without parameters).
+pub(crate) fn content_type(headers: &HeaderMap) -> (&str, &str) {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    (content_type, content_type.split(';').next().unwrap_or("").trim())
+}
+
+/// 415: `needs`, and the `Content-Type` given.
+pub(crate) fn unsupported_media_type(needs: &str, content_type: &str) -> ApiError {
+    let given = if content_type.is_empty() { "none".to_owned() } else { format!("{content_type:?}") };
+    ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("{needs} (given: {given})"))
+}
+
+/// The body's bytes: 413 beyond [`MAX_BODY`].
+pub(crate) fn read(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    bytes.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {MAX_BODY} bytes"))
+        }
+        status => ApiError::new(status, format!("the body cannot be read: {e}")),
+    })
+}
+
 /// The body as `T`: checks the content type and the size, and reads an empty body as
 /// `T::default()` when `empty` gives one.
 fn body<T: Fields>(
@@ -194,21 +216,11 @@ fn body<T: Fields>(
     bytes: Result<Bytes, BytesRejection>,
     empty: Option<T>,
 ) -> Result<T, ApiError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let essence = content_type.split(';').next().unwrap_or("").trim();
+    let (content_type, essence) = content_type(headers);
     if !essence.eq_ignore_ascii_case("application/json") {
-        let given = if content_type.is_empty() { "none".to_owned() } else { format!("{content_type:?}") };
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("a POST needs Content-Type: application/json (given: {given})"),
-        ));
+        return Err(unsupported_media_type("a POST needs Content-Type: application/json", content_type));
     }
-    let bytes = bytes.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {MAX_BODY} bytes"))
-        }
-        status => ApiError::new(status, format!("the body cannot be read: {e}")),
-    })?;
+    let bytes = read(bytes)?;
     let not_expected = |given: &str| {
         ApiError::bad_request(format!("the body is not the JSON expected: {}, given {given}", T::EXPECTED))
     };
@@ -391,15 +403,11 @@ pub(crate) async fn backfill(
     Ok((StatusCode::ACCEPTED, Json(Backfilled { job: name, triggers })).into_response())
 }
 
-/// A write route: refused to the read-only token ([`access::refuse_read_only`]), and
-/// documented so: the full token, and the answers of a body that is not the endpoint's
-/// ([`body`]).
+/// A write route of this module: the full token ([`access::full_token`]), and documented
+/// with the answers of a body that is not the endpoint's ([`body`]).
 pub(crate) fn write(routes: UtoipaMethodRouter<AdminState>) -> UtoipaMethodRouter<AdminState> {
-    let (schemas, mut paths, method_router) = routes
-        .map(|method_router| method_router.route_layer(axum::middleware::from_fn(access::refuse_read_only)));
+    let (schemas, mut paths, method_router) = access::full_token(routes);
     openapi::each_operation(&mut paths, |operation| {
-        openapi::require_token(operation, openapi::FULL);
-        openapi::answer(operation, StatusCode::FORBIDDEN, "The read-only token cannot write");
         openapi::answer(operation, StatusCode::BAD_REQUEST, "The body is not the JSON the endpoint takes");
         openapi::answer(
             operation,

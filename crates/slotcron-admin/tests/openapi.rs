@@ -10,8 +10,8 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use slotcron::{Job, MemoryOutputs, OutputStore, RunOutput};
-use slotcron_admin::Admin;
+use slotcron::{Job, JobDefinition, MemoryOutputs, MemoryStore, OutputStore, RunOutput, ScheduleSpec};
+use slotcron_admin::{Admin, DefinitionReader, JobBody};
 use slotcron_testkit::harness::{Harness, ok, ts};
 use tower::ServiceExt;
 
@@ -86,6 +86,22 @@ fn operations(doc: &Value) -> impl Iterator<Item = (Method, String, Value)> + '_
     })
 }
 
+/// A reader of `PUT` bodies that keeps the body's text as the payload of a one-shot: the
+/// document's examples are checked here, the daemon's reader by the CLI's tests.
+struct AsPayload;
+
+impl DefinitionReader for AsPayload {
+    fn read(&self, name: &str, body: JobBody<'_>, _: &[JobDefinition]) -> Result<JobDefinition, String> {
+        let mut definition = JobDefinition::new(name, ScheduleSpec::After { delay_ms: 0 }, "payload");
+        definition.payload = body.text.into();
+        Ok(definition)
+    }
+
+    fn owns(&self, definition: &JobDefinition) -> bool {
+        definition.handler == "payload"
+    }
+}
+
 /// A running scheduler with the job the document's examples name, its runs up to the
 /// example trigger and that run's output, behind a router with a full and a read token.
 async fn fixture() -> (Harness, axum::Router, Value) {
@@ -107,6 +123,7 @@ async fn fixture() -> (Harness, axum::Router, Value) {
     let router = Admin::new(h.scheduler.clone())
         .outputs(outputs)
         .metrics(|| "slotcron_up 1\n".to_owned())
+        .state_jobs(Arc::new(MemoryStore::new()), Arc::new(AsPayload))
         .token(FULL.trim_start_matches("Bearer "))
         .read_token(READ.trim_start_matches("Bearer "))
         .router();
@@ -124,14 +141,16 @@ fn with_examples(doc: &Value, path: &str) -> String {
         .join("/")
 }
 
-/// The JSON request body an operation is sent: its schema's example, else none.
+/// The JSON request body an operation is sent: its content's example, else its schema's,
+/// else none.
 fn request_body(doc: &Value, operation: &Value) -> String {
-    let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
+    let content = &operation["requestBody"]["content"]["application/json"];
+    let schema = &content["schema"];
     let schema = match schema["$ref"].as_str() {
         Some(reference) => doc.pointer(reference.trim_start_matches('#')).unwrap(),
         None => schema,
     };
-    schema.get("example").map_or_else(String::new, Value::to_string)
+    content.get("example").or_else(|| schema.get("example")).map_or_else(String::new, Value::to_string)
 }
 
 /// Calls `method path` as the document describes it, with `authorization` if any.
@@ -184,7 +203,7 @@ async fn every_documented_operation_answers_as_documented() {
         check_answer(&doc, &method, &path, &answer);
         called.push(format!("{method} {path}"));
     }
-    assert!(called.len() >= 14, "every route, probes to writes: {called:?}");
+    assert!(called.len() >= 17, "every route, probes to writes: {called:?}");
     h.stop().await;
 }
 

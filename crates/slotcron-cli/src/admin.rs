@@ -4,14 +4,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use slotcron::OutputStore;
 use slotcron::{CancellationToken, Scheduler};
+use slotcron::{OutputStore, Store};
 use slotcron_admin::{Admin, PrometheusMetrics, ReloadStatus};
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::admin_token::{self, READ_TOKEN_VAR, TOKEN_VAR};
 use crate::cli::RunArgs;
 use crate::settings::Listen;
+use crate::state_jobs_reader::StateJobReader;
 
 /// The environment variable naming the admin address when `--admin` is not given.
 pub const ADMIN_VAR: &str = "SLOTCRON_ADMIN";
@@ -134,17 +135,22 @@ pub struct Bound {
 
 impl Bound {
     /// Serves the admin API over `scheduler` until `stop` fires; the metrics from
-    /// `metrics`, run output from `outputs`, the last reload from `reloads`.
+    /// `metrics`, run output from `outputs`, the last reload from `reloads`, and (with
+    /// `--jobs-from-state`) the changes of the jobs kept in `state_jobs`.
     pub async fn serve(
         self,
         scheduler: Scheduler,
         metrics: PrometheusMetrics,
         outputs: Arc<dyn OutputStore>,
         reloads: ReloadStatus,
+        state_jobs: Option<Arc<dyn Store>>,
         stop: CancellationToken,
     ) {
         let mut admin =
             Admin::new(scheduler).metrics(move || metrics.render()).outputs(outputs).reloads(reloads);
+        if let Some(store) = state_jobs {
+            admin = admin.state_jobs(store, Arc::new(StateJobReader));
+        }
         if let Some(token) = self.token {
             admin = admin.token(token);
         }

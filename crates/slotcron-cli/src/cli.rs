@@ -222,6 +222,28 @@ pub enum JobsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print the changes made to the state's jobs through the admin API, newest first.
+    ///
+    /// Each change: when, the job, created/changed/deleted, the token kind and the note,
+    /// then the definition before (`-`) and after (`+`) as the state keeps them.
+    History {
+        /// Only this job's changes (also after it was deleted); default: every job's.
+        job: Option<String>,
+        /// The admin API of a daemon started with --jobs-from-state: http://HOST:PORT or
+        /// unix:PATH.
+        ///
+        /// Default: SLOTCRON_ADMIN_URL. A token in SLOTCRON_ADMIN_TOKEN (or in the file
+        /// named by SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one
+        /// will do. Any daemon of the fleet lists the same changes.
+        #[arg(long, value_name = "URL", env = ADMIN_URL_VAR, hide_env_values = true)]
+        admin_url: String,
+        /// At most N changes, from 1 to 1,000.
+        #[arg(long, value_name = "N", default_value_t = slotcron_admin::DEFAULT_AUDIT_LIMIT)]
+        limit: usize,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `slotcron run`.
@@ -320,7 +342,8 @@ pub struct RunArgs {
     /// needs SLOTCRON_ADMIN_TOKEN.
     ///
     /// Tokens: SLOTCRON_ADMIN_TOKEN opens the API (reads, pause, resume, trigger,
-    /// backfill); SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
+    /// backfill, and with --jobs-from-state PUT and DELETE of the state's jobs);
+    /// SLOTCRON_ADMIN_READ_TOKEN, beside it, opens the reads only. Either can be
     /// given in a file instead: SLOTCRON_ADMIN_TOKEN_FILE, SLOTCRON_ADMIN_READ_TOKEN_FILE.
     /// /healthz, /readyz, /metrics, /openapi.json and the status page need no token.
     #[arg(long, value_name = "ADDR")]

@@ -1,5 +1,5 @@
-//! `slotcron jobs put | rm | ls`: the jobs kept in the shared state, which the daemons
-//! started with `--jobs-from-state` run (see [`crate::state_jobs`]).
+//! `slotcron jobs put | rm | ls | history`: the jobs kept in the shared state, which the
+//! daemons started with `--jobs-from-state` run (see [`crate::state_jobs`]).
 
 use std::io::Read;
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use slotcron::{Retention, ScheduleSpec, Store};
 
 use crate::cli::{JobsArgs, JobsCommand};
-use crate::jobs_file::{self, Format, Problem, Problems};
+use crate::jobs_file::{self, Format, Problems};
 use crate::state::{State, StateUrl};
 use crate::state_jobs::{self, Listed};
 use crate::{INVALID_INPUT, duration, table};
@@ -18,6 +18,10 @@ use crate::{INVALID_INPUT, duration, table};
 /// Runs `slotcron jobs …`: exit status 0, 1 for `rm` of a job the state does not have, 2
 /// with the reason on standard error for invalid jobs or a state that cannot be used.
 pub fn run(args: &JobsArgs) -> ExitCode {
+    // Through the admin API, on a runtime of its own.
+    if let JobsCommand::History { job, admin_url, limit, json } = &args.command {
+        return crate::jobs_history::run(job.as_deref(), admin_url, *limit, *json);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -49,6 +53,7 @@ async fn dispatch(command: &JobsCommand) -> Result<ExitCode, String> {
                 Ok(ExitCode::FAILURE)
             }
         }
+        JobsCommand::History { .. } => unreachable!("run answers it"),
         JobsCommand::Ls { state, json } => {
             // Only reads: never creates or migrates the state.
             let url = StateUrl::parse(&state.url).map_err(|e| format!("slotcron jobs: --state: {e}"))?;
@@ -87,29 +92,10 @@ async fn put(file: &Path, url: &str) -> Result<ExitCode, String> {
     };
     let entries =
         jobs_file::parse(&source, Format::Toml).map_err(|list| Problems::new(file, list).to_string())?.jobs;
-    let mut problems = Vec::new();
-    let mut definitions = Vec::new();
-    for entry in &entries {
-        match state_jobs::to_definition(entry) {
-            Ok(definition) => definitions.push(definition),
-            Err(reason) => {
-                problems.push(Problem::field(entry.line, Some(entry.job.name()), "schedule", reason))
-            }
-        }
-    }
     let store = open(url).await?;
     let listed = Listed::of(store.load_definitions().await.map_err(|e| format!("slotcron jobs put: {e}"))?);
-    for entry in &entries {
-        let name = entry.job.name();
-        if let Some((_, instance)) = listed.file_names().find(|(job, _)| *job == name) {
-            let reason =
-                format!("the jobs file of the daemon {instance:?} defines this job; change it there");
-            problems.push(Problem::field(entry.line, Some(name), "name", reason));
-        }
-    }
-    if !problems.is_empty() {
-        return Err(Problems::new(file, problems).to_string());
-    }
+    let definitions =
+        state_jobs::definitions(&entries, &listed).map_err(|list| Problems::new(file, list).to_string())?;
     for definition in &definitions {
         store.save_definition(definition).await.map_err(|e| format!("slotcron jobs put: {e}"))?;
     }

@@ -507,13 +507,19 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     let mut backends = settings.backends().await.map_err(|e| start_failed(&e))?;
     let keeping_output = command::keep_output_in(backends.state.outputs.clone());
     let reloads = ReloadStatus::default();
+    let state_store = match (jobs_from_state, &backends.state.store) {
+        (false, _) => None,
+        (true, Some(store)) => Some(store.clone()),
+        (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
+    };
     let serve_admin = match (&settings.admin, metrics) {
         (Some(admin), Some(metrics)) => {
             let bound = admin.bind().await.map_err(|e| start_failed(&e))?;
             let outputs = backends.state.outputs.clone();
             let reloads = reloads.clone();
+            let state_jobs = state_store.clone();
             let serve: ServeAdmin = Box::new(move |scheduler, stop| {
-                Box::pin(bound.serve(scheduler, metrics, outputs, reloads, stop))
+                Box::pin(bound.serve(scheduler, metrics, outputs, reloads, state_jobs, stop))
             });
             Some(serve)
         }
@@ -524,11 +530,7 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
         tracing::info!(zone = %zone.name, source = zone.source, "crontab lines without CRON_TZ= or TZ= run in the daemon's zone");
     }
     scheduler.check_join().await.map_err(|e| start_failed(&e.to_string()))?;
-    let state_jobs = match (jobs_from_state, &backends.state.store) {
-        (false, _) => None,
-        (true, Some(store)) => Some(StateJobs::new(store.clone(), &settings.instance)),
-        (true, None) => return Err(start_failed("--jobs-from-state needs a sqlite: or postgres:// --state")),
-    };
+    let state_jobs = state_store.map(|store| StateJobs::new(store, &settings.instance));
     let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs, settings.grace_floor());
     if let Err(e) = reloader.apply().await {
         tracing::error!("{e}");

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ use slotcron::{HandlerRegistry, JobBuilder, JobDefinition, Plan, ScheduleSpec, S
 use tokio::sync::mpsc;
 
 use crate::command::ShellCommand;
-use crate::jobs_file::{self, JobEntry};
+use crate::jobs_file::{self, JobEntry, Problem};
 
 /// The handler name of the daemon's command jobs in the state.
 pub const COMMAND_HANDLER: &str = "slotcron.command";
@@ -111,6 +111,29 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
     Ok(definition)
 }
 
+/// The definitions of `entries` for the state.
+///
+/// # Errors
+/// Every problem: a job the state cannot hold ([`to_definition`]), or one the jobs file
+/// of a daemon defines (`listed`).
+pub fn definitions(entries: &[JobEntry], listed: &Listed) -> Result<Vec<JobDefinition>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut definitions = Vec::new();
+    for entry in entries {
+        let name = entry.job.name();
+        match to_definition(entry) {
+            Ok(definition) => definitions.push(definition),
+            Err(reason) => problems.push(Problem::field(entry.line, Some(name), "schedule", reason)),
+        }
+        if let Some((_, instance)) = listed.file_names().find(|(job, _)| *job == name) {
+            let reason =
+                format!("the jobs file of the daemon {instance:?} defines this job; change it there");
+            problems.push(Problem::field(entry.line, Some(name), "name", reason));
+        }
+    }
+    if problems.is_empty() { Ok(definitions) } else { Err(problems) }
+}
+
 /// The state's definitions sorted out: command jobs, and the file jobs daemons published.
 #[derive(Debug, Default)]
 pub struct Listed {
@@ -175,16 +198,29 @@ pub fn plan(definition: &JobDefinition, payload: &Payload) -> Result<Plan, Strin
     Ok(Plan::new(builder).fingerprint(format!("state:{:016x}", hasher.finish())))
 }
 
+/// What identifies the command jobs among `definitions`: equal while none changes.
+fn fingerprint(definitions: &[JobDefinition]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for definition in definitions.iter().filter(|d| d.handler == COMMAND_HANDLER) {
+        serde_json::to_string(definition).unwrap_or_default().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// A daemon's view of the state's jobs (`--jobs-from-state`).
 pub struct StateJobs {
     store: Arc<dyn Store>,
     instance: String,
+    /// The [`fingerprint`] of the definitions [`StateJobs::plans`] read last, from which
+    /// [`StateJobs::watch`] starts: a change made after they were read and before the
+    /// watch's first look is a change too.
+    applied: Arc<Mutex<Option<u64>>>,
 }
 
 impl StateJobs {
     /// The jobs of `store`, for the daemon `instance`.
     pub fn new(store: Arc<dyn Store>, instance: &str) -> Self {
-        Self { store, instance: instance.to_owned() }
+        Self { store, instance: instance.to_owned(), applied: Arc::default() }
     }
 
     /// Publishes the names of the jobs of `file`, so that `slotcron jobs put` refuses them.
@@ -219,7 +255,9 @@ impl StateJobs {
     /// # Errors
     /// The state cannot be read.
     pub async fn plans(&self, file: &Path, file_jobs: &[JobEntry]) -> Result<Vec<Plan>, StoreError> {
-        let listed = Listed::of(self.store.load_definitions().await?);
+        let definitions = self.store.load_definitions().await?;
+        *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(fingerprint(&definitions));
+        let listed = Listed::of(definitions);
         let in_file: HashSet<&str> = file_jobs.iter().map(|e| e.job.name()).collect();
         let mut plans = Vec::new();
         for (definition, payload) in &listed.commands {
@@ -240,22 +278,19 @@ impl StateJobs {
     }
 
     /// Reads the state's definitions every [`POLL`] and sends on the channel when they
-    /// change, until the receiver is dropped.
+    /// differ from those seen before (at first, those [`StateJobs::plans`] read last),
+    /// until the receiver is dropped.
     pub fn watch(&self) -> mpsc::UnboundedReceiver<()> {
         let (tx, rx) = mpsc::unbounded_channel();
         let store = self.store.clone();
+        let mut seen = *self.applied.lock().unwrap_or_else(|p| p.into_inner());
         tokio::spawn(async move {
-            let mut seen: Option<u64> = None;
             loop {
                 let Ok(definitions) = store.load_definitions().await else {
                     tokio::time::sleep(POLL).await;
                     continue;
                 };
-                let mut hasher = DefaultHasher::new();
-                for definition in definitions.iter().filter(|d| d.handler == COMMAND_HANDLER) {
-                    serde_json::to_string(definition).unwrap_or_default().hash(&mut hasher);
-                }
-                let now = hasher.finish();
+                let now = fingerprint(&definitions);
                 if seen.is_some_and(|s| s != now) && tx.send(()).is_err() {
                     return;
                 }

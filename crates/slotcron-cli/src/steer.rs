@@ -97,9 +97,9 @@ fn print(command: &SteerCommand, answer: &Value) {
     }
 }
 
-/// A job name as a path segment: names are plain, but a `/` or `%` must not change the
-/// path.
-fn encode(name: &str) -> String {
+/// A job name as a path segment or query value: names are plain, but a `/`, `&` or `%`
+/// must not change the request.
+pub(crate) fn encode(name: &str) -> String {
     name.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),

@@ -63,14 +63,7 @@ fn serving_on(
     command.args(["run", "jobs.toml", "--instance", "it-1", "--admin", listen]);
     command.envs(env.iter().copied());
     let mut daemon = Daemon::spawn(command, &dir);
-    let line = daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
-    let port = line
-        .split("address=")
-        .nth(1)
-        .and_then(|address| address.split_whitespace().next()?.rsplit_once(':'))
-        .unwrap_or_else(|| panic!("no address=IP:PORT in {line:?}"))
-        .1;
-    let addr = format!("127.0.0.1:{port}");
+    let addr = daemon.admin_address();
     // Ended: a run's record says `running` until its handler returns.
     wait_until("three runs recorded and ended", || {
         ["ok", "broken", "dropped"].iter().all(|job| {

@@ -233,7 +233,8 @@ impl PostgresDatabase {
         }
     }
 
-    async fn client(&self) -> Result<Object, DbError> {
+    /// A connection of the pool, for a transaction of several statements.
+    pub(crate) async fn client(&self) -> Result<Object, DbError> {
         self.inner.pool.get().await.map_err(|e| DbError {
             url: self.inner.url.clone(),
             cause: pool_error(&e, &self.inner.tls),
@@ -241,7 +242,8 @@ impl PostgresDatabase {
         })
     }
 
-    fn error(&self, error: &tokio_postgres::Error) -> DbError {
+    /// `error` of a statement, with this database's URL.
+    pub(crate) fn error(&self, error: &tokio_postgres::Error) -> DbError {
         DbError { url: self.inner.url.clone(), cause: error_chain(error), refused: DbError::refuses(error) }
     }
 

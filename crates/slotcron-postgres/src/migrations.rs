@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -778,6 +778,17 @@ CREATE TABLE {schema}.member_detail (
     instance text PRIMARY KEY,
     details  text NOT NULL
 );
+";
+
+/// The changes made to job definitions through the admin API, each a
+/// `slotcron::DefinitionChange` as JSON text, in the order they were made (`id`).
+const V15: &str = "
+CREATE TABLE {schema}.job_definition_change (
+    id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job    text NOT NULL,
+    change text NOT NULL
+);
+CREATE INDEX job_definition_change_by_job ON {schema}.job_definition_change (job, id DESC);
 ";
 
 /// The newest schema version this release knows.

@@ -2,7 +2,9 @@ use std::collections::HashMap;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use slotcron::{Controls, JobDefinition, JobState, Outcome, Store, StoreError};
+use slotcron::{
+    Controls, DEFINITION_CHANGES_KEPT, DefinitionChange, JobDefinition, JobState, Outcome, Store, StoreError,
+};
 
 use crate::PostgresDatabase;
 use crate::codec;
@@ -29,6 +31,10 @@ struct Sql {
     save_definition: String,
     delete_definition: String,
     next_fencing_token: String,
+    lock_definition: String,
+    add_change: String,
+    prune_changes: String,
+    load_changes: String,
 }
 
 /// [`slotcron::merge_job_state`]'s rules as one atomic upsert: an older trigger
@@ -79,6 +85,21 @@ impl PostgresStore {
             next_fencing_token: database.sql(
                 "INSERT INTO {schema}.fencing AS counter (job, token) VALUES ($1, 1)
                  ON CONFLICT (job) DO UPDATE SET token = counter.token + 1 RETURNING token",
+            ),
+            // Changes of one job wait for each other, also where it has no row to lock yet.
+            lock_definition: database.sql(
+                "SELECT pg_advisory_xact_lock(hashtext('slotcron.job_definition'), hashtext($1)),
+                        (SELECT definition::text FROM {schema}.job_definition WHERE job = $1)",
+            ),
+            add_change: database
+                .sql("INSERT INTO {schema}.job_definition_change (job, change) VALUES ($1, $2)"),
+            prune_changes: database.sql(
+                "DELETE FROM {schema}.job_definition_change WHERE job = $1 AND id NOT IN
+                 (SELECT id FROM {schema}.job_definition_change WHERE job = $1 ORDER BY id DESC LIMIT $2)",
+            ),
+            load_changes: database.sql(
+                "SELECT change FROM {schema}.job_definition_change
+                 WHERE $1::text IS NULL OR job = $1 ORDER BY id DESC LIMIT $2",
             ),
         };
         Self { controls: PostgresControls::new(database.clone()), database, sql }
@@ -163,6 +184,53 @@ impl Store for PostgresStore {
 
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
         Ok(self.database.execute(&self.sql.delete_definition, &[&job]).await.map_err(StoreError::new)? > 0)
+    }
+
+    async fn change_definition(
+        &self,
+        change: DefinitionChange,
+    ) -> Result<Option<DefinitionChange>, StoreError> {
+        let failed = |e: tokio_postgres::Error| StoreError::new(self.database.error(&e));
+        let mut client = self.database.client().await.map_err(StoreError::new)?;
+        let transaction = client.transaction().await.map_err(failed)?;
+        let row = transaction.query_one(&self.sql.lock_definition, &[&change.job]).await.map_err(failed)?;
+        let old = row
+            .get::<_, Option<&str>>(1)
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| self.corrupt(format!("definition of job {:?}", change.job), e.into()))?;
+        // Dropped without a commit: rolled back, nothing changed.
+        let Some(kept) = change.replacing(old) else { return Ok(None) };
+        match &kept.new {
+            Some(new) => {
+                let json = serde_json::to_string(new).map_err(StoreError::new)?;
+                transaction.execute(&self.sql.save_definition, &[&kept.job, &json]).await
+            }
+            None => transaction.execute(&self.sql.delete_definition, &[&kept.job]).await,
+        }
+        .map_err(failed)?;
+        let json = serde_json::to_string(&kept).map_err(StoreError::new)?;
+        transaction.execute(&self.sql.add_change, &[&kept.job, &json]).await.map_err(failed)?;
+        let keep = i64::try_from(DEFINITION_CHANGES_KEPT).unwrap_or(i64::MAX);
+        transaction.execute(&self.sql.prune_changes, &[&kept.job, &keep]).await.map_err(failed)?;
+        transaction.commit().await.map_err(failed)?;
+        Ok(Some(kept))
+    }
+
+    async fn definition_changes(
+        &self,
+        job: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DefinitionChange>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows =
+            self.database.query(&self.sql.load_changes, &[&job, &limit]).await.map_err(StoreError::new)?;
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(row.get(0))
+                    .map_err(|e| self.corrupt("a change of a job definition".into(), e.into()))
+            })
+            .collect()
     }
 
     fn controls(&self) -> Option<&dyn Controls> {

@@ -92,7 +92,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (14); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (15); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -122,7 +122,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 14);
+        assert_eq!(schemas.scalar(&schema, version).await, 15);
         let tick_state =
             JobState::of("2024-05-17T00:01:00Z".parse().unwrap(), Some(Outcome::Succeeded), false);
         assert_eq!(PostgresStore::new(database.clone()).load_states().await.unwrap()["tick"], tick_state);
@@ -164,6 +164,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
                 "DROP INDEX {schema}.run_record_run;
                  ALTER TABLE {schema}.job_state DROP COLUMN last_success, DROP COLUMN last_failure;
                  DROP TABLE {schema}.member_detail;
+                 DROP TABLE {schema}.job_definition_change;
                  UPDATE {schema}.schema_version SET version = 11;
                  INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, started_at, duration_us, error)
                  VALUES ('tick', '2024-05-17T00:01:00Z', 'r1', 'running', '2024-05-17T00:01:00Z', 0, NULL),
@@ -177,7 +178,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
         let version = "SELECT version::bigint FROM {schema}.schema_version";
-        assert_eq!(schemas.scalar(&schema, version).await, 14);
+        assert_eq!(schemas.scalar(&schema, version).await, 15);
         let records = "SELECT count(*) FROM {schema}.run_record";
         assert_eq!(schemas.scalar(&schema, records).await, 2, "one record per run");
         let ledger = PostgresLedger::new(database, Default::default());

@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -126,6 +126,17 @@ UPDATE job_state SET
             WHERE job_state.last_outcome IN ('failed', 'timed-out', 'panicked', 'interrupted')
         )
     );
+";
+
+/// The changes made to job definitions through the admin API, each a
+/// `slotcron::DefinitionChange` as JSON, in the order they were made (`id`).
+const V7: &str = "
+CREATE TABLE job_definition_change (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    job    TEXT NOT NULL,
+    change TEXT NOT NULL -- JSON
+) STRICT;
+CREATE INDEX job_definition_change_by_job ON job_definition_change (job, id);
 ";
 
 /// The newest schema version this release knows.

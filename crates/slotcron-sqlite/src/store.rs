@@ -1,7 +1,10 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use slotcron::{Controls, JobDefinition, JobState, Outcome, Store, StoreError};
+use rusqlite::OptionalExtension;
+use slotcron::{
+    Controls, DEFINITION_CHANGES_KEPT, DefinitionChange, JobDefinition, JobState, Outcome, Store, StoreError,
+};
 
 use crate::SqliteDatabase;
 use crate::codec;
@@ -46,6 +49,18 @@ ON CONFLICT (job) DO UPDATE SET
 const LOAD_STATES: &str = "SELECT job, last_trigger_us, last_outcome, one_shot_done, last_success_us, last_failure_us FROM job_state";
 const LOAD_STATES_BEFORE_V6: &str =
     "SELECT job, last_trigger_us, last_outcome, one_shot_done, NULL, NULL FROM job_state";
+
+/// Stores a definition (job, JSON), replacing the one of the same name.
+const SAVE_DEFINITION: &str = "INSERT INTO job_definition (job, definition) VALUES (?1, ?2)
+    ON CONFLICT (job) DO UPDATE SET definition = excluded.definition";
+/// Deletes a job's definition.
+const DELETE_DEFINITION: &str = "DELETE FROM job_definition WHERE job = ?1";
+/// Keeps only the newest ?2 changes of the job ?1.
+const PRUNE_CHANGES: &str = "DELETE FROM job_definition_change WHERE job = ?1 AND id NOT IN
+    (SELECT id FROM job_definition_change WHERE job = ?1 ORDER BY id DESC LIMIT ?2)";
+/// The newest ?2 changes, of the job ?1 or (NULL) of all.
+const LOAD_CHANGES: &str =
+    "SELECT change FROM job_definition_change WHERE ?1 IS NULL OR job = ?1 ORDER BY id DESC LIMIT ?2";
 
 /// A `job_state` row: job, last trigger, outcome, done, last success, last failure.
 type StateRow = (String, i64, Option<String>, bool, Option<i64>, Option<i64>);
@@ -151,11 +166,7 @@ impl Store for SqliteStore {
         let job = definition.name.clone();
         self.database
             .call(move |c| {
-                c.prepare_cached(
-                    "INSERT INTO job_definition (job, definition) VALUES (?1, ?2)
-                     ON CONFLICT (job) DO UPDATE SET definition = excluded.definition",
-                )?
-                .execute((job, json))?;
+                c.prepare_cached(SAVE_DEFINITION)?.execute((job, json))?;
                 Ok(())
             })
             .await
@@ -165,11 +176,73 @@ impl Store for SqliteStore {
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
         let job = job.to_owned();
         self.database
+            .call(move |c| Ok(c.prepare_cached(DELETE_DEFINITION)?.execute([job])? > 0))
+            .await
+            .map_err(StoreError::new)
+    }
+
+    async fn change_definition(
+        &self,
+        change: DefinitionChange,
+    ) -> Result<Option<DefinitionChange>, StoreError> {
+        let url = self.database.url().to_owned();
+        self.database
             .call(move |c| {
-                Ok(c.prepare_cached("DELETE FROM job_definition WHERE job = ?1")?.execute([job])? > 0)
+                // Inside the batch's transaction or on its own: both or neither.
+                let savepoint = c.savepoint()?;
+                let old: Option<String> = savepoint
+                    .prepare_cached("SELECT definition FROM job_definition WHERE job = ?1")?
+                    .query_row([&change.job], |row| row.get(0))
+                    .optional()?;
+                let old = old
+                    .map(|json| serde_json::from_str(&json))
+                    .transpose()
+                    .map_err(|e| format!("{url}: definition of job {:?}: {e}", change.job))?;
+                let Some(kept) = change.replacing(old) else { return Ok(None) };
+                match &kept.new {
+                    Some(new) => savepoint
+                        .prepare_cached(SAVE_DEFINITION)?
+                        .execute((&kept.job, serde_json::to_string(new)?))?,
+                    None => savepoint.prepare_cached(DELETE_DEFINITION)?.execute([&kept.job])?,
+                };
+                savepoint
+                    .prepare_cached("INSERT INTO job_definition_change (job, change) VALUES (?1, ?2)")?
+                    .execute((&kept.job, serde_json::to_string(&kept)?))?;
+                let keep = i64::try_from(DEFINITION_CHANGES_KEPT).unwrap_or(i64::MAX);
+                savepoint.prepare_cached(PRUNE_CHANGES)?.execute((&kept.job, keep))?;
+                savepoint.commit()?;
+                Ok(Some(kept))
             })
             .await
             .map_err(StoreError::new)
+    }
+
+    async fn definition_changes(
+        &self,
+        job: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DefinitionChange>, StoreError> {
+        let job = job.map(str::to_owned);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .database
+            .call(move |c| {
+                let mut statement = c.prepare_cached(LOAD_CHANGES)?;
+                let rows = statement.query_map((job, limit), |row| row.get::<_, String>(0))?;
+                Ok(rows.collect::<Result<Vec<String>, _>>()?)
+            })
+            .await
+            .map_err(StoreError::new)?;
+        rows.iter()
+            .map(|json| {
+                serde_json::from_str(json).map_err(|e| {
+                    StoreError::invalid_data(format!(
+                        "{}: a change of a job definition: {e}",
+                        self.database.url()
+                    ))
+                })
+            })
+            .collect()
     }
 
     fn controls(&self) -> Option<&dyn Controls> {

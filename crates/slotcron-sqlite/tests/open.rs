@@ -48,7 +48,7 @@ async fn a_new_file_is_a_versioned_slotcron_database_in_wal_mode() {
     let pragma =
         |name: &str| raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0));
     assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
-    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(6));
+    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(7));
     assert_eq!(pragma("application_id").unwrap(), rusqlite::types::Value::Integer(0x534c_4f54));
 }
 
@@ -113,12 +113,12 @@ async fn a_file_of_a_newer_release_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     drop(SqliteDatabase::open(&url(&path)).await.unwrap());
-    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 7).unwrap();
+    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 8).unwrap();
     let message = refused(&path).await;
     assert_eq!(
         message,
         format!(
-            "{}: schema version 7 is newer than this release knows (6); upgrade slotcron to use this database",
+            "{}: schema version 8 is newer than this release knows (7); upgrade slotcron to use this database",
             url(&path)
         )
     );
@@ -222,6 +222,7 @@ async fn a_file_of_version_5_takes_each_jobs_last_success_and_failure_from_its_l
         file.execute_batch(
             "ALTER TABLE job_state DROP COLUMN last_success_us;
              ALTER TABLE job_state DROP COLUMN last_failure_us;
+             DROP TABLE job_definition_change;
              INSERT INTO job_state VALUES ('tick', 3000000, NULL, 0), ('idle', 1000000, 'missed', 0);
              INSERT INTO run_record (job, trigger_us, instance, outcome, started_us, duration_us)
              VALUES ('tick', 500000, 'a', 'failed', 500000, 5),

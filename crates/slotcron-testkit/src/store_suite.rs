@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use slotcron::{JobDefinition, JobState, Misfire, Outcome, ScheduleSpec, Store};
+use slotcron::{
+    DEFINITION_CHANGES_KEPT, DefinitionChange, JobDefinition, JobState, Misfire, Outcome, ScheduleSpec, Store,
+};
 
 /// Runs every case of this module, each on a fresh, empty store made by `make`.
 pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
@@ -13,6 +15,8 @@ pub async fn run<S: Store>(mut make: impl AsyncFnMut() -> S) {
     state_delete(&make().await).await;
     definitions_round_trip(&make().await).await;
     definitions_replace_and_delete(&make().await).await;
+    definition_changes_are_kept(&make().await).await;
+    definition_changes_are_bounded(&make().await).await;
     fencing_tokens_grow_per_job(&make().await).await;
     pauses_and_idempotency_keys(&make().await).await;
 }
@@ -179,6 +183,75 @@ pub async fn definitions_replace_and_delete(store: &dyn Store) {
     assert!(store.delete_definition("mail").await.unwrap());
     assert!(!store.delete_definition("mail").await.unwrap(), "deleted twice");
     assert_eq!(store.load_definitions().await.unwrap(), [every]);
+}
+
+/// A change asked of `job`: to `new`, at `at`, with a note.
+fn change(job: &str, at: &str, new: Option<JobDefinition>) -> DefinitionChange {
+    DefinitionChange {
+        job: job.into(),
+        at: ts(at),
+        token: "full".into(),
+        note: Some(format!("at {at}")),
+        old: None,
+        new,
+    }
+}
+
+/// [`Store::change_definition`] creates, replaces and deletes a definition, and keeps each
+/// change with the definition it replaced; deleting a job without one changes nothing.
+/// The changes come back newest first, of one job or of all, a job deleted keeping its.
+pub async fn definition_changes_are_kept(store: &dyn Store) {
+    let first = full_definition("mail 'ünï'");
+    let mut second = first.clone();
+    second.payload = serde_json::json!({"to": "someone else"});
+    let job = first.name.clone();
+    let created = store.change_definition(change(&job, "2024-01-01T00:00:00Z", Some(first.clone()))).await;
+    assert_eq!(created.unwrap(), Some(change(&job, "2024-01-01T00:00:00Z", Some(first.clone()))));
+    let other = minimal_definition("other", ScheduleSpec::After { delay_ms: 1 });
+    store.change_definition(change("other", "2024-01-01T00:00:30Z", Some(other.clone()))).await.unwrap();
+    let replaced = store.change_definition(change(&job, "2024-01-01T00:01:00Z", Some(second.clone()))).await;
+    let replaced = replaced.unwrap().expect("a replacement is a change");
+    assert_eq!(replaced.old.as_ref(), Some(&first), "the replaced definition is kept as old");
+    assert_eq!(sorted(store.load_definitions().await.unwrap()), [second.clone(), other]);
+    let deleted = store.change_definition(change(&job, "2024-01-01T00:02:00Z", None)).await.unwrap();
+    assert_eq!(deleted.expect("a deletion is a change").old, Some(second.clone()));
+    assert_eq!(store.change_definition(change(&job, "2024-01-01T00:03:00Z", None)).await.unwrap(), None);
+    assert_eq!(store.load_definitions().await.unwrap().len(), 1, "the job is deleted, the other kept");
+
+    let of_job = store.definition_changes(Some(&job), 10).await.unwrap();
+    let news: Vec<_> = of_job.iter().map(|c| (c.at.to_string(), c.old.clone(), c.new.clone())).collect();
+    assert_eq!(
+        news,
+        [
+            ("2024-01-01T00:02:00Z".into(), Some(second.clone()), None),
+            ("2024-01-01T00:01:00Z".into(), Some(first.clone()), Some(second)),
+            ("2024-01-01T00:00:00Z".into(), None, Some(first)),
+        ],
+        "newest first, with old and new; the deletion that changed nothing is not kept"
+    );
+    assert_eq!(of_job[0].note.as_deref(), Some("at 2024-01-01T00:02:00Z"));
+    let all = store.definition_changes(None, 2).await.unwrap();
+    let jobs: Vec<&str> = all.iter().map(|c| c.job.as_str()).collect();
+    assert_eq!(jobs, [job.as_str(), job.as_str()], "the newest two of every job");
+    assert_eq!(store.definition_changes(None, 10).await.unwrap().len(), 4);
+    assert_eq!(store.definition_changes(Some("never"), 10).await.unwrap(), []);
+}
+
+/// A job keeps its newest [`DEFINITION_CHANGES_KEPT`] changes; another job's are not
+/// counted against it.
+pub async fn definition_changes_are_bounded(store: &dyn Store) {
+    let tick =
+        |n: u64| minimal_definition("tick", ScheduleSpec::Every { period_ms: 1_000 * (n + 1), offset_ms: 0 });
+    store.change_definition(change("other", "2024-01-01T00:00:00Z", Some(tick(0)))).await.unwrap();
+    let second = |n: usize| Timestamp::from_second(1_704_067_200 + n as i64).expect("an instant").to_string();
+    for n in 0..DEFINITION_CHANGES_KEPT + 5 {
+        store.change_definition(change("tick", &second(n), Some(tick(n as u64)))).await.unwrap();
+    }
+    let kept = store.definition_changes(Some("tick"), usize::MAX).await.unwrap();
+    assert_eq!(kept.len(), DEFINITION_CHANGES_KEPT);
+    assert_eq!(kept[0].at.to_string(), second(DEFINITION_CHANGES_KEPT + 4), "the newest first");
+    assert_eq!(kept.last().map(|c| c.at.to_string()), Some(second(5)), "the oldest five removed");
+    assert_eq!(store.definition_changes(Some("other"), 10).await.unwrap().len(), 1);
 }
 
 /// Fencing tokens start at 1 and grow by one per job, each job on its own, and calls at

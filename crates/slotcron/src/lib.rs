@@ -238,7 +238,10 @@ pub use schedule::{
     parse_duration,
 };
 pub use schedule::{Excluding, MAX_EXCLUDED_IN_A_ROW};
-pub use store::{JobDefinition, JobState, MemoryStore, ScheduleSpec, Store, StoreError, merge_job_state};
+pub use store::{
+    DEFINITION_CHANGES_KEPT, DefinitionChange, JobDefinition, JobState, MemoryStore, ScheduleSpec, Store,
+    StoreError, merge_job_state,
+};
 
 /// Re-exported so that users name the same versions of these types.
 pub use jiff;

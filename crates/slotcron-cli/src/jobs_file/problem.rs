@@ -47,6 +47,19 @@ impl Problem {
     }
 }
 
+/// The problem without its file and line: `job "NAME": FIELD: REASON`.
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(job) = &self.job {
+            write!(f, "job {job:?}: ")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.reason)
+    }
+}
+
 /// Every problem found in one file, or in the crontabs of one directory; its `Display`
 /// writes one problem per line as `FILE:LINE: job "NAME": FIELD: REASON`.
 #[derive(Debug, Clone)]
@@ -72,14 +85,7 @@ impl fmt::Display for Problems {
             if let Some(line) = problem.line {
                 write!(f, ":{line}")?;
             }
-            f.write_str(": ")?;
-            if let Some(job) = &problem.job {
-                write!(f, "job {job:?}: ")?;
-            }
-            if let Some(field) = &problem.field {
-                write!(f, "{field}: ")?;
-            }
-            writeln!(f, "{}", problem.reason)?;
+            writeln!(f, ": {problem}")?;
         }
         let n = self.list.len();
         write!(f, "{n} problem{} in {}", if n == 1 { "" } else { "s" }, self.file.display())

@@ -36,9 +36,14 @@ pub fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
 
 /// `POST path` at `addr` (`IP:PORT`) with `Host: addr`, `headers` and `body`.
 pub fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    send(addr, "POST", path, headers, body)
+}
+
+/// `METHOD path` at `addr` (`IP:PORT`) with `Host: addr`, `headers` and `body`.
+pub fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
     let mut all = vec![("host", addr)];
     all.extend_from_slice(headers);
-    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, "POST", path, &all, body)
+    request(|| async { tokio::net::TcpStream::connect(addr).await.unwrap() }, method, path, &all, body)
 }
 
 /// `GET path` with exactly these headers (a `Host` among them, or none).

@@ -156,6 +156,20 @@ impl Daemon {
         }
     }
 
+    /// Waits for the line saying where the admin API listens: the loopback `IP:PORT` that
+    /// reaches it.
+    pub fn admin_address(&mut self) -> String {
+        let line = self.wait_for("for the admin API", |line| line.contains("admin API listening"));
+        let port = line
+            .split("address=")
+            .nth(1)
+            .and_then(|address| address.split_whitespace().next()?.rsplit_once(':'))
+            .unwrap_or_else(|| panic!("no address=IP:PORT in {line:?}"))
+            .1
+            .to_owned();
+        format!("127.0.0.1:{port}")
+    }
+
     /// The next log line, if one is waiting (kept in [`Self::log`] too).
     pub fn try_line(&mut self) -> Result<String, std::sync::mpsc::TryRecvError> {
         let line = self.lines.try_recv()?;

@@ -3,7 +3,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{JobDefinition, JobState, Store, StoreError, merge_job_state};
+use super::{
+    DEFINITION_CHANGES_KEPT, DefinitionChange, JobDefinition, JobState, Store, StoreError, merge_job_state,
+};
 use crate::clock::SystemClock;
 use crate::control::{Controls, MemoryControls};
 
@@ -27,6 +29,8 @@ struct Inner {
     states: HashMap<String, JobState>,
     fencing: HashMap<String, u64>,
     definitions: HashMap<String, JobDefinition>,
+    /// Every job's changes, oldest first.
+    changes: Vec<DefinitionChange>,
 }
 
 impl MemoryStore {
@@ -85,6 +89,38 @@ impl Store for MemoryStore {
 
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError> {
         Ok(self.lock().definitions.remove(job).is_some())
+    }
+
+    async fn change_definition(
+        &self,
+        change: DefinitionChange,
+    ) -> Result<Option<DefinitionChange>, StoreError> {
+        let mut inner = self.lock();
+        let old = inner.definitions.get(&change.job).cloned();
+        let Some(kept) = change.replacing(old) else { return Ok(None) };
+        match &kept.new {
+            Some(new) => _ = inner.definitions.insert(kept.job.clone(), new.clone()),
+            None => _ = inner.definitions.remove(&kept.job),
+        }
+        inner.changes.push(kept.clone());
+        let of_job = inner.changes.iter().filter(|c| c.job == kept.job).count();
+        let mut excess = of_job.saturating_sub(DEFINITION_CHANGES_KEPT);
+        inner.changes.retain(|c| {
+            let drop = excess > 0 && c.job == kept.job;
+            excess -= usize::from(drop);
+            !drop
+        });
+        Ok(Some(kept))
+    }
+
+    async fn definition_changes(
+        &self,
+        job: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DefinitionChange>, StoreError> {
+        let inner = self.lock();
+        let of_job = inner.changes.iter().rev().filter(|c| job.is_none_or(|job| c.job == job));
+        Ok(of_job.take(limit).cloned().collect())
     }
 
     fn controls(&self) -> Option<&dyn Controls> {

@@ -1,9 +1,11 @@
 //! The store: durable per-job state and job definitions, so a process that dies does
 //! not forget what it was scheduled to do.
 
+mod change;
 mod definition;
 mod memory;
 
+pub use change::{DEFINITION_CHANGES_KEPT, DefinitionChange};
 pub use definition::{JobDefinition, ScheduleSpec};
 pub use memory::MemoryStore;
 
@@ -110,6 +112,37 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// The backend failed.
     async fn delete_definition(&self, job: &str) -> Result<bool, StoreError>;
+
+    /// Stores `change.new` as the definition of `change.job` (`None`: deletes it) and
+    /// keeps the change, its `old` set to the definition it replaced, among the job's
+    /// changes — both or neither, in one transaction. Keeps the job's newest
+    /// [`DEFINITION_CHANGES_KEPT`] changes. Returns the change as kept; `None`, changing
+    /// nothing, for the deletion of a job that has no definition.
+    ///
+    /// # Errors
+    /// The backend failed (nothing changed), or the store keeps no changes (the
+    /// default).
+    async fn change_definition(
+        &self,
+        change: DefinitionChange,
+    ) -> Result<Option<DefinitionChange>, StoreError> {
+        Err(StoreError::new(format!("this store keeps no record of changes (job {:?})", change.job)))
+    }
+
+    /// The changes [`Store::change_definition`] kept, newest first, at most `limit`: of
+    /// the job `job`, or of every job when `None`. A job deleted keeps its changes.
+    ///
+    /// # Errors
+    /// The backend failed, a change cannot be read, or the store keeps no changes (the
+    /// default).
+    async fn definition_changes(
+        &self,
+        job: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DefinitionChange>, StoreError> {
+        _ = (job, limit);
+        Err(StoreError::new("this store keeps no record of changes"))
+    }
 
     /// Where a scheduler without a coordinator keeps its pauses and idempotency keys, so
     /// that a pause survives a restart. `None` (the default): the store keeps none, and
