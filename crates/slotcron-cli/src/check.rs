@@ -56,11 +56,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             .collect();
         table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"]), &rows, 1);
     }
-    for entry in &loaded.jobs {
-        if let Some(policies) = policies(entry) {
-            println!("{}: {policies}", entry.job.name());
-        }
-    }
+    let policies: Vec<String> = loaded
+        .jobs
+        .par_iter()
+        .filter_map(|entry| policies(entry).map(|policies| format!("{}: {policies}\n", entry.job.name())))
+        .collect();
+    print!("{}", policies.concat());
     if let Some(max) = loaded.max_concurrent_runs {
         println!(
             "max_concurrent_runs: at most {max} run(s) at once on each daemon; a daemon at its cap leaves triggers to one with room"

@@ -22,6 +22,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rayon::iter::Either;
 use rayon::prelude::*;
 
 use slotcron::ScheduleError;
@@ -306,22 +307,22 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
             }
         }
     }
-    // Built on every core at once (a million-job file), kept in the file's order.
-    let built: Vec<(bool, Result<JobEntry, Problem>)> = drafts
+    // Built on every core at once (a million-job file), kept in the file's order. A
+    // duplicate or a bad name, reported above, is not loaded; its other problems are
+    // reported all the same.
+    let (jobs, built_problems): (Vec<JobEntry>, Vec<Problem>) = drafts
         .into_par_iter()
-        .map(|draft| (named.contains(&(draft.name.as_str(), draft.name_line)), draft.build()))
-        .collect();
-    let mut jobs = Vec::with_capacity(built.len());
-    for (named, built) in built {
-        // A duplicate or a bad name, reported above, is not loaded; its other problems
-        // are reported all the same.
-        match built {
-            Ok(entry) if named => jobs.push(entry),
-            Ok(_) => {}
-            Err(problem) if !named && problem.field.as_deref() == Some("name") => {}
-            Err(problem) => problems.push(problem),
-        }
-    }
+        .filter_map(|draft| {
+            let named = named.contains(&(draft.name.as_str(), draft.name_line));
+            match (*draft).build() {
+                Ok(entry) if named => Some(Either::Left(entry)),
+                Ok(_) => None,
+                Err(problem) if !named && problem.field.as_deref() == Some("name") => None,
+                Err(problem) => Some(Either::Right(problem)),
+            }
+        })
+        .partition_map(|either| either);
+    problems.extend(built_problems);
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -345,7 +346,8 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
-    drafts: Vec<Draft>,
+    /// Boxed: a million of them are moved about (pieces read in parallel, then built).
+    drafts: Vec<Box<Draft>>,
     coordination: Coordination,
     history: History,
     shutdown_timeout: Option<Duration>,
