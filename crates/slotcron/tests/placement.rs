@@ -4,9 +4,12 @@
 //! them). Labels that are not labels are refused when the job is built. The fleet's side
 //! is in the test kit's placement suite (`tests/testkit.rs` and each backend's suite).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::{Job, JobBuilder, Labels, Outcome, Plan, ReconcileError, Scheduler};
+use slotcron::{
+    ControlError, InProcessCoordinator, Job, JobBuilder, Labels, Outcome, Plan, ReconcileError, Scheduler,
+};
 use slotcron_testkit::harness::{Harness, ok, ts};
 
 fn placed(name: &str, on: &[&str]) -> JobBuilder {
@@ -72,4 +75,29 @@ fn labels_that_are_not_labels_are_refused_naming_the_job_the_field_and_the_reaso
     );
     let job = placed("render", &["region=eu", "gpu"]).build().unwrap();
     assert_eq!(job.placement().to_string(), "region=eu, gpu");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_without_a_jobs_labels_refuses_to_queue_its_manual_runs_and_backfills() {
+    let coordinator = Arc::new(InProcessCoordinator::default());
+    let mut h =
+        Harness::with("2026-12-01T00:00:00Z", |builder| builder.coordinator(coordinator).labels(eu()));
+    h.add(placed("render", &["region=eu", "ssd"]).build().unwrap());
+    h.start().await;
+    let refused = h.scheduler.trigger_now("render", None).await.unwrap_err();
+    let expected = ControlError::NotPlacedHere {
+        job: "render".into(),
+        placement: "region=eu, ssd".into(),
+        unmet: "ssd".into(),
+    };
+    assert_eq!(refused, expected);
+    assert_eq!(
+        refused.to_string(),
+        "job \"render\" is placed on region=eu, ssd, and this replica does not carry ssd: ask one that does"
+    );
+    let (from, to) = (ts("2026-11-30T00:00:00Z"), ts("2026-11-30T00:02:00Z"));
+    assert_eq!(h.scheduler.backfill("render", from, to).await.unwrap_err(), expected);
+    h.advance(Duration::from_secs(1)).await;
+    h.stop().await;
+    assert!(h.records("render").is_empty(), "{:?}", h.records("render"));
 }
