@@ -39,10 +39,13 @@ use crate::placement::Labels;
 /// The labels of the other members as last read from their details, by instance id.
 pub(crate) type LabelsOf = Arc<HashMap<Arc<str>, Labels>>;
 
-/// What this replica last read of the members' labels: the labels, the members then
-/// live, and when (on the scheduler's clock).
+/// What this replica last read of the members' labels ([`Read`]), if anything.
 #[derive(Default)]
-pub(crate) struct MemberLabels(RwLock<Option<(LabelsOf, Arc<[Arc<str>]>, Timestamp)>>);
+pub(crate) struct MemberLabels(RwLock<Option<Read>>);
+
+/// One read of the members' labels: the labels, the view of the membership it was made
+/// for, and when (on the scheduler's clock).
+struct Read(LabelsOf, Arc<[Arc<str>]>, Timestamp);
 
 impl MemberLabels {
     /// The labels last read (none before the first read).
@@ -60,7 +63,7 @@ impl MemberLabels {
     fn stale(&self, members: &[Arc<str>], now: Timestamp, ttl: std::time::Duration) -> bool {
         match &*self.0.read().unwrap_or_else(|p| p.into_inner()) {
             None => true,
-            Some((_, read_for, at)) => **read_for != *members || later(*at, ttl) <= now,
+            Some(Read(_, read_for, at)) => **read_for != *members || later(*at, ttl) <= now,
         }
     }
 }
@@ -116,7 +119,7 @@ pub(super) async fn refresh(fleet: &FleetRun, members: &[Arc<str>]) {
     match within_claim_timeout(shared, coordinator.members()).await {
         Ok(live) => {
             *known.0.write().unwrap_or_else(|p| p.into_inner()) =
-                Some((labels_of(&live), members.into(), now));
+                Some(Read(labels_of(&live), members.into(), now));
         }
         Err(e) => tracing::debug!("reading the members' labels failed: {e}; the last ones stay"),
     }
