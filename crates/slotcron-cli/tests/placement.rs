@@ -7,22 +7,20 @@ mod support;
 
 use support::{run_in, scratch, stderr, stdout, write};
 
-const PLACED: &str = r#"[[job]]
-name = "render"
-every = "1m"
-command = "true"
-on = ["region=eu", "gpu"]
+/// A `[[job]]` table of a job every minute, then `extra` (a key, or nothing), 5 lines.
+fn job(name: &str, extra: &str) -> String {
+    format!("[[job]]\nname = \"{name}\"\nevery = \"1m\"\ncommand = \"true\"\n{extra}\n")
+}
 
-[[job]]
-name = "plain"
-every = "1m"
-command = "true"
-"#;
+/// `render`, placed on `region=eu` and `gpu`, and `plain`, placed nowhere.
+fn placed() -> String {
+    [job("render", r#"on = ["region=eu", "gpu"]"#), job("plain", "")].join("\n")
+}
 
 #[test]
 fn check_shows_a_jobs_placement() {
     let dir = scratch("placement_check");
-    write(&dir, "jobs.toml", PLACED);
+    write(&dir, "jobs.toml", &placed());
     let out = run_in(&dir, &["check", "jobs.toml"]);
     let listing = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -39,34 +37,13 @@ fn check_shows_a_jobs_placement() {
 #[test]
 fn labels_that_are_not_labels_in_on_are_refused_naming_the_line_job_and_field() {
     let dir = scratch("placement_bad_on");
-    write(
-        &dir,
-        "jobs.toml",
-        r#"[[job]]
-name = "spaced"
-every = "1m"
-command = "true"
-on = ["region = eu"]
-
-[[job]]
-name = "twice"
-every = "1m"
-command = "true"
-on = ["region=eu", "region=us"]
-
-[[job]]
-name = "text"
-every = "1m"
-command = "true"
-on = "gpu"
-
-[[job]]
-name = "empty"
-every = "1m"
-command = "true"
-on = ["region="]
-"#,
-    );
+    let jobs = [
+        job("spaced", r#"on = ["region = eu"]"#),
+        job("twice", r#"on = ["region=eu", "region=us"]"#),
+        job("text", r#"on = "gpu""#),
+        job("empty", r#"on = ["region="]"#),
+    ];
+    write(&dir, "jobs.toml", &jobs.join("\n"));
     let out = run_in(&dir, &["check", "jobs.toml"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -83,7 +60,7 @@ on = ["region="]
 #[test]
 fn a_label_flag_that_is_not_a_label_is_refused_naming_the_flag() {
     let dir = scratch("placement_bad_flag");
-    write(&dir, "jobs.toml", PLACED);
+    write(&dir, "jobs.toml", &placed());
     for (labels, reason) in [
         (&["region = eu"][..], "label \"region = eu\": white space is not allowed"),
         (&[""][..], "a label must not be empty"),
@@ -111,7 +88,7 @@ fn a_label_flag_that_is_not_a_label_is_refused_naming_the_flag() {
 #[test]
 fn a_daemon_without_a_coordinator_refuses_a_job_placed_on_labels_it_lacks() {
     let dir = scratch("placement_alone");
-    write(&dir, "jobs.toml", PLACED);
+    write(&dir, "jobs.toml", &placed());
     let out = run_in(&dir, &["run", "jobs.toml", "--state", "memory", "--label", "region=eu"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
