@@ -47,6 +47,9 @@ struct MemberView {
     owned_jobs: usize,
     /// The settings every member must share (e.g. `crontab_zone`).
     settings: BTreeMap<String, String>,
+    /// The labels it carries (`--label`), each `KEY` or `KEY=VALUE`: the jobs placed on
+    /// labels (`on`) run only on the members that carry them.
+    labels: Vec<String>,
 }
 
 impl From<FleetMember> for MemberView {
@@ -63,6 +66,7 @@ impl From<FleetMember> for MemberView {
             last_heartbeat,
             owned_jobs,
             settings: details.settings,
+            labels: details.labels,
         }
     }
 }

@@ -205,6 +205,12 @@ fn policies(entry: &JobEntry) -> Option<String> {
                 .into(),
         );
     }
+    if !job.placement().is_anywhere() {
+        parts.push(format!(
+            "runs only on daemons carrying the labels {} (on, --label); recorded skipped-no-member when no live daemon carries them",
+            job.placement()
+        ));
+    }
     if let Some(hook) = &entry.on_failure {
         parts.push(format!("on failure runs `{}`", hook.script));
     }

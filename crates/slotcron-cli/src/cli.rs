@@ -305,6 +305,14 @@ pub struct RunArgs {
     /// characters.
     #[arg(long, value_name = "ID", value_parser = parse_instance)]
     pub instance: Option<String>,
+    /// A label this daemon carries, `KEY` or `KEY=VALUE` (e.g. `region=eu`, `gpu`);
+    /// repeat the flag for several.
+    ///
+    /// A job with `on = [...]` runs only on the daemons that carry all of its labels
+    /// (still once across the fleet); published in the fleet's membership. Keys and
+    /// values are ASCII letters, digits and `-_./`, at most 63 of each; a key once.
+    #[arg(long = "label", value_name = "KEY[=VALUE]", value_parser = parse_label)]
+    pub labels: Vec<String>,
     /// Also reload FILE when it changes (its directory is watched, so that a file renamed
     /// over it and a Kubernetes ConfigMap update are seen), as SIGHUP and SIGUSR2 do.
     #[arg(long)]
@@ -521,6 +529,11 @@ Examples:
   slotcron pause backup --admin-url http://127.0.0.1:9090       (then: slotcron resume backup ...)
   slotcron trigger backup --idempotency-key deploy-42 --admin-url unix:/run/slotcron/admin.sock
   slotcron backfill backup --from 2026-11-30T00:00:00Z --to 2026-11-30T06:00:00Z --admin-url URL";
+
+/// A `--label`: `KEY` or `KEY=VALUE` ([`slotcron::Label::parse`]).
+fn parse_label(text: &str) -> Result<String, String> {
+    slotcron::Label::parse(text).map(|_| text.to_owned()).map_err(|e| e.to_string())
+}
 
 /// The longest `--instance`, in bytes.
 const MAX_INSTANCE_LEN: usize = 200;

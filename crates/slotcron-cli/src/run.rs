@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use slotcron::DEFAULT_MEMBERSHIP_TTL;
-use slotcron::{CancellationToken, Coordinator, Leftover, Retention, Scheduler, SchedulerBuilder};
+use slotcron::{CancellationToken, Coordinator, Labels, Leftover, Retention, Scheduler, SchedulerBuilder};
 use slotcron_admin::{Reload, ReloadStatus};
 
 use crate::admin::AdminSettings;
@@ -17,7 +17,7 @@ use crate::cli::RunArgs;
 use crate::command::{self, KeepingOutput};
 use crate::coordination::{self, Redis};
 use crate::hook::{FailureHooks, HOOK_TIMEOUT};
-use crate::jobs_file::{self, Coordination, Format, GraceFloor, JobsFile};
+use crate::jobs_file::{self, Coordination, Format, GraceFloor, JobsFile, LoneLabels};
 use crate::reload::{Reloader, Triggers};
 use crate::settings::{self, Listen};
 use crate::signals::{self, StopSignals};
@@ -78,6 +78,9 @@ pub struct Settings {
     /// The daemon's own zone, which the crontab's lines without `CRON_TZ=` or `TZ=` run
     /// in: a [fleet setting](SchedulerBuilder::fleet_setting) every member must share.
     pub crontab_zone: Option<LocalZone>,
+    /// The labels this daemon carries (`--label`), published in the fleet's membership:
+    /// the jobs placed on labels (`on`) run only on the daemons that carry them.
+    pub labels: Labels,
 }
 
 /// The [fleet setting](SchedulerBuilder::fleet_setting) of the zone a crontab's lines
@@ -175,8 +178,8 @@ impl Settings {
     /// [`Self::SHUTDOWN_TIMEOUT`]): the place where options become settings.
     ///
     /// # Errors
-    /// An invalid `--state` URL, Redis settings [`Redis::choose`] refuses, or a takeover
-    /// delay [`Fleet::choose`] refuses.
+    /// An invalid `--state` URL, Redis settings [`Redis::choose`] refuses, a takeover
+    /// delay [`Fleet::choose`] refuses, or a key given twice in `--label`.
     pub fn from_args(
         args: &RunArgs,
         file: &Coordination,
@@ -206,6 +209,7 @@ impl Settings {
             cancel_grace: Self::CANCEL_GRACE,
             max_concurrent_runs: None,
             crontab_zone: None,
+            labels: Labels::parse(&args.labels).map_err(|e| format!("--label: {e}"))?,
             failure_hooks,
             slack: args.clock_skew_slack.or(file.slack).unwrap_or(SchedulerBuilder::DEFAULT_SLACK),
             fleet: Fleet::choose(args, file)?,
@@ -215,6 +219,13 @@ impl Settings {
     /// Whether a coordinator arbitrates the claims: a Redis, or a PostgreSQL state.
     fn coordinated(&self) -> bool {
         self.redis.is_some() || matches!(self.state, StateUrl::Postgres { .. })
+    }
+
+    /// This daemon's labels, if it runs without a coordinator: the jobs placed on labels
+    /// it lacks are then refused at start (a reload that adds one leaves it out, as the
+    /// scheduler refuses it).
+    pub fn lone_labels(&self) -> LoneLabels {
+        LoneLabels::new(&self.labels, self.coordinated())
     }
 
     /// The takeover delay every job's grace window must exceed: the daemons share the
@@ -298,7 +309,7 @@ impl Settings {
                 .fleet_setting(CRONTAB_ZONE_SETTING, zone::fingerprint(&zone.zone))
                 .member_about(CRONTAB_ZONE_SETTING, &zone.name);
         }
-        builder = self.about(builder);
+        builder = self.about(builder).labels(self.labels.clone());
         let builder = builder
             .ledger(backends.state.ledger.clone())
             .drain_on_shutdown(true)
@@ -372,6 +383,9 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Err(e) => return start_failed(&e),
     };
     if let Err(e) = settings.grace_floor().check(&loaded) {
+        return start_failed(&e);
+    }
+    if let Err(e) = settings.lone_labels().check(&loaded) {
         return start_failed(&e);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

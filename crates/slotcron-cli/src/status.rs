@@ -119,11 +119,14 @@ struct Member {
     last_heartbeat: String,
     runs_in_flight: Option<u64>,
     owned_jobs: usize,
+    /// Absent from a daemon of an earlier release.
+    #[serde(default)]
+    labels: Vec<String>,
 }
 
 /// After the jobs, a daemon of a fleet prints its members as columns `MEMBER HOST
-/// VERSION HEARTBEAT RUNNING JOBS` (the last heartbeat, RFC 3339 UTC; runs in flight;
-/// jobs owned). Nothing for a daemon alone, or one whose membership cannot be read (a
+/// VERSION HEARTBEAT RUNNING JOBS LABELS` (the last heartbeat, RFC 3339 UTC; runs in
+/// flight; jobs owned; its `--label`s, comma-separated). Nothing for a daemon alone, or one whose membership cannot be read (a
 /// line on standard error says why).
 fn print_fleet(admin_url: &str) {
     let fleet = call(admin_url, Call::get("/api/v1/fleet"))
@@ -134,7 +137,7 @@ fn print_fleet(admin_url: &str) {
         Err(e) => return eprintln!("slotcron status: the fleet's members are unknown: {e}"),
     };
     let dash = || "-".to_owned();
-    let rows: Vec<[String; 6]> = members
+    let rows: Vec<[String; 7]> = members
         .into_iter()
         .map(|m| {
             let running = m.runs_in_flight.map_or_else(dash, |n| n.to_string());
@@ -145,9 +148,10 @@ fn print_fleet(admin_url: &str) {
                 m.last_heartbeat,
                 running,
                 m.owned_jobs.to_string(),
+                if m.labels.is_empty() { dash() } else { m.labels.join(",") },
             ]
         })
         .collect();
     println!();
-    table::print(Some(["MEMBER", "HOST", "VERSION", "HEARTBEAT", "RUNNING", "JOBS"]), &rows, 0);
+    table::print(Some(["MEMBER", "HOST", "VERSION", "HEARTBEAT", "RUNNING", "JOBS", "LABELS"]), &rows, 0);
 }

@@ -220,7 +220,7 @@ X = "1"
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
-                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude";
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude, on";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, history, calendar, job"

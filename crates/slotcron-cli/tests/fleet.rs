@@ -222,7 +222,7 @@ fn every_daemon_sharing_a_redis_runs_its_own_reboot_without_a_claim() {
 }
 
 #[test]
-fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_heartbeats() {
+fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_heartbeats_and_labels() {
     let dir = scratch("fleet-view");
     let redis = RedisServer::start(&dir);
     write(&dir, "jobs.toml", JOBS);
@@ -242,6 +242,8 @@ fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_hea
                 &state,
                 "--admin",
                 addr,
+                "--label",
+                if *name == "a" { "gpu=a100" } else { "region=eu" },
             ];
             Daemon::run(&dir, &args)
         })
@@ -270,6 +272,15 @@ fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_hea
         assert_eq!(member["version"], env!("CARGO_PKG_VERSION"));
         assert!(member["runs_in_flight"].is_u64(), "{member}");
     }
+    let labels: Vec<&serde_json::Value> = seen.iter().map(|m| &m["labels"]).collect();
+    assert_eq!(
+        labels,
+        [
+            &serde_json::json!(["gpu=a100"]),
+            &serde_json::json!(["region=eu"]),
+            &serde_json::json!(["region=eu"])
+        ]
+    );
     let owned: u64 = seen.iter().map(|m| m["owned_jobs"].as_u64().unwrap()).sum();
     assert_eq!(owned, 1, "the one job has one owner");
 
@@ -280,8 +291,12 @@ fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_hea
     let table: Vec<&str> = out.lines().skip_while(|line| !line.starts_with("MEMBER")).collect();
     assert_eq!(table.len(), 4, "a header and three members:\n{out}");
     assert!(table[0].contains("HEARTBEAT"), "{out}");
-    for (row, name) in table[1..].iter().zip(["a", "b", "c"]) {
+    assert!(table[0].trim_end().ends_with("LABELS"), "{out}");
+    for (row, (name, label)) in
+        table[1..].iter().zip([("a", "gpu=a100"), ("b", "region=eu"), ("c", "region=eu")])
+    {
         assert_eq!(row.split_whitespace().next(), Some(name), "{out}");
+        assert_eq!(row.split_whitespace().last(), Some(label), "{out}");
     }
     for daemon in &mut daemons {
         daemon.signal(Signal::SIGTERM);

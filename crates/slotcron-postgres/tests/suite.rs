@@ -169,6 +169,22 @@ async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran() {
 }
 
 #[tokio::test]
+async fn placed_jobs_run_only_on_members_carrying_their_labels() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::placed_jobs_run_only_on_members_carrying_their_labels(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_job_no_live_member_can_run_is_recorded_skipped_no_member(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
     isolated(async |schemas: &mut Schemas| {
         testkit::a_paused_jobs_triggers_are_refused_by_their_owner_alone(&factory(schemas.adopter())).await

@@ -161,6 +161,18 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
 }
 
 #[tokio::test]
+async fn placed_jobs_run_only_on_members_carrying_their_labels() {
+    let server = RedisServer::tcp();
+    testkit::placed_jobs_run_only_on_members_carrying_their_labels(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member() {
+    let server = RedisServer::tcp();
+    testkit::a_job_no_live_member_can_run_is_recorded_skipped_no_member(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn claims_ahead_contract() {
     let server = RedisServer::tcp();
     testkit::claims_ahead_contract(&factory(server.config())).await;

@@ -158,7 +158,8 @@ impl Fleet {
 
     /// After a step to `step`: with shared work, notes what came due on replica `index`
     /// and waits for the successes whose deadline has come (or the refusal, recorded
-    /// `skipped-paused`, of a paused job's trigger); else waits until the replica has
+    /// `skipped-paused`, of a paused job's trigger, or `skipped-no-member`, of a job no
+    /// live member carries the labels of); else waits until the replica has
     /// recorded what came due.
     async fn wait(&mut self, step: Timestamp, index: usize) {
         self.replicas[index].wait_idle(self.timeout).await;
@@ -180,7 +181,8 @@ impl Fleet {
                 r.records().iter().any(|rec| {
                     rec.job == *job
                         && rec.trigger == *trigger
-                        && (rec.outcome.ran() || rec.outcome == Outcome::SkippedPaused)
+                        && (rec.outcome.ran()
+                            || matches!(rec.outcome, Outcome::SkippedPaused | Outcome::SkippedNoMember))
                 })
             })
         };

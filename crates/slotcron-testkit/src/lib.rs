@@ -73,6 +73,7 @@ mod lease_suite;
 mod ledger;
 mod link;
 mod ownership_suite;
+mod placement_suite;
 mod postgres_server;
 mod proxy;
 mod replica;
@@ -100,6 +101,10 @@ pub use ownership_suite::{
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
     a_slow_owner_that_marked_its_instant_is_not_taken_over, an_owner_at_its_concurrency_cap_is_taken_over,
     an_owner_that_cannot_claim_is_taken_over, member_details_and_the_join_check, membership_contract,
+};
+pub use placement_suite::{
+    a_job_no_live_member_can_run_is_recorded_skipped_no_member,
+    placed_jobs_run_only_on_members_carrying_their_labels,
 };
 pub use postgres_server::PostgresServer;
 pub use proxy::{Fault, FaultProxy};

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use slotcron::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant,
-    LeaseRenewal, StartMark, TriggerRef, Unstarted,
+    LeaseRenewal, LiveMember, MemberDetails, StartMark, TriggerRef, Unstarted,
 };
 use tokio::sync::Notify;
 
@@ -232,6 +232,14 @@ impl Coordinator for Link {
 
     async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
         self.up()?.leave(instance).await
+    }
+
+    async fn publish_details(&self, instance: &str, details: &MemberDetails) -> Result<(), CoordinatorError> {
+        self.up()?.publish_details(instance, details).await
+    }
+
+    async fn members(&self) -> Result<Vec<LiveMember>, CoordinatorError> {
+        self.up()?.members().await
     }
 
     async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {

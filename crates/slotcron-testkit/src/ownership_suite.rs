@@ -19,11 +19,11 @@ use crate::{CoordinatorFactory, Delivery, Fleet, LinkState};
 const MEMBERSHIP_TTL: Duration = Duration::from_secs(1);
 
 /// The takeover delay of the fleets here, on the replicas' clocks.
-const TAKEOVER_DELAY: Duration = Duration::from_millis(300);
+pub(crate) const TAKEOVER_DELAY: Duration = Duration::from_millis(300);
 
-const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
+pub(crate) const REPLICAS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
 
-async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
+pub(crate) async fn ok(_ctx: JobContext) -> Result<(), std::io::Error> {
     Ok(())
 }
 
@@ -35,7 +35,7 @@ async fn until_stopped(ctx: JobContext) -> Result<(), std::io::Error> {
 
 /// Twelve jobs every second: with three members, each owns some (rendezvous hashing
 /// of these names).
-fn jobs() -> Vec<Job> {
+pub(crate) fn jobs() -> Vec<Job> {
     jobs_running(ok)
 }
 
@@ -68,7 +68,7 @@ async fn fleet(factory: &impl CoordinatorFactory, case: &str) -> Fleet {
 
 /// [`fleet`] in namespace `ns`, with `settings` on every replica's scheduler and
 /// `jobs_of(index)` on each.
-async fn fleet_of(
+pub(crate) async fn fleet_of(
     factory: &impl CoordinatorFactory,
     ns: &str,
     settings: impl Fn(SchedulerBuilder) -> SchedulerBuilder + Send + Sync + 'static,
@@ -139,7 +139,7 @@ pub async fn a_non_owners_job_state_follows_the_triggers_their_owners_ran(factor
 }
 
 /// The records of `replica` for triggers after `after`.
-fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<slotcron::RunRecord> {
+pub(crate) fn records_after(fleet: &Fleet, replica: usize, after: Timestamp) -> Vec<slotcron::RunRecord> {
     fleet.replica(replica).records().into_iter().filter(|r| r.trigger > after).collect()
 }
 
@@ -202,6 +202,7 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
     let zone = |zone: &str| MemberDetails {
         settings: [("crontab_zone".to_owned(), zone.to_owned())].into(),
         about: [("host".to_owned(), "h1".to_owned())].into(),
+        labels: vec!["region=eu".to_owned()],
     };
     let listed = |members: Vec<LiveMember>| -> Vec<(String, MemberDetails)> {
         members.into_iter().map(|m| (m.instance, m.details)).collect()

@@ -196,6 +196,7 @@ impl Replica {
     /// The triggers that came due and that the fleet has not waited for yet; first waits
     /// until this replica, if running, has either recorded each (a running record will
     /// do) or set it aside to wait for its owner or for a slot of its concurrency cap, or
+    /// it lacks the labels the job is placed on (it leaves the trigger to others), or
     /// its link holds its claim ([`LinkState::ClaimsHeld`]), so that owners' claims are
     /// made before another replica's takeover.
     pub(crate) async fn take_pending(&mut self, timeout: Duration) -> Vec<(Arc<str>, Timestamp)> {
@@ -205,6 +206,7 @@ impl Replica {
                 ledger.has_record(job, *trigger)
                     || running.scheduler.probe().awaits_takeover(job, *trigger)
                     || running.scheduler.probe().awaits_slot(job, *trigger)
+                    || running.scheduler.probe().lacks_labels_of(job)
                     || link.is_some_and(|link| link.holds(job, *trigger))
             };
             let what = || {

@@ -17,6 +17,7 @@ use crate::error::BoxError;
 use crate::ledger::LastRun;
 use crate::ledger::RunRecord;
 use crate::metrics::JobSeries;
+use crate::placement::{LabelError, Placement};
 use crate::policy::{Misfire, OnInterrupt, Overlap, Retry, run_budget};
 use crate::schedule::{
     After, At, Calendar, CronSchedule, Excluding, Interval, MAX_DURATION, Schedule, ScheduleError,
@@ -88,6 +89,8 @@ pub struct Job {
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
+    /// The labels a member must carry to run the job's triggers.
+    pub(crate) placement: Arc<Placement>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
@@ -122,6 +125,7 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
+            placement: self.placement.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
@@ -151,6 +155,7 @@ impl From<Job> for JobBuilder {
             overlap: job.overlap,
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
+            on: Ok(job.placement),
             // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
             exclude: Vec::new(),
@@ -177,6 +182,7 @@ impl Job {
             overlap: Overlap::Allow,
             jitter: None,
             on_interrupt: OnInterrupt::Record,
+            on: Ok(Arc::default()),
             window: (None, None),
             exclude: Vec::new(),
         }
@@ -232,6 +238,11 @@ impl Job {
         self.overlap
     }
 
+    /// The labels a member must carry to run the job ([`JobBuilder::on`]).
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
     /// The most each trigger's start is delayed by, if jittered.
     pub fn jitter(&self) -> Option<Duration> {
         self.jitter
@@ -273,6 +284,7 @@ impl fmt::Debug for Job {
             .field("retry", &self.retry)
             .field("overlap", &self.overlap)
             .field("jitter", &self.jitter)
+            .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
 }
@@ -296,6 +308,8 @@ pub struct JobBuilder {
     overlap: Overlap,
     jitter: Option<Duration>,
     on_interrupt: OnInterrupt,
+    /// The placement as given to [`JobBuilder::on`], read (checked by `build`).
+    on: Result<Arc<Placement>, LabelError>,
     /// The window the schedule's triggers are bounded to: from (included), until
     /// (excluded).
     window: (Option<Timestamp>, Option<Timestamp>),
@@ -473,6 +487,17 @@ impl JobBuilder {
         self
     }
 
+    /// Places the job on the members that carry every one of `labels`, each `key` (the
+    /// key with any value) or `key=value` ([`Placement`]): only they claim and run its
+    /// triggers, still once across the fleet; a trigger no live member can run is
+    /// recorded [`SkippedNoMember`](crate::Outcome::SkippedNoMember). Without a
+    /// coordinator, [`Scheduler::add`](crate::Scheduler::add) refuses a job whose labels
+    /// the scheduler does not carry. Default: none, any member.
+    pub fn on<S: AsRef<str>>(mut self, labels: impl IntoIterator<Item = S>) -> Self {
+        self.on = Placement::parse(labels).map(Arc::new);
+        self
+    }
+
     /// Validates the job.
     ///
     /// # Errors
@@ -546,6 +571,7 @@ impl JobBuilder {
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
         }
+        let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
         Ok(Job {
             series: Arc::new(JobSeries::new(&name)),
@@ -563,6 +589,7 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
+            placement,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
@@ -617,6 +644,11 @@ impl JobBuilder {
         // Only when set: the fingerprints of the plans made before it existed stay.
         if self.on_interrupt != OnInterrupt::Record {
             _ = write!(feed, " on_interrupt={}", self.on_interrupt.name());
+        }
+        match &self.on {
+            Ok(placement) if placement.is_anywhere() => {}
+            Ok(placement) => _ = write!(feed, " on={placement}"),
+            Err(e) => _ = write!(feed, " on=invalid: {e}"),
         }
     }
 }

@@ -181,6 +181,7 @@ mod job;
 mod key;
 mod ledger;
 mod metrics;
+mod placement;
 mod plan;
 mod policy;
 mod redact;
@@ -225,6 +226,7 @@ pub use metrics::{
     TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL, TRIGGER_LATENESS_SECONDS, describe_metrics,
     record_config_reload,
 };
+pub use placement::{Label, LabelError, Labels, MAX_LABEL_LEN, Placement};
 pub use plan::Plan;
 pub use policy::{
     Failure, FailureHook, Misfire, OnInterrupt, Overlap, Permanent, Retry, RunObserver, jitter_offset,

@@ -157,6 +157,16 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
 }
 
 #[tokio::test]
+async fn placed_jobs_run_only_on_members_carrying_their_labels() {
+    testkit::placed_jobs_run_only_on_members_carrying_their_labels(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member() {
+    testkit::a_job_no_live_member_can_run_is_recorded_skipped_no_member(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn owners_claim_ahead() {
     testkit::owners_claim_ahead(&Factory::default().build()).await;
 }

@@ -7,12 +7,14 @@ mod crontab;
 mod directory;
 mod grace_floor;
 mod job_name;
+mod lone_labels;
 mod problem;
 mod schedule_spec;
 mod toml_format;
 
 pub use directory::Directory;
 pub use grace_floor::GraceFloor;
+pub use lone_labels::LoneLabels;
 pub use problem::{Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
@@ -214,6 +216,8 @@ struct Policies {
     end: Option<jiff::Timestamp>,
     /// `exclude`: the calendars whose instants are not triggers.
     exclude: Vec<std::sync::Arc<slotcron::Calendar>>,
+    /// `on`: the labels a daemon must carry to run the job, as written.
+    on: Vec<String>,
 }
 
 /// Reads and validates the jobs file or crontab at `path` in `format` (see
@@ -418,6 +422,7 @@ impl Draft {
         let builder = given(builder, policies.start, JobBuilder::start_at);
         let builder = given(builder, policies.end, JobBuilder::end_at);
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
+        let builder = builder.on(&policies.on);
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();

@@ -65,6 +65,20 @@ pub enum ControlError {
         /// Why.
         reason: String,
     },
+    /// The job is placed on labels ([`JobBuilder::on`](crate::JobBuilder::on)) this
+    /// replica does not carry: it claims none of the job's runs. Ask a replica that
+    /// carries them.
+    #[error(
+        "job {job:?} is placed on {placement}, and this replica does not carry {unmet}: ask one that does"
+    )]
+    NotPlacedHere {
+        /// The job.
+        job: String,
+        /// The labels it is placed on, comma-separated.
+        placement: String,
+        /// Those this replica lacks, comma-separated.
+        unmet: String,
+    },
     /// The coordinator or store that keeps the pauses failed; the change may or may not
     /// have been made.
     #[error("{0}")]

@@ -75,6 +75,13 @@ pub struct MemberDetails {
     /// never compared.
     #[serde(default)]
     pub about: BTreeMap<String, String>,
+    /// The labels the member carries, each `key` or `key=value`
+    /// ([`SchedulerBuilder::labels`](crate::SchedulerBuilder::labels)): the jobs placed
+    /// on labels ([`JobBuilder::on`](crate::JobBuilder::on)) are owned only among the
+    /// members that carry theirs. A label another release wrote that this one cannot
+    /// read meets no placement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 impl MemberDetails {
@@ -131,12 +138,14 @@ mod tests {
         let with = |zone: &str| MemberDetails {
             settings: BTreeMap::from([("crontab_zone".to_owned(), zone.to_owned())]),
             about: BTreeMap::from([("host".to_owned(), zone.to_owned())]),
+            labels: Vec::new(),
         };
         let tokyo = with("Asia/Tokyo");
         assert_eq!(tokyo.disagreement("b", &with("Asia/Tokyo")), None, "about is not compared");
         let named = |fingerprint: &str, name: &str| MemberDetails {
             settings: BTreeMap::from([("zone".to_owned(), fingerprint.to_owned())]),
             about: BTreeMap::from([("zone".to_owned(), name.to_owned())]),
+            labels: Vec::new(),
         };
         assert_eq!(
             named("f1", "UTC").disagreement("b", &named("f1", "Etc/UTC")),

@@ -142,6 +142,13 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// first: the claim alone decides who runs, so a stale view costs at most a late run
 /// (the takeover delay), never a double one.
 ///
+/// A job placed on labels ([`JobBuilder::on`](crate::JobBuilder::on)) is owned among the
+/// members whose published [`MemberDetails::labels`] carry them: a replica reads the
+/// members' details ([`Coordinator::members`]) when the membership changes, and at least
+/// once a membership TTL while one of its jobs is placed. A backend keeps the details as
+/// they were published ([`Coordinator::publish_details`]); it needs nothing more for
+/// placement.
+///
 /// To spare non-owners one read per trigger, an owner adds what it has claimed at one
 /// trigger instant to a [`Handled`] tally (one write per batch); a non-owner reads the
 /// tallies of the owners of the triggers it waits for (one read per owner and instant)

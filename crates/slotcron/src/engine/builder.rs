@@ -19,6 +19,7 @@ use crate::coordinator::membership::DEFAULT_MEMBERSHIP_TTL;
 use crate::coordinator::{Coordinator, InProcessCoordinator, MemberDetails};
 use crate::ledger::{Ledger, MemoryLedger};
 use crate::metrics::{MetricLabels, Metrics};
+use crate::placement::Labels;
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::{MemoryStore, Store};
@@ -62,6 +63,7 @@ impl Default for SchedulerBuilder {
                 start_mark_timeout: SchedulerBuilder::DEFAULT_START_MARK_TIMEOUT,
                 restore_definitions: true,
                 details: MemberDetails::default(),
+                labels: Labels::default(),
             },
             max_concurrent_runs: None,
             observer: None,
@@ -284,6 +286,18 @@ impl SchedulerBuilder {
     /// fleet, never compared.
     pub fn member_about(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.settings.details.about.insert(name.into(), value.into());
+        self
+    }
+
+    /// The labels this replica carries ([`Labels`], the daemon's `--label`; default
+    /// none), published in the membership ([`MemberDetails::labels`]): it claims and runs
+    /// the triggers of a job placed on labels ([`JobBuilder::on`](crate::JobBuilder::on))
+    /// only if it carries them all, and owns such a job only among the live members that
+    /// carry them. Without a coordinator, [`Scheduler::add`] refuses a job placed on
+    /// labels this replica does not carry.
+    pub fn labels(mut self, labels: Labels) -> Self {
+        self.settings.details.labels = labels.written();
+        self.settings.labels = labels;
         self
     }
 

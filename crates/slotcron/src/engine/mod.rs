@@ -78,6 +78,15 @@ pub struct Scheduler {
     fleet: Option<Arc<Fleet>>,
 }
 
+/// [`JobError::Invalid`] (field `on`) for `job` in a scheduler with no coordinator that
+/// lacks the labels the job is placed on: no other member could run it.
+fn refuse_alone(shared: &Shared, job: &Job) -> Result<(), JobError> {
+    match job.placement.refused_alone(&shared.settings.labels).filter(|_| shared.coordinator.is_none()) {
+        Some(reason) => Err(JobError::Invalid { job: job.name.to_string(), field: "on", reason }),
+        None => Ok(()),
+    }
+}
+
 impl Scheduler {
     /// A builder with the defaults: system clock, no coordinator (single-replica
     /// mode), in-memory ledger.
@@ -88,8 +97,11 @@ impl Scheduler {
     /// Adds a job. If the scheduler is running, its first trigger is queued at once.
     ///
     /// # Errors
-    /// [`JobError::Duplicate`] if a job with this name exists.
+    /// [`JobError::Duplicate`] if a job with this name exists; [`JobError::Invalid`]
+    /// (field `on`) for a job placed on labels this scheduler does not carry when it has
+    /// no coordinator (no other member could run it).
     pub fn add(&self, job: Job) -> Result<(), JobError> {
+        refuse_alone(&self.shared, &job)?;
         let name = job.name.to_string();
         let Some(earliest) = self.shared.table().insert(job, self.shared.clock.now()) else {
             return Err(JobError::Duplicate { job: name });

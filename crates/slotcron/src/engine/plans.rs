@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use super::Scheduler;
 use super::reconcile::{self, Desired, Step};
+use super::shared::Shared;
 use crate::clock::later;
 use crate::error::BoxError;
+use crate::job::{Job, JobError};
 use crate::plan::Plan;
 use crate::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};
 
@@ -71,7 +73,7 @@ impl Scheduler {
                 Step::Fail(reason) => {
                     report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
                 }
-                Step::Add | Step::Change => match (plan.build(&shared.handlers), fingerprint) {
+                Step::Add | Step::Change => match (build(shared, plan), fingerprint) {
                     (Ok(job), Ok(fingerprint)) => {
                         wake |= table.upsert(job, Arc::from(fingerprint), now);
                         if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
@@ -159,4 +161,11 @@ fn log_report(report: &ReconcileReport) {
     } else {
         tracing::info!("plans reconciled: {report}");
     }
+}
+
+/// `plan`'s job, as [`Scheduler::add`] would take it.
+fn build(shared: &Shared, plan: Plan) -> Result<Job, JobError> {
+    let job = plan.build(&shared.handlers)?;
+    super::refuse_alone(shared, &job)?;
+    Ok(job)
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use jiff::Timestamp;
 
 use super::Scheduler;
+use super::fleet::placement;
 
 /// What the engine's loop last said of itself: awake (`None`), or asleep until an
 /// instant (`Some(Some(at))`) or until woken (`Some(None)`).
@@ -81,6 +82,14 @@ impl Probe<'_> {
     pub fn idle_at(&self, now: Timestamp) -> bool {
         let answered = self.scheduler.fleet.as_ref().is_none_or(|fleet| fleet.ahead.answered());
         self.scheduler.shared.probe.asleep_at(now) && answered
+    }
+
+    /// Whether this replica lacks the labels `job` is placed on: it claims none of its
+    /// triggers (unless no live member carries them: see `Outcome::SkippedNoMember`).
+    pub fn lacks_labels_of(&self, job: &str) -> bool {
+        let shared = &self.scheduler.shared;
+        let job = shared.table().job(job);
+        job.is_some_and(|job| !placement::runs_here(shared, &job))
     }
 
     /// Whether `job`'s `trigger` waits here for a slot of the concurrency cap.

@@ -21,6 +21,7 @@ use crate::coordinator::{Coordinator, InProcessCoordinator, MemberDetails};
 use crate::job::Job;
 use crate::ledger::Ledger;
 use crate::metrics::{MetricLabels, Metrics};
+use crate::placement::Labels;
 use crate::policy::{ConcurrencyCap, RunObserver};
 use crate::registry::HandlerRegistry;
 use crate::store::Store;
@@ -97,6 +98,8 @@ pub(crate) struct Settings {
     pub restore_definitions: bool,
     /// What this replica publishes in the membership.
     pub details: MemberDetails,
+    /// The labels this replica carries (also in `details`, as written).
+    pub labels: Labels,
 }
 
 impl Shared {

@@ -14,6 +14,7 @@ use std::sync::{Arc, MutexGuard};
 use jiff::{SignedDuration, Timestamp};
 
 use super::Scheduler;
+use super::fleet::placement;
 use super::shared::Shared;
 use super::table::{Action, Due};
 use super::{claim, misfire};
@@ -91,7 +92,9 @@ impl Scheduler {
     ///
     /// # Errors
     /// As [`Scheduler::pause`]; and [`ControlError::NotRunning`] when a catch-up has
-    /// runs to queue and the scheduler is not running (the job is resumed then).
+    /// runs to queue and the scheduler is not running, or
+    /// [`ControlError::NotPlacedHere`] when this replica lacks the job's labels (the job
+    /// is resumed then).
     pub async fn resume(&self, name: &str, catch_up: bool) -> Result<Resumed, ControlError> {
         let job = self.job_named(name)?;
         let paused_since = self.controls()?.set_paused(&job.name, None).await.map_err(backend)?;
@@ -120,8 +123,8 @@ impl Scheduler {
     ///
     /// # Errors
     /// [`ControlError::NoSuchJob`], [`ControlError::InvalidKey`],
-    /// [`ControlError::NotRunning`], or [`ControlError::Backend`] if the key cannot be
-    /// remembered.
+    /// [`ControlError::NotRunning`], [`ControlError::NotPlacedHere`] (this replica lacks
+    /// the job's labels), or [`ControlError::Backend`] if the key cannot be remembered.
     pub async fn trigger_now(
         &self,
         name: &str,
@@ -173,6 +176,7 @@ impl Scheduler {
         if !self.is_running() {
             return Err(ControlError::NotRunning);
         }
+        placed_here(&self.shared, &job)?;
         Ok(job)
     }
 
@@ -186,7 +190,8 @@ impl Scheduler {
     /// [`ControlError::NoSuchJob`], [`ControlError::InvertedRange`],
     /// [`ControlError::FutureRange`], [`ControlError::TooManyTriggers`],
     /// [`ControlError::NotBackfillable`] (an `after` job), or
-    /// [`ControlError::NotRunning`]; nothing is queued then.
+    /// [`ControlError::NotRunning`], or [`ControlError::NotPlacedHere`]; nothing is
+    /// queued then.
     pub async fn backfill(
         &self,
         name: &str,
@@ -298,6 +303,7 @@ impl Scheduler {
         if !self.is_running() {
             return Err(ControlError::NotRunning);
         }
+        placed_here(&self.shared, job)?;
         let group = triggers
             .iter()
             .map(|&trigger| Due {
@@ -347,4 +353,18 @@ impl Shared {
 fn backend(error: crate::control::ControlsError) -> ControlError {
     let message = std::error::Error::source(&error).map_or_else(|| error.to_string(), ToString::to_string);
     ControlError::Backend(message)
+}
+
+/// [`ControlError::NotPlacedHere`] if this replica lacks the labels `job` is placed on:
+/// its runs must be asked of a replica that carries them.
+fn placed_here(shared: &Shared, job: &Job) -> Result<(), ControlError> {
+    if placement::runs_here(shared, job) {
+        return Ok(());
+    }
+    let unmet: Vec<String> = job.placement.unmet(&shared.settings.labels).map(ToString::to_string).collect();
+    Err(ControlError::NotPlacedHere {
+        job: job.name.to_string(),
+        placement: job.placement.to_string(),
+        unmet: unmet.join(", "),
+    })
 }

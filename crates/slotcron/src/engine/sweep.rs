@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::claim::within_claim_timeout;
+use super::fleet::placement;
 use super::table::{Action, Due};
 use crate::Scheduler;
 use crate::key::request_key;
@@ -203,9 +204,15 @@ impl Scheduler {
 
     /// Queues a run of `record`'s trigger, of its own key (`{job}:recovered:{trigger}`),
     /// so that one replica of the fleet runs it, however many found it, as the attempt
-    /// after `attempts_made`; nothing for a job this scheduler does not have.
+    /// after `attempts_made`; nothing for a job this scheduler does not have, or whose
+    /// labels it lacks (a replica that carries them runs it, if it found it too).
     fn run_again(&self, record: &RunRecord, attempts_made: u32) {
         let Some(job) = self.shared.table().job(&record.job) else { return };
+        if !placement::runs_here(&self.shared, &job) {
+            return tracing::warn!(job = %record.job, trigger = %record.trigger,
+                "the trigger is to run again, on a replica that carries the labels the job is placed on: \
+                 not this one");
+        }
         tracing::info!(job = %record.job, trigger = %record.trigger,
             "the trigger is to run again (recovered; in a fleet, one replica claims it)");
         let due = Due {

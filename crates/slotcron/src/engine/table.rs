@@ -355,6 +355,16 @@ impl Table {
         JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run, runs_in_flight }
     }
 
+    /// The jobs, in no particular order.
+    pub fn jobs(&self) -> Vec<Arc<Job>> {
+        self.slots.iter().flatten().map(|entry| entry.job.clone()).collect()
+    }
+
+    /// Whether any job is placed on labels ([`Job::placement`]).
+    pub fn any_placed(&self) -> bool {
+        self.slots.iter().flatten().any(|entry| !entry.job.placement.is_anywhere())
+    }
+
     /// The names of the jobs, borrowed.
     pub fn name_refs(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(|name| &**name)

@@ -45,6 +45,10 @@ pub enum Outcome {
     /// The job was paused ([`Scheduler::pause`](crate::Scheduler::pause)) when the
     /// trigger came due: nothing was claimed or run.
     SkippedPaused,
+    /// No live member of the fleet carries the labels the job is placed on
+    /// ([`JobBuilder::on`](crate::JobBuilder::on)): the trigger was claimed so that no
+    /// member runs it later, and not run; the reason names the labels.
+    SkippedNoMember,
     /// The run has started and not ended yet: the record written when it starts, which
     /// its end completes.
     Running,
@@ -57,7 +61,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 14] = [
+    pub const ALL: [Outcome; 15] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -70,6 +74,7 @@ impl Outcome {
         Self::SkippedOverlap,
         Self::SkippedConcurrency,
         Self::SkippedPaused,
+        Self::SkippedNoMember,
         Self::Running,
         Self::Interrupted,
     ];
@@ -89,6 +94,7 @@ impl Outcome {
             Self::SkippedOverlap => "skipped-overlap",
             Self::SkippedConcurrency => "skipped-concurrency",
             Self::SkippedPaused => "skipped-paused",
+            Self::SkippedNoMember => "skipped-no-member",
             Self::Running => "running",
             Self::Interrupted => "interrupted",
             Self::Other(name) => name.as_str(),

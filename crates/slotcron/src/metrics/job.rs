@@ -300,8 +300,9 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
         Outcome::SkippedOverlap => 9,
         Outcome::SkippedConcurrency => 10,
         Outcome::SkippedPaused => 11,
-        Outcome::Running => 12,
-        Outcome::Interrupted => 13,
+        Outcome::SkippedNoMember => 12,
+        Outcome::Running => 13,
+        Outcome::Interrupted => 14,
         Outcome::Other(_) => return None,
     })
 }

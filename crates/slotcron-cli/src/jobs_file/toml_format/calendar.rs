@@ -139,7 +139,7 @@ impl Reader<'_> {
 
     /// The strings of the list `key` of `table`, each with its span; a value that is not
     /// a list of strings is a problem (and yields none), its reason starting with `owner`.
-    fn strings(
+    pub(super) fn strings(
         &mut self,
         table: &Table<'_, '_>,
         key: &str,

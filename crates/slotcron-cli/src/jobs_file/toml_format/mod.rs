@@ -60,6 +60,7 @@
 //! on_failure = "mail -s backup ops" # optional (the file-wide one otherwise)
 //! enabled = false                # optional: validated and listed, never scheduled
 //! exclude = ["holidays"]         # optional: calendars whose instants are not triggers
+//! on = ["region=eu", "gpu"]      # optional: only daemons with these --label run it
 //!
 //! [[job]]
 //! name = "heartbeat"
@@ -101,6 +102,7 @@ mod chunks;
 mod env;
 mod history;
 mod misfire;
+mod placement;
 mod policies;
 mod schedule;
 mod table;

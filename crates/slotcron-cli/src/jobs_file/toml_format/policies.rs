@@ -1,6 +1,6 @@
 //! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
 //! `overlap`, `jitter`, `on_failure`, `on_interrupt`, the window `start` and `end`, and
-//! the calendars of `exclude` — and the file-wide `max_concurrent_runs` and `on_failure`.
+//! the calendars of `exclude`, the labels of `on` — and the file-wide `max_concurrent_runs` and `on_failure`.
 
 use slotcron::{OnInterrupt, Overlap};
 use toml::de::DeValue;
@@ -32,6 +32,7 @@ impl Reader<'_> {
             start,
             end,
             exclude: self.exclude(table),
+            on: self.on(table),
             attempts,
             backoff,
             backoff_multiplier,

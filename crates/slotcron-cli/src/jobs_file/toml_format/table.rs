@@ -59,6 +59,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "start",
     "end",
     "exclude",
+    "on",
 ];
 
 /// What each kind of value is expected to look like, in type problems.

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::FleetRun;
+use super::{FleetRun, placement};
 use crate::clock::{earlier, later};
-use crate::coordinator::{Coordinator, CoordinatorError, LiveMember, MemberDetails, job_owner};
+use crate::coordinator::{Coordinator, CoordinatorError, LiveMember, MemberDetails};
 use crate::engine::Scheduler;
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
@@ -50,7 +50,7 @@ pub struct FleetMember {
     /// started, admin address, [`RUNS_IN_FLIGHT`]...).
     pub details: MemberDetails,
     /// How many of this scheduler's jobs it owns (claims first) by the rendezvous order
-    /// over the live members.
+    /// over the live members (those that carry a placed job's labels).
     pub owned_jobs: usize,
 }
 
@@ -103,11 +103,13 @@ impl Scheduler {
         if members.is_empty() {
             return Ok(None);
         }
-        let ids: Vec<&str> = members.iter().map(|member| member.instance.as_str()).collect();
+        let ids: Vec<Arc<str>> = members.iter().map(|member| Arc::from(member.instance.as_str())).collect();
+        let labels = placement::labels_of(&members);
         let mut owned = vec![0usize; ids.len()];
-        for job in self.job_names() {
-            if let Some(owner) = job_owner(&job, &ids) {
-                owned[ids.iter().position(|id| *id == owner).unwrap_or_default()] += 1;
+        let jobs = shared.table().jobs();
+        for job in jobs {
+            if let Some(owner) = placement::owner(shared, &labels, &job, &ids) {
+                owned[ids.iter().position(|id| id == owner).unwrap_or_default()] += 1;
             }
         }
         let ttl = shared.settings.membership_ttl;

@@ -6,7 +6,7 @@
 
 use jiff::Timestamp;
 
-use super::{FleetRun, Role, Split, ahead, batch};
+use super::{FleetRun, Role, Split, ahead, batch, placement};
 use crate::engine::run;
 use crate::engine::scope::Next;
 use crate::engine::shared::Shared;
@@ -76,7 +76,8 @@ impl Dispatch {
     }
 }
 
-/// Hands each due item to its path by its role: a job's catch-up in trigger order, an
+/// Hands each due item to its path by its role (one whose job's labels this replica lacks
+/// to [`placement::keep`]): a job's catch-up in trigger order, an
 /// owned or everyone's trigger into the batch (or spawned, where a batch cannot take it),
 /// another's to the takeovers. Returns how many runs were spawned and the batch.
 fn spread(
@@ -86,6 +87,7 @@ fn spread(
 ) -> (usize, Vec<batch::Item>) {
     let (shared, scope, tracker) = (fleet.shared(), &fleet.scope, &fleet.tracker);
     let mut batched = Vec::new();
+    let items = items.filter_map(|item| placement::keep(fleet, item));
     let spawned = run::spawn_due(scope, tracker, items, |item| match split.role(shared, &item) {
         Role::Other(owner) => {
             fleet.state.takeovers.push(shared, item, owner);

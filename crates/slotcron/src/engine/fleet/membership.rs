@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 
-use super::{FleetRun, details, orphans, partition};
+use super::{FleetRun, details, orphans, partition, placement};
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
 
@@ -93,7 +93,9 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                     members.sort();
                 }
                 shared.metrics.members(members.len());
-                fleet.state.membership.set(Some(members.into_iter().map(Arc::from).collect()));
+                let members: Members = members.into_iter().map(Arc::from).collect();
+                fleet.state.membership.set(Some(members.clone()));
+                placement::refresh(&fleet, &members).await;
             }
             Err(e) => {
                 shared.health.coordinator_failed(&e, shared.clock.now());

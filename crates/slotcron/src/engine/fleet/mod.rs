@@ -18,6 +18,7 @@
 //! `on_every_replica` job are claimed at once by every replica, as without a membership.
 //!
 //! The rooms: [`membership`] (this replica's heartbeat and its view of the members),
+//! [`placement`] (the jobs placed on labels: owned among the members that carry them),
 //! [`details`] (what it publishes of itself, and the check of its settings at join),
 //! [`tally`] (what an owner tells non-owners it claimed), [`takeover`] (non-owners
 //! claiming what owners left), [`orphans`] (claims a gone replica won and never started), [`partition`] (a replica
@@ -33,6 +34,7 @@ pub(crate) mod dispatch;
 pub(crate) mod membership;
 pub(crate) mod orphans;
 pub(crate) mod partition;
+pub(crate) mod placement;
 pub(crate) mod takeover;
 pub(crate) mod tally;
 
@@ -46,7 +48,6 @@ use tokio_util::task::TaskTracker;
 use super::queue::Lane;
 use super::scope::{BATCHES_IN_FLIGHT, RunScope};
 use super::table::{Action, Due};
-use crate::coordinator::rendezvous;
 use crate::engine::shared::Shared;
 use crate::job::Job;
 use tally::Tally;
@@ -56,6 +57,8 @@ use tally::Tally;
 pub(crate) struct Fleet {
     /// This replica's last view of the fleet's membership.
     pub membership: membership::View,
+    /// The labels of the members, as last read.
+    pub labels: placement::MemberLabels,
     /// The triggers other replicas own, waiting out the takeover delay.
     pub takeovers: takeover::Takeovers,
     /// This replica's claims ahead, waiting for their triggers.
@@ -68,6 +71,7 @@ impl Default for Fleet {
     fn default() -> Self {
         Self {
             membership: membership::View::default(),
+            labels: placement::MemberLabels::default(),
             takeovers: takeover::Takeovers::default(),
             ahead: ahead::Ahead::default(),
             batches: Arc::new(Semaphore::new(BATCHES_IN_FLIGHT)),
@@ -105,6 +109,7 @@ pub(crate) enum Role {
 /// per trigger instant among the items this replica owns.
 pub(crate) struct Split {
     members: Option<Arc<[Arc<str>]>>,
+    labels: placement::LabelsOf,
     tallies: HashMap<Timestamp, Arc<Tally>>,
 }
 
@@ -114,13 +119,17 @@ impl Split {
             (Some(_), true) => fleet.membership.get(),
             _ => None,
         };
-        Self { members, tallies: HashMap::new() }
+        Self { members, labels: fleet.labels.get(), tallies: HashMap::new() }
     }
 
-    /// Whether this replica owns `job`'s triggers (every job's, without a membership).
+    /// Whether this replica owns `job`'s triggers (every job's it carries the labels of,
+    /// without a membership).
     pub fn owns(&self, shared: &Shared, job: &Job) -> bool {
+        if !placement::runs_here(shared, job) {
+            return false;
+        }
         let Some(members) = &self.members else { return true };
-        rendezvous::owner(&job.name, members).is_none_or(|owner| *owner == *shared.instance)
+        placement::owner(shared, &self.labels, job, members).is_none_or(|owner| **owner == *shared.instance)
     }
 
     /// The lane `job`'s next trigger waits in: [`Lane::Others`] if another replica owns
@@ -140,8 +149,7 @@ impl Split {
             return Role::Everyone;
         }
         // The member's own id (shared, not copied per trigger).
-        let owner = rendezvous::owner(&job.name, members).and_then(|o| members.iter().find(|m| ***m == *o));
-        match owner {
+        match placement::owner(shared, &self.labels, job, members) {
             Some(owner) if **owner != *shared.instance => Role::Other(owner.clone()),
             _ => Role::Owner(
                 self.tallies

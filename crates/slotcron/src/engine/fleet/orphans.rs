@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::FleetRun;
+use super::{FleetRun, placement};
 use crate::clock::later;
-use crate::coordinator::{ClaimOutcome, Coordinator, TriggerRef, Unstarted, rendezvous};
+use crate::coordinator::{ClaimOutcome, Coordinator, TriggerRef, Unstarted};
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::run;
 use crate::engine::table::{Action, Due};
@@ -86,6 +86,10 @@ fn orphan(fleet: &FleetRun, unstarted: Unstarted) -> Option<Orphan> {
         tracing::debug!(job = %unstarted.job, "an unstarted claim of a job this replica does not have: left to others");
         return None;
     };
+    if !placement::runs_here(fleet.shared(), &job) {
+        tracing::debug!(job = %job.name, "an unstarted claim of a job placed on labels this replica lacks: left to others");
+        return None;
+    }
     let (cause, trigger) = parse_key(&job.name, &unstarted.key)?;
     let cause = if cause == Cause::Scheduled { Cause::TakenOver } else { cause };
     let trigger = trigger.unwrap_or_else(|| fleet.shared().clock.now());
@@ -95,7 +99,8 @@ fn orphan(fleet: &FleetRun, unstarted: Unstarted) -> Option<Orphan> {
 /// Whether this replica owns `job` among the live members (every job, without a view).
 fn owns(fleet: &FleetRun, job: &Job) -> bool {
     let Some(members) = fleet.state.membership.get() else { return true };
-    rendezvous::owner(&job.name, &members).is_none_or(|owner| *owner == *fleet.shared().instance)
+    let (shared, labels) = (fleet.shared(), fleet.state.labels.get());
+    placement::owner(shared, &labels, job, &members).is_none_or(|owner| **owner == *shared.instance)
 }
 
 /// Takes `orphans` over from `from` in one call and runs each one won, at its instant
