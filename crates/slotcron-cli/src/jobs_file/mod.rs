@@ -318,7 +318,7 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         .into_par_iter()
         .filter_map(|draft| {
             let named = named.contains(&(draft.name.as_str(), draft.name_line));
-            match (*draft).build() {
+            match draft.build() {
                 Ok(entry) if named => Some(Either::Left(entry)),
                 Ok(_) => None,
                 Err(problem) if !named && problem.field.as_deref() == Some("name") => None,
@@ -350,8 +350,7 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
-    /// Boxed: a million of them are moved about (pieces read in parallel, then built).
-    drafts: Vec<Box<Draft>>,
+    drafts: Vec<Draft>,
     coordination: Coordination,
     history: History,
     shutdown_timeout: Option<Duration>,

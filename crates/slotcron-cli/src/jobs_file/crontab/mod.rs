@@ -279,7 +279,7 @@ impl Reader {
         if self.zone.1.is_none() {
             return; // its zone line (or the daemon's zone) is reported
         }
-        self.parsed.drafts.push(Box::new(Draft {
+        self.parsed.drafts.push(Draft {
             name,
             name_line: number,
             line: number,
@@ -301,7 +301,7 @@ impl Reader {
             policies: Policies::default(),
             field_lines: Vec::new(),
             enabled: true,
-        }));
+        });
     }
 }
 
@@ -464,7 +464,7 @@ mod tests {
         parse_in(source, system, Ok(LocalZone { zone, name: local.to_owned(), source: "the test" }))
     }
 
-    fn drafts(source: &str) -> Vec<Box<Draft>> {
+    fn drafts(source: &str) -> Vec<Draft> {
         let parsed = parse(source, false);
         assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
         parsed.drafts
@@ -505,7 +505,7 @@ mod tests {
         assert_eq!(env(&drafts[2]), [("B", "two words"), ("A", "3")]);
     }
 
-    fn zones(drafts: &[Box<Draft>]) -> Vec<String> {
+    fn zones(drafts: &[Draft]) -> Vec<String> {
         drafts
             .iter()
             .map(|d| match &d.schedule {

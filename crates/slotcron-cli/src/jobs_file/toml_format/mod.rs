@@ -308,7 +308,7 @@ impl Reader<'_> {
             if let Some(mut draft) = self.job(table, &default_zone) {
                 draft.policies.on_failure =
                     draft.policies.on_failure.or_else(|| self.defaults.on_failure.clone());
-                self.parsed.drafts.push(Box::new(draft));
+                self.parsed.drafts.push(draft);
             }
         }
     }
