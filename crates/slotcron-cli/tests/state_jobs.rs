@@ -132,6 +132,41 @@ fn jobs_put_rejects_an_invalid_job_with_the_jobs_file_message_and_writes_nothing
 }
 
 #[test]
+fn jobs_put_refuses_settings_the_state_cannot_keep_naming_each_and_writes_nothing() {
+    let dir = scratch("state-jobs-not-kept");
+    let settings = [
+        ("attempts = 3", "attempts, backoff, backoff_multiplier or backoff_max"),
+        ("overlap = \"forbid\"", "overlap"),
+        ("jitter = \"5s\"", "jitter"),
+        ("on_interrupt = \"rerun\"", "on_interrupt"),
+        ("on_failure = \"echo failed\"", "on_failure"),
+        ("start = \"2027-01-01T00:00:00Z\"", "start"),
+        ("end = \"2027-01-01T00:00:00Z\"", "end"),
+        ("enabled = false", "enabled = false"),
+        ("on = [\"gpu\"]", "on"),
+    ];
+    let file: String = settings
+        .iter()
+        .enumerate()
+        .map(|(i, (setting, _))| {
+            format!("[[job]]\nname = \"j{i}\"\nevery = \"1m\"\ncommand = 'x'\n{setting}\n\n")
+        })
+        .collect();
+    write(&dir, "jobs.toml", &file);
+    let put = run_in(&dir, &["jobs", "put", "jobs.toml", "--state", "sqlite:state.db"]);
+    assert_eq!(put.status.code(), Some(2), "{}", stderr(&put));
+    let err = stderr(&put);
+    for (i, (_, field)) in settings.iter().enumerate() {
+        let refused = format!("job \"j{i}\": schedule: {field} cannot be kept in the state (");
+        assert!(err.contains(&refused), "{refused} not in:\n{err}");
+    }
+    // Nothing written: the state (opened to check names against the daemons' files)
+    // holds no job.
+    let listed = run_in(&dir, &["jobs", "ls", "--state", "sqlite:state.db"]);
+    assert!(!stdout(&listed).contains("j0"), "{}", stdout(&listed));
+}
+
+#[test]
 fn a_name_the_file_gains_at_a_reload_is_the_files_and_the_warning_names_both() {
     let dir = scratch("state-jobs-clash");
     write(&dir, "jobs.toml", FILE);

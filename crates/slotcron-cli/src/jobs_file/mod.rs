@@ -185,6 +185,8 @@ pub struct JobEntry {
     /// The command run after a trigger of the job fails (its own or the file's
     /// `on_failure`).
     pub on_failure: Option<ShellCommand>,
+    /// `start` and `end`: the window its triggers are bounded to, as given.
+    pub window: (Option<jiff::Timestamp>, Option<jiff::Timestamp>),
 }
 
 impl JobEntry {
@@ -440,6 +442,7 @@ impl Draft {
                     schedule: self.schedule,
                     job,
                     exclude: self.policies.exclude,
+                    window: (self.policies.start, self.policies.end),
                     enabled: self.enabled,
                     fingerprint,
                     command,
