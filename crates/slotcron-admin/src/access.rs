@@ -195,13 +195,20 @@ pub(crate) fn full_token(routes: UtoipaMethodRouter<AdminState>) -> UtoipaMethod
 }
 
 /// Refuses a write made with the read-only token (403, naming the operation: the last
-/// segment of the path, e.g. `pause`). Behind [`require_token`], which gives every
+/// segment of the path, e.g. `pause`, or "change a job" / "delete a job" for a `PUT` /
+/// `DELETE` of a job). Behind [`require_token`], which gives every
 /// request it passes a [`Grant`]; only [`Grant::Full`] goes on.
 pub(crate) async fn refuse_read_only(request: Request, next: Next) -> Result<Response, ApiError> {
     if request.extensions().get::<Grant>() == Some(&Grant::Full) {
         return Ok(next.run(request).await);
     }
-    let operation = request.uri().path().rsplit('/').next().unwrap_or("write");
+    // The action routes end in their operation (`…/pause`); a job's own route is changed
+    // or deleted by its method.
+    let operation = match *request.method() {
+        axum::http::Method::PUT => "change a job",
+        axum::http::Method::DELETE => "delete a job",
+        _ => request.uri().path().rsplit('/').next().unwrap_or("write"),
+    };
     Err(ApiError::new(
         StatusCode::FORBIDDEN,
         format!(

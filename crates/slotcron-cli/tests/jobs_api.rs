@@ -119,8 +119,12 @@ fn a_job_put_through_one_member_runs_on_the_other_and_each_change_is_recorded() 
     assert_eq!(put(&addr_a, "shared", "x", FULL, "text/plain", v1).status, 415);
     assert_eq!(put(&addr_a, "shared", &"n".repeat(1001), FULL, "application/toml", v1).status, 400);
     // The read-only token may not write: 403, nothing changed.
-    assert_eq!(put(&addr_a, "shared", "x", READ, "application/toml", v1).status, 403);
-    assert_eq!(delete(&addr_a, "shared", "x", READ).status, 403);
+    let refused = put(&addr_a, "shared", "x", READ, "application/toml", v1);
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("cannot change a job"), "{}", refused.body);
+    let refused = delete(&addr_a, "shared", "x", READ);
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("cannot delete a job"), "{}", refused.body);
     assert_eq!(delete(&addr_a, "nothing", "x", FULL).status, 404);
     assert_eq!(changes(&addr_a, "shared").len(), 2, "the refused requests left no record");
 
