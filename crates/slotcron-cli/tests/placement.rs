@@ -88,7 +88,7 @@ fn a_label_flag_that_is_not_a_label_is_refused_naming_the_flag() {
 #[test]
 fn a_daemon_without_a_coordinator_refuses_a_job_placed_on_labels_it_lacks() {
     let dir = scratch("placement_alone");
-    write(&dir, "jobs.toml", &placed());
+    write(&dir, "jobs.toml", &[placed(), job("lights", r#"on = ["gpu"]"#)].join("\n"));
     let out = run_in(&dir, &["run", "jobs.toml", "--state", "memory", "--label", "region=eu"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -100,4 +100,5 @@ fn a_daemon_without_a_coordinator_refuses_a_job_placed_on_labels_it_lacks() {
         ),
         "{err}"
     );
+    assert!(err.contains("job \"lights\": on: placed on gpu"), "every refused job is named: {err}");
 }

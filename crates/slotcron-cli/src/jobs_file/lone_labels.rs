@@ -16,26 +16,27 @@ impl LoneLabels {
         Self((!coordinated).then(|| labels.clone()))
     }
 
-    /// Refuses a job of `file` (enabled or not) placed on labels this daemon lacks: no
-    /// other daemon could run it, and running it here would ignore its `on`.
+    /// Refuses the jobs of `file` (enabled or not) placed on labels this daemon lacks: no
+    /// other daemon could run them, and running them here would ignore their `on`.
     ///
     /// # Errors
-    /// Names the file, the job's line, the job, the `on` field, the labels it lacks and
-    /// those the daemon carries.
+    /// One line per refused job, all of them: the file, the job's line, the job, the `on`
+    /// field, the labels it lacks and those the daemon carries.
     pub fn check(&self, file: &JobsFile) -> Result<(), String> {
         let Some(labels) = &self.0 else { return Ok(()) };
-        let refused = file
+        let refused: Vec<String> = file
             .jobs
             .iter()
-            .find_map(|entry| entry.job.placement().refused_alone(labels).map(|reason| (entry, reason)));
-        match refused {
-            Some((entry, reason)) => Err(format!(
-                "{}:{}: job {:?}: on: {reason} (give this daemon --label, or a coordinator)",
-                file.path.display(),
-                entry.line,
-                entry.job.name(),
-            )),
-            None => Ok(()),
-        }
+            .filter_map(|entry| {
+                let reason = entry.job.placement().refused_alone(labels)?;
+                Some(format!(
+                    "{}:{}: job {:?}: on: {reason} (give this daemon --label, or a coordinator)",
+                    file.path.display(),
+                    entry.line,
+                    entry.job.name(),
+                ))
+            })
+            .collect();
+        if refused.is_empty() { Ok(()) } else { Err(refused.join("\n")) }
     }
 }
