@@ -17,9 +17,10 @@
 //!   non-owner records nothing for a trigger it finds claimed.
 //!
 //! An `on_every_replica` job runs on every member that carries its labels; the others
-//! record nothing. Without a view of the membership (before the first heartbeat, or with
-//! `shared_work = false`) a replica that lacks a job's labels records nothing for it: it
-//! cannot tell whether another member runs it.
+//! record nothing. Without a view of the membership with every member's labels read
+//! (before the first heartbeat, or with `shared_work = false`) a replica that lacks a
+//! job's labels neither claims nor records it: it cannot tell whether another member runs
+//! it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -148,6 +149,11 @@ async fn leave(fleet: FleetRun, due: Due) {
     };
     let Due { job, trigger, next, cause, .. } = due;
     let labels = fleet.state.labels.get();
+    // Only a view with every member's labels read can tell that no member carries them:
+    // a claim here could take the trigger from its carrier.
+    if members.iter().any(|member| !labels.contains_key(member)) {
+        return;
+    }
     if owner(shared, &labels, &job, &members).is_some()
         || rendezvous::owner(&job.name, &members).is_none_or(|recorder| recorder != &*shared.instance)
     {
