@@ -5,11 +5,10 @@
 
 use axum::Json;
 use axum::extract::{Query, State};
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use slotcron::{DefinitionChange, JobDefinition};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::change_view::ChangeView;
 use crate::error::ErrorBody;
 use crate::jobs_write::state_jobs;
 use crate::{AdminState, ApiError, query};
@@ -18,48 +17,6 @@ use crate::{AdminState, ApiError, query};
 pub const DEFAULT_LIMIT: usize = 100;
 /// The most changes a list may hold.
 pub const MAX_LIMIT: usize = 1000;
-
-/// One change of a job kept in the state, as the API shows it.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct ChangeView {
-    job: String,
-    /// When it was made (UTC).
-    #[schema(value_type = String, format = DateTime)]
-    at: Timestamp,
-    /// `created`, `changed` or `deleted`.
-    change: &'static str,
-    /// The credential it was made with: `full` (the full token) or `none` (a server
-    /// without a token).
-    token: String,
-    /// Why, as the `note` parameter said; `null`: none given.
-    #[schema(required = true)]
-    note: Option<String>,
-    /// The definition before, as the state keeps it; `null` for a creation.
-    #[schema(value_type = Option<Object>, required = true)]
-    old: Option<JobDefinition>,
-    /// The definition after; `null` for a deletion.
-    #[schema(value_type = Option<Object>, required = true)]
-    new: Option<JobDefinition>,
-}
-
-impl From<DefinitionChange> for ChangeView {
-    fn from(change: DefinitionChange) -> Self {
-        let kind = match (&change.old, &change.new) {
-            (None, _) => "created",
-            (Some(_), Some(_)) => "changed",
-            (Some(_), None) => "deleted",
-        };
-        Self {
-            job: change.job,
-            at: change.at,
-            change: kind,
-            token: change.token,
-            note: change.note,
-            old: change.old,
-            new: change.new,
-        }
-    }
-}
 
 /// `?job=NAME&limit=N`, as text so that a bad value gets this API's message.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -23,7 +23,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::UtoipaMethodRouter;
 
 use crate::access::TokenKind;
-use crate::audit::ChangeView;
+use crate::change_view::ChangeView;
 use crate::error::ErrorBody;
 use crate::jobs::JobPath;
 use crate::steer;

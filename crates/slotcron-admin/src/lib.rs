@@ -61,6 +61,7 @@
 
 mod access;
 mod audit;
+mod change_view;
 mod error;
 mod etag;
 mod fleet;
