@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use jiff::Timestamp;
 
 use super::Scheduler;
-use super::fleet::placement;
 
 /// What the engine's loop last said of itself: awake (`None`), or asleep until an
 /// instant (`Some(Some(at))`) or until woken (`Some(None)`).
@@ -89,7 +88,7 @@ impl Probe<'_> {
     pub fn lacks_labels_of(&self, job: &str) -> bool {
         let shared = &self.scheduler.shared;
         let job = shared.table().job(job);
-        job.is_some_and(|job| !placement::runs_here(shared, &job))
+        job.is_some_and(|job| !job.placement.is_met_by(&shared.settings.labels))
     }
 
     /// Whether `job`'s `trigger` waits here for a slot of the concurrency cap.
