@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Job, JobContext, Scheduler};
+use slotcron_testkit::fleet_bench::memory_kib;
 
 /// The dispatch scenario's defaults (`--jobs`, `--seconds`).
 const JOBS: usize = 10_000;
@@ -39,7 +40,7 @@ const ADDS: usize = 100_000;
 fn main() {
     let runtime =
         || tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let baseline_kb = proc_status("VmRSS:");
+    let baseline_kb = memory_kib("VmRSS").unwrap_or(0);
     println!(
         "slotcron dispatch benchmark ({} CPUs)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
@@ -113,7 +114,7 @@ async fn dispatch(baseline_kb: u64) {
             .unwrap();
         scheduler.add(job).unwrap();
     }
-    let added_kb = proc_status("VmRSS:");
+    let added_kb = memory_kib("VmRSS").unwrap_or(0);
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (scheduler, cancel) = (scheduler.clone(), cancel.clone());
@@ -131,7 +132,7 @@ async fn dispatch(baseline_kb: u64) {
     let last = first + Duration::from_secs(seconds);
     tokio::time::sleep(until(last) + Duration::from_millis(500)).await;
     let (delivered, cpu) = (fires.load(Ordering::SeqCst) - fires_before, cpu_time() - cpu_before);
-    let peak_kb = proc_status("VmHWM:");
+    let peak_kb = memory_kib("VmHWM").unwrap_or(0);
     cancel.cancel();
     run.await.unwrap();
     let expected = jobs as u64 * seconds;
@@ -260,10 +261,6 @@ fn voluntary_switches() -> u64 {
         .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("status")).ok())
         .filter_map(|status| status_field(&status, "voluntary_ctxt_switches:"))
         .sum()
-}
-
-fn proc_status(field: &str) -> u64 {
-    status_field(&std::fs::read_to_string("/proc/self/status").unwrap(), field).unwrap_or(0)
 }
 
 fn status_field(status: &str, field: &str) -> Option<u64> {

@@ -278,8 +278,8 @@ fn settle(load: Load, converged: &AtomicU64) {
 }
 
 /// A memory figure of this process from `/proc/self/status` (`VmRSS`: resident now,
-/// `VmHWM`: peak resident), in KiB; `None` elsewhere.
-fn memory_kib(field: &str) -> Option<u64> {
+/// `VmHWM`: peak resident), in KiB; `None` elsewhere. The benchmarks' one reader of it.
+pub fn memory_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
     line.trim().strip_suffix("kB")?.trim().parse().ok()
