@@ -126,7 +126,6 @@ run_on_start, misfire, grace and on_every_replica; a job that needs more belongs
 fn not_kept(entry: &JobEntry) -> Option<&'static str> {
     let job = &entry.job;
     let command = &entry.command;
-    let default_shell = ShellCommand::new(String::new()).shell;
     [
         ("attempts, backoff, backoff_multiplier or backoff_max", job.retry() != slotcron::Retry::default()),
         ("overlap", job.overlap() != slotcron::Overlap::default()),
@@ -137,7 +136,7 @@ fn not_kept(entry: &JobEntry) -> Option<&'static str> {
         ("end", entry.window.1.is_some()),
         ("enabled = false", !entry.enabled),
         ("on", !job.placement().is_anywhere()),
-        ("shell", command.shell != default_shell),
+        ("shell", &*command.shell != crate::command::SHELL),
         ("MAILTO", command.mailto.is_some()),
         ("user", command.user.is_some()),
     ]
