@@ -69,18 +69,14 @@ pub fn file_jobs_name(instance: &str) -> String {
 ///
 /// # Errors
 /// A job the state cannot hold: an `@reboot` one, one with `at_time` or `exclude`, a
-/// cron zone without an IANA name, or one with a setting a definition has no place for
-/// (retries, `overlap`, `jitter`, `on_interrupt`, `on_failure`, `start`/`end`, `enabled
-/// = false`, `on`, `shell`, `MAILTO`, a user): refused, never stored without it.
+/// cron zone without an IANA name. (A setting a definition has no place for is refused by
+/// [`definitions`], each named.)
 pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
     use jobs_file::ScheduleSpec as FileSchedule;
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let job = &entry.job;
     if !entry.exclude.is_empty() {
         return Err("jobs with exclude (calendars) cannot be kept in the state".into());
-    }
-    if let Some(field) = not_kept(entry) {
-        return Err(format!("{field} cannot be kept in the state ({KEPT})"));
     }
     let schedule = match &entry.schedule {
         FileSchedule::Every(period) => ScheduleSpec::Every { period_ms: millis(*period), offset_ms: 0 },
@@ -117,31 +113,32 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
 }
 
 /// What a job kept in the state keeps, for the message refusing any other setting.
-const KEPT: &str = "a job kept there keeps its schedule, command, env, stdin, working_dir, timeout, \
-run_on_start, misfire, grace and on_every_replica; a job that needs more belongs in a daemon's jobs file";
+const KEPT: &str = "a job kept there keeps its schedule, command, env, working_dir, timeout, run_on_start, \
+misfire, grace and on_every_replica; a job that needs more belongs in a daemon's jobs file";
 
-/// The first setting of `entry` that a definition in the state would drop (it has no
-/// place for it), named as the jobs file names it; `None` when it keeps them all. A job
-/// whose setting would be dropped is refused rather than stored without it.
-fn not_kept(entry: &JobEntry) -> Option<&'static str> {
+/// The settings of `entry` that a definition in the state would drop (it has no place
+/// for them), each named as the jobs file names it. A job with any is refused rather than
+/// stored without them.
+fn not_kept(entry: &JobEntry) -> Vec<&'static str> {
     let job = &entry.job;
     let command = &entry.command;
     [
-        ("attempts, backoff, backoff_multiplier or backoff_max", job.retry() != slotcron::Retry::default()),
+        ("attempts", job.retry() != slotcron::Retry::default()),
         ("overlap", job.overlap() != slotcron::Overlap::default()),
         ("jitter", job.jitter().is_some()),
         ("on_interrupt", job.on_interrupt() != slotcron::OnInterrupt::default()),
         ("on_failure", entry.on_failure.is_some()),
         ("start", entry.window.0.is_some()),
         ("end", entry.window.1.is_some()),
-        ("enabled = false", !entry.enabled),
+        ("enabled", !entry.enabled),
         ("on", !job.placement().is_anywhere()),
-        ("shell", &*command.shell != crate::command::SHELL),
+        ("SHELL", &*command.shell != crate::command::SHELL),
         ("MAILTO", command.mailto.is_some()),
         ("user", command.user.is_some()),
     ]
     .into_iter()
-    .find_map(|(field, given)| given.then_some(field))
+    .filter_map(|(field, given)| given.then_some(field))
+    .collect()
 }
 
 /// The definitions of `entries` for the state.
@@ -154,8 +151,14 @@ pub fn definitions(entries: &[JobEntry], listed: &Listed) -> Result<Vec<JobDefin
     let mut definitions = Vec::new();
     for entry in entries {
         let name = entry.job.name();
+        let dropped = not_kept(entry);
+        for field in &dropped {
+            let reason = format!("cannot be kept in the state ({KEPT})");
+            problems.push(Problem::field(entry.line, Some(name), field, reason));
+        }
         match to_definition(entry) {
-            Ok(definition) => definitions.push(definition),
+            Ok(definition) if dropped.is_empty() => definitions.push(definition),
+            Ok(_) => {}
             Err(reason) => problems.push(Problem::field(entry.line, Some(name), "schedule", reason)),
         }
         if let Some((_, instance)) = listed.file_names().find(|(job, _)| *job == name) {
