@@ -2,6 +2,7 @@
 //! at join that its fleet settings agree with the live members', and the fleet as the
 //! membership shows it ([`Scheduler::fleet`]).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,13 +97,7 @@ impl Scheduler {
     /// The coordinator cannot be read.
     pub async fn fleet(&self) -> Result<Option<Vec<FleetMember>>, CoordinatorError> {
         let shared = &self.shared;
-        let Some(coordinator) = shared.coordinator.as_ref().filter(|_| shared.settings.shared_work) else {
-            return Ok(None);
-        };
-        let members = within_claim_timeout(shared, coordinator.members()).await?;
-        if members.is_empty() {
-            return Ok(None);
-        }
+        let Some(members) = self.live_members().await? else { return Ok(None) };
         let ids: Vec<Arc<str>> = members.iter().map(|member| Arc::from(member.instance.as_str())).collect();
         let labels = placement::labels_of(&members);
         let mut owned = vec![0usize; ids.len()];
@@ -114,6 +109,27 @@ impl Scheduler {
         }
         let ttl = shared.settings.membership_ttl;
         Ok(Some(members.into_iter().zip(owned).map(|(member, owned)| shown(member, owned, ttl)).collect()))
+    }
+
+    /// What each live member of the fleet published ([`MemberDetails`]), by instance id:
+    /// [`Scheduler::fleet`] without counting the jobs each owns, so its cost does not grow
+    /// with the number of jobs. `None` as for [`Scheduler::fleet`].
+    ///
+    /// # Errors
+    /// The coordinator cannot be read.
+    pub async fn member_details(&self) -> Result<Option<BTreeMap<String, MemberDetails>>, CoordinatorError> {
+        let members = self.live_members().await?;
+        Ok(members.map(|members| members.into_iter().map(|m| (m.instance, m.details)).collect()))
+    }
+
+    /// The live members, or `None` as for [`Scheduler::fleet`].
+    async fn live_members(&self) -> Result<Option<Vec<LiveMember>>, CoordinatorError> {
+        let shared = &self.shared;
+        let Some(coordinator) = shared.coordinator.as_ref().filter(|_| shared.settings.shared_work) else {
+            return Ok(None);
+        };
+        let members = within_claim_timeout(shared, coordinator.members()).await?;
+        Ok((!members.is_empty()).then_some(members))
     }
 }
 
