@@ -28,7 +28,7 @@
 //! | `GET /api/v1/fleet` | the fleet's live members (instance, host, version, started, admin address, last heartbeat, runs in flight, jobs owned, shared settings); `members` is `null` for a daemon alone | read |
 //! | `GET /api/v1/jobs?limit&cursor&q&state&outcome&sort&order` | a page of the jobs: name, schedule, English, zone, policies, next fire times, last run; `ETag`, 304 | read |
 //! | `GET /api/v1/jobs/{name}` | one job, the same fields | read |
-//! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T` | its run records, newest trigger first | read |
+//! | `GET /api/v1/jobs/{name}/runs?limit=N&before=T&scope=fleet\|member` | its run records, newest trigger first; by default merged with those of the other live members that keep a ledger of their own, naming the members that did not answer | read |
 //! | `GET /api/v1/jobs/{name}/runs/{trigger}/output` | what that run wrote, per instance | read |
 //! | `POST /api/v1/jobs/{name}/pause` | pauses the job across the fleet | full |
 //! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) | full |
@@ -62,9 +62,11 @@
 mod access;
 mod audit;
 mod change_view;
+pub mod client;
 mod error;
 mod etag;
 mod fleet;
+mod fleet_runs;
 mod health;
 mod jobs;
 mod jobs_write;
@@ -91,10 +93,12 @@ use utoipa_axum::routes;
 pub use access::{Access, Grant};
 pub use audit::{DEFAULT_LIMIT as DEFAULT_AUDIT_LIMIT, MAX_LIMIT as MAX_AUDIT_LIMIT};
 pub use error::ApiError;
+pub use fleet_runs::{PEER_TIMEOUT, SHARED_LEDGER};
 pub use jobs_write::{BodyFormat, DefinitionReader, JobBody, MAX_NOTE};
 pub use listing::{DEFAULT_LIMIT as DEFAULT_JOBS_LIMIT, MAX_LIMIT as MAX_JOBS_LIMIT};
 pub use prometheus::{MetricsRecorder, PrometheusMetrics};
 pub use reloads::{Reload, ReloadStatus};
+pub use runs::MAX_LIMIT as MAX_RUNS_LIMIT;
 pub use steer::{IDEMPOTENCY_KEY, MAX_BODY};
 
 /// Renders the metrics exposition (e.g. [`PrometheusMetrics::render`]).

@@ -2,12 +2,14 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, header};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use slotcron::{LedgerQuery, RunRecord};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ErrorBody;
+use crate::fleet_runs::{self, FleetPage, MemberPage, PageRequest, Unanswered};
 use crate::jobs::{JobPath, unknown_job};
 use crate::{AdminState, ApiError, query};
 
@@ -27,28 +29,50 @@ pub(crate) struct Page {
     /// `next_before`.
     #[param(value_type = Option<String>, format = DateTime)]
     before: Option<String>,
+    /// `fleet` (the default): this member's records and those of the other live members
+    /// that keep a ledger of their own, asked through their admin addresses; `member`:
+    /// this member's only.
+    #[param(value_type = Option<String>, example = "fleet")]
+    scope: Option<String>,
+}
+
+/// Whose records a page holds.
+#[derive(Debug, Clone, Copy)]
+enum Scope {
+    Fleet,
+    Member,
 }
 
 /// A run and the trigger it fired, run by the replica named by `instance`.
-#[derive(Debug, Serialize, ToSchema)]
-struct RunView {
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub(crate) struct RunView {
     job: String,
     #[schema(value_type = String, format = DateTime)]
-    trigger: Timestamp,
-    instance: String,
+    pub trigger: Timestamp,
+    pub instance: String,
     outcome: String,
     /// `scheduled`, `catch-up`, `manual`, `backfill`, `start-up`...
     cause: String,
+    /// How many times the run was started (attempts): 0 for a trigger skipped or missed.
+    #[serde(default)]
+    attempts: u32,
     #[schema(required = true)]
     fencing_token: Option<u64>,
     #[schema(value_type = String, format = DateTime)]
-    started: Timestamp,
+    pub started: Timestamp,
     /// How long the run took; `null` while it is `running` (its `started` tells since
     /// when) and for an `interrupted` one, which never ended.
     #[schema(required = true)]
     duration_ms: Option<u128>,
     #[schema(required = true)]
     error: Option<String>,
+}
+
+impl RunView {
+    /// What tells one record from another: its trigger, instance and start.
+    pub fn identity(&self) -> (Timestamp, String, Timestamp) {
+        (self.trigger, self.instance.clone(), self.started)
+    }
 }
 
 impl From<RunRecord> for RunView {
@@ -59,6 +83,7 @@ impl From<RunRecord> for RunView {
             instance: r.instance.to_string(),
             outcome: r.outcome.to_string(),
             cause: r.cause.to_string(),
+            attempts: r.attempts,
             fencing_token: r.fencing_token,
             started: r.started,
             duration_ms: r.ended_duration().map(|d| d.as_millis()),
@@ -83,12 +108,20 @@ impl Page {
         let until = self.before.as_deref().map(|text| instant("before", text)).transpose()?;
         Ok(LedgerQuery { job: Some(job.to_owned()), until, limit, ..LedgerQuery::default() })
     }
+
+    fn scope(&self) -> Result<Scope, ApiError> {
+        let Some(text) = self.scope.as_deref() else { return Ok(Scope::Fleet) };
+        query::choice("scope", text, &[("fleet", Scope::Fleet), ("member", Scope::Member)])
+    }
 }
 
-/// `{"runs": [...], "next_before": T|null}`: the job's records, newest trigger first,
-/// triggers strictly before `before`; `next_before` is the `before` of the next page
-/// (`null` on the last one). A page ends at a whole trigger: past `limit` records, it
-/// holds the other records of its last trigger too, and `next_before` is that trigger.
+/// `{"runs": [...], "next_before": T|null, "merged": [...], "unanswered": [...],
+/// "membership_error": null}`: the job's records, newest trigger first, triggers strictly
+/// before `before`; `next_before` is the `before` of the next page (`null` on the last
+/// one). A page ends at a whole trigger: past `limit` records, it holds the other records
+/// of its last trigger too, and `next_before` is that trigger. With `scope=fleet` (the
+/// default) the page merges the records of the live members that keep a ledger of their
+/// own (`merged`), and names those that did not answer (`unanswered`).
 #[utoipa::path(
     get,
     path = "/jobs/{name}/runs",
@@ -106,12 +139,32 @@ pub(crate) async fn list(
     State(state): State<AdminState>,
     Path(JobPath { name }): Path<JobPath>,
     Query(page): Query<Page>,
+    headers: HeaderMap,
 ) -> Result<Json<RunsPage>, ApiError> {
     if state.scheduler.job(&name, 0).is_none() {
         return Err(unknown_job(&name));
     }
-    let query = page.query(&name)?;
-    let mut runs = history(&state, &query).await?;
+    let (query, scope) = (page.query(&name)?, page.scope()?);
+    let own = member_page(&state, &query).await?;
+    let instance = state.scheduler.instance().to_owned();
+    let fleet = match scope {
+        Scope::Member => {
+            FleetPage { page: own, merged: vec![instance], unanswered: Vec::new(), membership_error: None }
+        }
+        Scope::Fleet => {
+            let authorization =
+                headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let request = PageRequest { job: &name, limit: query.limit, before: query.until, authorization };
+            fleet_runs::fleet_page(&state, &request, own).await
+        }
+    };
+    let FleetPage { page: MemberPage { runs, next_before }, merged, unanswered, membership_error } = fleet;
+    Ok(Json(RunsPage { runs, next_before, merged, unanswered, membership_error }))
+}
+
+/// This member's page of the records `query` asks for.
+async fn member_page(state: &AdminState, query: &LedgerQuery) -> Result<MemberPage, ApiError> {
+    let mut runs = history(state, query).await?;
     let full = (runs.len() == query.limit).then(|| runs.last().map(|r| r.trigger)).flatten();
     let mut next_before = None;
     if let Some(last) = full {
@@ -119,23 +172,30 @@ pub(crate) async fn list(
         // limit cut off (one per replica on a shared ledger) join it, or the next page,
         // which starts before that trigger, would never show them.
         runs.retain(|r| r.trigger != last);
-        let group = history(&state, &trigger_records(&query, last)).await?;
+        let group = history(state, &trigger_records(query, last)).await?;
         runs.extend(group.into_iter().filter(|r| r.trigger == last));
         // A next page only if a record is left before this one's last trigger.
         let rest = LedgerQuery { until: Some(last), limit: 1, ..query.clone() };
-        next_before = (!history(&state, &rest).await?.is_empty()).then_some(last);
+        next_before = (!history(state, &rest).await?.is_empty()).then_some(last);
     }
-    let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
-    Ok(Json(RunsPage { runs, next_before }))
+    Ok(MemberPage { runs: runs.into_iter().map(RunView::from).collect(), next_before })
 }
 
-/// `{"runs", "next_before"}`.
+/// `{"runs", "next_before", "merged", "unanswered", "membership_error"}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct RunsPage {
     runs: Vec<RunView>,
     /// The `before` of the next page; `null` on the last.
     #[schema(value_type = Option<String>, format = DateTime, required = true)]
     next_before: Option<Timestamp>,
+    /// The members whose records the page holds, this one first.
+    merged: Vec<String>,
+    /// The live members whose records the page should hold and does not, each with why.
+    unanswered: Vec<Unanswered>,
+    /// Why the fleet's membership could not be read (the page holds this member's
+    /// records only); `null` when it was, or not needed (`scope=member`).
+    #[schema(required = true)]
+    membership_error: Option<String>,
 }
 
 /// The records `query` asks for, or 503.

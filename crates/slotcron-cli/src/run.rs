@@ -332,12 +332,16 @@ impl Settings {
 
 impl Settings {
     /// What this daemon says of itself in the fleet's membership: its host, version, start
-    /// time and admin address.
+    /// time, admin address and, for a PostgreSQL state, which other members record in too,
+    /// that state (without its password, [`slotcron_admin::SHARED_LEDGER`]).
     fn about(&self, builder: SchedulerBuilder) -> SchedulerBuilder {
-        let builder = builder
+        let mut builder = builder
             .member_about("host", hostname().unwrap_or_default())
             .member_about("version", env!("CARGO_PKG_VERSION"))
             .member_about("started", slotcron::jiff::Timestamp::now().to_string());
+        if matches!(self.state, StateUrl::Postgres { .. }) {
+            builder = builder.member_about(slotcron_admin::SHARED_LEDGER, self.state.to_string());
+        }
         match self.admin.as_ref().map(|admin| &admin.listen) {
             Some(Listen::Tcp(addr)) => builder.member_about("admin", addr.to_string()),
             Some(Listen::Unix(path)) => builder.member_about("admin", format!("unix:{}", path.display())),

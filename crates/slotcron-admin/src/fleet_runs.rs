@@ -1,0 +1,265 @@
+//! A job's history across the fleet. With a ledger per daemon (a SQLite state each), a
+//! member keeps only the records of the runs it made, so the member asked merges its own
+//! page with the pages of the other live members, asked through the admin addresses they
+//! publish, and names the members that did not answer. Members that publish the same
+//! [`SHARED_LEDGER`] as this one (one PostgreSQL state) are not asked: their records are
+//! already in this member's ledger.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::{Deserialize, Serialize};
+use slotcron::MemberDetails;
+use tokio::task::JoinSet;
+use utoipa::ToSchema;
+
+use crate::AdminState;
+use crate::client::{AdminUrl, Call, send};
+use crate::runs::RunView;
+
+/// How long another member may take to answer for its records, in seconds: past it, the
+/// page is answered without them and names the member.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The member detail ([`MemberDetails::about`]) that names the ledger a member records in,
+/// when other members may record in the same one (e.g. a PostgreSQL state, as its URL
+/// without the password): a member publishing the same value as this one is not asked for
+/// its records. The admin address is the detail `admin` (`HOST:PORT` or `unix:PATH`).
+pub const SHARED_LEDGER: &str = "ledger";
+
+/// One member's page of a job's records: newest trigger first, whole triggers.
+#[derive(Debug, Deserialize)]
+pub(crate) struct MemberPage {
+    pub runs: Vec<RunView>,
+    /// The `before` of the member's next page; `None` on its last.
+    pub next_before: Option<Timestamp>,
+}
+
+/// A member whose records are not in the page, and why.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct Unanswered {
+    instance: String,
+    /// The admin address it published; `null` when it published none.
+    #[schema(required = true)]
+    admin: Option<String>,
+    /// Why its records are missing (no admin address, no connection, no answer within 3 s,
+    /// an error answer).
+    reason: String,
+}
+
+/// The fleet's page of a job's records, and whose records it holds.
+pub(crate) struct FleetPage {
+    pub page: MemberPage,
+    /// The members whose records are in the page (this one first).
+    pub merged: Vec<String>,
+    pub unanswered: Vec<Unanswered>,
+    /// Why the membership could not be read (the page then holds this member's records).
+    pub membership_error: Option<String>,
+}
+
+/// The request for one page: the job, `limit` and `before` as this member was asked, and
+/// the caller's `Authorization`, passed on to the other members.
+pub(crate) struct PageRequest<'a> {
+    pub job: &'a str,
+    pub limit: usize,
+    pub before: Option<Timestamp>,
+    pub authorization: Option<String>,
+}
+
+/// `own` (this member's page) merged with the pages of the other live members that keep
+/// their own ledger, as [`merge`] does.
+pub(crate) async fn fleet_page(state: &AdminState, request: &PageRequest<'_>, own: MemberPage) -> FleetPage {
+    let instance = state.scheduler.instance().to_owned();
+    let mut fleet = FleetPage {
+        page: own,
+        merged: vec![instance.clone()],
+        unanswered: Vec::new(),
+        membership_error: None,
+    };
+    let members = match state.scheduler.member_details().await {
+        Ok(members) => members.unwrap_or_default(),
+        Err(e) => {
+            fleet.membership_error = Some(format!("the fleet's membership cannot be read: {e}"));
+            return fleet;
+        }
+    };
+    let mut asking = JoinSet::new();
+    for (member, details) in others(&members, &instance) {
+        let admin = details.about.get("admin").cloned();
+        let Some(address) = admin.clone() else {
+            let reason = "it publishes no admin address (started without an admin server)".to_owned();
+            fleet.unanswered.push(Unanswered { instance: member.to_owned(), admin, reason });
+            continue;
+        };
+        let (member, path, authorization) =
+            (member.to_owned(), request.path(), request.authorization.clone());
+        asking.spawn(async move { (member, admin, ask(&address, &path, authorization).await) });
+    }
+    let mut pages =
+        vec![std::mem::replace(&mut fleet.page, MemberPage { runs: Vec::new(), next_before: None })];
+    while let Some(Ok((member, admin, answer))) = asking.join_next().await {
+        match answer {
+            Ok(page) => {
+                pages.extend(page);
+                fleet.merged.push(member);
+            }
+            Err(reason) => fleet.unanswered.push(Unanswered { instance: member, admin, reason }),
+        }
+    }
+    fleet.merged[1..].sort();
+    fleet.unanswered.sort_by(|a, b| a.instance.cmp(&b.instance));
+    fleet.page = merge(pages, request.limit);
+    fleet
+}
+
+/// The live members other than `instance` that do not share its ledger.
+fn others<'a>(
+    members: &'a BTreeMap<String, MemberDetails>,
+    instance: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a MemberDetails)> {
+    let ours = members.get(instance).and_then(|details| details.about.get(SHARED_LEDGER));
+    members
+        .iter()
+        .filter(move |(member, details)| {
+            *member != instance && (ours.is_none() || details.about.get(SHARED_LEDGER) != ours)
+        })
+        .map(|(member, details)| (member.as_str(), details))
+}
+
+impl PageRequest<'_> {
+    /// The path and query that ask a member for its own records only.
+    fn path(&self) -> String {
+        let job = utf8_percent_encode(self.job, NON_ALPHANUMERIC);
+        let mut path = format!("/api/v1/jobs/{job}/runs?scope=member&limit={}", self.limit);
+        if let Some(before) = self.before {
+            path.push_str(&format!("&before={}", utf8_percent_encode(&before.to_string(), NON_ALPHANUMERIC)));
+        }
+        path
+    }
+}
+
+/// One member's page, within [`PEER_TIMEOUT`]; `None` when it does not know the job (it
+/// has no records of it).
+async fn ask(address: &str, path: &str, authorization: Option<String>) -> Result<Option<MemberPage>, String> {
+    let mut call = Call::get(path);
+    call.headers.extend(authorization.map(|value| ("authorization", value)));
+    let answer = tokio::time::timeout(PEER_TIMEOUT, send(&AdminUrl::published(address), call))
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {}s", PEER_TIMEOUT.as_secs())))?;
+    if answer.status == axum::http::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    let json = answer.json()?;
+    serde_json::from_value(json).map(Some).map_err(|e| format!("not a page of runs: {e}"))
+}
+
+/// Several members' pages as one, newest trigger first, without a record twice (the same
+/// trigger, instance and start). The page ends at a whole trigger, as each member's does:
+/// at the `limit`-th record's trigger, or at the newest trigger before which a member has
+/// more records, whichever is newer, so that no record a member left for its next page is
+/// passed over and none is shown on two pages; `next_before` is that trigger when a record
+/// was left for the next page.
+pub(crate) fn merge(pages: Vec<MemberPage>, limit: usize) -> MemberPage {
+    let more_before = pages.iter().filter_map(|page| page.next_before).max();
+    let mut seen = HashSet::new();
+    let mut runs: Vec<RunView> =
+        pages.into_iter().flat_map(|page| page.runs).filter(|run| seen.insert(run.identity())).collect();
+    runs.sort_by(|a, b| b.trigger.cmp(&a.trigger).then_with(|| a.instance.cmp(&b.instance)));
+    let at_limit = runs.get(limit.saturating_sub(1)).map(|run| run.trigger);
+    let Some(cut) = at_limit.max(more_before) else { return MemberPage { runs, next_before: None } };
+    let all = runs.len();
+    runs.retain(|run| run.trigger >= cut);
+    let next_before = (runs.len() < all || more_before.is_some()).then_some(cut);
+    MemberPage { runs, next_before }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `instance` at second `trigger` (started then).
+    fn run(trigger: i64, instance: &str) -> RunView {
+        let at = Timestamp::from_second(trigger).unwrap().to_string();
+        serde_json::from_value(serde_json::json!({
+            "job": "j", "trigger": at, "instance": instance, "outcome": "succeeded", "cause": "scheduled",
+            "fencing_token": null, "started": at, "duration_ms": 1, "error": null,
+        }))
+        .unwrap()
+    }
+
+    fn page(runs: Vec<RunView>, next_before: Option<i64>) -> MemberPage {
+        MemberPage { runs, next_before: next_before.map(|t| Timestamp::from_second(t).unwrap()) }
+    }
+
+    fn shown(page: &MemberPage) -> Vec<(i64, &str)> {
+        page.runs.iter().map(|r| (r.trigger.as_second(), r.instance.as_str())).collect()
+    }
+
+    #[test]
+    fn pages_of_members_that_have_no_more_merge_newest_first_and_end_the_history() {
+        let a = page(vec![run(30, "a"), run(10, "a")], None);
+        let b = page(vec![run(20, "b"), run(10, "b")], None);
+        let merged = merge(vec![a, b], 10);
+        assert_eq!(shown(&merged), [(30, "a"), (20, "b"), (10, "a"), (10, "b")]);
+        assert_eq!(merged.next_before, None);
+    }
+
+    #[test]
+    fn the_limit_cuts_at_a_whole_trigger_and_the_rest_is_for_the_next_page() {
+        let a = page(vec![run(40, "a"), run(30, "a"), run(20, "a")], None);
+        let b = page(vec![run(30, "b"), run(10, "b")], None);
+        let merged = merge(vec![a, b], 2);
+        assert_eq!(shown(&merged), [(40, "a"), (30, "a"), (30, "b")], "trigger 30 whole");
+        assert_eq!(merged.next_before.map(|t| t.as_second()), Some(30));
+    }
+
+    #[test]
+    fn a_member_with_more_records_ends_the_page_where_its_own_ended() {
+        // b has records before 30 it did not send: a's record at 20 waits for the next
+        // page, which starts before 30 and gets it with b's.
+        let a = page(vec![run(40, "a"), run(20, "a")], None);
+        let b = page(vec![run(35, "b"), run(30, "b")], Some(30));
+        let merged = merge(vec![a, b], 10);
+        assert_eq!(shown(&merged), [(40, "a"), (35, "b"), (30, "b")]);
+        assert_eq!(merged.next_before.map(|t| t.as_second()), Some(30));
+    }
+
+    #[test]
+    fn a_record_two_members_both_read_from_one_ledger_is_shown_once() {
+        let a = page(vec![run(20, "a"), run(20, "b")], None);
+        let b = page(vec![run(20, "b")], None);
+        assert_eq!(shown(&merge(vec![a, b], 10)), [(20, "a"), (20, "b")]);
+    }
+
+    #[test]
+    fn a_member_is_asked_for_its_own_records_with_the_page_asked_for() {
+        let before = Some("2026-12-06T10:00:00Z".parse().unwrap());
+        let request = PageRequest { job: "a/b c", limit: 20, before, authorization: None };
+        assert_eq!(
+            request.path(),
+            "/api/v1/jobs/a%2Fb%20c/runs?scope=member&limit=20&before=2026%2D12%2D06T10%3A00%3A00Z"
+        );
+    }
+
+    #[test]
+    fn members_sharing_this_ones_ledger_are_not_asked() {
+        let details = |ledger: Option<&str>| {
+            let mut details = MemberDetails::default();
+            details.about.extend(ledger.map(|l| (SHARED_LEDGER.to_owned(), l.to_owned())));
+            details
+        };
+        let members: BTreeMap<String, MemberDetails> = [
+            ("a".to_owned(), details(Some("postgres://db/x"))),
+            ("b".to_owned(), details(Some("postgres://db/x"))),
+            ("c".to_owned(), details(Some("postgres://db/y"))),
+            ("d".to_owned(), details(None)),
+        ]
+        .into();
+        let asked: Vec<&str> = others(&members, "a").map(|(m, _)| m).collect();
+        assert_eq!(asked, ["c", "d"]);
+        let asked: Vec<&str> = others(&members, "d").map(|(m, _)| m).collect();
+        assert_eq!(asked, ["a", "b", "c"], "without a shared ledger, every other member");
+    }
+}
