@@ -49,7 +49,7 @@ pub enum Command {
     /// Validate FILE and list its jobs with their next fire times.
     #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
-    /// Print the run history kept in the state, newest trigger first.
+    /// Print the run history kept in the state (or, with --admin-url, the fleet's), newest trigger first.
     #[command(after_help = HISTORY_EXAMPLES)]
     History(HistoryArgs),
     /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
@@ -469,6 +469,14 @@ pub struct HistoryArgs {
     /// One JSON object per line instead of columns.
     #[arg(long)]
     pub json: bool,
+    /// Read JOB's runs across the fleet through this daemon's admin API (http://HOST:PORT
+    /// or unix:PATH) instead of from --state: it merges the runs of the members that keep
+    /// a state of their own and names those that did not answer.
+    ///
+    /// A token in SLOTCRON_ADMIN_TOKEN (or in the file named by SLOTCRON_ADMIN_TOKEN_FILE)
+    /// is sent as a bearer token; a read-only one will do.
+    #[arg(long, value_name = "URL", conflicts_with = "url", requires = "job")]
+    pub admin_url: Option<String>,
 }
 
 /// After `slotcron --help`.
@@ -514,8 +522,8 @@ Examples:
 const HISTORY_EXAMPLES: &str = "\
 Examples:
   slotcron history backup --limit 10
-  slotcron history --outcome failed --since 2026-12-01T00:00:00Z
-  slotcron history --state postgres://app@db/app --json";
+  slotcron history --state postgres://app@db/app --json
+  slotcron history backup --admin-url http://127.0.0.1:9090  (the fleet's runs)";
 
 /// After `slotcron status --help`.
 const STATUS_EXAMPLES: &str = "\

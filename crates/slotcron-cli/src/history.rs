@@ -1,4 +1,5 @@
-//! `slotcron history [JOB]`: the run history kept in a state, newest trigger first.
+//! `slotcron history [JOB]`: the run history kept in a state, or with `--admin-url` a job's
+//! runs across the fleet, newest trigger first.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use slotcron::{LedgerQuery, RunRecord};
 
 use crate::cli::HistoryArgs;
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, relative, table};
+use crate::{INVALID_INPUT, duration, history_fleet, relative, table};
 
 /// One run as `--json` prints it: one object per line.
 #[derive(Debug, Serialize)]
@@ -58,10 +59,16 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut query = LedgerQuery::new().limit(args.limit as usize);
-    query.job.clone_from(&args.job);
-    (query.since, query.until, query.outcome) = (args.since, args.until, args.outcome);
-    match runtime.block_on(read(&args.state.url, &query)) {
+    let runs = match (&args.admin_url, &args.job) {
+        (Some(admin_url), Some(job)) => fleet_runs(admin_url, job, args),
+        _ => {
+            let mut query = LedgerQuery::new().limit(args.limit as usize);
+            query.job.clone_from(&args.job);
+            (query.since, query.until, query.outcome) = (args.since, args.until, args.outcome);
+            runtime.block_on(read(&args.state.url, &query))
+        }
+    };
+    match runs {
         Ok(runs) if runs.is_empty() => {
             eprintln!(
                 "slotcron history: no runs recorded{}",
@@ -85,6 +92,16 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             ExitCode::from(INVALID_INPUT)
         }
     }
+}
+
+/// The fleet's runs of `job` through the admin API at `admin_url`, each member whose runs
+/// are missing named on standard error.
+fn fleet_runs(admin_url: &str, job: &str, args: &HistoryArgs) -> Result<Vec<RunRecord>, String> {
+    let history = history_fleet::read(admin_url, job, args)?;
+    for member in &history.unanswered {
+        eprintln!("slotcron history: runs of a member that did not answer are missing: {member}");
+    }
+    Ok(history.runs)
 }
 
 async fn read(state: &str, query: &LedgerQuery) -> Result<Vec<RunRecord>, String> {

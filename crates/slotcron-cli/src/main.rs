@@ -12,6 +12,7 @@ mod coordination;
 mod cron_error;
 mod duration;
 mod history;
+mod history_fleet;
 mod hook;
 mod jobs;
 mod jobs_file;

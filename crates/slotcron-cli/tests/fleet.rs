@@ -221,36 +221,36 @@ fn every_daemon_sharing_a_redis_runs_its_own_reboot_without_a_claim() {
     assert_eq!(redis.keys(), Vec::<String>::new());
 }
 
-#[test]
-fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_heartbeats_and_labels() {
-    let dir = scratch("fleet-view");
-    let redis = RedisServer::start(&dir);
-    write(&dir, "jobs.toml", JOBS);
+/// Starts daemons `a`, `b` and `c` in `dir` on the Redis at `redis`, each with a SQLite
+/// state of its own, an admin server and the extra arguments of its entry in `extra`;
+/// returns them once each has started, with their admin addresses.
+fn three_daemons(dir: &Path, redis: &str, extra: [&[&str]; 3]) -> (Vec<Daemon>, Vec<String>) {
     let addrs: Vec<String> = (0..3).map(|_| format!("127.0.0.1:{}", support::http::free_port())).collect();
     let mut daemons: Vec<Daemon> = ["a", "b", "c"]
         .iter()
         .zip(&addrs)
-        .map(|(name, addr)| {
+        .zip(extra)
+        .map(|((name, addr), extra)| {
             let state = format!("sqlite:{name}.db");
-            let args = [
-                "jobs.toml",
-                "--redis",
-                &redis.url(),
-                "--instance",
-                name,
-                "--state",
-                &state,
-                "--admin",
-                addr,
-                "--label",
-                if *name == "a" { "gpu=a100" } else { "region=eu" },
-            ];
-            Daemon::run(&dir, &args)
+            let mut args =
+                vec!["jobs.toml", "--redis", redis, "--instance", name, "--state", &state, "--admin", addr];
+            args.extend_from_slice(extra);
+            Daemon::run(dir, &args)
         })
         .collect();
     for daemon in &mut daemons {
         daemon.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
     }
+    (daemons, addrs)
+}
+
+#[test]
+fn the_fleet_view_lists_the_three_members_of_a_three_daemon_fleet_with_their_heartbeats_and_labels() {
+    let dir = scratch("fleet-view");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", JOBS);
+    let labels = [&["--label", "gpu=a100"][..], &["--label", "region=eu"], &["--label", "region=eu"]];
+    let (mut daemons, addrs) = three_daemons(&dir, &redis.url(), labels);
     let members = |addr: &str| -> Vec<serde_json::Value> {
         let answer = support::http::get(addr, "/api/v1/fleet", &[]);
         assert_eq!(answer.status, 200, "{}", answer.body);
@@ -331,4 +331,87 @@ fn a_second_daemon_under_a_live_instance_id_is_refused_and_a_restart_after_kill_
     restarted.wait_for("for the restarted scheduler to start", |line| line.contains("scheduler started"));
     restarted.signal(Signal::SIGTERM);
     assert_eq!(restarted.wait_exit().code(), Some(0), "{}", restarted.log());
+}
+
+/// The admin API's page of `job`'s runs at `addr`, with the query `query`.
+fn runs_page(addr: &str, job: &str, query: &str) -> serde_json::Value {
+    let answer = support::http::get(addr, &format!("/api/v1/jobs/{job}/runs?{query}"), &[]);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer.json()
+}
+
+/// The (trigger, instance, outcome) of each run of a page.
+fn runs_of(page: &serde_json::Value) -> BTreeSet<(String, String, String)> {
+    let runs = page["runs"].as_array().unwrap();
+    runs.iter()
+        .map(|r| (r["trigger"].to_string(), r["instance"].to_string(), r["outcome"].to_string()))
+        .collect()
+}
+
+/// With a SQLite state per daemon, each daemon keeps only its own runs; any daemon's admin
+/// API (and `slotcron history --admin-url`) shows the fleet's, merged from every member's,
+/// and after a member is killed it names that member as one that did not answer.
+#[test]
+fn the_history_of_a_job_merges_the_runs_every_member_keeps_and_names_a_member_that_did_not_answer() {
+    let dir = scratch("fleet-history");
+    let redis = RedisServer::start(&dir);
+    write(&dir, "jobs.toml", JOBS);
+    // A membership that outlives the test: the killed member stays in it.
+    let ttl: &[&str] = &["--membership-ttl", "10m"];
+    let (mut daemons, addrs) = three_daemons(&dir, &redis.url(), [ttl, ttl, ttl]);
+    support::wait_until("three runs of tick", || {
+        runs_of(&runs_page(&addrs[0], "tick", "limit=1000")).iter().filter(|r| r.2 == "\"succeeded\"").count()
+            >= 3
+    });
+    // The daemon that ran the newest trigger, and another, which has no record of that run.
+    let newest = runs_page(&addrs[0], "tick", "limit=1")["runs"][0].clone();
+    let ran_by = newest["instance"].as_str().unwrap().to_owned();
+    let owner = ["a", "b", "c"].iter().position(|name| *name == ran_by).unwrap();
+    let other = (owner + 1) % 3;
+    // Up to an instant past the newest trigger, so that the pages compared hold the same
+    // triggers.
+    let before = Timestamp::now().to_string();
+    let query = format!("limit=1000&before={before}");
+    let mut union = BTreeSet::new();
+    for (name, addr) in ["a", "b", "c"].iter().zip(&addrs) {
+        let own = runs_of(&runs_page(addr, "tick", &format!("{query}&scope=member")));
+        assert!(own.iter().all(|r| r.1 == format!("{name:?}")), "{name} keeps only its own runs: {own:?}");
+        union.extend(own);
+    }
+    let fleet = runs_page(&addrs[other], "tick", &query);
+    assert_eq!(runs_of(&fleet), union, "the fleet's page holds every member's runs");
+    let newest =
+        (newest["trigger"].to_string(), newest["instance"].to_string(), newest["outcome"].to_string());
+    assert!(
+        runs_of(&fleet).contains(&newest),
+        "asked of {}, the page holds {ran_by}'s run",
+        ["a", "b", "c"][other]
+    );
+    assert_eq!(fleet["merged"].as_array().unwrap().len(), 3, "{}", fleet["merged"]);
+    assert_eq!(fleet["unanswered"], serde_json::json!([]));
+
+    let url = format!("http://{}", addrs[other]);
+    let runs = history(&dir, &["tick", "--admin-url", &url, "--until", &before]);
+    let printed: BTreeSet<(String, String, String)> = runs
+        .iter()
+        .map(|r| {
+            (format!("{:?}", r.trigger.to_string()), format!("{:?}", r.instance), format!("{:?}", r.outcome))
+        })
+        .collect();
+    assert_eq!(printed, union, "the CLI prints the fleet's runs");
+
+    daemons[owner].signal(Signal::SIGKILL);
+    daemons[owner].wait_exit();
+    let fleet = runs_page(&addrs[other], "tick", &query);
+    let unanswered = fleet["unanswered"].as_array().unwrap();
+    assert_eq!(unanswered.len(), 1, "{fleet}");
+    assert_eq!(unanswered[0]["instance"], ran_by.as_str());
+    assert!(unanswered[0]["reason"].as_str().unwrap().contains("cannot connect"), "{fleet}");
+    let out = support::run_in(&dir, &["history", "tick", "--admin-url", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    assert!(
+        support::stderr(&out).contains(&format!("did not answer are missing: {ran_by}: ")),
+        "{}",
+        support::stderr(&out)
+    );
 }
