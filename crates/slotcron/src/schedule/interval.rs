@@ -32,12 +32,14 @@ impl Interval {
         if period > Self::MAX_PERIOD {
             return Err(ScheduleError::invalid(
                 "every",
-                format!("the period must be at most 100 years; got {period:?}"),
+                format!("the period must be at most 100 years; got {}", shown(period)),
             ));
         }
         if period < Self::MIN_PERIOD || !period.subsec_nanos().is_multiple_of(1_000_000) {
-            let reason =
-                format!("the period must be a whole number of milliseconds, at least 1ms; got {period:?}");
+            let reason = format!(
+                "the period must be a whole number of milliseconds, at least 1ms; got {}",
+                shown(period)
+            );
             return Err(ScheduleError::invalid("every", reason));
         }
         Ok(Self { period_ns: period.as_nanos() as i128, offset_ns: 0 })
@@ -93,6 +95,11 @@ impl Schedule for Interval {
     fn describe(&self) -> ScheduleDescription {
         ScheduleDescription::new(format!("every {}", Compact(self.period())), self.explain())
     }
+}
+
+/// `period` as a jobs file writes it (`0s`, `1ms 500µs`), not as `Debug` does (`0ns`).
+fn shown(period: Duration) -> String {
+    SignedDuration::try_from(period).map_or_else(|_| format!("{period:?}"), |d| format!("{d:#}"))
 }
 
 #[cfg(test)]
