@@ -6,11 +6,20 @@ use std::time::Duration;
 use jiff::SignedDuration;
 
 /// Formats a duration the way [`parse_duration`](slotcron::parse_duration)
-/// reads it back, e.g. `1h 30m` (days as hours, `48h`).
+/// reads it back, e.g. `1h 30m`, with whole days as days (`30d`, `2d 6h`), as a jobs file
+/// writes them.
 pub fn display(duration: Duration) -> String {
-    match SignedDuration::try_from(duration) {
+    const DAY: u64 = 86_400;
+    let days = duration.as_secs() / DAY;
+    let rest = duration - Duration::from_secs(days * DAY);
+    let rest = match SignedDuration::try_from(rest) {
         Ok(signed) => format!("{signed:#}"),
-        Err(_) => format!("{duration:?}"),
+        Err(_) => format!("{rest:?}"),
+    };
+    match (days, rest.as_str()) {
+        (0, _) => rest,
+        (_, "0s") => format!("{days}d"),
+        _ => format!("{days}d {rest}"),
     }
 }
 
@@ -29,10 +38,15 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for d in [Duration::from_secs(5400), Duration::from_secs(2 * 86_400)] {
+        for d in
+            [Duration::from_secs(5400), Duration::from_secs(2 * 86_400), Duration::from_secs(86_400 + 61)]
+        {
             assert_eq!(parse_duration(&display(d)), Ok(d));
         }
         assert_eq!(display(Duration::from_secs(5400)), "1h 30m");
+        assert_eq!(display(Duration::from_secs(30 * 86_400)), "30d");
+        assert_eq!(display(Duration::from_secs(2 * 86_400 + 6 * 3600)), "2d 6h");
+        assert_eq!(display(Duration::ZERO), "0s");
     }
 
     #[test]

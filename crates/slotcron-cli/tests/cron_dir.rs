@@ -171,7 +171,7 @@ fn retention_prunes_old_records_but_keeps_the_last_success_and_failure() {
     let dir = scratch("cron_dir_retention");
     write(&dir, "jobs.toml", FLAKY);
     let out = run_in(&dir, &["check", "jobs.toml"]);
-    assert!(stdout(&out).contains("history: run records are kept for 720h, at most 2 record(s) per job"));
+    assert!(stdout(&out).contains("history: run records are kept for 30d, at most 2 record(s) per job"));
     let mut daemon = Daemon::run(&dir, &["jobs.toml"]);
     wait_run(&mut daemon, 0, "flaky");
     support::wait_until("five runs recorded", || outcomes(&dir).len() >= 5);
