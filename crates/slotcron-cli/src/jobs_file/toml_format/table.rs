@@ -103,8 +103,17 @@ impl Reader<'_> {
         self.parsed.problems.push(Problem::field(line, table.job, &field, reason));
     }
 
-    /// Records a problem for `key` missing from `table`, on the line of its header.
+    /// Records a problem for `key` missing from `table`, on the line of its header, unless
+    /// an unknown key of the table is a likely typo of it (`comand`): the problem
+    /// [`Self::unknown_keys`] records for that one says "did you mean `key`?".
     pub(super) fn missing(&mut self, table: &Table<'_, '_>, key: &str, reason: &str) {
+        let misspelt = table.entries.iter().any(|(written, _)| {
+            let written: &str = written.get_ref();
+            !table.known.contains(&written) && nearest(written, table.known) == Some(key)
+        });
+        if misspelt {
+            return;
+        }
         let field = format!("{}{key}", table.prefix);
         self.parsed.problems.push(Problem::field(
             table.line,
