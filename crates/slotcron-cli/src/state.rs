@@ -59,8 +59,14 @@ impl StateUrl {
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             return Self::postgres(text);
         }
+        let hint = if text.starts_with("redis") {
+            " (Redis coordinates a fleet but keeps no history: give it with --redis, or as redis \
+             in [coordination])"
+        } else {
+            ""
+        };
         Err(format!(
-            "{:?} is not a state URL: write sqlite:PATH, postgres://USER@HOST/DATABASE[?schema=NAME] or memory",
+            "{:?} is not a state URL: write sqlite:PATH, postgres://USER@HOST/DATABASE[?schema=NAME] or memory{hint}",
             redact(text)
         ))
     }
@@ -284,6 +290,8 @@ mod tests {
     fn other_urls_are_refused_without_their_password() {
         let error = StateUrl::parse("mysql://root:hunter2@db/x").unwrap_err();
         assert!(error.contains("\"mysql://root@db/x\" is not a state URL"), "{error}");
+        let error = StateUrl::parse("redis://127.0.0.1:6379").unwrap_err();
+        assert!(error.ends_with("(Redis coordinates a fleet but keeps no history: give it with --redis, or as redis in [coordination])"), "{error}");
         assert!(!error.contains("hunter2"));
         assert!(StateUrl::parse("sqlite:").unwrap_err().contains("no file after sqlite:"));
         assert!(StateUrl::parse("slotcron.db").is_err());
