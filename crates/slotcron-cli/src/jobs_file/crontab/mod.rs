@@ -147,8 +147,12 @@ impl Reader {
             self.set_env(number, name, value);
         } else {
             self.dangling_name();
-            let reason = "neither a job (5 time fields or an @descriptor, then a command) \
-                          nor an environment setting (NAME=value)";
+            let mut reason = "neither a job (5 time fields or an @descriptor, then a command) \
+                              nor an environment setting (NAME=value)"
+                .to_owned();
+            if text.starts_with('[') {
+                reason += "; a TOML jobs file is read as TOML only when its name ends in .toml";
+            }
             self.parsed.problems.push(Problem::line(number, reason));
         }
     }
