@@ -167,6 +167,12 @@ async fn placed_jobs_run_only_on_members_carrying_their_labels() {
 }
 
 #[tokio::test]
+async fn a_trigger_whose_only_carrier_died_is_recorded_skipped_no_member() {
+    let server = RedisServer::tcp();
+    testkit::a_trigger_whose_only_carrier_died_is_recorded_skipped_no_member(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member() {
     let server = RedisServer::tcp();
     testkit::a_job_no_live_member_can_run_is_recorded_skipped_no_member(&factory(server.config())).await;

@@ -104,6 +104,7 @@ pub use ownership_suite::{
 };
 pub use placement_suite::{
     a_job_no_live_member_can_run_is_recorded_skipped_no_member,
+    a_trigger_whose_only_carrier_died_is_recorded_skipped_no_member,
     placed_jobs_run_only_on_members_carrying_their_labels,
 };
 pub use postgres_server::PostgresServer;

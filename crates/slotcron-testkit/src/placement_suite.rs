@@ -131,3 +131,47 @@ pub async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member(factory:
     }
     assert_eq!(ran, 3 * jobs().len(), "the other jobs' triggers ran once each");
 }
+
+/// Replica-a alone carries `gpu`, and dies (a crash: its entry stays in the membership
+/// until it lapses, on the coordinator's clock, which the fleet's steps do not move).
+/// Every trigger of the job placed on `gpu` after the crash is still recorded once across
+/// the fleet: `skipped-no-member`, by the job's rendezvous owner among the members without
+/// the label, because no carrier claimed it within two takeover delays. None is run, none
+/// is left without a record. (Once the entry has lapsed, no live member carries the label:
+/// [`a_job_no_live_member_can_run_is_recorded_skipped_no_member`].)
+pub async fn a_trigger_whose_only_carrier_died_is_recorded_skipped_no_member(
+    factory: &impl CoordinatorFactory,
+) {
+    let all_jobs = || jobs().into_iter().chain([placed("render", &["gpu"])]).collect::<Vec<_>>();
+    let labels: [&[&str]; 3] = [&["gpu"], &[], &[]];
+    let ns = namespace("placement_carrier_died");
+    let mut fleet = fleet_of(factory, &ns, labelled(labels), |_| all_jobs()).await;
+    fleet.advance(Duration::from_secs(2), Delivery::Together).await;
+    fleet.kill(0).await;
+    let killed = fleet.now();
+    fleet.advance(Duration::from_secs(4) + 2 * TAKEOVER_DELAY, Delivery::Together).await;
+    // The last trigger whose recorder has looked: two takeover delays after it.
+    let looked = fleet.now().checked_sub(2 * TAKEOVER_DELAY).expect("a valid instant");
+    let last = Timestamp::from_second(looked.as_second()).expect("a valid instant");
+    fleet.stop_all().await;
+    let recorder = job_owner("render", &REPLICAS[1..]).expect("a member");
+    let mut recorded: Vec<(Timestamp, &str, RunRecord)> = Vec::new();
+    for (index, instance) in REPLICAS.iter().enumerate().skip(1) {
+        let render = records_after(&fleet, index, killed).into_iter().filter(|r| &*r.job == "render");
+        recorded.extend(render.map(|record| (record.trigger, *instance, record)));
+    }
+    recorded.sort_by_key(|(trigger, ..)| *trigger);
+    let triggers: Vec<Timestamp> = recorded.iter().map(|(trigger, ..)| *trigger).collect();
+    let first = Timestamp::from_second(killed.as_second() + 1).expect("a valid instant");
+    let expected: Vec<Timestamp> = (first.as_second()..=last.as_second())
+        .map(|second| Timestamp::from_second(second).expect("a valid instant"))
+        .collect();
+    assert_eq!(triggers, expected, "each trigger after the crash recorded once: {recorded:?}");
+    for (_, instance, record) in &recorded {
+        assert_eq!((*instance, record.outcome), (recorder, Outcome::SkippedNoMember), "{record:?}");
+    }
+    for (_, _, record) in &recorded {
+        let reason = record.error.as_deref().unwrap_or_default();
+        assert!(reason.contains("the members carrying them (replica-a) may have died"), "{record:?}");
+    }
+}

@@ -66,13 +66,17 @@ impl Probe<'_> {
     pub fn awaits_takeover(&self, job: &str, trigger: Timestamp) -> bool {
         let fleet = self.scheduler.fleet.as_ref();
         self.scheduler.shared.table().lags(job, trigger)
-            || fleet.is_some_and(|fleet| fleet.takeovers.waits(job, trigger))
+            || fleet.is_some_and(|fleet| {
+                fleet.takeovers.waits(job, trigger) || fleet.recorder_looks.next_look(job, trigger).is_some()
+            })
     }
 
     /// When this replica next looks whether `job`'s `trigger`, which waits here for its
-    /// owner, is still unclaimed, while it waits for that look.
+    /// owner (or, as the recorder of a placed job, for its carriers), is still unclaimed,
+    /// while it waits for that look.
     pub fn next_takeover_look(&self, job: &str, trigger: Timestamp) -> Option<Timestamp> {
-        self.scheduler.fleet.as_ref()?.takeovers.next_look(job, trigger)
+        let fleet = self.scheduler.fleet.as_ref()?;
+        fleet.takeovers.next_look(job, trigger).or_else(|| fleet.recorder_looks.next_look(job, trigger))
     }
 
     /// Whether the engine's loop sleeps with nothing to do at `now`: it went to sleep

@@ -59,6 +59,7 @@ pub(crate) struct Fleet {
     pub membership: membership::View,
     /// The labels of the members, as last read.
     pub labels: placement::MemberLabels,
+    pub recorder_looks: placement::RecorderLooks,
     /// The triggers other replicas own, waiting out the takeover delay.
     pub takeovers: takeover::Takeovers,
     /// This replica's claims ahead, waiting for their triggers.
@@ -72,6 +73,7 @@ impl Default for Fleet {
         Self {
             membership: membership::View::default(),
             labels: placement::MemberLabels::default(),
+            recorder_looks: placement::RecorderLooks::default(),
             takeovers: takeover::Takeovers::default(),
             ahead: ahead::Ahead::default(),
             batches: Arc::new(Semaphore::new(BATCHES_IN_FLIGHT)),

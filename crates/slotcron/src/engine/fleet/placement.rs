@@ -9,12 +9,15 @@
 //!   job's owner is the rendezvous owner among the live members that carry its labels
 //!   ([`owner`]), so every replica with the same view computes the same owner; a stale
 //!   view costs a late run (the claim still decides), never a double one.
-//! - A trigger that no live member can run is claimed by the job's rendezvous owner among
-//!   all the live members, a takeover delay after its instant (a member that joined
-//!   meanwhile claims it first), and recorded [`SkippedNoMember`](Outcome::SkippedNoMember)
-//!   with the labels it needs; its claim, settled without a run, keeps any member from
-//!   running it later ([`leave`]). The other replicas record nothing for it, as a
-//!   non-owner records nothing for a trigger it finds claimed.
+//! - A trigger that no member runs is claimed by the job's rendezvous owner among the live
+//!   members that lack its labels (the recorder) and recorded
+//!   [`SkippedNoMember`](Outcome::SkippedNoMember) with the labels it needs; its claim,
+//!   settled without a run, keeps any member from running it later ([`leave`]). With no
+//!   live carrier, a takeover delay after its instant (a member that joined meanwhile
+//!   claims it first); with carriers in the membership that did not claim it (the only
+//!   one died, its entry not lapsed yet), after one more takeover delay and a read that
+//!   finds it still unclaimed. The other replicas record nothing for it, as a non-owner
+//!   records nothing for a trigger it finds claimed.
 //!
 //! An `on_every_replica` job runs on every member that carries its labels; the others
 //! record nothing. Without a view of the membership with every member's labels read
@@ -23,13 +26,13 @@
 //! it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use jiff::Timestamp;
 
 use super::FleetRun;
 use crate::clock::later;
-use crate::coordinator::{LiveMember, rendezvous};
+use crate::coordinator::{LiveMember, TriggerRef, rendezvous};
 use crate::engine::claim::{claim, key_of, settle_start, within_claim_timeout};
 use crate::engine::shared::Shared;
 use crate::engine::table::{Action, Due};
@@ -126,52 +129,137 @@ pub(super) async fn refresh(fleet: &FleetRun, members: &[Arc<str>]) {
     }
 }
 
+/// The looks of this replica as a recorder: when it reads again whether a trigger its
+/// carriers left is still unclaimed, by job and trigger (for the testkit's fleet, which
+/// waits for a look it knows of, through the probe).
+#[derive(Default)]
+pub(crate) struct RecorderLooks(Mutex<HashMap<(Arc<str>, Timestamp), Timestamp>>);
+
+impl RecorderLooks {
+    /// When this replica looks next at `job`'s `trigger`, while it waits for that look.
+    pub fn next_look(&self, job: &str, trigger: Timestamp) -> Option<Timestamp> {
+        let looks = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        looks.iter().find(|((j, t), _)| **j == *job && *t == trigger).map(|(_, look)| *look)
+    }
+
+    fn set(&self, job: &Arc<str>, trigger: Timestamp, look: Option<Timestamp>) {
+        let mut looks = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match look {
+            Some(look) => looks.insert((job.clone(), trigger), look),
+            None => looks.remove(&(job.clone(), trigger)),
+        };
+    }
+}
+
 /// For the dispatch: `due` if this replica carries its job's labels (it goes on to be
-/// claimed here), else `None`, after handing a scheduled trigger to [`leave`].
+/// claimed here), else `None`, after handing a scheduled trigger this replica records
+/// to [`leave`].
 pub(crate) fn keep(fleet: &FleetRun, due: Due) -> Option<Due> {
     if runs_here(fleet.shared(), &due.job) {
         return Some(due);
     }
-    if due.action == Action::Run && !due.job.every_replica {
-        fleet.tracker.spawn(leave(fleet.clone(), due));
+    if due.action != Action::Run || due.job.every_replica {
+        return None;
     }
+    let mut left = recording(fleet, &due.job)?;
+    let shared = fleet.shared();
+    // With carriers in the membership, one more takeover delay for their own takeover.
+    left.look =
+        (!left.carriers.is_empty()).then(|| later(shared.clock.now(), shared.settings.takeover_delay));
+    fleet.state.recorder_looks.set(&due.job.name, due.trigger, left.look);
+    fleet.tracker.spawn(leave(fleet.clone(), due, left));
     None
 }
 
-/// A trigger of a job whose labels this replica lacks (it came from the table a takeover
-/// delay after its instant, as another member's trigger does): if no live member carries
-/// them and this replica is the job's rendezvous owner among all the live members, claims
-/// it and records it `skipped-no-member` (or the claim's own skip); else nothing.
-async fn leave(fleet: FleetRun, due: Due) {
+/// A trigger this replica records for the members that did not run it.
+struct Left {
+    /// The live members that carry the job's labels (none: no live member can run it).
+    carriers: Vec<Arc<str>>,
+    members: Arc<[Arc<str>]>,
+    /// When to read whether a carrier claimed it; `None`: no carrier, claim at once.
+    look: Option<Timestamp>,
+}
+
+/// The carriers of `job` and the members (no look yet), if this replica records its
+/// triggers that no member runs: the job's rendezvous owner among the live members that lack its labels,
+/// on a view with every member's labels read (a claim made on a partial view could take
+/// the trigger from its carrier).
+fn recording(fleet: &FleetRun, job: &Job) -> Option<Left> {
     let shared = fleet.shared();
-    let (Some(coordinator), Some(members)) = (&shared.coordinator, fleet.state.membership.get()) else {
-        return;
-    };
-    let Due { job, trigger, next, cause, .. } = due;
+    shared.coordinator.as_ref()?;
+    let members = fleet.state.membership.get()?;
     let labels = fleet.state.labels.get();
-    // Only a view with every member's labels read can tell that no member carries them:
-    // a claim here could take the trigger from its carrier.
     if members.iter().any(|member| !labels.contains_key(member)) {
-        return;
+        return None;
     }
-    if owner(shared, &labels, &job, &members).is_some()
-        || rendezvous::owner(&job.name, &members).is_none_or(|recorder| recorder != &*shared.instance)
-    {
-        return;
-    }
+    let (carriers, others): (Vec<Arc<str>>, Vec<Arc<str>>) =
+        members.iter().cloned().partition(|m| carries(shared, &labels, job, m));
+    let recorder = rendezvous::owner(&job.name, &others)?;
+    (recorder == &*shared.instance).then_some(Left { carriers, members, look: None })
+}
+
+/// Records a trigger no member ran ([`keep`] found this replica its recorder): claims it
+/// and records it `skipped-no-member` (or the claim's own skip), at once without a live
+/// carrier; with carriers, at the look, and only if a read then finds it unclaimed (else
+/// a carrier has it, and this replica records nothing, as a non-owner does).
+async fn leave(fleet: FleetRun, due: Due, left: Left) {
+    let shared = fleet.shared();
+    let Some(coordinator) = &shared.coordinator else { return };
+    let Due { job, trigger, next, cause, .. } = due;
     let key = key_of(&job, trigger);
+    if let Some(look) = left.look {
+        let unclaimed = unclaimed_at(&fleet, &job, &key, look).await;
+        fleet.state.recorder_looks.set(&job.name, trigger, None);
+        if !unclaimed {
+            return;
+        }
+    }
     let record = match claim(shared, coordinator.as_ref(), &job, trigger, next, cause, &key).await {
         Ok(_) => {
             settle_start(shared, Some(&key), &job).await;
-            let ids: Vec<&str> = members.iter().map(|m| &**m).collect();
-            let reason = format!(
-                "no live member carries the labels the job is placed on ({}); live members: {}",
-                job.placement,
-                ids.join(", ")
-            );
+            let reason = no_member(&job, &left.carriers, &left.members);
             shared.skipped(&job, trigger, cause, Outcome::SkippedNoMember, Some(reason))
         }
         Err(record) => *record,
     };
     shared.finish(&job, record).await;
+}
+
+/// Whether the trigger of `job` keyed `key` is still unclaimed at `look`: one read, no
+/// claim. `false` if the scheduler stops meanwhile or the read fails (a carrier may hold
+/// it: nothing is taken from it).
+async fn unclaimed_at(fleet: &FleetRun, job: &Job, key: &str, look: Timestamp) -> bool {
+    let shared = fleet.shared();
+    let Some(coordinator) = &shared.coordinator else { return false };
+    tokio::select! {
+        () = fleet.scope.stopping.cancelled() => return false,
+        () = shared.clock.sleep_until(look) => {}
+    }
+    let trigger = [TriggerRef { job: &job.name, key }];
+    match within_claim_timeout(shared, coordinator.unclaimed(&trigger)).await {
+        Ok(answers) => answers.first().copied().unwrap_or(false),
+        Err(e) => {
+            tracing::debug!(job = %job.name, "cannot read whether a carrier claimed {key}: {e}; left to the carriers");
+            false
+        }
+    }
+}
+
+/// Why no member ran a trigger of `job`: no live member carries its labels, or those
+/// that do (`carriers`) did not claim it.
+fn no_member(job: &Job, carriers: &[Arc<str>], members: &[Arc<str>]) -> String {
+    let names = |ids: &[Arc<str>]| ids.iter().map(|m| &**m).collect::<Vec<_>>().join(", ");
+    if carriers.is_empty() {
+        return format!(
+            "no live member carries the labels the job is placed on ({}); live members: {}",
+            job.placement,
+            names(members)
+        );
+    }
+    format!(
+        "no member carrying the labels the job is placed on ({}) claimed it within two takeover delays \
+         of its instant; the members carrying them ({}) may have died, their entries not lapsed yet",
+        job.placement,
+        names(carriers)
+    )
 }
