@@ -14,10 +14,12 @@ pub(crate) struct ChangeView {
     /// When it was made (UTC).
     #[schema(value_type = String, format = DateTime)]
     at: Timestamp,
-    /// `created`, `changed` or `deleted`.
+    /// `created`, `changed` or `deleted`; in a `PUT`'s answer, also `unchanged` (the body
+    /// gave the definition the state holds: nothing was stored, no change recorded).
     change: &'static str,
-    /// The credential it was made with: `full` (the full token) or `none` (a server
-    /// without a token).
+    /// The credential it was made with: `full` (the full token), `none` (a server
+    /// without a token) or `state` (`slotcron jobs put` or `rm`, with access to the state
+    /// itself).
     token: String,
     /// Why, as the `note` parameter said; `null`: none given.
     #[schema(required = true)]
@@ -34,6 +36,7 @@ impl From<DefinitionChange> for ChangeView {
     fn from(change: DefinitionChange) -> Self {
         let kind = match (&change.old, &change.new) {
             (None, _) => "created",
+            (Some(old), Some(new)) if old == new => "unchanged",
             (Some(_), Some(_)) => "changed",
             (Some(_), None) => "deleted",
         };

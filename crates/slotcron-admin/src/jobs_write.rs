@@ -135,6 +135,19 @@ impl StateJobs {
             ));
         }
         let definition = self.reader.read(name, body, &stored).map_err(ApiError::bad_request)?;
+        if let Some(same) = stored.into_iter().find(|d| d.name == name && *d == definition) {
+            // As `kubectl apply`: nothing to store, and no change to record.
+            let (token, note) = (by.token.0.to_owned(), by.note);
+            let unchanged = DefinitionChange {
+                job: name.to_owned(),
+                at: Timestamp::now(),
+                token,
+                note,
+                old: Some(same.clone()),
+                new: Some(same),
+            };
+            return Ok(self.shown(unchanged));
+        }
         let change = self.change(name, Some(definition), by).await?;
         change.ok_or_else(|| ApiError::unavailable(format!("job {name:?}: the state kept no change")))
     }
@@ -214,7 +227,8 @@ fn job_body<'a>(headers: &HeaderMap, bytes: &'a Bytes) -> Result<JobBody<'a>, Ap
 
 /// `PUT /api/v1/jobs/{name}[?note=TEXT]`: stores the job in the state, where every member
 /// started with `--jobs-from-state` picks it up (within 2 s). 201 with the change's record
-/// for a new job, 200 for a replaced one.
+/// for a new job, 200 for a replaced one; 200 with `"change": "unchanged"` for the
+/// definition the state holds already (nothing stored, no change recorded).
 #[utoipa::path(
     put,
     path = "/jobs/{name}",
@@ -232,7 +246,8 @@ fn job_body<'a>(headers: &HeaderMap, bytes: &'a Bytes) -> Result<JobBody<'a>, Ap
     ),
     responses(
         (status = 201, description = "The job is created in the state", body = ChangeView),
-        (status = 200, description = "The job's definition is replaced", body = ChangeView),
+        (status = 200, description = "The job's definition is replaced, or was already the one given \
+            (`unchanged`: nothing stored, no change recorded)", body = ChangeView),
         (status = 400, description = "The body or the note is not valid: each problem names the job, the field \
             and the reason; nothing is stored", body = ErrorBody),
         (status = 409, description = "The state holds another kind of definition under that name",
