@@ -200,19 +200,29 @@ pub struct JobsArgs {
 pub enum JobsCommand {
     /// Store the `[[job]]` tables of FILE (`-`: standard input) in the state, replacing the
     /// jobs of the same names; nothing is written if any is invalid.
+    ///
+    /// Each job created or changed is a change record (token `state`: written with access
+    /// to the state itself), listed by `slotcron jobs history`; a job given as the state
+    /// holds it already is left alone, unrecorded.
     Put {
         /// A TOML jobs file, or `-`.
         #[arg(default_value = "-")]
         file: PathBuf,
         #[command(flatten)]
         state: StateArg,
+        /// Why, kept in each change's record (at most 1,000 bytes).
+        #[arg(long, value_name = "TEXT", value_parser = parse_note)]
+        note: Option<String>,
     },
-    /// Remove a job from the state.
+    /// Remove a job from the state (a change record, as for `put`).
     Rm {
         /// The job's name.
         name: String,
         #[command(flatten)]
         state: StateArg,
+        /// Why, kept in the change's record (at most 1,000 bytes).
+        #[arg(long, value_name = "TEXT", value_parser = parse_note)]
+        note: Option<String>,
     },
     /// List the state's jobs and the jobs the daemons' files define, with their source.
     Ls {
@@ -574,6 +584,16 @@ fn parse_slack(text: &str) -> Result<Duration, String> {
 /// A `--takeover-delay`: a duration as in jobs files.
 fn parse_takeover_delay(text: &str) -> Result<Duration, String> {
     slotcron::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A `--note`: at most [`slotcron_admin::MAX_NOTE`] bytes, as the admin API's `note`.
+fn parse_note(text: &str) -> Result<String, String> {
+    match text.len() {
+        n if n > slotcron_admin::MAX_NOTE => {
+            Err(format!("{n} bytes long; at most {}", slotcron_admin::MAX_NOTE))
+        }
+        _ => Ok(text.to_owned()),
+    }
 }
 
 /// A `--membership-ttl`: a duration as in jobs files, longer than zero.

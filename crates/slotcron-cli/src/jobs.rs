@@ -7,7 +7,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use slotcron::{Retention, ScheduleSpec, Store};
+use slotcron::jiff::Timestamp;
+use slotcron::{DefinitionChange, JobDefinition, Retention, ScheduleSpec, Store};
+
+/// The credential of a change `slotcron jobs put` or `rm` makes, in its record: access to
+/// the state itself (the admin API writes the kind of token it was given).
+pub const STATE_TOKEN: &str = "state";
 
 use crate::cli::{JobsArgs, JobsCommand};
 use crate::jobs_file::{self, Format, Problems};
@@ -40,12 +45,13 @@ pub fn run(args: &JobsArgs) -> ExitCode {
 
 async fn dispatch(command: &JobsCommand) -> Result<ExitCode, String> {
     match command {
-        JobsCommand::Put { file, state } => put(file, &state.url).await,
-        JobsCommand::Rm { name, state } => {
+        JobsCommand::Put { file, state, note } => put(file, &state.url, note.as_deref()).await,
+        JobsCommand::Rm { name, state, note } => {
             let store = open(&state.url).await?;
-            let deleted =
-                store.delete_definition(name).await.map_err(|e| format!("slotcron jobs rm: {e}"))?;
-            if deleted {
+            let removal = change(name, None, note.as_deref());
+            let kept =
+                store.change_definition(removal).await.map_err(|e| format!("slotcron jobs rm: {e}"))?;
+            if kept.is_some() {
                 println!("removed job {name:?} from the state");
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -82,7 +88,7 @@ async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
 /// Reads the `[[job]]` tables of `file` (`-`: standard input) with the jobs file's
 /// parser, and stores them, replacing those of the same names; nothing is written if any
 /// is invalid or is a job a daemon's file defines.
-async fn put(file: &Path, url: &str) -> Result<ExitCode, String> {
+async fn put(file: &Path, url: &str, note: Option<&str>) -> Result<ExitCode, String> {
     let source = if file == Path::new("-") {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map_err(|e| format!("slotcron jobs put: -: {e}"))?;
@@ -96,12 +102,35 @@ async fn put(file: &Path, url: &str) -> Result<ExitCode, String> {
     let listed = Listed::of(store.load_definitions().await.map_err(|e| format!("slotcron jobs put: {e}"))?);
     let definitions =
         state_jobs::definitions(&entries, &listed).map_err(|list| Problems::new(file, list).to_string())?;
-    for definition in &definitions {
-        store.save_definition(definition).await.map_err(|e| format!("slotcron jobs put: {e}"))?;
+    let (same, put): (Vec<JobDefinition>, Vec<JobDefinition>) =
+        definitions.into_iter().partition(|d| listed.commands.iter().any(|(held, _)| held == d));
+    for definition in &put {
+        let change = change(&definition.name, Some(definition.clone()), note);
+        store.change_definition(change).await.map_err(|e| format!("slotcron jobs put: {e}"))?;
     }
-    let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
-    println!("put {} job(s) in the state: {}", names.len(), names.join(", "));
+    let names = |list: &[JobDefinition]| list.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+    let said = match (put.is_empty(), same.is_empty()) {
+        (_, true) => format!("put {} job(s) in the state: {}", put.len(), names(&put)),
+        (true, false) => format!("the state holds these job(s) already, unchanged: {}", names(&same)),
+        (false, false) => {
+            format!("put {} job(s) in the state: {}; unchanged: {}", put.len(), names(&put), names(&same))
+        }
+    };
+    println!("{said}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The change of `job` to `new` (`None`: its removal) made by this command: token
+/// [`STATE_TOKEN`], now, with `note`.
+fn change(job: &str, new: Option<JobDefinition>, note: Option<&str>) -> DefinitionChange {
+    DefinitionChange {
+        job: job.to_owned(),
+        at: Timestamp::now(),
+        token: STATE_TOKEN.to_owned(),
+        note: note.filter(|n| !n.is_empty()).map(str::to_owned),
+        old: None,
+        new,
+    }
 }
 
 /// Prints the state's jobs and the daemons' file jobs: `JOB SOURCE SCHEDULE COMMAND`, or

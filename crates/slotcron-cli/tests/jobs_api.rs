@@ -110,6 +110,10 @@ fn a_job_put_through_one_member_runs_on_the_other_and_each_change_is_recorded() 
     a.wait_for("for a to change the job", |l| l.contains("jobs reloaded") && l.contains("changed=1"));
     wait_until("a run of the second definition", || runs().contains("v2 "));
 
+    // The same definition again: 200 "unchanged", nothing stored, no change recorded.
+    let again = put(&addr_a, "shared", "again", FULL, "application/json", v2);
+    assert_eq!((again.status, again.json()["change"].as_str()), (200, Some("unchanged")), "{}", again.body);
+
     // A bad field: 400 naming the job and the field, and the stored job is unchanged.
     let bad =
         put(&addr_a, "shared", "third", FULL, "application/json", r#"{"every": "soon", "command": "x"}"#);
@@ -126,7 +130,7 @@ fn a_job_put_through_one_member_runs_on_the_other_and_each_change_is_recorded() 
     assert_eq!(refused.status, 403);
     assert!(refused.body.contains("cannot delete a job"), "{}", refused.body);
     assert_eq!(delete(&addr_a, "nothing", "x", FULL).status, 404);
-    assert_eq!(changes(&addr_a, "shared").len(), 2, "the refused requests left no record");
+    assert_eq!(changes(&addr_a, "shared").len(), 2, "the refused and unchanged requests left no record");
 
     let deleted = delete(&addr_b, "shared", "done", FULL);
     assert_eq!(deleted.status, 200, "{}", deleted.body);
@@ -159,6 +163,26 @@ fn a_job_put_through_one_member_runs_on_the_other_and_each_change_is_recorded() 
     assert!(heads[2].contains(" shared created token full: first"), "{printed}");
     assert_eq!(printed.lines().filter(|l| l.starts_with("  - ")).count(), 2, "{printed}");
     assert_eq!(printed.lines().filter(|l| l.starts_with("  + ")).count(), 2, "{printed}");
+
+    // `slotcron jobs put` and `rm` record their changes too, token `state`; a job put as
+    // the state holds it is left alone, unrecorded.
+    let job = "[[job]]\nname = \"direct\"\nevery = \"1h\"\ncommand = \"true\"\n";
+    write(&dir, "direct.toml", job);
+    for (args, said) in [
+        (&["jobs", "put", "direct.toml", "--note", "by hand"][..], "put 1 job(s) in the state: direct"),
+        (&["jobs", "put", "direct.toml"][..], "the state holds these job(s) already, unchanged: direct"),
+        (&["jobs", "rm", "direct", "--note", "gone"][..], "removed job \"direct\" from the state"),
+    ] {
+        let out = run_in(&dir, &[args, &["--state", &url][..]].concat());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), said, "{args:?}");
+    }
+    let direct = changes(&addr_a, "direct");
+    let summary: Vec<(&str, &str, &str)> = direct
+        .iter()
+        .map(|c| (c["change"].as_str().unwrap(), c["token"].as_str().unwrap(), c["note"].as_str().unwrap()))
+        .collect();
+    assert_eq!(summary, [("deleted", "state", "gone"), ("created", "state", "by hand")]);
 
     for daemon in [&mut a, &mut b] {
         daemon.signal(Signal::SIGTERM);

@@ -21,7 +21,8 @@ pub struct DefinitionChange {
     /// When it was made (UTC), on the clock of whoever made it.
     pub at: Timestamp,
     /// The kind of credential it was made with, as its maker names it (the admin API
-    /// writes `full` for its full token, `none` for a server without a token).
+    /// writes `full` for its full token, `none` for a server without a token; `slotcron
+    /// jobs put` and `rm` write `state`).
     pub token: String,
     /// Why, as its maker wrote it; `None`: no note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
