@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use crate::AdminState;
 use crate::client::{AdminUrl, Call, send};
-use crate::runs::RunView;
+use crate::run_view::RunView;
 
 /// How long another member may take to answer for its records, in seconds: past it, the
 /// page is answered without them and names the member.

@@ -76,6 +76,7 @@ mod page;
 mod prometheus;
 mod query;
 mod reloads;
+mod run_view;
 mod runs;
 mod steer;
 
