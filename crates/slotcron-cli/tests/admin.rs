@@ -16,8 +16,8 @@ use support::http::{self, Answer, free_port};
 use support::{Daemon, history, run_in, scratch, slotcron, stderr, stdout, wait_until, write};
 
 /// Three one-shots already past at start-up, so each is handled once, right away: `ok`
-/// succeeds, `broken` fails, `dropped` is missed (misfire skip); and `daily`, which
-/// does not fire during a test.
+/// succeeds, `broken` fails (each of its three attempts), `dropped` is missed (misfire
+/// skip); and `daily`, which does not fire during a test.
 const JOBS: &str = r#"[[job]]
 name = "ok"
 at = "2020-01-01T00:00:00Z"
@@ -26,7 +26,8 @@ command = "echo fine; echo also on stderr >&2"
 [[job]]
 name = "broken"
 at = "2021-01-01T00:00:00Z"
-command = "echo last words >&2; exit 3"
+attempts = 3
+command = "echo out$SLOTCRON_ATTEMPT; echo last words >&2; exit 3"
 
 [[job]]
 name = "dropped"
@@ -171,6 +172,74 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
         assert!(table.lines().any(|l| l.starts_with(&format!("{name} "))), "{name} missing:\n{table}");
     }
     assert!(table.contains(&next[0].to_string()), "{table}");
+    stop(daemon);
+}
+
+/// The lines of `slotcron logs ARGS` in `dir`, which must succeed, with each attempt's
+/// duration and start (which vary) cut from its header.
+fn logs(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut command = vec!["logs"];
+    command.extend_from_slice(args);
+    let logs = run_in(dir, &command);
+    assert!(logs.status.success(), "slotcron logs {args:?}: {}", stderr(&logs));
+    stdout(&logs).lines().map(|line| line.split(", took ").next().unwrap_or(line).to_owned()).collect()
+}
+
+#[test]
+fn logs_prints_each_attempt_with_its_exit_status_and_both_streams_through_the_api_and_from_the_state() {
+    let (dir, daemon, addr) = serving("admin-logs", &[], &[]);
+    let url = format!("http://{addr}");
+    let mut expected = vec!["broken at 2021-01-01T00:00:00Z on it-1".to_owned()];
+    for n in 1..=3 {
+        expected.extend([
+            format!("attempt {n}: exit 3"),
+            format!("  stdout: out{n}"),
+            "  stderr: last words".into(),
+        ]);
+    }
+    // The newest run with output, through the admin API, from the state the daemon
+    // writes (the default one, opened for reading), and from the state it names.
+    assert_eq!(logs(&dir, &["broken", "--admin-url", &url]), expected);
+    assert_eq!(logs(&dir, &["broken"]), expected);
+    let state = ["broken", "--state", "sqlite:slotcron.db", "--trigger", "2021-01-01T00:00:00Z"];
+    assert_eq!(logs(&dir, &state), expected);
+    let second = logs(&dir, &["broken", "--attempt", "2", "--admin-url", &url]);
+    assert_eq!(second, [&expected[..1], &expected[4..7]].concat());
+    let ok = logs(&dir, &["ok", "--admin-url", &url]);
+    assert_eq!(ok[1..], ["attempt 1: exit 0", "  stdout: fine", "  stderr: also on stderr"]);
+
+    let answer = http::get(&addr, "/api/v1/jobs/broken/runs/2021-01-01T00:00:00Z/output", &[]).json();
+    let attempts = answer["outputs"][0]["attempts"].as_array().unwrap();
+    let ends: Vec<_> = attempts.iter().map(|a| (a["attempt"].as_u64(), a["exit_code"].as_i64())).collect();
+    assert_eq!(ends, [(Some(1), Some(3)), (Some(2), Some(3)), (Some(3), Some(3))]);
+    assert_eq!(
+        attempts[2]["chunks"],
+        serde_json::json!([{"stream": "stdout", "text": "out3\n"}, {"stream": "stderr", "text": "last words\n"}])
+    );
+
+    for (args, message) in [
+        (
+            &["dropped", "--admin-url", &url][..],
+            "no output kept for job \"dropped\" in any of its last 100 runs",
+        ),
+        (
+            &["broken", "--attempt", "4"],
+            "no attempt 4 kept of job \"broken\"'s run at 2021-01-01T00:00:00Z (attempts kept: 1, 2, 3)",
+        ),
+        (
+            &["ok", "--trigger", "2020-01-02T00:00:00Z"],
+            "no output kept for job \"ok\" in its run at 2020-01-02T00:00:00Z",
+        ),
+    ] {
+        let none = run_in(&dir, &[&["logs"][..], args].concat());
+        assert_eq!(
+            (none.status.code(), stderr(&none).trim()),
+            (Some(1), format!("slotcron logs: {message}").as_str())
+        );
+    }
+    let unknown = run_in(&dir, &["logs", "nope", "--admin-url", &url]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("404 Not Found: no job named \"nope\""), "{}", stderr(&unknown));
     stop(daemon);
 }
 
