@@ -721,12 +721,34 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
             .await
             .unwrap();
         open.click().await.unwrap();
-        let output = browser.find(Locator::Id("output")).await.unwrap();
-        wait()
-            .for_element(Locator::XPath("//pre[@id='output'][contains(., 'also on stderr')]"))
+        let output = wait()
+            .for_element(Locator::XPath("//div[@id='output']//pre[contains(., 'also on stderr')]"))
             .await
             .unwrap_or_else(|e| panic!("the run's output did not open: {e}"));
         assert_eq!(output.text().await.unwrap(), "fine\nalso on stderr");
+        let stderr = browser.find(Locator::Css("#output pre span.stderr")).await.unwrap();
+        assert_eq!(stderr.text().await.unwrap(), "also on stderr");
+
+        // A run of three failed attempts: each with its exit status and both streams.
+        wait().for_element(Locator::Css("tr[data-job='broken']")).await.unwrap().click().await.unwrap();
+        let open = wait()
+            .for_element(Locator::Css("button.open-output[data-trigger='2021-01-01T00:00:00Z']"))
+            .await
+            .unwrap();
+        open.click().await.unwrap();
+        wait()
+            .for_element(Locator::Css("#output section.attempt[data-attempt='3']"))
+            .await
+            .unwrap_or_else(|e| panic!("the attempts did not open: {e}"));
+        let attempts = browser.find_all(Locator::Css("#output section.attempt")).await.unwrap();
+        assert_eq!(attempts.len(), 3);
+        for (n, attempt) in (1..).zip(attempts) {
+            let head = attempt.find(Locator::Css("h3")).await.unwrap().text().await.unwrap();
+            assert!(head.starts_with(&format!("Attempt {n} · exit 3 · ")), "{head}");
+            let out = attempt.find(Locator::Css("span.stdout")).await.unwrap().text().await.unwrap();
+            let err = attempt.find(Locator::Css("span.stderr")).await.unwrap().text().await.unwrap();
+            assert_eq!((out, err), (format!("out{n}"), "last words".to_owned()));
+        }
         browser.close().await.unwrap();
     });
     stop(daemon);
