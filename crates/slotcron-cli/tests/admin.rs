@@ -157,7 +157,8 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
     assert_eq!(runs["next_before"], serde_json::Value::Null);
 
     let output = http::get(&addr, "/api/v1/jobs/ok/runs/2020-01-01T00:00:00Z/output", &[]).json();
-    assert_eq!(output["outputs"][0]["output"], "fine\nalso on stderr\n");
+    // The two streams are read apart: their lines arrive in either order.
+    assert_eq!(sorted_lines(output["outputs"][0]["output"].as_str().unwrap()), ["also on stderr", "fine"]);
     assert_eq!(output["outputs"][0]["instance"], "it-1");
     assert_eq!(output["outputs"][0]["truncated"], false);
 
@@ -175,14 +176,27 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
     stop(daemon);
 }
 
+/// The lines of `text`, sorted.
+fn sorted_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
 /// The lines of `slotcron logs ARGS` in `dir`, which must succeed, with each attempt's
-/// duration and start (which vary) cut from its header.
+/// duration and start (which vary) cut from its header, and the output lines under each
+/// header sorted (the two streams are read apart: their lines arrive in either order).
 fn logs(dir: &Path, args: &[&str]) -> Vec<String> {
     let mut command = vec!["logs"];
     command.extend_from_slice(args);
     let logs = run_in(dir, &command);
     assert!(logs.status.success(), "slotcron logs {args:?}: {}", stderr(&logs));
-    stdout(&logs).lines().map(|line| line.split(", took ").next().unwrap_or(line).to_owned()).collect()
+    let mut lines: Vec<String> =
+        stdout(&logs).lines().map(|line| line.split(", took ").next().unwrap_or(line).to_owned()).collect();
+    for block in lines.chunk_by_mut(|_, next| next.starts_with("  ")) {
+        block[1..].sort_unstable();
+    }
+    lines
 }
 
 #[test]
@@ -193,8 +207,8 @@ fn logs_prints_each_attempt_with_its_exit_status_and_both_streams_through_the_ap
     for n in 1..=3 {
         expected.extend([
             format!("attempt {n}: exit 3"),
-            format!("  stdout: out{n}"),
             "  stderr: last words".into(),
+            format!("  stdout: out{n}"),
         ]);
     }
     // The newest run with output, through the admin API, from the state the daemon
@@ -206,16 +220,19 @@ fn logs_prints_each_attempt_with_its_exit_status_and_both_streams_through_the_ap
     let second = logs(&dir, &["broken", "--attempt", "2", "--admin-url", &url]);
     assert_eq!(second, [&expected[..1], &expected[4..7]].concat());
     let ok = logs(&dir, &["ok", "--admin-url", &url]);
-    assert_eq!(ok[1..], ["attempt 1: exit 0", "  stdout: fine", "  stderr: also on stderr"]);
+    assert_eq!(ok[1..], ["attempt 1: exit 0", "  stderr: also on stderr", "  stdout: fine"]);
 
     let answer = http::get(&addr, "/api/v1/jobs/broken/runs/2021-01-01T00:00:00Z/output", &[]).json();
     let attempts = answer["outputs"][0]["attempts"].as_array().unwrap();
     let ends: Vec<_> = attempts.iter().map(|a| (a["attempt"].as_u64(), a["exit_code"].as_i64())).collect();
     assert_eq!(ends, [(Some(1), Some(3)), (Some(2), Some(3)), (Some(3), Some(3))]);
-    assert_eq!(
-        attempts[2]["chunks"],
-        serde_json::json!([{"stream": "stdout", "text": "out3\n"}, {"stream": "stderr", "text": "last words\n"}])
-    );
+    let mut chunks = attempts[2]["chunks"].as_array().unwrap().clone();
+    chunks.sort_by_key(|c| c["stream"].as_str().unwrap().to_owned());
+    let stderr_first = [
+        serde_json::json!({"stream": "stderr", "text": "last words\n"}),
+        serde_json::json!({"stream": "stdout", "text": "out3\n"}),
+    ];
+    assert_eq!(chunks, stderr_first);
 
     for (args, message) in [
         (
@@ -725,7 +742,8 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
             .for_element(Locator::XPath("//div[@id='output']//pre[contains(., 'also on stderr')]"))
             .await
             .unwrap_or_else(|e| panic!("the run's output did not open: {e}"));
-        assert_eq!(output.text().await.unwrap(), "fine\nalso on stderr");
+        // The two streams are read apart: their lines arrive in either order.
+        assert_eq!(sorted_lines(&output.text().await.unwrap()), ["also on stderr", "fine"]);
         let stderr = browser.find(Locator::Css("#output pre span.stderr")).await.unwrap();
         assert_eq!(stderr.text().await.unwrap(), "also on stderr");
 
