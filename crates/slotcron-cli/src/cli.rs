@@ -509,6 +509,10 @@ pub struct LogsArgs {
     /// admin URL: the daemon's default state.
     #[arg(long = "state", value_name = "URL")]
     pub state: Option<String>,
+    /// Print the output as one JSON object, as the admin API answers it
+    /// (GET /api/v1/jobs/{name}/runs/{trigger}/output).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// After `slotcron --help`.

@@ -24,7 +24,8 @@ const SEARCHED_RUNS: usize = 100;
 /// `attempt N: STATUS, took DURATION, started INSTANT` then each line it wrote, marked
 /// `stdout: ` or `stderr: ` as the daemon logs them, in the order written. Exit status 0;
 /// 1 with the reason on standard error when nothing is kept for that run or attempt; 2
-/// when the admin API or the state cannot be read.
+/// when the admin API or the state cannot be read. With `args.json`, the output as one
+/// line of JSON, as `GET /api/v1/jobs/{name}/runs/{trigger}/output` answers it.
 pub fn run(args: &LogsArgs) -> ExitCode {
     let found = match Source::of(args) {
         Ok(source) => find(&source, args),
@@ -33,7 +34,11 @@ pub fn run(args: &LogsArgs) -> ExitCode {
     match found {
         Ok(Some(mut outputs)) => match only_attempt(&mut outputs, args.attempt) {
             Ok(()) => {
-                print(&outputs);
+                if args.json {
+                    print_json(&outputs);
+                } else {
+                    print(&outputs);
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -62,13 +67,11 @@ pub fn run(args: &LogsArgs) -> ExitCode {
 /// No instance kept that attempt: the reason, with the attempts kept.
 fn only_attempt(outputs: &mut RunOutputs, attempt: Option<u32>) -> Result<(), String> {
     let Some(attempt) = attempt else { return Ok(()) };
-    let kept: Vec<String> = outputs
-        .outputs
-        .iter()
-        .flat_map(|o| &o.attempts)
-        .filter_map(|a| a.attempt)
-        .map(|n| n.to_string())
-        .collect();
+    let mut numbers: Vec<u32> =
+        outputs.outputs.iter().flat_map(|o| &o.attempts).filter_map(|a| a.attempt).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let kept: Vec<String> = numbers.iter().map(u32::to_string).collect();
     for output in &mut outputs.outputs {
         output.attempts.retain(|a| a.attempt == Some(attempt));
     }
@@ -111,7 +114,8 @@ impl Source {
     fn triggers(&self, job: &str) -> Result<Vec<Timestamp>, String> {
         let mut triggers = match self {
             Self::Admin(url) => {
-                let path = format!("/api/v1/jobs/{}/runs?limit={SEARCHED_RUNS}", encode(job));
+                // This daemon's own runs: those whose output its state keeps.
+                let path = format!("/api/v1/jobs/{}/runs?limit={SEARCHED_RUNS}&scope=member", encode(job));
                 let page = call(url, Call::get(&path))?;
                 let runs = page["runs"].as_array().map(Vec::as_slice).unwrap_or_default();
                 let trigger = |run: &serde_json::Value| run["trigger"].as_str()?.parse().ok();
@@ -176,6 +180,15 @@ fn print(outputs: &RunOutputs) {
     };
     // A closed pipe (`slotcron logs backup | head`) ends the printing quietly.
     let _ = write();
+}
+
+/// Prints `outputs` as the admin API answers them, as one line of JSON.
+fn print_json(outputs: &RunOutputs) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe is not an error.
+    if serde_json::to_writer(&mut out, outputs).is_ok() {
+        let _ = writeln!(out);
+    }
 }
 
 /// `attempt 2: exit 3, took 1.25s, started 2026-12-04T03:00:00Z`, with what is known.

@@ -223,6 +223,9 @@ fn logs_prints_each_attempt_with_its_exit_status_and_both_streams_through_the_ap
     assert_eq!(ok[1..], ["attempt 1: exit 0", "  stderr: also on stderr", "  stdout: fine"]);
 
     let answer = http::get(&addr, "/api/v1/jobs/broken/runs/2021-01-01T00:00:00Z/output", &[]).json();
+    let json = run_in(&dir, &["logs", "broken", "--json"]);
+    let read: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(read, answer, "--json from the state is the API's answer");
     let attempts = answer["outputs"][0]["attempts"].as_array().unwrap();
     let ends: Vec<_> = attempts.iter().map(|a| (a["attempt"].as_u64(), a["exit_code"].as_i64())).collect();
     assert_eq!(ends, [(Some(1), Some(3)), (Some(2), Some(3)), (Some(3), Some(3))]);
