@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::error::ErrorBody;
 use crate::fleet_runs::{self, FleetPage, MemberPage, PageRequest, Unanswered};
 use crate::jobs::{JobPath, unknown_job};
+use crate::output_view::RunOutputs;
 use crate::run_view::RunView;
 use crate::{AdminState, ApiError, query};
 
@@ -171,25 +172,6 @@ fn trigger_records(query: &LedgerQuery, trigger: Timestamp) -> LedgerQuery {
     }
 }
 
-/// What one instance's run wrote.
-#[derive(Debug, Serialize, ToSchema)]
-struct OutputView {
-    instance: String,
-    /// The output as text (bytes that are not UTF-8 replaced with U+FFFD).
-    output: String,
-    truncated: bool,
-}
-
-/// `{"job", "trigger", "outputs"}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct RunOutputs {
-    job: String,
-    #[schema(value_type = String, format = DateTime)]
-    trigger: Timestamp,
-    /// One per instance that ran the trigger.
-    outputs: Vec<OutputView>,
-}
-
 /// The run a request names, in its path.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
@@ -202,7 +184,9 @@ pub(crate) struct RunPath {
     trigger: String,
 }
 
-/// `{"job", "trigger", "outputs": [{"instance", "output", "truncated"}]}`, or 404.
+/// `{"job", "trigger", "outputs": [{"instance", "output", "truncated", "attempts"}]}`: per
+/// instance, each attempt kept (number, start, duration, how it ended, what it wrote to
+/// each stream in order), and the last one's text as `output`; or 404.
 #[utoipa::path(
     get,
     path = "/jobs/{name}/runs/{trigger}/output",
@@ -210,7 +194,7 @@ pub(crate) struct RunPath {
     tag = "runs",
     params(RunPath),
     responses(
-        (status = 200, description = "What the run wrote, per instance", body = RunOutputs),
+        (status = 200, description = "What the run wrote, per instance and attempt", body = RunOutputs),
         (status = 400, description = "The trigger is not an RFC 3339 instant", body = ErrorBody),
         (status = 404, description = "No output kept for that run, or none at all", body = ErrorBody),
         (status = 503, description = "The run output cannot be read", body = ErrorBody),
@@ -231,13 +215,5 @@ pub(crate) async fn output(
     if found.is_empty() {
         return Err(ApiError::not_found(format!("no output kept for job {name:?} at {trigger}")));
     }
-    let outputs: Vec<OutputView> = found
-        .into_iter()
-        .map(|o| OutputView {
-            instance: o.instance.to_string(),
-            output: String::from_utf8_lossy(&o.output).into_owned(),
-            truncated: o.truncated,
-        })
-        .collect();
-    Ok(Json(RunOutputs { job: name, trigger, outputs }))
+    Ok(Json(RunOutputs::new(name, trigger, &found)))
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use slotcron::{Cause, Job, MemoryOutputs, OutputStore, RunOutput};
+use slotcron::{AttemptEnd, Cause, Job, MemoryOutputs, OutputStore};
 use slotcron_admin::Admin;
+use slotcron_testkit::fixtures;
 use slotcron_testkit::harness::{Harness, ok, ts};
 use tower::ServiceExt;
 
@@ -62,13 +63,12 @@ async fn running() -> Harness {
 /// listener.
 async fn admin(h: &Harness) -> Admin {
     let outputs = std::sync::Arc::new(MemoryOutputs::default());
-    let output = RunOutput {
-        job: "tick".into(),
-        trigger: ts("2024-05-17T01:01:00Z"),
-        instance: "test".into(),
-        output: b"hi\n".to_vec(),
-        truncated: false,
-    };
+    let output = fixtures::run_output(
+        "tick",
+        ts("2024-05-17T01:01:00Z"),
+        "test",
+        vec![fixtures::attempt_output(1, ts("2024-05-17T01:01:00Z"), b"hi\n", b"", AttemptEnd::Exited(0))],
+    );
     outputs.save_output(&output).await.unwrap();
     Admin::new(h.scheduler.clone())
         .metrics(|| "# slotcron\n".to_owned())

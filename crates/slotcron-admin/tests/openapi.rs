@@ -10,8 +10,10 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use slotcron::{Job, JobDefinition, MemoryOutputs, MemoryStore, OutputStore, RunOutput, ScheduleSpec};
+use slotcron::AttemptEnd;
+use slotcron::{Job, JobDefinition, MemoryOutputs, MemoryStore, OutputStore, ScheduleSpec};
 use slotcron_admin::{Admin, DefinitionReader, JobBody};
+use slotcron_testkit::fixtures;
 use slotcron_testkit::harness::{Harness, ok, ts};
 use tower::ServiceExt;
 
@@ -112,13 +114,12 @@ async fn fixture() -> (Harness, axum::Router, Value) {
     h.start().await;
     h.advance_to(ts("2024-05-17T00:03:30Z")).await;
     let outputs = Arc::new(MemoryOutputs::default());
-    let output = RunOutput {
-        job: name.as_str().into(),
-        trigger: ts(&trigger),
-        instance: "test".into(),
-        output: b"hi\n".to_vec(),
-        truncated: false,
-    };
+    let output = fixtures::run_output(
+        &name,
+        ts(&trigger),
+        "test",
+        vec![fixtures::attempt_output(1, ts(&trigger), b"hi\n", b"", AttemptEnd::Exited(0))],
+    );
     outputs.save_output(&output).await.unwrap();
     let router = Admin::new(h.scheduler.clone())
         .outputs(outputs)

@@ -7,10 +7,12 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use serde_json::json;
+use slotcron::{AttemptEnd, MemoryOutputs, OutputStore};
 use slotcron::{Cause, Job, Ledger, Outcome, RunRecord};
-use slotcron::{MemoryOutputs, OutputStore, RunOutput};
 use slotcron_admin::Admin;
 use slotcron_sqlite::{SqliteDatabase, SqliteLedger};
+use slotcron_testkit::fixtures;
 use slotcron_testkit::harness::{Harness, gated, ok, ts};
 use tower::ServiceExt;
 
@@ -42,13 +44,12 @@ async fn a_mounted_router_lists_jobs_runs_and_output() {
     h.advance_to(ts("2024-05-17T00:03:30Z")).await;
     let outputs = Arc::new(MemoryOutputs::default());
     let trigger = ts("2024-05-17T00:03:00Z");
-    let output = RunOutput {
-        job: "tick".into(),
+    let output = fixtures::run_output(
+        "tick",
         trigger,
-        instance: "test".into(),
-        output: b"hi\n".to_vec(),
-        truncated: false,
-    };
+        "test",
+        vec![fixtures::attempt_output(1, trigger, b"hi\n", b"", AttemptEnd::Exited(0))],
+    );
     outputs.save_output(&output).await.unwrap();
     let router = axum::Router::new().nest("/cron", Admin::new(h.scheduler.clone()).outputs(outputs).router());
 
@@ -520,4 +521,47 @@ async fn the_status_says_how_the_last_reload_went() {
             "error": "jobs.toml: the jobs file does not load: line 3: unknown key",
         })
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runs_output_answers_each_attempt_with_its_end_and_both_streams_in_order() {
+    let h = Harness::new("2024-05-17T00:00:30Z");
+    let outputs = Arc::new(MemoryOutputs::default());
+    let trigger = ts("2024-05-17T00:03:00Z");
+    let failed = |n: u32, end| {
+        let out = format!("out{n}\n");
+        fixtures::attempt_output(n, trigger, out.as_bytes(), b"err\n", end)
+    };
+    let attempts = vec![
+        failed(1, AttemptEnd::Exited(3)),
+        failed(2, AttemptEnd::Signalled("SIGTERM".into())),
+        failed(3, AttemptEnd::Exited(3)),
+    ];
+    outputs.save_output(&fixtures::run_output("retried", trigger, "test", attempts)).await.unwrap();
+    let router = Admin::new(h.scheduler.clone()).outputs(outputs).router();
+
+    let (status, output) = get(&router, "/api/v1/jobs/retried/runs/2024-05-17T00:03:00Z/output", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let run = &output["outputs"][0];
+    // The fields of the release before: the last attempt's output.
+    assert_eq!((&run["output"], &run["truncated"]), (&json!("out3\nerr\n"), &json!(false)));
+    let attempts = run["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 3);
+    assert_eq!(
+        attempts[1],
+        json!({
+            "attempt": 2,
+            "started": "2024-05-17T00:03:00Z",
+            "duration_ms": 1500,
+            "status": "killed by SIGTERM",
+            "exit_code": null,
+            "signal": "SIGTERM",
+            "error": null,
+            "chunks": [{"stream": "stdout", "text": "out2\n"}, {"stream": "stderr", "text": "err\n"}],
+            "truncated": false,
+        })
+    );
+    let ends: Vec<_> = attempts.iter().map(|a| (&a["attempt"], &a["status"], &a["exit_code"])).collect();
+    assert_eq!(ends[0], (&json!(1), &json!("exit 3"), &json!(3)));
+    assert_eq!(ends[2], (&json!(3), &json!("exit 3"), &json!(3)));
 }

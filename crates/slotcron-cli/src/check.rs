@@ -156,9 +156,10 @@ fn read_states(url: &str) -> Result<HashMap<String, JobState>, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let (store, _) = State::open_read_only(&url, "job state")
+        let store = State::open_read_only(&url, "job state")
             .await
-            .map_err(|e| format!("cannot open the state: {e}"))?;
+            .map_err(|e| format!("cannot open the state: {e}"))?
+            .store;
         store.load_states().await.map_err(|e| format!("cannot read the job state in {url}: {e}"))
     })
 }

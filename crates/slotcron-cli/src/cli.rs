@@ -52,6 +52,9 @@ pub enum Command {
     /// Print the run history kept in the state (or, with --admin-url, the fleet's), newest trigger first.
     #[command(after_help = HISTORY_EXAMPLES)]
     History(HistoryArgs),
+    /// Print what a run's attempts wrote, each with how it ended and how long it took.
+    #[command(after_help = LOGS_EXAMPLES)]
+    Logs(LogsArgs),
     /// Manage the jobs kept in the state, which daemons run with --jobs-from-state.
     Jobs(JobsArgs),
     /// Print the jobs of a running daemon, read from its admin API.
@@ -489,6 +492,39 @@ pub struct HistoryArgs {
     pub admin_url: Option<String>,
 }
 
+/// `slotcron logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The job's name.
+    pub job: String,
+    /// The run's trigger, an RFC 3339 instant.
+    ///
+    /// Default: the newest trigger with output kept, among the job's last
+    /// 100 runs. Output is kept for each attempt that wrote any or failed.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub trigger: Option<Timestamp>,
+    /// Only this attempt: 1 for the first, 2 for the first retry...
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempt: Option<u32>,
+    /// Read through a daemon's admin API: http://HOST:PORT or unix:PATH.
+    ///
+    /// Default: SLOTCRON_ADMIN_URL; without either, the state is read directly
+    /// (--state). A token in SLOTCRON_ADMIN_TOKEN (or in the file named by
+    /// SLOTCRON_ADMIN_TOKEN_FILE) is sent as a bearer token; a read-only one will do.
+    #[arg(long, value_name = "URL", env = ADMIN_URL_VAR, hide_env_values = true)]
+    pub admin_url: Option<String>,
+    /// Read the state directly, for reading only, even when SLOTCRON_ADMIN_URL is set.
+    ///
+    /// sqlite:PATH or postgres://USER@HOST/DATABASE[?schema=NAME]; the default, without an
+    /// admin URL: the daemon's default state.
+    #[arg(long = "state", value_name = "URL")]
+    pub state: Option<String>,
+    /// Print the output as one JSON object, as the admin API answers it
+    /// (GET /api/v1/jobs/{name}/runs/{trigger}/output).
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// After `slotcron --help`.
 const MAIN_EXAMPLES: &str = "\
 Examples:
@@ -534,6 +570,13 @@ Examples:
   slotcron history backup --limit 10
   slotcron history --state postgres://app@db/app --json
   slotcron history backup --admin-url http://127.0.0.1:9090  (the fleet's runs)";
+
+/// After `slotcron logs --help`.
+const LOGS_EXAMPLES: &str = "\
+Examples:
+  slotcron logs backup                          (its newest run with output, read from the state)
+  slotcron logs backup --trigger 2026-12-04T03:00:00Z --attempt 2
+  slotcron logs backup --admin-url http://127.0.0.1:9090";
 
 /// After `slotcron status --help`.
 const STATUS_EXAMPLES: &str = "\

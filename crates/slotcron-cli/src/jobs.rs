@@ -63,9 +63,10 @@ async fn dispatch(command: &JobsCommand) -> Result<ExitCode, String> {
         JobsCommand::Ls { state, json } => {
             // Only reads: never creates or migrates the state.
             let url = StateUrl::parse(&state.url).map_err(|e| format!("slotcron jobs: --state: {e}"))?;
-            let (store, _) = State::open_read_only(&url, "job")
+            let store = State::open_read_only(&url, "job")
                 .await
-                .map_err(|e| format!("slotcron jobs: cannot open the state: {e}"))?;
+                .map_err(|e| format!("slotcron jobs: cannot open the state: {e}"))?
+                .store;
             let listed =
                 Listed::of(store.load_definitions().await.map_err(|e| format!("slotcron jobs ls: {e}"))?);
             list(&listed, *json);

@@ -18,6 +18,7 @@ mod jobs;
 mod jobs_file;
 mod jobs_history;
 mod logging;
+mod logs;
 mod next;
 mod process_group;
 mod relative;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         Command::Prev(args) => next::run(args, next::Direction::Prev),
         Command::Check(args) => check::run(args),
         Command::History(args) => history::run(args),
+        Command::Logs(args) => logs::run(args),
         Command::Jobs(args) => jobs::run(args),
         Command::Status(args) => status::run(args),
         Command::Steer(command) => steer::run(command),

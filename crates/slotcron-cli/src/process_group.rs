@@ -100,6 +100,12 @@ fn signal(pgid: Pid, signal: Signal) {
     }
 }
 
+/// The name of signal number `number` (`"SIGTERM"`), or `"signal N"` for one this
+/// system does not name.
+pub fn signal_name(number: i32) -> String {
+    Signal::try_from(number).map_or_else(|_| format!("signal {number}"), |s| s.as_str().to_owned())
+}
+
 /// When the process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22,
 /// `starttime`, proc(5)): with the pid, it tells a process from a later one that reused
 /// the pid. `None` if there is no such process.

@@ -177,7 +177,7 @@ impl State {
     /// # Errors
     /// As [`State::open_read_only`].
     pub async fn open_ledger(url: &StateUrl) -> Result<Arc<dyn Ledger>, String> {
-        Ok(Self::open_read_only(url, "history").await?.1)
+        Ok(Self::open_read_only(url, "history").await?.ledger)
     }
 
     /// Opens the store and the ledger of an existing state for reading only: nothing is
@@ -190,10 +190,7 @@ impl State {
     /// PostgreSQL schema, one that holds no slotcron state or a schema version this
     /// release does not read, an unreachable PostgreSQL; and `memory`, which keeps
     /// nothing to read.
-    pub async fn open_read_only(
-        url: &StateUrl,
-        what: &str,
-    ) -> Result<(Arc<dyn Store>, Arc<dyn Ledger>), String> {
+    pub async fn open_read_only(url: &StateUrl, what: &str) -> Result<ReadOnlyState, String> {
         // Retention applies when appending: reading keeps everything.
         let retention = Retention::default();
         match url {
@@ -203,24 +200,36 @@ impl State {
             )),
             StateUrl::Sqlite { url, .. } => {
                 let database = SqliteDatabase::open_read_only(url).await.map_err(|e| e.to_string())?;
-                Ok((
-                    Arc::new(SqliteStore::new(database.clone())),
-                    Arc::new(SqliteLedger::new(database, retention)),
-                ))
+                Ok(ReadOnlyState {
+                    store: Arc::new(SqliteStore::new(database.clone())),
+                    ledger: Arc::new(SqliteLedger::new(database.clone(), retention)),
+                    outputs: Arc::new(SqliteOutputs::new(database)),
+                })
             }
             StateUrl::Postgres { url, schema } => {
                 let database =
                     PostgresDatabase::open_read_only(url, schema).await.map_err(|e| e.to_string())?;
-                Ok((
-                    Arc::new(PostgresStore::new(database.clone())),
-                    Arc::new(PostgresLedger::new(database, retention)),
-                ))
+                Ok(ReadOnlyState {
+                    store: Arc::new(PostgresStore::new(database.clone())),
+                    ledger: Arc::new(PostgresLedger::new(database.clone(), retention)),
+                    outputs: Arc::new(PostgresOutputs::new(database)),
+                })
             }
             StateUrl::Memory => {
                 Err(format!("memory: a memory state is gone with its daemon; there is no {what} to read"))
             }
         }
     }
+}
+
+/// An existing state opened for reading only ([`State::open_read_only`]).
+pub struct ReadOnlyState {
+    /// Job definitions and state.
+    pub store: Arc<dyn Store>,
+    /// The run history.
+    pub ledger: Arc<dyn Ledger>,
+    /// The run output.
+    pub outputs: Arc<dyn OutputStore>,
 }
 
 #[cfg(test)]

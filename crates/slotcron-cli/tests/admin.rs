@@ -16,8 +16,8 @@ use support::http::{self, Answer, free_port};
 use support::{Daemon, history, run_in, scratch, slotcron, stderr, stdout, wait_until, write};
 
 /// Three one-shots already past at start-up, so each is handled once, right away: `ok`
-/// succeeds, `broken` fails, `dropped` is missed (misfire skip); and `daily`, which
-/// does not fire during a test.
+/// succeeds, `broken` fails (each of its three attempts), `dropped` is missed (misfire
+/// skip); and `daily`, which does not fire during a test.
 const JOBS: &str = r#"[[job]]
 name = "ok"
 at = "2020-01-01T00:00:00Z"
@@ -26,7 +26,8 @@ command = "echo fine; echo also on stderr >&2"
 [[job]]
 name = "broken"
 at = "2021-01-01T00:00:00Z"
-command = "echo last words >&2; exit 3"
+attempts = 3
+command = "echo out$SLOTCRON_ATTEMPT; echo last words >&2; exit 3"
 
 [[job]]
 name = "dropped"
@@ -156,7 +157,8 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
     assert_eq!(runs["next_before"], serde_json::Value::Null);
 
     let output = http::get(&addr, "/api/v1/jobs/ok/runs/2020-01-01T00:00:00Z/output", &[]).json();
-    assert_eq!(output["outputs"][0]["output"], "fine\nalso on stderr\n");
+    // The two streams are read apart: their lines arrive in either order.
+    assert_eq!(sorted_lines(output["outputs"][0]["output"].as_str().unwrap()), ["also on stderr", "fine"]);
     assert_eq!(output["outputs"][0]["instance"], "it-1");
     assert_eq!(output["outputs"][0]["truncated"], false);
 
@@ -171,6 +173,93 @@ fn metrics_count_what_the_history_holds_and_the_api_lists_jobs_and_output() {
         assert!(table.lines().any(|l| l.starts_with(&format!("{name} "))), "{name} missing:\n{table}");
     }
     assert!(table.contains(&next[0].to_string()), "{table}");
+    stop(daemon);
+}
+
+/// The lines of `text`, sorted.
+fn sorted_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
+/// The lines of `slotcron logs ARGS` in `dir`, which must succeed, with each attempt's
+/// duration and start (which vary) cut from its header, and the output lines under each
+/// header sorted (the two streams are read apart: their lines arrive in either order).
+fn logs(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut command = vec!["logs"];
+    command.extend_from_slice(args);
+    let logs = run_in(dir, &command);
+    assert!(logs.status.success(), "slotcron logs {args:?}: {}", stderr(&logs));
+    let mut lines: Vec<String> =
+        stdout(&logs).lines().map(|line| line.split(", took ").next().unwrap_or(line).to_owned()).collect();
+    for block in lines.chunk_by_mut(|_, next| next.starts_with("  ")) {
+        block[1..].sort_unstable();
+    }
+    lines
+}
+
+#[test]
+fn logs_prints_each_attempt_with_its_exit_status_and_both_streams_through_the_api_and_from_the_state() {
+    let (dir, daemon, addr) = serving("admin-logs", &[], &[]);
+    let url = format!("http://{addr}");
+    let mut expected = vec!["broken at 2021-01-01T00:00:00Z on it-1".to_owned()];
+    for n in 1..=3 {
+        expected.extend([
+            format!("attempt {n}: exit 3"),
+            "  stderr: last words".into(),
+            format!("  stdout: out{n}"),
+        ]);
+    }
+    // The newest run with output, through the admin API, from the state the daemon
+    // writes (the default one, opened for reading), and from the state it names.
+    assert_eq!(logs(&dir, &["broken", "--admin-url", &url]), expected);
+    assert_eq!(logs(&dir, &["broken"]), expected);
+    let state = ["broken", "--state", "sqlite:slotcron.db", "--trigger", "2021-01-01T00:00:00Z"];
+    assert_eq!(logs(&dir, &state), expected);
+    let second = logs(&dir, &["broken", "--attempt", "2", "--admin-url", &url]);
+    assert_eq!(second, [&expected[..1], &expected[4..7]].concat());
+    let ok = logs(&dir, &["ok", "--admin-url", &url]);
+    assert_eq!(ok[1..], ["attempt 1: exit 0", "  stderr: also on stderr", "  stdout: fine"]);
+
+    let answer = http::get(&addr, "/api/v1/jobs/broken/runs/2021-01-01T00:00:00Z/output", &[]).json();
+    let json = run_in(&dir, &["logs", "broken", "--json"]);
+    let read: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(read, answer, "--json from the state is the API's answer");
+    let attempts = answer["outputs"][0]["attempts"].as_array().unwrap();
+    let ends: Vec<_> = attempts.iter().map(|a| (a["attempt"].as_u64(), a["exit_code"].as_i64())).collect();
+    assert_eq!(ends, [(Some(1), Some(3)), (Some(2), Some(3)), (Some(3), Some(3))]);
+    let mut chunks = attempts[2]["chunks"].as_array().unwrap().clone();
+    chunks.sort_by_key(|c| c["stream"].as_str().unwrap().to_owned());
+    let stderr_first = [
+        serde_json::json!({"stream": "stderr", "text": "last words\n"}),
+        serde_json::json!({"stream": "stdout", "text": "out3\n"}),
+    ];
+    assert_eq!(chunks, stderr_first);
+
+    for (args, message) in [
+        (
+            &["dropped", "--admin-url", &url][..],
+            "no output kept for job \"dropped\" in any of its last 100 runs",
+        ),
+        (
+            &["broken", "--attempt", "4"],
+            "no attempt 4 kept of job \"broken\"'s run at 2021-01-01T00:00:00Z (attempts kept: 1, 2, 3)",
+        ),
+        (
+            &["ok", "--trigger", "2020-01-02T00:00:00Z"],
+            "no output kept for job \"ok\" in its run at 2020-01-02T00:00:00Z",
+        ),
+    ] {
+        let none = run_in(&dir, &[&["logs"][..], args].concat());
+        assert_eq!(
+            (none.status.code(), stderr(&none).trim()),
+            (Some(1), format!("slotcron logs: {message}").as_str())
+        );
+    }
+    let unknown = run_in(&dir, &["logs", "nope", "--admin-url", &url]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("404 Not Found: no job named \"nope\""), "{}", stderr(&unknown));
     stop(daemon);
 }
 
@@ -652,12 +741,35 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
             .await
             .unwrap();
         open.click().await.unwrap();
-        let output = browser.find(Locator::Id("output")).await.unwrap();
-        wait()
-            .for_element(Locator::XPath("//pre[@id='output'][contains(., 'also on stderr')]"))
+        let output = wait()
+            .for_element(Locator::XPath("//div[@id='output']//pre[contains(., 'also on stderr')]"))
             .await
             .unwrap_or_else(|e| panic!("the run's output did not open: {e}"));
-        assert_eq!(output.text().await.unwrap(), "fine\nalso on stderr");
+        // The two streams are read apart: their lines arrive in either order.
+        assert_eq!(sorted_lines(&output.text().await.unwrap()), ["also on stderr", "fine"]);
+        let stderr = browser.find(Locator::Css("#output pre span.stderr")).await.unwrap();
+        assert_eq!(stderr.text().await.unwrap(), "also on stderr");
+
+        // A run of three failed attempts: each with its exit status and both streams.
+        wait().for_element(Locator::Css("tr[data-job='broken']")).await.unwrap().click().await.unwrap();
+        let open = wait()
+            .for_element(Locator::Css("button.open-output[data-trigger='2021-01-01T00:00:00Z']"))
+            .await
+            .unwrap();
+        open.click().await.unwrap();
+        wait()
+            .for_element(Locator::Css("#output section.attempt[data-attempt='3']"))
+            .await
+            .unwrap_or_else(|e| panic!("the attempts did not open: {e}"));
+        let attempts = browser.find_all(Locator::Css("#output section.attempt")).await.unwrap();
+        assert_eq!(attempts.len(), 3);
+        for (n, attempt) in (1..).zip(attempts) {
+            let head = attempt.find(Locator::Css("h3")).await.unwrap().text().await.unwrap();
+            assert!(head.starts_with(&format!("Attempt {n} · exit 3 · ")), "{head}");
+            let out = attempt.find(Locator::Css("span.stdout")).await.unwrap().text().await.unwrap();
+            let err = attempt.find(Locator::Css("span.stderr")).await.unwrap().text().await.unwrap();
+            assert_eq!((out, err), (format!("out{n}"), "last words".to_owned()));
+        }
         browser.close().await.unwrap();
     });
     stop(daemon);

@@ -17,6 +17,7 @@ fn every_help_has_short_lines_and_ends_with_examples() {
         &["prev"],
         &["check"],
         &["history"],
+        &["logs"],
         &["status"],
         &["pause"],
         &["resume"],

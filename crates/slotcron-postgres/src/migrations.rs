@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -791,12 +791,46 @@ CREATE TABLE {schema}.job_definition_change (
 CREATE INDEX job_definition_change_by_job ON {schema}.job_definition_change (job, id DESC);
 ";
 
+/// Each attempt's output (the last 64 KiB of each, `chunks` as `slotcron::encode_chunks`
+/// writes them) and how it ended (at most one of `exit_code`, `signal`, `error`), deleted
+/// with the run's record like `run_output`, which keeps what older releases wrote (and
+/// replicas of the release before write during a rolling upgrade): their run's last
+/// attempt.
+const V16: &str = "
+CREATE TABLE {schema}.run_attempt_output (
+    job         text NOT NULL,
+    trigger_at  timestamptz NOT NULL,
+    instance    text NOT NULL,
+    attempt     bigint NOT NULL,
+    started_at  timestamptz,
+    duration_us bigint,
+    exit_code   integer,
+    signal      text,
+    error       text,
+    chunks      bytea NOT NULL,
+    truncated   boolean NOT NULL,
+    PRIMARY KEY (job, trigger_at, instance, attempt)
+);
+
+CREATE FUNCTION {schema}.run_attempt_output_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.run_attempt_output
+    WHERE job = OLD.job AND trigger_at = OLD.trigger_at AND instance = OLD.instance;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER run_attempt_output_pruned AFTER DELETE ON {schema}.run_record
+    FOR EACH ROW EXECUTE FUNCTION {schema}.run_attempt_output_pruned();
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
 /// 7, 8, 9, 10 and 11 changed the claims, leases, membership and pauses only, 12 added an
-/// index; the ledger columns of version 3 read as NULL before it).
+/// index; the ledger columns of version 3 read as NULL before it; before version 16 only
+/// `run_output` is read).
 const OLDEST_READABLE: i32 = 1;
 
 /// Refuses, changing nothing, a schema that does not exist, holds no slotcron state, or

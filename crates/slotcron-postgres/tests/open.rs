@@ -6,10 +6,14 @@ mod common;
 use std::time::Duration;
 
 use common::{Schemas, database_url, isolated};
+use slotcron::jiff::Timestamp;
 use slotcron::{
-    Cause, Claim, ClaimOutcome, Coordinator, Hold, JobState, Ledger, LedgerQuery, Outcome, Store,
+    AttemptEnd, AttemptOutput, Cause, Claim, ClaimOutcome, Coordinator, Hold, JobState, Ledger, LedgerQuery,
+    Outcome, OutputStore, RunOutput, Store,
 };
-use slotcron_postgres::{OpenError, PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresStore};
+use slotcron_postgres::{
+    OpenError, PostgresCoordinator, PostgresDatabase, PostgresLedger, PostgresOutputs, PostgresStore,
+};
 
 /// A local port nobody listens on.
 fn closed_port() -> u16 {
@@ -92,7 +96,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (15); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (16); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -122,7 +126,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 15);
+        assert_eq!(schemas.scalar(&schema, version).await, 16);
         let tick_state =
             JobState::of("2024-05-17T00:01:00Z".parse().unwrap(), Some(Outcome::Succeeded), false);
         assert_eq!(PostgresStore::new(database.clone()).load_states().await.unwrap()["tick"], tick_state);
@@ -165,6 +169,9 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
                  ALTER TABLE {schema}.job_state DROP COLUMN last_success, DROP COLUMN last_failure;
                  DROP TABLE {schema}.member_detail;
                  DROP TABLE {schema}.job_definition_change;
+                 DROP TRIGGER run_attempt_output_pruned ON {schema}.run_record;
+                 DROP FUNCTION {schema}.run_attempt_output_pruned();
+                 DROP TABLE {schema}.run_attempt_output;
                  UPDATE {schema}.schema_version SET version = 11;
                  INSERT INTO {schema}.run_record (job, trigger_at, instance, outcome, started_at, duration_us, error)
                  VALUES ('tick', '2024-05-17T00:01:00Z', 'r1', 'running', '2024-05-17T00:01:00Z', 0, NULL),
@@ -178,7 +185,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
         let version = "SELECT version::bigint FROM {schema}.schema_version";
-        assert_eq!(schemas.scalar(&schema, version).await, 15);
+        assert_eq!(schemas.scalar(&schema, version).await, 16);
         let records = "SELECT count(*) FROM {schema}.run_record";
         assert_eq!(schemas.scalar(&schema, records).await, 2, "one record per run");
         let ledger = PostgresLedger::new(database, Default::default());
@@ -191,6 +198,48 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
         let unique = "SELECT count(*) FROM pg_index
                       WHERE indexrelid = to_regclass('{schema}.run_record_run') AND indisunique";
         assert_eq!(schemas.scalar(&schema, unique).await, 1, "the run's unique index exists");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn output_an_older_release_kept_reads_as_one_attempt_of_unknown_end_before_and_after_the_migration() {
+    isolated(async |schemas: &mut Schemas| {
+        let schema = schemas.name();
+        drop(PostgresDatabase::open(&database_url(), &schema).await.unwrap());
+        // Back to version 15, with the output of two instances' runs.
+        schemas
+            .execute(
+                &schema,
+                "DROP TRIGGER run_attempt_output_pruned ON {schema}.run_record;
+                 DROP FUNCTION {schema}.run_attempt_output_pruned();
+                 DROP TABLE {schema}.run_attempt_output;
+                 UPDATE {schema}.schema_version SET version = 15;
+                 INSERT INTO {schema}.run_output (job, trigger_at, instance, output, truncated)
+                 VALUES ('job', '1970-01-01T00:00:01Z', 'a', 'out\n', true),
+                        ('job', '1970-01-01T00:00:01Z', 'b', 'old\n', false);",
+            )
+            .await;
+        let trigger = Timestamp::from_second(1).unwrap();
+        let older = |instance: &str, output: &[u8], truncated| RunOutput {
+            job: "job".into(),
+            trigger,
+            instance: instance.into(),
+            attempts: vec![AttemptOutput::of_older_release(output.to_vec(), truncated)],
+        };
+        let expected = [older("a", b"out\n", true), older("b", b"old\n", false)];
+        let reader =
+            PostgresOutputs::new(PostgresDatabase::open_read_only(&database_url(), &schema).await.unwrap());
+        assert_eq!(reader.output("job", trigger).await.unwrap(), expected);
+
+        // Migrated: the same, until an instance keeps attempts of that run.
+        let outputs = PostgresOutputs::new(PostgresDatabase::open(&database_url(), &schema).await.unwrap());
+        assert_eq!(outputs.output("job", trigger).await.unwrap(), expected);
+        let mut rerun = AttemptOutput::new(2, Some(trigger));
+        rerun.end = AttemptEnd::Exited(0);
+        let kept = RunOutput { attempts: vec![rerun], ..older("b", b"", false) };
+        outputs.save_output(&kept).await.unwrap();
+        assert_eq!(outputs.output("job", trigger).await.unwrap(), [expected[0].clone(), kept]);
     })
     .await;
 }

@@ -11,7 +11,7 @@ const APPLICATION_ID: i32 = 0x534c_4f54;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Instants are microseconds since the Unix epoch (UTC), durations microseconds, fencing
 /// tokens the 64 bits of the unsigned token.
@@ -137,6 +137,32 @@ CREATE TABLE job_definition_change (
     change TEXT NOT NULL -- JSON
 ) STRICT;
 CREATE INDEX job_definition_change_by_job ON job_definition_change (job, id);
+";
+
+/// Each attempt's output (the last 64 KiB of each, `chunks` as `slotcron::encode_chunks`
+/// writes them) and how it ended (at most one of `exit_code`, `signal`, `error`), dropped
+/// with the run's record like `run_output`, which keeps what older releases wrote (and
+/// replicas of the release before write during an upgrade): their run's last attempt.
+const V8: &str = "
+CREATE TABLE run_attempt_output (
+    job         TEXT NOT NULL,
+    trigger_us  INTEGER NOT NULL,
+    instance    TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    started_us  INTEGER,
+    duration_us INTEGER,
+    exit_code   INTEGER,
+    signal      TEXT,
+    error       TEXT,
+    chunks      BLOB NOT NULL,
+    truncated   INTEGER NOT NULL,
+    PRIMARY KEY (job, trigger_us, instance, attempt)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER run_attempt_output_pruned AFTER DELETE ON run_record BEGIN
+    DELETE FROM run_attempt_output
+    WHERE job = OLD.job AND trigger_us = OLD.trigger_us AND instance = OLD.instance;
+END;
 ";
 
 /// The newest schema version this release knows.

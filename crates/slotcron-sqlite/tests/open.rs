@@ -2,8 +2,12 @@
 
 use std::path::Path;
 
-use slotcron::{JobState, Ledger, LedgerQuery, Outcome, Retention, ScheduleSpec, Store};
-use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteStore};
+use slotcron::jiff::Timestamp;
+use slotcron::{
+    AttemptEnd, AttemptOutput, JobState, Ledger, LedgerQuery, Outcome, OutputStore, Retention, RunOutput,
+    ScheduleSpec, Store,
+};
+use slotcron_sqlite::{OpenError, SqliteDatabase, SqliteLedger, SqliteOutputs, SqliteStore};
 use slotcron_testkit::fixtures::succeeded_run as record;
 
 fn url(path: &Path) -> String {
@@ -48,7 +52,7 @@ async fn a_new_file_is_a_versioned_slotcron_database_in_wal_mode() {
     let pragma =
         |name: &str| raw.pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0));
     assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
-    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(7));
+    assert_eq!(pragma("user_version").unwrap(), rusqlite::types::Value::Integer(8));
     assert_eq!(pragma("application_id").unwrap(), rusqlite::types::Value::Integer(0x534c_4f54));
 }
 
@@ -113,12 +117,12 @@ async fn a_file_of_a_newer_release_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     drop(SqliteDatabase::open(&url(&path)).await.unwrap());
-    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 8).unwrap();
+    rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", 9).unwrap();
     let message = refused(&path).await;
     assert_eq!(
         message,
         format!(
-            "{}: schema version 8 is newer than this release knows (7); upgrade slotcron to use this database",
+            "{}: schema version 9 is newer than this release knows (8); upgrade slotcron to use this database",
             url(&path)
         )
     );
@@ -223,6 +227,8 @@ async fn a_file_of_version_5_takes_each_jobs_last_success_and_failure_from_its_l
             "ALTER TABLE job_state DROP COLUMN last_success_us;
              ALTER TABLE job_state DROP COLUMN last_failure_us;
              DROP TABLE job_definition_change;
+             DROP TRIGGER run_attempt_output_pruned;
+             DROP TABLE run_attempt_output;
              INSERT INTO job_state VALUES ('tick', 3000000, NULL, 0), ('idle', 1000000, 'missed', 0);
              INSERT INTO run_record (job, trigger_us, instance, outcome, started_us, duration_us)
              VALUES ('tick', 500000, 'a', 'failed', 500000, 5),
@@ -240,4 +246,43 @@ async fn a_file_of_version_5_takes_each_jobs_last_success_and_failure_from_its_l
     assert_eq!((tick.last_success, tick.last_failure), (at(1_000_000), at(2_000_000)));
     let idle = states.remove("idle").unwrap();
     assert_eq!((idle.last_success, idle.last_failure), (None, None), "a miss is neither");
+}
+
+#[tokio::test]
+async fn output_an_older_release_kept_reads_as_one_attempt_of_unknown_end_before_and_after_the_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    drop(SqliteDatabase::open(&url(&path)).await.unwrap());
+    {
+        // Back to version 7, with the output of two instances' runs.
+        let file = rusqlite::Connection::open(&path).unwrap();
+        file.execute_batch(
+            "DROP TRIGGER run_attempt_output_pruned;
+             DROP TABLE run_attempt_output;
+             INSERT INTO run_output VALUES ('job', 1000000, 'a', CAST('out\n' AS BLOB), 1),
+                                           ('job', 1000000, 'b', CAST('old\n' AS BLOB), 0);",
+        )
+        .unwrap();
+        file.pragma_update(None, "user_version", 7).unwrap();
+    }
+    let trigger = Timestamp::from_second(1).unwrap();
+    let older = |instance: &str, output: &[u8], truncated| RunOutput {
+        job: "job".into(),
+        trigger,
+        instance: instance.into(),
+        attempts: vec![AttemptOutput::of_older_release(output.to_vec(), truncated)],
+    };
+    let reader = SqliteOutputs::new(SqliteDatabase::open_read_only(&url(&path)).await.unwrap());
+    let expected = [older("a", b"out\n", true), older("b", b"old\n", false)];
+    assert_eq!(reader.output("job", trigger).await.unwrap(), expected);
+    drop(reader);
+
+    // Migrated: the same, until an instance keeps attempts of that run.
+    let outputs = SqliteOutputs::new(SqliteDatabase::open(&url(&path)).await.unwrap());
+    assert_eq!(outputs.output("job", trigger).await.unwrap(), expected);
+    let mut rerun = AttemptOutput::new(2, Some(trigger));
+    rerun.end = AttemptEnd::Exited(0);
+    let kept = RunOutput { attempts: vec![rerun], ..older("b", b"", false) };
+    outputs.save_output(&kept).await.unwrap();
+    assert_eq!(outputs.output("job", trigger).await.unwrap(), [expected[0].clone(), kept]);
 }

@@ -184,9 +184,9 @@ async fn a_schema_newer_or_older_than_this_release_reads_is_refused() {
     let set_version = |version: i64| {
         rusqlite::Connection::open(&path).unwrap().pragma_update(None, "user_version", version).unwrap();
     };
-    set_version(8);
+    set_version(9);
     let err = refused(&path).await;
-    assert!(matches!(err, OpenError::NewerSchema { found: 8, known: 7, .. }), "{err}");
+    assert!(matches!(err, OpenError::NewerSchema { found: 9, known: 8, .. }), "{err}");
     // No release wrote version 0 with slotcron's application id: made up to reach the rule.
     set_version(0);
     let err = refused(&path).await;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use slotcron::{Cause, JobState, Outcome, RunRecord};
+use slotcron::{AttemptEnd, AttemptOutput, Cause, JobState, Outcome, OutputStream, RunOutput, RunRecord};
 
 /// A succeeded scheduled run of `job` for `trigger` (RFC 3339): instance `test`, one
 /// attempt, fencing token 1, started at the trigger, 5 ms long.
@@ -34,4 +34,26 @@ pub fn succeeded_run(job: &str, trigger: &str) -> RunRecord {
 /// `trigger` is not an RFC 3339 instant.
 pub fn succeeded_state(trigger: &str) -> JobState {
     JobState::of(trigger.parse().expect("an RFC 3339 test instant"), Some(Outcome::Succeeded), false)
+}
+
+/// Attempt number `attempt` of a command, started at `started` and taking 1.500001 s,
+/// that wrote `out` to standard output, then `err` to standard error, and ended as `end`.
+pub fn attempt_output(
+    attempt: u32,
+    started: Timestamp,
+    out: &[u8],
+    err: &[u8],
+    end: AttemptEnd,
+) -> AttemptOutput {
+    let mut kept = AttemptOutput::new(attempt, Some(started));
+    kept.duration = Some(Duration::from_micros(1_500_001));
+    kept.end = end;
+    kept.push(OutputStream::Stdout, out);
+    kept.push(OutputStream::Stderr, err);
+    kept
+}
+
+/// The output of `job`'s run at `trigger` on `instance`: `attempts`.
+pub fn run_output(job: &str, trigger: Timestamp, instance: &str, attempts: Vec<AttemptOutput>) -> RunOutput {
+    RunOutput { job: Arc::from(job), trigger, instance: Arc::from(instance), attempts }
 }

@@ -1,16 +1,19 @@
 //! The [`Ledger`] conformance suite: record round trips (names of other releases
 //! included), `running` records completed by updates, batches, query filters, order and
 //! limit ([`run`], for every ledger), retention and appends and batches written twice
-//! ([`run_retention`], for durable ledgers), and the run output kept beside the records
+//! ([`run_retention`], for durable ledgers), and the run output kept beside the records:
+//! each attempt's ([`run_attempts`], for every output store) and pruned with its record
 //! ([`run_output`], for durable output stores).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+
+use crate::fixtures::run_output as output_of;
 use slotcron::{
-    Cause, Ledger, LedgerQuery, LedgerWrite, Outcome, OutputStore, Retention, RunOutput, RunProcess,
-    RunRecord, UnknownName,
+    AttemptEnd, AttemptOutput, Cause, Ledger, LedgerQuery, LedgerWrite, MAX_OUTPUT_BYTES, Outcome,
+    OutputStore, OutputStream, Retention, RunProcess, RunRecord, UnknownName,
 };
 
 /// Runs the query cases, each on a fresh, empty ledger made by `make`.
@@ -54,39 +57,114 @@ pub async fn an_append_written_twice_is_stored_once(ledger: &dyn Ledger) {
     assert_eq!(ledger.query(&query(None)).await.unwrap(), [later, skipped]);
 }
 
-/// Runs the run-output cases. `make` returns a fresh, empty ledger keeping one record per
-/// job and pruning on every append, and an output store in the same database.
+/// Runs the run-output cases: [`run_attempts`], and the output of a run pruned with its
+/// record. `make` returns a fresh, empty ledger keeping one record per job and pruning on
+/// every append, and an output store in the same database.
 pub async fn run_output<L: Ledger, O: OutputStore>(mut make: impl AsyncFnMut(Retention) -> (L, O)) {
     let (ledger, outputs) = make(count(1)).await;
-    output_round_trips_and_goes_with_its_record(&ledger, &outputs).await;
+    output_goes_with_its_record(&ledger, &outputs).await;
+    run_attempts(async || make(count(1)).await.1).await;
 }
 
-async fn output_round_trips_and_goes_with_its_record(ledger: &dyn Ledger, outputs: &dyn OutputStore) {
-    let output = |job: &str, trigger, instance: &str, text: &[u8], truncated| RunOutput {
-        job: Arc::from(job),
-        trigger,
-        instance: Arc::from(instance),
-        output: text.to_vec(),
-        truncated,
-    };
-    // Round trips: the last one saved per instance, by instance.
+/// Runs the attempt cases, each on a fresh, empty output store made by `make`: every
+/// output store, the memory one included.
+pub async fn run_attempts<O: OutputStore>(mut make: impl AsyncFnMut() -> O) {
+    outputs_round_trip_by_instance(&make().await).await;
+    every_attempt_is_kept_in_full_and_read_back_by_number(&make().await).await;
+    an_attempt_saved_again_replaces_only_itself(&make().await).await;
+}
+
+/// Attempt `attempt` of a run that wrote `out` then `err`, ended as `end`, started `attempt`
+/// seconds after [`T0`] (and some microseconds).
+fn attempt(attempt: u32, out: &[u8], err: &[u8], end: AttemptEnd) -> AttemptOutput {
+    let started = at(i64::from(attempt)) + SignedDuration::from_micros(123);
+    crate::fixtures::attempt_output(attempt, started, out, err, end)
+}
+
+/// The output of a trigger reads back one per instance, by instance; none for another
+/// trigger or job.
+pub async fn outputs_round_trip_by_instance(outputs: &dyn OutputStore) {
     assert!(outputs.output("pair", at(0)).await.unwrap().is_empty(), "nothing kept yet");
-    outputs.save_output(&output("pair", at(0), "replica-2", b"elsewhere\n", false)).await.unwrap();
-    outputs.save_output(&output("pair", at(0), "replica-1", b"draft", false)).await.unwrap();
-    let kept = output("pair", at(0), "replica-1", b"line\n\xff bytes\n", true);
-    outputs.save_output(&kept).await.unwrap();
-    let found = outputs.output("pair", at(0)).await.unwrap();
-    assert_eq!(found, [kept, output("pair", at(0), "replica-2", b"elsewhere\n", false)]);
+    let elsewhere =
+        output_of("pair", at(0), "replica-2", vec![attempt(1, b"elsewhere\n", b"", AttemptEnd::Exited(0))]);
+    let here = output_of(
+        "pair",
+        at(0),
+        "replica-1",
+        vec![attempt(1, b"line\n\xff bytes\n", b"", AttemptEnd::Exited(0))],
+    );
+    outputs.save_output(&elsewhere).await.unwrap();
+    outputs.save_output(&here).await.unwrap();
+    assert_eq!(outputs.output("pair", at(0)).await.unwrap(), [here, elsewhere]);
     assert!(outputs.output("pair", at(1)).await.unwrap().is_empty(), "another trigger");
     assert!(outputs.output("other", at(0)).await.unwrap().is_empty(), "another job");
+}
 
-    // Keeping one record per job: appending the next record prunes the first, and the
-    // output of its run.
+/// Each attempt of a run is kept, saved as it ends, with its start, duration, end (an
+/// exit status, a signal, an error) and both streams in the order written; each keeps up
+/// to [`MAX_OUTPUT_BYTES`] of its own, so three full attempts are all read back whole.
+pub async fn every_attempt_is_kept_in_full_and_read_back_by_number(outputs: &dyn OutputStore) {
+    let full = |n: u32, end| {
+        let mut kept = attempt(n, format!("out{n}\n").as_bytes(), &vec![b'e'; 2 * MAX_OUTPUT_BYTES], end);
+        kept.push(OutputStream::Stdout, b"exit\n");
+        kept.bound();
+        kept
+    };
+    let attempts = [
+        full(1, AttemptEnd::Exited(3)),
+        full(2, AttemptEnd::Signalled("SIGTERM".into())),
+        attempt(3, b"", b"", AttemptEnd::Failed("cannot start /bin/sh: no such file".into())),
+    ];
+    for kept in [&attempts[1], &attempts[0], &attempts[2]] {
+        outputs.save_output(&output_of("retried", at(0), "replica-1", vec![kept.clone()])).await.unwrap();
+    }
+    let found = outputs.output("retried", at(0)).await.unwrap();
+    assert_eq!(found, [output_of("retried", at(0), "replica-1", attempts.to_vec())]);
+    let first = &found[0].attempts[0];
+    assert!(first.truncated && first.len() == MAX_OUTPUT_BYTES, "each attempt keeps its own last 64 KiB");
+    let streams: Vec<_> = first.chunks.iter().map(|c| c.stream).collect();
+    assert_eq!(streams, [OutputStream::Stderr, OutputStream::Stdout], "in the order written");
+}
+
+/// An attempt saved again (its number kept before) replaces that attempt only.
+pub async fn an_attempt_saved_again_replaces_only_itself(outputs: &dyn OutputStore) {
+    let first = attempt(1, b"first\n", b"", AttemptEnd::Exited(1));
+    outputs.save_output(&output_of("job", at(0), "replica-1", vec![first.clone()])).await.unwrap();
+    outputs
+        .save_output(&output_of(
+            "job",
+            at(0),
+            "replica-1",
+            vec![attempt(2, b"draft", b"", AttemptEnd::Unknown)],
+        ))
+        .await
+        .unwrap();
+    let second = attempt(2, b"second\n", b"oops\n", AttemptEnd::Exited(0));
+    outputs.save_output(&output_of("job", at(0), "replica-1", vec![second.clone()])).await.unwrap();
+    assert_eq!(
+        outputs.output("job", at(0)).await.unwrap(),
+        [output_of("job", at(0), "replica-1", vec![first, second])]
+    );
+}
+
+/// Keeping one record per job: appending the next record prunes the first, and the
+/// output of each of its attempts.
+async fn output_goes_with_its_record(ledger: &dyn Ledger, outputs: &dyn OutputStore) {
+    // A run that succeeded at its second attempt (a last failure would be kept).
     let first = record("job", 0, Outcome::Succeeded);
-    outputs.save_output(&output("job", first.trigger, "replica-1", b"first\n", false)).await.unwrap();
+    let attempts = vec![
+        attempt(1, b"first\n", b"", AttemptEnd::Exited(1)),
+        attempt(2, b"again\n", b"", AttemptEnd::Exited(0)),
+    ];
+    outputs.save_output(&output_of("job", first.trigger, "replica-1", attempts)).await.unwrap();
     ledger.append(&first).await.unwrap();
     let second = record("job", 60, Outcome::Succeeded);
-    let kept = output("job", second.trigger, "replica-1", b"second\n", false);
+    let kept = output_of(
+        "job",
+        second.trigger,
+        "replica-1",
+        vec![attempt(1, b"second\n", b"", AttemptEnd::Exited(0))],
+    );
     outputs.save_output(&kept).await.unwrap();
     ledger.append(&second).await.unwrap();
     assert!(outputs.output("job", first.trigger).await.unwrap().is_empty(), "pruned with its record");

@@ -211,9 +211,10 @@ pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};
 pub use key::{request_key, trigger_key};
 pub use ledger::{
-    Cause, LastRun, Ledger, LedgerBatchError, LedgerError, LedgerQuery, LedgerWrite, MAX_OUTPUT_BYTES,
-    MAX_WRITES_PER_BATCH, MemoryLedger, MemoryOutputs, Outcome, OutputStore, Prune, PruneSchedule, Retention,
-    RunOutput, RunProcess, RunRecord, UnknownName, UnknownOutcome, ended_after_presumed_lost, same_run,
+    AttemptEnd, AttemptOutput, Cause, LastRun, Ledger, LedgerBatchError, LedgerError, LedgerQuery,
+    LedgerWrite, MAX_OUTPUT_BYTES, MAX_WRITES_PER_BATCH, MemoryLedger, MemoryOutputs, Outcome, OutputChunk,
+    OutputStore, OutputStream, Prune, PruneSchedule, Retention, RunOutput, RunProcess, RunRecord,
+    UnknownName, UnknownOutcome, decode_chunks, encode_chunks, ended_after_presumed_lost, same_run,
 };
 // The metrics module is worked on in parallel: its items keep their names there, and
 // take at the crate root the names that say what they are.

@@ -3,7 +3,7 @@
 //! [`MemoryLedger`] keeps a fixed number of records rather than a [`Retention`]
 //! (slotcron::Retention), so only the query cases apply to it.
 
-use slotcron::{MemoryLedger, MemoryStore};
+use slotcron::{MemoryLedger, MemoryOutputs, MemoryStore};
 use slotcron_testkit as testkit;
 
 #[tokio::test]
@@ -14,4 +14,9 @@ async fn memory_store_conforms() {
 #[tokio::test]
 async fn memory_ledger_conforms() {
     testkit::ledger_suite::run(async || MemoryLedger::default()).await;
+}
+
+#[tokio::test]
+async fn memory_outputs_conform() {
+    testkit::ledger_suite::run_attempts(async || MemoryOutputs::default()).await;
 }

@@ -1,10 +1,14 @@
-//! A run's output kept in the state: the last [`MAX_OUTPUT_BYTES`] of what the command
-//! wrote to standard output and error, interleaved line by line as they arrived.
+//! A run's output kept in the state: for each attempt, the last [`MAX_OUTPUT_BYTES`] of
+//! what the command wrote to standard output and error, the two told apart and in the
+//! order their lines arrived, and how it ended.
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
-use slotcron::JobContext;
-use slotcron::{MAX_OUTPUT_BYTES, OutputStore, RunOutput};
+use slotcron::jiff::Timestamp;
+use slotcron::{
+    AttemptEnd, AttemptOutput, JobContext, MAX_OUTPUT_BYTES, OutputStore, OutputStream, RunOutput,
+};
 
 /// Where the daemon keeps run output, while [`KeepingOutput`] lives; unset (`slotcron
 /// check`, tests of the parser): output is only logged. Weak, so that the state closes
@@ -24,60 +28,61 @@ pub fn keep_output_in(outputs: Arc<dyn OutputStore>) -> KeepingOutput {
     KeepingOutput { _outputs: outputs }
 }
 
-/// The end of a run's output, as it is written.
-#[derive(Debug, Default)]
+/// What an attempt of a run writes, as it is written: both streams, in order.
+#[derive(Debug)]
 pub struct Tail {
     inner: Mutex<TailBytes>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct TailBytes {
-    bytes: Vec<u8>,
-    truncated: bool,
+    kept: AttemptOutput,
+    /// The bytes in `kept`.
+    len: usize,
 }
 
 impl Tail {
-    /// Appends `bytes` (and a newline if `ends_line`), dropping the oldest bytes beyond
-    /// [`MAX_OUTPUT_BYTES`] (in steps, so appending stays cheap).
-    pub fn push(&self, bytes: &[u8], ends_line: bool) {
+    /// The output of attempt number `attempt`, starting now.
+    pub fn new(attempt: u32) -> Self {
+        let kept = AttemptOutput::new(attempt, Some(Timestamp::now()));
+        Self { inner: Mutex::new(TailBytes { kept, len: 0 }) }
+    }
+
+    /// Appends `bytes` written to `stream` (and a newline if `ends_line`), dropping the
+    /// oldest bytes beyond [`MAX_OUTPUT_BYTES`] (in steps, so appending stays cheap).
+    pub fn push(&self, stream: OutputStream, bytes: &[u8], ends_line: bool) {
         let mut tail = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        tail.bytes.extend_from_slice(bytes);
+        tail.kept.push(stream, bytes);
         if ends_line {
-            tail.bytes.push(b'\n');
+            tail.kept.push(stream, b"\n");
         }
-        if tail.bytes.len() > 2 * MAX_OUTPUT_BYTES {
-            tail.cut();
+        tail.len += bytes.len() + usize::from(ends_line);
+        if tail.len > 2 * MAX_OUTPUT_BYTES {
+            tail.kept.bound();
+            tail.len = MAX_OUTPUT_BYTES;
         }
     }
 
-    /// Saves what was kept as the output of the run `ctx`, if the daemon keeps output
-    /// and the command wrote any; a failure is logged.
-    pub async fn save(self, ctx: &JobContext) {
+    /// Saves what was kept as the output of the attempt of the run `ctx`, with how it
+    /// `ended` and how long it took, if the daemon keeps output and the attempt wrote
+    /// any or failed; a failure to save is logged.
+    pub async fn save(self, ctx: &JobContext, ended: AttemptEnd, took: Duration) {
         let Some(outputs) = OUTPUTS.get().and_then(Weak::upgrade) else { return };
-        let mut tail = self.inner.into_inner().unwrap_or_else(|p| p.into_inner());
-        if tail.bytes.is_empty() {
+        let mut kept = self.inner.into_inner().unwrap_or_else(|p| p.into_inner()).kept;
+        if kept.is_empty() && ended == AttemptEnd::Exited(0) {
             return;
         }
-        tail.cut();
+        kept.bound();
+        kept.end = ended;
+        kept.duration = Some(took);
         let output = RunOutput {
             job: ctx.job().into(),
             trigger: ctx.trigger(),
             instance: ctx.instance().into(),
-            output: tail.bytes,
-            truncated: tail.truncated,
+            attempts: vec![kept],
         };
         if let Err(e) = outputs.save_output(&output).await {
             tracing::warn!(job = ctx.job(), trigger = %ctx.trigger(), "cannot keep the run's output: {e}");
-        }
-    }
-}
-
-impl TailBytes {
-    /// Keeps the last [`MAX_OUTPUT_BYTES`].
-    fn cut(&mut self) {
-        if let Some(excess) = self.bytes.len().checked_sub(MAX_OUTPUT_BYTES).filter(|n| *n > 0) {
-            self.bytes.drain(..excess);
-            self.truncated = true;
         }
     }
 }
@@ -87,28 +92,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_tail_keeps_the_last_64_kib() {
-        let tail = Tail::default();
-        tail.push(b"first", true);
+    fn the_tail_keeps_the_last_64_kib_of_both_streams_in_order() {
+        let tail = Tail::new(1);
+        tail.push(OutputStream::Stdout, b"first", true);
         let line = vec![b'x'; 1000];
         for _ in 0..200 {
-            tail.push(&line, true);
+            tail.push(OutputStream::Stderr, &line, true);
         }
-        tail.push(b"last", true);
-        let mut kept = tail.inner.into_inner().unwrap();
-        kept.cut();
-        assert_eq!(kept.bytes.len(), MAX_OUTPUT_BYTES);
-        assert!(kept.truncated);
-        assert!(kept.bytes.ends_with(b"x\nlast\n"));
-    }
-
-    #[test]
-    fn short_output_is_kept_whole() {
-        let tail = Tail::default();
-        tail.push(b"a", false);
-        tail.push(b"b", true);
-        let mut kept = tail.inner.into_inner().unwrap();
-        kept.cut();
-        assert_eq!((kept.bytes.as_slice(), kept.truncated), (&b"ab\n"[..], false));
+        tail.push(OutputStream::Stdout, b"last", true);
+        let mut kept = tail.inner.into_inner().unwrap().kept;
+        kept.bound();
+        assert_eq!((kept.len(), kept.truncated), (MAX_OUTPUT_BYTES, true));
+        let streams: Vec<_> = kept.chunks.iter().map(|c| c.stream).collect();
+        assert_eq!(streams, [OutputStream::Stderr, OutputStream::Stdout]);
+        assert!(kept.chunks[0].bytes.ends_with(b"x\n") && kept.chunks[1].bytes == b"last\n");
     }
 }

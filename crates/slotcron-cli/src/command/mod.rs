@@ -21,7 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, CancellationToken, Handler, JobContext, StoppedByShutdown};
+use slotcron::{
+    AttemptEnd, BoxError, CancellationToken, Handler, JobContext, OutputStream, StoppedByShutdown,
+};
 use tokio::io::AsyncWriteExt;
 
 use crate::duration;
@@ -141,6 +143,20 @@ impl CommandError {
     }
 }
 
+/// How an attempt that returned `result` ended, as its output is kept: its exit status,
+/// the signal that killed it, or the error that kept it from running.
+fn attempt_end(result: &Result<(), CommandError>) -> AttemptEnd {
+    match result {
+        Ok(()) => AttemptEnd::Exited(0),
+        Err(CommandError::Exit { status, .. }) => match (status.code(), status.signal()) {
+            (Some(code), _) => AttemptEnd::Exited(code),
+            (None, Some(signal)) => AttemptEnd::Signalled(process_group::signal_name(signal)),
+            (None, None) => AttemptEnd::Failed(status.to_string()),
+        },
+        Err(error) => AttemptEnd::Failed(error.to_string()),
+    }
+}
+
 /// Checks text bound for `execve(2)` — a command line, or an environment variable's
 /// value — which takes NUL-terminated strings and so cannot hold a NUL byte (the spawn
 /// would fail at every run); `what` names it in the reason, e.g. `"a shell command"`.
@@ -186,8 +202,9 @@ impl ShellCommand {
     /// interrupted trigger, `on_interrupt = "rerun"`, or a trigger whose command never
     /// started, see [`journal`]; else `0`) in its environment.
     /// Each line it writes is logged with the job's name (see [`output::log_lines`]), and
-    /// the last 64 KiB of its output (of its last attempt) are kept in the daemon's state
-    /// (see [`keep_output_in`]).
+    /// the last 64 KiB of its output, both streams told apart, are kept in the daemon's
+    /// state with how it ended (see [`keep_output_in`]): of each attempt that wrote any
+    /// or failed.
     /// When the run's cancellation token fires (timeout, shutdown) the process group gets
     /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
@@ -220,15 +237,24 @@ impl ShellCommand {
             stop_reason: &stop_reason,
             run: Some(ctx),
         };
-        self.launch(&launch).await
+        let (tail, started) = (Tail::new(ctx.attempt()), Instant::now());
+        let result = self.start(&launch, Some(&tail)).await;
+        tail.save(ctx, attempt_end(&result), started.elapsed()).await;
+        result
     }
 
     /// Runs the command once, as [`ShellCommand::run`] describes, with `launch.env` set
-    /// after the command's own environment, stopped by `launch.cancel`.
+    /// after the command's own environment, stopped by `launch.cancel`; its output is
+    /// logged, not kept.
     ///
     /// # Errors
     /// As [`ShellCommand::run`].
     pub async fn launch(&self, launch: &Launch<'_>) -> Result<(), CommandError> {
+        self.start(launch, None).await
+    }
+
+    /// [`ShellCommand::launch`], keeping the output in `tail` if given.
+    async fn start(&self, launch: &Launch<'_>, tail: Option<&Tail>) -> Result<(), CommandError> {
         let job = launch.job;
         let mut command = tokio::process::Command::new(&*self.shell);
         if let Some(dir) = &self.working_dir {
@@ -292,10 +318,11 @@ impl ShellCommand {
                 }
             }
         };
-        let tail = Tail::default();
         let collect = mail.as_ref().map(|(_, _, collected)| collected);
-        let stdout = output::log_lines(child.stdout.take(), job, "stdout", &exited, &tail, collect);
-        let stderr = output::log_lines(child.stderr.take(), job, "stderr", &exited, &tail, collect);
+        let stdout =
+            output::log_lines(child.stdout.take(), job, OutputStream::Stdout, &exited, tail, collect);
+        let stderr =
+            output::log_lines(child.stderr.take(), job, OutputStream::Stderr, &exited, tail, collect);
         let cancel = launch.cancel;
         let exit = async {
             let status = tokio::select! {
@@ -330,9 +357,6 @@ impl ShellCommand {
         let (status, (), _, last_stderr) = tokio::join!(exit, feed, stdout, stderr);
         if let Some(group) = group {
             group.disarm();
-        }
-        if let Some(ctx) = launch.run {
-            tail.save(ctx).await;
         }
         if let Some((to, sendmail, collected)) = mail {
             collected.send(&sendmail, to, job, &self.script).await;

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::mail::Collected;
-use slotcron::CancellationToken;
+use slotcron::{CancellationToken, OutputStream};
 
 use super::capture::Tail;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
@@ -20,16 +20,17 @@ const MAX_PART: usize = 16 * 1024;
 /// the pipe open for as long as it runs.
 const DRAIN: Duration = Duration::from_millis(250);
 
-/// Logs each line of the output stream `name` (`stdout`, `stderr`) of the job `job`,
-/// until the stream ends or, once `exited` fires (the command's shell exited), for at
-/// most [`DRAIN`] more; a line cut short there is logged as it is. Each line (or part)
-/// is also appended, as written, to `tail`, and added to `mail`, if given. Returns the last non-blank line, escaped.
+/// Logs each line of the output stream `name` of the job `job`, until the stream ends
+/// or, once `exited` fires (the command's shell exited), for at most [`DRAIN`] more; a
+/// line cut short there is logged as it is. Each line (or part) is also appended, as
+/// written, to `tail`, and added to `mail`, if given. Returns the last non-blank line,
+/// escaped.
 pub async fn log_lines(
     stream: Option<impl AsyncRead + Unpin>,
     job: &str,
-    name: &'static str,
+    name: OutputStream,
     exited: &CancellationToken,
-    tail: &Tail,
+    tail: Option<&Tail>,
     mail: Option<&Collected>,
 ) -> Option<String> {
     let mut reader = BufReader::new(stream?);
@@ -42,7 +43,7 @@ pub async fn log_lines(
     tokio::select! {
         read = read_lines(&mut reader, &mut buf, &mut log) => {
             if let Err(e) = read {
-                tracing::warn!(job, stream = name, "cannot read the command's output: {e}");
+                tracing::warn!(job, stream = name.as_str(), "cannot read the command's output: {e}");
             }
         }
         () = drained => {}
@@ -93,13 +94,13 @@ async fn read_lines(
 /// Where one output stream's lines go.
 struct StreamLog<'a> {
     job: &'a str,
-    stream: &'static str,
+    stream: OutputStream,
     /// The number of the last part logged of the line being read; 0 if none was.
     part: u32,
     /// The last non-blank line (or part) logged.
     last: Option<String>,
-    /// The run's output as it is kept.
-    tail: &'a Tail,
+    /// The attempt's output as it is kept, if it is.
+    tail: Option<&'a Tail>,
     /// Where the lines are collected for a mail, if anywhere.
     mail: Option<&'a Collected>,
 }
@@ -109,10 +110,12 @@ impl StreamLog<'_> {
     /// it. The parts of a split line carry `part=1`, `part=2`..., the last one included.
     fn piece(&mut self, bytes: &[u8], ends_line: bool) {
         let bytes = if ends_line { bytes.strip_suffix(b"\r").unwrap_or(bytes) } else { bytes };
-        self.tail.push(bytes, ends_line);
+        if let Some(tail) = self.tail {
+            tail.push(self.stream, bytes, ends_line);
+        }
         let text = String::from_utf8_lossy(bytes);
         let text = escape(&text);
-        let (job, stream) = (self.job, self.stream);
+        let (job, stream) = (self.job, self.stream.as_str());
         // The stream starts the message too, so that the two read apart at a glance.
         if ends_line && self.part == 0 {
             tracing::info!(job, stream, "{stream}: {text}");

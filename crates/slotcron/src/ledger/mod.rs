@@ -8,7 +8,10 @@ mod record;
 
 pub use memory::MemoryLedger;
 pub use name::UnknownName;
-pub use output::{MAX_OUTPUT_BYTES, MemoryOutputs, OutputStore, RunOutput};
+pub use output::{
+    AttemptEnd, AttemptOutput, MAX_OUTPUT_BYTES, MemoryOutputs, OutputChunk, OutputStore, OutputStream,
+    RunOutput, decode_chunks, encode_chunks,
+};
 pub use prune::{Prune, PruneSchedule};
 pub(crate) use record::lock;
 pub use record::{Cause, LastRun, Outcome, RunProcess, RunRecord, UnknownOutcome, ended_after_presumed_lost};
