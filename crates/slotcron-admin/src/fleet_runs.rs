@@ -1,33 +1,15 @@
-//! A job's history across the fleet. With a ledger per daemon (a SQLite state each), a
-//! member keeps only the records of the runs it made, so the member asked merges its own
-//! page with the pages of the other live members, asked through the admin addresses they
-//! publish, and names the members that did not answer. Members that publish the same
-//! [`SHARED_LEDGER`] as this one (one PostgreSQL state) are not asked: their records are
-//! already in this member's ledger.
+//! A job's history across the fleet: this member's page of records merged with the pages
+//! of the other members that keep their own ([`crate::peers`]).
 
-use std::collections::{BTreeMap, HashSet};
-use std::time::Duration;
+use std::collections::HashSet;
 
 use jiff::Timestamp;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::{Deserialize, Serialize};
-use slotcron::MemberDetails;
-use tokio::task::JoinSet;
-use utoipa::ToSchema;
+use serde::Deserialize;
 
 use crate::AdminState;
-use crate::client::{AdminUrl, Call, send};
+use crate::peers::{Unanswered, ask_others};
 use crate::run_view::RunView;
-
-/// How long another member may take to answer for its records, in seconds: past it, the
-/// page is answered without them and names the member.
-pub const PEER_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The member detail ([`MemberDetails::about`]) that names the ledger a member records in,
-/// when other members may record in the same one (e.g. a PostgreSQL state, as its URL
-/// without the password): a member publishing the same value as this one is not asked for
-/// its records. The admin address is the detail `admin` (`HOST:PORT` or `unix:PATH`).
-pub const SHARED_LEDGER: &str = "ledger";
 
 /// One member's page of a job's records: newest trigger first, whole triggers.
 #[derive(Debug, Deserialize)]
@@ -35,18 +17,6 @@ pub(crate) struct MemberPage {
     pub runs: Vec<RunView>,
     /// The `before` of the member's next page; `None` on its last.
     pub next_before: Option<Timestamp>,
-}
-
-/// A member whose records are not in the page, and why.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub(crate) struct Unanswered {
-    instance: String,
-    /// The admin address it published; `null` when it published none.
-    #[schema(required = true)]
-    admin: Option<String>,
-    /// Why its records are missing (no admin address, no connection, no answer within 3 s,
-    /// an error answer).
-    reason: String,
 }
 
 /// The fleet's page of a job's records, and whose records it holds.
@@ -71,61 +41,19 @@ pub(crate) struct PageRequest<'a> {
 /// `own` (this member's page) merged with the pages of the other live members that keep
 /// their own ledger, as [`merge`] does.
 pub(crate) async fn fleet_page(state: &AdminState, request: &PageRequest<'_>, own: MemberPage) -> FleetPage {
-    let instance = state.scheduler.instance().to_owned();
-    let mut fleet = FleetPage {
-        page: own,
-        merged: vec![instance.clone()],
-        unanswered: Vec::new(),
-        membership_error: None,
-    };
-    let members = match state.scheduler.member_details().await {
-        Ok(members) => members.unwrap_or_default(),
-        Err(e) => {
-            fleet.membership_error = Some(format!("the fleet's membership cannot be read: {e}"));
-            return fleet;
-        }
-    };
-    let mut asking = JoinSet::new();
-    for (member, details) in others(&members, &instance) {
-        let admin = details.about.get("admin").cloned();
-        let Some(address) = admin.clone() else {
-            let reason = "it publishes no admin address (started without an admin server)".to_owned();
-            fleet.unanswered.push(Unanswered { instance: member.to_owned(), admin, reason });
-            continue;
-        };
-        let (member, path, authorization) =
-            (member.to_owned(), request.path(), request.authorization.clone());
-        asking.spawn(async move { (member, admin, ask(&address, &path, authorization).await) });
+    let asked = ask_others::<MemberPage>(state, &request.path(), request.authorization.as_deref()).await;
+    let mut merged = vec![state.scheduler.instance().to_owned()];
+    let mut pages = vec![own];
+    for (member, page) in asked.answered {
+        merged.push(member);
+        pages.extend(page);
     }
-    let mut pages =
-        vec![std::mem::replace(&mut fleet.page, MemberPage { runs: Vec::new(), next_before: None })];
-    while let Some(Ok((member, admin, answer))) = asking.join_next().await {
-        match answer {
-            Ok(page) => {
-                pages.extend(page);
-                fleet.merged.push(member);
-            }
-            Err(reason) => fleet.unanswered.push(Unanswered { instance: member, admin, reason }),
-        }
+    FleetPage {
+        page: merge(pages, request.limit),
+        merged,
+        unanswered: asked.unanswered,
+        membership_error: asked.membership_error,
     }
-    fleet.merged[1..].sort();
-    fleet.unanswered.sort_by(|a, b| a.instance.cmp(&b.instance));
-    fleet.page = merge(pages, request.limit);
-    fleet
-}
-
-/// The live members other than `instance` that do not share its ledger.
-fn others<'a>(
-    members: &'a BTreeMap<String, MemberDetails>,
-    instance: &'a str,
-) -> impl Iterator<Item = (&'a str, &'a MemberDetails)> {
-    let ours = members.get(instance).and_then(|details| details.about.get(SHARED_LEDGER));
-    members
-        .iter()
-        .filter(move |(member, details)| {
-            *member != instance && (ours.is_none() || details.about.get(SHARED_LEDGER) != ours)
-        })
-        .map(|(member, details)| (member.as_str(), details))
 }
 
 impl PageRequest<'_> {
@@ -138,21 +66,6 @@ impl PageRequest<'_> {
         }
         path
     }
-}
-
-/// One member's page, within [`PEER_TIMEOUT`]; `None` when it does not know the job (it
-/// has no records of it).
-async fn ask(address: &str, path: &str, authorization: Option<String>) -> Result<Option<MemberPage>, String> {
-    let mut call = Call::get(path);
-    call.headers.extend(authorization.map(|value| ("authorization", value)));
-    let answer = tokio::time::timeout(PEER_TIMEOUT, send(&AdminUrl::published(address), call))
-        .await
-        .unwrap_or_else(|_| Err(format!("no answer within {}s", PEER_TIMEOUT.as_secs())))?;
-    if answer.status == axum::http::StatusCode::NOT_FOUND {
-        return Ok(None);
-    }
-    let json = answer.json()?;
-    serde_json::from_value(json).map(Some).map_err(|e| format!("not a page of runs: {e}"))
 }
 
 /// Several members' pages as one, newest trigger first, without a record twice (the same
@@ -241,25 +154,5 @@ mod tests {
             request.path(),
             "/api/v1/jobs/a%2Fb%20c/runs?scope=member&limit=20&before=2026%2D12%2D06T10%3A00%3A00Z"
         );
-    }
-
-    #[test]
-    fn members_sharing_this_ones_ledger_are_not_asked() {
-        let details = |ledger: Option<&str>| {
-            let mut details = MemberDetails::default();
-            details.about.extend(ledger.map(|l| (SHARED_LEDGER.to_owned(), l.to_owned())));
-            details
-        };
-        let members: BTreeMap<String, MemberDetails> = [
-            ("a".to_owned(), details(Some("postgres://db/x"))),
-            ("b".to_owned(), details(Some("postgres://db/x"))),
-            ("c".to_owned(), details(Some("postgres://db/y"))),
-            ("d".to_owned(), details(None)),
-        ]
-        .into();
-        let asked: Vec<&str> = others(&members, "a").map(|(m, _)| m).collect();
-        assert_eq!(asked, ["c", "d"]);
-        let asked: Vec<&str> = others(&members, "d").map(|(m, _)| m).collect();
-        assert_eq!(asked, ["a", "b", "c"], "without a shared ledger, every other member");
     }
 }
