@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use slotcron::{AttemptEnd, AttemptOutput, OutputChunk, RunOutput};
 use utoipa::ToSchema;
 
+use crate::peers::Unanswered;
+
 /// `{"job", "trigger", "outputs"}`: what a run wrote.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunOutputs {
@@ -16,6 +18,10 @@ pub struct RunOutputs {
     pub trigger: Timestamp,
     /// One per instance that ran the trigger, by instance.
     pub outputs: Vec<OutputView>,
+    /// The live members that keep their own output and did not answer, each with why:
+    /// their runs' output may be missing (`?scope=fleet`, the default).
+    #[serde(default)]
+    pub unanswered: Vec<Unanswered>,
 }
 
 /// What one instance's run wrote.
@@ -117,6 +123,6 @@ impl From<&RunOutput> for OutputView {
 impl RunOutputs {
     /// The answer for `job` at `trigger`, from the outputs kept.
     pub fn new(job: String, trigger: Timestamp, outputs: &[RunOutput]) -> Self {
-        Self { job, trigger, outputs: outputs.iter().map(OutputView::from).collect() }
+        Self { job, trigger, outputs: outputs.iter().map(OutputView::from).collect(), unanswered: Vec::new() }
     }
 }

@@ -4,14 +4,16 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, header};
 use jiff::{SignedDuration, Timestamp};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 use slotcron::{LedgerQuery, RunRecord};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ErrorBody;
-use crate::fleet_runs::{self, FleetPage, MemberPage, PageRequest, Unanswered};
+use crate::fleet_runs::{self, FleetPage, MemberPage, PageRequest};
 use crate::jobs::{JobPath, unknown_job};
 use crate::output_view::RunOutputs;
+use crate::peers::{Scope, Unanswered, ask_others};
 use crate::run_view::RunView;
 use crate::{AdminState, ApiError, query};
 
@@ -38,13 +40,6 @@ pub(crate) struct Page {
     scope: Option<String>,
 }
 
-/// Whose records a page holds.
-#[derive(Debug, Clone, Copy)]
-enum Scope {
-    Fleet,
-    Member,
-}
-
 /// The query parameter `what`'s `text` as an instant; the message names the parameter,
 /// the value and the form expected (the parser's own words say less).
 fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
@@ -60,11 +55,6 @@ impl Page {
         let limit = query::limit(self.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
         let until = self.before.as_deref().map(|text| instant("before", text)).transpose()?;
         Ok(LedgerQuery { job: Some(job.to_owned()), until, limit, ..LedgerQuery::default() })
-    }
-
-    fn scope(&self) -> Result<Scope, ApiError> {
-        let Some(text) = self.scope.as_deref() else { return Ok(Scope::Fleet) };
-        query::choice("scope", text, &[("fleet", Scope::Fleet), ("member", Scope::Member)])
     }
 }
 
@@ -97,7 +87,7 @@ pub(crate) async fn list(
     if state.scheduler.job(&name, 0).is_none() {
         return Err(unknown_job(&name));
     }
-    let (query, scope) = (page.query(&name)?, page.scope()?);
+    let (query, scope) = (page.query(&name)?, Scope::parse(page.scope.as_deref())?);
     let own = member_page(&state, &query).await?;
     let instance = state.scheduler.instance().to_owned();
     let fleet = match scope {
@@ -184,6 +174,17 @@ pub(crate) struct RunPath {
     trigger: String,
 }
 
+/// `?scope=fleet|member`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct OutputScope {
+    /// `fleet` (the default): the output this member keeps and that of the other live
+    /// members that keep their own, asked through their admin addresses; `member`: this
+    /// member's only.
+    #[param(value_type = Option<String>, example = "fleet")]
+    scope: Option<String>,
+}
+
 /// `{"job", "trigger", "outputs": [{"instance", "output", "truncated", "attempts"}]}`: per
 /// instance, each attempt kept (number, start, duration, how it ended, what it wrote to
 /// each stream in order), and the last one's text as `output`; or 404.
@@ -192,7 +193,7 @@ pub(crate) struct RunPath {
     path = "/jobs/{name}/runs/{trigger}/output",
     operation_id = "get_run_output",
     tag = "runs",
-    params(RunPath),
+    params(RunPath, OutputScope),
     responses(
         (status = 200, description = "What the run wrote, per instance and attempt", body = RunOutputs),
         (status = 400, description = "The trigger is not an RFC 3339 instant", body = ErrorBody),
@@ -203,17 +204,45 @@ pub(crate) struct RunPath {
 pub(crate) async fn output(
     State(state): State<AdminState>,
     Path(RunPath { name, trigger }): Path<RunPath>,
+    Query(OutputScope { scope }): Query<OutputScope>,
+    headers: HeaderMap,
 ) -> Result<Json<RunOutputs>, ApiError> {
-    let trigger = instant("trigger", &trigger)?;
-    let Some(outputs) = &state.outputs else {
-        return Err(ApiError::not_found("this scheduler keeps no run output"));
+    let (trigger, scope) = (instant("trigger", &trigger)?, Scope::parse(scope.as_deref())?);
+    let found = match &state.outputs {
+        Some(outputs) => outputs
+            .output(&name, trigger)
+            .await
+            .map_err(|e| ApiError::unavailable(format!("cannot read the run output: {e}")))?,
+        None => Vec::new(),
     };
-    let found = outputs
-        .output(&name, trigger)
-        .await
-        .map_err(|e| ApiError::unavailable(format!("cannot read the run output: {e}")))?;
-    if found.is_empty() {
-        return Err(ApiError::not_found(format!("no output kept for job {name:?} at {trigger}")));
+    let mut answer = RunOutputs::new(name, trigger, &found);
+    if scope == Scope::Fleet {
+        let path = format!(
+            "/api/v1/jobs/{}/runs/{}/output?scope=member",
+            utf8_percent_encode(&answer.job, NON_ALPHANUMERIC),
+            utf8_percent_encode(&trigger.to_string(), NON_ALPHANUMERIC)
+        );
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let asked = ask_others::<RunOutputs>(&state, &path, authorization).await;
+        let theirs = asked.answered.into_iter().filter_map(|(_, outputs)| outputs).flat_map(|o| o.outputs);
+        for output in theirs {
+            if !answer.outputs.iter().any(|o| o.instance == output.instance) {
+                answer.outputs.push(output);
+            }
+        }
+        answer.outputs.sort_by(|a, b| a.instance.cmp(&b.instance));
+        answer.unanswered = asked.unanswered;
     }
-    Ok(Json(RunOutputs::new(name, trigger, &found)))
+    if answer.outputs.is_empty() {
+        let missing = answer.unanswered.iter().map(|m| m.instance.as_str()).collect::<Vec<_>>();
+        let note = match missing.is_empty() {
+            true => String::new(),
+            false => format!(" (members that did not answer: {})", missing.join(", ")),
+        };
+        return Err(ApiError::not_found(format!(
+            "no output kept for job {:?} at {trigger}{note}",
+            answer.job
+        )));
+    }
+    Ok(Json(answer))
 }

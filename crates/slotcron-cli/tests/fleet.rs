@@ -355,7 +355,8 @@ fn runs_of(page: &serde_json::Value) -> BTreeSet<(String, String, String)> {
 fn the_history_of_a_job_merges_the_runs_every_member_keeps_and_names_a_member_that_did_not_answer() {
     let dir = scratch("fleet-history");
     let redis = RedisServer::start(&dir);
-    write(&dir, "jobs.toml", JOBS);
+    // The runs also write output, which only the daemon that ran them keeps.
+    write(&dir, "jobs.toml", &JOBS.replace(">> runs.txt'", ">> runs.txt; echo said by $SLOTCRON_INSTANCE'"));
     // A membership that outlives the test: the killed member stays in it.
     let ttl: &[&str] = &["--membership-ttl", "10m"];
     let (mut daemons, addrs) = three_daemons(&dir, &redis.url(), [ttl, ttl, ttl]);
@@ -400,6 +401,16 @@ fn the_history_of_a_job_merges_the_runs_every_member_keeps_and_names_a_member_th
         .collect();
     assert_eq!(printed, union, "the CLI prints the fleet's runs");
 
+    // The output of ran_by's run, asked of another daemon: ran_by's, through its API.
+    let output = format!("/api/v1/jobs/tick/runs/{}/output", newest.0.trim_matches('"'));
+    let answer = support::http::get(&addrs[other], &output, &[]);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let outputs = answer.json()["outputs"].clone();
+    assert_eq!(outputs[0]["instance"], ran_by.as_str(), "{outputs}");
+    assert_eq!(outputs[0]["output"], format!("said by {ran_by}\n"), "{outputs}");
+    let own = support::http::get(&addrs[other], &format!("{output}?scope=member"), &[]);
+    assert_eq!(own.status, 404, "the other daemon keeps none of it: {}", own.body);
+
     daemons[owner].signal(Signal::SIGKILL);
     daemons[owner].wait_exit();
     let fleet = runs_page(&addrs[other], "tick", &query);
@@ -407,6 +418,9 @@ fn the_history_of_a_job_merges_the_runs_every_member_keeps_and_names_a_member_th
     assert_eq!(unanswered.len(), 1, "{fleet}");
     assert_eq!(unanswered[0]["instance"], ran_by.as_str());
     assert!(unanswered[0]["reason"].as_str().unwrap().contains("cannot connect"), "{fleet}");
+    let gone = support::http::get(&addrs[other], &output, &[]);
+    assert_eq!(gone.status, 404, "{}", gone.body);
+    assert!(gone.error().contains(&format!("members that did not answer: {ran_by}")), "{}", gone.body);
     let out = support::run_in(&dir, &["history", "tick", "--admin-url", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
     assert!(
