@@ -36,11 +36,13 @@ fn labelled(
 
 /// Steps the fleet past the members' first reads of each other's labels (a read at join
 /// may come before another member published its details; the next comes a membership TTL
-/// later), then three seconds more; returns the fleet's time between the two.
+/// later), then three seconds and two takeover delays more; returns the fleet's time
+/// between the two.
 async fn warmed_up_then_three_seconds(fleet: &mut Fleet) -> Timestamp {
     fleet.advance(Duration::from_secs(2), Delivery::Together).await;
     let from = fleet.now();
-    fleet.advance(Duration::from_secs(3) + TAKEOVER_DELAY, Delivery::Together).await;
+    // Two takeover delays: a trigger no member runs is recorded then.
+    fleet.advance(Duration::from_secs(3) + 2 * TAKEOVER_DELAY, Delivery::Together).await;
     fleet.stop_all().await;
     from
 }
@@ -102,7 +104,8 @@ pub async fn placed_jobs_run_only_on_members_carrying_their_labels(factory: &imp
 }
 
 /// No member carries `gpu`: each trigger of the job placed on it is claimed once across
-/// the fleet, by the job's rendezvous owner among all the members, and recorded
+/// the fleet, two takeover delays after its instant, by the job's rendezvous owner among
+/// all the members, and recorded
 /// `skipped-no-member` with the labels it needs; no other replica records it, and it
 /// never runs. The other jobs run once per trigger.
 pub async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member(factory: &impl CoordinatorFactory) {

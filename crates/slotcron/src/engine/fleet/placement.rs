@@ -12,12 +12,14 @@
 //! - A trigger that no member runs is claimed by the job's rendezvous owner among the live
 //!   members that lack its labels (the recorder) and recorded
 //!   [`SkippedNoMember`](Outcome::SkippedNoMember) with the labels it needs; its claim,
-//!   settled without a run, keeps any member from running it later ([`leave`]). With no
-//!   live carrier, a takeover delay after its instant (a member that joined meanwhile
-//!   claims it first); with carriers in the membership that did not claim it (the only
-//!   one died, its entry not lapsed yet), after one more takeover delay and a read that
-//!   finds it still unclaimed. The other replicas record nothing for it, as a non-owner
-//!   records nothing for a trigger it finds claimed.
+//!   settled without a run, keeps any member from running it later ([`leave`]): two
+//!   takeover delays after its instant (after the carriers' own takeover, and the claim
+//!   of a carrier that has just joined), when a read finds it still unclaimed — no live
+//!   member carries the labels, or those in the membership did not claim it (the only
+//!   one died, its entry not lapsed yet). The other replicas record nothing for it, as a
+//!   non-owner records nothing for a trigger it finds claimed. The claims a gone carrier
+//!   won and never started are taken over and recorded the same way when no live member
+//!   carries the labels ([`records_for_none`]).
 //!
 //! An `on_every_replica` job runs on every member that carries its labels; the others
 //! record nothing. Without a view of the membership with every member's labels read
@@ -37,7 +39,7 @@ use crate::engine::claim::{claim, key_of, settle_start, within_claim_timeout};
 use crate::engine::shared::Shared;
 use crate::engine::table::{Action, Due};
 use crate::job::Job;
-use crate::ledger::Outcome;
+use crate::ledger::{Cause, Outcome};
 use crate::placement::Labels;
 
 /// The labels of the other members as last read from their details, by instance id.
@@ -163,10 +165,10 @@ pub(crate) fn keep(fleet: &FleetRun, due: Due) -> Option<Due> {
     }
     let mut left = recording(fleet, &due.job)?;
     let shared = fleet.shared();
-    // With carriers in the membership, one more takeover delay for their own takeover.
-    left.look =
-        (!left.carriers.is_empty()).then(|| later(shared.clock.now(), shared.settings.takeover_delay));
-    fleet.state.recorder_looks.set(&due.job.name, due.trigger, left.look);
+    // One more takeover delay, for the carriers' own takeover, and for a carrier this
+    // replica's view does not show yet (one that has just joined) to claim it first.
+    left.look = later(shared.clock.now(), shared.settings.takeover_delay);
+    fleet.state.recorder_looks.set(&due.job.name, due.trigger, Some(left.look));
     fleet.tracker.spawn(leave(fleet.clone(), due, left));
     None
 }
@@ -176,11 +178,11 @@ struct Left {
     /// The live members that carry the job's labels (none: no live member can run it).
     carriers: Vec<Arc<str>>,
     members: Arc<[Arc<str>]>,
-    /// When to read whether a carrier claimed it; `None`: no carrier, claim at once.
-    look: Option<Timestamp>,
+    /// When to read whether a carrier claimed it.
+    look: Timestamp,
 }
 
-/// The carriers of `job` and the members (no look yet), if this replica records its
+/// The carriers of `job` and the members (the look: now), if this replica records its
 /// triggers that no member runs: the job's rendezvous owner among the live members that lack its labels,
 /// on a view with every member's labels read (a claim made on a partial view could take
 /// the trigger from its carrier).
@@ -195,24 +197,22 @@ fn recording(fleet: &FleetRun, job: &Job) -> Option<Left> {
     let (carriers, others): (Vec<Arc<str>>, Vec<Arc<str>>) =
         members.iter().cloned().partition(|m| carries(shared, &labels, job, m));
     let recorder = rendezvous::owner(&job.name, &others)?;
-    (recorder == &*shared.instance).then_some(Left { carriers, members, look: None })
+    (recorder == &*shared.instance).then_some(Left { carriers, members, look: shared.clock.now() })
 }
 
-/// Records a trigger no member ran ([`keep`] found this replica its recorder): claims it
-/// and records it `skipped-no-member` (or the claim's own skip), at once without a live
-/// carrier; with carriers, at the look, and only if a read then finds it unclaimed (else
-/// a carrier has it, and this replica records nothing, as a non-owner does).
+/// Records a trigger no member ran ([`keep`] found this replica its recorder): at the
+/// look, if a read then finds it unclaimed (else a carrier has it, and this replica
+/// records nothing, as a non-owner does), claims it and records it `skipped-no-member`
+/// (or the claim's own skip).
 async fn leave(fleet: FleetRun, due: Due, left: Left) {
     let shared = fleet.shared();
     let Some(coordinator) = &shared.coordinator else { return };
     let Due { job, trigger, next, cause, .. } = due;
     let key = key_of(&job, trigger);
-    if let Some(look) = left.look {
-        let unclaimed = unclaimed_at(&fleet, &job, &key, look).await;
-        fleet.state.recorder_looks.set(&job.name, trigger, None);
-        if !unclaimed {
-            return;
-        }
+    let unclaimed = unclaimed_at(&fleet, &job, &key, left.look).await;
+    fleet.state.recorder_looks.set(&job.name, trigger, None);
+    if !unclaimed {
+        return;
     }
     let record = match claim(shared, coordinator.as_ref(), &job, trigger, next, cause, &key).await {
         Ok(_) => {
@@ -223,6 +223,33 @@ async fn leave(fleet: FleetRun, due: Due, left: Left) {
         Err(record) => *record,
     };
     shared.finish(&job, record).await;
+}
+
+/// Whether this replica records, without running them, the unstarted claims of `job`
+/// that a gone member left ([`super::orphans`]): it is the job's recorder and no live
+/// member carries the job's labels, so no member can take them over to run them.
+pub(crate) fn records_for_none(fleet: &FleetRun, job: &Job) -> bool {
+    recording(fleet, job).is_some_and(|left| left.carriers.is_empty())
+}
+
+/// Records `job`'s `trigger` `skipped-no-member` after this replica took over its claim
+/// from `whom` ([`records_for_none`]): the claim settled, nothing run.
+pub(crate) async fn record_taken_over(
+    fleet: &FleetRun,
+    job: &Arc<Job>,
+    trigger: Timestamp,
+    key: &str,
+    whom: &str,
+) {
+    let shared = fleet.shared();
+    settle_start(shared, Some(key), job).await;
+    let reason = format!(
+        "taken over from {whom}, which had claimed it and not started it; no live member carries the labels \
+         the job is placed on ({})",
+        job.placement
+    );
+    let record = shared.skipped(job, trigger, Cause::TakenOver, Outcome::SkippedNoMember, Some(reason));
+    shared.finish(job, record).await;
 }
 
 /// Whether the trigger of `job` keyed `key` is still unclaimed at `look`: one read, no
