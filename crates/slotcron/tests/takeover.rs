@@ -94,3 +94,42 @@ async fn a_live_member_runs_the_unstarted_claims_of_one_that_left_the_membership
     assert_eq!((record.outcome, record.cause), (Outcome::Succeeded, Cause::TakenOver), "{record:?}");
     assert!(record.error.as_deref().unwrap_or_default().contains("dead, which left"), "{record:?}");
 }
+
+/// The only member carrying the labels a job is placed on won a claim and left before
+/// starting it: no live member can run it, so the job's recorder takes the claim over and
+/// records it `skipped-no-member` (cause `taken-over`), rather than leaving it to no one.
+#[tokio::test(start_paused = true)]
+async fn the_unstarted_claim_of_a_placed_jobs_only_carrier_that_left_is_recorded_skipped_no_member() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    coordinator.heartbeat("gpu-box", Duration::from_secs(3600)).await.unwrap();
+    let details = slotcron::MemberDetails { labels: vec!["gpu".to_owned()], ..Default::default() };
+    coordinator.publish_details("gpu-box", &details).await.unwrap();
+    claimed_by(&coordinator, "gpu-box", "2024-05-17T00:01:00Z").await;
+
+    let runs = Arc::new(AtomicU32::new(0));
+    let counter = runs.clone();
+    let job = Job::builder("report")
+        .every(Duration::from_secs(60))
+        .on(["gpu"])
+        .handler(move |_: JobContext| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<(), std::io::Error>(()) }
+        })
+        .build()
+        .unwrap();
+    let ttl = Duration::from_secs(9);
+    let mut h =
+        Harness::with("2024-05-17T00:01:01Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
+    h.add(job);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:12Z")).await;
+    assert!(h.records("report").is_empty(), "not while its holder is a member");
+    coordinator.leave("gpu-box").await.unwrap();
+    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+    h.stop().await;
+    let record = h.records("report").into_iter().find(|r| r.trigger == ts("2024-05-17T00:01:00Z")).unwrap();
+    assert_eq!((record.outcome, record.cause), (Outcome::SkippedNoMember, Cause::TakenOver), "{record:?}");
+    let reason = record.error.as_deref().unwrap_or_default();
+    assert!(reason.contains("gpu-box") && reason.contains("no live member carries the labels"), "{reason}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+}

@@ -27,6 +27,9 @@ struct Orphan {
     key: String,
     cause: Cause,
     trigger: Timestamp,
+    /// Placed on labels no live member carries: taken over to be recorded
+    /// `skipped-no-member`, not run ([`placement::records_for_none`]).
+    record_only: bool,
 }
 
 /// Takes over the claims this instance's previous incarnation won and never started: at
@@ -86,14 +89,15 @@ fn orphan(fleet: &FleetRun, unstarted: Unstarted) -> Option<Orphan> {
         tracing::debug!(job = %unstarted.job, "an unstarted claim of a job this replica does not have: left to others");
         return None;
     };
-    if !placement::runs_here(fleet.shared(), &job) {
+    let record_only = !placement::runs_here(fleet.shared(), &job);
+    if record_only && !placement::records_for_none(fleet, &job) {
         tracing::debug!(job = %job.name, "an unstarted claim of a job placed on labels this replica lacks: left to others");
         return None;
     }
     let (cause, trigger) = parse_key(&job.name, &unstarted.key)?;
     let cause = if cause == Cause::Scheduled { Cause::TakenOver } else { cause };
     let trigger = trigger.unwrap_or_else(|| fleet.shared().clock.now());
-    Some(Orphan { job, key: unstarted.key, cause, trigger })
+    Some(Orphan { job, key: unstarted.key, cause, trigger, record_only })
 }
 
 /// Whether this replica owns `job` among the live members (every job, without a view).
@@ -116,6 +120,9 @@ async fn take(fleet: &FleetRun, coordinator: &dyn Coordinator, from: &str, whom:
     let mut taken = 0;
     for (orphan, answer) in orphans.into_iter().zip(answers) {
         match answer {
+            Ok(ClaimOutcome::Won { .. }) if orphan.record_only => {
+                placement::record_taken_over(fleet, &orphan.job, orphan.trigger, &orphan.key, whom).await;
+            }
             Ok(ClaimOutcome::Won { fencing_token }) => {
                 taken += 1;
                 let note = format!("taken over from {whom}, which had claimed it and not started it");
@@ -138,7 +145,7 @@ async fn run_orphan(fleet: FleetRun, orphan: Orphan, fencing_token: u64, note: S
         () = fleet.scope.stopping.cancelled() => {}
         () = shared.clock.sleep_until(orphan.trigger) => {}
     }
-    let Orphan { job, key, cause, trigger } = orphan;
+    let Orphan { job, key, cause, trigger, .. } = orphan;
     let due = Due { job, trigger, next: None, action: Action::Run, cause };
     run::execute_taken_over(fleet.scope.clone(), due, fencing_token, key.into_boxed_str(), note).await;
 }
