@@ -235,7 +235,8 @@ pub enum JobsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Print the changes made to the state's jobs through the admin API, newest first.
+    /// Print the changes made to the state's jobs (through the admin API, `jobs put` and
+    /// `jobs rm`), newest first.
     ///
     /// Each change: when, the job, created/changed/deleted, the token kind and the note,
     /// then the definition before (`-`) and after (`+`) as the state keeps them.
