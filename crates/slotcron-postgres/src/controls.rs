@@ -1,7 +1,9 @@
-//! The fleet's pauses and idempotency keys in PostgreSQL ([`Controls`]): the tables
-//! `job_pause` (one row per paused job, read by the claim statement) and
+//! The fleet's pauses, idempotency keys and cancel requests in PostgreSQL ([`Controls`]):
+//! the tables `job_pause` (one row per paused job, read by the claim statement) and
 //! `manual_request` (one row per remembered idempotency key, with its expiry on the
-//! server's clock). Shared by [`PostgresCoordinator`](crate::PostgresCoordinator) and
+//! server's clock; and one per request to cancel a run, whose `request_key` is
+//! `cancel:{trigger ms}:{reason}` — an idempotency key holds no `:` — and `trigger_at` the
+//! run's trigger, so that they need no table of their own). Shared by [`PostgresCoordinator`](crate::PostgresCoordinator) and
 //! [`PostgresStore`](crate::PostgresStore): the same rows, whichever a scheduler uses.
 
 use std::collections::HashMap;
@@ -9,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, Controls, ControlsError};
+use slotcron::{BoxError, CancelRequest, Controls, ControlsError};
 
 use crate::PostgresDatabase;
 use crate::codec;
@@ -24,7 +26,12 @@ pub(crate) struct PostgresControls {
     paused_jobs: String,
     remember: String,
     remembered: String,
+    request_cancel: String,
+    cancel_requests: String,
 }
+
+/// The start of a cancel request's `request_key`.
+const CANCEL_KEY: &str = "cancel:";
 
 impl PostgresControls {
     pub(crate) fn new(database: PostgresDatabase) -> Self {
@@ -55,6 +62,21 @@ impl PostgresControls {
             ),
             remembered: database
                 .sql("SELECT trigger_at FROM {schema}.manual_request WHERE job = $1 AND request_key = $2"),
+            // Expired cancel requests, and those for the same run with another reason, go in
+            // the same statement (never the row inserted: a row deleted and inserted in one
+            // statement would conflict with itself).
+            request_cancel: database.sql(
+                "WITH gone AS (DELETE FROM {schema}.manual_request
+                               WHERE request_key LIKE 'cancel:%' AND request_key <> $2
+                                 AND (expires_at <= now() OR (job = $1 AND trigger_at = $3)))
+                 INSERT INTO {schema}.manual_request (job, request_key, trigger_at, expires_at)
+                 VALUES ($1, $2, $3, now() + $4::bigint * interval '1 microsecond')
+                 ON CONFLICT (job, request_key) DO UPDATE SET expires_at = EXCLUDED.expires_at",
+            ),
+            cancel_requests: database.sql(
+                "SELECT job, trigger_at, request_key FROM {schema}.manual_request
+                 WHERE request_key LIKE 'cancel:%' AND expires_at > now()",
+            ),
             database,
         }
     }
@@ -120,6 +142,35 @@ impl Controls for PostgresControls {
                         .into())
                 }
             }
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn request_cancel(&self, request: &CancelRequest, ttl: Duration) -> Result<(), ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let ttl_us = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+            let key = format!("{CANCEL_KEY}{}:{}", request.trigger.as_millisecond(), request.reason);
+            let trigger = codec::timestamptz(request.trigger)?;
+            self.database.query(&self.request_cancel, &[&request.job, &key, &trigger, &ttl_us]).await?;
+            Ok(())
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn cancel_requests(&self) -> Result<Vec<CancelRequest>, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let rows = self.database.query(&self.cancel_requests, &[]).await?;
+            rows.iter()
+                .map(|row| {
+                    let key: String = row.try_get(2)?;
+                    let reason = key.strip_prefix(CANCEL_KEY).and_then(|rest| rest.split_once(':'));
+                    let reason = reason.map_or_else(|| key.clone(), |(_, reason)| reason.to_owned());
+                    let trigger = codec::instant(row.try_get(1)?)?;
+                    Ok(CancelRequest { job: row.try_get(0)?, trigger, reason })
+                })
+                .collect()
         }
         .await;
         answer.map_err(ControlsError::new)

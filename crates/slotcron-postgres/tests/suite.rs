@@ -93,6 +93,14 @@ async fn pauses_and_requests() {
 }
 
 #[tokio::test]
+async fn a_cancel_asked_of_one_replica_stops_the_run_another_holds() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_cancel_asked_of_one_replica_stops_the_run_another_holds(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn batch_claims() {
     isolated(async |schemas: &mut Schemas| testkit::batch_claims(&factory(schemas.adopter())).await).await;
 }

@@ -7,7 +7,9 @@
 //! first, then the set, and a resume removes them in the same order, so a claim never
 //! depends on the set). An idempotency key is `{prefix}request:{job}:{key}`, set if
 //! absent with its TTL. Setting if absent is one script call (`keep_first.lua`), one round
-//! trip.
+//! trip. Requests to cancel runs are one sorted set, `{prefix}index:cancels`, each member
+//! `{job}:{trigger ms}:{reason}` scored by its expiry on the server's clock; adding one and
+//! reading them are one script call each (`cancel.lua`).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -16,11 +18,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{AsyncCommands, Script};
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, Controls, ControlsError};
+use slotcron::{BoxError, CancelRequest, Controls, ControlsError};
 
 use crate::coordinator::RedisCoordinator;
 
 static KEEP_FIRST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("keep_first.lua")));
+static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("cancel.lua")));
 
 impl RedisCoordinator {
     /// Sets `key` to `ms` (with a TTL, if given) unless it is set: what it held.
@@ -30,6 +33,21 @@ impl RedisCoordinator {
         script.arg(ms).arg(ttl);
         Ok(self.connection.invoke::<Option<i64>>(&script).await?)
     }
+}
+
+/// A cancel request as `cancel.lua` keeps it: `{job}:{trigger ms}:{reason}` (job names
+/// hold no `:`).
+fn cancel_member(request: &CancelRequest) -> String {
+    format!("{}:{}:{}", request.job, request.trigger.as_millisecond(), request.reason)
+}
+
+fn cancel_request(member: &str) -> Result<CancelRequest, BoxError> {
+    let mut parts = member.splitn(3, ':');
+    let (Some(job), Some(ms), Some(reason)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("a stored cancel request {member:?} is not JOB:MS:REASON").into());
+    };
+    let ms = ms.parse().map_err(|e| format!("a stored cancel request {member:?}: {e}"))?;
+    Ok(CancelRequest { job: job.to_owned(), trigger: instant(ms)?, reason: reason.to_owned() })
 }
 
 fn instant(ms: i64) -> Result<Timestamp, BoxError> {
@@ -102,6 +120,24 @@ impl Controls for RedisCoordinator {
             let before =
                 self.keep_first(&self.keys.request(job, key), trigger.as_millisecond(), Some(ttl)).await?;
             before.map(instant).transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn request_cancel(&self, request: &CancelRequest, ttl: Duration) -> Result<(), ControlsError> {
+        let mut script = CANCEL.key(self.keys.cancels());
+        script.arg(cancel_member(request)).arg(ttl.as_millis().max(1).to_string());
+        let answer: Result<i64, _> = self.connection.invoke(&script).await;
+        answer.map(|_| ()).map_err(ControlsError::new)
+    }
+
+    async fn cancel_requests(&self) -> Result<Vec<CancelRequest>, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let mut script = CANCEL.key(self.keys.cancels());
+            script.arg("").arg("");
+            let members: Vec<String> = self.connection.invoke(&script).await?;
+            members.iter().map(|member| cancel_request(member)).collect()
         }
         .await;
         answer.map_err(ControlsError::new)

@@ -68,6 +68,13 @@ impl KeyLayout {
         self.per_job("index", "paused")
     }
 
+    /// The fleet's requests to cancel runs (a sorted set: member `{job}:{trigger ms}:{reason}`,
+    /// score its expiry in ms on the server's clock): `{prefix}index:cancels` on one
+    /// server, `{prefix}{cancels}:index` in a cluster, a key of a kind no job has.
+    pub fn cancels(&self) -> String {
+        self.per_job("index", "cancels")
+    }
+
     /// The idempotency key `key` of the job's manual runs (`key` holds no `:`, so this
     /// equals no trigger key): `{prefix}request:{job}:{key}`, `{prefix}{{job}}:request:{key}`.
     pub fn request(&self, job: &str, key: &str) -> String {

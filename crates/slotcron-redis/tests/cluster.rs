@@ -63,6 +63,7 @@ suite_on_a_cluster!(
     claims_hold_until_an_absolute_instant,
     the_high_water_mark_refuses_handled_triggers,
     pauses_and_requests,
+    a_cancel_asked_of_one_replica_stops_the_run_another_holds,
     membership_contract,
     member_details_and_the_join_check,
     an_owner_that_cannot_claim_is_taken_over,

@@ -95,6 +95,12 @@ async fn pauses_and_requests() {
 }
 
 #[tokio::test]
+async fn a_cancel_asked_of_one_replica_stops_the_run_another_holds() {
+    let server = RedisServer::tcp();
+    testkit::a_cancel_asked_of_one_replica_stops_the_run_another_holds(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn membership_contract() {
     let server = RedisServer::tcp();
     testkit::membership_contract(&factory(server.config())).await;

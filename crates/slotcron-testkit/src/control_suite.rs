@@ -1,12 +1,19 @@
-//! The pause and request contract of a coordinator ([`Coordinator::controls`](slotcron::Coordinator::controls),
+//! The pause, request and cancel contract of a coordinator ([`Coordinator::controls`](slotcron::Coordinator::controls),
 //! [`Coordinator::claim_request`](slotcron::Coordinator::claim_request)), shared by every backend's tests.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use jiff::Timestamp;
-use slotcron::{Cause, Claim, ClaimOutcome, Hold, RequestClaim, ScheduleKind, request_key, trigger_key};
+use jiff::{SignedDuration, Timestamp};
+use slotcron::{
+    CancelRequest, CancellationToken, Cause, Claim, ClaimOutcome, ControlError, Hold, Job, ManualClock,
+    MemoryLedger, Outcome, RequestClaim, ScheduleKind, Scheduler, request_key, trigger_key,
+};
 
 use crate::CoordinatorFactory;
+use crate::harness::until_cancelled;
+use crate::replica::wait_until;
 use crate::suite::namespace;
 
 fn ts(s: &str) -> Timestamp {
@@ -99,4 +106,90 @@ pub async fn pauses_and_requests(factory: &impl CoordinatorFactory) {
         .await;
     let firsts = answers.into_iter().filter(|a| a.as_ref().expect("remember").is_none()).count();
     assert_eq!(firsts, 1, "of concurrent calls with one key, one is first");
+}
+
+/// A cancel asked of one replica stops the run another holds, through the coordinator's
+/// controls: replica `a` and replica `b` share the coordinator's namespace and a ledger
+/// (as a PostgreSQL one is shared); a manual run of a job with three attempts held by `b`
+/// runs until its token fires. Asked of `a`, the cancel is relayed to `b` (an unknown
+/// trigger is [`ControlError::NoSuchRun`]); `b` stops the run at its next look and records
+/// it `cancelled`, once, with who asked, after one attempt (no retry); asked again, it is
+/// [`ControlError::RunEnded`]. The requests are kept per run: a second request for the
+/// same run replaces the first.
+pub async fn a_cancel_asked_of_one_replica_stops_the_run_another_holds(factory: &impl CoordinatorFactory) {
+    let ns = namespace("cancel");
+    let now = Timestamp::from_second(Timestamp::now().as_second()).expect("a valid instant");
+    let (clock, ledger, calls) = (ManualClock::new(now), Arc::new(MemoryLedger::new(1_000)), Arc::default());
+    let job = Job::builder("long").every(Duration::from_secs(3600)).attempts(3);
+    let job = job.handler(until_cancelled(&calls)).build().expect("a valid job");
+    let mut replicas = Vec::new();
+    for instance in ["a", "b"] {
+        let scheduler = Scheduler::builder()
+            .clock(clock.clone())
+            .coordinator(factory.coordinator(&ns).await)
+            .ledger(ledger.clone())
+            .instance(instance)
+            .check_clock_skew(false)
+            .build();
+        scheduler.add(job.clone()).expect("one job");
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (scheduler, cancel) = (scheduler.clone(), cancel.clone());
+            async move { scheduler.run(cancel).await }
+        });
+        replicas.push((scheduler, cancel, task));
+    }
+    let (a, b) = (&replicas[0].0, &replicas[1].0);
+    wait_until(WAIT, || b.is_running(), || "replica b did not start".into()).await;
+    let trigger = b.trigger_now("long", None).await.expect("a manual run").trigger;
+    let record = || ledger.records().into_iter().find(|r| r.job.as_ref() == "long" && r.trigger == trigger);
+    let running = || record().is_some_and(|r| r.outcome == Outcome::Running);
+    wait_until(WAIT, running, || "the manual run did not start on b".into()).await;
+
+    let unknown = a.cancel("long", trigger + Duration::from_secs(1), "the suite").await;
+    assert!(matches!(unknown, Err(ControlError::NoSuchRun { .. })), "{unknown:?}");
+    let asked = a.cancel("long", trigger, "the suite, through a").await.expect("relayed");
+    assert_eq!((asked.holder.as_str(), asked.relayed), ("b", true));
+    let requests = b_controls(factory, &ns).await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!((requests[0].job.as_str(), requests[0].trigger), ("long", trigger));
+    // b looks every second of its clock.
+    let ended = || record().is_some_and(|r| r.outcome != Outcome::Running);
+    let stepping = async {
+        while !ended() {
+            clock.advance(SignedDuration::from_secs(1));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, stepping).await.expect("b stops the run");
+    let record = record().expect("the run's record");
+    assert_eq!((record.outcome, &*record.instance, record.attempts), (Outcome::Cancelled, "b", 1));
+    let error = record.error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("cancelled: the suite, through a"), "{error}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried");
+    let records = ledger.records().into_iter().filter(|r| r.trigger == trigger).count();
+    assert_eq!(records, 1, "one record of the run");
+    let again = a.cancel("long", trigger, "the suite").await;
+    assert!(matches!(&again, Err(ControlError::RunEnded { outcome, .. }) if outcome == "cancelled"), "{again:?}");
+    for (_, cancel, task) in replicas {
+        cancel.cancel();
+        task.await.expect("the scheduler stops");
+    }
+}
+
+/// How long a wait of the cancel case may take: generous, it only fails a broken test.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The cancel requests a fresh coordinator of `ns` reads, after a second request for the
+/// first one's run (which replaces it).
+async fn b_controls(factory: &impl CoordinatorFactory, ns: &str) -> Vec<CancelRequest> {
+    let coordinator = factory.coordinator(ns).await;
+    let controls = coordinator.controls().expect("controls");
+    let mut requests = controls.cancel_requests().await.expect("cancel requests");
+    let first = requests.first().cloned().expect("a request");
+    let again = CancelRequest { reason: format!("{} (again)", first.reason), ..first };
+    controls.request_cancel(&again, Duration::from_secs(60)).await.expect("a second request");
+    requests = controls.cancel_requests().await.expect("cancel requests");
+    assert_eq!(requests, [again], "the second request replaced the first");
+    requests
 }

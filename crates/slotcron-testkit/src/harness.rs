@@ -24,6 +24,7 @@
 //! Every helper panics on failure, as a test would.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -57,6 +58,19 @@ pub fn gated(release: &Arc<tokio::sync::Notify>) -> impl Fn(JobContext) -> Gated
         Box::pin(async move {
             release.notified().await;
             Ok(())
+        })
+    }
+}
+
+/// A handler that runs until its cancellation token fires, then fails (as a command
+/// killed by SIGTERM does), counting its calls in `calls`: a run to cancel.
+pub fn until_cancelled(calls: &Arc<AtomicU32>) -> impl Fn(JobContext) -> GatedRun + use<> {
+    let calls = calls.clone();
+    move |ctx: JobContext| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            ctx.cancellation_token().cancelled().await;
+            Err(std::io::Error::other("stopped when asked"))
         })
     }
 }

@@ -88,7 +88,7 @@ pub use ahead_suite::{
 pub use batch_suite::{
     a_batch_of_which_another_replica_won_some, batch_claims, every_claim_rule_holds_within_a_batch,
 };
-pub use control_suite::pauses_and_requests;
+pub use control_suite::{a_cancel_asked_of_one_replica_stops_the_run_another_holds, pauses_and_requests};
 pub use fleet::{Delivery, Fleet};
 pub use lease_suite::{
     a_dead_owners_lease_expires_within_its_ttl, forbid_keeps_runs_apart_across_replicas, lease_contract,

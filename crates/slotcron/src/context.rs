@@ -43,6 +43,8 @@ pub struct JobContext {
     /// The run's own token: a child of the scheduler's shutdown token, fired also by the
     /// run's timeout and by its job's removal with cancellation.
     pub(crate) own_cancel: CancellationToken,
+    /// Fired when an operator cancels the run ([`Scheduler::cancel`](crate::Scheduler::cancel)).
+    pub(crate) operator_cancel: CancellationToken,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
     /// The run's record, `running` until the run ends.
     pub(crate) record: Arc<Mutex<RunRecord>>,
@@ -122,6 +124,14 @@ impl JobContext {
     /// Whether the run has been asked to stop.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation_token().is_cancelled()
+    }
+
+    /// Whether an operator cancelled the run
+    /// ([`Scheduler::cancel`](crate::Scheduler::cancel)): its token fires for that then,
+    /// and the run is recorded [`Cancelled`](crate::Outcome::Cancelled) unless it
+    /// succeeds first.
+    pub fn is_cancelled_by_operator(&self) -> bool {
+        self.operator_cancel.is_cancelled()
     }
 
     /// Why the trigger is run: on schedule, caught up after a misfire, at start-up...

@@ -192,8 +192,8 @@ mod store;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use control::{
-    ControlError, Controls, ControlsError, IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS,
-    MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
+    CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls, ControlsError, IDEMPOTENCY_KEY_TTL,
+    MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
 };
 pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,
@@ -203,9 +203,9 @@ pub use coordinator::{
     claim_batch_with_read_back, claim_with_read_back, job_owner,
 };
 pub use engine::{
-    DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind, RUNS_IN_FLIGHT,
-    Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder, TriggerDryRun,
-    Triggered,
+    CancelAsked, DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind,
+    RUNS_IN_FLIGHT, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder,
+    TriggerDryRun, Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};

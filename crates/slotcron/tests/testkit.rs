@@ -117,6 +117,11 @@ async fn pauses_and_requests() {
 }
 
 #[tokio::test]
+async fn a_cancel_asked_of_one_replica_stops_the_run_another_holds() {
+    testkit::a_cancel_asked_of_one_replica_stops_the_run_another_holds(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn membership_contract() {
     testkit::membership_contract(&Factory::default().build()).await;
 }

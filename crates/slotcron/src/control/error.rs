@@ -2,7 +2,7 @@ use jiff::{RoundMode, Timestamp, TimestampRound, Unit};
 
 use super::MAX_BACKFILL_COUNTED;
 
-/// Why a pause, resume, manual run or backfill was refused. Nothing changed unless the
+/// Why a pause, resume, manual run, backfill or cancel was refused. Nothing changed unless the
 /// variant says otherwise.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +78,26 @@ pub enum ControlError {
         placement: String,
         /// Those this replica lacks, comma-separated.
         unmet: String,
+    },
+    /// No run of the job at this trigger is running that this replica knows of: none
+    /// here, and none in its ledger (a replica with a ledger of its own sees only its own
+    /// runs: ask the one that runs it).
+    #[error("job {job:?} has no run at {trigger} going on that this replica knows of")]
+    NoSuchRun {
+        /// The job.
+        job: String,
+        /// The trigger asked for.
+        trigger: Timestamp,
+    },
+    /// The run of the job at this trigger has ended already: nothing to cancel.
+    #[error("the run of job {job:?} at {trigger} has ended already: {outcome}")]
+    RunEnded {
+        /// The job.
+        job: String,
+        /// The trigger asked for.
+        trigger: Timestamp,
+        /// How it ended, as its record says (`succeeded`, `cancelled`...).
+        outcome: String,
     },
     /// The coordinator or store that keeps the pauses failed; the change may or may not
     /// have been made.

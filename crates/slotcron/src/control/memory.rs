@@ -5,8 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use super::Controls;
-use super::ControlsError;
+use super::{CancelRequest, Controls, ControlsError};
 use crate::clock::Clock;
 use crate::clock::later;
 
@@ -23,6 +22,8 @@ struct Inner {
     paused: HashMap<String, Timestamp>,
     /// (job, key) → (trigger, expiry).
     requests: HashMap<(String, String), (Timestamp, Timestamp)>,
+    /// (job, trigger) → (reason, expiry).
+    cancels: HashMap<(String, Timestamp), (String, Timestamp)>,
 }
 
 impl std::fmt::Debug for MemoryControls {
@@ -87,5 +88,26 @@ impl Controls for MemoryControls {
                 Ok(None)
             }
         }
+    }
+
+    async fn request_cancel(&self, request: &CancelRequest, ttl: Duration) -> Result<(), ControlsError> {
+        let now = self.clock.now();
+        let mut inner = self.lock();
+        inner.cancels.retain(|_, (_, expires)| *expires > now);
+        let run = (request.job.clone(), request.trigger);
+        inner.cancels.insert(run, (request.reason.clone(), later(now, ttl)));
+        Ok(())
+    }
+
+    async fn cancel_requests(&self) -> Result<Vec<CancelRequest>, ControlsError> {
+        let now = self.clock.now();
+        let inner = self.lock();
+        let live = inner.cancels.iter().filter(|(_, (_, expires))| *expires > now);
+        let requests = live.map(|((job, trigger), (reason, _))| CancelRequest {
+            job: job.clone(),
+            trigger: *trigger,
+            reason: reason.clone(),
+        });
+        Ok(requests.collect())
     }
 }

@@ -1,6 +1,8 @@
-//! What operators steer a fleet by: which jobs are paused, and the idempotency keys of
-//! the manual runs they asked for ([`Scheduler::pause`](crate::Scheduler::pause),
-//! [`Scheduler::trigger_now`](crate::Scheduler::trigger_now)).
+//! What operators steer a fleet by: which jobs are paused, the idempotency keys of the
+//! manual runs they asked for, and the runs they asked to stop
+//! ([`Scheduler::pause`](crate::Scheduler::pause),
+//! [`Scheduler::trigger_now`](crate::Scheduler::trigger_now),
+//! [`Scheduler::cancel`](crate::Scheduler::cancel)).
 //!
 //! A [`Controls`] lives where the fleet agrees: in its coordinator
 //! ([`Coordinator::controls`](crate::Coordinator::controls)), or, in single-replica mode,
@@ -37,6 +39,23 @@ pub const MAX_BACKFILL_TRIGGERS: usize = 1_000;
 /// How many triggers of a refused backfill range are counted for its message, at most:
 /// 100,000 (counting a long range of a short interval would take too long).
 pub(crate) const MAX_BACKFILL_COUNTED: usize = 100 * MAX_BACKFILL_TRIGGERS;
+
+/// How long a request to cancel a run another replica holds is kept for its holder to
+/// find ([`Controls::request_cancel`]): 1 h. A holder cut off from the coordinator for
+/// longer never sees it.
+pub const CANCEL_REQUEST_TTL: Duration = Duration::from_secs(3600);
+
+/// A request to cancel the run of `job` at `trigger`, kept in the fleet's [`Controls`]
+/// for whichever replica holds the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelRequest {
+    /// The job's name.
+    pub job: String,
+    /// The run's trigger (UTC), as its records name it.
+    pub trigger: Timestamp,
+    /// Who asked and why, for the run's record.
+    pub reason: String,
+}
 
 /// The longest idempotency key, in bytes: 128.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 128;
@@ -80,6 +99,31 @@ pub trait Controls: Send + Sync + 'static {
         trigger: Timestamp,
         ttl: Duration,
     ) -> Result<Option<Timestamp>, ControlsError>;
+
+    /// Keeps `request` for `ttl` (measured on the backend's clock where it has one), for
+    /// the replica holding the run to find ([`Controls::cancel_requests`]); a request for
+    /// the same run replaces the one before. The default keeps none: an error, so that a
+    /// cancel asked of a replica that does not hold the run fails rather than is lost.
+    ///
+    /// # Errors
+    /// The backend failed, or keeps no cancel requests.
+    async fn request_cancel(&self, request: &CancelRequest, ttl: Duration) -> Result<(), ControlsError> {
+        let _ = ttl;
+        Err(ControlsError::new(format!(
+            "these controls keep no cancel requests (job {:?} at {})",
+            request.job, request.trigger
+        )))
+    }
+
+    /// Every cancel request kept and not expired, in any order: each replica with runs in
+    /// flight reads them about once a second and stops its own runs among them. The
+    /// default: none.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn cancel_requests(&self) -> Result<Vec<CancelRequest>, ControlsError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Checks an idempotency key: 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] bytes of ASCII letters,

@@ -8,6 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
+use super::cancel::InFlight;
 use super::claim::marks::StartMarks;
 use super::fleet::cut_off::CutOff;
 use super::outbox::Outbox;
@@ -385,6 +386,7 @@ impl SchedulerBuilder {
                 stopped: CancellationToken::new(),
                 requests: Mutex::default(),
                 local_paused: Mutex::default(),
+                in_flight: InFlight::default(),
             }),
         }
     }

@@ -31,6 +31,8 @@ struct Started {
     writer: JoinHandle<()>,
     /// The membership heartbeat: leaves the membership when the scheduler starts stopping.
     membership: Option<JoinHandle<()>>,
+    /// The look for the fleet's cancel requests: ends when the scheduler starts stopping.
+    cancels: Option<JoinHandle<()>>,
     /// Flushes the metrics [`METRICS_FLUSH_EVERY`](crate::METRICS_FLUSH_EVERY) after activity.
     flusher: JoinHandle<()>,
     _lifecycle: OwnedMutexGuard<()>,
@@ -141,6 +143,7 @@ impl Scheduler {
         }
         let membership =
             fleet.as_ref().map(|fleet| tokio::spawn(fleet::membership::heartbeat(fleet.clone())));
+        let cancels = fleet.as_ref().map(|fleet| tokio::spawn(fleet::cancels::watch(fleet.clone())));
         if membership.is_none() {
             // No membership: the gauge says so.
             shared.metrics.members(0);
@@ -151,7 +154,17 @@ impl Scheduler {
             "scheduler started"
         );
         shared.table().start(shared.clock.now());
-        Started { tracker, scope, fleet, stop_writer, writer, membership, flusher, _lifecycle: lifecycle }
+        Started {
+            tracker,
+            scope,
+            fleet,
+            stop_writer,
+            writer,
+            membership,
+            cancels,
+            flusher,
+            _lifecycle: lifecycle,
+        }
     }
 
     /// One pass of the loop in single-replica mode: takes what is due (nothing to
@@ -201,7 +214,8 @@ impl Scheduler {
     }
 
     async fn shutdown(&self, started: Started) {
-        let Started { tracker, scope, fleet, stop_writer, writer, membership, flusher, _lifecycle } = started;
+        let Started { tracker, scope, fleet, stop_writer, writer, membership, cancels, flusher, _lifecycle } =
+            started;
         tracing::info!(runs = tracker.len(), "scheduler stopping: no new runs start");
         tracker.close();
         scope.stopping.cancel();
@@ -213,8 +227,8 @@ impl Scheduler {
         if let Err(e) = writer.await {
             tracing::error!("the ledger writer failed: {e}");
         }
-        if let Some(membership) = membership {
-            let _ = membership.await;
+        for task in membership.into_iter().chain(cancels) {
+            let _ = task.await;
         }
         let _ = flusher.await;
         // The runs have ended: the recorder gets their last counts.

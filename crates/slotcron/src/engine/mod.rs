@@ -22,6 +22,7 @@ mod unrecorded;
 mod fleet;
 // The loop, and what is built around it:
 mod builder;
+mod cancel;
 mod introspect;
 mod lifecycle;
 mod misfire;
@@ -31,6 +32,7 @@ mod reconcile;
 mod steer;
 
 pub use builder::SchedulerBuilder;
+pub use cancel::CancelAsked;
 pub use fleet::details::{FleetMember, JoinError, RUNS_IN_FLIGHT};
 pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::cancel::InFlight;
 use super::claim::marks::StartMarks;
 use super::claim::skew::SkewGuard;
 use super::fleet::cut_off::CutOff;
@@ -74,6 +75,8 @@ pub(crate) struct Shared {
     pub requests: Mutex<Vec<Vec<Due>>>,
     /// Single-replica mode's paused jobs (kept in the store), and since when.
     pub local_paused: Mutex<std::collections::HashMap<String, Timestamp>>,
+    /// The runs in flight here, by job and trigger, each with its cancel.
+    pub in_flight: InFlight,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`](crate::SchedulerBuilder) methods.

@@ -285,7 +285,7 @@ impl Scheduler {
         Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now)
     }
 
-    fn job_named(&self, name: &str) -> Result<Arc<Job>, ControlError> {
+    pub(super) fn job_named(&self, name: &str) -> Result<Arc<Job>, ControlError> {
         self.shared.table().job(name).ok_or_else(|| ControlError::NoSuchJob { job: name.to_owned() })
     }
 

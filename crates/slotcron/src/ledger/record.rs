@@ -55,13 +55,18 @@ pub enum Outcome {
     /// The run never ended: the process recording it died (a crash, `kill -9`, a power
     /// loss), and a later start found its `running` record (the stale sweep).
     Interrupted,
+    /// An operator stopped the run ([`Scheduler::cancel`](crate::Scheduler::cancel)):
+    /// its handler was asked to stop (a command's process group got SIGTERM, then
+    /// SIGKILL after the kill grace) and it is not retried. The error text says who
+    /// asked. Not a failure: no failure hook runs for it.
+    Cancelled,
     /// An outcome this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 16] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -77,6 +82,7 @@ impl Outcome {
         Self::SkippedNoMember,
         Self::Running,
         Self::Interrupted,
+        Self::Cancelled,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -97,6 +103,7 @@ impl Outcome {
             Self::SkippedNoMember => "skipped-no-member",
             Self::Running => "running",
             Self::Interrupted => "interrupted",
+            Self::Cancelled => "cancelled",
             Self::Other(name) => name.as_str(),
         }
     }
@@ -108,8 +115,9 @@ impl Outcome {
     }
 
     /// Whether this is a failed run: the handler failed, timed out or panicked, or its
-    /// run never ended (`interrupted`). Skips, misses and `aborted` (stopped by a
-    /// shutdown) are not failures; neither is an outcome of another release.
+    /// run never ended (`interrupted`). Skips, misses, `aborted` (stopped by a shutdown)
+    /// and `cancelled` (stopped by an operator) are not failures; neither is an outcome
+    /// of another release.
     pub fn is_failure(self) -> bool {
         matches!(self, Self::Failed | Self::TimedOut | Self::Panicked | Self::Interrupted)
     }
@@ -126,6 +134,7 @@ impl Outcome {
                 | Self::Aborted
                 | Self::Running
                 | Self::Interrupted
+                | Self::Cancelled
         )
     }
 }

@@ -303,6 +303,7 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
         Outcome::SkippedNoMember => 12,
         Outcome::Running => 13,
         Outcome::Interrupted => 14,
+        Outcome::Cancelled => 15,
         Outcome::Other(_) => return None,
     })
 }

@@ -82,8 +82,9 @@ fn buffer_lease_name(job: &str) -> String {
 }
 
 /// How the overlap layer stops a run: the token its handler sees (a child of the
-/// scheduler's, so a shutdown reaches it too) and one only the lease fires, after which
-/// the engine drops a handler that has not stopped within the cancel grace.
+/// scheduler's, so a shutdown reaches it too) and one only the lease (or the run's
+/// cancel, whose child it is) fires, after which the engine drops a handler that has not
+/// stopped within the cancel grace.
 #[derive(Clone)]
 pub(crate) struct RunStop {
     pub handler: CancellationToken,
@@ -91,8 +92,8 @@ pub(crate) struct RunStop {
 }
 
 impl RunStop {
-    pub fn new(shutdown: &CancellationToken) -> Self {
-        Self { handler: shutdown.child_token(), lease: CancellationToken::new() }
+    pub fn new(shutdown: &CancellationToken, cancel: &CancellationToken) -> Self {
+        Self { handler: shutdown.child_token(), lease: cancel.child_token() }
     }
 
     /// Stops the run: its handler's token fires, and the engine drops a handler that has

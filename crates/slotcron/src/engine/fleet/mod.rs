@@ -23,11 +23,13 @@
 //! [`tally`] (what an owner tells non-owners it claimed), [`takeover`] (non-owners
 //! claiming what owners left), [`orphans`] (claims a gone replica won and never started), [`partition`] (a replica
 //! cut off from the coordinator knows it has left),
-//! [`ahead`] (claims made before their instant) and [`batch`] (triggers due together
-//! claimed in one round trip).
+//! [`ahead`] (claims made before their instant), [`batch`] (triggers due together
+//! claimed in one round trip) and [`cancels`] (runs an operator asked another member
+//! to stop).
 
 pub(crate) mod ahead;
 pub(crate) mod batch;
+pub(crate) mod cancels;
 pub(crate) mod cut_off;
 pub(crate) mod details;
 pub(crate) mod dispatch;

@@ -28,13 +28,14 @@ pub(super) fn log_attempt(job: &Job, trigger: Timestamp, (attempt, of): (u32, u3
 }
 
 /// Runs one attempt of the handler, catching errors and panics, and enforcing the
-/// timeout; `stopped` fires when the overlap lease stops the run (lost, or replaced):
-/// the handler then gets the cancel grace to stop before it is dropped, as at a timeout.
+/// timeout; `stopped` fires when the overlap lease stops the run (lost, or replaced),
+/// `cancelled` when an operator cancels it (and `stopped` with it): the handler then gets
+/// the cancel grace to stop before it is dropped, as at a timeout.
 pub(super) async fn run_handler(
     scope: &RunScope,
     job: &Job,
     ctx: JobContext,
-    stopped: Option<&CancellationToken>,
+    (stopped, cancelled): (&CancellationToken, &CancellationToken),
     started: Timestamp,
 ) -> AttemptResult {
     let (shared, abort) = (&scope.shared, &scope.abort);
@@ -50,19 +51,14 @@ pub(super) async fn run_handler(
             None => std::future::pending().await,
         }
     };
-    let stopped = async {
-        match stopped {
-            Some(stopped) => stopped.cancelled().await,
-            None => std::future::pending().await,
-        }
-    };
     let why = tokio::select! {
         biased;
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
         () = timeout => Why::TimedOut,
         () = job.cancel_runs.cancelled() => Why::Removed,
-        () = stopped => Why::Stopped,
+        () = cancelled.cancelled() => Why::Cancelled,
+        () = stopped.cancelled() => Why::Stopped,
     };
     // Ask the handler to stop, then drop it after the grace period.
     cancel.cancel();
@@ -84,6 +80,10 @@ pub(super) async fn run_handler(
             Outcome::Aborted,
             Some(format!("the job was removed and its run cancelled; dropped after {grace:?}")),
         ),
+        (Why::Cancelled, None) => ended(
+            Outcome::Cancelled,
+            Some(format!("cancelled, and did not stop within the cancel grace of {grace:?}; dropped")),
+        ),
         (Why::Stopped, None) => ended(
             Outcome::Failed,
             Some(format!("did not stop within the cancel grace of {grace:?}; dropped")),
@@ -98,6 +98,8 @@ enum Why {
     Removed,
     /// The overlap lease stopped it (lost, or replaced).
     Stopped,
+    /// An operator cancelled it.
+    Cancelled,
 }
 
 /// An attempt that is not retried.

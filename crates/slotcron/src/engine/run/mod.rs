@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::cancel::RunCancel;
 use super::claim::marks::Unmarked;
 use super::claim::{
     ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start,
@@ -352,18 +353,22 @@ async fn run_won(
     let skipped = |outcome, reason: String| shared.skipped(job, trigger, cause, outcome, Some(reason));
     // A rerun job's run stops when this replica finds itself cut off (fleet/partition.rs).
     let partitioned = won.coordinated && job.on_interrupt == OnInterrupt::Rerun;
-    let stop = (job.overlap != Overlap::Allow || partitioned).then(|| RunStop::new(&scope.shutdown));
+    // An operator may cancel it until its record is made (engine/cancel.rs).
+    let registered = shared.in_flight.register(&job.name, trigger);
+    let cancel = &registered.cancel;
+    let stop =
+        (job.overlap != Overlap::Allow || partitioned).then(|| RunStop::new(&scope.shutdown, cancel.token()));
     let watch = stop.as_ref().filter(|_| partitioned).map(|stop| partition::Watch::new(shared, stop));
     let owner = match job.overlap {
         Overlap::Allow => String::new(),
         _ => format!("{} {}", shared.instance, won.trigger_key.get_or_init(|| key_of(job, trigger))),
     };
-    let attempts = Attempts::new(scope, job, trigger, cause, &won, stop.as_ref(), marked);
+    let attempts = Attempts::new(scope, job, trigger, cause, &won, (stop.as_ref(), cancel), marked);
     // A rerun is the attempt after its interrupted run's, within the attempts left.
     let made = won.attempts_made;
     let retry = job.retry.after(made);
-    let retries =
-        retry.run(shared.clock.as_ref(), &scope.stopping, attempts.stopped, |n| attempts.attempt(made + n));
+    let retries = retry
+        .run(shared.clock.as_ref(), &scope.stopping, Some(attempts.stopped), |n| attempts.attempt(made + n));
     let guard = policy::Guard {
         policy: job.overlap,
         coordinator: shared.leases(job),
@@ -399,8 +404,10 @@ struct Attempts<'a> {
     won: &'a Won,
     /// The token each attempt's own is a child of: the overlap stop's, else the shutdown's.
     parent: &'a CancellationToken,
-    /// Fired when the overlap layer (or a cut-off) stops the run.
-    stopped: Option<&'a CancellationToken>,
+    /// Fired when the overlap layer (or a cut-off) stops the run, or an operator cancels it.
+    stopped: &'a CancellationToken,
+    /// The run's cancel, which an operator fires.
+    cancel: &'a RunCancel,
     record: OnceLock<Arc<Mutex<RunRecord>>>,
     /// The answer of the start mark made with the run's batch, until the first attempt
     /// takes it.
@@ -421,11 +428,12 @@ impl<'a> Attempts<'a> {
         trigger: Timestamp,
         cause: Cause,
         won: &'a Won,
-        stop: Option<&'a RunStop>,
+        (stop, cancel): (Option<&'a RunStop>, &'a RunCancel),
         marked: Option<Box<Marked>>,
     ) -> Self {
         let parent = stop.map_or(&scope.shutdown, |stop| &stop.handler);
-        let stopped = stop.map(|stop| &stop.lease);
+        // The lease's token is a child of the cancel's: either stops the run.
+        let stopped = stop.map_or(cancel.token(), |stop| &stop.lease);
         let (record, answer) = match marked.map(|marked| *marked) {
             Some(Marked { record, answer }) => (OnceLock::from(Arc::new(Mutex::new(record))), Some(answer)),
             None => (OnceLock::new(), None),
@@ -438,6 +446,7 @@ impl<'a> Attempts<'a> {
             won,
             parent,
             stopped,
+            cancel,
             record,
             marked: Mutex::new(answer),
             running: OnceLock::new(),
@@ -484,6 +493,9 @@ impl<'a> Attempts<'a> {
             if let Err((outcome, reason)) = marked {
                 return AttemptResult::not_started(outcome, reason);
             }
+            if let Some(reason) = self.cancel.reason() {
+                return AttemptResult::not_started(Outcome::Cancelled, reason.to_owned());
+            }
             let clock = shared.clock.as_ref();
             self.running.get_or_init(|| {
                 // Lateness from the actual (jittered, lease-waited, marked) start.
@@ -494,7 +506,8 @@ impl<'a> Attempts<'a> {
                 self.job.series.run_started();
                 Running(&shared.metrics, &self.job.series)
             });
-            let result = run_handler(self.scope, self.job, ctx, self.stopped, clock.now()).await;
+            let stop = (self.stopped, self.cancel.token());
+            let result = run_handler(self.scope, self.job, ctx, stop, clock.now()).await;
             if self.job.retry.attempts() > 1 {
                 let made = self.won.attempts_made;
                 let of = made + self.job.retry.after(made).attempts();
@@ -517,16 +530,26 @@ impl<'a> Attempts<'a> {
             // Each attempt can be cancelled on its own: by its timeout, its job's removal,
             // or (through `parent`) its lease.
             own_cancel: self.parent.child_token(),
+            operator_cancel: self.cancel.token().clone(),
             payload: self.job.payload.clone(),
             record: run,
         }
     }
 
     /// The run's record once its attempts are over, with the overlap layer's `note`;
-    /// `Err` with the reason when no attempt started (stopped before the first).
+    /// `Err` with the reason when no attempt started (stopped before the first). A run an
+    /// operator cancelled is `cancelled` with who asked, its last attempt's end after it,
+    /// unless it succeeded first.
     fn ended(self, attempted: Attempted, note: Option<String>) -> Result<RunRecord, String> {
         drop(self.running);
-        let Attempted { result: AttemptResult { outcome, error, .. }, attempts } = attempted;
+        let Attempted { result: AttemptResult { mut outcome, mut error, .. }, attempts } = attempted;
+        if let Some(reason) = self.cancel.reason().filter(|_| outcome != Outcome::Succeeded) {
+            error = Some(match error.filter(|error| error != reason) {
+                Some(error) => format!("{reason} ({error})"),
+                None => reason.to_owned(),
+            });
+            outcome = Outcome::Cancelled;
+        }
         let error = match (error, note) {
             (Some(error), Some(note)) => Some(format!("{error} ({note})")),
             (error, note) => error.or(note),

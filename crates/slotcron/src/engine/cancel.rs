@@ -1,0 +1,167 @@
+//! Stopping a run an operator asks to stop ([`Scheduler::cancel`]): the runs in flight on
+//! this replica, by job and trigger, each with the token that stops it.
+//!
+//! A run is registered from the moment its claim is won until its record is made. A
+//! cancel asked of the replica holding the run fires its token at once: the attempt
+//! going on is asked to stop (its handler's token fires; a command's process group gets
+//! SIGTERM, then SIGKILL after the kill grace) and dropped after the cancel grace if it
+//! has not stopped, no retry starts, and the run ends
+//! [`Cancelled`](crate::Outcome::Cancelled) with who asked in its error text. A cancel
+//! asked of another replica travels through the coordinator's controls to the holder
+//! ([`fleet::cancels`](super::fleet::cancels)): a replica never signals another's
+//! processes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
+
+use super::Scheduler;
+use super::fleet::cancels;
+use crate::control::{CancelRequest, ControlError};
+
+/// What [`Scheduler::cancel`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CancelAsked {
+    /// The instance id of the replica that holds the run (as its `running` record names
+    /// it): this one, or the one the request was relayed to.
+    pub holder: String,
+    /// Whether the request was relayed to another replica through the coordinator (it
+    /// stops the run at its next look, about a second later), rather than fired here.
+    pub relayed: bool,
+}
+
+/// The cancel of one run in flight: fired at most once, with who asked.
+#[derive(Debug, Default)]
+pub(crate) struct RunCancel {
+    token: CancellationToken,
+    reason: OnceLock<String>,
+}
+
+impl RunCancel {
+    /// Asks the run to stop, for `reason` (who asked); a second call keeps the first
+    /// reason.
+    pub fn fire(&self, reason: String) {
+        let _ = self.reason.set(reason);
+        self.token.cancel();
+    }
+
+    /// Fires when the run is cancelled.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// Who asked, once the run is cancelled.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.get().map(String::as_str)
+    }
+}
+
+/// The runs in flight on this replica, by job and trigger.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight(Mutex<HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>>);
+
+impl InFlight {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers the run of `job` at `trigger` until the guard is dropped.
+    pub fn register(&self, job: &Arc<str>, trigger: Timestamp) -> Registered<'_> {
+        let cancel = Arc::new(RunCancel::default());
+        self.lock().entry(job.clone()).or_default().insert(trigger, cancel.clone());
+        Registered { in_flight: self, job: job.clone(), trigger, cancel }
+    }
+
+    /// The run of `job` at `trigger`, if it is in flight here.
+    pub fn get(&self, job: &str, trigger: Timestamp) -> Option<Arc<RunCancel>> {
+        self.lock().get(job).and_then(|runs| runs.get(&trigger)).cloned()
+    }
+
+    /// Whether no run is in flight here.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Fires each run in flight here that one of `requests` names, not fired before:
+    /// how many.
+    pub fn fire_requested(&self, requests: &[CancelRequest]) -> usize {
+        let named = requests.iter().filter_map(|request| {
+            let run = self.get(&request.job, request.trigger).filter(|run| run.reason().is_none())?;
+            Some((request, run))
+        });
+        let mut fired = 0;
+        for (request, run) in named.collect::<Vec<_>>() {
+            tracing::info!(job = %request.job, trigger = %request.trigger, reason = %request.reason,
+                "run cancelled as asked through the coordinator");
+            run.fire(request.reason.clone());
+            fired += 1;
+        }
+        fired
+    }
+}
+
+/// A run registered in [`InFlight`], removed when dropped.
+pub(crate) struct Registered<'a> {
+    in_flight: &'a InFlight,
+    job: Arc<str>,
+    trigger: Timestamp,
+    pub cancel: Arc<RunCancel>,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut runs = self.in_flight.lock();
+        if let Some(triggers) = runs.get_mut(&self.job) {
+            // A run of the same trigger registered since (a rerun) stays.
+            if triggers.get(&self.trigger).is_some_and(|run| Arc::ptr_eq(run, &self.cancel)) {
+                triggers.remove(&self.trigger);
+            }
+            if triggers.is_empty() {
+                runs.remove(&self.job);
+            }
+        }
+    }
+}
+
+impl Scheduler {
+    /// Stops the run of job `name` at `trigger` (UTC, as its records name it) wherever it
+    /// runs, and records it [`Cancelled`](crate::Outcome::Cancelled) with `reason` (who
+    /// asked, for its error text). Held here, it is asked to stop at once: its handler's
+    /// token fires (a command's process group gets SIGTERM), it is dropped after the
+    /// cancel grace if it has not stopped, and no retry starts. Held by another replica
+    /// (its `running` record in this replica's ledger names it), the request goes through
+    /// the coordinator's controls, kept for [`CANCEL_REQUEST_TTL`](crate::CANCEL_REQUEST_TTL),
+    /// and the holder stops the run at its next look (about a second). A run that ends
+    /// before it is stopped keeps its own outcome if it succeeded. An `on_every_replica`
+    /// job's run is stopped on the replica asked only.
+    ///
+    /// # Errors
+    /// [`ControlError::NoSuchJob`]; [`ControlError::NoSuchRun`] when no run of it at
+    /// `trigger` is going on that this replica knows of (none here, none `running` in its
+    /// ledger; always so without a coordinator when it is not here);
+    /// [`ControlError::RunEnded`] when its records say it has ended; or
+    /// [`ControlError::Backend`] when the ledger cannot be read or the coordinator keeps
+    /// no cancel requests or failed (nothing was asked then).
+    pub async fn cancel(
+        &self,
+        name: &str,
+        trigger: Timestamp,
+        reason: &str,
+    ) -> Result<CancelAsked, ControlError> {
+        let job = self.job_named(name)?;
+        let reason = format!("cancelled: {reason}");
+        if let Some(run) = self.shared.in_flight.get(&job.name, trigger) {
+            tracing::info!(job = %job.name, %trigger, %reason, "run cancelled");
+            run.fire(reason);
+            return Ok(CancelAsked { holder: self.shared.instance.to_string(), relayed: false });
+        }
+        if self.fleet.is_none() {
+            return Err(ControlError::NoSuchRun { job: job.name.to_string(), trigger });
+        }
+        let holder = cancels::relay(&self.shared, &job.name, trigger, reason).await?;
+        Ok(CancelAsked { holder, relayed: true })
+    }
+}
