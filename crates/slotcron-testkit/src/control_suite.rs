@@ -170,7 +170,10 @@ pub async fn a_cancel_asked_of_one_replica_stops_the_run_another_holds(factory: 
     let records = ledger.records().into_iter().filter(|r| r.trigger == trigger).count();
     assert_eq!(records, 1, "one record of the run");
     let again = a.cancel("long", trigger, "the suite").await;
-    assert!(matches!(&again, Err(ControlError::RunEnded { outcome, .. }) if outcome == "cancelled"), "{again:?}");
+    assert!(
+        matches!(&again, Err(ControlError::RunEnded { outcome, .. }) if outcome == "cancelled"),
+        "{again:?}"
+    );
     for (_, cancel, task) in replicas {
         cancel.cancel();
         task.await.expect("the scheduler stops");

@@ -14,12 +14,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
 use super::fleet::cancels;
 use crate::control::{CancelRequest, ControlError};
+use crate::ledger::{LedgerQuery, Outcome, RunRecord};
 
 /// What [`Scheduler::cancel`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,12 +60,15 @@ impl RunCancel {
     }
 }
 
+/// Runs by job, then by trigger.
+type Runs = HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>;
+
 /// The runs in flight on this replica, by job and trigger.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight(Mutex<HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>>);
+pub(crate) struct InFlight(Mutex<Runs>);
 
 impl InFlight {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>> {
+    fn lock(&self) -> MutexGuard<'_, Runs> {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -132,16 +136,18 @@ impl Scheduler {
     /// asked, for its error text). Held here, it is asked to stop at once: its handler's
     /// token fires (a command's process group gets SIGTERM), it is dropped after the
     /// cancel grace if it has not stopped, and no retry starts. Held by another replica
-    /// (its `running` record in this replica's ledger names it), the request goes through
-    /// the coordinator's controls, kept for [`CANCEL_REQUEST_TTL`](crate::CANCEL_REQUEST_TTL),
-    /// and the holder stops the run at its next look (about a second). A run that ends
-    /// before it is stopped keeps its own outcome if it succeeded. An `on_every_replica`
-    /// job's run is stopped on the replica asked only.
+    /// (its `running` record in this replica's ledger names it: a ledger the fleet shares
+    /// shows every member's runs, one of this replica's own shows only its own), the
+    /// request goes through the coordinator's controls, kept for
+    /// [`CANCEL_REQUEST_TTL`](crate::CANCEL_REQUEST_TTL), and the holder stops the run at
+    /// its next look (about a second). A run that ends before it is stopped keeps its own
+    /// outcome if it succeeded. An `on_every_replica` job's run is stopped on the replica
+    /// asked only.
     ///
     /// # Errors
     /// [`ControlError::NoSuchJob`]; [`ControlError::NoSuchRun`] when no run of it at
-    /// `trigger` is going on that this replica knows of (none here, none `running` in its
-    /// ledger; always so without a coordinator when it is not here);
+    /// `trigger` is going on that this replica knows of (none here, and no other
+    /// replica's `running` in its ledger, or no coordinator to relay to);
     /// [`ControlError::RunEnded`] when its records say it has ended; or
     /// [`ControlError::Backend`] when the ledger cannot be read or the coordinator keeps
     /// no cancel requests or failed (nothing was asked then).
@@ -158,10 +164,37 @@ impl Scheduler {
             run.fire(reason);
             return Ok(CancelAsked { holder: self.shared.instance.to_string(), relayed: false });
         }
-        if self.fleet.is_none() {
-            return Err(ControlError::NoSuchRun { job: job.name.to_string(), trigger });
+        let query = LedgerQuery {
+            job: Some(job.name.to_string()),
+            since: Some(trigger),
+            // A durable ledger keeps microseconds.
+            until: trigger.checked_add(SignedDuration::from_micros(1)).ok(),
+            limit: usize::MAX,
+            ..LedgerQuery::default()
+        };
+        let records = self.history(&query).await;
+        let records =
+            records.map_err(|e| ControlError::Backend(format!("cannot read the run history: {e}")))?;
+        let records: Vec<RunRecord> =
+            records.into_iter().filter(|record| record.trigger == trigger).collect();
+        // This replica's own `running` record of a run no longer in flight here is one
+        // that has just ended (its end not written yet) or a dead process's (to be swept).
+        let elsewhere =
+            |r: &&RunRecord| r.outcome == Outcome::Running && *r.instance != *self.shared.instance;
+        match (records.iter().find(elsewhere), &self.fleet) {
+            (Some(held), Some(_)) => {
+                let request = CancelRequest { job: job.name.to_string(), trigger, reason };
+                cancels::relay(&self.shared, &request, &held.instance).await?;
+                Ok(CancelAsked { holder: held.instance.to_string(), relayed: true })
+            }
+            _ => Err(match records.iter().rfind(|r| r.outcome.ran() && r.outcome != Outcome::Running) {
+                Some(ended) => ControlError::RunEnded {
+                    job: job.name.to_string(),
+                    trigger,
+                    outcome: ended.outcome.to_string(),
+                },
+                None => ControlError::NoSuchRun { job: job.name.to_string(), trigger },
+            }),
         }
-        let holder = cancels::relay(&self.shared, &job.name, trigger, reason).await?;
-        Ok(CancelAsked { holder, relayed: true })
     }
 }

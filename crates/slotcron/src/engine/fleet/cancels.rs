@@ -5,14 +5,11 @@
 
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
-
 use super::FleetRun;
 use crate::control::{CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls};
 use crate::coordinator::CoordinatorError;
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
-use crate::ledger::{LedgerQuery, Outcome};
 
 /// How often a replica with runs in flight reads the fleet's cancel requests: 1 s, so
 /// that a relayed cancel stops its run within about a second (plus the kill grace for a
@@ -29,57 +26,23 @@ fn no_requests(coordinator: &str) -> ControlError {
     ControlError::Backend(format!("the {coordinator} coordinator keeps no cancel requests"))
 }
 
-/// Asks the replica holding the run of `job` at `trigger` (a `running` record in this
-/// replica's ledger names it) to cancel it for `reason`, through the coordinator's
-/// controls: that replica's instance id.
+/// Asks `holder`, the replica holding the run `request` names, to cancel it, through the
+/// coordinator's controls.
 ///
 /// # Errors
-/// [`ControlError::NoSuchRun`] when no other replica's record of the run is `running`
-/// and none has ended; [`ControlError::RunEnded`] when its records say it ended;
-/// [`ControlError::Backend`] when the ledger or the controls fail.
+/// [`ControlError::Backend`] when the coordinator keeps no cancel requests or failed.
 pub(crate) async fn relay(
     shared: &Shared,
-    job: &str,
-    trigger: Timestamp,
-    reason: String,
-) -> Result<String, ControlError> {
-    let query = LedgerQuery {
-        job: Some(job.to_owned()),
-        since: Some(trigger),
-        // A durable ledger keeps microseconds.
-        until: trigger.checked_add(SignedDuration::from_micros(1)).ok(),
-        limit: usize::MAX,
-        ..LedgerQuery::default()
-    };
-    let records = shared
-        .ledger
-        .query(&query)
+    request: &CancelRequest,
+    holder: &str,
+) -> Result<(), ControlError> {
+    controls(shared)?
+        .request_cancel(request, CANCEL_REQUEST_TTL)
         .await
-        .map_err(|e| ControlError::Backend(format!("cannot read the run history: {e}")))?;
-    let records: Vec<_> = records.into_iter().filter(|record| record.trigger == trigger).collect();
-    // This replica's own `running` record of a run no longer in flight here is one that
-    // has just ended (its end not written yet) or a dead process's (to be swept).
-    let holder = records.iter().find(|r| r.outcome == Outcome::Running && *r.instance != *shared.instance);
-    let Some(holder) = holder else {
-        let ended = records.iter().filter(|r| r.outcome.ran() && r.outcome != Outcome::Running).last();
-        return Err(match ended {
-            Some(ended) => {
-                ControlError::RunEnded { job: job.to_owned(), trigger, outcome: ended.outcome.to_string() }
-            }
-            None => ControlError::NoSuchRun { job: job.to_owned(), trigger },
-        });
-    };
-    let holder = holder.instance.to_string();
-    let request = CancelRequest { job: job.to_owned(), trigger, reason };
-    let asked = async {
-        controls(shared)?
-            .request_cancel(&request, CANCEL_REQUEST_TTL)
-            .await
-            .map_err(|e| ControlError::Backend(crate::error::error_chain(&e)))
-    };
-    asked.await?;
-    tracing::info!(job, %trigger, holder, reason = %request.reason, "cancel relayed to the run's holder");
-    Ok(holder)
+        .map_err(|e| ControlError::Backend(crate::error::error_chain(&e)))?;
+    let (job, trigger, reason) = (&request.job, request.trigger, &request.reason);
+    tracing::info!(job, %trigger, holder, reason, "cancel relayed to the run's holder");
+    Ok(())
 }
 
 /// Reads the fleet's cancel requests every [`LOOK_EVERY`] while this replica has runs in
