@@ -80,9 +80,9 @@ pub(crate) struct StateJobs {
 }
 
 /// Who makes a change, and why.
-struct By {
-    token: TokenKind,
-    note: Option<String>,
+pub(crate) struct By {
+    pub(crate) token: TokenKind,
+    pub(crate) note: Option<String>,
 }
 
 impl StateJobs {
@@ -197,7 +197,7 @@ pub(crate) struct NoteParam {
 
 impl NoteParam {
     /// Who makes the change, with what token, and the note: 400 for a note too long.
-    fn by(self, token: TokenKind) -> Result<By, ApiError> {
+    pub(crate) fn by(self, token: TokenKind) -> Result<By, ApiError> {
         match self.note {
             Some(note) if note.len() > MAX_NOTE => {
                 Err(ApiError::bad_request(format!("note is {} bytes long; at most {MAX_NOTE}", note.len())))

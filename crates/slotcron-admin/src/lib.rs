@@ -34,6 +34,7 @@
 //! | `POST /api/v1/jobs/{name}/resume` | resumes it; body `{"catch_up": bool}` (default false) | full |
 //! | `POST /api/v1/jobs/{name}/trigger` | queues one manual run; header `Idempotency-Key` optional | full |
 //! | `POST /api/v1/jobs/{name}/backfill` | runs each trigger of `{"from": T1, "to": T2}` (≤ 1,000) | full |
+//! | `POST /api/v1/jobs/{name}/runs/{trigger}/cancel?note=TEXT` | stops that run on whichever member holds it, recorded `cancelled` ([`Scheduler::cancel`]); 404 for no such run, 409 for one that ended | full |
 //! | `PUT /api/v1/jobs/{name}?note=TEXT` | stores the job in the shared state; body: its `[[job]]` fields, `application/toml` or `application/json` (see [`Admin::state_jobs`]) | full |
 //! | `DELETE /api/v1/jobs/{name}?note=TEXT` | removes the job from the shared state | full |
 //! | `GET /api/v1/audit?job&limit` | the changes `PUT` and `DELETE` made, newest first | read |
@@ -61,6 +62,7 @@
 
 mod access;
 mod audit;
+mod cancel;
 mod change_view;
 pub mod client;
 mod error;
@@ -250,6 +252,7 @@ fn api_v1() -> OpenApiRouter<AdminState> {
         .routes(steer::write(routes!(steer::resume)))
         .routes(steer::write(routes!(steer::trigger)))
         .routes(steer::write(routes!(steer::backfill)))
+        .routes(steer::write(routes!(cancel::cancel)))
         .routes(access::full_token(jobs_write::documented(routes!(jobs_write::put))))
         .routes(access::full_token(jobs_write::documented(routes!(jobs_write::delete))))
         .routes(jobs_write::documented(routes!(audit::list)))

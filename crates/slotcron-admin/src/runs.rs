@@ -42,7 +42,7 @@ pub(crate) struct Page {
 
 /// The query parameter `what`'s `text` as an instant; the message names the parameter,
 /// the value and the form expected (the parser's own words say less).
-fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
+pub(crate) fn instant(what: &str, text: &str) -> Result<Timestamp, ApiError> {
     text.parse().map_err(|_| {
         ApiError::bad_request(format!(
             "{what} {text:?} is not an RFC 3339 timestamp with an offset, e.g. 2026-12-04T16:00:00Z"
@@ -168,10 +168,10 @@ fn trigger_records(query: &LedgerQuery, trigger: Timestamp) -> LedgerQuery {
 pub(crate) struct RunPath {
     /// The job's name.
     #[param(example = "backup")]
-    name: String,
+    pub(crate) name: String,
     /// The run's trigger, RFC 3339 with an offset.
     #[param(format = DateTime, example = "2024-05-17T00:03:00Z")]
-    trigger: String,
+    pub(crate) trigger: String,
 }
 
 /// `?scope=fleet|member`.

@@ -152,7 +152,7 @@ pub(crate) struct Backfilled {
 }
 
 /// A write endpoint's body: a JSON object.
-trait Fields: DeserializeOwned {
+pub(crate) trait Fields: DeserializeOwned {
     /// What the endpoint takes, in the API's words, for the message of a body that is
     /// not it.
     const EXPECTED: &str;
@@ -211,7 +211,7 @@ pub(crate) fn read(bytes: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiErr
 
 /// The body as `T`: checks the content type and the size, and reads an empty body as
 /// `T::default()` when `empty` gives one.
-fn body<T: Fields>(
+pub(crate) fn body<T: Fields>(
     headers: &HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
     empty: Option<T>,
@@ -246,9 +246,10 @@ fn body<T: Fields>(
 }
 
 /// The answer to a refused operation.
-fn refused(error: ControlError) -> ApiError {
+pub(crate) fn refused(error: ControlError) -> ApiError {
     let status = match &error {
-        ControlError::NoSuchJob { .. } => StatusCode::NOT_FOUND,
+        ControlError::NoSuchJob { .. } | ControlError::NoSuchRun { .. } => StatusCode::NOT_FOUND,
+        ControlError::RunEnded { .. } => StatusCode::CONFLICT,
         ControlError::NotRunning | ControlError::Backend(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_REQUEST,
     };

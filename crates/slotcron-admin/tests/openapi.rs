@@ -11,10 +11,10 @@ use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use slotcron::AttemptEnd;
-use slotcron::{Job, JobDefinition, MemoryOutputs, MemoryStore, OutputStore, ScheduleSpec};
+use slotcron::{Job, JobContext, JobDefinition, MemoryOutputs, MemoryStore, OutputStore, ScheduleSpec};
 use slotcron_admin::{Admin, DefinitionReader, JobBody};
 use slotcron_testkit::fixtures;
-use slotcron_testkit::harness::{Harness, ok, ts};
+use slotcron_testkit::harness::{Harness, ts};
 use tower::ServiceExt;
 
 /// The tokens of the server under test.
@@ -106,11 +106,19 @@ impl DefinitionReader for AsPayload {
 
 /// A running scheduler with the job the document's examples name, its runs up to the
 /// example trigger and that run's output, behind a router with a full and a read token.
+/// The example trigger's run goes on until it is cancelled (so that a cancel succeeds).
 async fn fixture() -> (Harness, axum::Router, Value) {
     let mut h = Harness::new("2024-05-17T00:00:30Z");
     let doc = document(&Admin::new(h.scheduler.clone()).router()).await;
     let (name, trigger) = (example(&doc, "name"), example(&doc, "trigger"));
-    h.add(Job::builder(&name).every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    let held = ts(&trigger);
+    let handler = move |ctx: JobContext| async move {
+        if ctx.trigger() == held {
+            ctx.cancellation_token().cancelled().await;
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    h.add(Job::builder(&name).every(Duration::from_secs(60)).handler(handler).build().unwrap());
     h.start().await;
     h.advance_to(ts("2024-05-17T00:03:30Z")).await;
     let outputs = Arc::new(MemoryOutputs::default());
