@@ -62,6 +62,15 @@ pub enum Command {
     Status(StatusArgs),
     #[command(flatten)]
     Steer(SteerCommand),
+    /// Stop a running run of JOB on whichever daemon of the fleet runs it.
+    ///
+    /// That daemon sends SIGTERM to the command's process group (SIGKILL after the kill
+    /// grace), starts no retry and records the run cancelled, naming the daemon asked, the
+    /// token kind and the note. The daemon asked must see the run in its history: one
+    /// sharing a PostgreSQL state sees every daemon's runs, one with its own state only
+    /// its own.
+    #[command(after_help = CANCEL_EXAMPLES)]
+    Cancel(CancelArgs),
     /// Print the shell completion script for SHELL.
     ///
     /// bash: `slotcron completions bash > /etc/bash_completion.d/slotcron`; zsh: into a
@@ -158,6 +167,20 @@ impl SteerCommand {
             Self::Backfill { args, .. } => ("backfill", args),
         }
     }
+}
+
+/// `slotcron cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub steer: SteerArgs,
+    /// The run's trigger (RFC 3339), as `history` shows it; default: JOB's running run,
+    /// if only one runs (else each is listed, and this is required).
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub trigger: Option<Timestamp>,
+    /// Why, kept in the run's record (at most 1,000 bytes).
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
 }
 
 /// The job and daemon of a steering command.
@@ -586,6 +609,11 @@ Examples:
   slotcron status --admin-url unix:/run/slotcron/admin.sock";
 
 /// After `slotcron pause --help` and the other steering commands'.
+const CANCEL_EXAMPLES: &str = "\
+Examples:
+  slotcron cancel backup --admin-url http://127.0.0.1:9090     (its one running run, on any daemon)
+  slotcron cancel backup --trigger 2026-11-30T03:00:00Z --note 'stuck on a lock' --admin-url URL";
+
 const PAUSE_EXAMPLES: &str = "\
 Examples:
   slotcron pause backup --admin-url http://127.0.0.1:9090       (then: slotcron resume backup ...)

@@ -4,6 +4,7 @@
 mod admin;
 mod admin_client;
 mod admin_token;
+mod cancel;
 mod check;
 mod cli;
 mod command;
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         Command::Jobs(args) => jobs::run(args),
         Command::Status(args) => status::run(args),
         Command::Steer(command) => steer::run(command),
+        Command::Cancel(args) => cancel::run(args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
     }

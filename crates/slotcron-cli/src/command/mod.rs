@@ -205,8 +205,8 @@ impl ShellCommand {
     /// the last 64 KiB of its output, both streams told apart, are kept in the daemon's
     /// state with how it ended (see [`keep_output_in`]): of each attempt that wrote any
     /// or failed.
-    /// When the run's cancellation token fires (timeout, shutdown) the process group gets
-    /// SIGTERM; when this future is dropped before the command ends, SIGKILL.
+    /// When the run's cancellation token fires (timeout, shutdown, cancel) the process
+    /// group gets SIGTERM; when this future is dropped before the command ends, SIGKILL.
     ///
     /// The run ends when the shell exits: its output is read for a short moment more
     /// (what it wrote last), and processes it left in the background keep running, as
@@ -225,9 +225,14 @@ impl ShellCommand {
             ("SLOTCRON_ATTEMPT", ctx.attempt().to_string()),
             ("SLOTCRON_RECOVERED", recovered.to_owned()),
         ];
-        let stop_reason = || match ctx.is_scheduler_stopping() {
-            true => "the daemon is stopping",
-            false => "its overlap policy stopped the run (replaced, or its lease was lost)",
+        let stop_reason = || {
+            if ctx.is_cancelled_by_operator() {
+                "the run was cancelled (slotcron cancel, or the admin API)"
+            } else if ctx.is_scheduler_stopping() {
+                "the daemon is stopping"
+            } else {
+                "its overlap policy stopped the run (replaced, or its lease was lost)"
+            }
         };
         let launch = Launch {
             job: ctx.job(),
