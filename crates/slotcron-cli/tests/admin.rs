@@ -819,6 +819,53 @@ fn the_status_page_pauses_and_resumes_a_job_asking_for_the_token() {
     stop(daemon);
 }
 
+#[test]
+fn the_status_page_cancels_a_running_run_after_asking() {
+    use fantoccini::Locator;
+    let dir = scratch("admin-browser-cancel");
+    write(
+        &dir,
+        "jobs.toml",
+        "[[job]]\nname = \"sleepy\"\nat = \"2020-01-01T00:00:00Z\"\ncommand = \"sleep 60\"\n",
+    );
+    let mut command = slotcron();
+    command.args(["run", "jobs.toml", "--instance", "it-1", "--admin", "127.0.0.1:0"]);
+    let mut daemon = Daemon::spawn(command, &dir);
+    let addr = daemon.admin_address();
+    // Asked from a thread of its own: the browser's runtime runs on this one.
+    let outcome = || get_aside(&addr, "/api/v1/jobs/sleepy/runs", &[]).json()["runs"][0]["outcome"].clone();
+    wait_until("the run going on", || outcome() == "running");
+    let driver = ChromeDriver::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let browser = driver.session().await;
+        browser.goto(&format!("http://{addr}/")).await.unwrap();
+        let wait = || browser.wait().at_most(support::PATIENCE);
+        wait().for_element(Locator::Css("tr[data-job='sleepy']")).await.unwrap().click().await.unwrap();
+        let cancel = wait().for_element(Locator::Css("button.cancel-run")).await.unwrap();
+        // Dismissed, nothing is stopped; accepted, the run is.
+        cancel.click().await.unwrap();
+        let question = browser.get_alert_text().await.unwrap();
+        assert!(question.contains("Stop the run of sleepy"), "{question}");
+        browser.dismiss_alert().await.unwrap();
+        assert_eq!(outcome(), "running", "dismissed: still running");
+        cancel.click().await.unwrap();
+        browser.accept_alert().await.unwrap();
+        wait()
+            .for_element(Locator::XPath("//p[@id='notice'][contains(., 'is being stopped')]"))
+            .await
+            .unwrap_or_else(|e| panic!("the page does not say the run is being stopped: {e}"));
+        let deadline = std::time::Instant::now() + support::PATIENCE;
+        while outcome() == "running" {
+            assert!(std::time::Instant::now() < deadline, "the run was not stopped");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(outcome(), "cancelled");
+        browser.close().await.unwrap();
+    });
+    stop(daemon);
+}
+
 /// How many jobs the big status page test has (besides `broken`).
 const MANY: usize = 20_000;
 
