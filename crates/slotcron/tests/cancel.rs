@@ -110,3 +110,23 @@ async fn a_run_cancelled_between_attempts_starts_no_more() {
     assert_eq!(calls.load(Ordering::SeqCst), 1, "no retry of the cancelled run");
     h.stop().await;
 }
+
+/// A handler that returns `Ok` as soon as its token fires.
+async fn obliging(ctx: JobContext) -> Result<(), std::io::Error> {
+    ctx.cancellation_token().cancelled().await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_that_returns_ok_when_cancelled_is_recorded_cancelled() {
+    let mut h = Harness::new("2024-05-17T00:00:05Z");
+    h.add(three_attempts(obliging));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:00:10Z")).await;
+    h.scheduler.cancel("long", ts("2024-05-17T00:00:10Z"), "the test").await.unwrap();
+    h.advance(Duration::from_millis(1)).await;
+    let record = first_run(&h);
+    assert_eq!((record.outcome, record.attempts), (Outcome::Cancelled, 1));
+    assert_eq!(record.error.as_deref(), Some("cancelled: the test"));
+    h.stop().await;
+}

@@ -74,6 +74,9 @@ pub(super) async fn run_handler(
             let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
             AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
         }
+        // Cancelled, it stopped when asked (whatever it returned: an `Ok` too): cancelled,
+        // with its own error if any.
+        (Why::Cancelled, Some(result)) => ended(Outcome::Cancelled, finished(result).error),
         // It stopped when asked: its own result, not retried.
         (_, Some(result)) => AttemptResult { retryable: false, ..finished(result) },
         (Why::Removed, None) => ended(
