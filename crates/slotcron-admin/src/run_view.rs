@@ -13,7 +13,7 @@ pub(crate) struct RunView {
     #[schema(value_type = String, format = DateTime)]
     pub trigger: Timestamp,
     pub instance: String,
-    outcome: String,
+    pub outcome: String,
     /// `scheduled`, `catch-up`, `manual`, `backfill`, `start-up`...
     cause: String,
     /// How many times the run was started (attempts): 0 for a trigger skipped or missed.

@@ -1,6 +1,6 @@
-//! The admin API client of `slotcron status`, `pause`, `resume`, `trigger`, `backfill`
-//! and `logs`: one request through [`slotcron_admin::client`] to a running daemon's admin
-//! API, with the token from `SLOTCRON_ADMIN_TOKEN` (or the file named by
+//! The admin API client of `slotcron status`, `pause`, `resume`, `trigger`, `backfill`,
+//! `logs` and `cancel`: one request through [`slotcron_admin::client`] to a running
+//! daemon's admin API, with the token from `SLOTCRON_ADMIN_TOKEN` (or the file named by
 //! `SLOTCRON_ADMIN_TOKEN_FILE`), whichever kind the daemon takes it for.
 
 use std::time::Duration;

@@ -66,9 +66,8 @@ pub enum Command {
     ///
     /// That daemon sends SIGTERM to the command's process group (SIGKILL after the kill
     /// grace), starts no retry and records the run cancelled, naming the daemon asked, the
-    /// token kind and the note. The daemon asked must see the run in its history: one
-    /// sharing a PostgreSQL state sees every daemon's runs, one with its own state only
-    /// its own.
+    /// token kind and the note. The daemon asked finds the run in its history, or in the
+    /// other daemons' (asked through their admin APIs) when each keeps its own.
     #[command(after_help = CANCEL_EXAMPLES)]
     Cancel(CancelArgs),
     /// Print the shell completion script for SHELL.

@@ -1,13 +1,15 @@
 //! `slotcron cancel` against two real daemons sharing a PostgreSQL state (coordinator and
-//! history): a 60 s command runs on one, the cancel is sent to the other's admin API, and
-//! the daemon running it stops its process group; the history ends `cancelled`, once,
-//! with no retry. Every wait is bounded; nothing asserts how long anything took.
+//! history), or Redis with a SQLite history each: a 60 s command runs on one, the cancel
+//! is sent to the other's admin API, and the daemon running it stops its process group;
+//! the history ends `cancelled`, once, with no retry. Every wait is bounded; nothing
+//! asserts how long anything took.
 
 mod support;
 
 use nix::sys::signal::Signal;
 use support::http::free_port;
 use support::postgres::Schema;
+use support::redis_server::RedisServer;
 use support::{Daemon, history, run_in, scratch, stderr, stdout, wait_until, wait_until_ended, write};
 
 /// A job that sleeps for a minute (twice, if retried), writing its shell's pid first; on
@@ -78,6 +80,56 @@ fn a_cancel_sent_to_one_daemon_stops_the_command_another_runs() {
     let (code, _, err) = ask(&dir, &["cancel", "sleepy", "--trigger", &trigger], &admin[0]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("has ended already: cancelled"), "{err}");
+    for daemon in &daemons {
+        daemon.signal(Signal::SIGTERM);
+    }
+    for daemon in &mut daemons {
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
+}
+
+#[test]
+fn with_a_history_per_daemon_the_daemon_asked_finds_the_holder_in_the_others_records() {
+    let dir = scratch("cancel_redis");
+    write(&dir, "jobs.toml", JOBS);
+    let redis = RedisServer::start(&dir);
+    let admin: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+    let mut daemons: Vec<Daemon> = (0..2)
+        .map(|i| {
+            let (instance, state) = (format!("d{}", i + 1), format!("sqlite:d{}.db", i + 1));
+            let url = redis.url();
+            let args = [
+                "jobs.toml",
+                "--redis",
+                &url,
+                "--state",
+                &state,
+                "--instance",
+                &instance,
+                "--admin",
+                &admin[i],
+            ];
+            Daemon::run(&dir, &args)
+        })
+        .collect();
+    for daemon in &mut daemons {
+        daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
+    }
+    let (code, _, err) = ask(&dir, &["trigger", "sleepy"], &admin[0]);
+    assert_eq!(code, Some(0), "{err}");
+    let runs = || history(&dir, &["sleepy", "--state", "sqlite:d1.db"]);
+    wait_until("the command running on d1", || {
+        dir.join("sleepy.pid").exists() && runs().iter().any(|r| r.outcome == "running")
+    });
+    // d2 keeps none of d1's records: it finds the run in d1's, through d1's admin API.
+    let (code, out, err) = ask(&dir, &["cancel", "sleepy"], &admin[1]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("is being stopped by d1, which holds it"), "{out}");
+    wait_until_ended(&dir.join("sleepy.pid"));
+    wait_until("the run recorded cancelled", || runs().iter().all(|r| r.outcome != "running"));
+    let runs = runs();
+    assert_eq!(runs.len(), 1, "one record: {runs:?}");
+    assert_eq!((runs[0].outcome.as_str(), runs[0].attempts), ("cancelled", 1));
     for daemon in &daemons {
         daemon.signal(Signal::SIGTERM);
     }

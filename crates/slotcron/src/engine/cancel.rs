@@ -158,11 +158,8 @@ impl Scheduler {
         reason: &str,
     ) -> Result<CancelAsked, ControlError> {
         let job = self.job_named(name)?;
-        let reason = format!("cancelled: {reason}");
-        if let Some(run) = self.shared.in_flight.get(&job.name, trigger) {
-            tracing::info!(job = %job.name, %trigger, %reason, "run cancelled");
-            run.fire(reason);
-            return Ok(CancelAsked { holder: self.shared.instance.to_string(), relayed: false });
+        if let Some(asked) = self.cancel_here(&job.name, trigger, reason) {
+            return Ok(asked);
         }
         let query = LedgerQuery {
             job: Some(job.name.to_string()),
@@ -182,11 +179,7 @@ impl Scheduler {
         let elsewhere =
             |r: &&RunRecord| r.outcome == Outcome::Running && *r.instance != *self.shared.instance;
         match (records.iter().find(elsewhere), &self.fleet) {
-            (Some(held), Some(_)) => {
-                let request = CancelRequest { job: job.name.to_string(), trigger, reason };
-                cancels::relay(&self.shared, &request, &held.instance).await?;
-                Ok(CancelAsked { holder: held.instance.to_string(), relayed: true })
-            }
+            (Some(held), Some(_)) => self.relay_cancel(&job.name, trigger, reason, &held.instance).await,
             _ => Err(match records.iter().rfind(|r| r.outcome.ran() && r.outcome != Outcome::Running) {
                 Some(ended) => ControlError::RunEnded {
                     job: job.name.to_string(),
@@ -197,4 +190,57 @@ impl Scheduler {
             }),
         }
     }
+
+    /// Stops the run of job `name` at `trigger` that the replica `holder` (an instance id)
+    /// holds, as the caller found it (e.g. in that replica's own ledger, through its admin
+    /// API): as [`Scheduler::cancel`] does, but relayed to `holder` without this replica's
+    /// ledger saying so.
+    ///
+    /// # Errors
+    /// [`ControlError::NoSuchJob`]; [`ControlError::NoSuchRun`] when `holder` is this
+    /// replica and the run is not in flight here, or there is no coordinator to relay to;
+    /// [`ControlError::Backend`] when the coordinator keeps no cancel requests or failed.
+    pub async fn cancel_held_by(
+        &self,
+        name: &str,
+        trigger: Timestamp,
+        reason: &str,
+        holder: &str,
+    ) -> Result<CancelAsked, ControlError> {
+        let job = self.job_named(name)?;
+        if let Some(asked) = self.cancel_here(&job.name, trigger, reason) {
+            return Ok(asked);
+        }
+        if holder == &*self.shared.instance || self.fleet.is_none() {
+            return Err(ControlError::NoSuchRun { job: job.name.to_string(), trigger });
+        }
+        self.relay_cancel(&job.name, trigger, reason, holder).await
+    }
+
+    /// Stops the run of `job` at `trigger` if it is in flight here.
+    fn cancel_here(&self, job: &str, trigger: Timestamp, reason: &str) -> Option<CancelAsked> {
+        let run = self.shared.in_flight.get(job, trigger)?;
+        let reason = cancelled(reason);
+        tracing::info!(job, %trigger, %reason, "run cancelled");
+        run.fire(reason);
+        Some(CancelAsked { holder: self.shared.instance.to_string(), relayed: false })
+    }
+
+    /// Asks `holder` to stop the run of `job` at `trigger`, through the coordinator.
+    async fn relay_cancel(
+        &self,
+        job: &str,
+        trigger: Timestamp,
+        reason: &str,
+        holder: &str,
+    ) -> Result<CancelAsked, ControlError> {
+        let request = CancelRequest { job: job.to_owned(), trigger, reason: cancelled(reason) };
+        cancels::relay(&self.shared, &request, holder).await?;
+        Ok(CancelAsked { holder: holder.to_owned(), relayed: true })
+    }
+}
+
+/// A run's error text once cancelled for `reason`.
+fn cancelled(reason: &str) -> String {
+    format!("cancelled: {reason}")
 }
