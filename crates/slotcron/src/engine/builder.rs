@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Scheduler;
-use super::cancel::InFlight;
+use super::cancel::in_flight::InFlight;
 use super::claim::marks::StartMarks;
 use super::fleet::cut_off::CutOff;
 use super::outbox::Outbox;

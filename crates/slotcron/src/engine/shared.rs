@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::cancel::InFlight;
+use super::cancel::in_flight::InFlight;
 use super::claim::marks::StartMarks;
 use super::claim::skew::SkewGuard;
 use super::fleet::cut_off::CutOff;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::cancel::RunCancel;
+use super::cancel::in_flight::RunCancel;
 use super::claim::marks::Unmarked;
 use super::claim::{
     ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start,
