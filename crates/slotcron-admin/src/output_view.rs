@@ -29,7 +29,7 @@ pub struct RunOutputs {
 pub struct OutputView {
     /// The instance that ran it.
     pub instance: String,
-    /// The last attempt's output as text, both streams in the order written (bytes that
+    /// The last attempt's output as text, both streams in the order read (bytes that
     /// are not UTF-8 replaced with U+FFFD), as before each attempt was kept.
     pub output: String,
     /// Whether the last attempt's earlier output was dropped (each attempt keeps its last
@@ -64,7 +64,7 @@ pub struct AttemptView {
     /// Why it failed without an exit status (it could not be started), if it did.
     #[schema(required = true)]
     pub error: Option<String>,
-    /// What it wrote, in the order written: each chunk one stream's, as text.
+    /// What it wrote, in the order read: each chunk one stream's, as text.
     pub chunks: Vec<ChunkView>,
     /// Whether its earlier output was dropped to keep its last 64 KiB.
     pub truncated: bool,

@@ -3,23 +3,25 @@
 
 use std::collections::HashMap;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use slotcron::CancellationToken;
 use slotcron::{Failure, FailureHook, RunObserver};
 
 use crate::command::{Launch, ShellCommand};
+use crate::jobs_file::JobEntry;
 
 /// How long a failure hook may run before it gets SIGTERM (and SIGKILL after the kill
 /// grace).
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The failure hooks of a daemon's jobs, by job name.
+/// The failure hooks of a daemon's jobs, by job name. Clones share the commands, so a
+/// reload that [sets](FailureHooks::set) them changes what the observer runs.
 #[derive(Debug, Clone, Default)]
 pub struct FailureHooks {
     /// Each job's `on_failure` command.
-    pub commands: HashMap<String, ShellCommand>,
+    commands: Arc<RwLock<HashMap<String, ShellCommand>>>,
     /// How long a hook may run ([`HOOK_TIMEOUT`]).
     pub timeout: Duration,
     /// How long a hook may take to stop after SIGTERM.
@@ -27,28 +29,42 @@ pub struct FailureHooks {
 }
 
 impl FailureHooks {
+    /// No hooks yet, each to run at most `timeout`, stopped within `kill_grace` after it.
+    pub fn new(timeout: Duration, kill_grace: Duration) -> Self {
+        Self { commands: Arc::default(), timeout, kill_grace }
+    }
+
+    /// Sets the hooks to the `on_failure` commands of `jobs` (at start, and at each reload
+    /// that loads: a job added, changed or removed takes its hook with it).
+    pub fn set(&self, jobs: &[JobEntry]) {
+        let commands = jobs.iter().filter_map(|e| Some((e.job.name().to_owned(), e.on_failure.clone()?)));
+        *self.commands.write().unwrap_or_else(|p| p.into_inner()) = commands.collect();
+    }
+
+    /// The hook of `job`, if it has one.
+    fn command(&self, job: &str) -> Option<ShellCommand> {
+        self.commands.read().unwrap_or_else(|p| p.into_inner()).get(job).cloned()
+    }
+
     /// The observer that runs them: at most one hook per job per outcome per minute
     /// ([`FailureHook::DEFAULT_INTERVAL`]), each on its own task, outside the
-    /// concurrency cap. `None` when no job has a hook. Call inside the runtime.
-    pub fn observer(&self) -> Option<Arc<dyn RunObserver>> {
-        if self.commands.is_empty() {
-            return None;
-        }
+    /// concurrency cap. Installed whatever the jobs (a reload may give one a hook). Call
+    /// inside the runtime.
+    pub fn observer(&self) -> Arc<dyn RunObserver> {
         let hooks = Arc::new(self.clone());
-        Some(Arc::new(FailureHook::new(move |failure: Failure| {
-            if hooks.commands.contains_key(&*failure.record.job) {
-                tokio::spawn(hooks.clone().run(failure));
+        Arc::new(FailureHook::new(move |failure: Failure| {
+            if let Some(command) = hooks.command(&failure.record.job) {
+                tokio::spawn(hooks.clone().run(command, failure));
             }
-        })))
+        }))
     }
 
     /// Runs the job's hook for `failure`, with `SLOTCRON_JOB`, `SLOTCRON_TRIGGER`,
     /// `SLOTCRON_OUTCOME`, `SLOTCRON_ERROR`, `SLOTCRON_ATTEMPTS`, `SLOTCRON_INSTANCE` and
     /// `SLOTCRON_SUPPRESSED` (failures of this job and outcome the rate limit held back
     /// since the last hook). A hook's own failure is logged, never retried.
-    async fn run(self: Arc<Self>, failure: Failure) {
+    async fn run(self: Arc<Self>, command: ShellCommand, failure: Failure) {
         let record = &failure.record;
-        let Some(command) = self.commands.get(&*record.job) else { return };
         let env = [
             ("SLOTCRON_JOB", record.job.to_string()),
             ("SLOTCRON_TRIGGER", record.trigger.to_string()),

@@ -22,7 +22,7 @@ const SEARCHED_RUNS: usize = 100;
 /// newest of its last [`SEARCHED_RUNS`] runs with output kept): per instance that ran
 /// it, each attempt (only `args.attempt`, if given) as a header line
 /// `attempt N: STATUS, took DURATION, started INSTANT` then each line it wrote, marked
-/// `stdout: ` or `stderr: ` as the daemon logs them, in the order written. Exit status 0;
+/// `stdout: ` or `stderr: ` as the daemon logs them, in the order read. Exit status 0;
 /// 1 with the reason on standard error when nothing is kept for that run or attempt; 2
 /// when the admin API or the state cannot be read. With `args.json`, the output as one
 /// line of JSON, as `GET /api/v1/jobs/{name}/runs/{trigger}/output` answers it.

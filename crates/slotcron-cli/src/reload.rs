@@ -12,6 +12,7 @@ use slotcron_admin::{Reload, ReloadStatus};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
+use crate::hook::FailureHooks;
 use crate::jobs_file::{self, Directory, Format, GraceFloor, History, JobEntry, JobsFile};
 use crate::state_jobs::StateJobs;
 
@@ -136,6 +137,8 @@ pub struct Reloader {
     history: History,
     state_jobs: Option<StateJobs>,
     grace_floor: GraceFloor,
+    /// The jobs' failure hooks, set again from each file that loads.
+    hooks: FailureHooks,
 }
 
 impl Reloader {
@@ -146,9 +149,10 @@ impl Reloader {
         loaded: JobsFile,
         state_jobs: Option<StateJobs>,
         grace_floor: GraceFloor,
+        hooks: FailureHooks,
     ) -> Self {
         let JobsFile { path, format, jobs, history, .. } = loaded;
-        Self { scheduler, path, format, file_jobs: jobs, history, state_jobs, grace_floor }
+        Self { scheduler, path, format, file_jobs: jobs, history, state_jobs, grace_floor, hooks }
     }
 
     /// The state's jobs, with `--jobs-from-state`.
@@ -261,6 +265,7 @@ impl Reloader {
                          the daemon is restarted"
                     );
                 }
+                self.hooks.set(&loaded.jobs);
                 self.file_jobs = loaded.jobs;
                 Ok(())
             }

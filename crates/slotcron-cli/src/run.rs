@@ -1,7 +1,7 @@
 //! `slotcron run FILE`: the daemon. Scheduler construction lives here, in
 //! [`Settings::scheduler`], and nowhere else.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -186,8 +186,7 @@ impl Settings {
         file_shutdown_timeout: Option<Duration>,
     ) -> Result<Self, String> {
         let redis = Redis::choose(args, file)?;
-        let failure_hooks =
-            FailureHooks { commands: HashMap::new(), timeout: HOOK_TIMEOUT, kill_grace: Self::CANCEL_GRACE };
+        let failure_hooks = FailureHooks::new(HOOK_TIMEOUT, Self::CANCEL_GRACE);
         let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         let state = StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?;
         let spawn_journal =
@@ -240,11 +239,7 @@ impl Settings {
         self.max_concurrent_runs = file.max_concurrent_runs;
         self.retention = file.history.retention();
         self.crontab_zone = file.local_zone.clone();
-        self.failure_hooks.commands = file
-            .jobs
-            .iter()
-            .filter_map(|entry| Some((entry.job.name().to_owned(), entry.on_failure.clone()?)))
-            .collect();
+        self.failure_hooks.set(&file.jobs);
         self
     }
 
@@ -300,9 +295,7 @@ impl Settings {
         if let Some(max) = self.max_concurrent_runs {
             builder = builder.max_concurrent_runs(max);
         }
-        if let Some(observer) = self.failure_hooks.observer() {
-            builder = builder.observer(observer);
-        }
+        builder = builder.observer(self.failure_hooks.observer());
         if let Some(zone) = &self.crontab_zone {
             // Compared by what the zone does (its fingerprint), shown by its name.
             builder = builder
@@ -549,7 +542,13 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     }
     scheduler.check_join().await.map_err(|e| start_failed(&e.to_string()))?;
     let state_jobs = state_store.map(|store| StateJobs::new(store, &settings.instance));
-    let mut reloader = Reloader::new(scheduler.clone(), loaded, state_jobs, settings.grace_floor());
+    let mut reloader = Reloader::new(
+        scheduler.clone(),
+        loaded,
+        state_jobs,
+        settings.grace_floor(),
+        settings.failure_hooks.clone(),
+    );
     if let Err(e) = reloader.apply().await {
         tracing::error!("{e}");
         return Err(ExitCode::from(INVALID_INPUT));

@@ -326,3 +326,21 @@ fn an_empty_file_starts_an_idle_daemon_and_a_reload_to_empty_stops_every_job() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
 }
+
+/// A job a reload adds with an `on_failure` hook has its hook: the daemon started with no
+/// hook at all, and after SIGHUP the new job's failures run it.
+#[test]
+fn a_job_added_by_a_reload_runs_its_failure_hook() {
+    let dir = scratch("reload-hook");
+    write(&dir, "jobs.toml", BEFORE);
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    wait_runs(&mut daemon, 0, "drop", 1);
+    let added = "\n[[job]]\nname = \"breaks\"\nevery = \"1s\"\ncommand = \"exit 3\"\n\
+                 on_failure = 'echo \"$SLOTCRON_JOB $SLOTCRON_OUTCOME\" >> hook.txt'\n";
+    write(&dir, "jobs.toml", &format!("{BEFORE}{added}"));
+    daemon.signal(Signal::SIGHUP);
+    daemon.wait_for("for the reload", |line| line.contains("jobs reloaded") && line.contains("added=1"));
+    wait_until("the new job's hook", || read(&dir, "hook.txt").contains("breaks failed"));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+}

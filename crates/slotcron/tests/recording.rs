@@ -161,7 +161,9 @@ async fn the_stale_sweep_marks_the_owned_running_records_interrupted() {
     };
     ledger.append(&running("dead")).await.unwrap();
     ledger.append(&running("alive")).await.unwrap();
-    let scheduler = Scheduler::builder().ledger(ledger.clone()).instance("new").build();
+    let ended = Arc::new(Ended::default());
+    let scheduler =
+        Scheduler::builder().ledger(ledger.clone()).instance("new").observer(ended.clone()).build();
     let stale = scheduler
         .sweep_stale(
             |r| (&*r.instance == "dead").then(|| "instance dead left the membership".to_owned()),
@@ -174,6 +176,18 @@ async fn the_stale_sweep_marks_the_owned_running_records_interrupted() {
     assert_eq!(records[0].outcome, Outcome::Interrupted);
     assert!(records[0].error.as_deref().unwrap().ends_with("; its command was stopped"), "{records:?}");
     assert_eq!(records[1], running("alive"), "a record it does not own is left alone");
+    let told = ended.0.lock().unwrap().clone();
+    assert_eq!(told, [("migrate".to_owned(), Outcome::Interrupted)], "its observer (failure hooks) is told");
+}
+
+/// A [`RunObserver`] that keeps the job and outcome of each record it is told of.
+#[derive(Default)]
+struct Ended(std::sync::Mutex<Vec<(String, Outcome)>>);
+
+impl slotcron::RunObserver for Ended {
+    fn run_ended(&self, record: &RunRecord) {
+        self.0.lock().unwrap().push((record.job.to_string(), record.outcome));
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -131,6 +131,11 @@ impl Scheduler {
         }
         interrupted.error = Some(error);
         self.ledger().update(&interrupted).await?;
+        // Its failure hook, as for any run that ends failed (the run's own daemon, gone,
+        // never told it).
+        if let Some(observer) = &self.shared.observer {
+            observer.run_ended(&interrupted);
+        }
         tracing::warn!(
             job = %record.job,
             trigger = %record.trigger,

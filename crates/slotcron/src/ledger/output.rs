@@ -1,5 +1,5 @@
 //! Run output: what each attempt of a run wrote (a shell command's standard output and
-//! error, told apart and in the order written), how the attempt ended, kept beside the
+//! error, told apart and in the order read), how the attempt ended, kept beside the
 //! run's record so it can be read after the log has scrolled away.
 
 use std::collections::VecDeque;
@@ -106,7 +106,7 @@ pub struct AttemptOutput {
     pub duration: Option<Duration>,
     /// How it ended.
     pub end: AttemptEnd,
-    /// The last [`MAX_OUTPUT_BYTES`] it wrote, in the order written.
+    /// The last [`MAX_OUTPUT_BYTES`] it wrote, in the order read.
     pub chunks: Vec<OutputChunk>,
     /// Whether earlier output was dropped to keep within [`MAX_OUTPUT_BYTES`].
     pub truncated: bool,
@@ -174,7 +174,7 @@ impl AttemptOutput {
         }
     }
 
-    /// All it wrote, both streams in the order written.
+    /// All it wrote, both streams in the order read.
     pub fn bytes(&self) -> Vec<u8> {
         self.chunks.iter().flat_map(|c| c.bytes.iter().copied()).collect()
     }
