@@ -64,7 +64,27 @@ fn running_trigger(args: &SteerArgs) -> Result<Timestamp, String> {
         .collect();
     let triggers: Vec<&str> = running.into_iter().collect();
     match triggers.as_slice() {
-        [] => Err(format!("job {:?} has no running run in the daemon's history", args.job)),
+        [] => {
+            // Runs of members whose history could not be read may be going.
+            let mut missing: Vec<String> = answer["unanswered"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}: {}",
+                        m["instance"].as_str().unwrap_or("?"),
+                        m["reason"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            missing.extend(answer["membership_error"].as_str().map(str::to_owned));
+            let unread = match missing.is_empty() {
+                true => String::new(),
+                false => format!("; the history of other daemons could not be read ({})", missing.join("; ")),
+            };
+            Err(format!("job {:?} has no running run in the daemon's history{unread}", args.job))
+        }
         [one] => {
             one.parse().map_err(|e| format!("the daemon answered a trigger {one:?} that is not one: {e}"))
         }
