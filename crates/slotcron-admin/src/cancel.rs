@@ -39,7 +39,7 @@ pub(crate) struct Cancelled {
 /// `cancelled`, its error naming this member, the token kind and the note. This member
 /// finds a run another holds in its ledger (a ledger the fleet shares shows every run),
 /// else in the records of the members that keep their own, asked as for the fleet's
-/// history ([`fleet_runs`](crate::fleet_runs)).
+/// history ([`crate::fleet_runs`]).
 #[utoipa::path(
     post,
     path = "/jobs/{name}/runs/{trigger}/cancel",
