@@ -28,23 +28,43 @@ fn ask(dir: &std::path::Path, args: &[&str], addr: &str) -> (Option<i32>, String
     (out.status.code(), stdout(&out), stderr(&out))
 }
 
+/// Starts daemons `d1` and `d2` on `jobs.toml` in `dir`, each with an admin server and the
+/// arguments `args` gives its instance; returns them once started, with their admin
+/// addresses.
+fn two_daemons(dir: &std::path::Path, args: impl Fn(&str) -> Vec<String>) -> (Vec<Daemon>, Vec<String>) {
+    let admin: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+    let mut daemons: Vec<Daemon> = (0..2)
+        .map(|i| {
+            let instance = format!("d{}", i + 1);
+            let mut all = vec!["jobs.toml".to_owned(), "--instance".into(), instance.clone()];
+            all.extend(["--admin".to_owned(), admin[i].clone()]);
+            all.extend(args(&instance));
+            Daemon::run(dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .collect();
+    for daemon in &mut daemons {
+        daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
+    }
+    (daemons, admin)
+}
+
+/// Stops `daemons` with SIGTERM: each exits with status 0.
+fn stop(mut daemons: Vec<Daemon>) {
+    for daemon in &daemons {
+        daemon.signal(Signal::SIGTERM);
+    }
+    for daemon in &mut daemons {
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
+}
+
 #[test]
 fn a_cancel_sent_to_one_daemon_stops_the_command_another_runs() {
     let dir = scratch("cancel_fleet");
     write(&dir, "jobs.toml", JOBS);
     let schema = Schema::new("cancel");
     let state = schema.state_url();
-    let admin: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
-    let mut daemons: Vec<Daemon> = (0..2)
-        .map(|i| {
-            let instance = format!("d{}", i + 1);
-            let args = ["jobs.toml", "--state", &state, "--instance", &instance, "--admin", &admin[i]];
-            Daemon::run(&dir, &args)
-        })
-        .collect();
-    for daemon in &mut daemons {
-        daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
-    }
+    let (mut daemons, admin) = two_daemons(&dir, |_| vec!["--state".to_owned(), state.clone()]);
     // Nothing runs yet: a cancel says so.
     let (code, _, err) = ask(&dir, &["cancel", "sleepy"], &admin[1]);
     assert_eq!(code, Some(2), "{err}");
@@ -80,12 +100,7 @@ fn a_cancel_sent_to_one_daemon_stops_the_command_another_runs() {
     let (code, _, err) = ask(&dir, &["cancel", "sleepy", "--trigger", &trigger], &admin[0]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("has ended already: cancelled"), "{err}");
-    for daemon in &daemons {
-        daemon.signal(Signal::SIGTERM);
-    }
-    for daemon in &mut daemons {
-        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    }
+    stop(daemons);
 }
 
 #[test]
@@ -93,28 +108,9 @@ fn with_a_history_per_daemon_the_daemon_asked_finds_the_holder_in_the_others_rec
     let dir = scratch("cancel_redis");
     write(&dir, "jobs.toml", JOBS);
     let redis = RedisServer::start(&dir);
-    let admin: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", free_port())).collect();
-    let mut daemons: Vec<Daemon> = (0..2)
-        .map(|i| {
-            let (instance, state) = (format!("d{}", i + 1), format!("sqlite:d{}.db", i + 1));
-            let url = redis.url();
-            let args = [
-                "jobs.toml",
-                "--redis",
-                &url,
-                "--state",
-                &state,
-                "--instance",
-                &instance,
-                "--admin",
-                &admin[i],
-            ];
-            Daemon::run(&dir, &args)
-        })
-        .collect();
-    for daemon in &mut daemons {
-        daemon.wait_for("for the scheduler", |line| line.contains("scheduler started"));
-    }
+    let (daemons, admin) = two_daemons(&dir, |instance| {
+        vec!["--redis".to_owned(), redis.url(), "--state".into(), format!("sqlite:{instance}.db")]
+    });
     let (code, _, err) = ask(&dir, &["trigger", "sleepy"], &admin[0]);
     assert_eq!(code, Some(0), "{err}");
     let runs = || history(&dir, &["sleepy", "--state", "sqlite:d1.db"]);
@@ -130,10 +126,5 @@ fn with_a_history_per_daemon_the_daemon_asked_finds_the_holder_in_the_others_rec
     let runs = runs();
     assert_eq!(runs.len(), 1, "one record: {runs:?}");
     assert_eq!((runs[0].outcome.as_str(), runs[0].attempts), ("cancelled", 1));
-    for daemon in &daemons {
-        daemon.signal(Signal::SIGTERM);
-    }
-    for daemon in &mut daemons {
-        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
-    }
+    stop(daemons);
 }
