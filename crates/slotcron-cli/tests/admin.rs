@@ -735,12 +735,7 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
                 assert!(text.contains(next), "the row of {name} shows its next fire {next}: {text}");
             }
         }
-        wait().for_element(Locator::Css("tr[data-job='ok']")).await.unwrap().click().await.unwrap();
-        let open = wait()
-            .for_element(Locator::Css("button.open-output[data-trigger='2020-01-01T00:00:00Z']"))
-            .await
-            .unwrap();
-        open.click().await.unwrap();
+        open_output(&browser, "ok", "2020-01-01T00:00:00Z").await;
         let output = wait()
             .for_element(Locator::XPath("//div[@id='output']//pre[contains(., 'also on stderr')]"))
             .await
@@ -751,12 +746,7 @@ fn the_status_page_shows_each_job_and_its_next_fire_and_opens_a_run_output_in_a_
         assert_eq!(stderr.text().await.unwrap(), "also on stderr");
 
         // A run of three failed attempts: each with its exit status and both streams.
-        wait().for_element(Locator::Css("tr[data-job='broken']")).await.unwrap().click().await.unwrap();
-        let open = wait()
-            .for_element(Locator::Css("button.open-output[data-trigger='2021-01-01T00:00:00Z']"))
-            .await
-            .unwrap();
-        open.click().await.unwrap();
+        open_output(&browser, "broken", "2021-01-01T00:00:00Z").await;
         wait()
             .for_element(Locator::Css("#output section.attempt[data-attempt='3']"))
             .await
@@ -868,6 +858,21 @@ fn the_status_page_cancels_a_running_run_after_asking() {
 
 /// How many jobs the big status page test has (besides `broken`).
 const MANY: usize = 20_000;
+
+/// Opens, on the status page in `browser`, the output of `job`'s run at `trigger`: the
+/// job's row, then the run's Output button.
+async fn open_output(browser: &fantoccini::Client, job: &str, trigger: &str) {
+    let wait = || browser.wait().at_most(support::PATIENCE);
+    wait()
+        .for_element(fantoccini::Locator::Css(&format!("tr[data-job='{job}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let button = format!("button.open-output[data-trigger='{trigger}']");
+    wait().for_element(fantoccini::Locator::Css(&button)).await.unwrap().click().await.unwrap();
+}
 
 /// [`MANY`] jobs `fleet-job-00000`... that run `true` every 1 to 48 hours (so their next
 /// fire times differ and few fire during a test), and `broken`, a one-shot already past
