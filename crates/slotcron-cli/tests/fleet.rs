@@ -365,13 +365,17 @@ fn the_history_of_a_job_merges_the_runs_every_member_keeps_and_names_a_member_th
             >= 3
     });
     // The daemon that ran the newest trigger, and another, which has no record of that run.
-    let newest = runs_page(&addrs[0], "tick", "limit=1")["runs"][0].clone();
+    // (A trigger may also have records of members that found it claimed: the run's.)
+    let page = runs_page(&addrs[0], "tick", "limit=100");
+    let runs = page["runs"].as_array().unwrap();
+    let newest = runs.iter().find(|r| r["outcome"] == "succeeded").unwrap().clone();
     let ran_by = newest["instance"].as_str().unwrap().to_owned();
     let owner = ["a", "b", "c"].iter().position(|name| *name == ran_by).unwrap();
     let other = (owner + 1) % 3;
-    // Up to an instant past the newest trigger, so that the pages compared hold the same
-    // triggers.
-    let before = Timestamp::now().to_string();
+    // Up to just past that run's trigger, so that the pages compared hold the same
+    // triggers, each run of them ended.
+    let trigger: Timestamp = newest["trigger"].as_str().unwrap().parse().unwrap();
+    let before = (trigger + Duration::from_millis(1)).to_string();
     let query = format!("limit=1000&before={before}");
     let mut union = BTreeSet::new();
     for (name, addr) in ["a", "b", "c"].iter().zip(&addrs) {
