@@ -9,6 +9,14 @@ use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// `text` (a job's name, an instant) as one path segment or query value of a request:
+/// every byte but ASCII letters and digits percent-encoded (RFC 3986), so that a `/`, `&`,
+/// `+` or `%` cannot change the request.
+#[must_use]
+pub fn encode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 /// The largest answer read, in bytes: a page of [`MAX_JOBS_LIMIT`](crate::MAX_JOBS_LIMIT)
 /// jobs or of 1,000 runs fits many times over.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;

@@ -4,10 +4,10 @@
 use std::collections::HashSet;
 
 use jiff::Timestamp;
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
 use crate::AdminState;
+use crate::client::encode;
 use crate::peers::{Unanswered, ask_others};
 use crate::run_view::RunView;
 
@@ -59,10 +59,10 @@ pub(crate) async fn fleet_page(state: &AdminState, request: &PageRequest<'_>, ow
 impl PageRequest<'_> {
     /// The path and query that ask a member for its own records only.
     fn path(&self) -> String {
-        let job = utf8_percent_encode(self.job, NON_ALPHANUMERIC);
+        let job = encode(self.job);
         let mut path = format!("/api/v1/jobs/{job}/runs?scope=member&limit={}", self.limit);
         if let Some(before) = self.before {
-            path.push_str(&format!("&before={}", utf8_percent_encode(&before.to_string(), NON_ALPHANUMERIC)));
+            path.push_str(&format!("&before={}", encode(&before.to_string())));
         }
         path
     }

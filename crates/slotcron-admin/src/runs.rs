@@ -4,11 +4,11 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, header};
 use jiff::{SignedDuration, Timestamp};
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 use slotcron::{LedgerQuery, RunRecord};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::client::encode;
 use crate::error::ErrorBody;
 use crate::fleet_runs::{self, FleetPage, MemberPage, PageRequest};
 use crate::jobs::{JobPath, unknown_job};
@@ -219,8 +219,8 @@ pub(crate) async fn output(
     if scope == Scope::Fleet {
         let path = format!(
             "/api/v1/jobs/{}/runs/{}/output?scope=member",
-            utf8_percent_encode(&answer.job, NON_ALPHANUMERIC),
-            utf8_percent_encode(&trigger.to_string(), NON_ALPHANUMERIC)
+            encode(&answer.job),
+            encode(&trigger.to_string())
         );
         let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let asked = ask_others::<RunOutputs>(&state, &path, authorization).await;

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::INVALID_INPUT;
 use crate::admin_client::{Call, call};
 use crate::cli::{CancelArgs, SteerArgs};
-use crate::steer::encode;
+use slotcron_admin::client::encode;
 
 /// How many of the job's newest records are searched for its running runs when no
 /// trigger is given.

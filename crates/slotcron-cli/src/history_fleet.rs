@@ -10,7 +10,7 @@ use slotcron::{Cause, Outcome, RunRecord};
 
 use crate::admin_client::{Call, call};
 use crate::cli::HistoryArgs;
-use crate::steer::encode;
+use slotcron_admin::client::encode;
 
 /// What the fleet's history holds for the arguments, and whose runs it lacks.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::INVALID_INPUT;
 use crate::admin_client::{Call, call};
-use crate::steer::encode;
+use slotcron_admin::client::encode;
 
 /// `GET /api/v1/audit`'s answer.
 #[derive(Debug, Deserialize)]

@@ -12,8 +12,8 @@ use slotcron_admin::{AttemptView, RunOutputs};
 use crate::admin_client::{Call, call, call_found};
 use crate::cli::LogsArgs;
 use crate::state::{ReadOnlyState, State, StateUrl};
-use crate::steer::encode;
 use crate::{INVALID_INPUT, duration};
+use slotcron_admin::client::encode;
 
 /// How many of a job's newest runs are searched for output when no trigger is given.
 const SEARCHED_RUNS: usize = 100;

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+use slotcron_admin::client::encode;
 
 use crate::INVALID_INPUT;
 use crate::admin_client::{Call, call};
@@ -95,15 +96,4 @@ fn print(command: &SteerCommand, answer: &Value) {
             triggers.iter().for_each(|t| println!("{t}"));
         }
     }
-}
-
-/// A job name as a path segment or query value: names are plain, but a `/`, `&` or `%`
-/// must not change the request.
-pub(crate) fn encode(name: &str) -> String {
-    name.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
