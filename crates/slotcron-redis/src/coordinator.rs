@@ -71,9 +71,11 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 /// (`{prefix}fleet:ahead:{instant in ms}:{owner}`: `p` once claims ahead were made, `1`
 /// once started, `0` once voided), which refuses every claim once voided; a claim ahead's
 /// claimant starts with `^`. Starting and voiding are one call each of a third script
-/// (`ahead.lua`, on the server's clock): a start sets the latch to `1` unless it is `0`
-/// and returns the paused jobs (`SMEMBERS` of the pause index); a void sets it to `0`
-/// unless it is `1`, and deletes the owner's claims ahead among the trigger keys given.
+/// (`ahead.lua`, on the server's clock): a start sets the latch to `1` unless it is `0`,
+/// marks the start of the claims ahead given (their entries leave the owner's register,
+/// below: one call for a burst) and returns the paused jobs (`SMEMBERS` of the pause
+/// index); a void sets it to `0` unless it is `1`, and deletes the owner's claims ahead
+/// among the trigger keys given that are still unmarked.
 ///
 /// It keeps [start marks](slotcron::Coordinator#start-marks-and-takeover): every claim the
 /// claim script wins (at the instant, in a batch, ahead, or a request) is entered, in the
@@ -87,8 +89,10 @@ static AHEAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ahea
 /// an unmarked claim of the gone holder as `{next fencing token}/{token} {new holder}`
 /// (TTL kept) and moves the entry to the new holder's register. A claim whose key
 /// expired before its mark, still listed, is made again for its holder's mark or its
-/// taker, held for a day (or the one-shot retention, if longer). A void of claims ahead
-/// drops their entries with them, and never drops a marked claim. Each entry costs its
+/// taker, held for a day (or the one-shot retention, if longer). The claims ahead whose
+/// runs start at their instant are marked by the owner's start of it, in the same call (an
+/// `HMGET` and an `HDEL` of its register). A void of claims ahead drops their entries with
+/// them, and never drops a marked claim. Each entry costs its
 /// trigger key's and instance id's length plus about 15 bytes (a register up to 128
 /// entries) to 60 bytes (above), for as long as its claim is in flight.
 ///
@@ -485,26 +489,44 @@ impl Coordinator for RedisCoordinator {
         outcomes
     }
 
-    /// One call of the ahead script, which also reads the set of paused jobs. A lost
-    /// reply is sent once more: a start is idempotent (a latch already `1` answers
-    /// started).
+    /// One call of the ahead script, which also reads the set of paused jobs and marks the
+    /// start of `claims` (their entries leave `owner`'s register of unstarted claims). A
+    /// start whose reply was lost, or that finds the latch started already, is sent once
+    /// more with the claims' trigger keys: a start is idempotent (a latch already `1`
+    /// answers started, and a claim marked before still holds `owner`'s value).
     async fn start_ahead(
         &self,
         owner: &str,
         at: Timestamp,
+        claims: &[TriggerRef<'_>],
         until: Timestamp,
     ) -> Result<AheadStart, CoordinatorError> {
         let latch = Latch::new(&self.keys, owner, at, until);
-        let index = [self.keys.paused_index()];
+        let mut keys = vec![self.keys.paused_index(), self.keys.unstarted("", owner)];
+        let fields: Vec<&str> = claims.iter().map(|c| c.key).collect();
         let start = ("start", until, owner);
-        let started = match latch.call(&self.connection, start, &index, &[]).await {
-            Err(e) if e.kind() == CoordinatorErrorKind::OutcomeUnknown => {
-                latch.call(&self.connection, start, &index, &[]).await?
-            }
-            answer => answer?,
+        let first: Result<Option<(Vec<String>, Vec<i64>)>, _> =
+            latch.call(&self.connection, start, &keys, &fields).await;
+        // Sent again (its reply lost, or the latch started already): with the trigger keys,
+        // which tell a claim marked before from one taken over.
+        let again = match &first {
+            Err(e) => e.kind() == CoordinatorErrorKind::OutcomeUnknown,
+            Ok(started) => started.as_ref().is_some_and(|(_, marked)| marked.contains(&-1)),
+        };
+        let started = if again {
+            keys.extend(claims.iter().map(|c| self.keys.trigger(c.job, c.key)));
+            latch.call(&self.connection, start, &keys, &fields).await?
+        } else {
+            first?
         };
         Ok(match started {
-            Some(paused) => AheadStart::Started { paused },
+            Some((paused, marked)) if marked.len() == claims.len() => {
+                AheadStart::Started { paused, marked: marked.into_iter().map(|m| m == 1).collect() }
+            }
+            Some((_, marked)) => {
+                let reason = format!("the start marked {} claims of {}", marked.len(), claims.len());
+                return Err(CoordinatorError::outcome_unknown(reason));
+            }
             None => AheadStart::Voided,
         })
     }

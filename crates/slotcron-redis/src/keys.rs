@@ -96,8 +96,8 @@ impl KeyLayout {
     /// most 128 entries of at most 64 bytes (Redis' listpack defaults), or about 50 to 60
     /// bytes above that (a hash table entry and two strings); measured on Redis 7.0, a
     /// 34-byte key and a 14-byte instance id take 62 bytes, and 96 to 107 bytes in a
-    /// register of 1,000 to 10,000 entries. A claim ahead's entry is dropped with it by a
-    /// void. An entry of a holder that died before its mark stays until a live replica
+    /// register of 1,000 to 10,000 entries. A claim ahead's entry leaves with its owner's
+    /// start of the instant (its start mark), or is dropped with it by a void. An entry of a holder that died before its mark stays until a live replica
     /// takes the claim over.
     pub fn unstarted(&self, job: &str, instance: &str) -> String {
         if self.cluster {

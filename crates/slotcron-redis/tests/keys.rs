@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator, Hold, RequestClaim, StartMark};
+use slotcron::{AheadStart, Claim, ClaimOutcome, Coordinator, Hold, RequestClaim, StartMark, TriggerRef};
 use slotcron_redis::RedisCoordinator;
 use support::RedisServer;
 
@@ -190,6 +190,52 @@ async fn a_batch_of_start_marks_is_one_round_trip() {
     let expected =
         [("evalsha", 2), ("mget", 3 + 1), ("time", 1), ("set", 50), ("mset", 1), ("hset", 1), ("hdel", 1)];
     assert_eq!(command_calls(&stats), sorted(&expected), "{stats}");
+}
+
+/// The claims ahead of an instant and their start marks: one script call for the claims,
+/// and one for the instant's start, which marks them all with one `HMGET` and one `HDEL`
+/// of the owner's register: no command per claim at the instant.
+#[tokio::test]
+async fn the_claims_ahead_of_an_instant_are_marked_by_one_start() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    won(coordinator.claim(&claim("warm-up", "warm-up", None)).await.unwrap());
+    let at: Timestamp = "2100-01-01T00:00:00Z".parse().unwrap();
+    let until: Timestamp = "2100-01-01T00:01:00Z".parse().unwrap();
+    // Loads the scripts.
+    coordinator.start_ahead("warm-up", at, &[], until).await.unwrap();
+    let hold = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::ZERO });
+    let (jobs, keys): (Vec<String>, Vec<String>) =
+        (0..50).map(|k| (format!("job-{k}"), format!("job-{k}:{at}"))).unzip();
+    let claims: Vec<Claim<'_>> = jobs.iter().zip(&keys).map(|(job, key)| claim(job, key, hold)).collect();
+    let mut admin = server.admin_connection().unwrap();
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut admin).unwrap();
+    for outcome in coordinator.claim_batch_ahead("host-1 pid 42", at, &claims, until).await {
+        won(outcome.unwrap());
+    }
+    let refs: Vec<TriggerRef<'_>> =
+        jobs.iter().zip(&keys).map(|(job, key)| TriggerRef { job, key }).collect();
+    let started = coordinator.start_ahead("host-1 pid 42", at, &refs, until).await.unwrap();
+    assert_eq!(started, AheadStart::Started { paused: vec![], marked: vec![true; 50] });
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
+    // The claims: the latch's GET and SET, then as a batch's. The start: TIME, the
+    // latch's GET and SET, an HMGET and an HDEL of the register, SMEMBERS of the paused.
+    let expected = [
+        ("evalsha", 2),
+        ("get", 2),
+        ("set", 50 + 2),
+        ("mget", 3),
+        ("time", 2),
+        ("mset", 1),
+        ("hset", 1),
+        ("hmget", 1),
+        ("hdel", 1),
+        ("smembers", 1),
+    ];
+    assert_eq!(command_calls(&stats), sorted(&expected), "{stats}");
+    let unstarted = coordinator.unstarted("host-1 pid 42", &[]).await.unwrap();
+    let unstarted: Vec<&str> = unstarted.iter().map(|u| u.key.as_str()).collect();
+    assert_eq!(unstarted, ["warm-up"], "the claims ahead are marked by the start");
 }
 
 /// A paused job's claims in a batch are refused within the one script call: the pause is

@@ -1,7 +1,7 @@
 //! What start marks and takeovers leave in Redis (one server): the claim's value and its
 //! TTL, kept by a mark, the holder's register of unstarted claims (the mark itself), a
-//! claim whose hold ended before its mark, claims ahead that a void drops or must keep,
-//! and a claim an older release marked in place.
+//! claim whose hold ended before its mark, claims ahead that their owner's start marks or
+//! that a void drops or must keep, and a claim an older release marked in place.
 
 mod support;
 
@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::{SignedDuration, Timestamp};
-use slotcron::{AheadVoid, Claim, ClaimOutcome, Coordinator, Hold, StartMark, TriggerRef, Unstarted};
+use slotcron::{
+    AheadStart, AheadVoid, Claim, ClaimOutcome, Coordinator, Hold, StartMark, TriggerRef, Unstarted,
+};
 use slotcron_redis::RedisCoordinator;
 use support::RedisServer;
 
@@ -182,6 +184,40 @@ async fn a_void_drops_unmarked_claims_ahead_with_their_register_entries_and_keep
     assert!(register(&server, "owner").is_empty(), "and its register entry");
     assert_eq!(get(&server, &format!("slotcron:{b}")), Some(value), "the marked one stays");
     assert!(coordinator.unstarted("owner", &["ahead-a", "ahead-b"]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_owners_start_marks_the_claims_ahead_it_is_given_and_refuses_one_taken_over() {
+    let server = RedisServer::tcp();
+    let coordinator = RedisCoordinator::connect(server.config()).await.unwrap();
+    let at = in_seconds(30);
+    let until = at + SignedDuration::from_secs(60);
+    let (c, d) = (format!("ahead-c:{at}"), format!("ahead-d:{at}"));
+    let claims = [
+        Claim { job: "ahead-c", trigger: at, key: &c, instance: "owner", hold: MINUTE },
+        Claim { job: "ahead-d", trigger: at, key: &d, instance: "owner", hold: MINUTE },
+    ];
+    for answer in coordinator.claim_batch_ahead("owner", at, &claims, until).await {
+        won(answer.unwrap());
+    }
+    assert_eq!(register(&server, "owner").len(), 2, "listed unstarted until the start");
+    // Taken over before the start (its owner seemed gone).
+    let d_ref = [TriggerRef { job: "ahead-d", key: &d }];
+    assert!(matches!(coordinator.take_over("owner", "taker", &d_ref).await[0], Ok(ClaimOutcome::Won { .. })));
+
+    let refs = [TriggerRef { job: "ahead-c", key: &c }, TriggerRef { job: "ahead-d", key: &d }];
+    let started = coordinator.start_ahead("owner", at, &refs, until).await.unwrap();
+    assert_eq!(started, AheadStart::Started { paused: vec![], marked: vec![true, false] });
+    assert!(register(&server, "owner").is_empty(), "the start marked the one still the owner's");
+    let value = get(&server, &format!("slotcron:{c}")).unwrap();
+    // Sent again: the same answer, nothing changed.
+    let again = coordinator.start_ahead("owner", at, &refs, until).await.unwrap();
+    assert_eq!(again, AheadStart::Started { paused: vec![], marked: vec![true, false] });
+
+    let c_ref = [TriggerRef { job: "ahead-c", key: &c }];
+    assert!(matches!(coordinator.take_over("owner", "taker", &c_ref).await[0], Ok(ClaimOutcome::Lost)));
+    assert_eq!(coordinator.void_ahead("owner", at, &refs, until).await.unwrap(), AheadVoid::Started);
+    assert_eq!(get(&server, &format!("slotcron:{c}")), Some(value), "the marked claim stands as it was");
 }
 
 /// A server, a coordinator on it, and the key of a claim of job `old` (a minute ahead)

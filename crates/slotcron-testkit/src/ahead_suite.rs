@@ -50,13 +50,18 @@ pub async fn claims_ahead_contract(factory: &impl CoordinatorFactory) {
         .claim_batch_ahead("owner", at, &[owned_claim(a.0, &a.1, at), owned_claim(b.0, &b.1, at)], until)
         .await;
     assert!(answers.iter().all(|a| matches!(a, Ok(ClaimOutcome::Won { .. }))), "{answers:?}");
-    assert!(matches!(owner.start_ahead("owner", at, until).await.unwrap(), AheadStart::Started { .. }));
-    assert!(matches!(owner.start_ahead("owner", at, until).await.unwrap(), AheadStart::Started { .. }));
     let refs = |list: &[&(&'static str, String)]| -> Vec<(String, String)> {
         list.iter().map(|(job, key)| (job.to_string(), key.clone())).collect()
     };
     let owned = refs(&[&a, &b]);
     let triggers: Vec<TriggerRef<'_>> = owned.iter().map(|(job, key)| TriggerRef { job, key }).collect();
+    // Started, and sent again: the claims given are marked, both times.
+    for _ in 0..2 {
+        match owner.start_ahead("owner", at, &triggers, until).await.unwrap() {
+            AheadStart::Started { marked, .. } => assert_eq!(marked, [true, true]),
+            AheadStart::Voided => panic!("voided"),
+        }
+    }
     assert_eq!(other.void_ahead("owner", at, &triggers, until).await.unwrap(), AheadVoid::Started);
     assert_eq!(other.claim(&claim(a.0, &a.1, at, MINUTE)).await.unwrap(), ClaimOutcome::Lost);
 
@@ -81,7 +86,7 @@ pub async fn claims_ahead_contract(factory: &impl CoordinatorFactory) {
         other.void_ahead("owner", later_at, &triggers, until).await.unwrap(),
         AheadVoid::Voided { .. }
     ));
-    assert_eq!(owner.start_ahead("owner", later_at, until).await.unwrap(), AheadStart::Voided);
+    assert_eq!(owner.start_ahead("owner", later_at, &[], until).await.unwrap(), AheadStart::Voided);
     let late = owner.claim_batch_ahead("owner", later_at, &[owned_claim(d.0, &d.1, later_at)], until).await;
     assert_eq!(late[0].as_ref().unwrap(), &ClaimOutcome::Lost, "a claim ahead after the void is refused");
     let mut taken = claim(c.0, &c.1, later_at, MINUTE);
@@ -95,7 +100,7 @@ pub async fn claims_ahead_contract(factory: &impl CoordinatorFactory) {
     // Too late: a start after `until` is refused, a void after it changes nothing.
     let past = Timestamp::from_second(Timestamp::now().as_second() - 120).expect("a valid instant");
     let gone = later(past, Duration::from_secs(1));
-    assert_eq!(owner.start_ahead("owner", past, gone).await.unwrap(), AheadStart::Voided);
+    assert_eq!(owner.start_ahead("owner", past, &[], gone).await.unwrap(), AheadStart::Voided);
     let late_at = past + SignedDuration::from_secs(1);
     assert_eq!(
         other.void_ahead("owner", late_at, &[], later(late_at, Duration::from_secs(1))).await.unwrap(),
@@ -152,7 +157,9 @@ async fn periods(fleet: &mut Fleet, periods: u32) {
 }
 
 /// Owners claim ahead (where the coordinator takes claims ahead), every trigger runs
-/// exactly once, and each replica records every trigger it claimed.
+/// exactly once, and each replica records every trigger it claimed. The start of an
+/// instant marks the starts of its claims ahead: a replica sends start marks only for the
+/// runs it did not claim ahead.
 pub async fn owners_claim_ahead(factory: &impl CoordinatorFactory) {
     let (mut fleet, claims_ahead) = fleet(factory, "owners_claim_ahead").await;
     periods(&mut fleet, 4).await;
@@ -162,6 +169,17 @@ pub async fn owners_claim_ahead(factory: &impl CoordinatorFactory) {
     }
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();
+    let keeps_marks = factory.coordinator(&namespace("owners_claim_ahead")).await.keeps_start_marks();
+    for replica in fleet.replicas() {
+        let ahead = replica.claimed_ahead();
+        let ran_unclaimed_ahead = replica
+            .records()
+            .iter()
+            .filter(|r| r.outcome == Outcome::Succeeded && !ahead.contains(&(r.job.clone(), r.trigger)))
+            .count();
+        let marked = if keeps_marks { ran_unclaimed_ahead } else { 0 };
+        assert_eq!(replica.marks_sent(), marked, "{}: start marks sent", replica.instance());
+    }
 }
 
 /// An owner that dies after claiming its next triggers ahead (it never starts them):

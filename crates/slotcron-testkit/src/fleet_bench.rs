@@ -369,10 +369,11 @@ impl Coordinator for Counted {
         &self,
         owner: &str,
         at: Timestamp,
+        claims: &[TriggerRef<'_>],
         until: Timestamp,
     ) -> Result<AheadStart, CoordinatorError> {
         self.count();
-        self.inner.start_ahead(owner, at, until).await
+        self.inner.start_ahead(owner, at, claims, until).await
     }
 
     async fn void_ahead(

@@ -184,12 +184,13 @@ impl Coordinator for Link {
         &self,
         owner: &str,
         at: Timestamp,
+        claims: &[TriggerRef<'_>],
         until: Timestamp,
     ) -> Result<AheadStart, CoordinatorError> {
         if self.state() == LinkState::ClaimsFail {
             return Err(CoordinatorError::unavailable("claims fail on this link (simulated)"));
         }
-        self.up()?.start_ahead(owner, at, until).await
+        self.up()?.start_ahead(owner, at, claims, until).await
     }
 
     async fn void_ahead(

@@ -109,6 +109,12 @@ impl Replica {
         self.links.iter().flat_map(|link| link.claimed_ahead()).collect()
     }
 
+    /// How many start marks the replica sent in mark calls through its links (the claims
+    /// ahead of an instant are marked by its start instead).
+    pub fn marks_sent(&self) -> usize {
+        self.links.iter().flat_map(|link| link.mark_calls()).sum()
+    }
+
     /// What the link of the running scheduler to its coordinator lets through.
     ///
     /// # Panics

@@ -25,7 +25,7 @@ fn keys(keys: &[&String]) -> BTreeSet<String> {
 /// and idempotent; a takeover moves an unmarked claim to a new holder with a higher
 /// fencing token (idempotently), refuses a marked one, and makes the old holder's mark
 /// fail; a claim whose hold ended unmarked is still listed and taken over; claims ahead
-/// are listed once won.
+/// are listed once won, until their owner's start of the instant marks them.
 pub async fn start_marks_contract(factory: &impl CoordinatorFactory) {
     let ns = namespace("start_marks_contract");
     let (holder, taker) = (factory.coordinator(&ns).await, factory.coordinator(&ns).await);
@@ -83,11 +83,16 @@ pub async fn start_marks_contract(factory: &impl CoordinatorFactory) {
     assert_eq!(unstarted(holder.as_ref(), "holder", &["mark-c"]).await, keys(&[&c]), "still listed");
     let taken = taker.take_over("holder", "taker", &[TriggerRef { job: "mark-c", key: &c }]).await;
     assert!(matches!(taken[0], Ok(ClaimOutcome::Won { .. })), "won afresh: {taken:?}");
-    claims_ahead_are_listed(holder.as_ref(), at).await;
+    claims_ahead_are_marked_by_their_start(holder.as_ref(), taker.as_ref(), at).await;
 }
 
-/// Claims ahead, once won, are listed unstarted by their owner.
-async fn claims_ahead_are_listed(owner: &dyn Coordinator, at: Timestamp) {
+/// Claims ahead are listed unstarted once won, until their owner's start of the instant
+/// marks them; a marked one is not taken over.
+async fn claims_ahead_are_marked_by_their_start(
+    owner: &dyn Coordinator,
+    taker: &dyn Coordinator,
+    at: Timestamp,
+) {
     if !owner.claims_ahead() {
         return;
     }
@@ -98,6 +103,10 @@ async fn claims_ahead_are_listed(owner: &dyn Coordinator, at: Timestamp) {
     let until = later(at, Duration::from_secs(60));
     let answers = owner.claim_batch_ahead("owner", at, &[ahead], until).await;
     assert!(matches!(answers[0], Ok(ClaimOutcome::Won { .. })), "{answers:?}");
-    owner.start_ahead("owner", at, until).await.expect("start");
-    assert_eq!(unstarted(owner, "owner", &["mark-ahead"]).await, keys(&[&key]));
+    assert_eq!(unstarted(owner, "owner", &["mark-ahead"]).await, keys(&[&key]), "before the start");
+    let refs = [TriggerRef { job: "mark-ahead", key: &key }];
+    owner.start_ahead("owner", at, &refs, until).await.expect("start");
+    assert!(unstarted(owner, "owner", &["mark-ahead"]).await.is_empty(), "marked by the start");
+    let taken = taker.take_over("owner", "taker", &refs).await;
+    assert!(matches!(taken[0], Ok(ClaimOutcome::Lost)), "marked: {taken:?}");
 }

@@ -26,11 +26,16 @@ pub enum AheadStart {
     /// The owner started the instant: its claims ahead hold, and it runs them but those of
     /// the jobs in `paused`, the jobs paused fleet-wide when it started (a pause that came
     /// after a claim ahead was made still refuses its run, as it would have refused the
-    /// claim): those are recorded `skipped-paused`.
+    /// claim): those are recorded `skipped-paused`. The start is the [start
+    /// mark](crate::Coordinator#start-marks-and-takeover) of the claims it was given.
     Started {
         /// The names of the jobs paused when the owner started (empty from a coordinator
         /// without [`Controls`](crate::Controls)).
         paused: Vec<String>,
+        /// Per claim given to the start, in order: whether its start is now marked
+        /// (`false`: another replica took it over first, and its run must not start), as
+        /// [`Coordinator::mark_starts`](crate::Coordinator::mark_starts) answers.
+        marked: Vec<bool>,
     },
     /// A non-owner voided the owner's start first (or the start came after `until`):
     /// none of the owner's claims ahead of the instant holds; other replicas claim those

@@ -168,8 +168,11 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// over may void its start ([`Coordinator::void_ahead`]): one latch per owner and
 /// instant, set once by whichever comes first, so either the owner runs its claims ahead
 /// or they are dropped and taken over; a claim ahead is never lost with a dead owner, and
-/// never runs twice. The owner adds its claims ahead to its [`Handled`] tally only once it
-/// has started.
+/// never runs twice. The start also marks the [start
+/// mark](Coordinator#start-marks-and-takeover) of the claims ahead whose runs start then
+/// (the engine makes their records durable first): a burst claimed ahead starts on one
+/// round trip. The owner adds its claims ahead to its [`Handled`] tally only once it has
+/// started.
 ///
 /// # Start marks and takeover
 ///
@@ -190,7 +193,8 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// What every coordinator that keeps start marks promises:
 /// - every claim won (by [`Coordinator::claim`], a batch, ahead, or a request) is
 ///   listed by [`Coordinator::unstarted`] under its holder's instance id until it is
-///   marked or taken over;
+///   marked (by [`Coordinator::mark_starts`], or for a claim ahead by its owner's
+///   [`Coordinator::start_ahead`]) or taken over;
 /// - [`Coordinator::mark_starts`] marks a claim still held by the caller and unmarked
 ///   (`true`, also when marked already: a mark whose reply was lost is sent again), and
 ///   refuses one another holds (`false`);
@@ -311,8 +315,10 @@ pub trait Coordinator: Send + Sync + 'static {
     /// first: [`AheadStart::Started`] with the jobs paused now (also when it was started
     /// already: a start whose reply was lost is sent again), or [`AheadStart::Voided`]
     /// (voided, or asked after `until` on the coordinator's clock, which it also keeps
-    /// the start for at least as long again after: nothing is started then). One round
-    /// trip.
+    /// the start for at least as long again after: nothing is started then). Started, it
+    /// also marks the start of each of `claims` (the claims ahead whose runs start now),
+    /// as [`Coordinator::mark_starts`] would, in the same round trip: a burst claimed
+    /// ahead starts on one call.
     ///
     /// # Errors
     /// The backend is unreachable or the outcome is unknown: the owner then runs none of
@@ -321,9 +327,10 @@ pub trait Coordinator: Send + Sync + 'static {
         &self,
         owner: &str,
         at: Timestamp,
+        claims: &[TriggerRef<'_>],
         until: Timestamp,
     ) -> Result<AheadStart, CoordinatorError> {
-        let _ = (owner, at, until);
+        let _ = (owner, at, claims, until);
         Err(CoordinatorError::unavailable(format!("the {} coordinator takes no claims ahead", self.name())))
     }
 

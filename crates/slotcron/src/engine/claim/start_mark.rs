@@ -128,8 +128,7 @@ async fn mark_all(
     claims: &[Option<(Arc<str>, Box<str>)>],
     waiting: impl Fn() -> bool,
 ) -> Vec<Result<(), Unmarked>> {
-    let records = records.into_iter().map(LedgerWrite::Append).collect();
-    if let Err(unmarked) = mark_in_ledger(shared, records).await {
+    if let Err(unmarked) = mark_records(shared, records).await {
         return claims.iter().map(|_| Err(unmarked.clone())).collect();
     }
     let marks: Vec<StartMark<'_>> =
@@ -166,13 +165,16 @@ fn unavailable(shared: &Shared, reason: String) -> Unmarked {
     )
 }
 
-/// Queues `records` and waits until the ledger has taken them, for at most the
-/// start-mark timeout.
-async fn mark_in_ledger(shared: &Shared, records: Vec<LedgerWrite>) -> Result<(), Unmarked> {
+/// Makes `records` (runs' `running` records) durable: queues them in the outbox as one
+/// group and waits until the ledger has taken them, for at most the start-mark timeout.
+/// The first half of every start mark; the whole of it for the claims ahead of an
+/// instant, whose owner's start of the instant marks their claims together (the fleet's
+/// claims ahead).
+pub(crate) async fn mark_records(shared: &Shared, records: Vec<RunRecord>) -> Result<(), Unmarked> {
     if records.is_empty() {
         return Ok(());
     }
-    let taken = shared.outbox.push_marks(records);
+    let taken = shared.outbox.push_marks(records.into_iter().map(LedgerWrite::Append).collect());
     let timeout = shared.settings.start_mark_timeout;
     let deadline = later(shared.clock.now(), timeout);
     let marked = tokio::select! {

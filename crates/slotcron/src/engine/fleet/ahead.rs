@@ -1,21 +1,24 @@
 //! Claims ahead (the coordinator's ["Claims ahead"](crate::Coordinator#claims-ahead)):
 //! with a coordinator that takes them and a membership, this replica claims the
 //! triggers it owns up to the [claim-ahead window](crate::SchedulerBuilder::claim_ahead)
-//! before their instant, in batches, while nothing is due; when the instant comes it
-//! starts them (one round trip per instant) and hands each claim to the trigger the
-//! engine takes from its queue then, so a burst's runs start on time however long its
-//! claims took the backend.
+//! before their instant, in batches, while nothing is due; when the instant comes and
+//! the engine has taken its triggers, it makes their runs' `running` records durable and
+//! starts the instant with their claims (one round trip), which marks their starts: a
+//! burst's runs start on time however long its claims took the backend, with no round
+//! trip per batch of claims at the instant.
 //!
 //! What is claimed ahead: scheduled triggers of recurring jobs this replica owns, that a
 //! batch would claim (no jitter, no concurrency cap, not `on_every_replica`), and whose
-//! previous trigger this replica won (so no trigger before one claimed ahead can be
-//! taken over later, with a later fencing token: tokens follow trigger order). So a job
-//! whose period is shorter than the window, or whose previous trigger is still being
-//! claimed when its next enters the window, is claimed as its triggers come due. The claim
-//! goes to the trigger the engine takes at the instant, whatever the job's definition
-//! is then (a reload in between runs the new one); a job removed in between does not
-//! run. A job paused in between does not run either: the start reads the paused jobs,
-//! and their triggers are recorded `skipped-paused`. A start voided by a non-owner (this
+//! previous trigger this replica won
+//! (so no trigger before one claimed ahead can be taken over later, with a later fencing
+//! token: tokens follow trigger order). So a job whose period is shorter than the
+//! window, or whose previous trigger is still being claimed when its next enters the
+//! window, is claimed as its triggers come due. The claim goes to the trigger the engine
+//! takes at the instant, whatever the job's definition is then (a reload in between runs
+//! the new one); a job removed in between does not run, nor does a trigger taken as
+//! missed.
+//! A job paused in between does not run either: the start reads the paused jobs, and
+//! their triggers are recorded `skipped-paused`. A start voided by a non-owner (this
 //! replica was late to start), or without an answer, runs none of the instant's claims
 //! ahead: they are recorded `skipped-lost` or `skipped-backend-unavailable`, and other
 //! replicas take them over. A replica that stops before the instant voids its own start
@@ -29,20 +32,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use tokio::sync::{oneshot, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
 
 use super::batch::{self, MAX_BATCH, Mode};
 use super::tally::Tally;
 use super::{Fleet, FleetRun, Split};
 use crate::clock::later;
-use crate::coordinator::{AheadStart, CoordinatorError, TriggerRef};
+use crate::coordinator::{AheadStart, Coordinator, CoordinatorError, TriggerRef};
+use crate::engine::claim::marks::Unmarked;
 use crate::engine::claim::{self, ClaimNote, Claimed, within_claim_timeout};
+use crate::engine::run;
 use crate::engine::scope::BATCHES_IN_FLIGHT;
 use crate::engine::shared::Shared;
 use crate::engine::table::{Action, Due, NextInstant, Upcoming};
 use crate::job::Job;
-use crate::ledger::{Cause, Outcome};
+use crate::ledger::{Cause, Outcome, RunRecord};
 
 /// How long after an instant a start or a void of its claims ahead may still act: the
 /// takeover delay and twice the membership TTL (a non-owner gives an owner at most one
@@ -232,10 +236,6 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
         instants.entry(at).or_default().push(due);
     }
     let mut claims = ahead.claims.lock().unwrap_or_else(|p| p.into_inner());
-    // Claims whose trigger the engine never took (the job was removed, or its trigger
-    // was taken as missed) are let go a minute later.
-    let stale = now.checked_sub(jiff::SignedDuration::from_secs(60)).unwrap_or(now);
-    claims.retain(|at, _| *at >= stale);
     for (at, due) in instants {
         let jobs = claims.entry(at).or_default();
         let mut items = Vec::with_capacity(due.len());
@@ -244,6 +244,11 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
             jobs.insert(due.job.name.clone(), receiver);
             items.push((due, sender));
         }
+        // Pending from now on: the instant's start (or this replica's stop) finds it
+        // whatever its claims' task has done by then.
+        let keys = items.iter().map(|(due, _)| (due.job.name.clone(), claim::key_of(&due.job, at))).collect();
+        let pending = PendingStart { until: until(shared, at), keys };
+        ahead.starts.lock().unwrap_or_else(|p| p.into_inner()).insert(at, pending);
         fleet.tracker.spawn(claim_instant(fleet.clone(), at, items));
     }
 }
@@ -251,26 +256,12 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
 /// A trigger claimed ahead, and where its claim's answer goes.
 type Item = (Due, oneshot::Sender<Answer>);
 
-/// What the start of an instant came to: `None` while it is not known yet.
-type StartState = Option<Arc<Result<AheadStart, Stopped>>>;
-
-/// Why there is no start: the scheduler stopped first, or the coordinator did not answer.
-enum Stopped {
-    Stopping,
-    Failed(CoordinatorError),
-}
-
 /// Claims `items`, all due at `at`, ahead in batches (each taking its turn among the
-/// scheduler's batches in flight), starts them when `at` comes, and hands each answer
-/// to its trigger.
+/// scheduler's batches in flight), and hands each answer to its trigger.
 async fn claim_instant(fleet: FleetRun, at: Timestamp, items: Vec<Item>) {
     let shared = fleet.shared().clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let until = until(&shared, at);
-    let (started, start) = watch::channel(StartState::None);
-    let keys = items.iter().map(|(due, _)| (due.job.name.clone(), claim::key_of(&due.job, at))).collect();
-    let pending = PendingStart { until, keys, started };
-    fleet.state.ahead.starts.lock().unwrap_or_else(|p| p.into_inner()).insert(at, pending);
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
         let chunk: Vec<Item> = items.by_ref().take(MAX_BATCH).collect();
@@ -278,7 +269,7 @@ async fn claim_instant(fleet: FleetRun, at: Timestamp, items: Vec<Item>) {
         // once, as the claim rate measured assumes.
         let Ok(turn) = fleet.state.batches.clone().acquire_owned().await else { return };
         fleet.state.ahead.in_flight.fetch_add(1, Ordering::SeqCst);
-        let (fleet, start, coordinator) = (fleet.clone(), start.clone(), coordinator.clone());
+        let (fleet, coordinator) = (fleet.clone(), coordinator.clone());
         fleet.tracker.clone().spawn(async move {
             let shared = fleet.shared().clone();
             let (due, senders): (Vec<Due>, Vec<_>) = chunk.into_iter().unzip();
@@ -286,25 +277,21 @@ async fn claim_instant(fleet: FleetRun, at: Timestamp, items: Vec<Item>) {
                 batch::claim(&shared, &fleet.state, coordinator.as_ref(), &due, Mode::Ahead { at, until })
                     .await;
             drop(turn);
-            let answered =
-                due.into_iter().zip(senders).zip(claimed).map(|((d, s), (c, k))| (d, s, c, k)).collect();
-            // A tally per batch, written once the batch is handed over: non-owners see
-            // the owner's progress batch by batch.
-            let tally = Arc::new(Tally::new(shared.clone(), at));
             fleet.state.ahead.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let abort = fleet.scope.abort.clone();
-            fleet.tracker.spawn(hand_over(fleet.scope.shared.clone(), answered, (start, abort), tally));
+            for (sender, answer) in senders.into_iter().zip(claimed) {
+                // Not taken (the job was removed, or its trigger was taken as missed, or
+                // the instant has started without it): nothing runs.
+                let _ = sender.send(answer);
+            }
         });
     }
 }
 
-/// What the start of one instant's claims ahead needs: until when it may act, each
-/// job's name and trigger key (to drop them if the scheduler stops first), and where its
-/// answer goes.
+/// What the start of one instant's claims ahead needs: until when it may act, and each
+/// job's name and trigger key (to drop them if the scheduler stops first).
 struct PendingStart {
     until: Timestamp,
     keys: Vec<(Arc<str>, Box<str>)>,
-    started: watch::Sender<StartState>,
 }
 
 impl Ahead {
@@ -313,32 +300,39 @@ impl Ahead {
         self.starts.lock().unwrap_or_else(|p| p.into_inner()).keys().next().copied()
     }
 
+    /// Whether the claims ahead of an instant that has come by `now` wait for their start.
+    pub fn start_due(&self, now: Timestamp) -> bool {
+        self.next_start().is_some_and(|first| first <= now)
+    }
+
+    /// Takes the pending starts up to `upto` (all: `None`); with `upto`, the claims ahead
+    /// of those instants not taken by then are let go too (they never run here).
     fn take_starts(&self, upto: Option<Timestamp>) -> Vec<(Timestamp, PendingStart)> {
         let mut starts = self.starts.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = match upto {
-            Some(upto) => starts.split_off(&later(upto, Duration::from_nanos(1))),
-            None => BTreeMap::new(),
-        };
+        let Some(upto) = upto else { return std::mem::take(&mut *starts).into_iter().collect() };
+        let after = later(upto, Duration::from_nanos(1));
+        let kept = starts.split_off(&after);
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        *claims = claims.split_off(&after);
         std::mem::replace(&mut *starts, kept).into_iter().collect()
     }
 }
 
-/// Starts the claims ahead of every instant that has come by `now`: one round trip each,
-/// awaited by the engine's loop before it takes the instant's triggers, so that the
-/// answer is not held up behind the burst's work on the runtime.
-pub(super) async fn start_due(fleet: &FleetRun, now: Timestamp) {
-    let (shared, ahead) = (fleet.shared(), &fleet.state.ahead);
-    let Some(coordinator) = shared.coordinator.clone() else { return };
-    if ahead.next_start().is_none_or(|first| first > now) {
-        return;
+/// Starts the claims ahead of every instant that has come by `now`, once the engine has
+/// taken everything due (`taken`: the triggers among it that were claimed ahead), one
+/// task per instant ([`start`]).
+pub(super) fn start_due(fleet: &FleetRun, now: Timestamp, taken: Vec<Taken>) {
+    let mut by_instant: BTreeMap<Timestamp, Vec<Taken>> = BTreeMap::new();
+    for item in taken {
+        by_instant.entry(item.0.trigger).or_default().push(item);
     }
-    for (at, pending) in ahead.take_starts(Some(now)) {
-        let started = coordinator.start_ahead(&shared.instance, at, pending.until);
-        let state = within_claim_timeout(shared, started).await.map_err(Stopped::Failed);
-        if let Ok(AheadStart::Voided) = &state {
-            tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
-        }
-        pending.started.send_replace(Some(Arc::new(state)));
+    for (at, pending) in fleet.state.ahead.take_starts(Some(now)) {
+        let taken = by_instant.remove(&at).unwrap_or_default();
+        fleet.tracker.spawn(start(fleet.clone(), at, pending, taken));
+    }
+    // Taken after the scheduler's stop dropped their claims ahead: nothing runs.
+    if !by_instant.is_empty() {
+        tracing::debug!(instants = by_instant.len(), "claims ahead taken after this replica stopped");
     }
 }
 
@@ -355,85 +349,144 @@ pub(crate) async fn stop(fleet: &FleetRun) {
         if let Err(e) = within_claim_timeout(shared, voided).await {
             tracing::warn!(%at, "stopping: this replica's claims ahead were not dropped ({e}); the others take them over");
         }
-        pending.started.send_replace(Some(Arc::new(Err(Stopped::Stopping))));
     }
 }
 
-/// A batch of claims ahead, answered: each trigger, where its answer goes, the claim's
-/// answer and the trigger's key.
-type Answered = Vec<(Due, oneshot::Sender<Answer>, Claimed, Box<str>)>;
+/// A trigger claimed ahead and taken at its instant, with its claim's answer and, for a
+/// won claim marked with the instant's start, its run's `running` record.
+type Answered = (Due, Claimed, Box<str>, Option<RunRecord>);
 
-/// Waits for the start of the batch's instant, then hands each trigger its claim as
-/// the start leaves it (a won claim of a paused job, or of a start that was voided or
-/// failed, becomes the skip's record). Stopped first (or hard-stopped, `abort`): nothing
-/// is recorded (the claims ahead were dropped, as if never made).
-async fn hand_over(
-    shared: Arc<Shared>,
-    answered: Answered,
-    (mut start, abort): (watch::Receiver<StartState>, CancellationToken),
-    tally: Arc<Tally>,
-) {
+/// Starts the claims ahead of `at` whose triggers the engine took (`taken`), and marks
+/// their starts in the same step. Once every claim's answer is in, the `running` records
+/// of the won claims whose runs start on their claim alone ([`run::marks_with_batch`])
+/// are made durable ([`claim::mark_records`], one ledger group), then
+/// the instant is started with those claims ([`Coordinator::start_ahead`], one round
+/// trip), which marks each of them; then each run is spawned with its answer: run, or not
+/// started and recorded as the start left it (a paused job, a claim another replica took
+/// over, a start voided by another replica, or without an answer: fail closed). A claim
+/// ahead whose trigger was not taken (its job was removed, or its trigger recorded
+/// missed) is not marked and runs nowhere.
+async fn start(fleet: FleetRun, at: Timestamp, pending: PendingStart, taken: Vec<Taken>) {
+    let shared = fleet.shared().clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    // The hard stop ends the wait too: an instant whose claims ahead went out as the
-    // scheduler stopped may never be started, and the stop waits for this task.
-    let state = tokio::select! {
-        state = start.wait_for(Option::is_some) => state.map_or(None, |state| state.clone()),
-        () = abort.cancelled() => None,
-    };
-    let state = state.unwrap_or_else(|| Arc::new(Err(Stopped::Stopping)));
-    let stopping = matches!(*state, Err(Stopped::Stopping));
-    for (due, sender, claimed, key) in answered {
-        if let Ok(AheadStart::Started { .. }) = &*state {
-            tally.note(&key, &claimed);
+    let mut answered: Vec<Answered> = Vec::with_capacity(taken.len());
+    for (due, answer) in taken {
+        // No answer: the scheduler stopped before the claim was made; nothing runs.
+        if let Ok((claimed, key)) = answer.await {
+            // Marked with the instant's start unless its first attempt waits for something
+            // (an overlap lease): then it marks its own start when that attempt begins.
+            let record = claimed
+                .as_ref()
+                .ok()
+                .filter(|_| run::marks_with_batch(&due.job))
+                .map(|token| shared.start_run(&due.job, due.trigger, due.cause, *token));
+            answered.push((due, claimed, key, record));
         }
-        let (job, trigger, cause) = (&due.job, due.trigger, due.cause);
-        let claimed = match (&*state, claimed) {
-            (_, Err(skip)) => Err(skip),
-            (Ok(AheadStart::Started { paused }), Ok(token)) => {
-                if paused.iter().any(|p| **p == *job.name) {
-                    Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedPaused, None)))
-                } else {
-                    // Won and started: the job's next trigger may be claimed ahead from
-                    // now on, not only once this run's task has started (a lead longer
-                    // than the job's period looks at it before then).
-                    job.last_won.fetch_max(trigger.as_millisecond(), Ordering::Relaxed);
-                    Ok(token)
+    }
+    let records = answered.iter().filter_map(|(.., record)| record.clone()).collect();
+    let state = match claim::mark_records(&shared, records).await {
+        Err(unmarked) => Err(unmarked),
+        Ok(()) => {
+            let won: Vec<TriggerRef<'_>> = answered
+                .iter()
+                .filter(|(.., record)| record.is_some())
+                .map(|(due, _, key, _)| TriggerRef { job: &due.job.name, key })
+                .collect();
+            let started = coordinator.start_ahead(&shared.instance, at, &won, pending.until);
+            Ok(within_claim_timeout(&shared, started).await)
+        }
+    };
+    if let Ok(Ok(AheadStart::Voided)) = &state {
+        tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
+    }
+    spawn_runs(&fleet, coordinator.as_ref(), (at, &state), answered);
+}
+
+/// How the start of an instant went: its records not made durable (`Err`, the runs'
+/// outcome and reason), or the coordinator's answer to the start.
+type StartState = Result<Result<AheadStart, CoordinatorError>, Unmarked>;
+
+/// Spawns the runs of the claims ahead of instant `at` as its start (`state`) left them:
+/// a won claim with its `running` record and the start mark's answer (or, if its run
+/// marks its own start, as it is), a skip with its
+/// record. The tallies (one per batch) learn the claims' answers once the instant has
+/// started.
+fn spawn_runs(
+    fleet: &FleetRun,
+    coordinator: &dyn Coordinator,
+    (at, state): (Timestamp, &StartState),
+    answered: Vec<Answered>,
+) {
+    let (shared, scope) = (fleet.shared(), &fleet.scope);
+    let started = matches!(state, Ok(Ok(AheadStart::Started { .. })));
+    // The marks of the won claims, in order.
+    let mut marks = match state {
+        Ok(Ok(AheadStart::Started { marked, .. })) => marked.as_slice(),
+        _ => &[],
+    }
+    .iter();
+    let mut answered = answered.into_iter().peekable();
+    while answered.peek().is_some() {
+        // A tally per batch, written once dropped: non-owners see the owner's progress
+        // batch by batch.
+        let tally = started.then(|| Tally::new(shared.clone(), at));
+        for (due, claimed, key, record) in answered.by_ref().take(MAX_BATCH) {
+            if let Some(tally) = &tally {
+                tally.note(&key, &claimed);
+            }
+            let (claimed, marked) = match (claimed, record) {
+                (Ok(token), Some(record)) => {
+                    let mark = marks.next().copied().unwrap_or(false);
+                    let answer = mark_answer(shared, coordinator, (state, mark), &due);
+                    (Ok(token), Some(run::Marked { record, answer }))
                 }
+                // Its run marks its own start; it runs only if the instant started.
+                (Ok(token), None) => match mark_answer(shared, coordinator, (state, true), &due) {
+                    Ok(()) => (Ok(token), None),
+                    Err((outcome, reason)) => {
+                        let (job, trigger, cause) = (&due.job, due.trigger, due.cause);
+                        (Err(Box::new(shared.skipped(job, trigger, cause, outcome, Some(reason)))), None)
+                    }
+                },
+                (skip, _) => (skip, None),
+            };
+            if claimed.is_ok() && marked.as_ref().is_none_or(|marked| marked.answer.is_ok()) {
+                // Won and started: the job's next trigger may be claimed ahead from now on.
+                due.job.last_won.fetch_max(at.as_millisecond(), Ordering::Relaxed);
             }
-            (Ok(AheadStart::Voided), Ok(_)) => {
-                let reason = "claimed ahead, but another replica took it over before this one started it";
-                Err(Box::new(shared.skipped(job, trigger, cause, Outcome::SkippedLost, Some(reason.into()))))
-            }
-            (Err(Stopped::Failed(e)), Ok(_)) => {
-                Err(Box::new(claim::unclaimed(&shared, coordinator.as_ref(), job, trigger, cause, e)))
-            }
-            (Err(Stopped::Stopping), Ok(_)) => continue,
-        };
-        if !stopping {
-            // Not taken (the job was removed, or its trigger was taken as missed and
-            // recorded so): nothing runs.
-            let _ = sender.send((claimed, key));
+            scope.spawning();
+            fleet.tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key, marked));
         }
     }
 }
 
-/// Runs the triggers taken from the queue that were claimed ahead, each as its claim's
-/// answer (handed over once the instant's start is known) decides, under the trigger key
-/// it was claimed with.
-pub(super) async fn run(fleet: FleetRun, taken: Vec<Taken>) {
-    let mut taken = taken.into_iter().peekable();
-    while taken.peek().is_some() {
-        let mut runs = Vec::with_capacity(MAX_BATCH);
-        for (due, answer) in taken.by_ref().take(MAX_BATCH) {
-            // No answer: the scheduler stopped before the start, and the claim ahead
-            // recorded its trigger itself.
-            if let Ok((claimed, key)) = answer.await {
-                runs.push((due, claimed, key));
-            }
+/// The start mark's answer for a won claim ahead of `due`'s job, as the instant's start
+/// (`state`) left it and whether it marked this claim (`mark`).
+fn mark_answer(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    (state, mark): (&StartState, bool),
+    due: &Due,
+) -> Result<(), Unmarked> {
+    match state {
+        Err(unmarked) => Err(unmarked.clone()),
+        Ok(Ok(AheadStart::Started { .. })) if !mark => Err((
+            Outcome::SkippedLost,
+            "another replica took the claim over before this one started the instant: not started here"
+                .into(),
+        )),
+        Ok(Ok(AheadStart::Started { paused, .. })) if paused.iter().any(|p| **p == *due.job.name) => {
+            Err((Outcome::SkippedPaused, "the job was paused across the fleet when its instant came".into()))
         }
-        // Each group's starts marked while the next group's answers are taken.
-        let group = fleet.clone();
-        fleet.tracker.spawn(async move { batch::start(&group, runs).await });
+        Ok(Ok(AheadStart::Started { .. })) => Ok(()),
+        Ok(Ok(AheadStart::Voided)) => Err((
+            Outcome::SkippedLost,
+            "claimed ahead, but another replica took it over before this one started it".into(),
+        )),
+        Ok(Err(e)) => {
+            let record = claim::unclaimed(shared, coordinator, &due.job, due.trigger, due.cause, e);
+            Err((record.outcome, record.error.unwrap_or_else(|| e.to_string())))
+        }
     }
 }
 

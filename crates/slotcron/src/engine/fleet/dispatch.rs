@@ -1,5 +1,6 @@
-//! One pass of the engine's loop with a coordinator: the instants claimed ahead start,
-//! their runs go first, then the rest of what is due is split by owner — this
+//! One pass of the engine's loop with a coordinator: once everything due is taken, the
+//! instants claimed ahead start and their runs go first, then the rest of what is due
+//! is split by owner — this
 //! replica's own triggers are claimed (in batches where nothing holds them up), the
 //! others' wait out the takeover delay — and once everything due is taken, the next
 //! instants this replica owns are claimed ahead.
@@ -18,37 +19,44 @@ pub(crate) struct Dispatch {
     due: Vec<Due>,
     /// The items of a burst left for after its runs claimed ahead have started.
     deferred: Vec<Due>,
+    /// The triggers of a burst claimed ahead, taken so far.
+    claimed_ahead: Vec<ahead::Taken>,
 }
 
 impl Dispatch {
     pub fn new(fleet: FleetRun) -> Self {
-        Self { fleet, due: Vec::with_capacity(batch::MAX_BATCH), deferred: Vec::new() }
+        Self {
+            fleet,
+            due: Vec::with_capacity(batch::MAX_BATCH),
+            deferred: Vec::new(),
+            claimed_ahead: Vec::new(),
+        }
     }
 
     /// One pass at `now`.
     pub async fn pass(&mut self, now: Timestamp) -> Next {
         let fleet = self.fleet.clone();
         let (shared, scope) = (fleet.shared(), &fleet.scope);
-        // The instants claimed ahead that have come start first (one round trip).
-        ahead::start_due(&fleet, now).await;
         let mut split = Split::new(shared, &fleet.state);
         let (more, deadline) = {
             let mut table = shared.table();
             let more = table.take_due(now, &mut self.due, batch::MAX_BATCH, |job| split.lane(shared, job));
             (more, table.next_deadline())
         };
-        let claimed_ahead = fleet.state.ahead.take(&mut self.due);
-        if !claimed_ahead.is_empty() {
-            fleet.tracker.spawn(ahead::run(fleet.clone(), claimed_ahead));
-            // The runs claimed ahead start before the rest of the burst is looked at:
-            // their claims are answered, while the rest is claimed or waits out the
-            // takeover delay anyway. It is handled once the burst is taken.
+        let ahead = &fleet.state.ahead;
+        self.claimed_ahead.extend(ahead.take(&mut self.due));
+        if !self.claimed_ahead.is_empty() || ahead.start_due(now) {
+            // An instant's claims ahead start together (its start is their start mark),
+            // once all of its triggers are taken; their runs go before the rest of the
+            // burst is looked at: their claims are answered, while the rest is claimed
+            // or waits out the takeover delay anyway.
             self.deferred.append(&mut self.due);
-            tokio::task::yield_now().await;
-            scope.pace().await;
             if more {
+                tokio::task::yield_now().await;
                 return Next::Take;
             }
+            ahead::start_due(&fleet, now, std::mem::take(&mut self.claimed_ahead));
+            tokio::task::yield_now().await;
         }
         self.deferred.append(&mut self.due);
         std::mem::swap(&mut self.due, &mut self.deferred);

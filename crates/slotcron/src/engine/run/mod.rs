@@ -385,9 +385,9 @@ async fn run_won(
         Guarded::Skipped(reason) => {
             // Skipped on purpose: the claim is settled, never taken over and run elsewhere.
             settle_start(shared, attempts.claim_key(), job).await;
-            return skipped(Outcome::SkippedOverlap, reason);
+            return attempts.not_run(Outcome::SkippedOverlap, reason);
         }
-        Guarded::Unavailable(reason) => return skipped(Outcome::SkippedBackendUnavailable, reason),
+        Guarded::Unavailable(reason) => return attempts.not_run(Outcome::SkippedBackendUnavailable, reason),
     };
     let note = note.or_else(|| watch.as_ref().and_then(partition::Watch::note));
     attempts.ended(attempted, note).unwrap_or_else(|reason| skipped(Outcome::Aborted, reason))
@@ -533,6 +533,17 @@ impl<'a> Attempts<'a> {
             operator_cancel: self.cancel.token().clone(),
             payload: self.job.payload.clone(),
             record: run,
+        }
+    }
+
+    /// The record of a run the overlap layer did not let start: the `running` record made
+    /// with its start mark before its run was spawned (a claim ahead whose job's overlap
+    /// policy changed since), now with `outcome` and `reason`, else a record of the skip.
+    fn not_run(self, outcome: Outcome, reason: String) -> RunRecord {
+        let shared = &self.scope.shared;
+        match self.record.get() {
+            Some(run) => RunRecord { outcome, error: Some(reason), ..lock(run).clone() },
+            None => shared.skipped(self.job, self.trigger, self.cause, outcome, Some(reason)),
         }
     }
 
