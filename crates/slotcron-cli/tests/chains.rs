@@ -70,11 +70,15 @@ command = "true"
     assert_eq!(code, Some(2));
     assert!(out.is_empty(), "{out}");
     assert!(
-        err.contains(r#"jobs.toml:1: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#),
+        err.contains(
+            r#"jobs.toml:1: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#
+        ),
         "{err}"
     );
     assert!(
-        err.contains(r#"jobs.toml:6: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#),
+        err.contains(
+            r#"jobs.toml:6: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#
+        ),
         "{err}"
     );
     assert!(err.contains("2 problems in jobs.toml"), "{err}");
@@ -156,7 +160,8 @@ fn records(dir: &Path, job: &str, trigger: Timestamp) -> Vec<Run> {
 /// claim over and runs `b`, and `b`'s success runs `c`: each of `a`, `b` and `c` ran once
 /// for `a`'s trigger, each with one terminal record.
 #[test]
-fn three_daemons_run_a_chain_once_per_trigger_even_when_the_parents_daemon_is_killed_before_the_child_starts() {
+fn three_daemons_run_a_chain_once_per_trigger_even_when_the_parents_daemon_is_killed_before_the_child_starts()
+{
     let dir = scratch("chain_fleet_kill");
     let redis = RedisServer::start(&dir);
     let at = Timestamp::from_second(Timestamp::now().as_second()).unwrap() + A_DUE_IN.seconds();
@@ -166,15 +171,19 @@ fn three_daemons_run_a_chain_once_per_trigger_even_when_the_parents_daemon_is_ki
         .map(|i| {
             let (instance, state) = (format!("d{}", i + 1), format!("sqlite:d{}.db", i + 1));
             let args = ["jobs.toml", "--redis", &redis.url(), "--instance", &instance, "--state", &state];
-            let more = ["--admin", &admin[i], "--membership-ttl", MEMBERSHIP_TTL, "--takeover-delay", "300ms"];
+            let more =
+                ["--admin", &admin[i], "--membership-ttl", MEMBERSHIP_TTL, "--takeover-delay", "300ms"];
             Daemon::run(&dir, &[&args[..], &more[..]].concat())
         })
         .collect();
     for daemon in &mut daemons {
         daemon.wait_for("for the admin API", |line| line.contains("admin API listening"));
     }
-    wait_until("a started", || std::fs::read_to_string(dir.join("a-started")).is_ok_and(|s| s.ends_with('\n')));
-    let x: usize = std::fs::read_to_string(dir.join("a-started")).unwrap().trim()[1..].parse::<usize>().unwrap() - 1;
+    wait_until("a started", || {
+        std::fs::read_to_string(dir.join("a-started")).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let x: usize =
+        std::fs::read_to_string(dir.join("a-started")).unwrap().trim()[1..].parse::<usize>().unwrap() - 1;
     let y = (x + 1) % 3;
     // A manual run of `b` on Y holds `b`'s lease until `release` exists.
     let manual = run_in(&dir, &["trigger", "b", "--admin-url", &format!("http://{}", admin[y])]);
@@ -182,7 +191,9 @@ fn three_daemons_run_a_chain_once_per_trigger_even_when_the_parents_daemon_is_ki
     wait_until("the manual run of b started", || std::fs::read_to_string(dir.join("b.txt")).is_ok());
     write(&dir, "go", "");
     // X won `b`'s trigger and waits for the lease, as the waiting trigger of `buffer_one`.
-    wait_until("b's trigger waiting for its lease", || redis.keys().iter().any(|k| k.ends_with("lease:b:buffer")));
+    wait_until("b's trigger waiting for its lease", || {
+        redis.keys().iter().any(|k| k.ends_with("lease:b:buffer"))
+    });
     daemons[x].signal(Signal::SIGKILL);
     daemons[x].wait_exit();
     let at_ran = ran(&dir, "a", at);

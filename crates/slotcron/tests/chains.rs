@@ -2,15 +2,17 @@
 //! its child at the parent's trigger instant, once; a parent that fails records the
 //! child's trigger (and the grandchild's) `skipped-parent`; a chain three deep runs each
 //! job once per trigger of the first; a child's claim won and never started is taken over;
-//! a cycle and a schedule beside `run_after` are refused.
+//! a parent interrupted by its own daemon's crash records `skipped-parent` at the restart,
+//! and one a member presumed interrupted decides nothing; a cycle and a schedule beside
+//! `run_after` are refused.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
 use slotcron::{
-    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder, JobContext,
-    Outcome, Scheduler,
+    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder, JobContext, Ledger,
+    Leftover, Outcome, RunRecord, Scheduler,
 };
 use slotcron_testkit::harness::{Harness, ts};
 
@@ -167,4 +169,48 @@ fn a_cycle_and_a_second_schedule_are_refused_naming_the_jobs() {
     );
     let own = Job::builder("e").run_after("e").handler(ok).build().unwrap_err();
     assert_eq!(own.to_string(), r#"job "e": run_after: a job cannot run after itself (a cycle: e → e)"#);
+}
+
+/// A `running` record of `a`'s trigger at `at` left by `instance`.
+fn left_running(at: Timestamp, instance: &str) -> RunRecord {
+    RunRecord {
+        job: "a".into(),
+        trigger: at,
+        instance: instance.into(),
+        cause: Cause::Scheduled,
+        attempts: 1,
+        outcome: Outcome::Running,
+        fencing_token: Some(1),
+        started: at,
+        duration: Duration::ZERO,
+        error: None,
+        process: None,
+    }
+}
+
+/// The stale sweep at a restart finds `a`'s run of this instance's previous incarnation
+/// (gone for good) and records it `interrupted`: `b`'s trigger is recorded
+/// `skipped-parent`, naming it. A run of another member, presumed interrupted (it may
+/// still end, if that member was only cut off), decides nothing for `b`.
+#[tokio::test(start_paused = true)]
+async fn a_parent_interrupted_by_its_own_daemons_crash_records_skipped_parent_and_a_presumed_one_waits() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:05:00Z", &coordinator);
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    let (own, other) = (ts("2024-05-17T10:01:00Z"), ts("2024-05-17T10:02:00Z"));
+    h.ledger.append(&left_running(own, "test")).await.unwrap();
+    h.ledger.append(&left_running(other, "cut-off")).await.unwrap();
+    let gone = |_: &RunRecord| Some("its daemon is gone".to_owned());
+    let stale = h.scheduler.sweep_stale(gone, async |_: &RunRecord| Leftover::Unknown).await.unwrap();
+    assert_eq!(stale.len(), 2);
+    // Written by the ledger's writer, which runs with the scheduler.
+    h.start().await;
+    h.stop().await;
+    let b = h.history("b").await;
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].trigger, b[0].outcome), (own, Outcome::SkippedParent), "{b:?}");
+    assert_eq!(b[0].error.as_deref(), Some("its parent a's run of this trigger ended interrupted"));
+    assert!(runs.lock().unwrap().is_empty());
 }

@@ -54,42 +54,65 @@ impl Follow {
 }
 
 /// Records the end of `job`'s run (`record`, through [`Shared::finish`]); then, if jobs
-/// are chained after it and the outcome concerns them ([`Follow`]), waits until the
-/// ledger has taken the record and handles each child's trigger, all at once, on this
-/// task (so a shutdown waits for them as for the parent).
+/// are chained after it and the outcome concerns them ([`Follow`]), handles each child's
+/// trigger once the ledger has taken the record: all at once, on this task (so a shutdown
+/// waits for them as for the parent).
 pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) {
-    let shared = &scope.shared;
+    let Some((follow, children, parent)) = end(&scope.shared, job, record).await else { return };
+    match follow {
+        Follow::Run => _ = join_all(children.into_iter().map(|child| run_child(scope, child, &parent))).await,
+        Follow::Skip | Follow::Nothing => skip_children(&scope.shared, children, &parent).await,
+    }
+}
+
+/// Records the children's triggers of a run that the stale sweep recorded `interrupted`
+/// (`record`, as it was found) `skipped-parent`: only for a run of this instance's own
+/// previous incarnation, which is gone for good (a run a member presumed interrupted may
+/// still end: its daemon, cut off, writes its real end when it is back, and fires its
+/// children then), and of a job that does not rerun it.
+pub(crate) async fn skip_after_interrupted(shared: &Arc<Shared>, record: &RunRecord) {
+    if record.instance != shared.instance {
+        return;
+    }
+    let children = shared.table().children_of(&record.job);
+    let parent = Parent {
+        name: record.job.clone(),
+        trigger: record.trigger,
+        cause: record.cause,
+        outcome: Outcome::Interrupted,
+    };
+    skip_children(shared, children, &parent).await;
+}
+
+/// Records `record`, the end of `job`'s run; if jobs are chained after it and its outcome
+/// concerns them, returns what follows, the children and the parent as they need it —
+/// for a success, once the ledger has taken the record (so the parent's success is
+/// durable before the children's triggers are). A skip fires nothing to run: its
+/// children's skips follow at once (also in the stale sweep at start, before the ledger's
+/// writer runs).
+async fn end(shared: &Shared, job: &Job, record: RunRecord) -> Option<(Follow, Vec<Arc<Job>>, Parent)> {
     let follow = Follow::of(record.outcome);
     let children = match follow {
         Follow::Nothing => Vec::new(),
         Follow::Run | Follow::Skip => shared.table().children_of(&job.name),
     };
-    if children.is_empty() {
-        return shared.finish(job, record).await;
-    }
     let parent = Parent {
         name: job.name.clone(),
         trigger: record.trigger,
         cause: record.cause,
         outcome: record.outcome,
     };
-    if shared.finish_durably(job, record).await.await.is_err() {
-        // The scheduler stopped before the ledger took the parent's end.
-        return tracing::warn!(
+    if children.is_empty() || follow != Follow::Run {
+        shared.finish(job, record).await;
+    } else if shared.finish_durably(job, record).await.await.is_err() {
+        tracing::warn!(
             job = %parent.name, trigger = %parent.trigger,
             "the scheduler stopped before the run's end was written: the jobs chained after it are not fired"
         );
+        return None;
     }
-    let fired = children.into_iter().filter(|child| !in_cycle(shared, child)).map(|child| {
-        let parent = &parent;
-        async move {
-            match follow {
-                Follow::Run => run_child(scope, child, parent).await,
-                _ => skip_child(scope, child, parent).await,
-            }
-        }
-    });
-    join_all(fired).await;
+    let children: Vec<Arc<Job>> = children.into_iter().filter(|child| !in_cycle(shared, child)).collect();
+    (!children.is_empty()).then_some((follow, children, parent))
 }
 
 /// The end of a parent's run, as its children's triggers need it.
@@ -125,21 +148,25 @@ async fn run_child(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) {
     Box::pin(run::execute(scope.clone(), due)).await;
 }
 
-/// Records `child`'s trigger at `parent`'s instant `skipped-parent`, naming the parent's
-/// outcome: claimed first (so once across the fleet, and settled: never taken over and
-/// run), then recorded, its own children following.
-async fn skip_child(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) {
-    let shared = &scope.shared;
+/// Records each of `children`'s triggers at `parent`'s instant `skipped-parent`, naming
+/// the parent's outcome: claimed first (so once across the fleet, and settled: never
+/// taken over and run), then recorded; their own children's follow, in turn.
+async fn skip_children(shared: &Arc<Shared>, children: Vec<Arc<Job>>, parent: &Parent) {
     let (trigger, cause) = (parent.trigger, parent.child_cause());
-    let record = match claim_child(shared, &child, trigger, cause).await {
-        Ok(key) => {
-            settle_start(shared, key.as_deref(), &child).await;
-            let reason = format!("its parent {}'s run of this trigger ended {}", parent.name, parent.outcome);
-            shared.skipped(&child, trigger, cause, Outcome::SkippedParent, Some(reason))
+    for child in children {
+        let record = match claim_child(shared, &child, trigger, cause).await {
+            Ok(key) => {
+                settle_start(shared, key.as_deref(), &child).await;
+                let reason =
+                    format!("its parent {}'s run of this trigger ended {}", parent.name, parent.outcome);
+                shared.skipped(&child, trigger, cause, Outcome::SkippedParent, Some(reason))
+            }
+            Err(record) => *record,
+        };
+        if let Some((Follow::Skip, grandchildren, next)) = end(shared, &child, record).await {
+            Box::pin(skip_children(shared, grandchildren, &next)).await;
         }
-        Err(record) => *record,
-    };
-    Box::pin(finish(scope, &child, record)).await;
+    }
 }
 
 /// Claims `child`'s `trigger` (of `cause`) from the coordinator, if one arbitrates it:
