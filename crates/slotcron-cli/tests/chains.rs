@@ -99,6 +99,49 @@ command = "true"
     );
 }
 
+/// A failing `a`: the daemon records `b`'s trigger and `c`'s `skipped-parent`, each naming its
+/// parent's outcome, and runs neither.
+#[test]
+fn a_failing_parent_records_skipped_parent_down_the_chain() {
+    let dir = scratch("chain_failing_parent");
+    write(
+        &dir,
+        "jobs.toml",
+        r#"[[job]]
+name = "a"
+after = "1s"
+command = "exit 3"
+
+[[job]]
+name = "b"
+run_after = "a"
+command = "touch b-ran"
+
+[[job]]
+name = "c"
+run_after = "b"
+command = "touch c-ran"
+"#,
+    );
+    let mut daemon = Daemon::start(&dir, "jobs.toml");
+    daemon.wait_for("for the scheduler to start", |line| line.contains("scheduler started"));
+    wait_until("c's trigger recorded", || history(&dir, &["c"]).iter().any(Run::finished));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    let a = history(&dir, &["a"]);
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(a[0].outcome, "failed");
+    for (job, parent) in
+        [("b", "a's run of this trigger ended failed"), ("c", "b's run of this trigger ended skipped-parent")]
+    {
+        let runs = history(&dir, &[job]);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!((runs[0].trigger, runs[0].outcome.as_str()), (a[0].trigger, "skipped-parent"), "{runs:?}");
+        assert_eq!(runs[0].error.as_deref(), Some(format!("its parent {parent}").as_str()));
+    }
+    assert!(!dir.join("b-ran").exists() && !dir.join("c-ran").exists());
+}
+
 /// The daemons' membership TTL (a heartbeat every third of it): X's entry lapses at least
 /// 18 s after its last heartbeat, once the buffer lease its waiting trigger of `b` held
 /// (the default lease TTL, 15 s, renewed every 5 s) has expired, so that the trigger taken
