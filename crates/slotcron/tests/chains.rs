@@ -214,3 +214,23 @@ async fn a_parent_interrupted_by_its_own_daemons_crash_records_skipped_parent_an
     assert_eq!(b[0].error.as_deref(), Some("its parent a's run of this trigger ended interrupted"));
     assert!(runs.lock().unwrap().is_empty());
 }
+
+/// A manual run of `a` that succeeds runs `b` as a manual run too, at the manual run's
+/// instant, under `b`'s own manual key (never a scheduled trigger's).
+#[tokio::test(start_paused = true)]
+async fn a_manual_run_of_the_parent_runs_the_child_manually_under_its_own_key() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.start().await;
+    let asked = h.scheduler.trigger_now("a", None).await.unwrap();
+    h.advance(Duration::from_secs(1)).await;
+    h.stop().await;
+    let key = format!("b:manual:{}", asked.trigger);
+    assert_eq!(runs_of(&runs, "b"), [(asked.trigger, key)]);
+    let b = h.records("b");
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].outcome, b[0].cause), (Outcome::Succeeded, Cause::Manual), "{b:?}");
+}
