@@ -218,7 +218,7 @@ X = "1"
     );
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
-    let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
+    let job_keys = "name, every, at_time, cron, at, after, run_after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
                     backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude, on";
     let expected = [

@@ -741,6 +741,9 @@ fn check_run_after(builder: &JobBuilder, parent: &str) -> Result<(), String> {
                 .into(),
         );
     }
+    if builder.on.as_ref().is_ok_and(|placement| !placement.is_anywhere()) {
+        return Err("cannot be combined with on: the replica that ran the parent's trigger runs it".into());
+    }
     Ok(())
 }
 

@@ -148,8 +148,8 @@ async fn a_childs_claim_won_and_never_started_is_taken_over_and_the_chain_goes_o
     assert_eq!(h.records("c").len(), 1);
 }
 
-/// Adding the job that closes a cycle is refused, naming every job in it; so is a
-/// `run_after` beside another schedule.
+/// Adding the job that closes a cycle is refused, naming every job in it; so are a
+/// `run_after` beside another schedule, a placed one, and one after itself.
 #[test]
 fn a_cycle_and_a_second_schedule_are_refused_naming_the_jobs() {
     let scheduler = Scheduler::builder().build();
@@ -166,6 +166,11 @@ fn a_cycle_and_a_second_schedule_are_refused_naming_the_jobs() {
     assert_eq!(
         both.to_string(),
         r#"job "d": run_after: cannot be combined with another schedule (every, cron, at or after): a job has exactly one schedule"#
+    );
+    let placed = Job::builder("f").run_after("a").on(["gpu"]).handler(ok).build().unwrap_err();
+    assert_eq!(
+        placed.to_string(),
+        r#"job "f": run_after: cannot be combined with on: the replica that ran the parent's trigger runs it"#
     );
     let own = Job::builder("e").run_after("e").handler(ok).build().unwrap_err();
     assert_eq!(own.to_string(), r#"job "e": run_after: a job cannot run after itself (a cycle: e → e)"#);
@@ -233,4 +238,37 @@ async fn a_manual_run_of_the_parent_runs_the_child_manually_under_its_own_key() 
     let b = h.records("b");
     assert_eq!(b.len(), 1, "{b:?}");
     assert_eq!((b[0].outcome, b[0].cause), (Outcome::Succeeded, Cause::Manual), "{b:?}");
+}
+
+/// `a` succeeds while its scheduler stops: `b` does not start there; its trigger is claimed
+/// and left unstarted, and the next start of the same instance takes it over and runs it.
+#[tokio::test(start_paused = true)]
+async fn a_parent_that_succeeds_while_its_scheduler_stops_leaves_the_child_to_the_next_start() {
+    let (runs, release) = (Runs::default(), Arc::new(tokio::sync::Notify::new()));
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut first = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    let gated = slotcron_testkit::harness::gated(&release);
+    first.add(Job::builder("a").every(MINUTE).handler(gated).build().unwrap());
+    first.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    first.start().await;
+    first.advance_to(ts("2024-05-17T10:01:00Z")).await;
+    first.cancel.cancel();
+    slotcron_testkit::harness::settle().await;
+    release.notify_one();
+    first.stop().await;
+    let t = ts("2024-05-17T10:01:00Z");
+    assert_eq!(first.triggers("a", Outcome::Succeeded), [t]);
+    assert!(runs_of(&runs, "b").is_empty(), "not started while stopping");
+    let unstarted = coordinator.unstarted("test", &["b"]).await.unwrap();
+    assert_eq!(unstarted.len(), 1, "{unstarted:?}");
+
+    let mut second = coordinated("2024-05-17T10:01:20Z", &coordinator);
+    second.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    second.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    second.start().await;
+    second.advance_to(ts("2024-05-17T10:01:30Z")).await;
+    second.stop().await;
+    assert_eq!(runs_of(&runs, "b"), [(t, "b:2024-05-17T10:01:00Z".to_owned())]);
+    let b = second.records("b");
+    assert_eq!((b.len(), b[0].outcome, b[0].cause), (1, Outcome::Succeeded, Cause::TakenOver), "{b:?}");
 }

@@ -136,9 +136,13 @@ impl Parent {
 }
 
 /// Runs `child`'s trigger at `parent`'s instant: claimed, marked and run as any trigger
-/// is, its end followed by its own children's.
+/// is, its end followed by its own children's. A scheduler already stopping starts no
+/// run: it claims the trigger and leaves it unstarted, for takeover ([`leave_to_others`]).
 async fn run_child(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) {
     let cause = parent.child_cause();
+    if scope.stopping.is_cancelled() {
+        return leave_to_others(&scope.shared, &child, parent.trigger, cause).await;
+    }
     let action = match cause {
         Cause::Scheduled => Action::Run,
         _ => Action::Requested { attempts_made: 0 },
@@ -146,6 +150,24 @@ async fn run_child(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) {
     scope.spawning();
     let due = Due { job: child, trigger: parent.trigger, next: None, action, cause };
     Box::pin(run::execute(scope.clone(), due)).await;
+}
+
+/// The trigger of `child` at `trigger` (of `cause`), fired while the scheduler stops:
+/// claimed and not started, so that a live member takes it over once this one has left
+/// the membership, or this instance's next start does (docs/design.md, "Claims, start
+/// marks and takeover"). Without a coordinator nothing can: it is lost, and logged so.
+async fn leave_to_others(shared: &Shared, child: &Job, trigger: Timestamp, cause: Cause) {
+    match claim_child(shared, child, trigger, cause).await {
+        Ok(Some(_)) => tracing::info!(
+            job = %child.name, %trigger,
+            "the scheduler is stopping: the trigger is claimed and left unstarted, for a live member or the next start to take over"
+        ),
+        Ok(None) => tracing::warn!(
+            job = %child.name, %trigger,
+            "the scheduler is stopping and no coordinator keeps the trigger: it does not run"
+        ),
+        Err(record) => shared.finish(child, *record).await,
+    }
 }
 
 /// Records each of `children`'s triggers at `parent`'s instant `skipped-parent`, naming
