@@ -151,7 +151,7 @@ const MEMBERSHIP_TTL: &str = "27s";
 /// How long after the test starts `a` comes due: past the membership TTL, so that the
 /// other daemons vouch for a view of the fleet that has X in it before X is killed (only
 /// a member of such a view is seen to leave it).
-const A_DUE_IN: i64 = 30;
+const A_DUE_IN: i64 = 35;
 
 /// `a` once (at `at`), its command waiting for the file `go`; `b` after
 /// it, its command waiting for the file `release` (so a manual run of `b` holds the job's
