@@ -565,3 +565,23 @@ async fn a_runs_output_answers_each_attempt_with_its_end_and_both_streams_in_ord
     assert_eq!(ends[0], (&json!(1), &json!("exit 3"), &json!(3)));
     assert_eq!(ends[2], (&json!(3), &json!("exit 3"), &json!(3)));
 }
+
+/// A chained job (`run_after`) reads as its chain: no next trigger of its own, its last run
+/// the one its parent's success fired.
+#[tokio::test(start_paused = true)]
+async fn a_chained_job_shows_its_parent_as_its_schedule() {
+    let mut h = Harness::new("2024-05-17T00:00:30Z");
+    h.add(Job::builder("extract").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.add(Job::builder("load").run_after("extract").handler(ok).build().unwrap());
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    let (status, load) = get(&router, "/api/v1/jobs/load", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{load}");
+    assert_eq!(load["schedule"], "after success of extract");
+    assert_eq!(load["schedule_english"], "After each successful run of extract");
+    assert_eq!(load["next_triggers"], serde_json::json!([]));
+    assert_eq!(load["last_run"]["trigger"], "2024-05-17T00:01:00Z");
+    assert_eq!(load["last_run"]["outcome"], Outcome::Succeeded.as_str());
+    h.stop().await;
+}

@@ -102,6 +102,11 @@ impl Source {
                     "job {name:?} runs once, {delay} after the daemon first starts: it has no fire time to list"
                 ));
             }
+            jobs_file::ScheduleSpec::RunAfter(parent) => {
+                return Err(format!(
+                    "job {name:?} runs after each successful run of {parent}: it has no fire time of its own to list"
+                ));
+            }
             jobs_file::ScheduleSpec::AtStartUp => {
                 return Err(format!(
                     "job {name:?} (@reboot) runs each time the daemon starts: it has no fire time to list"

@@ -91,6 +91,7 @@ pub fn to_definition(entry: &JobEntry) -> Result<JobDefinition, String> {
         FileSchedule::At(at) => ScheduleSpec::At { instant: at.to_string() },
         FileSchedule::After(delay) => ScheduleSpec::After { delay_ms: millis(*delay) },
         FileSchedule::AtStartUp => return Err("@reboot jobs cannot be kept in the state".into()),
+        FileSchedule::RunAfter(_) => return Err("run_after jobs (chains) cannot be kept in the state".into()),
         FileSchedule::EveryDays(_) => {
             return Err("jobs with at_time cannot be kept in the state (a cron expression can)".into());
         }

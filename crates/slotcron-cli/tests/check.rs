@@ -76,7 +76,7 @@ command = "echo two"
     let expected = [
         r#"jobs.toml:5: job "report": cron: hour field "25" (column 3): 25 is out of range 0-23"#,
         r#"jobs.toml:11: job "standup": timezone: unknown time zone "Europe/Berln""#,
-        r#"jobs.toml:17: job "sync": cron: cron and every (line 16) both set; a job has exactly one of every, cron, at, after"#,
+        r#"jobs.toml:17: job "sync": cron: cron and every (line 16) both set; a job has exactly one of every, cron, at, after, run_after"#,
         r#"jobs.toml:26: job "cleanup": name: the job on line 21 has the same name; names must be unique"#,
     ];
     let lines: Vec<&str> = err.lines().collect();
@@ -218,7 +218,7 @@ X = "1"
     );
     assert_eq!(code, Some(2), "{out}");
     assert!(out.is_empty(), "{out}");
-    let job_keys = "name, every, at_time, cron, at, after, command, timeout, run_on_start, on_every_replica, \
+    let job_keys = "name, every, at_time, cron, at, after, run_after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
                     backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude, on";
     let expected = [

@@ -20,7 +20,7 @@ use crate::metrics::JobSeries;
 use crate::placement::{LabelError, Placement};
 use crate::policy::{Misfire, OnInterrupt, Overlap, Retry, run_budget};
 use crate::schedule::{
-    After, At, Calendar, CronSchedule, Excluding, Interval, MAX_DURATION, Schedule, ScheduleError,
+    After, At, Calendar, CronSchedule, Excluding, Interval, MAX_DURATION, RunAfter, Schedule, ScheduleError,
     ScheduleKind, Window,
 };
 
@@ -91,6 +91,8 @@ pub struct Job {
     pub(crate) on_interrupt: OnInterrupt,
     /// The labels a member must carry to run the job's triggers.
     pub(crate) placement: Arc<Placement>,
+    /// The job whose runs fire this one's triggers ([`JobBuilder::run_after`]), if chained.
+    pub(crate) parent: Option<Arc<str>>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
@@ -126,6 +128,7 @@ impl Clone for Job {
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
             placement: self.placement.clone(),
+            parent: self.parent.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
@@ -156,6 +159,7 @@ impl From<Job> for JobBuilder {
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
             on: Ok(job.placement),
+            run_after: job.parent,
             // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
             exclude: Vec::new(),
@@ -183,6 +187,7 @@ impl Job {
             jitter: None,
             on_interrupt: OnInterrupt::Record,
             on: Ok(Arc::default()),
+            run_after: None,
             window: (None, None),
             exclude: Vec::new(),
         }
@@ -241,6 +246,12 @@ impl Job {
     /// The labels a member must carry to run the job ([`JobBuilder::on`]).
     pub fn placement(&self) -> &Placement {
         &self.placement
+    }
+
+    /// The job whose runs fire this one's triggers, for a chained job
+    /// ([`JobBuilder::run_after`]).
+    pub fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
     }
 
     /// The most each trigger's start is delayed by, if jittered.
@@ -310,6 +321,8 @@ pub struct JobBuilder {
     on_interrupt: OnInterrupt,
     /// The placement as given to [`JobBuilder::on`], read (checked by `build`).
     on: Result<Arc<Placement>, LabelError>,
+    /// The parent given to [`JobBuilder::run_after`] (its schedule is among `schedules`).
+    run_after: Option<Arc<str>>,
     /// The window the schedule's triggers are bounded to: from (included), until
     /// (excluded).
     window: (Option<Timestamp>, Option<Timestamp>),
@@ -347,6 +360,22 @@ impl JobBuilder {
     /// Fires once at `instant` ([`At`]).
     pub fn at(self, instant: Timestamp) -> Self {
         self.schedule(At::new(instant))
+    }
+
+    /// Runs after each successful run of the job named `parent` ([`RunAfter`]): a
+    /// schedule of its own, in place of `every`, `cron`, `at` or `after`. Each trigger of
+    /// the parent whose run ends is a trigger of this job at the same instant, claimed
+    /// like any other (so run once across the fleet): run if the parent succeeded,
+    /// recorded [`SkippedParent`](crate::Outcome::SkippedParent) if its run failed or
+    /// was skipped after its claim (docs/design.md, "Job chains"). A parent that is not
+    /// scheduled never fires it; a cycle of chained jobs is refused when the last of
+    /// them is added ([`Scheduler::add`](crate::Scheduler::add)), and a jobs file
+    /// refuses an unknown parent too ([`check_chains`](crate::check_chains)).
+    pub fn run_after(mut self, parent: impl Into<String>) -> Self {
+        let parent: Arc<str> = parent.into().into();
+        self.schedules.push(Ok(Arc::new(RunAfter::new(parent.clone()))));
+        self.run_after = Some(parent);
+        self
     }
 
     /// Fires once, `delay` after the scheduler starts ([`After`]).
@@ -507,10 +536,16 @@ impl JobBuilder {
         let invalid =
             |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
         validate_job_name(&self.name).map_err(|reason| invalid("name", &reason))?;
+        if let Some(parent) = &self.run_after {
+            check_run_after(&self, parent).map_err(|reason| invalid("run_after", &reason))?;
+        }
         let mut schedules = self.schedules.into_iter();
         let schedule = match (schedules.next(), schedules.next()) {
             (None, _) => {
-                return Err(invalid("schedule", "a job needs a schedule (every, cron, at or after)"));
+                return Err(invalid(
+                    "schedule",
+                    "a job needs a schedule (every, cron, at, after or run_after)",
+                ));
             }
             (Some(_), Some(_)) => {
                 return Err(invalid("schedule", "a job has exactly one schedule; found several"));
@@ -590,6 +625,7 @@ impl JobBuilder {
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
             placement,
+            parent: self.run_after,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
@@ -673,7 +709,7 @@ fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String>
             }
             shortest
         }
-        ScheduleKind::At(_) | ScheduleKind::After(_) => {
+        ScheduleKind::At(_) | ScheduleKind::After(_) | ScheduleKind::Chained => {
             return Err("applies to recurring schedules (every, cron) only".into());
         }
     };
@@ -683,6 +719,32 @@ fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String>
         )),
         _ => Ok(()),
     }
+}
+
+/// What [`JobBuilder::run_after`] cannot be combined with; the reason on failure.
+fn check_run_after(builder: &JobBuilder, parent: &str) -> Result<(), String> {
+    validate_job_name(parent).map_err(|reason| format!("the parent's name: {reason}"))?;
+    if parent == builder.name {
+        return Err(format!("a job cannot run after itself (a cycle: {parent} → {parent})"));
+    }
+    if builder.schedules.len() > 1 {
+        return Err("cannot be combined with another schedule (every, cron, at or after): a job has exactly one schedule".into());
+    }
+    if builder.window != (None, None) || !builder.exclude.is_empty() {
+        return Err(
+            "cannot be combined with start, end or exclude: the parent's triggers are the job's".into()
+        );
+    }
+    if builder.every_replica {
+        return Err(
+            "cannot be combined with on_every_replica: the replica that ran the parent's trigger fires it"
+                .into(),
+        );
+    }
+    if builder.on.as_ref().is_ok_and(|placement| !placement.is_anywhere()) {
+        return Err("cannot be combined with on: the replica that ran the parent's trigger runs it".into());
+    }
+    Ok(())
 }
 
 /// Checks a job name; the reason on failure.

@@ -171,6 +171,7 @@
 //! [`SchedulerBuilder::metrics_per_job_histograms`], and
 //! [`SchedulerBuilder::metrics_per_job`] turns every per-job series off.
 
+mod chain;
 mod clock;
 mod context;
 mod control;
@@ -189,6 +190,7 @@ mod registry;
 mod schedule;
 mod store;
 
+pub use chain::check_chains;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use control::{
@@ -237,7 +239,7 @@ pub use redact::redact;
 pub use registry::HandlerRegistry;
 pub use schedule::{
     After, At, Calendar, CronError, CronErrorKind, CronField, CronSchedule, DurationError, EveryDays,
-    Interval, MAX_DURATION, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, Window,
+    Interval, MAX_DURATION, RunAfter, Schedule, ScheduleDescription, ScheduleError, ScheduleKind, Window,
     parse_duration,
 };
 pub use schedule::{Excluding, MAX_EXCLUDED_IN_A_ROW};

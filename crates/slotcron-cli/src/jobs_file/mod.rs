@@ -332,6 +332,7 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
     if !problems.is_empty() {
         return Err(problems);
     }
+    check_chains(&jobs)?;
     Ok(JobsFile {
         path: PathBuf::new(),
         format,
@@ -343,6 +344,25 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
+    })
+}
+
+/// Checks the chains of `jobs` ([`slotcron::check_chains`]): every `run_after` names a job
+/// of the file (an `enabled = false` one counts: its children then never run), and no job
+/// runs after itself through others.
+///
+/// # Errors
+/// Each unknown parent and each cycle, against the line of the job it names.
+fn check_chains(jobs: &[JobEntry]) -> Result<(), Vec<Problem>> {
+    slotcron::check_chains(jobs.iter().map(|entry| &entry.job)).map_err(|errors| {
+        let problem = |error: JobError| {
+            let JobError::Invalid { job, field, reason } = error else {
+                return Problem::whole(error.to_string());
+            };
+            let line = jobs.iter().find(|entry| entry.job.name() == job).map_or(0, |entry| entry.line);
+            Problem::field(line, Some(&job), field, reason)
+        };
+        errors.into_iter().map(problem).collect()
     })
 }
 

@@ -31,6 +31,9 @@ pub enum ScheduleSpec {
     /// the instant the jobs are loaded, so every start is a trigger of its own, which
     /// every replica runs on its own, without a claim.
     AtStartUp,
+    /// `run_after = "extract"`: after each successful run of the job named so, at its
+    /// trigger instant (a job chain).
+    RunAfter(String),
 }
 
 /// When a schedule fires next, as `slotcron check` shows it.
@@ -46,6 +49,8 @@ pub enum NextFire {
     Never,
     /// Never again: a one-shot the state says is done.
     Done,
+    /// After each successful run of this parent job.
+    AfterParent(String),
 }
 
 impl ScheduleSpec {
@@ -64,6 +69,7 @@ impl ScheduleSpec {
                     .at(Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now))
                     .on_every_replica(true)
             }
+            Self::RunAfter(parent) => builder.run_after(parent),
         }
     }
 
@@ -75,7 +81,7 @@ impl ScheduleSpec {
             Self::EveryDays(days) => Some(Arc::new(days.clone())),
             Self::Cron(cron) => Some(Arc::new(cron.clone())),
             Self::At(instant) => Some(Arc::new(At::new(*instant))),
-            Self::After(_) | Self::AtStartUp => None,
+            Self::After(_) | Self::AtStartUp | Self::RunAfter(_) => None,
         }
     }
 
@@ -92,6 +98,7 @@ impl ScheduleSpec {
                 format!("Once, {} after the daemon first starts", duration::display(*delay))
             }
             Self::AtStartUp => "Once each time the daemon starts".into(),
+            Self::RunAfter(parent) => format!("After each successful run of {parent}"),
         }
     }
 
@@ -112,6 +119,7 @@ impl NextFire {
         match job.schedule().kind() {
             ScheduleKind::After(delay) => Self::AfterStart(delay),
             ScheduleKind::At(at) if at <= now => Self::AtStartUp,
+            ScheduleKind::Chained => Self::AfterParent(job.parent().unwrap_or_default().to_owned()),
             _ => job.schedule().next_after(now).map_or(Self::Never, |t| Self::At(t, zone.clone())),
         }
     }
@@ -154,6 +162,7 @@ impl fmt::Display for ScheduleSpec {
             Self::At(at) => write!(f, "at {at}"),
             Self::After(delay) => write!(f, "after {}", duration::display(*delay)),
             Self::AtStartUp => f.write_str("@reboot"),
+            Self::RunAfter(parent) => write!(f, "after success of {parent}"),
         }
     }
 }
@@ -171,6 +180,7 @@ impl fmt::Display for NextFire {
             Self::AtStartUp => f.write_str("at start-up"),
             Self::Never => f.write_str("never (no fire time left)"),
             Self::Done => f.write_str("never (done)"),
+            Self::AfterParent(parent) => write!(f, "after {parent} succeeds"),
         }
     }
 }

@@ -9,7 +9,9 @@ mod table;
 // What the parts share, and what one `run()`'s runs share:
 mod scope;
 mod shared;
-// The claim path (every claimed trigger walks it) and one run, start to finish:
+// The claim path (every claimed trigger walks it), one run, start to finish, and the
+// triggers a run's end fires in the jobs chained after it:
+mod chain;
 mod claim;
 mod run;
 // Recording runs: their records, the outbox to the ledger, the sweep of a dead run's,
@@ -100,14 +102,19 @@ impl Scheduler {
     ///
     /// # Errors
     /// [`JobError::Duplicate`] if a job with this name exists; [`JobError::Invalid`]
-    /// (field `on`) for a job placed on labels this scheduler does not carry when it has
+    /// (field `run_after`) for a chained job whose parent runs after it (a cycle, every
+    /// job in it named; a parent not added yet is no error: it fires the job once added);
+    /// [`JobError::Invalid`] (field `on`) for a job placed on labels this scheduler does not carry when it has
     /// no coordinator (no other member could run it).
     pub fn add(&self, job: Job) -> Result<(), JobError> {
         refuse_alone(&self.shared, &job)?;
         let name = job.name.to_string();
-        let Some(earliest) = self.shared.table().insert(job, self.shared.clock.now()) else {
+        let mut table = self.shared.table();
+        chain::refuse_cycle(&table, &job)?;
+        let Some(earliest) = table.insert(job, self.shared.clock.now()) else {
             return Err(JobError::Duplicate { job: name });
         };
+        drop(table);
         if earliest {
             self.shared.wake.notify_one();
         }

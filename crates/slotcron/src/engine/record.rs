@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use tokio::sync::oneshot;
 
 use super::shared::Shared;
 use crate::job::Job;
@@ -67,6 +68,20 @@ impl Shared {
     /// ran) and updates the job's state (not for a backend outage: that trigger may still
     /// be re-issued).
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
+        let write = self.ended(job, record).await;
+        self.outbox.push(write);
+    }
+
+    /// [`Shared::finish`], and a receiver answered once the ledger has taken the record
+    /// (never if the scheduler stopped first): for a parent whose end must be durable
+    /// before its chained jobs' triggers are fired (engine/chain.rs).
+    pub(crate) async fn finish_durably(&self, job: &Job, record: RunRecord) -> oneshot::Receiver<()> {
+        let write = self.ended(job, record).await;
+        self.outbox.push_marks(vec![write])
+    }
+
+    /// Everything [`Shared::finish`] does but the ledger write, which it returns.
+    async fn ended(&self, job: &Job, record: RunRecord) -> LedgerWrite {
         log_run(&record);
         job.set_last_run(&record);
         let ran = record.outcome.ran().then_some(record.duration);
@@ -80,9 +95,7 @@ impl Shared {
         if let Some(observer) = &self.observer {
             observer.run_ended(&record);
         }
-        let write =
-            if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) };
-        self.outbox.push(write);
+        if record.attempts > 0 { LedgerWrite::Update(record) } else { LedgerWrite::Append(record) }
     }
 
     /// Records that `trigger` of `job` was handled; a failed write is kept and written

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use super::chain;
 use super::claim::within_claim_timeout;
 use super::fleet::placement;
 use super::table::{Action, Due};
@@ -96,6 +97,8 @@ impl Scheduler {
             }
             if self.reruns(&record) {
                 self.run_again(&record, record.attempts);
+            } else {
+                chain::skip_after_interrupted(&self.shared, &record).await;
             }
             interrupted.push(record);
         }

@@ -98,6 +98,8 @@ pub(crate) struct Table {
     states: HashMap<String, JobState>,
     /// The scheduler's metrics, which flush each job's series.
     metrics: Arc<Metrics>,
+    /// The chained jobs' names by their parent's ([`Job::parent`]).
+    children: HashMap<Arc<str>, Vec<Arc<str>>>,
 }
 
 impl Table {
@@ -127,6 +129,9 @@ impl Table {
         self.last_generation += 1;
         let name = job.name.clone();
         self.metrics.register(job.series.clone());
+        if let Some(parent) = &job.parent {
+            self.children.entry(parent.clone()).or_default().push(name.clone());
+        }
         let entry = Entry {
             job: Arc::new(job),
             generation: self.last_generation,
@@ -197,6 +202,14 @@ impl Table {
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
         let entry = self.slots[slot as usize].take();
+        if let Some(parent) = entry.as_ref().and_then(|e| e.job.parent.as_ref())
+            && let Some(children) = self.children.get_mut(parent)
+        {
+            children.retain(|child| **child != *name);
+            if children.is_empty() {
+                self.children.remove(parent);
+            }
+        }
         if entry.as_ref().is_some_and(|e| e.next.is_some()) {
             self.stale += 1;
         }
@@ -288,6 +301,8 @@ impl Table {
             ScheduleKind::Interval { .. } | ScheduleKind::Recurring => {
                 job.schedule.next_after(resume_from.unwrap_or(now))
             }
+            // Its parent's runs fire it (engine/chain.rs).
+            ScheduleKind::Chained => return,
         };
         let generation = entry.generation;
         entry.next = first;
@@ -327,6 +342,18 @@ impl Table {
     /// The job of this name.
     pub fn job(&self, name: &str) -> Option<Arc<Job>> {
         Some(self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.clone())
+    }
+
+    /// The jobs chained after `parent` ([`Job::parent`]): none for most jobs, found
+    /// without a look at any other job.
+    pub fn children_of(&self, parent: &str) -> Vec<Arc<Job>> {
+        let names = self.children.get(parent).map(Vec::as_slice).unwrap_or_default();
+        names.iter().filter_map(|name| self.job(name)).collect()
+    }
+
+    /// The parent of the job called `name`, if it is here and chained.
+    pub fn parent_of(&self, name: &str) -> Option<Arc<str>> {
+        self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.parent.clone()
     }
 
     /// A job with its queued trigger.

@@ -60,13 +60,18 @@ pub enum Outcome {
     /// SIGKILL after the kill grace) and it is not retried. The error text says who
     /// asked. Not a failure: no failure hook runs for it.
     Cancelled,
+    /// The trigger of a chained job ([`JobBuilder::run_after`](crate::JobBuilder::run_after))
+    /// whose parent's run of the same instant did not succeed (it failed, timed out, was
+    /// cancelled, interrupted, or skipped after its claim): claimed so that no member runs
+    /// it, and not run; the reason names the parent and its outcome.
+    SkippedParent,
     /// An outcome this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 17] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -83,6 +88,7 @@ impl Outcome {
         Self::Running,
         Self::Interrupted,
         Self::Cancelled,
+        Self::SkippedParent,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -104,6 +110,7 @@ impl Outcome {
             Self::Running => "running",
             Self::Interrupted => "interrupted",
             Self::Cancelled => "cancelled",
+            Self::SkippedParent => "skipped-parent",
             Self::Other(name) => name.as_str(),
         }
     }

@@ -1,6 +1,7 @@
 //! Schedules: what yields the fire times of a job ([`Schedule`]).
 
 mod calendar;
+mod chain;
 mod cron;
 mod describe;
 mod duration;
@@ -13,6 +14,7 @@ mod window;
 mod zone;
 
 pub use calendar::{Calendar, Excluding, MAX_EXCLUDED_IN_A_ROW};
+pub use chain::RunAfter;
 pub use cron::{CronError, CronErrorKind, CronField, CronSchedule};
 pub use describe::ScheduleDescription;
 pub use duration::{DurationError, parse_duration};
@@ -43,6 +45,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// | every N days at a wall-clock time | [`EveryDays`] | recurring |
 /// | one absolute instant | [`At`] | one-shot |
 /// | a delay after the scheduler starts | [`After`] | one-shot |
+/// | after each successful run of another job | [`RunAfter`] | chained |
 ///
 /// Implement it for a custom schedule; the engine asks for the next fire time after the
 /// trigger it has just fired, so an implementation must be a pure function of its input.
@@ -97,6 +100,9 @@ pub enum ScheduleKind {
     /// One fire time this long after the scheduler starts (or after the job is added to
     /// a running scheduler). Its trigger key is the job name alone.
     After(Duration),
+    /// No fire times of its own: a trigger at each trigger instant of a parent job whose
+    /// run ended ([`RunAfter`]), fired by the replica that ran the parent.
+    Chained,
 }
 
 impl ScheduleKind {

@@ -42,7 +42,7 @@
 //!
 //! [[job]]
 //! name = "backup"
-//! cron = "0 3 * * *"             # exactly one of every, cron, at, after
+//! cron = "0 3 * * *"             # exactly one of every, cron, at, after, run_after
 //! command = "pg_dump app > /var/backups/app.sql"
 //! timeout = "1h30m"              # optional
 //! timezone = "UTC"               # optional, cron and local at jobs only

@@ -1,4 +1,4 @@
-//! The schedule of a job: exactly one of `every`, `cron`, `at` and `after`, the
+//! The schedule of a job: exactly one of `every`, `cron`, `at`, `after` and `run_after`, the
 //! `at_time` of an `every` of whole days, and the `timezone` of a cron, local `at` or
 //! `at_time` schedule.
 
@@ -16,7 +16,7 @@ use crate::{cron_error, zone};
 const SECONDS_PER_DAY: u64 = 86_400;
 
 /// The keys of which a job sets exactly one.
-const SCHEDULE_KEYS: [&str; 4] = ["every", "cron", "at", "after"];
+const SCHEDULE_KEYS: [&str; 5] = ["every", "cron", "at", "after", "run_after"];
 
 impl Reader<'_> {
     /// The one schedule of the job, and its key.
@@ -30,7 +30,7 @@ impl Reader<'_> {
         let zone = self.zone(table, given.first().map(|(key, _)| *key), default_zone);
         let (key, value) = match given.as_slice() {
             [] => {
-                self.missing(table, "schedule", "set exactly one of every, cron, at, after");
+                self.missing(table, "schedule", "set exactly one of every, cron, at, after, run_after");
                 return None;
             }
             [one] => *one,
@@ -38,7 +38,7 @@ impl Reader<'_> {
                 let first_line = self.line(first_value.span());
                 for (key, value) in rest {
                     let reason = format!(
-                        "{key} and {first} (line {first_line}) both set; a job has exactly one of every, cron, at, after"
+                        "{key} and {first} (line {first_line}) both set; a job has exactly one of every, cron, at, after, run_after"
                     );
                     self.problem(table, key, value.span(), reason);
                 }
@@ -55,6 +55,10 @@ impl Reader<'_> {
                 let text = self.string(table, key, DURATION)?;
                 let spec = if key == "every" { ScheduleSpec::Every } else { ScheduleSpec::After };
                 parse_duration(text.get_ref()).map(spec).map_err(|e| e.to_string())
+            }
+            "run_after" => {
+                let text = self.string(table, key, "the name of another job of the file")?;
+                Ok(ScheduleSpec::RunAfter(text.get_ref().to_string()))
             }
             "cron" => {
                 let text = self.string(table, key, "a cron expression string like \"0 3 * * *\"")?;

@@ -37,6 +37,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "cron",
     "at",
     "after",
+    "run_after",
     "command",
     "timeout",
     "run_on_start",

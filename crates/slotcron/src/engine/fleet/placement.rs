@@ -35,6 +35,7 @@ use jiff::Timestamp;
 use super::FleetRun;
 use crate::clock::later;
 use crate::coordinator::{LiveMember, TriggerRef, rendezvous};
+use crate::engine::chain;
 use crate::engine::claim::{claim, key_of, settle_start, within_claim_timeout};
 use crate::engine::shared::Shared;
 use crate::engine::table::{Action, Due};
@@ -222,7 +223,7 @@ async fn leave(fleet: FleetRun, due: Due, left: Left) {
         }
         Err(record) => *record,
     };
-    shared.finish(&job, record).await;
+    chain::finish(&fleet.scope, &job, record).await;
 }
 
 /// Whether this replica records, without running them, the unstarted claims of `job`
@@ -249,7 +250,7 @@ pub(crate) async fn record_taken_over(
         job.placement
     );
     let record = shared.skipped(job, trigger, Cause::TakenOver, Outcome::SkippedNoMember, Some(reason));
-    shared.finish(job, record).await;
+    chain::finish(&fleet.scope, job, record).await;
 }
 
 /// Whether the trigger of `job` keyed `key` is still unclaimed at `look`: one read, no

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::cancel::in_flight::RunCancel;
+use super::chain;
 use super::claim::marks::Unmarked;
 use super::claim::{
     ClaimNote, Claimed, SkewSkip, claim, claim_requested, key_of, local_fencing_token, mark_start,
@@ -135,7 +136,7 @@ pub(crate) async fn execute_claimed(
         let Due { job, trigger, next, cause, .. } = due;
         let claiming = Claiming::Batched(claimed, key, marked.map(Box::new));
         let record = claim_and_run(&scope, &job, trigger, next, cause, claiming).await;
-        scope.shared.finish(&job, record).await;
+        chain::finish(&scope, &job, record).await;
     };
     Box::pin(run).instrument(span).await;
 }
@@ -160,7 +161,7 @@ pub(crate) async fn execute_taken_over(
             Some(error) => format!("{error} ({note})"),
             None => note,
         });
-        scope.shared.finish(&job, record).await;
+        chain::finish(&scope, &job, record).await;
     };
     Box::pin(run).instrument(span).await;
 }
@@ -178,7 +179,7 @@ async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Note) {
             claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested(attempts_made)).await
         }
     };
-    shared.finish(&job, record).await;
+    chain::finish(&scope, &job, record).await;
 }
 
 /// Whether `job` was removed before `trigger` started (logged): it does not run then.
