@@ -55,6 +55,12 @@ pub(crate) struct JobView {
     /// How many of its runs have a handler running now on this scheduler (not on other
     /// replicas).
     runs_in_flight: u32,
+    /// For a job with `max_runs`: its scheduled triggers started so far across the fleet
+    /// (`runs N of max_runs`); `null` for a job without, or when the count cannot be read.
+    #[schema(required = true)]
+    runs: Option<u64>,
+    /// Whether the job has ended (its `max_runs` reached): no trigger is queued any more.
+    ended: bool,
 }
 
 /// How the job runs.
@@ -80,6 +86,9 @@ struct Policies {
     /// Milliseconds; `null`: none.
     #[schema(required = true)]
     jitter_ms: Option<u128>,
+    /// The most scheduled triggers the job runs across the fleet; `null`: no limit.
+    #[schema(required = true)]
+    max_runs: Option<u64>,
 }
 
 /// The last trigger the scheduler handled.
@@ -132,17 +141,28 @@ impl From<JobInfo> for JobView {
                 backoff_max_ms: job.retry().max_backoff().map(|d| d.as_millis()),
                 overlap: job.overlap().name(),
                 jitter_ms: job.jitter().map(|d| d.as_millis()),
+                max_runs: job.max_runs(),
             },
             paused: None,
             paused_since: None,
             next_triggers: info.next_triggers,
             last_run: info.last_run.as_ref().map(LastRunView::from),
             runs_in_flight: info.runs_in_flight,
+            runs: None,
+            ended: info.ended,
         }
     }
 }
 
 impl JobView {
+    /// Sets `runs` from the counts of the jobs with `max_runs` (`None`: unknown).
+    fn with_runs(mut self, counts: &HashMap<String, u64>) -> Self {
+        if self.policies.max_runs.is_some() {
+            self.runs = counts.get(&self.name).copied();
+        }
+        self
+    }
+
     /// Sets `paused` from whether the job is paused and since when (`None`: unknown).
     fn with_paused(mut self, paused: Option<Option<Timestamp>>) -> Self {
         if let Some(since) = paused {
@@ -188,7 +208,9 @@ pub(crate) async fn list(
         return Err(ApiError::unavailable(reason));
     }
     let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
-    let jobs: Vec<JobView> = page.rows.into_iter().map(|row| row_view(&state, row)).collect();
+    let counts = state.scheduler.run_counts().await;
+    let jobs: Vec<JobView> =
+        page.rows.into_iter().map(|row| row_view(&state, row).with_runs(&counts)).collect();
     let body = JobsPage { jobs, next_cursor: page.next_cursor, total: page.total };
     Ok(etag::json(&headers, &body))
 }
@@ -229,7 +251,8 @@ pub(crate) async fn one(
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
-    Ok(Json(JobView::from(info).with_paused(paused)))
+    let counts = state.scheduler.run_counts().await;
+    Ok(Json(JobView::from(info).with_paused(paused).with_runs(&counts)))
 }
 
 /// The 404 of a job name the scheduler does not have.

@@ -55,6 +55,13 @@ impl KeyLayout {
         self.per_job("mark", job)
     }
 
+    /// The job's runs counted for `max_runs` (a set of the engine trigger keys whose
+    /// start mark counted a run; its size is the count), written by the start script's
+    /// counted `mark`; kept by job name, never expired.
+    pub fn runs(&self, job: &str) -> String {
+        self.per_job("runs", job)
+    }
+
     /// Whether the job is paused: present (holding the instant it was paused, in
     /// milliseconds since the Unix epoch) while it is; read by the claim script.
     pub fn paused(&self, job: &str) -> String {
@@ -171,6 +178,7 @@ mod tests {
         assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
         assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
         assert_eq!(keys.paused("backup"), "app:slotcron:paused:backup");
+        assert_eq!(keys.runs("backup"), "app:slotcron:runs:backup");
         assert_eq!(keys.paused_index(), "app:slotcron:index:paused");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:request:backup:k-1");
         assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:fleet:unstarted:web-1");
@@ -191,6 +199,7 @@ mod tests {
         assert_eq!(keys.lease("backup"), "app:slotcron:{backup}:lease");
         assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
         assert_eq!(keys.paused("backup"), "app:slotcron:{backup}:paused");
+        assert_eq!(keys.runs("backup"), "app:slotcron:{backup}:runs");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:{backup}:request:k-1");
         assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:{backup}:unstarted");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");

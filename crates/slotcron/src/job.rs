@@ -89,6 +89,9 @@ pub struct Job {
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
+    /// The most scheduled triggers the job runs across the fleet, counted with their
+    /// start marks (`None`: no limit).
+    pub(crate) max_runs: Option<u64>,
     /// The labels a member must carry to run the job's triggers.
     pub(crate) placement: Arc<Placement>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
@@ -103,6 +106,9 @@ pub struct Job {
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
+    /// Set once a start mark was refused at the job's `max_runs`: the job has ended and
+    /// none of its triggers is queued any more (`engine/limits.rs`).
+    pub(crate) ended: AtomicBool,
     /// Fired when the job is removed with its runs cancelled.
     pub(crate) cancel_runs: CancellationToken,
 }
@@ -125,11 +131,13 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
+            max_runs: self.max_runs,
             placement: self.placement.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
             removed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         }
     }
@@ -155,6 +163,7 @@ impl From<Job> for JobBuilder {
             overlap: job.overlap,
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
+            max_runs: job.max_runs,
             on: Ok(job.placement),
             // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
@@ -182,6 +191,7 @@ impl Job {
             overlap: Overlap::Allow,
             jitter: None,
             on_interrupt: OnInterrupt::Record,
+            max_runs: None,
             on: Ok(Arc::default()),
             window: (None, None),
             exclude: Vec::new(),
@@ -196,6 +206,12 @@ impl Job {
     /// The job's schedule.
     pub fn schedule(&self) -> &Arc<dyn Schedule> {
         &self.schedule
+    }
+
+    /// The most scheduled triggers the job runs across the fleet
+    /// ([`JobBuilder::max_runs`]); `None`: no limit.
+    pub fn max_runs(&self) -> Option<u64> {
+        self.max_runs
     }
 
     /// The limit on one run, if any.
@@ -308,6 +324,8 @@ pub struct JobBuilder {
     overlap: Overlap,
     jitter: Option<Duration>,
     on_interrupt: OnInterrupt,
+    /// As given, checked by `build` (0 is refused).
+    max_runs: Option<u64>,
     /// The placement as given to [`JobBuilder::on`], read (checked by `build`).
     on: Result<Arc<Placement>, LabelError>,
     /// The window the schedule's triggers are bounded to: from (included), until
@@ -470,6 +488,20 @@ impl JobBuilder {
         self
     }
 
+    /// Ends the job after `max_runs` of its scheduled triggers have started across the
+    /// fleet (Temporal's limited actions): each is counted in the coordinator with its
+    /// start mark, so exactly; the next trigger's mark is refused, it is recorded
+    /// [`SkippedMaxRuns`](crate::Outcome::SkippedMaxRuns) and the job has no more
+    /// triggers. Manual runs, backfills, retries and reruns do not count. The count is
+    /// kept by job name: neither a restart nor a change to the job resets it. Needs a
+    /// coordinator that counts runs ([`Coordinator::counts_runs`](crate::Coordinator::counts_runs));
+    /// [`Scheduler::add`](crate::Scheduler::add) refuses the job otherwise. The job's
+    /// triggers are claimed at their instant, never ahead. At least 1 (default: no limit).
+    pub fn max_runs(mut self, max_runs: u64) -> Self {
+        self.max_runs = Some(max_runs);
+        self
+    }
+
     /// Removes the instants `calendar` excludes from the job's fire times ([`Excluding`],
     /// Quartz's calendars, Temporal's `exclude`): an excluded instant is not a trigger at
     /// all, and nothing is recorded for it. May be called for several calendars.
@@ -571,6 +603,9 @@ impl JobBuilder {
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
         }
+        if self.max_runs == Some(0) {
+            return Err(invalid("max_runs", "must be at least 1"));
+        }
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
         Ok(Job {
@@ -589,10 +624,12 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
+            max_runs: self.max_runs,
             placement,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })
     }
@@ -644,6 +681,9 @@ impl JobBuilder {
         // Only when set: the fingerprints of the plans made before it existed stay.
         if self.on_interrupt != OnInterrupt::Record {
             _ = write!(feed, " on_interrupt={}", self.on_interrupt.name());
+        }
+        if let Some(max_runs) = self.max_runs {
+            _ = write!(feed, " max_runs={max_runs}");
         }
         match &self.on {
             Ok(placement) if placement.is_anywhere() => {}

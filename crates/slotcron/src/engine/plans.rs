@@ -167,5 +167,6 @@ fn log_report(report: &ReconcileReport) {
 fn build(shared: &Shared, plan: Plan) -> Result<Job, JobError> {
     let job = plan.build(&shared.handlers)?;
     super::refuse_alone(shared, &job)?;
+    super::limits::refuse_uncounted(shared, &job)?;
     Ok(job)
 }

@@ -69,6 +69,7 @@ impl Shared {
     pub(crate) async fn finish(&self, job: &Job, record: RunRecord) {
         log_run(&record);
         job.set_last_run(&record);
+        super::limits::end_if_reached(job, &record);
         let ran = record.outcome.ran().then_some(record.duration);
         self.metrics.recorded(&job.series, record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.

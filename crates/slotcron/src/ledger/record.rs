@@ -60,13 +60,17 @@ pub enum Outcome {
     /// SIGKILL after the kill grace) and it is not retried. The error text says who
     /// asked. Not a failure: no failure hook runs for it.
     Cancelled,
+    /// The job has run its [`max_runs`](crate::JobBuilder::max_runs) scheduled triggers
+    /// across the fleet: this trigger's start mark was refused and it was not run (the
+    /// job has ended). The reason says `max_runs reached (N)`.
+    SkippedMaxRuns,
     /// An outcome this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 17] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -83,6 +87,7 @@ impl Outcome {
         Self::Running,
         Self::Interrupted,
         Self::Cancelled,
+        Self::SkippedMaxRuns,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -104,6 +109,7 @@ impl Outcome {
             Self::Running => "running",
             Self::Interrupted => "interrupted",
             Self::Cancelled => "cancelled",
+            Self::SkippedMaxRuns => "skipped-max-runs",
             Self::Other(name) => name.as_str(),
         }
     }

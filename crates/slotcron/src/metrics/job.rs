@@ -304,6 +304,7 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
         Outcome::Running => 13,
         Outcome::Interrupted => 14,
         Outcome::Cancelled => 15,
+        Outcome::SkippedMaxRuns => 16,
         Outcome::Other(_) => return None,
     })
 }

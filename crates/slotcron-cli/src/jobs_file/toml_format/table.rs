@@ -60,6 +60,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "end",
     "exclude",
     "on",
+    "max_runs",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
