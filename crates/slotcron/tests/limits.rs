@@ -77,6 +77,49 @@ async fn the_count_of_max_runs_outlives_a_restart_of_the_scheduler() {
     second.stop().await;
 }
 
+/// The records of `h`'s job `limited` refused at its `max_runs`.
+fn refused(h: &Harness) -> usize {
+    h.records("limited").iter().filter(|r| r.outcome == Outcome::SkippedMaxRuns).count()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_restarted_scheduler_reads_the_count_and_the_ended_job_refuses_no_more_triggers() {
+    let coordinator = InProcessCoordinator::new();
+    let mut first = limited("2024-05-17T00:00:30Z", &coordinator);
+    first.start().await;
+    first.advance_to(ts("2024-05-17T00:04:30Z")).await;
+    first.stop().await;
+    assert_eq!((first.triggers("limited", Outcome::Succeeded).len(), refused(&first)), (3, 1));
+    let mut second = limited("2024-05-17T00:04:30Z", &coordinator);
+    second.start().await;
+    let info = second.scheduler.job("limited", 3).unwrap();
+    assert!(info.ended && info.next_triggers.is_empty(), "ended at once: {info:?}");
+    second.advance_to(ts("2024-05-17T00:10:30Z")).await;
+    assert!(second.records("limited").is_empty(), "nothing more recorded: {:?}", second.records("limited"));
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_job_added_to_a_running_scheduler_after_its_max_runs_has_ended_at_once() {
+    let coordinator = InProcessCoordinator::new();
+    let mut first = limited("2024-05-17T00:00:30Z", &coordinator);
+    first.start().await;
+    first.advance_to(ts("2024-05-17T00:03:30Z")).await;
+    first.stop().await;
+    assert_eq!(first.triggers("limited", Outcome::Succeeded).len(), 3);
+    let coordinator = Arc::new(coordinator.clone());
+    let mut second =
+        Harness::with("2024-05-17T00:03:30Z", |b| b.coordinator(coordinator).check_clock_skew(false));
+    second.start().await;
+    let job = Job::builder("limited").every(Duration::from_secs(60)).max_runs(3).handler(ok);
+    second.add(job.build().unwrap());
+    settle().await;
+    assert!(second.scheduler.job("limited", 3).unwrap().ended, "ended once its count was read");
+    second.advance_to(ts("2024-05-17T00:10:30Z")).await;
+    assert_eq!(refused(&second), 0, "{:?}", second.records("limited"));
+    second.stop().await;
+}
+
 #[test]
 fn max_runs_of_zero_or_without_a_counting_coordinator_is_refused_naming_the_field() {
     let zero = Job::builder("z").every(Duration::from_secs(60)).max_runs(0).handler(ok).build();

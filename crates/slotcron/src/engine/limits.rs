@@ -16,8 +16,13 @@
 //! claim is settled (no replica takes it over), and the job has ended on this replica:
 //! none of its triggers is queued any more (each replica records at most one such
 //! trigger, the first it claims after the end). Its status shows `runs N of N`.
+//!
+//! A scheduler reads the count of its jobs with `max_runs` when it starts, and of such a
+//! job added (or replaced) while it runs: one whose runs are all counted already (a
+//! restarted daemon, a reloaded jobs file) has ended at once, with no refused trigger.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::coordinator::CountedAnswer;
@@ -78,21 +83,50 @@ pub(crate) fn end_if_reached(job: &Job, record: &RunRecord) {
     }
 }
 
+/// Reads, in the background, the runs counted for `jobs` (just added to a running
+/// scheduler) and ends those whose `max_runs` are counted already, as
+/// [`Shared::end_reached`] does; nothing outside a tokio runtime (their first trigger's
+/// start mark is then refused, as ever).
+pub(crate) fn end_reached_soon(shared: &Arc<Shared>, jobs: Vec<Arc<Job>>) {
+    if jobs.iter().all(|job| job.max_runs.is_none()) || !shared.running.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let shared = shared.clone();
+        runtime.spawn(async move { shared.end_reached(&jobs).await });
+    }
+}
+
 impl Shared {
-    /// The runs counted for each of `jobs` that has `max_runs`, by name; empty without a
-    /// coordinator counting runs, or when it cannot be read (logged).
-    pub(crate) async fn run_counts(&self, jobs: &[&Job]) -> Vec<(String, u64)> {
-        let counted: Vec<&str> =
-            jobs.iter().filter(|job| job.max_runs.is_some()).map(|job| &*job.name).collect();
+    /// The runs counted for each of `jobs` that has `max_runs`, with its job; empty
+    /// without a coordinator counting runs, or when it cannot be read within the claim
+    /// timeout (logged).
+    pub(crate) async fn run_counts<'j>(&self, jobs: &[&'j Job]) -> Vec<(&'j Job, u64)> {
+        let counted: Vec<&Job> = jobs.iter().copied().filter(|job| job.max_runs.is_some()).collect();
         let Some(coordinator) = self.coordinator.as_ref().filter(|c| c.counts_runs() && !counted.is_empty())
         else {
             return Vec::new();
         };
-        match super::claim::within_claim_timeout(self, coordinator.run_counts(&counted)).await {
-            Ok(counts) => counted.iter().map(|job| (*job).to_owned()).zip(counts).collect(),
+        let names: Vec<&str> = counted.iter().map(|job| &*job.name).collect();
+        match super::claim::within_claim_timeout(self, coordinator.run_counts(&names)).await {
+            Ok(counts) => counted.into_iter().zip(counts).collect(),
             Err(e) => {
                 tracing::warn!("the runs counted for max_runs could not be read: {e}");
                 Vec::new()
+            }
+        }
+    }
+
+    /// Ends each of `jobs` whose `max_runs` the coordinator has counted already (a
+    /// restarted daemon, a job added again): none of its triggers is queued, and none is
+    /// recorded `skipped-max-runs` again. A count that cannot be read ends nothing: the
+    /// job's next start mark is refused then.
+    pub(crate) async fn end_reached(&self, jobs: &[Arc<Job>]) {
+        let jobs: Vec<&Job> = jobs.iter().map(|job| &**job).collect();
+        for (job, count) in self.run_counts(&jobs).await {
+            let max_runs = job.max_runs.unwrap_or(u64::MAX);
+            if count >= max_runs && !job.ended.swap(true, Ordering::SeqCst) {
+                tracing::info!(job = %job.name, max_runs, "max_runs counted already: the job has ended");
             }
         }
     }
@@ -105,6 +139,11 @@ impl Scheduler {
     pub async fn run_counts(&self) -> HashMap<String, u64> {
         let jobs = self.shared.table().jobs();
         let jobs: Vec<&Job> = jobs.iter().map(|job| &**job).collect();
-        self.shared.run_counts(&jobs).await.into_iter().collect()
+        self.shared
+            .run_counts(&jobs)
+            .await
+            .into_iter()
+            .map(|(job, count)| (job.name.to_string(), count))
+            .collect()
     }
 }

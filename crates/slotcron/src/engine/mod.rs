@@ -108,9 +108,13 @@ impl Scheduler {
         refuse_alone(&self.shared, &job)?;
         limits::refuse_uncounted(&self.shared, &job)?;
         let name = job.name.to_string();
-        let Some(earliest) = self.shared.table().insert(job, self.shared.clock.now()) else {
+        let mut table = self.shared.table();
+        let Some(earliest) = table.insert(job, self.shared.clock.now()) else {
             return Err(JobError::Duplicate { job: name });
         };
+        let added = table.job(&name);
+        drop(table);
+        limits::end_reached_soon(&self.shared, added.into_iter().collect());
         if earliest {
             self.shared.wake.notify_one();
         }
@@ -120,9 +124,12 @@ impl Scheduler {
     /// Replaces the job of the same name (or adds it); its schedule restarts from now.
     pub fn replace(&self, job: Job) {
         let mut table = self.shared.table();
-        table.remove(&job.name);
+        let name = job.name.clone();
+        table.remove(&name);
         let earliest = table.insert(job, self.shared.clock.now()) == Some(true);
+        let added = table.job(&name);
         drop(table);
+        limits::end_reached_soon(&self.shared, added.into_iter().collect());
         if earliest {
             self.shared.wake.notify_one();
         }
