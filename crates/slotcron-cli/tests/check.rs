@@ -1084,3 +1084,28 @@ fn a_toml_file_named_otherwise_is_told_to_end_in_toml() {
         "{err}"
     );
 }
+
+#[test]
+fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
+    let (code, _, err) = check(
+        "max_runs",
+        "jobs.toml",
+        "[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let bad = [
+        (
+            "every = \"1h\"\nmax_runs = 0",
+            "max_runs",
+            "0 is out of range: write a number from 1 to 4294967295",
+        ),
+        (
+            "every = \"1h\"\nmax_runs = -1",
+            "max_runs",
+            "-1 is out of range: write a number from 1 to 4294967295",
+        ),
+        ("every = \"1h\"\nmax_runs = \"3\"", "max_runs", "expected an integer, found string \"3\""),
+        ("every = \"1h\"\nmax_runs = 1.5", "max_runs", "expected an integer, found float 1.5"),
+    ];
+    refused_with("limited", &bad);
+}
