@@ -25,7 +25,10 @@ pub async fn counted_marks_contract(factory: &impl CoordinatorFactory) {
     let mut claims: Vec<_> = keys.iter().map(|key| claim("counted", key, Timestamp::now(), MINUTE)).collect();
     claims.iter_mut().take(3).for_each(|c| c.instance = "holder");
     claims[3].instance = "taker";
-    for outcome in holder.claim_batch(&claims).await {
+    // A batch is one instance's (some backends refuse a batch of two).
+    for outcome in
+        holder.claim_batch(&claims[..3]).await.into_iter().chain(taker.claim_batch(&claims[3..]).await)
+    {
         won(outcome.expect("claim"));
     }
     let counted = |i: usize| CountedMark { mark: StartMark { job: "counted", key: &keys[i] }, max_runs: 2 };
