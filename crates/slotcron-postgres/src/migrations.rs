@@ -827,6 +827,9 @@ CREATE TRIGGER run_attempt_output_pruned AFTER DELETE ON {schema}.run_record
 /// Run policies kept for the fleet. `max_runs` (`slotcron::Coordinator`, "Counted
 /// runs"): each job's count of runs and the trigger keys whose start mark counted one,
 /// kept by job name, counted by `mark_counted_starts` atomically with the marks.
+/// `pause_after_failures` (`slotcron::Controls::count_failure`): each job's streak of
+/// failed triggers in a row, and the reason kept beside a pause its failures made (NULL
+/// for a pause made by hand).
 const V17: &str = "
 CREATE TABLE {schema}.run_count (
     job  text PRIMARY KEY,
@@ -884,6 +887,11 @@ BEGIN
 END
 $$;
 
+CREATE TABLE {schema}.failure_streak (
+    job      text PRIMARY KEY,
+    failures bigint NOT NULL
+);
+ALTER TABLE {schema}.job_pause ADD COLUMN reason text;
 ";
 
 /// The newest schema version this release knows.

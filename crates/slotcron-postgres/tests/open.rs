@@ -166,7 +166,8 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
             .execute(
                 &schema,
                 "DROP FUNCTION {schema}.mark_counted_starts(text, text[], text[], bigint[]);
-                 DROP TABLE {schema}.counted_run, {schema}.run_count;
+                 DROP TABLE {schema}.counted_run, {schema}.run_count, {schema}.failure_streak;
+                 ALTER TABLE {schema}.job_pause DROP COLUMN reason;
                  DROP INDEX {schema}.run_record_run;
                  ALTER TABLE {schema}.job_state DROP COLUMN last_success, DROP COLUMN last_failure;
                  DROP TABLE {schema}.member_detail;
@@ -214,7 +215,8 @@ async fn output_an_older_release_kept_reads_as_one_attempt_of_unknown_end_before
             .execute(
                 &schema,
                 "DROP FUNCTION {schema}.mark_counted_starts(text, text[], text[], bigint[]);
-                 DROP TABLE {schema}.counted_run, {schema}.run_count;
+                 DROP TABLE {schema}.counted_run, {schema}.run_count, {schema}.failure_streak;
+                 ALTER TABLE {schema}.job_pause DROP COLUMN reason;
                  DROP TRIGGER run_attempt_output_pruned ON {schema}.run_record;
                  DROP FUNCTION {schema}.run_attempt_output_pruned();
                  DROP TABLE {schema}.run_attempt_output;

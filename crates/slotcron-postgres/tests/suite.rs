@@ -244,3 +244,11 @@ async fn counted_marks_contract() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn failure_streaks_contract() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::failure_streaks_contract(&factory(schemas.adopter())).await
+    })
+    .await;
+}

@@ -80,6 +80,7 @@ mod replica;
 mod restart;
 mod runs_suite;
 mod start_mark_suite;
+mod streak_suite;
 mod suite;
 
 pub use ahead_suite::{
@@ -114,6 +115,7 @@ pub use replica::Replica;
 pub use restart::restart_after_downtime;
 pub use runs_suite::counted_marks_contract;
 pub use start_mark_suite::start_marks_contract;
+pub use streak_suite::failure_streaks_contract;
 pub use suite::{
     claim_contract, claims_hold_until_an_absolute_instant, namespaces_are_isolated,
     one_shots_survive_restarts, racing_replicas, skewed_clocks, staggered_starts,

@@ -92,6 +92,8 @@ pub struct Job {
     /// The most scheduled triggers the job runs across the fleet, counted with their
     /// start marks (`None`: no limit).
     pub(crate) max_runs: Option<u64>,
+    /// How many failed triggers in a row pause the job across the fleet (`None`: never).
+    pub(crate) pause_after_failures: Option<u64>,
     /// The labels a member must carry to run the job's triggers.
     pub(crate) placement: Arc<Placement>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
@@ -132,6 +134,7 @@ impl Clone for Job {
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
             max_runs: self.max_runs,
+            pause_after_failures: self.pause_after_failures,
             placement: self.placement.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
@@ -164,6 +167,7 @@ impl From<Job> for JobBuilder {
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
             max_runs: job.max_runs,
+            pause_after_failures: job.pause_after_failures,
             on: Ok(job.placement),
             // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
@@ -192,6 +196,7 @@ impl Job {
             jitter: None,
             on_interrupt: OnInterrupt::Record,
             max_runs: None,
+            pause_after_failures: None,
             on: Ok(Arc::default()),
             window: (None, None),
             exclude: Vec::new(),
@@ -212,6 +217,12 @@ impl Job {
     /// ([`JobBuilder::max_runs`]); `None`: no limit.
     pub fn max_runs(&self) -> Option<u64> {
         self.max_runs
+    }
+
+    /// How many failed triggers in a row pause the job across the fleet
+    /// ([`JobBuilder::pause_after_failures`]); `None`: never.
+    pub fn pause_after_failures(&self) -> Option<u64> {
+        self.pause_after_failures
     }
 
     /// The limit on one run, if any.
@@ -326,6 +337,8 @@ pub struct JobBuilder {
     on_interrupt: OnInterrupt,
     /// As given, checked by `build` (0 is refused).
     max_runs: Option<u64>,
+    /// As given, checked by `build` (0 is refused).
+    pause_after_failures: Option<u64>,
     /// The placement as given to [`JobBuilder::on`], read (checked by `build`).
     on: Result<Arc<Placement>, LabelError>,
     /// The window the schedule's triggers are bounded to: from (included), until
@@ -502,6 +515,23 @@ impl JobBuilder {
         self
     }
 
+    /// Pauses the job across the fleet after `failures` of its triggers in a row have
+    /// failed (Temporal's `pauseOnFailure`): a trigger whose run ended `failed`,
+    /// `timed-out` or `panicked` after all its attempts counts one; one that `succeeded`
+    /// ends the streak; any other end (`interrupted`, `cancelled`, `aborted`, a skip)
+    /// neither counts nor ends it, and neither do manual runs and backfills. The streak
+    /// is kept in the fleet's controls (the coordinator's, or the store's without one), so
+    /// the triggers count whichever replica ran them, and the pause is kept with the
+    /// reason `paused after N failed triggers in a row, the last at T`. Resuming the job
+    /// starts a new streak. Needs controls that keep streaks
+    /// ([`Controls::counts_failures`](crate::Controls::counts_failures));
+    /// [`Scheduler::add`](crate::Scheduler::add) refuses the job otherwise, and for a job
+    /// every replica runs. At least 1 (default: never paused).
+    pub fn pause_after_failures(mut self, failures: u64) -> Self {
+        self.pause_after_failures = Some(failures);
+        self
+    }
+
     /// Removes the instants `calendar` excludes from the job's fire times ([`Excluding`],
     /// Quartz's calendars, Temporal's `exclude`): an excluded instant is not a trigger at
     /// all, and nothing is recorded for it. May be called for several calendars.
@@ -606,6 +636,9 @@ impl JobBuilder {
         if self.max_runs == Some(0) {
             return Err(invalid("max_runs", "must be at least 1"));
         }
+        if self.pause_after_failures == Some(0) {
+            return Err(invalid("pause_after_failures", "must be at least 1"));
+        }
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
         Ok(Job {
@@ -625,6 +658,7 @@ impl JobBuilder {
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
             max_runs: self.max_runs,
+            pause_after_failures: self.pause_after_failures,
             placement,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
@@ -684,6 +718,9 @@ impl JobBuilder {
         }
         if let Some(max_runs) = self.max_runs {
             _ = write!(feed, " max_runs={max_runs}");
+        }
+        if let Some(failures) = self.pause_after_failures {
+            _ = write!(feed, " pause_after_failures={failures}");
         }
         match &self.on {
             Ok(placement) if placement.is_anywhere() => {}

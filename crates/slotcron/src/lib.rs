@@ -192,8 +192,8 @@ mod store;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use control::{
-    CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls, ControlsError, IDEMPOTENCY_KEY_TTL,
-    MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
+    CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls, ControlsError, FailureStreak,
+    IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
 };
 pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,

@@ -201,3 +201,8 @@ async fn start_marks_contract() {
 async fn counted_marks_contract() {
     testkit::counted_marks_contract(&Factory::default().build()).await;
 }
+
+#[tokio::test]
+async fn failure_streaks_contract() {
+    testkit::failure_streaks_contract(&Factory::default().build()).await;
+}

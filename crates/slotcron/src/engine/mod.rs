@@ -11,6 +11,7 @@ mod scope;
 mod shared;
 // The claim path (every claimed trigger walks it) and one run, start to finish:
 mod claim;
+mod failures;
 mod limits;
 mod run;
 // Recording runs: their records, the outbox to the ledger, the sweep of a dead run's,
@@ -103,10 +104,13 @@ impl Scheduler {
     /// [`JobError::Duplicate`] if a job with this name exists; [`JobError::Invalid`]
     /// (field `on`) for a job placed on labels this scheduler does not carry when it has
     /// no coordinator (no other member could run it); [`JobError::Invalid`] (field
-    /// `max_runs`) for a job with `max_runs` when no coordinator here counts runs.
+    /// `max_runs`) for a job with `max_runs` when no coordinator here counts runs, and
+    /// (field `pause_after_failures`) for a job with it when no controls here keep
+    /// streaks of failures.
     pub fn add(&self, job: Job) -> Result<(), JobError> {
         refuse_alone(&self.shared, &job)?;
         limits::refuse_uncounted(&self.shared, &job)?;
+        failures::refuse_uncounted(&self.shared, &job)?;
         let name = job.name.to_string();
         let mut table = self.shared.table();
         let Some(earliest) = table.insert(job, self.shared.clock.now()) else {

@@ -172,5 +172,6 @@ fn build(shared: &Shared, plan: Plan) -> Result<Job, JobError> {
     let job = plan.build(&shared.handlers)?;
     super::refuse_alone(shared, &job)?;
     super::limits::refuse_uncounted(shared, &job)?;
+    super::failures::refuse_uncounted(shared, &job)?;
     Ok(job)
 }
