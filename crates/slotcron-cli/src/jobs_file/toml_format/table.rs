@@ -61,6 +61,7 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "exclude",
     "on",
     "max_runs",
+    "pause_after_failures",
 ];
 
 /// What each kind of value is expected to look like, in type problems.
