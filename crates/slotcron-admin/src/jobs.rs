@@ -47,6 +47,11 @@ pub(crate) struct JobView {
     /// When it was paused, while it is.
     #[schema(value_type = Option<String>, format = DateTime, required = true)]
     paused_since: Option<Timestamp>,
+    /// Why it was paused, for a pause its failures made (`pause_after_failures`): `paused
+    /// after N failed triggers in a row, the last at T`; `null` otherwise (a pause by
+    /// hand, or a reason that cannot be read).
+    #[schema(required = true)]
+    paused_reason: Option<String>,
     /// RFC 3339 UTC, earliest first.
     #[schema(value_type = Vec<String>, format = DateTime)]
     next_triggers: Vec<Timestamp>,
@@ -89,6 +94,9 @@ struct Policies {
     /// The most scheduled triggers the job runs across the fleet; `null`: no limit.
     #[schema(required = true)]
     max_runs: Option<u64>,
+    /// How many failed triggers in a row pause the job across the fleet; `null`: never.
+    #[schema(required = true)]
+    pause_after_failures: Option<u64>,
 }
 
 /// The last trigger the scheduler handled.
@@ -142,9 +150,11 @@ impl From<JobInfo> for JobView {
                 overlap: job.overlap().name(),
                 jitter_ms: job.jitter().map(|d| d.as_millis()),
                 max_runs: job.max_runs(),
+                pause_after_failures: job.pause_after_failures(),
             },
             paused: None,
             paused_since: None,
+            paused_reason: None,
             next_triggers: info.next_triggers,
             last_run: info.last_run.as_ref().map(LastRunView::from),
             runs_in_flight: info.runs_in_flight,
@@ -163,6 +173,14 @@ impl JobView {
         self
     }
 
+    /// Sets `paused_reason` from the reasons kept beside the pauses, while it is paused.
+    fn with_reason(mut self, reasons: &HashMap<String, String>) -> Self {
+        if self.paused == Some(true) {
+            self.paused_reason = reasons.get(&self.name).cloned();
+        }
+        self
+    }
+
     /// Sets `paused` from whether the job is paused and since when (`None`: unknown).
     fn with_paused(mut self, paused: Option<Option<Timestamp>>) -> Self {
         if let Some(since) = paused {
@@ -170,6 +188,14 @@ impl JobView {
             self.paused = Some(since.is_some());
         }
         self
+    }
+}
+
+/// The reasons kept beside the fleet's pauses, read only when one of `jobs` is paused.
+async fn reasons(state: &AdminState, jobs: &[JobView]) -> HashMap<String, String> {
+    match jobs.iter().any(|job| job.paused == Some(true)) {
+        true => state.scheduler.pause_reasons().await,
+        false => HashMap::new(),
     }
 }
 
@@ -211,6 +237,8 @@ pub(crate) async fn list(
     let counts = state.scheduler.run_counts().await;
     let jobs: Vec<JobView> =
         page.rows.into_iter().map(|row| row_view(&state, row).with_runs(&counts)).collect();
+    let reasons = reasons(&state, &jobs).await;
+    let jobs = jobs.into_iter().map(|job| job.with_reason(&reasons)).collect();
     let body = JobsPage { jobs, next_cursor: page.next_cursor, total: page.total };
     Ok(etag::json(&headers, &body))
 }
@@ -252,7 +280,9 @@ pub(crate) async fn one(
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
     let counts = state.scheduler.run_counts().await;
-    Ok(Json(JobView::from(info).with_paused(paused).with_runs(&counts)))
+    let job = JobView::from(info).with_paused(paused).with_runs(&counts);
+    let reasons = reasons(&state, std::slice::from_ref(&job)).await;
+    Ok(Json(job.with_reason(&reasons)))
 }
 
 /// The 404 of a job name the scheduler does not have.

@@ -28,6 +28,10 @@ struct JobRow {
     time_zone: Option<String>,
     /// `null` when the daemon cannot read its pauses.
     paused: Option<bool>,
+    /// Why it was paused, for a pause its failures made. Absent from a daemon of an
+    /// earlier release.
+    #[serde(default)]
+    paused_reason: Option<String>,
     next_triggers: Vec<String>,
     last_run: Option<LastRun>,
     /// Absent from a daemon of an earlier release.
@@ -129,7 +133,8 @@ fn print(jobs: Vec<JobRow>) {
 }
 
 /// After the jobs, a line for each job with `max_runs`: `JOB: runs N of M` (`?` for a
-/// count the daemon cannot read), and `, ended` once they are reached.
+/// count the daemon cannot read), and `, ended` once they are reached; and one for each
+/// job its failures paused: `JOB: paused after N failed triggers in a row, the last at T`.
 fn notes(jobs: &[JobRow]) -> Vec<String> {
     let runs = |job: &JobRow| {
         let max_runs = job.policies.max_runs?;
@@ -137,7 +142,8 @@ fn notes(jobs: &[JobRow]) -> Vec<String> {
         let ended = if job.ended { ", ended" } else { "" };
         Some(format!("{}: runs {runs} of {max_runs}{ended}", job.name))
     };
-    jobs.iter().filter_map(runs).collect()
+    let reason = |job: &JobRow| Some(format!("{}: {}", job.name, job.paused_reason.as_ref()?));
+    jobs.iter().flat_map(|job| [runs(job), reason(job)]).flatten().collect()
 }
 
 /// `GET /api/v1/fleet`: the members, `None` for a daemon alone.

@@ -1,6 +1,8 @@
 //! Run limits on a fleet: two `slotcron run` daemons sharing a Redis the test starts run a
 //! job with `max_runs = 3` exactly three times between them, and a daemon restarted
-//! after the end runs it no more and shows it ended at once.
+//! after the end runs it no more and shows it ended at once; a job with
+//! `pause_after_failures` is paused across the fleet by its failures, with the reason
+//! shown by `slotcron status`.
 //!
 //! Every wait is for a condition, bounded; nothing is asserted about how long anything
 //! took.
@@ -103,4 +105,33 @@ fn max_runs_3_runs_three_times_across_two_daemons_and_a_restarted_one_runs_it_no
         assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
     }
     assert_eq!(refused(&dir, "b"), refused_before, "the restarted daemon refused no trigger");
+}
+
+#[test]
+fn three_failed_triggers_pause_the_job_on_both_daemons_and_status_shows_why() {
+    let dir = scratch("pause_after_failures_fleet");
+    let redis = RedisServer::start(&dir);
+    let jobs = "[[job]]\nname = \"broken\"\nevery = \"1s\"\ngrace = \"30s\"\npause_after_failures = 3\n\
+                command = 'echo \"$SLOTCRON_TRIGGER\" >> runs.txt; exit 1'\n";
+    write(&dir, "jobs.toml", jobs);
+    let addrs: Vec<String> = (0..2).map(|_| format!("127.0.0.1:{}", support::http::free_port())).collect();
+    let mut daemons =
+        [daemon(&dir, &redis.url(), "a", &addrs[0]), daemon(&dir, &redis.url(), "b", &addrs[1])];
+    let job = |addr: &str| {
+        let answer = support::http::get(addr, "/api/v1/jobs/broken", &[]);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.json()
+    };
+    wait_until("the job paused on both", || addrs.iter().all(|addr| job(addr)["paused"] == true));
+    let reason = job(&addrs[0])["paused_reason"].as_str().unwrap_or_default().to_owned();
+    assert!(reason.starts_with("paused after 3 failed triggers in a row, the last at "), "{reason}");
+    let runs = lines(&dir, "runs.txt");
+    assert!(runs.len() >= 3, "three failed runs at least (runs in flight may end after): {runs:?}");
+    let status = support::run_in(&dir, &["status", "--admin-url", &format!("http://{}", addrs[1])]);
+    let out = support::stdout(&status);
+    assert!(out.lines().any(|l| l == format!("broken: {reason}")), "{out}");
+    for daemon in &mut daemons {
+        daemon.signal(Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
+    }
 }
