@@ -47,6 +47,11 @@ pub(crate) struct JobView {
     /// When it was paused, while it is.
     #[schema(value_type = Option<String>, format = DateTime, required = true)]
     paused_since: Option<Timestamp>,
+    /// Why it was paused, for a pause its failures made (`pause_after_failures`): `paused
+    /// after N failed triggers in a row, the last at T`; `null` otherwise (a pause by
+    /// hand, or a reason that cannot be read).
+    #[schema(required = true)]
+    paused_reason: Option<String>,
     /// RFC 3339 UTC, earliest first.
     #[schema(value_type = Vec<String>, format = DateTime)]
     next_triggers: Vec<Timestamp>,
@@ -55,6 +60,12 @@ pub(crate) struct JobView {
     /// How many of its runs have a handler running now on this scheduler (not on other
     /// replicas).
     runs_in_flight: u32,
+    /// For a job with `max_runs`: its scheduled triggers started so far across the fleet
+    /// (`runs N of max_runs`); `null` for a job without, or when the count cannot be read.
+    #[schema(required = true)]
+    runs: Option<u64>,
+    /// Whether the job has ended (its `max_runs` reached): no trigger is queued any more.
+    ended: bool,
 }
 
 /// How the job runs.
@@ -80,6 +91,12 @@ struct Policies {
     /// Milliseconds; `null`: none.
     #[schema(required = true)]
     jitter_ms: Option<u128>,
+    /// The most scheduled triggers the job runs across the fleet; `null`: no limit.
+    #[schema(required = true)]
+    max_runs: Option<u64>,
+    /// How many failed triggers in a row pause the job across the fleet; `null`: never.
+    #[schema(required = true)]
+    pause_after_failures: Option<u64>,
 }
 
 /// The last trigger the scheduler handled.
@@ -132,17 +149,38 @@ impl From<JobInfo> for JobView {
                 backoff_max_ms: job.retry().max_backoff().map(|d| d.as_millis()),
                 overlap: job.overlap().name(),
                 jitter_ms: job.jitter().map(|d| d.as_millis()),
+                max_runs: job.max_runs(),
+                pause_after_failures: job.pause_after_failures(),
             },
             paused: None,
             paused_since: None,
+            paused_reason: None,
             next_triggers: info.next_triggers,
             last_run: info.last_run.as_ref().map(LastRunView::from),
             runs_in_flight: info.runs_in_flight,
+            runs: None,
+            ended: info.ended,
         }
     }
 }
 
 impl JobView {
+    /// Sets `runs` from the counts of the jobs with `max_runs` (`None`: unknown).
+    fn with_runs(mut self, counts: &HashMap<String, u64>) -> Self {
+        if self.policies.max_runs.is_some() {
+            self.runs = counts.get(&self.name).copied();
+        }
+        self
+    }
+
+    /// Sets `paused_reason` from the reasons kept beside the pauses, while it is paused.
+    fn with_reason(mut self, reasons: &HashMap<String, String>) -> Self {
+        if self.paused == Some(true) {
+            self.paused_reason = reasons.get(&self.name).cloned();
+        }
+        self
+    }
+
     /// Sets `paused` from whether the job is paused and since when (`None`: unknown).
     fn with_paused(mut self, paused: Option<Option<Timestamp>>) -> Self {
         if let Some(since) = paused {
@@ -150,6 +188,14 @@ impl JobView {
             self.paused = Some(since.is_some());
         }
         self
+    }
+}
+
+/// The reasons kept beside the fleet's pauses, read only when one of `jobs` is paused.
+async fn reasons(state: &AdminState, jobs: &[JobView]) -> HashMap<String, String> {
+    match jobs.iter().any(|job| job.paused == Some(true)) {
+        true => state.scheduler.pause_reasons().await,
+        false => HashMap::new(),
     }
 }
 
@@ -188,7 +234,11 @@ pub(crate) async fn list(
         return Err(ApiError::unavailable(reason));
     }
     let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
-    let jobs: Vec<JobView> = page.rows.into_iter().map(|row| row_view(&state, row)).collect();
+    let counts = state.scheduler.run_counts().await;
+    let jobs: Vec<JobView> =
+        page.rows.into_iter().map(|row| row_view(&state, row).with_runs(&counts)).collect();
+    let reasons = reasons(&state, &jobs).await;
+    let jobs = jobs.into_iter().map(|job| job.with_reason(&reasons)).collect();
     let body = JobsPage { jobs, next_cursor: page.next_cursor, total: page.total };
     Ok(etag::json(&headers, &body))
 }
@@ -229,7 +279,10 @@ pub(crate) async fn one(
 ) -> Result<Json<JobView>, ApiError> {
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
-    Ok(Json(JobView::from(info).with_paused(paused)))
+    let counts = state.scheduler.run_counts().await;
+    let job = JobView::from(info).with_paused(paused).with_runs(&counts);
+    let reasons = reasons(&state, std::slice::from_ref(&job)).await;
+    Ok(Json(job.with_reason(&reasons)))
 }
 
 /// The 404 of a job name the scheduler does not have.

@@ -297,3 +297,26 @@ async fn dry_runs_answer_what_would_run_and_run_nothing() {
     assert!(requested.is_empty(), "no manual or backfilled run: {requested:?}");
     h.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_job_paused_after_failures_shows_the_reason_until_resumed() {
+    let mut h = Harness::new("2024-05-17T01:00:30Z");
+    let broken = |_ctx: slotcron::JobContext| async { Err::<(), _>(std::io::Error::other("broken")) };
+    let job = Job::builder("broken").every(Duration::from_secs(60)).pause_after_failures(2).handler(broken);
+    h.add(job.build().unwrap());
+    h.start().await;
+    let router = Admin::new(h.scheduler.clone()).router();
+    h.advance_to(ts("2024-05-17T01:03:30Z")).await;
+    let reason = "paused after 2 failed triggers in a row, the last at 2024-05-17T01:02:00Z";
+    let (_, job) = send(&router, "GET", "/api/v1/jobs/broken", &[], Body::empty()).await;
+    assert_eq!((&job["paused"], &job["paused_reason"]), (&true.into(), &reason.into()), "{job}");
+    assert_eq!(job["policies"]["pause_after_failures"], 2, "{job}");
+    let (_, page) = send(&router, "GET", "/api/v1/jobs", &[], Body::empty()).await;
+    assert_eq!(page["jobs"][0]["paused_reason"], reason, "{page}");
+
+    let (status, _) = post(&router, "/api/v1/jobs/broken/resume", r#"{"catch_up": false}"#).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, job) = send(&router, "GET", "/api/v1/jobs/broken", &[], Body::empty()).await;
+    assert_eq!((&job["paused"], &job["paused_reason"]), (&false.into(), &serde_json::Value::Null), "{job}");
+    h.stop().await;
+}

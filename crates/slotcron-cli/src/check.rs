@@ -206,6 +206,12 @@ fn policies(entry: &JobEntry) -> Option<String> {
                 .into(),
         );
     }
+    if let Some(max_runs) = job.max_runs() {
+        parts.push(format!("ends after {max_runs} scheduled runs across the fleet (max_runs)"));
+    }
+    if let Some(failures) = job.pause_after_failures() {
+        parts.push(format!("paused after {failures} failed triggers in a row (pause_after_failures)"));
+    }
     if !job.placement().is_anywhere() {
         parts.push(format!(
             "runs only on daemons carrying the labels {} (on, --label); recorded skipped-no-member when no live daemon carries them",

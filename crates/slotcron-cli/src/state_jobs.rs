@@ -131,6 +131,8 @@ fn not_kept(entry: &JobEntry) -> Vec<&'static str> {
         ("on_failure", entry.on_failure.is_some()),
         ("start", entry.window.0.is_some()),
         ("end", entry.window.1.is_some()),
+        ("max_runs", job.max_runs().is_some()),
+        ("pause_after_failures", job.pause_after_failures().is_some()),
         ("enabled", !entry.enabled),
         ("on", !job.placement().is_anywhere()),
         ("SHELL", &*command.shell != crate::command::SHELL),

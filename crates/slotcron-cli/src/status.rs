@@ -28,8 +28,27 @@ struct JobRow {
     time_zone: Option<String>,
     /// `null` when the daemon cannot read its pauses.
     paused: Option<bool>,
+    /// Why it was paused, for a pause its failures made. Absent from a daemon of an
+    /// earlier release.
+    #[serde(default)]
+    paused_reason: Option<String>,
     next_triggers: Vec<String>,
     last_run: Option<LastRun>,
+    /// Absent from a daemon of an earlier release.
+    #[serde(default)]
+    policies: Limits,
+    /// The runs counted for `max_runs` across the fleet; `null` without, or unknown.
+    #[serde(default)]
+    runs: Option<u64>,
+    /// Whether the job's `max_runs` were reached.
+    #[serde(default)]
+    ended: bool,
+}
+
+/// The part of a job's `policies` the status shows.
+#[derive(Debug, Default, Deserialize)]
+struct Limits {
+    max_runs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -40,12 +59,18 @@ struct LastRun {
 
 /// Prints the daemon's jobs as columns `JOB SCHEDULE NEXT IN LAST AGO OUTCOME` with a
 /// header (NEXT and LAST as the daemon writes them, RFC 3339 UTC; IN and AGO the same
-/// instants relative to this machine's clock, e.g. `in 4m`, `12s ago`): exit status 0; 2 with the reason on standard error if the daemon cannot be reached
+/// instants relative to this machine's clock, e.g. `in 4m`, `12s ago`), then the
+/// [`notes`] of its jobs: exit status 0; 2 with the reason on standard error if the daemon cannot be reached
 /// or answers with an error (a missing or wrong token: 401).
 pub fn run(args: &StatusArgs) -> ExitCode {
     match every_job(&args.admin_url) {
-        Ok(jobs) => {
+        Ok(mut jobs) => {
+            jobs.sort_by(|a, b| a.name.cmp(&b.name));
+            let notes = notes(&jobs);
             print(jobs);
+            if !notes.is_empty() {
+                println!("\n{}", notes.join("\n"));
+            }
             print_fleet(&args.admin_url);
             ExitCode::SUCCESS
         }
@@ -77,8 +102,9 @@ fn every_job(admin_url: &str) -> Result<Vec<JobRow>, String> {
     }
 }
 
-fn print(mut jobs: Vec<JobRow>) {
-    jobs.sort_by(|a, b| a.name.cmp(&b.name));
+/// Prints the jobs as columns, in the order given; an ended job's NEXT is `ended`, a
+/// paused one's `paused`.
+fn print(jobs: Vec<JobRow>) {
     let now = Timestamp::now();
     let relative = |instant: &str| relative::cell(instant.parse().ok(), now);
     let rows: Vec<[String; 7]> = jobs
@@ -90,6 +116,7 @@ fn print(mut jobs: Vec<JobRow>) {
                 (english, _) => english.unwrap_or(job.schedule),
             };
             let next = match (job.paused, job.next_triggers.first()) {
+                _ if job.ended => "ended".to_owned(),
                 (Some(true), _) => "paused".to_owned(),
                 (_, Some(next)) => next.clone(),
                 (_, None) => "-".to_owned(),
@@ -103,6 +130,20 @@ fn print(mut jobs: Vec<JobRow>) {
         })
         .collect();
     table::print(Some(["JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "OUTCOME"]), &rows, 0);
+}
+
+/// After the jobs, a line for each job with `max_runs`: `JOB: runs N of M` (`?` for a
+/// count the daemon cannot read), and `, ended` once they are reached; and one for each
+/// job its failures paused: `JOB: paused after N failed triggers in a row, the last at T`.
+fn notes(jobs: &[JobRow]) -> Vec<String> {
+    let runs = |job: &JobRow| {
+        let max_runs = job.policies.max_runs?;
+        let runs = job.runs.map_or_else(|| "?".to_owned(), |runs| runs.to_string());
+        let ended = if job.ended { ", ended" } else { "" };
+        Some(format!("{}: runs {runs} of {max_runs}{ended}", job.name))
+    };
+    let reason = |job: &JobRow| Some(format!("{}: {}", job.name, job.paused_reason.as_ref()?));
+    jobs.iter().flat_map(|job| [runs(job), reason(job)]).flatten().collect()
 }
 
 /// `GET /api/v1/fleet`: the members, `None` for a daemon alone.

@@ -220,7 +220,7 @@ X = "1"
     assert!(out.is_empty(), "{out}");
     let job_keys = "name, every, at_time, cron, at, after, run_after, command, timeout, run_on_start, on_every_replica, \
                     timezone, misfire, misfire_cap, grace, env, working_dir, attempts, backoff, \
-                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude, on";
+                    backoff_multiplier, backoff_max, overlap, jitter, on_failure, on_interrupt, enabled, start, end, exclude, on, max_runs, pause_after_failures";
     let expected = [
         "jobs.toml:2: colour: unknown key; the top level takes timezone, env, working_dir, shutdown_timeout, \
          max_concurrent_runs, on_failure, coordination, admin, history, calendar, job"
@@ -1083,4 +1083,54 @@ fn a_toml_file_named_otherwise_is_told_to_end_in_toml() {
             && err.contains("read as TOML only when its name ends in .toml"),
         "{err}"
     );
+}
+
+#[test]
+fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
+    let (code, _, err) = check(
+        "max_runs",
+        "jobs.toml",
+        "[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let bad = [
+        (
+            "every = \"1h\"\nmax_runs = 0",
+            "max_runs",
+            "0 is out of range: write a number from 1 to 4294967295",
+        ),
+        (
+            "every = \"1h\"\nmax_runs = -1",
+            "max_runs",
+            "-1 is out of range: write a number from 1 to 4294967295",
+        ),
+        ("every = \"1h\"\nmax_runs = \"3\"", "max_runs", "expected an integer, found string \"3\""),
+        ("every = \"1h\"\nmax_runs = 1.5", "max_runs", "expected an integer, found float 1.5"),
+    ];
+    refused_with("limited", &bad);
+}
+
+#[test]
+fn pause_after_failures_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
+    let jobs = "[[job]]\nname = \"flaky\"\nevery = \"1h\"\nmax_runs = 5\npause_after_failures = 3\ncommand = \"true\"\n";
+    let (code, out, err) = check("pause_after_failures", "jobs.toml", jobs);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("paused after 3 failed triggers in a row (pause_after_failures)"), "{out}");
+    assert!(out.contains("ends after 5 scheduled runs across the fleet (max_runs)"), "{out}");
+    let range = "is out of range: write a number from 1 to 4294967295";
+    let bad = [
+        ("every = \"1h\"\npause_after_failures = 0", "pause_after_failures", &*format!("0 {range}")),
+        ("every = \"1h\"\npause_after_failures = -2", "pause_after_failures", &*format!("-2 {range}")),
+        (
+            "every = \"1h\"\npause_after_failures = \"3\"",
+            "pause_after_failures",
+            "expected an integer, found string",
+        ),
+        (
+            "every = \"1h\"\npause_after_failures = 2.5",
+            "pause_after_failures",
+            "expected an integer, found float",
+        ),
+    ];
+    refused_with("flaky", &bad);
 }

@@ -3,7 +3,9 @@
 //! `manual_request` (one row per remembered idempotency key, with its expiry on the
 //! server's clock; and one per request to cancel a run, whose `request_key` is
 //! `cancel:{trigger ms}:{reason}` — an idempotency key holds no `:` — and `trigger_at` the
-//! run's trigger, so that they need no table of their own). Shared by [`PostgresCoordinator`](crate::PostgresCoordinator) and
+//! run's trigger, so that they need no table of their own), and `failure_streak` (one row
+//! per job with failed triggers in a row; a pause its failures made keeps its reason in
+//! `job_pause.reason`, schema version 17). Shared by [`PostgresCoordinator`](crate::PostgresCoordinator) and
 //! [`PostgresStore`](crate::PostgresStore): the same rows, whichever a scheduler uses.
 
 use std::collections::HashMap;
@@ -11,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, CancelRequest, Controls, ControlsError};
+use slotcron::{BoxError, CancelRequest, Controls, ControlsError, FailureStreak};
 
 use crate::PostgresDatabase;
 use crate::codec;
@@ -24,6 +26,9 @@ pub(crate) struct PostgresControls {
     resume: String,
     paused: String,
     paused_jobs: String,
+    count_failure: String,
+    reset_failures: String,
+    pause_reasons: String,
     remember: String,
     remembered: String,
     request_cancel: String,
@@ -44,9 +49,31 @@ impl PostgresControls {
                                   ON CONFLICT (job) DO NOTHING)
                  SELECT paused_at FROM before",
             ),
-            resume: database.sql("DELETE FROM {schema}.job_pause WHERE job = $1 RETURNING paused_at"),
+            // The job's streak ends with its pause.
+            resume: database.sql(
+                "WITH streak AS (DELETE FROM {schema}.failure_streak WHERE job = $1)
+                 DELETE FROM {schema}.job_pause WHERE job = $1 RETURNING paused_at",
+            ),
             paused: database.sql("SELECT paused_at FROM {schema}.job_pause WHERE job = $1"),
             paused_jobs: database.sql("SELECT job, paused_at FROM {schema}.job_pause"),
+            // The streak counted, and the job paused when it reaches $3 (a job paused
+            // already keeps its pause): the streak and whether this statement paused it.
+            count_failure: database.sql(
+                "WITH streak AS (
+                     INSERT INTO {schema}.failure_streak AS s (job, failures) VALUES ($1, 1)
+                     ON CONFLICT (job) DO UPDATE SET failures = s.failures + 1
+                     RETURNING failures
+                 ), pausing AS (
+                     INSERT INTO {schema}.job_pause (job, paused_at, reason)
+                     SELECT $1, $2, $4 FROM streak WHERE failures >= $3
+                     ON CONFLICT (job) DO NOTHING
+                     RETURNING 1
+                 )
+                 SELECT (SELECT failures FROM streak), EXISTS (SELECT FROM pausing)",
+            ),
+            reset_failures: database.sql("DELETE FROM {schema}.failure_streak WHERE job = $1"),
+            pause_reasons: database
+                .sql("SELECT job, reason FROM {schema}.job_pause WHERE reason IS NOT NULL"),
             // Inserted, or taking over an expired row: a row comes back. Of two concurrent
             // inserts the second waits for the first and then finds its row unexpired.
             // The job's other expired keys go in the same statement.
@@ -114,6 +141,50 @@ impl Controls for PostgresControls {
         let answer: Result<_, BoxError> = async {
             let rows = self.database.query(&self.paused_jobs, &[]).await?;
             rows.iter().map(|row| Ok((row.try_get(0)?, codec::instant(row.try_get(1)?)?))).collect()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    fn counts_failures(&self) -> bool {
+        true
+    }
+
+    /// One statement: the job's row of `failure_streak` counted, and its row of
+    /// `job_pause` inserted (with the reason) when the streak reaches `pause_after`.
+    async fn count_failure(
+        &self,
+        job: &str,
+        pause_after: u64,
+        at: Timestamp,
+        reason: &str,
+    ) -> Result<FailureStreak, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let limit = i64::try_from(pause_after).unwrap_or(i64::MAX);
+            let at = codec::timestamptz(at)?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&job, &at, &limit, &reason];
+            let rows = self.database.query(&self.count_failure, &params).await?;
+            let row = rows.first().ok_or("counting a failure answered no row")?;
+            let failures: i64 = row.try_get(0)?;
+            Ok(FailureStreak { failures: failures.max(0) as u64, paused: row.try_get(1)? })
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn reset_failures(&self, job: &str) -> Result<(), ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            self.database.query(&self.reset_failures, &[&job]).await?;
+            Ok(())
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn pause_reasons(&self) -> Result<HashMap<String, String>, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let rows = self.database.query(&self.pause_reasons, &[]).await?;
+            rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
         }
         .await;
         answer.map_err(ControlsError::new)

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
 use slotcron::{
-    Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, CoordinatorErrorKind, RequestClaim,
+    Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError, CoordinatorErrorKind, CountedAnswer,
+    CountedMark, RequestClaim,
 };
 use slotcron::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
@@ -96,6 +97,11 @@ use start::StartSql;
 /// other's work done: the mark of a claim taken over is refused, a marked claim is not
 /// taken over. Claims made before version 11, and those replicas of an older release
 /// make meanwhile, count as started.
+///
+/// Counted runs (`max_runs`, schema version 17): [`Coordinator::mark_counted_starts`]
+/// marks its claims as [`Coordinator::mark_starts`] does and counts each run in the
+/// same transaction, in the tables `counted_run` (the trigger keys counted, per job) and
+/// `run_count` (per job, the count, whose row serializes the job's counted marks).
 ///
 /// Expired claims are removed every [`PostgresCoordinator::REMOVE_EXPIRED_EVERY`] claims
 /// of this process (in the background), so the table stays bounded; an expired claim
@@ -517,6 +523,25 @@ impl Coordinator for PostgresCoordinator {
     }
 
     /// One statement; the claims are the holder's rows (the jobs are not needed).
+    fn counts_runs(&self) -> bool {
+        true
+    }
+
+    /// One call of the function `mark_counted_starts` (schema version 17), which marks the
+    /// claims and counts their runs in the tables `counted_run` and `run_count`.
+    async fn mark_counted_starts(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        self.mark_counted(instance, marks).await
+    }
+
+    /// One statement on `run_count`.
+    async fn run_counts(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        self.read_run_counts(jobs).await
+    }
+
     async fn unstarted(&self, instance: &str, _jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
         self.list_unstarted(instance).await
     }

@@ -10,7 +10,7 @@ use slotcron::error_chain;
 
 /// Migration `n` (counting from 1) takes the schema from version `n - 1` to `n`.
 /// Append only: a released migration never changes.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17];
 
 const V1: &str = "
 CREATE TABLE {schema}.job_state (
@@ -824,11 +824,81 @@ CREATE TRIGGER run_attempt_output_pruned AFTER DELETE ON {schema}.run_record
     FOR EACH ROW EXECUTE FUNCTION {schema}.run_attempt_output_pruned();
 ";
 
+/// Run policies kept for the fleet. `max_runs` (`slotcron::Coordinator`, "Counted
+/// runs"): each job's count of runs and the trigger keys whose start mark counted one,
+/// kept by job name, counted by `mark_counted_starts` atomically with the marks.
+/// `pause_after_failures` (`slotcron::Controls::count_failure`): each job's streak of
+/// failed triggers in a row, and the reason kept beside a pause its failures made (NULL
+/// for a pause made by hand).
+const V17: &str = "
+CREATE TABLE {schema}.run_count (
+    job  text PRIMARY KEY,
+    runs bigint NOT NULL
+);
+CREATE TABLE {schema}.counted_run (
+    job         text NOT NULL,
+    trigger_key text NOT NULL,
+    PRIMARY KEY (job, trigger_key)
+);
+
+-- Marks, for p_instance, the start of its claims (p_jobs[i], p_keys[i]) as the mark
+-- statement does, each counting a run of its job against p_max_runs[i], decided one
+-- after the other; by position: 1 marked and counted (or counted before: a mark sent
+-- again counts nothing more), 0 lost (another instance holds the claim), -3 refused: the
+-- job had p_max_runs[i] runs counted already (the claim is marked all the same: settled,
+-- never taken over; nothing counted). Locks the claims' rows in key order, as the mark
+-- statement and the takeover do, then the jobs' counts in job order.
+CREATE FUNCTION {schema}.mark_counted_starts(
+    p_instance text, p_jobs text[], p_keys text[], p_max_runs bigint[]
+) RETURNS integer[] LANGUAGE plpgsql AS $$
+DECLARE
+    answers integer[] := '{}';
+    counted bigint;
+BEGIN
+    PERFORM 1 FROM {schema}.claim c
+        JOIN (SELECT DISTINCT job, trigger_key FROM unnest(p_jobs, p_keys) AS t(job, trigger_key)) w
+            USING (job, trigger_key)
+        WHERE c.instance = p_instance
+        ORDER BY c.job, c.trigger_key
+        FOR UPDATE OF c;
+    INSERT INTO {schema}.run_count (job, runs)
+        SELECT DISTINCT job, 0 FROM unnest(p_jobs) AS t(job) ORDER BY job
+        ON CONFLICT (job) DO NOTHING;
+    PERFORM 1 FROM {schema}.run_count WHERE job = ANY (p_jobs) ORDER BY job FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(p_jobs, 1), 0) LOOP
+        UPDATE {schema}.claim SET started_at = coalesce(started_at, now())
+            WHERE job = p_jobs[i] AND trigger_key = p_keys[i] AND instance = p_instance;
+        IF NOT FOUND THEN
+            answers := answers || 0;
+        ELSIF EXISTS (SELECT FROM {schema}.counted_run WHERE job = p_jobs[i] AND trigger_key = p_keys[i]) THEN
+            answers := answers || 1;
+        ELSE
+            SELECT r.runs INTO counted FROM {schema}.run_count r WHERE r.job = p_jobs[i];
+            IF counted >= p_max_runs[i] THEN
+                answers := answers || -3;
+            ELSE
+                INSERT INTO {schema}.counted_run (job, trigger_key) VALUES (p_jobs[i], p_keys[i]);
+                UPDATE {schema}.run_count SET runs = runs + 1 WHERE job = p_jobs[i];
+                answers := answers || 1;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN answers;
+END
+$$;
+
+CREATE TABLE {schema}.failure_streak (
+    job      text PRIMARY KEY,
+    failures bigint NOT NULL
+);
+ALTER TABLE {schema}.job_pause ADD COLUMN reason text;
+";
+
 /// The newest schema version this release knows.
 pub(crate) const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The oldest schema version whose store and ledger this release reads (versions 2, 5, 6,
-/// 7, 8, 9, 10 and 11 changed the claims, leases, membership and pauses only, 12 added an
+/// 7, 8, 9, 10, 11 and 17 changed the claims, leases, membership and pauses only, 12 added an
 /// index; the ledger columns of version 3 read as NULL before it; before version 16 only
 /// `run_output` is read).
 const OLDEST_READABLE: i32 = 1;

@@ -96,7 +96,7 @@ async fn a_schema_of_a_newer_release_is_refused_untouched() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: schema \"{schema}\" is at version 99, newer than this release knows (16); \
+                "{}: schema \"{schema}\" is at version 99, newer than this release knows (17); \
                  upgrade slotcron to use it",
                 database_url()
             )
@@ -126,7 +126,7 @@ async fn a_schema_of_the_previous_version_migrates_forward_with_its_data_and_cla
         assert_eq!((old[0].cause, old[0].attempts), (Cause::Scheduled, u32::from(old[0].outcome.ran())));
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
-        assert_eq!(schemas.scalar(&schema, version).await, 16);
+        assert_eq!(schemas.scalar(&schema, version).await, 17);
         let tick_state =
             JobState::of("2024-05-17T00:01:00Z".parse().unwrap(), Some(Outcome::Succeeded), false);
         assert_eq!(PostgresStore::new(database.clone()).load_states().await.unwrap()["tick"], tick_state);
@@ -165,7 +165,10 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
         schemas
             .execute(
                 &schema,
-                "DROP INDEX {schema}.run_record_run;
+                "DROP FUNCTION {schema}.mark_counted_starts(text, text[], text[], bigint[]);
+                 DROP TABLE {schema}.counted_run, {schema}.run_count, {schema}.failure_streak;
+                 ALTER TABLE {schema}.job_pause DROP COLUMN reason;
+                 DROP INDEX {schema}.run_record_run;
                  ALTER TABLE {schema}.job_state DROP COLUMN last_success, DROP COLUMN last_failure;
                  DROP TABLE {schema}.member_detail;
                  DROP TABLE {schema}.job_definition_change;
@@ -185,7 +188,7 @@ async fn duplicate_records_of_a_run_migrate_to_the_newest_one_and_its_run_keeps_
 
         let database = PostgresDatabase::open(&database_url(), &schema).await.unwrap();
         let version = "SELECT version::bigint FROM {schema}.schema_version";
-        assert_eq!(schemas.scalar(&schema, version).await, 16);
+        assert_eq!(schemas.scalar(&schema, version).await, 17);
         let records = "SELECT count(*) FROM {schema}.run_record";
         assert_eq!(schemas.scalar(&schema, records).await, 2, "one record per run");
         let ledger = PostgresLedger::new(database, Default::default());
@@ -211,7 +214,10 @@ async fn output_an_older_release_kept_reads_as_one_attempt_of_unknown_end_before
         schemas
             .execute(
                 &schema,
-                "DROP TRIGGER run_attempt_output_pruned ON {schema}.run_record;
+                "DROP FUNCTION {schema}.mark_counted_starts(text, text[], text[], bigint[]);
+                 DROP TABLE {schema}.counted_run, {schema}.run_count, {schema}.failure_streak;
+                 ALTER TABLE {schema}.job_pause DROP COLUMN reason;
+                 DROP TRIGGER run_attempt_output_pruned ON {schema}.run_record;
                  DROP FUNCTION {schema}.run_attempt_output_pruned();
                  DROP TABLE {schema}.run_attempt_output;
                  UPDATE {schema}.schema_version SET version = 15;

@@ -236,3 +236,19 @@ async fn start_marks_contract() {
     isolated(async |schemas: &mut Schemas| testkit::start_marks_contract(&factory(schemas.adopter())).await)
         .await;
 }
+
+#[tokio::test]
+async fn counted_marks_contract() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::counted_marks_contract(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn failure_streaks_contract() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::failure_streaks_contract(&factory(schemas.adopter())).await
+    })
+    .await;
+}

@@ -173,6 +173,34 @@ impl Connection {
 }
 
 impl Connection {
+    /// `SCARD key` of each key: one pipeline on one server; in a cluster one request per
+    /// key, one after the other (the jobs with `max_runs` a status shows: a few).
+    pub async fn scard_each(&self, keys: &[String]) -> RedisResult<Vec<u64>> {
+        let scard = |key: &String| {
+            let mut cmd = redis::cmd("SCARD");
+            cmd.arg(key);
+            cmd
+        };
+        match self {
+            Self::Single(single) => {
+                let mut pipe = redis::pipe();
+                for key in keys {
+                    pipe.add_command(scard(key));
+                }
+                pipe.query_async(&mut single.current()).await
+            }
+            Self::Cluster { reads, .. } => {
+                let mut counts = Vec::with_capacity(keys.len());
+                for key in keys {
+                    counts.push(scard(key).query_async(&mut reads.clone()).await?);
+                }
+                Ok(counts)
+            }
+        }
+    }
+}
+
+impl Connection {
     /// `HGETALL` of each key: one pipeline on one server; in a cluster, whose keys may sit
     /// on several nodes (a pipeline must stay on one slot), one request per key, all in
     /// flight at once through the connection for reads (the client sends those of one node

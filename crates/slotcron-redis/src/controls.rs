@@ -9,7 +9,10 @@
 //! absent with its TTL. Setting if absent is one script call (`keep_first.lua`), one round
 //! trip. Requests to cancel runs are one sorted set, `{prefix}index:cancels`, each member
 //! `{job}:{trigger ms}:{reason}` scored by its expiry on the server's clock; adding one and
-//! reading them are one script call each (`cancel.lua`).
+//! reading them are one script call each (`cancel.lua`). A job's streak of failed
+//! triggers in a row is `{prefix}failures:{job}` (on the job's slot in a cluster),
+//! counted by one script call (`streak.lua`) that also pauses the job when it reaches its
+//! limit and keeps the reason in `{prefix}paused_why:{job}`; a resume deletes both.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -18,12 +21,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{AsyncCommands, Script};
 use slotcron::jiff::Timestamp;
-use slotcron::{BoxError, CancelRequest, Controls, ControlsError};
+use slotcron::{BoxError, CancelRequest, Controls, ControlsError, FailureStreak};
 
 use crate::coordinator::RedisCoordinator;
 
 static KEEP_FIRST: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("keep_first.lua")));
 static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("cancel.lua")));
+static STREAK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("streak.lua")));
 
 impl RedisCoordinator {
     /// Sets `key` to `ms` (with a TTL, if given) unless it is set: what it held.
@@ -72,6 +76,9 @@ impl Controls for RedisCoordinator {
                 None => {
                     let before: Option<i64> =
                         redis::cmd("GETDEL").arg(&key).query_async(&mut connection).await?;
+                    // The streak and the reason: on the pause's slot.
+                    let _: i64 =
+                        connection.del(&[self.keys.failures(job), self.keys.pause_reason(job)]).await?;
                     let _: i64 = connection.srem(&index, job).await?;
                     before
                 }
@@ -120,6 +127,56 @@ impl Controls for RedisCoordinator {
             let before =
                 self.keep_first(&self.keys.request(job, key), trigger.as_millisecond(), Some(ttl)).await?;
             before.map(instant).transpose()
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    fn counts_failures(&self) -> bool {
+        true
+    }
+
+    /// One call of `streak.lua`; and, when it paused the job, an `SADD` to the index of
+    /// the paused jobs.
+    async fn count_failure(
+        &self,
+        job: &str,
+        pause_after: u64,
+        at: Timestamp,
+        reason: &str,
+    ) -> Result<FailureStreak, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let mut script = STREAK.key(self.keys.failures(job));
+            script.key(self.keys.paused(job)).key(self.keys.pause_reason(job));
+            script.arg(pause_after).arg(at.as_millisecond()).arg(reason);
+            let (failures, paused): (u64, i64) = self.connection.invoke(&script).await?;
+            if paused == 1 {
+                let _: i64 = self.connection.clone().sadd(self.keys.paused_index(), job).await?;
+            }
+            Ok(FailureStreak { failures, paused: paused == 1 })
+        }
+        .await;
+        answer.map_err(ControlsError::new)
+    }
+
+    async fn reset_failures(&self, job: &str) -> Result<(), ControlsError> {
+        let answer: Result<i64, _> = self.connection.clone().del(self.keys.failures(job)).await;
+        answer.map(drop).map_err(ControlsError::new)
+    }
+
+    /// The index of the paused jobs, then one `GET` of each one's reason.
+    async fn pause_reasons(&self) -> Result<HashMap<String, String>, ControlsError> {
+        let answer: Result<_, BoxError> = async {
+            let jobs: Vec<String> = self.connection.clone().smembers(self.keys.paused_index()).await?;
+            let mut reasons = HashMap::new();
+            for job in jobs {
+                if let Some(reason) =
+                    self.connection.mget(&[&self.keys.pause_reason(&job)]).await?.pop().flatten()
+                {
+                    reasons.insert(job, reason);
+                }
+            }
+            Ok(reasons)
         }
         .await;
         answer.map_err(ControlsError::new)

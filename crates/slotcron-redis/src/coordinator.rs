@@ -12,7 +12,7 @@ use slotcron::MAX_CLAIMS_PER_ROUND_TRIP;
 use slotcron::jiff::Timestamp;
 use slotcron::{
     AheadStart, AheadVoid, Claim, ClaimOutcome, Controls, Coordinator, CoordinatorError,
-    CoordinatorErrorKind, Hold, RequestClaim,
+    CoordinatorErrorKind, CountedAnswer, CountedMark, Hold, RequestClaim,
 };
 use slotcron::{ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back};
 use slotcron::{Handled, LiveMember, MemberDetails, StartMark, TriggerRef, Unstarted};
@@ -572,6 +572,27 @@ impl Coordinator for RedisCoordinator {
         marks: &[StartMark<'_>],
     ) -> Result<Vec<bool>, CoordinatorError> {
         self.mark_starts_of(instance, marks).await
+    }
+
+    fn counts_runs(&self) -> bool {
+        true
+    }
+
+    /// One call of the start script's counted `mark` per chunk (per hash slot in a
+    /// cluster), which adds each run's trigger key to its job's set of counted runs
+    /// (`{prefix}runs:{job}`, `{prefix}{{job}}:runs`) unless the set holds `max_runs`
+    /// keys already.
+    async fn mark_counted_starts(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        self.mark_counted_starts_of(instance, marks).await
+    }
+
+    /// One `SCARD` per job (a pipeline on one server).
+    async fn run_counts(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        self.run_counts_of(jobs).await
     }
 
     /// On one server, one `HGETALL` of `instance`'s register of unstarted claims (every

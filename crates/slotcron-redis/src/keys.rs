@@ -55,10 +55,29 @@ impl KeyLayout {
         self.per_job("mark", job)
     }
 
+    /// The job's runs counted for `max_runs` (a set of the engine trigger keys whose
+    /// start mark counted a run; its size is the count), written by the start script's
+    /// counted `mark`; kept by job name, never expired.
+    pub fn runs(&self, job: &str) -> String {
+        self.per_job("runs", job)
+    }
+
     /// Whether the job is paused: present (holding the instant it was paused, in
     /// milliseconds since the Unix epoch) while it is; read by the claim script.
     pub fn paused(&self, job: &str) -> String {
         self.per_job("paused", job)
+    }
+
+    /// The job's streak of failed triggers in a row (an integer, `pause_after_failures`),
+    /// counted by the streak script, deleted by a success and by a resume.
+    pub fn failures(&self, job: &str) -> String {
+        self.per_job("failures", job)
+    }
+
+    /// The reason kept beside the job's pause, for a pause its failures made; deleted by
+    /// a resume.
+    pub fn pause_reason(&self, job: &str) -> String {
+        self.per_job("paused_why", job)
     }
 
     /// The set of the paused jobs' names, for listing them (the per-job keys decide):
@@ -171,6 +190,9 @@ mod tests {
         assert_eq!(keys.lease("backup"), "app:slotcron:lease:backup");
         assert_eq!(keys.mark("backup"), "app:slotcron:mark:backup");
         assert_eq!(keys.paused("backup"), "app:slotcron:paused:backup");
+        assert_eq!(keys.runs("backup"), "app:slotcron:runs:backup");
+        assert_eq!(keys.failures("backup"), "app:slotcron:failures:backup");
+        assert_eq!(keys.pause_reason("backup"), "app:slotcron:paused_why:backup");
         assert_eq!(keys.paused_index(), "app:slotcron:index:paused");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:request:backup:k-1");
         assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:fleet:unstarted:web-1");
@@ -191,6 +213,9 @@ mod tests {
         assert_eq!(keys.lease("backup"), "app:slotcron:{backup}:lease");
         assert_eq!(keys.mark("backup"), "app:slotcron:{backup}:mark");
         assert_eq!(keys.paused("backup"), "app:slotcron:{backup}:paused");
+        assert_eq!(keys.runs("backup"), "app:slotcron:{backup}:runs");
+        assert_eq!(keys.failures("backup"), "app:slotcron:{backup}:failures");
+        assert_eq!(keys.pause_reason("backup"), "app:slotcron:{backup}:paused_why");
         assert_eq!(keys.request("backup", "k-1"), "app:slotcron:{backup}:request:k-1");
         assert_eq!(keys.unstarted("backup", "web-1"), "app:slotcron:{backup}:unstarted");
         assert_eq!(keys.trigger("backup", "backups"), "app:slotcron:{backup}:backups");

@@ -17,11 +17,13 @@
 --             claim.lua keeps it)
 -- KEYS[4i-1]  the register of unstarted claims of ARGV[2] (mark: the marking instance;
 --             take: the holder that has gone), for this claim's job
--- KEYS[4i]    take: the register of ARGV[3], for this claim's job (mark: as KEYS[4i-1])
+-- KEYS[4i]    take: the register of ARGV[3], for this claim's job; mark: as KEYS[4i-1],
+--             or, for a counted mark, the job's set of counted runs (see ARGV[3])
 -- ARGV[i+5]   the engine's trigger key (without the prefix): the claim's register field
 -- ARGV[1]     "mark" or "take"
 -- ARGV[2]     mark: the instance whose claims to mark; take: the holder that has gone
--- ARGV[3]     take: the instance that takes the claims over (mark: unused)
+-- ARGV[3]     take: the instance that takes the claims over; mark: "" (no run counted),
+--             or a counted mark: each claim's max_runs, space-separated, in claim order
 -- ARGV[4]     how long a claim made again here, after its hold ended, holds (PX, ms)
 -- ARGV[5]     a random token, unique to this call: a claim (re)made here has the token
 --             "{ARGV[5]}-{i}"
@@ -31,6 +33,11 @@
 -- over, or never ARGV[2]'s). A claim whose key is gone (its hold ended) but that the
 -- register still lists under ARGV[2] was never started nor taken over: it is made again
 -- ("{the job's fencing token}/{token} {instance}", PX ARGV[4]), marked, and 1.
+-- A counted mark (max_runs, docs/design.md) also counts the run, atomically with the
+-- mark: its trigger key joins the job's set KEYS[4i] unless it is there already (a mark
+-- sent again); a claim whose set already holds max_runs other keys is refused instead:
+-- -3, its register entry removed all the same (settled: never taken over), nothing
+-- counted. Sent again, a refused mark is refused again.
 --
 -- take, per claim: the fencing token of the claim for ARGV[3] — its own when ARGV[3]
 -- holds it already (a takeover sent again), else a new one, the job's next (the state's
@@ -42,8 +49,9 @@
 --
 -- Commands: one MGET of every trigger key; mark: one HDEL per register (one server: a
 -- single register, the instance's), and per claim whose key is gone, an HGET, a GET
--- and a SET; take, per claim: an HGET, a GET and a SET of the state, a SET of the
--- trigger key, an HDEL and an HSET.
+-- and a SET, and for a counted mark an SISMEMBER, an SCARD and an SADD; take, per
+-- claim: an HGET, a GET and a SET of the state, a SET of the trigger key, an HDEL and an
+-- HSET.
 local op, instance, to, hold, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local n = math.floor(#KEYS / 4)
 
@@ -86,6 +94,28 @@ local current = {}
 -- register key -> the fields a mark removes from it.
 local removed = {}
 
+-- Each claim's max_runs, for a counted mark (ARGV[3]); empty otherwise.
+local max_runs = {}
+if op == 'mark' then
+  for limit in string.gmatch(to, '%d+') do
+    max_runs[#max_runs + 1] = tonumber(limit)
+  end
+end
+
+-- Counts the run of claim i if its mark counts one: 1 (counted now, or before), or -3
+-- when its job's max_runs are counted already.
+local function count(i)
+  local max, runs, field = max_runs[i], KEYS[4 * i], ARGV[i + 5]
+  if not max or redis.call('SISMEMBER', runs, field) == 1 then
+    return 1
+  end
+  if redis.call('SCARD', runs) >= max then
+    return -3
+  end
+  redis.call('SADD', runs, field)
+  return 1
+end
+
 -- Marks claim i for `instance`.
 local function mark(i)
   local key, register, field = KEYS[4 * i - 3], KEYS[4 * i - 1], ARGV[i + 5]
@@ -103,7 +133,7 @@ local function mark(i)
   local fields = removed[register] or {}
   removed[register] = fields
   fields[#fields + 1] = field
-  return 1
+  return count(i)
 end
 
 -- Takes claim i over from `instance` for `to`.

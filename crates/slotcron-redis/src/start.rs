@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use redis::Script;
-use slotcron::{ClaimOutcome, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark, TriggerRef, Unstarted};
+use slotcron::{
+    ClaimOutcome, CoordinatorError, CountedAnswer, CountedMark, MAX_CLAIMS_PER_ROUND_TRIP, StartMark,
+    TriggerRef, Unstarted,
+};
 
 use crate::claimant::Token;
 use crate::coordinator::{RedisCoordinator, ceil_ms, outcome_unknown, slot_groups};
@@ -28,12 +31,25 @@ const AFRESH_HOLD: Duration = Duration::from_secs(24 * 3600);
 /// One claim as the start script takes it: its job and engine trigger key.
 type Item<'a> = (&'a str, &'a str);
 
-/// An operation of the start script: `mark` for `instance`, or `take` from one instance
-/// to another.
+/// An operation of the start script: `mark` for `instance` (counting a run against
+/// each claim's `max_runs` when counted), or `take` from one instance to another.
 #[derive(Clone, Copy)]
 pub(crate) enum Op<'a> {
     Mark { instance: &'a str },
+    Count { instance: &'a str, max_runs: &'a [u64] },
     Take { from: &'a str, to: &'a str },
+}
+
+impl<'a> Op<'a> {
+    /// The operation for the items `start..start + len` of a call's items.
+    fn chunk(self, start: usize, len: usize) -> Self {
+        match self {
+            Op::Count { instance, max_runs } => {
+                Op::Count { instance, max_runs: &max_runs[start..start + len] }
+            }
+            op => op,
+        }
+    }
 }
 
 impl RedisCoordinator {
@@ -80,6 +96,37 @@ impl RedisCoordinator {
         Ok(answers.into_iter().map(|a| if a < 0 { afresh.next() == Some(1) } else { a == 1 }).collect())
     }
 
+    /// [`Coordinator::mark_counted_starts`](slotcron::Coordinator::mark_counted_starts):
+    /// the start script's counted `mark` (never the mark script: the count is kept beside
+    /// the claim by the start script alone), grouped as [`RedisCoordinator::start_batch`]
+    /// says.
+    pub(crate) async fn mark_counted_starts_of(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        let items: Vec<Item<'_>> = marks.iter().map(|m| (m.mark.job, m.mark.key)).collect();
+        let max_runs: Vec<u64> = marks.iter().map(|m| m.max_runs).collect();
+        let answers = self.start_batch(Op::Count { instance, max_runs: &max_runs }, &items).await;
+        answers
+            .into_iter()
+            .map(|answer| match answer? {
+                1 => Ok(CountedAnswer::Marked),
+                -3 => Ok(CountedAnswer::MaxRunsReached),
+                _ => Ok(CountedAnswer::Lost),
+            })
+            .collect()
+    }
+
+    /// [`Coordinator::run_counts`](slotcron::Coordinator::run_counts): the size of each
+    /// job's set of counted runs.
+    pub(crate) async fn run_counts_of(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        let keys: Vec<String> = jobs.iter().map(|job| self.keys.runs(job)).collect();
+        self.connection.scard_each(&keys).await.map_err(|e| {
+            CoordinatorError::unavailable(format!("reading the runs counted of {} jobs: {e}", jobs.len()))
+        })
+    }
+
     /// [`Coordinator::take_over`](slotcron::Coordinator::take_over): the script's `take`,
     /// grouped as [`RedisCoordinator::start_batch`] says.
     pub(crate) async fn take_over_of(
@@ -102,7 +149,8 @@ impl RedisCoordinator {
         items: &[Item<'_>],
     ) -> Vec<Result<i64, CoordinatorError>> {
         let mut answers = Vec::with_capacity(items.len());
-        for chunk in items.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+        for (n, chunk) in items.chunks(MAX_CLAIMS_PER_ROUND_TRIP).enumerate() {
+            let op = op.chunk(n * MAX_CLAIMS_PER_ROUND_TRIP, chunk.len());
             let keys: Vec<String> = chunk.iter().map(|(job, key)| self.keys.trigger(job, key)).collect();
             let groups = slot_groups(&self.connection, &keys);
             let replies = join_all(groups.iter().map(|group| self.start_call(op, chunk, &keys, group))).await;
@@ -138,17 +186,30 @@ impl RedisCoordinator {
         let hold = self.one_shot_retention.map_or(AFRESH_HOLD, |retention| retention.max(AFRESH_HOLD));
         let mut script = START.prepare_invoke();
         let (name, first, second) = match op {
-            Op::Mark { instance } => ("mark", instance, ""),
+            Op::Mark { instance } | Op::Count { instance, .. } => ("mark", instance, ""),
             Op::Take { from, to } => ("take", from, to),
         };
-        script.arg(name).arg(first).arg(second).arg(ceil_ms(hold)).arg(token.to_string());
+        // A counted mark's third argument: each claim's max_runs, in the call's order.
+        let third = match op {
+            Op::Count { max_runs, .. } => {
+                group.iter().map(|&i| max_runs[i].to_string()).collect::<Vec<_>>().join(" ")
+            }
+            _ => second.to_owned(),
+        };
+        script.arg(name).arg(first).arg(third).arg(ceil_ms(hold)).arg(token.to_string());
         let to = if second.is_empty() { first } else { second };
         // One server: the same two registers for every claim, written out once.
         let shared = self.keys.unstarted_per_instance().then(|| registers(&self.keys, "", first, to));
         for &i in group {
             let (job, key) = chunk[i];
             let (from, to) = shared.clone().unwrap_or_else(|| registers(&self.keys, job, first, to));
-            script.key(&keys[i]).key(self.keys.fencing(job)).key(&*from).key(&*to).arg(key);
+            script.key(&keys[i]).key(self.keys.fencing(job)).key(&*from);
+            match op {
+                // A counted mark's fourth key: the job's set of counted runs.
+                Op::Count { .. } => script.key(self.keys.runs(job)),
+                _ => script.key(&*to),
+            };
+            script.arg(key);
         }
         let what = || format!("{name} of {} claims", group.len());
         self.invoke_idempotent(&script, group.len(), what).await

@@ -73,7 +73,9 @@ suite_on_a_cluster!(
     batch_claims,
     a_batch_of_which_another_replica_won_some,
     every_claim_rule_holds_within_a_batch,
-    start_marks_contract
+    start_marks_contract,
+    counted_marks_contract,
+    failure_streaks_contract
 );
 
 /// The suite over TLS (`rediss+cluster://`; the cluster bus too), trusting the test CA

@@ -213,3 +213,15 @@ async fn start_marks_contract() {
     let server = RedisServer::tcp();
     testkit::start_marks_contract(&factory(server.config())).await;
 }
+
+#[tokio::test]
+async fn counted_marks_contract() {
+    let server = RedisServer::tcp();
+    testkit::counted_marks_contract(&factory(server.config())).await;
+}
+
+#[tokio::test]
+async fn failure_streaks_contract() {
+    let server = RedisServer::tcp();
+    testkit::failure_streaks_contract(&factory(server.config())).await;
+}

@@ -78,7 +78,9 @@ mod postgres_server;
 mod proxy;
 mod replica;
 mod restart;
+mod runs_suite;
 mod start_mark_suite;
+mod streak_suite;
 mod suite;
 
 pub use ahead_suite::{
@@ -111,7 +113,9 @@ pub use postgres_server::PostgresServer;
 pub use proxy::{Fault, FaultProxy};
 pub use replica::Replica;
 pub use restart::restart_after_downtime;
+pub use runs_suite::counted_marks_contract;
 pub use start_mark_suite::start_marks_contract;
+pub use streak_suite::failure_streaks_contract;
 pub use suite::{
     claim_contract, claims_hold_until_an_absolute_instant, namespaces_are_isolated,
     one_shots_survive_restarts, racing_replicas, skewed_clocks, staggered_starts,

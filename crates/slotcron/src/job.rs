@@ -89,6 +89,11 @@ pub struct Job {
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
+    /// The most scheduled triggers the job runs across the fleet, counted with their
+    /// start marks (`None`: no limit).
+    pub(crate) max_runs: Option<u64>,
+    /// How many failed triggers in a row pause the job across the fleet (`None`: never).
+    pub(crate) pause_after_failures: Option<u64>,
     /// The labels a member must carry to run the job's triggers.
     pub(crate) placement: Arc<Placement>,
     /// The job whose runs fire this one's triggers ([`JobBuilder::run_after`]), if chained.
@@ -105,6 +110,9 @@ pub struct Job {
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
+    /// Set once a start mark was refused at the job's `max_runs`: the job has ended and
+    /// none of its triggers is queued any more (`engine/limits.rs`).
+    pub(crate) ended: AtomicBool,
     /// Fired when the job is removed with its runs cancelled.
     pub(crate) cancel_runs: CancellationToken,
 }
@@ -127,12 +135,15 @@ impl Clone for Job {
             overlap: self.overlap,
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
+            max_runs: self.max_runs,
+            pause_after_failures: self.pause_after_failures,
             placement: self.placement.clone(),
             parent: self.parent.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             series: Arc::new(JobSeries::new(&self.name)),
             removed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         }
     }
@@ -158,6 +169,8 @@ impl From<Job> for JobBuilder {
             overlap: job.overlap,
             jitter: job.jitter,
             on_interrupt: job.on_interrupt,
+            max_runs: job.max_runs,
+            pause_after_failures: job.pause_after_failures,
             on: Ok(job.placement),
             run_after: job.parent,
             // The job's schedule is already bounded, its calendars applied.
@@ -186,6 +199,8 @@ impl Job {
             overlap: Overlap::Allow,
             jitter: None,
             on_interrupt: OnInterrupt::Record,
+            max_runs: None,
+            pause_after_failures: None,
             on: Ok(Arc::default()),
             run_after: None,
             window: (None, None),
@@ -201,6 +216,18 @@ impl Job {
     /// The job's schedule.
     pub fn schedule(&self) -> &Arc<dyn Schedule> {
         &self.schedule
+    }
+
+    /// The most scheduled triggers the job runs across the fleet
+    /// ([`JobBuilder::max_runs`]); `None`: no limit.
+    pub fn max_runs(&self) -> Option<u64> {
+        self.max_runs
+    }
+
+    /// How many failed triggers in a row pause the job across the fleet
+    /// ([`JobBuilder::pause_after_failures`]); `None`: never.
+    pub fn pause_after_failures(&self) -> Option<u64> {
+        self.pause_after_failures
     }
 
     /// The limit on one run, if any.
@@ -319,6 +346,10 @@ pub struct JobBuilder {
     overlap: Overlap,
     jitter: Option<Duration>,
     on_interrupt: OnInterrupt,
+    /// As given, checked by `build` (0 is refused).
+    max_runs: Option<u64>,
+    /// As given, checked by `build` (0 is refused).
+    pause_after_failures: Option<u64>,
     /// The placement as given to [`JobBuilder::on`], read (checked by `build`).
     on: Result<Arc<Placement>, LabelError>,
     /// The parent given to [`JobBuilder::run_after`] (its schedule is among `schedules`).
@@ -499,6 +530,37 @@ impl JobBuilder {
         self
     }
 
+    /// Ends the job after `max_runs` of its scheduled triggers have started across the
+    /// fleet (Temporal's limited actions): each is counted in the coordinator with its
+    /// start mark, so exactly; the next trigger's mark is refused, it is recorded
+    /// [`SkippedMaxRuns`](crate::Outcome::SkippedMaxRuns) and the job has no more
+    /// triggers. Manual runs, backfills, retries and reruns do not count. The count is
+    /// kept by job name: neither a restart nor a change to the job resets it. Needs a
+    /// coordinator that counts runs ([`Coordinator::counts_runs`](crate::Coordinator::counts_runs));
+    /// [`Scheduler::add`](crate::Scheduler::add) refuses the job otherwise. The job's
+    /// triggers are claimed at their instant, never ahead. At least 1 (default: no limit).
+    pub fn max_runs(mut self, max_runs: u64) -> Self {
+        self.max_runs = Some(max_runs);
+        self
+    }
+
+    /// Pauses the job across the fleet after `failures` of its triggers in a row have
+    /// failed (Temporal's `pauseOnFailure`): a trigger whose run ended `failed`,
+    /// `timed-out` or `panicked` after all its attempts counts one; one that `succeeded`
+    /// ends the streak; any other end (`interrupted`, `cancelled`, `aborted`, a skip)
+    /// neither counts nor ends it, and neither do manual runs and backfills. The streak
+    /// is kept in the fleet's controls (the coordinator's, or the store's without one), so
+    /// the triggers count whichever replica ran them, and the pause is kept with the
+    /// reason `paused after N failed triggers in a row, the last at T`. Resuming the job
+    /// starts a new streak. Needs controls that keep streaks
+    /// ([`Controls::counts_failures`](crate::Controls::counts_failures));
+    /// [`Scheduler::add`](crate::Scheduler::add) refuses the job otherwise, and for a job
+    /// every replica runs. At least 1 (default: never paused).
+    pub fn pause_after_failures(mut self, failures: u64) -> Self {
+        self.pause_after_failures = Some(failures);
+        self
+    }
+
     /// Removes the instants `calendar` excludes from the job's fire times ([`Excluding`],
     /// Quartz's calendars, Temporal's `exclude`): an excluded instant is not a trigger at
     /// all, and nothing is recorded for it. May be called for several calendars.
@@ -527,6 +589,29 @@ impl JobBuilder {
         self
     }
 
+    /// The retry policy's problem, if any: the field and the reason.
+    fn check_retry(&self) -> Result<(), (&'static str, String)> {
+        if self.attempts == 0 {
+            return Err(("attempts", "must be at least 1 (the first attempt counts)".into()));
+        }
+        if !(1.0..=100.0).contains(&self.multiplier) {
+            return Err(("backoff_multiplier", "must be a number from 1 (a fixed backoff) to 100".into()));
+        }
+        if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
+            return Err(("backoff", "must be at most 100 years".into()));
+        }
+        if let Some(max) = self.retry.max_backoff()
+            && max < self.retry.backoff()
+        {
+            let reason = format!(
+                "{max:?} is shorter than the backoff of {:?}: the cap must be at least the first wait",
+                self.retry.backoff()
+            );
+            return Err(("backoff_max", reason));
+        }
+        Ok(())
+    }
+
     /// Validates the job.
     ///
     /// # Errors
@@ -539,6 +624,7 @@ impl JobBuilder {
         if let Some(parent) = &self.run_after {
             check_run_after(&self, parent).map_err(|reason| invalid("run_after", &reason))?;
         }
+        self.check_retry().map_err(|(field, reason)| invalid(field, &reason))?;
         let mut schedules = self.schedules.into_iter();
         let schedule = match (schedules.next(), schedules.next()) {
             (None, _) => {
@@ -585,26 +671,14 @@ impl JobBuilder {
         if let Misfire::RunAll { cap: 0 } = misfire {
             return Err(invalid("misfire_cap", "must be at least 1"));
         }
-        if self.attempts == 0 {
-            return Err(invalid("attempts", "must be at least 1 (the first attempt counts)"));
-        }
-        if !(1.0..=100.0).contains(&self.multiplier) {
-            return Err(invalid("backoff_multiplier", "must be a number from 1 (a fixed backoff) to 100"));
-        }
-        if self.retry.backoff() > MAX_DURATION || self.retry.max_backoff().is_some_and(|m| m > MAX_DURATION) {
-            return Err(invalid("backoff", "must be at most 100 years"));
-        }
-        if let Some(max) = self.retry.max_backoff()
-            && max < self.retry.backoff()
-        {
-            let reason = format!(
-                "{max:?} is shorter than the backoff of {:?}: the cap must be at least the first wait",
-                self.retry.backoff()
-            );
-            return Err(invalid("backoff_max", &reason));
-        }
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
+        }
+        if self.max_runs == Some(0) {
+            return Err(invalid("max_runs", "must be at least 1"));
+        }
+        if self.pause_after_failures == Some(0) {
+            return Err(invalid("pause_after_failures", "must be at least 1"));
         }
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
@@ -624,11 +698,14 @@ impl JobBuilder {
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
+            max_runs: self.max_runs,
+            pause_after_failures: self.pause_after_failures,
             placement,
             parent: self.run_after,
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             cancel_runs: CancellationToken::new(),
         })
     }
@@ -680,6 +757,12 @@ impl JobBuilder {
         // Only when set: the fingerprints of the plans made before it existed stay.
         if self.on_interrupt != OnInterrupt::Record {
             _ = write!(feed, " on_interrupt={}", self.on_interrupt.name());
+        }
+        if let Some(max_runs) = self.max_runs {
+            _ = write!(feed, " max_runs={max_runs}");
+        }
+        if let Some(failures) = self.pause_after_failures {
+            _ = write!(feed, " pause_after_failures={failures}");
         }
         match &self.on {
             Ok(placement) if placement.is_anywhere() => {}

@@ -194,15 +194,15 @@ pub use chain::check_chains;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::JobContext;
 pub use control::{
-    CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls, ControlsError, IDEMPOTENCY_KEY_TTL,
-    MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
+    CANCEL_REQUEST_TTL, CancelRequest, ControlError, Controls, ControlsError, FailureStreak,
+    IDEMPOTENCY_KEY_TTL, MAX_BACKFILL_TRIGGERS, MAX_IDEMPOTENCY_KEY_LEN, MemoryControls,
 };
 pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,
-    Coordinator, CoordinatorError, CoordinatorErrorKind, DEFAULT_LEASE_TTL, DEFAULT_MEMBERSHIP_TTL, Handled,
-    Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, LiveMember, MAX_CLAIMS_PER_ROUND_TRIP,
-    MemberDetails, RequestClaim, SKEW_SAMPLE_EVERY, StartMark, TriggerRef, Unstarted,
-    claim_batch_with_read_back, claim_with_read_back, job_owner,
+    Coordinator, CoordinatorError, CoordinatorErrorKind, CountedAnswer, CountedMark, DEFAULT_LEASE_TTL,
+    DEFAULT_MEMBERSHIP_TTL, Handled, Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, LiveMember,
+    MAX_CLAIMS_PER_ROUND_TRIP, MemberDetails, RequestClaim, SKEW_SAMPLE_EVERY, StartMark, TriggerRef,
+    Unstarted, claim_batch_with_read_back, claim_with_read_back, job_owner,
 };
 pub use engine::{
     CancelAsked, DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind,

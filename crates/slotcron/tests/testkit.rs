@@ -196,3 +196,13 @@ async fn an_owner_that_cannot_start_is_taken_over() {
 async fn start_marks_contract() {
     testkit::start_marks_contract(&Factory::default().build()).await;
 }
+
+#[tokio::test]
+async fn counted_marks_contract() {
+    testkit::counted_marks_contract(&Factory::default().build()).await;
+}
+
+#[tokio::test]
+async fn failure_streaks_contract() {
+    testkit::failure_streaks_contract(&Factory::default().build()).await;
+}

@@ -213,6 +213,10 @@ struct Policies {
     jitter: Option<Duration>,
     on_failure: Option<ShellCommand>,
     on_interrupt: Option<OnInterrupt>,
+    /// `max_runs`: the most scheduled triggers the job runs across the fleet.
+    max_runs: Option<u64>,
+    /// `pause_after_failures`: how many failed triggers in a row pause the job.
+    pause_after_failures: Option<u64>,
     /// `start` and `end`: the window a recurring schedule's triggers are bounded to.
     start: Option<jiff::Timestamp>,
     end: Option<jiff::Timestamp>,
@@ -442,6 +446,8 @@ impl Draft {
         let builder = given(builder, policies.on_interrupt, JobBuilder::on_interrupt);
         let builder = given(builder, policies.start, JobBuilder::start_at);
         let builder = given(builder, policies.end, JobBuilder::end_at);
+        let builder = given(builder, policies.max_runs, JobBuilder::max_runs);
+        let builder = given(builder, policies.pause_after_failures, JobBuilder::pause_after_failures);
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
         let builder = builder.on(&policies.on);
         match self.schedule.apply(builder).build() {

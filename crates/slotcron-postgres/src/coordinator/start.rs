@@ -8,7 +8,9 @@
 //! fencing counters after its rows, as the claim functions do, so that none of them
 //! deadlocks with another.
 
-use slotcron::{ClaimOutcome, CoordinatorError, StartMark, TriggerRef, Unstarted};
+use slotcron::{
+    ClaimOutcome, CoordinatorError, CountedAnswer, CountedMark, StartMark, TriggerRef, Unstarted,
+};
 
 use super::PostgresCoordinator;
 use crate::PostgresDatabase;
@@ -18,6 +20,8 @@ use crate::database::QueryError;
 #[derive(Debug)]
 pub(super) struct StartSql {
     mark: String,
+    mark_counted: String,
+    run_counts: String,
     unstarted: String,
     take_over: String,
 }
@@ -47,6 +51,9 @@ impl StartSql {
                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(job, trigger_key, ord)
                  LEFT JOIN marked m ON m.job = t.job AND m.trigger_key = t.trigger_key",
             ),
+            // Counted marks (max_runs): the function of schema version 17.
+            mark_counted: database.sql("SELECT {schema}.mark_counted_starts($1, $2, $3, $4)"),
+            run_counts: database.sql("SELECT job, runs FROM {schema}.run_count WHERE job = ANY ($1)"),
             // The claims $1 holds without a mark, expired or not (the partial index
             // claim_unstarted).
             unstarted: database.sql(
@@ -127,6 +134,51 @@ impl PostgresCoordinator {
             None => Vec::new(),
         };
         self.one_answer_each(&what, answers, marks.len())
+    }
+
+    /// [`Coordinator::mark_counted_starts`](slotcron::Coordinator::mark_counted_starts):
+    /// one call of the function `mark_counted_starts`.
+    pub(super) async fn mark_counted(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        if marks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let what = format!("marking the start of {} counted claims of {instance}", marks.len());
+        let jobs: Vec<&str> = marks.iter().map(|m| m.mark.job).collect();
+        let keys: Vec<&str> = marks.iter().map(|m| m.mark.key).collect();
+        let max_runs: Vec<i64> =
+            marks.iter().map(|m| i64::try_from(m.max_runs).unwrap_or(i64::MAX)).collect();
+        let rows =
+            self.query_for(&self.start.mark_counted, &[&instance, &jobs, &keys, &max_runs], &what).await?;
+        let answers: Vec<i32> = match rows.first() {
+            Some(row) => row.try_get(0).map_err(|e| self.not_understood(&what, &e))?,
+            None => Vec::new(),
+        };
+        let answers = self.one_answer_each(&what, answers, marks.len())?;
+        Ok(answers
+            .into_iter()
+            .map(|answer| match answer {
+                1 => CountedAnswer::Marked,
+                -3 => CountedAnswer::MaxRunsReached,
+                _ => CountedAnswer::Lost,
+            })
+            .collect())
+    }
+
+    /// [`Coordinator::run_counts`](slotcron::Coordinator::run_counts): one statement.
+    pub(super) async fn read_run_counts(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        let what = format!("reading the runs counted of {} jobs", jobs.len());
+        let rows = self.query_for(&self.start.run_counts, &[&jobs], &what).await?;
+        let mut counts = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let job: &str = row.try_get(0).map_err(|e| self.not_understood(&what, &e))?;
+            let runs: i64 = row.try_get(1).map_err(|e| self.not_understood(&what, &e))?;
+            counts.insert(job, runs.max(0) as u64);
+        }
+        Ok(jobs.iter().map(|job| counts.get(job).copied().unwrap_or(0)).collect())
     }
 
     pub(super) async fn list_unstarted(&self, instance: &str) -> Result<Vec<Unstarted>, CoordinatorError> {

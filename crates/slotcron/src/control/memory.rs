@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
-use super::{CancelRequest, Controls, ControlsError};
+use super::{CancelRequest, Controls, ControlsError, FailureStreak};
 use crate::clock::Clock;
 use crate::clock::later;
 
@@ -24,6 +24,10 @@ struct Inner {
     requests: HashMap<(String, String), (Timestamp, Timestamp)>,
     /// (job, trigger) → (reason, expiry).
     cancels: HashMap<(String, Timestamp), (String, Timestamp)>,
+    /// Job → its failed triggers in a row.
+    streaks: HashMap<String, u64>,
+    /// Job → the reason kept beside its pause, for a pause that has one.
+    reasons: HashMap<String, String>,
 }
 
 impl std::fmt::Debug for MemoryControls {
@@ -58,8 +62,44 @@ impl Controls for MemoryControls {
                 inner.paused.entry(job.to_owned()).or_insert(at);
                 before
             }
-            None => inner.paused.remove(job),
+            None => {
+                inner.streaks.remove(job);
+                inner.reasons.remove(job);
+                inner.paused.remove(job)
+            }
         })
+    }
+
+    fn counts_failures(&self) -> bool {
+        true
+    }
+
+    async fn count_failure(
+        &self,
+        job: &str,
+        pause_after: u64,
+        at: Timestamp,
+        reason: &str,
+    ) -> Result<FailureStreak, ControlsError> {
+        let mut inner = self.lock();
+        let failures = inner.streaks.entry(job.to_owned()).or_default();
+        *failures += 1;
+        let failures = *failures;
+        let paused = failures >= pause_after && !inner.paused.contains_key(job);
+        if paused {
+            inner.paused.insert(job.to_owned(), at);
+            inner.reasons.insert(job.to_owned(), reason.to_owned());
+        }
+        Ok(FailureStreak { failures, paused })
+    }
+
+    async fn reset_failures(&self, job: &str) -> Result<(), ControlsError> {
+        self.lock().streaks.remove(job);
+        Ok(())
+    }
+
+    async fn pause_reasons(&self) -> Result<HashMap<String, String>, ControlsError> {
+        Ok(self.lock().reasons.clone())
     }
 
     async fn paused(&self, job: &str) -> Result<Option<Timestamp>, ControlsError> {

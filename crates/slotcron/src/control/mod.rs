@@ -11,9 +11,11 @@
 
 mod error;
 mod memory;
+mod streak;
 
 pub use error::ControlError;
 pub use memory::MemoryControls;
+pub use streak::FailureStreak;
 
 crate::error::backend_error!(
     /// A failure of the backend that keeps the pauses and idempotency keys
@@ -113,6 +115,52 @@ pub trait Controls: Send + Sync + 'static {
             "these controls keep no cancel requests (job {:?} at {})",
             request.job, request.trigger
         )))
+    }
+
+    /// Whether these controls keep streaks of failed triggers ([`Controls::count_failure`]);
+    /// `false` (the default): a scheduler refuses jobs with
+    /// [`pause_after_failures`](crate::JobBuilder::pause_after_failures).
+    fn counts_failures(&self) -> bool {
+        false
+    }
+
+    /// Adds a failed trigger of `job` to its streak of failed triggers in a row (one
+    /// streak per job name for all who share these controls), and, atomically with it,
+    /// pauses the job as of `at` with `reason` kept beside the pause
+    /// ([`Controls::pause_reasons`]) when the streak reaches `pause_after` and the job is
+    /// not paused already. Resuming the job ([`Controls::set_paused`] with `None`) ends
+    /// its streak and drops the reason. The default keeps no streaks: an error.
+    ///
+    /// # Errors
+    /// The backend failed (nothing may have been counted then), or keeps no streaks.
+    async fn count_failure(
+        &self,
+        job: &str,
+        pause_after: u64,
+        at: Timestamp,
+        reason: &str,
+    ) -> Result<FailureStreak, ControlsError> {
+        let _ = (pause_after, at, reason);
+        Err(ControlsError::new(format!("these controls keep no streaks of failures (job {job:?})")))
+    }
+
+    /// Ends `job`'s streak of failed triggers (one of its triggers succeeded). The
+    /// default keeps no streaks: nothing to do.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn reset_failures(&self, job: &str) -> Result<(), ControlsError> {
+        let _ = job;
+        Ok(())
+    }
+
+    /// The reasons kept beside the pauses that have one (those
+    /// [`Controls::count_failure`] made), by job. The default: none.
+    ///
+    /// # Errors
+    /// The backend failed.
+    async fn pause_reasons(&self) -> Result<HashMap<String, String>, ControlsError> {
+        Ok(HashMap::new())
     }
 
     /// Every cancel request kept and not expired, in any order: each replica with runs in

@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 use super::{
-    Claim, ClaimOutcome, Coordinator, CoordinatorError, Handled, Lease, LeaseGrant, LeaseRenewal, LiveMember,
-    MemberDetails, RequestClaim, StartMark, TriggerRef, Unstarted,
+    Claim, ClaimOutcome, Coordinator, CoordinatorError, CountedAnswer, CountedMark, Handled, Lease,
+    LeaseGrant, LeaseRenewal, LiveMember, MemberDetails, RequestClaim, StartMark, TriggerRef, Unstarted,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::control::{Controls, MemoryControls};
@@ -18,7 +18,8 @@ use crate::control::{Controls, MemoryControls};
 /// its claims) arbitrate between them as a networked fleet would. Fencing tokens count
 /// each job's won claims since this coordinator was made. Leases, the fleet's
 /// [membership](super::Coordinator#membership) and the owners' [`Handled`] tallies live in memory too
-/// and expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]).
+/// and expire on the same clock. Pauses and idempotency keys too ([`MemoryControls`]), and
+/// the runs counted for `max_runs` ([`Coordinator::mark_counted_starts`]).
 #[derive(Clone)]
 pub struct InProcessCoordinator {
     clock: Arc<dyn Clock>,
@@ -51,6 +52,8 @@ struct Claims {
     held: HashMap<String, Held>,
     /// Job → (last fencing token, high-water mark).
     jobs: HashMap<String, (u64, Option<Timestamp>)>,
+    /// Job → the trigger keys whose start mark counted a run (`max_runs`).
+    runs: HashMap<String, HashSet<String>>,
     /// Claims since expired ones were last removed.
     since_sweep: usize,
 }
@@ -95,6 +98,24 @@ impl Claims {
         let entry = self.jobs.entry(job.to_owned()).or_default();
         entry.0 += 1;
         entry.0
+    }
+
+    /// Marks `instance`'s claim of `mark`, counting a run of its job, as
+    /// [`Coordinator::mark_counted_starts`] says.
+    fn mark_counted(&mut self, instance: &str, mark: &CountedMark<'_>) -> CountedAnswer {
+        let Some(held) = self.held.get_mut(mark.mark.key).filter(|held| *held.holder == *instance) else {
+            return CountedAnswer::Lost;
+        };
+        held.started = true;
+        let counted = self.runs.entry(mark.mark.job.to_owned()).or_default();
+        if counted.contains(mark.mark.key) {
+            return CountedAnswer::Marked;
+        }
+        if counted.len() as u64 >= mark.max_runs {
+            return CountedAnswer::MaxRunsReached;
+        }
+        counted.insert(mark.mark.key.to_owned());
+        CountedAnswer::Marked
     }
 
     /// Moves `key`'s unmarked claim from `from` to `to`, as
@@ -246,6 +267,24 @@ impl Coordinator for InProcessCoordinator {
             _ => false,
         };
         Ok(marks.iter().map(|m| mark(m.key)).collect())
+    }
+
+    fn counts_runs(&self) -> bool {
+        true
+    }
+
+    async fn mark_counted_starts(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        let mut claims = self.claims();
+        Ok(marks.iter().map(|mark| claims.mark_counted(instance, mark)).collect())
+    }
+
+    async fn run_counts(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        let claims = self.claims();
+        Ok(jobs.iter().map(|job| claims.runs.get(*job).map_or(0, |keys| keys.len() as u64)).collect())
     }
 
     async fn unstarted(&self, instance: &str, _jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {

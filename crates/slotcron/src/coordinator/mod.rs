@@ -8,6 +8,7 @@ pub(crate) mod lease;
 pub(crate) mod membership;
 mod read_back;
 pub(crate) mod rendezvous;
+mod runs;
 mod start;
 
 pub use ahead::{AheadStart, AheadVoid};
@@ -20,6 +21,7 @@ pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
 pub use rendezvous::owner as job_owner;
+pub use runs::{CountedAnswer, CountedMark};
 pub use start::{StartMark, Unstarted};
 
 use std::time::Duration;
@@ -202,6 +204,22 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 ///   next fencing token (`Won`; also when `to` took it over already, with the token it
 ///   got), and is `Lost` for a marked claim or one another holds; a claim listed unstarted
 ///   whose hold has ended meanwhile is won afresh (it was won and never started).
+///
+/// # Counted runs
+///
+/// A job with [`max_runs`](crate::JobBuilder::max_runs) ends after that many of its
+/// scheduled triggers have started across the fleet. A coordinator that counts runs
+/// ([`Coordinator::counts_runs`]) keeps, per job name, the trigger keys whose start mark
+/// counted a run, and counts a run with its mark, atomically
+/// ([`Coordinator::mark_counted_starts`]): a mark that finds `max_runs` runs counted is
+/// refused ([`CountedAnswer::MaxRunsReached`]) and its claim settled, so that no replica
+/// runs the trigger, nor takes it over. A mark sent again (lost reply) counts nothing
+/// more. The count is kept by job name whatever the job's definition: neither a restart
+/// nor a change to the job resets it ([`Coordinator::run_counts`] reads it). Only the
+/// scheduled triggers' keys ([`trigger_key`](crate::trigger_key)) are counted: runs an
+/// operator asked for, and reruns, have keys of their own and are marked by
+/// [`Coordinator::mark_starts`]; retries are attempts of one run, one mark. The engine
+/// claims a counted job's triggers at their instant, never ahead.
 ///
 /// # Lost replies
 ///
@@ -528,6 +546,43 @@ pub trait Coordinator: Send + Sync + 'static {
     ) -> Result<Vec<bool>, CoordinatorError> {
         let _ = instance;
         Ok(vec![true; marks.len()])
+    }
+
+    /// Whether this coordinator counts runs ([`Coordinator::mark_counted_starts`],
+    /// [`Coordinator::run_counts`]); see ["Counted runs"](Coordinator#counted-runs).
+    /// `false` (the default): a scheduler refuses jobs with `max_runs`.
+    fn counts_runs(&self) -> bool {
+        false
+    }
+
+    /// Marks the start of `instance`'s won claims `marks` as
+    /// [`Coordinator::mark_starts`] does, each counting a run of its job: per claim,
+    /// [`CountedAnswer`] (marked and counted, lost, or refused at the job's `max_runs`),
+    /// decided one after the other in the order given, atomically with the count. One
+    /// round trip (or as few as the backend allows). The default counts nothing: an
+    /// error, so that such runs fail closed on a coordinator without counts.
+    ///
+    /// # Errors
+    /// The backend is unreachable or the outcome is unknown: the runs then do not start
+    /// (fail closed), and their claims stay unmarked.
+    async fn mark_counted_starts(
+        &self,
+        instance: &str,
+        marks: &[CountedMark<'_>],
+    ) -> Result<Vec<CountedAnswer>, CoordinatorError> {
+        let _ = (instance, marks);
+        Err(CoordinatorError::unavailable(format!("the {} coordinator counts no runs", self.name())))
+    }
+
+    /// How many runs are counted for each of `jobs` (0: none), in order, in one round
+    /// trip; see ["Counted runs"](Coordinator#counted-runs). The default counts nothing:
+    /// an error.
+    ///
+    /// # Errors
+    /// The backend is unreachable, or it counts no runs.
+    async fn run_counts(&self, jobs: &[&str]) -> Result<Vec<u64>, CoordinatorError> {
+        let _ = jobs;
+        Err(CoordinatorError::unavailable(format!("the {} coordinator counts no runs", self.name())))
     }
 
     /// The claims `instance` holds without a start mark (every backend lists them by

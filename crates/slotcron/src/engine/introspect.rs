@@ -29,6 +29,10 @@ pub struct JobInfo {
     /// and not yet ended, retries' backoffs included); runs on other replicas of a fleet
     /// are not counted.
     pub runs_in_flight: u32,
+    /// Whether the job has ended on this scheduler: its
+    /// [`max_runs`](crate::JobBuilder::max_runs) were reached, and none of its triggers
+    /// is queued any more.
+    pub ended: bool,
 }
 
 impl Scheduler {

@@ -153,6 +153,9 @@ impl Scheduler {
             coordinator = shared.coordinator.as_ref().map_or("none", |c| c.name()),
             "scheduler started"
         );
+        // Before the table queues anything: a job whose max_runs were counted is over.
+        let jobs = shared.table().jobs();
+        shared.end_reached(&jobs).await;
         shared.table().start(shared.clock.now());
         Started {
             tracker,

@@ -13,6 +13,8 @@ mod shared;
 // triggers a run's end fires in the jobs chained after it:
 mod chain;
 mod claim;
+mod failures;
+mod limits;
 mod run;
 // Recording runs: their records, the outbox to the ledger, the sweep of a dead run's,
 // and a single replica's triggers taken and never recorded:
@@ -104,17 +106,24 @@ impl Scheduler {
     /// [`JobError::Duplicate`] if a job with this name exists; [`JobError::Invalid`]
     /// (field `run_after`) for a chained job whose parent runs after it (a cycle, every
     /// job in it named; a parent not added yet is no error: it fires the job once added);
-    /// [`JobError::Invalid`] (field `on`) for a job placed on labels this scheduler does not carry when it has
-    /// no coordinator (no other member could run it).
+    /// [`JobError::Invalid`] (field `on`) for a job placed on labels this scheduler does
+    /// not carry when it has no coordinator (no other member could run it);
+    /// [`JobError::Invalid`] (field `max_runs`) for a job with `max_runs` when no
+    /// coordinator here counts runs, and (field `pause_after_failures`) for a job with it
+    /// when no controls here keep streaks of failures.
     pub fn add(&self, job: Job) -> Result<(), JobError> {
         refuse_alone(&self.shared, &job)?;
+        limits::refuse_uncounted(&self.shared, &job)?;
+        failures::refuse_uncounted(&self.shared, &job)?;
         let name = job.name.to_string();
         let mut table = self.shared.table();
         chain::refuse_cycle(&table, &job)?;
         let Some(earliest) = table.insert(job, self.shared.clock.now()) else {
             return Err(JobError::Duplicate { job: name });
         };
+        let added = table.job(&name);
         drop(table);
+        limits::end_reached_soon(&self.shared, added.into_iter().collect());
         if earliest {
             self.shared.wake.notify_one();
         }
@@ -124,9 +133,12 @@ impl Scheduler {
     /// Replaces the job of the same name (or adds it); its schedule restarts from now.
     pub fn replace(&self, job: Job) {
         let mut table = self.shared.table();
-        table.remove(&job.name);
+        let name = job.name.clone();
+        table.remove(&name);
         let earliest = table.insert(job, self.shared.clock.now()) == Some(true);
+        let added = table.job(&name);
         drop(table);
+        limits::end_reached_soon(&self.shared, added.into_iter().collect());
         if earliest {
             self.shared.wake.notify_one();
         }

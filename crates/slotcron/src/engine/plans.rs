@@ -60,6 +60,7 @@ impl Scheduler {
         let mut report = ReconcileReport::default();
         let mut retired = Vec::new();
         let mut wake = false;
+        let mut upserted = Vec::new();
         let now = shared.clock.now();
         for ((plan, fingerprint), step) in plans.into_iter().zip(fingerprints).zip(diff.steps) {
             let id = plan.id().to_owned();
@@ -75,7 +76,9 @@ impl Scheduler {
                 }
                 Step::Add | Step::Change => match (build(shared, plan), fingerprint) {
                     (Ok(job), Ok(fingerprint)) => {
+                        let name = job.name.clone();
                         wake |= table.upsert(job, Arc::from(fingerprint), now);
+                        upserted.extend(table.job(&name));
                         if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
                     }
                     (Err(e), _) => report.failures.push(PlanError {
@@ -97,6 +100,7 @@ impl Scheduler {
         for job in &retired {
             shared.retire(job, false);
         }
+        super::limits::end_reached_soon(shared, upserted);
         if wake {
             shared.wake.notify_one();
         }
@@ -167,5 +171,7 @@ fn log_report(report: &ReconcileReport) {
 fn build(shared: &Shared, plan: Plan) -> Result<Job, JobError> {
     let job = plan.build(&shared.handlers)?;
     super::refuse_alone(shared, &job)?;
+    super::limits::refuse_uncounted(shared, &job)?;
+    super::failures::refuse_uncounted(shared, &job)?;
     Ok(job)
 }

@@ -84,6 +84,8 @@ impl Shared {
     async fn ended(&self, job: &Job, record: RunRecord) -> LedgerWrite {
         log_run(&record);
         job.set_last_run(&record);
+        super::limits::end_if_reached(job, &record);
+        super::failures::count(self, job, &record).await;
         let ran = record.outcome.ran().then_some(record.duration);
         self.metrics.recorded(&job.series, record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.

@@ -379,7 +379,9 @@ impl Table {
         };
         let last_run = job.last_run().or_else(stored);
         let runs_in_flight = job.series.runs_in_flight();
-        JobInfo { next_triggers: entry.next.into_iter().collect(), job, last_run, runs_in_flight }
+        let ended = job.ended.load(Ordering::SeqCst);
+        let next_triggers = entry.next.filter(|_| !ended).into_iter().collect();
+        JobInfo { next_triggers, job, last_run, runs_in_flight, ended }
     }
 
     /// The jobs, in no particular order.
@@ -455,6 +457,11 @@ impl Table {
                 continue;
             };
             let job = entry.job.clone();
+            if job.ended.load(Ordering::SeqCst) {
+                // Its max_runs were reached (engine/limits.rs): no more triggers.
+                entry.next = None;
+                continue;
+            }
             entry.last = entry.last.max(Some(at));
             self.last_taken = self.last_taken.max(Some(at));
             if top.start_up {

@@ -65,13 +65,17 @@ pub enum Outcome {
     /// cancelled, interrupted, or skipped after its claim): claimed so that no member runs
     /// it, and not run; the reason names the parent and its outcome.
     SkippedParent,
+    /// The job has run its [`max_runs`](crate::JobBuilder::max_runs) scheduled triggers
+    /// across the fleet: this trigger's start mark was refused and it was not run (the
+    /// job has ended). The reason says `max_runs reached (N)`.
+    SkippedMaxRuns,
     /// An outcome this release does not know, written by another release.
     Other(UnknownName),
 }
 
 impl Outcome {
     /// Every outcome this release knows, in declaration order.
-    pub const ALL: [Outcome; 17] = [
+    pub const ALL: [Outcome; 18] = [
         Self::Succeeded,
         Self::Failed,
         Self::TimedOut,
@@ -89,6 +93,7 @@ impl Outcome {
         Self::Interrupted,
         Self::Cancelled,
         Self::SkippedParent,
+        Self::SkippedMaxRuns,
     ];
 
     /// The stable name used in logs, files and databases, e.g. `skipped-lost`.
@@ -111,6 +116,7 @@ impl Outcome {
             Self::Interrupted => "interrupted",
             Self::Cancelled => "cancelled",
             Self::SkippedParent => "skipped-parent",
+            Self::SkippedMaxRuns => "skipped-max-runs",
             Self::Other(name) => name.as_str(),
         }
     }

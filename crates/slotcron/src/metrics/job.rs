@@ -305,6 +305,7 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
         Outcome::Interrupted => 14,
         Outcome::Cancelled => 15,
         Outcome::SkippedParent => 16,
+        Outcome::SkippedMaxRuns => 17,
         Outcome::Other(_) => return None,
     })
 }

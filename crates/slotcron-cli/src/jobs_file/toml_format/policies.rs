@@ -1,6 +1,6 @@
 //! A job's run policies — `attempts`, `backoff`, `backoff_multiplier`, `backoff_max`,
 //! `overlap`, `jitter`, `on_failure`, `on_interrupt`, the window `start` and `end`, and
-//! the calendars of `exclude`, the labels of `on` — and the file-wide `max_concurrent_runs` and `on_failure`.
+//! the calendars of `exclude`, the labels of `on`, the run limit `max_runs`, `pause_after_failures` — and the file-wide `max_concurrent_runs` and `on_failure`.
 
 use slotcron::{OnInterrupt, Overlap};
 use toml::de::DeValue;
@@ -29,6 +29,8 @@ impl Reader<'_> {
         );
         let (start, end) = (self.instant(table, "start"), self.instant(table, "end"));
         Policies {
+            max_runs: self.positive(table, "max_runs"),
+            pause_after_failures: self.positive(table, "pause_after_failures"),
             start,
             end,
             exclude: self.exclude(table),

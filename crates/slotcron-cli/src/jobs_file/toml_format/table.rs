@@ -61,6 +61,8 @@ pub(super) const JOB_KEYS: &[&str] = &[
     "end",
     "exclude",
     "on",
+    "max_runs",
+    "pause_after_failures",
 ];
 
 /// What each kind of value is expected to look like, in type problems.

@@ -27,12 +27,20 @@ pub(crate) struct Waiting {
 }
 
 /// One start waiting to be marked: its run's `running` record (none for a claim settled
-/// without a run), the job and trigger key of its claim in the coordinator (none when
-/// there is no claim to mark there), and who waits for the answer.
+/// without a run), its claim in the coordinator (none when there is none to mark there),
+/// and who waits for the answer.
 pub(crate) struct Queued {
     pub record: Option<RunRecord>,
-    pub claim: Option<(Arc<str>, Box<str>)>,
+    pub claim: Option<ClaimMark>,
     pub answer: oneshot::Sender<Result<(), Unmarked>>,
+}
+
+/// A claim in the coordinator whose start to mark: its job, its trigger key, and the
+/// job's `max_runs` when the mark counts a run ([`limits`](crate::engine::limits)).
+pub(crate) struct ClaimMark {
+    pub job: Arc<str>,
+    pub key: Box<str>,
+    pub max_runs: Option<u64>,
 }
 
 impl StartMarks {

@@ -12,7 +12,7 @@ mod start_mark;
 mod timeout;
 
 pub(crate) use hold::{claim_hold, job_run_budget, request_ttl};
-pub(crate) use start_mark::{mark_group, mark_records, mark_start, settle_start};
+pub(crate) use start_mark::{mark_group, mark_records, mark_start, settle_start, taken_over};
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

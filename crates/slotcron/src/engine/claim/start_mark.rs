@@ -17,23 +17,31 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::marks::{Queued, Unmarked};
+use super::marks::{ClaimMark, Queued, Unmarked};
 use super::timeout;
 use crate::clock::later;
-use crate::coordinator::{Coordinator, CoordinatorError, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
+use crate::coordinator::{CoordinatorError, CountedMark, MAX_CLAIMS_PER_ROUND_TRIP, StartMark};
+use crate::engine::limits;
 use crate::engine::shared::Shared;
+use crate::job::Job;
 use crate::ledger::{LedgerWrite, Outcome, RunRecord};
 
 /// Makes `record` (a run's `running` record) durable and then, when `claim` names the
 /// trigger key of a claim won from the coordinator, marks that claim's start; `Err` with
 /// the outcome and reason when the run must not start: a mark not made within the
-/// start-mark timeout (fail closed), or a claim another replica took over first.
+/// start-mark timeout (fail closed), a claim another replica took over first, or one
+/// whose mark counts a run of `job` past its `max_runs` ([`limits`]).
 pub(crate) async fn mark_start(
     shared: &Arc<Shared>,
+    job: &Job,
     record: RunRecord,
     claim: Option<&str>,
 ) -> Result<(), Unmarked> {
-    let claim = claim.filter(|_| keeps_marks(shared)).map(|key| (record.job.clone(), Box::from(key)));
+    let claim = claim.filter(|_| keeps_marks(shared)).map(|key| ClaimMark {
+        job: record.job.clone(),
+        key: Box::from(key),
+        max_runs: limits::counted_against(job, key),
+    });
     queue(shared, Some(record), claim).await
 }
 
@@ -43,7 +51,8 @@ pub(crate) async fn mark_start(
 /// logged: the claim may then be run late by another replica.
 pub(crate) async fn settle_start(shared: &Arc<Shared>, key: Option<&str>, job: &crate::job::Job) {
     let Some(key) = key.filter(|_| keeps_marks(shared)) else { return };
-    if let Err((_, reason)) = queue(shared, None, Some((job.name.clone(), key.into()))).await {
+    let claim = ClaimMark { job: job.name.clone(), key: key.into(), max_runs: None };
+    if let Err((_, reason)) = queue(shared, None, Some(claim)).await {
         tracing::warn!(job = %job.name, key, "{reason}");
     }
 }
@@ -58,7 +67,7 @@ fn keeps_marks(shared: &Shared) -> bool {
 async fn queue(
     shared: &Arc<Shared>,
     record: Option<RunRecord>,
-    claim: Option<(Arc<str>, Box<str>)>,
+    claim: Option<ClaimMark>,
 ) -> Result<(), Unmarked> {
     let (answer, answered) = oneshot::channel();
     let send = { shared.start_marks.lock().push(Queued { record, claim, answer }) };
@@ -90,8 +99,7 @@ async fn send_marks(shared: Arc<Shared>) {
 /// coordinator; each start answered once.
 async fn mark_batch(shared: &Shared, mut batch: Vec<Queued>) {
     let records: Vec<RunRecord> = batch.iter_mut().filter_map(|queued| queued.record.take()).collect();
-    let claims: Vec<Option<(Arc<str>, Box<str>)>> =
-        batch.iter_mut().map(|queued| queued.claim.take()).collect();
+    let claims: Vec<Option<ClaimMark>> = batch.iter_mut().map(|queued| queued.claim.take()).collect();
     let waiting = || batch.iter().any(|queued| !queued.answer.is_closed());
     let answers = mark_all(shared, records, &claims, waiting).await;
     for (queued, answer) in batch.into_iter().zip(answers) {
@@ -103,7 +111,8 @@ async fn mark_batch(shared: &Shared, mut batch: Vec<Queued>) {
 /// pairs each run's `running` record with its job and trigger key, all written as
 /// [`mark_start`] writes one, in one ledger group and one coordinator call (at most
 /// [`MAX_CLAIMS_PER_ROUND_TRIP`]), without a queue or a channel per run. One answer per
-/// start, in order.
+/// start, in order. None of them counts a run: a job with `max_runs` marks its runs'
+/// starts one at a time ([`marks_with_batch`](crate::engine::run::marks_with_batch)).
 pub(crate) async fn mark_group(
     shared: &Shared,
     starts: Vec<(RunRecord, Box<str>)>,
@@ -112,7 +121,7 @@ pub(crate) async fn mark_group(
     let (records, claims): (Vec<RunRecord>, Vec<_>) = starts
         .into_iter()
         .map(|(record, key)| {
-            let claim = marks.then(|| (record.job.clone(), key));
+            let claim = marks.then(|| ClaimMark { job: record.job.clone(), key, max_runs: None });
             (record, claim)
         })
         .unzip();
@@ -120,40 +129,85 @@ pub(crate) async fn mark_group(
 }
 
 /// The records in the ledger, then the `claims` (one per start, `None` where there is
-/// none to mark) in the coordinator, while a start is still `waiting`; one answer per
-/// claim, in order.
+/// none to mark) in the coordinator, while a start is still `waiting`: the plain marks in
+/// one call, those counting a run ([`limits`]) in another; one answer per claim, in
+/// order.
 async fn mark_all(
     shared: &Shared,
     records: Vec<RunRecord>,
-    claims: &[Option<(Arc<str>, Box<str>)>],
+    claims: &[Option<ClaimMark>],
     waiting: impl Fn() -> bool,
 ) -> Vec<Result<(), Unmarked>> {
     if let Err(unmarked) = mark_records(shared, records).await {
         return claims.iter().map(|_| Err(unmarked.clone())).collect();
     }
-    let marks: Vec<StartMark<'_>> =
-        claims.iter().flatten().map(|(job, key)| StartMark { job, key }).collect();
-    let answers = match &shared.coordinator {
-        Some(coordinator) if !marks.is_empty() => {
-            Some(send_chunk(shared, coordinator.as_ref(), &marks, waiting).await)
-        }
-        _ => None,
+    let Some(coordinator) = shared.coordinator.as_deref() else {
+        return claims.iter().map(|_| Ok(())).collect();
     };
-    let mut marked = answers.iter().flat_map(|answers| answers.iter().flatten()).copied();
-    let failed = answers.as_ref().and_then(|answers| answers.as_ref().err());
+    fn mark(claim: &ClaimMark) -> StartMark<'_> {
+        StartMark { job: &claim.job, key: &claim.key }
+    }
+    let plain: Vec<StartMark<'_>> =
+        claims.iter().flatten().filter(|c| c.max_runs.is_none()).map(mark).collect();
+    let counted: Vec<CountedMark<'_>> = claims
+        .iter()
+        .flatten()
+        .filter_map(|c| Some(CountedMark { mark: mark(c), max_runs: c.max_runs? }))
+        .collect();
+    let instance = &*shared.instance;
+    let plain_answers = if plain.is_empty() {
+        Ok(Vec::new())
+    } else {
+        send_chunk(shared, || coordinator.mark_starts(instance, &plain), &waiting).await
+    };
+    let counted_answers = if counted.is_empty() {
+        Ok(Vec::new())
+    } else {
+        send_chunk(shared, || coordinator.mark_counted_starts(instance, &counted), &waiting).await
+    };
+    let mut plain = answers(shared, plain_answers, plain.len());
+    let mut counted = answers(shared, counted_answers, counted.len());
     claims
         .iter()
-        .map(|claim| match (claim, failed) {
-            (None, _) => Ok(()),
-            (Some(_), Some(e)) => Err(unavailable(shared, format!("{e} ({})", e.kind()))),
-            (Some(_), None) if marked.next().unwrap_or(false) => Ok(()),
-            (Some(_), None) => Err((
-                Outcome::SkippedLost,
-                "another replica took the claim over before this one marked its start: not started here"
-                    .into(),
-            )),
+        .map(|claim| match claim {
+            None => Ok(()),
+            Some(ClaimMark { max_runs: None, .. }) => match plain.next() {
+                Some(Ok(true)) => Ok(()),
+                Some(Err(unmarked)) => Err(unmarked),
+                _ => Err(taken_over()),
+            },
+            Some(ClaimMark { max_runs: Some(max_runs), .. }) => match counted.next() {
+                Some(Ok(answer)) => limits::answer(answer, *max_runs),
+                Some(Err(unmarked)) => Err(unmarked),
+                None => Err(taken_over()),
+            },
         })
         .collect()
+}
+
+/// The answers of one mark call for `n` claims, one per claim: each claim's error when
+/// the call failed.
+fn answers<T>(
+    shared: &Shared,
+    answers: Result<Vec<T>, CoordinatorError>,
+    n: usize,
+) -> std::vec::IntoIter<Result<T, Unmarked>> {
+    let answers: Vec<Result<T, Unmarked>> = match answers {
+        Ok(answers) => answers.into_iter().map(Ok).collect(),
+        Err(e) => {
+            let unmarked = unavailable(shared, format!("{e} ({})", e.kind()));
+            (0..n).map(|_| Err(unmarked.clone())).collect()
+        }
+    };
+    answers.into_iter()
+}
+
+/// Why a run whose claim another replica took over before its start mark does not start.
+pub(crate) fn taken_over() -> Unmarked {
+    (
+        Outcome::SkippedLost,
+        "another replica took the claim over before this one marked its start: not started here".into(),
+    )
 }
 
 /// A claim's start mark not made in the coordinator, for `reason`.
@@ -199,24 +253,23 @@ const MARK_RETRY_MIN: Duration = Duration::from_millis(50);
 /// short at the claim timeout: a slow answer is still an answer), sent again (a mark is
 /// idempotent) after a failure, while a run still `waiting` for them: a busy or briefly
 /// unreachable coordinator delays the runs rather than failing them.
-async fn send_chunk(
+async fn send_chunk<T, F: Future<Output = Result<Vec<T>, CoordinatorError>>>(
     shared: &Shared,
-    coordinator: &dyn Coordinator,
-    marks: &[StartMark<'_>],
+    call: impl Fn() -> F,
     waiting: impl Fn() -> bool,
-) -> Result<Vec<bool>, CoordinatorError> {
+) -> Result<Vec<T>, CoordinatorError> {
     let clock = shared.clock.as_ref();
     let (timeout, started) = (shared.settings.start_mark_timeout, clock.now());
     let deadline = later(started, timeout);
     let mut wait = MARK_RETRY_MIN;
     loop {
         let left = Duration::try_from(clock.now().duration_until(deadline)).unwrap_or_default();
-        let answer = timeout::within(clock, left, coordinator.mark_starts(&shared.instance, marks)).await;
+        let answer = timeout::within(clock, left, call()).await;
         let next = later(clock.now(), wait);
         match answer {
             Ok(answers) => return Ok(answers),
             Err(e) if next >= deadline || !waiting() => return Err(e),
-            Err(e) => tracing::debug!(marks = marks.len(), "start marks not made ({e}); sending them again"),
+            Err(e) => tracing::debug!("start marks not made ({e}); sending them again"),
         }
         clock.sleep_until(next).await;
         wait = (wait * 2).min(Duration::from_secs(1));

@@ -8,8 +8,8 @@
 //! trip per batch of claims at the instant.
 //!
 //! What is claimed ahead: scheduled triggers of recurring jobs this replica owns, that a
-//! batch would claim (no jitter, no concurrency cap, not `on_every_replica`), and whose
-//! previous trigger this replica won
+//! batch would claim (no jitter, no concurrency cap, not `on_every_replica`, no
+//! `max_runs`: [`may_claim_ahead`]), and whose previous trigger this replica won
 //! (so no trigger before one claimed ahead can be taken over later, with a later fencing
 //! token: tokens follow trigger order). So a job whose period is shorter than the
 //! window, or whose previous trigger is still being claimed when its next enters the
@@ -54,6 +54,13 @@ use crate::ledger::{Cause, Outcome, RunRecord};
 pub(super) fn until(shared: &Shared, at: Timestamp) -> Timestamp {
     let settings = &shared.settings;
     later(at, settings.takeover_delay + 2 * settings.membership_ttl)
+}
+
+/// Whether `job`'s triggers may be claimed ahead: not a job with `max_runs`, whose runs
+/// are counted with their start marks, one claim at a time (`engine/limits.rs`): its
+/// triggers are claimed at their instant.
+fn may_claim_ahead(job: &Job) -> bool {
+    job.max_runs.is_none()
 }
 
 /// A claim ahead's answer, and the trigger key it was claimed under.
@@ -225,6 +232,7 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
             previous.is_some_and(|p| job.last_won.load(Ordering::Relaxed) == p.as_millisecond())
                 && !job.kind.is_one_shot()
                 && batch::batchable_job(shared, job)
+                && may_claim_ahead(job)
                 && split.owns(shared, job)
         };
         shared.table().upcoming(after, horizon, eligible)

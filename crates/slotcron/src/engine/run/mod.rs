@@ -114,9 +114,10 @@ pub(crate) struct Marked {
 
 /// Whether a won claim of `job` may have its start marked with its batch's, before its
 /// run is spawned: its first attempt then waits for nothing else (no overlap lease to
-/// take first, which may skip the run).
+/// take first, which may skip the run), and whose mark counts no run (a job with
+/// `max_runs` marks each run's start on its own, `engine/limits.rs`).
 pub(crate) fn marks_with_batch(job: &Job) -> bool {
-    job.overlap == Overlap::Allow
+    job.overlap == Overlap::Allow && job.max_runs.is_none()
 }
 
 /// Handles one due item whose claim a batch has decided, to
@@ -487,7 +488,7 @@ impl<'a> Attempts<'a> {
         let ctx = self.context(attempt, run);
         async move {
             let marked = match mark {
-                Some(Mark::Queue(record)) => mark_start(shared, record, self.claim_key()).await,
+                Some(Mark::Queue(record)) => mark_start(shared, self.job, record, self.claim_key()).await,
                 Some(Mark::Made(answer)) => answer,
                 None => Ok(()),
             };
