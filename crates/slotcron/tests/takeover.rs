@@ -95,6 +95,30 @@ async fn a_live_member_runs_the_unstarted_claims_of_one_that_left_the_membership
     assert!(record.error.as_deref().unwrap_or_default().contains("dead, which left"), "{record:?}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_member_that_left_before_this_ones_first_full_ttl_connected_still_has_its_claims_taken_over() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    coordinator.heartbeat("early", Duration::from_secs(3600)).await.unwrap();
+    let token = claimed_by(&coordinator, "early", "2024-05-17T00:01:00Z").await;
+
+    let (runs, tokens) = (Arc::new(AtomicU32::new(0)), Arc::default());
+    let ttl = Duration::from_secs(9);
+    let mut h =
+        Harness::with("2024-05-17T00:01:01Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
+    h.add(counted(&runs, &tokens));
+    h.start().await;
+    // Seen once, then gone before this replica has watched the membership a full TTL.
+    h.advance_to(ts("2024-05-17T00:01:02Z")).await;
+    coordinator.leave("early").await.unwrap();
+    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
+    h.stop().await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "taken over once its holder was seen gone");
+    let ran = tokens.lock().unwrap().clone();
+    assert!(ran[0] > token, "a higher fencing token than the gone holder's: {ran:?} after {token}");
+    let record = h.records("report").into_iter().find(|r| r.trigger == ts("2024-05-17T00:01:00Z")).unwrap();
+    assert_eq!((record.outcome, record.cause), (Outcome::Succeeded, Cause::TakenOver), "{record:?}");
+}
+
 /// The only member carrying the labels a job is placed on won a claim and left before
 /// starting it: no live member can run it, so the job's recorder takes the claim over and
 /// records it `skipped-no-member` (cause `taken-over`), rather than leaving it to no one.

@@ -148,15 +148,15 @@ impl Scheduler {
             // No membership: the gauge says so.
             shared.metrics.members(0);
         }
+        // Before the table queues anything: a job whose max_runs were counted is over.
+        let jobs = shared.table().jobs();
+        shared.end_reached(&jobs).await;
+        shared.table().start(shared.clock.now());
         tracing::info!(
             instance = %shared.instance,
             coordinator = shared.coordinator.as_ref().map_or("none", |c| c.name()),
             "scheduler started"
         );
-        // Before the table queues anything: a job whose max_runs were counted is over.
-        let jobs = shared.table().jobs();
-        shared.end_reached(&jobs).await;
-        shared.table().start(shared.clock.now());
         Started {
             tracker,
             scope,

@@ -65,9 +65,11 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
         return;
     };
     let ttl = shared.settings.membership_ttl;
-    // The last view this replica could vouch for: a member missing from the next one has
-    // left, and its unstarted claims are taken over.
-    let mut vouched: Option<Members> = None;
+    // The members of the last view this replica could vouch for, and every member seen
+    // since (while it could not vouch: its first TTL connected, or after a break): one
+    // missing from the next vouched view has left, and its unstarted claims are taken
+    // over — also one that joined and died before this replica could vouch for any view.
+    let mut known: Vec<Arc<str>> = Vec::new();
     // When the last heartbeat that answered was sent.
     let mut last_ok = shared.clock.now();
     // Whether the heartbeats fail now: the first failure of a spell is a warning, the
@@ -94,6 +96,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 }
                 shared.metrics.members(members.len());
                 let members: Members = members.into_iter().map(Arc::from).collect();
+                seen(&mut known, &members);
                 fleet.state.membership.set(Some(members.clone()));
                 placement::refresh(&fleet, &members).await;
             }
@@ -126,7 +129,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
         if answer_ok && std::mem::take(&mut failing) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
-        vouched = watch_leavers(&fleet, vouched);
+        known = watch_leavers(&fleet, known);
         let next = later(shared.clock.now(), ttl / 3);
         tokio::select! {
             () = shared.clock.sleep_until(next) => {}
@@ -138,16 +141,26 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     }
 }
 
-/// Takes over the unstarted claims of each member of `before` (the last view vouched for)
-/// missing from the view vouched for now; the view to compare the next one with.
-fn watch_leavers(fleet: &FleetRun, before: Option<Members>) -> Option<Members> {
+/// Adds the members of `view` missing from `known`.
+fn seen(known: &mut Vec<Arc<str>>, view: &[Arc<str>]) {
+    for member in view {
+        if !known.contains(member) {
+            known.push(member.clone());
+        }
+    }
+}
+
+/// Takes over the unstarted claims of each member of `known` (the last view vouched for,
+/// and every member seen since) missing from the view vouched for now, if this replica
+/// can vouch for one now; the members to compare the next one with.
+fn watch_leavers(fleet: &FleetRun, known: Vec<Arc<str>>) -> Vec<Arc<str>> {
     let shared = fleet.shared();
     let Some(now) = fleet.state.membership.vouched(shared.clock.now(), shared.settings.membership_ttl) else {
-        return before;
+        return known;
     };
-    for gone in orphans::left(before.as_deref().unwrap_or_default(), &now) {
+    for gone in orphans::left(&known, &now) {
         let whom = format!("{gone}, which left the fleet's membership");
         fleet.tracker.spawn(orphans::adopt(fleet.clone(), gone, whom));
     }
-    Some(now)
+    now.to_vec()
 }
