@@ -10,11 +10,9 @@
 
 use std::sync::Arc;
 
-use futures_util::future::join_all;
 use jiff::Timestamp;
 
 use super::claim::{claim, claim_requested, settle_start};
-use super::run;
 use super::scope::RunScope;
 use super::shared::Shared;
 use super::table::{Action, Due, Table};
@@ -55,13 +53,23 @@ impl Follow {
 
 /// Records the end of `job`'s run (`record`, through [`Shared::finish`]); then, if jobs
 /// are chained after it and the outcome concerns them ([`Follow`]), handles each child's
-/// trigger once the ledger has taken the record: all at once, on this task (so a shutdown
-/// waits for them as for the parent).
-pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) {
-    let Some((follow, children, parent)) = end(&scope.shared, job, record).await else { return };
+/// trigger once the ledger has taken the record: the triggers to run, which the caller
+/// runs all at once on its task (so a shutdown waits for them as for the parent); a
+/// skip's are recorded here.
+pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<Due> {
+    let Some((follow, children, parent)) = end(&scope.shared, job, record).await else { return Vec::new() };
     match follow {
-        Follow::Run => _ = join_all(children.into_iter().map(|child| run_child(scope, child, &parent))).await,
-        Follow::Skip | Follow::Nothing => skip_children(&scope.shared, children, &parent).await,
+        Follow::Run => {
+            let mut due = Vec::with_capacity(children.len());
+            for child in children {
+                due.extend(child_due(scope, child, &parent).await);
+            }
+            due
+        }
+        Follow::Skip | Follow::Nothing => {
+            skip_children(&scope.shared, children, &parent).await;
+            Vec::new()
+        }
     }
 }
 
@@ -135,21 +143,20 @@ impl Parent {
     }
 }
 
-/// Runs `child`'s trigger at `parent`'s instant: claimed, marked and run as any trigger
+/// `child`'s trigger at `parent`'s instant, to be claimed, marked and run as any trigger
 /// is, its end followed by its own children's. A scheduler already stopping starts no
 /// run: it claims the trigger and leaves it unstarted, for takeover ([`leave_to_others`]).
-async fn run_child(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) {
+async fn child_due(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) -> Option<Due> {
     let cause = parent.child_cause();
     if scope.stopping.is_cancelled() {
-        return leave_to_others(&scope.shared, &child, parent.trigger, cause).await;
+        leave_to_others(&scope.shared, &child, parent.trigger, cause).await;
+        return None;
     }
     let action = match cause {
         Cause::Scheduled => Action::Run,
         _ => Action::Requested { attempts_made: 0 },
     };
-    scope.spawning();
-    let due = Due { job: child, trigger: parent.trigger, next: None, action, cause };
-    Box::pin(run::execute(scope.clone(), due)).await;
+    Some(Due { job: child, trigger: parent.trigger, next: None, action, cause })
 }
 
 /// The trigger of `child` at `trigger` (of `cause`), fired while the scheduler stops:

@@ -61,7 +61,7 @@ pub(crate) fn reason(failures: u64, trigger: jiff::Timestamp) -> String {
 /// trigger: counted or reset late, never doubly).
 pub(crate) async fn count(shared: &Shared, job: &Job, record: &RunRecord) {
     let Some(pause_after) = job.pause_after_failures else { return };
-    if !super::record::saves_state(record.cause) {
+    if !record.cause.saves_state() {
         return;
     }
     let Some(controls) = controls(shared) else { return };

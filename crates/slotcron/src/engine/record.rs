@@ -90,7 +90,7 @@ impl Shared {
         self.metrics.recorded(&job.series, record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.
         if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew)
-            && saves_state(record.cause)
+            && record.cause.saves_state()
         {
             self.save_state(job, record.trigger, Some(record.outcome)).await;
         }
@@ -131,12 +131,6 @@ impl Shared {
         }
         Some(JobState::of(trigger, outcome, job.kind.is_one_shot()))
     }
-}
-
-/// Whether a run of this cause is a scheduled trigger the job's state follows: not a
-/// manual or backfilled run, whose instant is no trigger the schedule resumes from.
-pub(crate) fn saves_state(cause: Cause) -> bool {
-    !matches!(cause, Cause::Manual | Cause::Backfill)
 }
 
 fn log_run(r: &RunRecord) {

@@ -205,6 +205,12 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Whether a run of this cause is a scheduled trigger the job's state follows: not a
+    /// manual or backfilled run, whose instant is no trigger the schedule resumes from.
+    pub(crate) fn saves_state(self) -> bool {
+        !matches!(self, Self::Manual | Self::Backfill)
+    }
+
     /// Every cause this release knows, in declaration order.
     pub const ALL: [Cause; 7] = [
         Self::Scheduled,

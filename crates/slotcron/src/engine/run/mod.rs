@@ -87,6 +87,18 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
     execute_owned(scope, due, None).await;
 }
 
+/// Records the end of `job`'s run (`record`), then runs the triggers of the jobs chained
+/// after it that its end fires ([`chain::finish`]): all at once, on this task (so a
+/// shutdown waits for them as for the parent).
+async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) {
+    let children = chain::finish(scope, job, record).await;
+    let runs = children.into_iter().map(|due| {
+        scope.spawning();
+        Box::pin(execute(scope.clone(), due))
+    });
+    futures_util::future::join_all(runs).await;
+}
+
 /// [`execute`] for a trigger this replica owns: its claim's answer goes into `tally`.
 pub(crate) async fn execute_owned(scope: Arc<RunScope>, due: Due, tally: Note) {
     scope.started();
@@ -137,7 +149,7 @@ pub(crate) async fn execute_claimed(
         let Due { job, trigger, next, cause, .. } = due;
         let claiming = Claiming::Batched(claimed, key, marked.map(Box::new));
         let record = claim_and_run(&scope, &job, trigger, next, cause, claiming).await;
-        chain::finish(&scope, &job, record).await;
+        finish(&scope, &job, record).await;
     };
     Box::pin(run).instrument(span).await;
 }
@@ -162,7 +174,7 @@ pub(crate) async fn execute_taken_over(
             Some(error) => format!("{error} ({note})"),
             None => note,
         });
-        chain::finish(&scope, &job, record).await;
+        finish(&scope, &job, record).await;
     };
     Box::pin(run).instrument(span).await;
 }
@@ -180,7 +192,7 @@ async fn execute_started(scope: Arc<RunScope>, due: Due, tally: Note) {
             claim_and_run(&scope, &job, trigger, next, cause, Claiming::Requested(attempts_made)).await
         }
     };
-    chain::finish(&scope, &job, record).await;
+    finish(&scope, &job, record).await;
 }
 
 /// Whether `job` was removed before `trigger` started (logged): it does not run then.
@@ -260,7 +272,7 @@ async fn claim_and_run(
     }
     // Remembered before the handler runs: a one-shot runs at most once even if the
     // process dies during the run.
-    if super::record::saves_state(cause) {
+    if cause.saves_state() {
         shared.save_state(job, trigger, None).await;
     }
     run_won(scope, job, trigger, cause, won).await
