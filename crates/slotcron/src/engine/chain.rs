@@ -1,10 +1,10 @@
 //! Job chains in the engine (docs/design.md, "Job chains"): when a run of a job ends, the
 //! jobs chained after it ([`JobBuilder::run_after`](crate::JobBuilder::run_after)) get a
 //! trigger each, at the parent's trigger instant, fired by the replica that ran the
-//! parent. The parent's record is durable in the ledger first; then each child's trigger
-//! is claimed through the ordinary claim path, so it runs once across the fleet, and a
-//! claim this replica wins and dies before starting is taken over by a live member
-//! ([`orphans`](super::fleet::orphans)). A parent that succeeded runs the child; one
+//! parent. After a success each child's trigger is claimed through the ordinary claim
+//! path (so it runs once across the fleet) before the parent's record is made durable, and
+//! the child starts after it: a claim this replica wins and dies before starting is
+//! taken over by a live member ([`orphans`](super::fleet::orphans)). A parent that succeeded runs the child; one
 //! that failed or was skipped after its claim records the child's trigger
 //! [`SkippedParent`](Outcome::SkippedParent), which its own children inherit.
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::claim::{claim, claim_requested, settle_start};
+use super::claim::{Claimed, claim, claim_requested, settle_start};
 use super::scope::RunScope;
 use super::shared::Shared;
 use super::table::{Action, Due, Table};
@@ -51,26 +51,67 @@ impl Follow {
     }
 }
 
-/// Records the end of `job`'s run (`record`, through [`Shared::finish`]); then, if jobs
-/// are chained after it and the outcome concerns them ([`Follow`]), handles each child's
-/// trigger once the ledger has taken the record: the triggers to run, which the caller
-/// runs all at once on its task (so a shutdown waits for them as for the parent); a
-/// skip's are recorded here.
-pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<Due> {
-    let Some((follow, children, parent)) = end(&scope.shared, job, record).await else { return Vec::new() };
-    match follow {
-        Follow::Run => {
-            let mut due = Vec::with_capacity(children.len());
-            for child in children {
-                due.extend(child_due(scope, child, &parent).await);
-            }
-            due
-        }
-        Follow::Skip | Follow::Nothing => {
-            skip_children(&scope.shared, children, &parent).await;
-            Vec::new()
-        }
+/// A chained job's trigger that its parent's success fires, for the run path to run:
+/// with its claim's answer and trigger key when a coordinator arbitrates it (claimed
+/// before the parent's end was written), else to be run as any trigger is.
+pub(crate) struct ChildRun {
+    pub due: Due,
+    pub claimed: Option<(Claimed, Box<str>)>,
+}
+
+/// Records the end of `job`'s run (`record`, through [`Shared::finish`]) and handles the
+/// triggers of the jobs chained after it that its outcome concerns ([`Follow`]): a
+/// success's to run, returned for the caller to run all at once on its task (so a
+/// shutdown waits for them as for the parent); a skip's recorded here.
+pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<ChildRun> {
+    if Follow::of(record.outcome) == Follow::Run {
+        return fire(scope, job, record).await;
     }
+    if let Some((_, children, parent)) = end(&scope.shared, job, record).await {
+        skip_children(&scope.shared, children, &parent).await;
+    }
+    Vec::new()
+}
+
+/// The end of a successful run of `job` (`record`): each child's trigger is claimed
+/// first, then the parent's end is made durable, then the children are handed over to
+/// run. A replica killed in between leaves claims won and not started, which its next
+/// incarnation or a live member takes over and runs: never a success whose children
+/// nobody fires. A scheduler stopping meanwhile leaves them so too (without a
+/// coordinator they are lost, and logged so).
+async fn fire(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<ChildRun> {
+    let shared = &scope.shared;
+    let children = shared.table().children_of(&job.name);
+    let children: Vec<Arc<Job>> = children.into_iter().filter(|child| !in_cycle(shared, child)).collect();
+    if children.is_empty() {
+        shared.finish(job, record).await;
+        return Vec::new();
+    }
+    let parent = Parent {
+        name: job.name.clone(),
+        trigger: record.trigger,
+        cause: record.cause,
+        outcome: record.outcome,
+    };
+    let cause = parent.child_cause();
+    let mut runs = Vec::with_capacity(children.len());
+    for child in children {
+        let claimed = claim_child(shared, &child, parent.trigger, cause).await;
+        let action = match cause {
+            Cause::Scheduled => Action::Run,
+            _ => Action::Requested { attempts_made: 0 },
+        };
+        let due = Due { job: child, trigger: parent.trigger, next: None, action, cause };
+        runs.push(ChildRun { due, claimed });
+    }
+    let written = shared.finish_durably(job, record).await.await.is_ok();
+    if written && !scope.stopping.is_cancelled() {
+        return runs;
+    }
+    for run in runs {
+        leave_to_others(shared, run).await;
+    }
+    Vec::new()
 }
 
 /// Records the children's triggers of a run that the stale sweep recorded `interrupted`
@@ -143,37 +184,24 @@ impl Parent {
     }
 }
 
-/// `child`'s trigger at `parent`'s instant, to be claimed, marked and run as any trigger
-/// is, its end followed by its own children's. A scheduler already stopping starts no
-/// run: it claims the trigger and leaves it unstarted, for takeover ([`leave_to_others`]).
-async fn child_due(scope: &Arc<RunScope>, child: Arc<Job>, parent: &Parent) -> Option<Due> {
-    let cause = parent.child_cause();
-    if scope.stopping.is_cancelled() {
-        leave_to_others(&scope.shared, &child, parent.trigger, cause).await;
-        return None;
-    }
-    let action = match cause {
-        Cause::Scheduled => Action::Run,
-        _ => Action::Requested { attempts_made: 0 },
-    };
-    Some(Due { job: child, trigger: parent.trigger, next: None, action, cause })
-}
-
-/// The trigger of `child` at `trigger` (of `cause`), fired while the scheduler stops:
-/// claimed and not started, so that a live member takes it over once this one has left
-/// the membership, or this instance's next start does (docs/design.md, "Claims, start
-/// marks and takeover"). Without a coordinator nothing can: it is lost, and logged so.
-async fn leave_to_others(shared: &Shared, child: &Job, trigger: Timestamp, cause: Cause) {
-    match claim_child(shared, child, trigger, cause).await {
-        Ok(Some(_)) => tracing::info!(
+/// A child's trigger fired as the scheduler stops (or before its parent's end could be
+/// written): a claim won stays unstarted, so that a live member takes it over once this
+/// one has left the membership, or this instance's next start does (docs/design.md,
+/// "Claims, start marks and takeover"); a claim not won is recorded. Without a
+/// coordinator nothing can run it later: it is lost, and logged so.
+async fn leave_to_others(shared: &Shared, run: ChildRun) {
+    let ChildRun { due, claimed } = run;
+    let (child, trigger) = (&due.job, due.trigger);
+    match claimed {
+        Some((Ok(_), _)) => tracing::info!(
             job = %child.name, %trigger,
             "the scheduler is stopping: the trigger is claimed and left unstarted, for a live member or the next start to take over"
         ),
-        Ok(None) => tracing::warn!(
+        Some((Err(record), _)) => shared.finish(child, *record).await,
+        None => tracing::warn!(
             job = %child.name, %trigger,
             "the scheduler is stopping and no coordinator keeps the trigger: it does not run"
         ),
-        Err(record) => shared.finish(child, *record).await,
     }
 }
 
@@ -184,13 +212,14 @@ async fn skip_children(shared: &Arc<Shared>, children: Vec<Arc<Job>>, parent: &P
     let (trigger, cause) = (parent.trigger, parent.child_cause());
     for child in children {
         let record = match claim_child(shared, &child, trigger, cause).await {
-            Ok(key) => {
+            Some((Err(record), _)) => *record,
+            claimed => {
+                let key = claimed.map(|(_, key)| key);
                 settle_start(shared, key.as_deref(), &child).await;
                 let reason =
                     format!("its parent {}'s run of this trigger ended {}", parent.name, parent.outcome);
                 shared.skipped(&child, trigger, cause, Outcome::SkippedParent, Some(reason))
             }
-            Err(record) => *record,
         };
         if let Some((Follow::Skip, grandchildren, next)) = end(shared, &child, record).await {
             Box::pin(skip_children(shared, grandchildren, &next)).await;
@@ -199,22 +228,20 @@ async fn skip_children(shared: &Arc<Shared>, children: Vec<Arc<Job>>, parent: &P
 }
 
 /// Claims `child`'s `trigger` (of `cause`) from the coordinator, if one arbitrates it:
-/// the key of the claim won (`None`: nothing to claim), else the record of the skip.
+/// the claim's answer and its trigger key (`None`: nothing to claim).
 async fn claim_child(
     shared: &Shared,
     child: &Job,
     trigger: Timestamp,
     cause: Cause,
-) -> Result<Option<Box<str>>, Box<RunRecord>> {
-    let Some(coordinator) = shared.coordinator.as_ref().filter(|_| !child.every_replica) else {
-        return Ok(None);
-    };
+) -> Option<(Claimed, Box<str>)> {
+    let coordinator = shared.coordinator.as_ref().filter(|_| !child.every_replica)?;
     let key = request_key(&child.name, child.kind, cause, trigger);
     let claimed = match cause {
         Cause::Scheduled => claim(shared, coordinator.as_ref(), child, trigger, None, cause, &key).await,
         _ => claim_requested(shared, coordinator.as_ref(), child, trigger, cause, &key).await,
     };
-    claimed.map(|_| Some(key.into_boxed_str()))
+    Some((claimed, key.into_boxed_str()))
 }
 
 /// Whether `child` is its own ancestor (jobs replaced into a cycle, which

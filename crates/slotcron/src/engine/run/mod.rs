@@ -91,12 +91,18 @@ pub(crate) async fn execute(scope: Arc<RunScope>, due: Due) {
 /// after it that its end fires ([`chain::finish`]): all at once, on this task (so a
 /// shutdown waits for them as for the parent).
 async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) {
+    use futures_util::future::{Either, join_all};
     let children = chain::finish(scope, job, record).await;
-    let runs = children.into_iter().map(|due| {
+    let runs = children.into_iter().map(|chain::ChildRun { due, claimed }| {
         scope.spawning();
-        Box::pin(execute(scope.clone(), due))
+        match claimed {
+            Some((claimed, key)) => {
+                Either::Left(Box::pin(execute_claimed(scope.clone(), due, claimed, key, None)))
+            }
+            None => Either::Right(Box::pin(execute(scope.clone(), due))),
+        }
     });
-    futures_util::future::join_all(runs).await;
+    join_all(runs).await;
 }
 
 /// [`execute`] for a trigger this replica owns: its claim's answer goes into `tally`.
