@@ -365,60 +365,76 @@ pub(crate) async fn stop(fleet: &FleetRun) {
 type Answered = (Due, Claimed, Box<str>, Option<RunRecord>);
 
 /// Starts the claims ahead of `at` whose triggers the engine took (`taken`), and marks
-/// their starts in the same step. Once every claim's answer is in, the `running` records
-/// of the won claims whose runs start on their claim alone ([`run::marks_with_batch`])
-/// are made durable ([`claim::mark_records`], one ledger group), then
-/// the instant is started with those claims ([`Coordinator::start_ahead`], one round
-/// trip), which marks each of them; then each run is spawned with its answer: run, or not
-/// started and recorded as the start left it (a paused job, a claim another replica took
-/// over, a start voided by another replica, or without an answer: fail closed). A claim
-/// ahead whose trigger was not taken (its job was removed, or its trigger recorded
-/// missed) is not marked and runs nowhere.
+/// their starts in the same steps, a group of up to [`MAX_BATCH`] at a time, so that the
+/// first runs do not wait for the whole burst's records. Per group, once its claims'
+/// answers are in, the `running` records of the won claims whose runs start on their
+/// claim alone ([`run::marks_with_batch`]) are made durable ([`claim::mark_records`], one
+/// ledger group), then the instant is started with those claims
+/// ([`Coordinator::start_ahead`], one round trip: the first group's sets the start, each
+/// marks its own claims); then each run is spawned with its answer: run, or not started
+/// and recorded as the start left it (a paused job, a claim another replica took over, a
+/// start voided by another replica, or without an answer: fail closed). A claim ahead
+/// whose trigger was not taken (its job was removed, or its trigger recorded missed) is
+/// not marked and runs nowhere.
 async fn start(fleet: FleetRun, at: Timestamp, pending: PendingStart, taken: Vec<Taken>) {
     let shared = fleet.shared().clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    let mut answered: Vec<Answered> = Vec::with_capacity(taken.len());
-    for (due, answer) in taken {
-        // No answer: the scheduler stopped before the claim was made; nothing runs.
-        if let Ok((claimed, key)) = answer.await {
-            // Marked with the instant's start unless its first attempt waits for something
-            // (an overlap lease): then it marks its own start when that attempt begins.
-            let record = claimed
-                .as_ref()
-                .ok()
-                .filter(|_| run::marks_with_batch(&due.job))
-                .map(|token| shared.start_run(&due.job, due.trigger, due.cause, *token));
-            answered.push((due, claimed, key, record));
+    let mut taken = taken.into_iter().peekable();
+    let mut voided = false;
+    // At least one start, even with nothing taken: the latch is set either way.
+    let mut first = true;
+    while first || taken.peek().is_some() {
+        first = false;
+        let mut answered: Vec<Answered> = Vec::with_capacity(MAX_BATCH);
+        for (due, answer) in taken.by_ref().take(MAX_BATCH) {
+            // No answer: the scheduler stopped before the claim was made; nothing runs.
+            if let Ok((claimed, key)) = answer.await {
+                // Marked with the instant's start unless its first attempt waits for
+                // something (an overlap lease): it marks its own start when that begins.
+                let record = claimed
+                    .as_ref()
+                    .ok()
+                    .filter(|_| run::marks_with_batch(&due.job))
+                    .map(|token| shared.start_run(&due.job, due.trigger, due.cause, *token));
+                answered.push((due, claimed, key, record));
+            }
         }
+        let state = start_group(&shared, coordinator.as_ref(), (at, pending.until), &answered).await;
+        if let Ok(Ok(AheadStart::Voided)) = &state
+            && !std::mem::replace(&mut voided, true)
+        {
+            tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
+        }
+        spawn_runs(&fleet, coordinator.as_ref(), (at, &state), answered);
     }
+}
+
+/// One group's start: its records made durable, then the instant started with its won
+/// claims that have a record.
+async fn start_group(
+    shared: &Shared,
+    coordinator: &dyn Coordinator,
+    (at, until): (Timestamp, Timestamp),
+    answered: &[Answered],
+) -> StartState {
     let records = answered.iter().filter_map(|(.., record)| record.clone()).collect();
-    let state = match claim::mark_records(&shared, records).await {
-        Err(unmarked) => Err(unmarked),
-        Ok(()) => {
-            let won: Vec<TriggerRef<'_>> = answered
-                .iter()
-                .filter(|(.., record)| record.is_some())
-                .map(|(due, _, key, _)| TriggerRef { job: &due.job.name, key })
-                .collect();
-            let started = coordinator.start_ahead(&shared.instance, at, &won, pending.until);
-            Ok(within_claim_timeout(&shared, started).await)
-        }
-    };
-    if let Ok(Ok(AheadStart::Voided)) = &state {
-        tracing::warn!(%at, "this replica's claims ahead were taken over before it started them (it was late)");
-    }
-    spawn_runs(&fleet, coordinator.as_ref(), (at, &state), answered);
+    claim::mark_records(shared, records).await?;
+    let won: Vec<TriggerRef<'_>> = answered
+        .iter()
+        .filter(|(.., record)| record.is_some())
+        .map(|(due, _, key, _)| TriggerRef { job: &due.job.name, key })
+        .collect();
+    Ok(within_claim_timeout(shared, coordinator.start_ahead(&shared.instance, at, &won, until)).await)
 }
 
 /// How the start of an instant went: its records not made durable (`Err`, the runs'
 /// outcome and reason), or the coordinator's answer to the start.
 type StartState = Result<Result<AheadStart, CoordinatorError>, Unmarked>;
 
-/// Spawns the runs of the claims ahead of instant `at` as its start (`state`) left them:
-/// a won claim with its `running` record and the start mark's answer (or, if its run
-/// marks its own start, as it is), a skip with its
-/// record. The tallies (one per batch) learn the claims' answers once the instant has
-/// started.
+/// Spawns the runs of one group of the claims ahead of instant `at` as its start
+/// (`state`) left them: a won claim with its `running` record and the start mark's answer
+/// (or, if its run marks its own start, as it is), a skip with its record. The group's
+/// tally learns the claims' answers once the instant has started.
 fn spawn_runs(
     fleet: &FleetRun,
     coordinator: &dyn Coordinator,
@@ -427,44 +443,40 @@ fn spawn_runs(
 ) {
     let (shared, scope) = (fleet.shared(), &fleet.scope);
     let started = matches!(state, Ok(Ok(AheadStart::Started { .. })));
-    // The marks of the won claims, in order.
+    // The marks of the won claims with a record, in order.
     let mut marks = match state {
         Ok(Ok(AheadStart::Started { marked, .. })) => marked.as_slice(),
         _ => &[],
     }
     .iter();
-    let mut answered = answered.into_iter().peekable();
-    while answered.peek().is_some() {
-        // A tally per batch, written once dropped: non-owners see the owner's progress
-        // batch by batch.
-        let tally = started.then(|| Tally::new(shared.clone(), at));
-        for (due, claimed, key, record) in answered.by_ref().take(MAX_BATCH) {
-            if let Some(tally) = &tally {
-                tally.note(&key, &claimed);
-            }
-            let (claimed, marked) = match (claimed, record) {
-                (Ok(token), Some(record)) => {
-                    let mark = marks.next().copied().unwrap_or(false);
-                    let answer = mark_answer(shared, coordinator, (state, mark), &due);
-                    (Ok(token), Some(run::Marked { record, answer }))
-                }
-                // Its run marks its own start; it runs only if the instant started.
-                (Ok(token), None) => match mark_answer(shared, coordinator, (state, true), &due) {
-                    Ok(()) => (Ok(token), None),
-                    Err((outcome, reason)) => {
-                        let (job, trigger, cause) = (&due.job, due.trigger, due.cause);
-                        (Err(Box::new(shared.skipped(job, trigger, cause, outcome, Some(reason)))), None)
-                    }
-                },
-                (skip, _) => (skip, None),
-            };
-            if claimed.is_ok() && marked.as_ref().is_none_or(|marked| marked.answer.is_ok()) {
-                // Won and started: the job's next trigger may be claimed ahead from now on.
-                due.job.last_won.fetch_max(at.as_millisecond(), Ordering::Relaxed);
-            }
-            scope.spawning();
-            fleet.tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key, marked));
+    // Written once dropped: non-owners see the owner's progress group by group.
+    let tally = started.then(|| Tally::new(shared.clone(), at));
+    for (due, claimed, key, record) in answered {
+        if let Some(tally) = &tally {
+            tally.note(&key, &claimed);
         }
+        let (claimed, marked) = match (claimed, record) {
+            (Ok(token), Some(record)) => {
+                let mark = marks.next().copied().unwrap_or(false);
+                let answer = mark_answer(shared, coordinator, (state, mark), &due);
+                (Ok(token), Some(run::Marked { record, answer }))
+            }
+            // Its run marks its own start; it runs only if the instant started.
+            (Ok(token), None) => match mark_answer(shared, coordinator, (state, true), &due) {
+                Ok(()) => (Ok(token), None),
+                Err((outcome, reason)) => {
+                    let (job, trigger, cause) = (&due.job, due.trigger, due.cause);
+                    (Err(Box::new(shared.skipped(job, trigger, cause, outcome, Some(reason)))), None)
+                }
+            },
+            (skip, _) => (skip, None),
+        };
+        if claimed.is_ok() && marked.as_ref().is_none_or(|marked| marked.answer.is_ok()) {
+            // Won and started: the job's next trigger may be claimed ahead from now on.
+            due.job.last_won.fetch_max(at.as_millisecond(), Ordering::Relaxed);
+        }
+        scope.spawning();
+        fleet.tracker.spawn(run::execute_claimed(scope.clone(), due, claimed, key, marked));
     }
 }
 
