@@ -263,3 +263,46 @@ fn three_daemons_run_a_chain_once_per_trigger_even_when_the_parents_daemon_is_ki
     let instances: BTreeSet<String> = records(&dir, "a", at).into_iter().map(|r| r.instance).collect();
     assert_eq!(instances, BTreeSet::from([killed]), "a's success is in the killed daemon's own ledger");
 }
+
+/// A chain's problems are listed beside the file's other problems, all at once; a parent
+/// the file has but could not build for its own problems is not called unknown.
+#[test]
+fn chain_problems_are_listed_beside_the_files_other_problems() {
+    let (code, _, err) = check(
+        "chain_and_other_problems",
+        r#"[[job]]
+name = "x"
+run_after = "y"
+command = "true"
+
+[[job]]
+name = "y"
+run_after = "x"
+command = "true"
+
+[[job]]
+name = "u"
+run_after = "nosuch"
+command = "true"
+
+[[job]]
+name = "broken"
+every = "often"
+command = "true"
+
+[[job]]
+name = "after-broken"
+run_after = "broken"
+command = "true"
+"#,
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(r#"job "x": run_after: a cycle of jobs that run after each other: x → y → x"#),
+        "{err}"
+    );
+    assert!(err.contains(r#"job "u": run_after: no job named "nosuch" (the parent it runs after)"#), "{err}");
+    assert!(err.contains(r#"job "broken": every"#), "{err}");
+    assert!(!err.contains(r#"job "after-broken""#), "its parent is in the file: {err}");
+    assert!(err.contains("3 problems in jobs.toml"), "{err}");
+}

@@ -135,3 +135,19 @@ fn three_failed_triggers_pause_the_job_on_both_daemons_and_status_shows_why() {
         assert_eq!(daemon.wait_exit().code(), Some(0), "{}", daemon.log());
     }
 }
+
+/// Alone (no Redis, no PostgreSQL state), nothing could count a job's runs or failures
+/// across restarts: the daemon refuses such jobs at start, each named with its field.
+#[test]
+fn a_daemon_without_a_coordinator_refuses_max_runs_and_pause_after_failures_at_start() {
+    let dir = scratch("limits_alone");
+    let jobs = "[[job]]\nname = \"once\"\nevery = \"1s\"\nmax_runs = 3\ncommand = \"true\"\n\n\
+                [[job]]\nname = \"flaky\"\nevery = \"1s\"\npause_after_failures = 2\ncommand = \"exit 1\"\n";
+    write(&dir, "jobs.toml", jobs);
+    let out = support::run_in(&dir, &["run", "jobs.toml", "--state", "sqlite:alone.db"]);
+    let err = support::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("jobs.toml:1: job \"once\": max_runs: needs a coordinator"), "{err}");
+    assert!(err.contains("jobs.toml:7: job \"flaky\": pause_after_failures: needs a coordinator"), "{err}");
+    assert!(err.contains("--redis URL or a PostgreSQL --state"), "{err}");
+}

@@ -680,6 +680,16 @@ impl JobBuilder {
         if self.pause_after_failures == Some(0) {
             return Err(invalid("pause_after_failures", "must be at least 1"));
         }
+        if self.every_replica && self.max_runs.is_some() {
+            return Err(invalid(
+                "max_runs",
+                "cannot be counted for a job every replica runs (on_every_replica)",
+            ));
+        }
+        if self.every_replica && self.pause_after_failures.is_some() {
+            let reason = "cannot be counted for a job every replica runs (on_every_replica)";
+            return Err(invalid("pause_after_failures", reason));
+        }
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
         Ok(Job {

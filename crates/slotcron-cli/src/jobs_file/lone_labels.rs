@@ -1,9 +1,14 @@
-//! The labels of a daemon without a coordinator, against the jobs placed on labels (`on`):
-//! alone, it is the only member that could run them.
+//! What a daemon without a coordinator cannot run: jobs placed on labels it lacks (`on`;
+//! alone, it is the only member that could run them), and jobs with run limits only a
+//! coordinator counts (`max_runs`, `pause_after_failures`).
 
 use slotcron::Labels;
 
 use super::JobsFile;
+
+/// Why a daemon without a coordinator refuses `max_runs` and `pause_after_failures`.
+const COUNTED_ALONE: &str = "needs a coordinator to count across the fleet and restarts: \
+    run with --redis URL or a PostgreSQL --state";
 
 /// The labels (`--label`) of a daemon that runs without a coordinator (no Redis, no
 /// PostgreSQL state); `None` with one, where other daemons may carry what it lacks.
@@ -16,27 +21,33 @@ impl LoneLabels {
         Self((!coordinated).then(|| labels.clone()))
     }
 
-    /// Refuses the jobs of `file` (enabled or not) placed on labels this daemon lacks: no
-    /// other daemon could run them, and running them here would ignore their `on`.
+    /// Refuses the jobs of `file` (enabled or not) placed on labels this daemon lacks (no
+    /// other daemon could run them, and running them here would ignore their `on`), and
+    /// those with `max_runs` or `pause_after_failures`, which only a coordinator counts.
     ///
     /// # Errors
-    /// One line per refused job, all of them: the file, the job's line, the job, the `on`
-    /// field, the labels it lacks and those the daemon carries.
+    /// One line per refusal, all of them: the file, the job's line, the job, the field
+    /// and the reason (for `on`, the labels it lacks and those the daemon carries).
     pub fn check(&self, file: &JobsFile) -> Result<(), String> {
         let Some(labels) = &self.0 else { return Ok(()) };
-        let refused: Vec<String> = file
-            .jobs
-            .iter()
-            .filter_map(|entry| {
-                let reason = entry.job.placement().refused_alone(labels)?;
-                Some(format!(
-                    "{}:{}: job {:?}: on: {reason} (give this daemon --label, or a coordinator)",
-                    file.path.display(),
-                    entry.line,
-                    entry.job.name(),
-                ))
-            })
-            .collect();
+        let refused: Vec<String> =
+            file.jobs
+                .iter()
+                .flat_map(|entry| {
+                    let placed = entry.job.placement().refused_alone(labels).map(|reason| {
+                        ("on", format!("{reason} (give this daemon --label, or a coordinator)"))
+                    });
+                    let counted = |set: bool, field| set.then_some((field, COUNTED_ALONE.to_owned()));
+                    let limits = [
+                        counted(entry.job.max_runs().is_some(), "max_runs"),
+                        counted(entry.job.pause_after_failures().is_some(), "pause_after_failures"),
+                    ];
+                    let path = file.path.display();
+                    [placed].into_iter().chain(limits).flatten().map(move |(field, reason)| {
+                        format!("{path}:{}: job {:?}: {field}: {reason}", entry.line, entry.job.name())
+                    })
+                })
+                .collect();
         if refused.is_empty() { Ok(()) } else { Err(refused.join("\n")) }
     }
 }

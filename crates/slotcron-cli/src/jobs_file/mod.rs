@@ -333,10 +333,10 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         })
         .partition_map(|either| either);
     problems.extend(built_problems);
+    problems.extend(chain_problems(&jobs, &names));
     if !problems.is_empty() {
         return Err(problems);
     }
-    check_chains(&jobs)?;
     Ok(JobsFile {
         path: PathBuf::new(),
         format,
@@ -351,23 +351,27 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
     })
 }
 
-/// Checks the chains of `jobs` ([`slotcron::check_chains`]): every `run_after` names a job
-/// of the file (an `enabled = false` one counts: its children then never run), and no job
-/// runs after itself through others.
-///
-/// # Errors
-/// Each unknown parent and each cycle, against the line of the job it names.
-fn check_chains(jobs: &[JobEntry]) -> Result<(), Vec<Problem>> {
-    slotcron::check_chains(jobs.iter().map(|entry| &entry.job)).map_err(|errors| {
-        let problem = |error: JobError| {
+/// The problems of the chains of `jobs` ([`slotcron::check_chains`]): every `run_after`
+/// names a job of the file (an `enabled = false` one counts: its children then never
+/// run), and no job runs after itself through others. Reported beside the file's other
+/// problems: a parent the file has (`names`) that was not built for its own problems is
+/// no unknown parent.
+fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> {
+    let Err(errors) = slotcron::check_chains(jobs.iter().map(|entry| &entry.job)) else { return Vec::new() };
+    let entry_of = |name: &str| jobs.iter().find(|entry| entry.job.name() == name);
+    let named_in_file = |parent: &str| names.iter().any(|(name, _)| name == parent);
+    errors
+        .into_iter()
+        .filter_map(|error| {
             let JobError::Invalid { job, field, reason } = error else {
-                return Problem::whole(error.to_string());
+                return Some(Problem::whole(error.to_string()));
             };
-            let line = jobs.iter().find(|entry| entry.job.name() == job).map_or(0, |entry| entry.line);
-            Problem::field(line, Some(&job), field, reason)
-        };
-        errors.into_iter().map(problem).collect()
-    })
+            let entry = entry_of(&job);
+            let parent = entry.and_then(|entry| entry.job.parent());
+            let unbuilt_parent = parent.is_some_and(|p| named_in_file(p) && entry_of(p).is_none());
+            (!unbuilt_parent).then(|| Problem::field(entry.map_or(0, |e| e.line), Some(&job), field, reason))
+        })
+        .collect()
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the

@@ -27,17 +27,14 @@ pub(crate) fn refuse_uncounted(shared: &Shared, job: &Job) -> Result<(), JobErro
     if job.pause_after_failures.is_none() {
         return Ok(());
     }
-    let reason = if job.every_replica {
-        "cannot be counted for a job every replica runs".to_owned()
-    } else if controls(shared).is_some() {
+    if controls(shared).is_some() {
         return Ok(());
-    } else {
-        let keeper = shared
-            .coordinator
-            .as_ref()
-            .map_or("the store".to_owned(), |c| format!("the {} coordinator", c.name()));
-        format!("needs controls that keep streaks of failures; {keeper} keeps none")
-    };
+    }
+    let keeper = shared
+        .coordinator
+        .as_ref()
+        .map_or("the store".to_owned(), |c| format!("the {} coordinator", c.name()));
+    let reason = format!("needs controls that keep streaks of failures; {keeper} keeps none");
     Err(JobError::Invalid { job: job.name.to_string(), field: "pause_after_failures", reason })
 }
 

@@ -44,7 +44,6 @@ pub(crate) fn refuse_uncounted(shared: &Shared, job: &Job) -> Result<(), JobErro
         None => "needs a coordinator that counts runs (Redis, PostgreSQL or in-process); \
                  this scheduler has none"
             .to_owned(),
-        Some(_) if job.every_replica => "cannot be counted for a job every replica runs".to_owned(),
         Some(coordinator) if !coordinator.counts_runs() => {
             format!("needs a coordinator that counts runs; the {} coordinator does not", coordinator.name())
         }
