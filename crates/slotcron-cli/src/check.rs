@@ -210,7 +210,8 @@ fn policies(entry: &JobEntry) -> Option<String> {
         parts.push(format!("ends after {max_runs} scheduled runs across the fleet (max_runs)"));
     }
     if let Some(failures) = job.pause_after_failures() {
-        parts.push(format!("paused after {failures} failed triggers in a row (pause_after_failures)"));
+        let triggers = if failures == 1 { "trigger" } else { "triggers in a row" };
+        parts.push(format!("paused after {failures} failed {triggers} (pause_after_failures)"));
     }
     if !job.placement().is_anywhere() {
         parts.push(format!(

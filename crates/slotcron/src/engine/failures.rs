@@ -50,7 +50,10 @@ fn controls(shared: &Shared) -> Option<&dyn Controls> {
 /// The reason kept with a pause after `failures` failed triggers in a row, the last at
 /// `trigger`.
 pub(crate) fn reason(failures: u64, trigger: jiff::Timestamp) -> String {
-    format!("paused after {failures} failed triggers in a row, the last at {trigger}")
+    match failures {
+        1 => format!("paused after a failed trigger, at {trigger}"),
+        _ => format!("paused after {failures} failed triggers in a row, the last at {trigger}"),
+    }
 }
 
 /// Counts `record`, a final record of `job`, in the job's streak of failures, and notes
@@ -107,5 +110,20 @@ impl Scheduler {
             tracing::warn!("the reasons of the pauses could not be read: {e}");
             HashMap::new()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason;
+
+    #[test]
+    fn a_pause_after_one_failure_says_so_in_the_singular() {
+        let at: jiff::Timestamp = "2024-05-17T00:02:00Z".parse().unwrap();
+        assert_eq!(reason(1, at), "paused after a failed trigger, at 2024-05-17T00:02:00Z");
+        assert_eq!(
+            reason(3, at),
+            "paused after 3 failed triggers in a row, the last at 2024-05-17T00:02:00Z"
+        );
     }
 }
