@@ -233,8 +233,9 @@ pub(crate) async fn list(
                       so which jobs are active or paused is unknown; ask again, or without state";
         return Err(ApiError::unavailable(reason));
     }
-    let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
+    // The counts first: a job whose count has reached its max_runs shows ended.
     let counts = state.scheduler.run_counts().await;
+    let page = listing.page(state.scheduler.jobs(1), paused.as_ref());
     let jobs: Vec<JobView> =
         page.rows.into_iter().map(|row| row_view(&state, row).with_runs(&counts)).collect();
     let reasons = reasons(&state, &jobs).await;
@@ -277,9 +278,10 @@ pub(crate) async fn one(
     State(state): State<AdminState>,
     Path(JobPath { name }): Path<JobPath>,
 ) -> Result<Json<JobView>, ApiError> {
+    // The counts first: a job whose count has reached its max_runs shows ended.
+    let counts = state.scheduler.run_counts().await;
     let info = state.scheduler.job(&name, NEXT_FIRE_TIMES).ok_or_else(|| unknown_job(&name))?;
     let paused = pauses(&state).await.map(|paused| paused.get(&name).copied());
-    let counts = state.scheduler.run_counts().await;
     let job = JobView::from(info).with_paused(paused).with_runs(&counts);
     let reasons = reasons(&state, std::slice::from_ref(&job)).await;
     Ok(Json(job.with_reason(&reasons)))

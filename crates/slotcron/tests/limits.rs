@@ -129,3 +129,27 @@ fn max_runs_of_zero_or_without_a_counting_coordinator_is_refused_naming_the_fiel
     let refused = alone.add(job);
     assert!(matches!(&refused, Err(JobError::Invalid { field: "max_runs", .. })), "{refused:?}");
 }
+
+/// A replica that did not run the job's last counted trigger learns that the job has
+/// ended as soon as it reads the count (as the admin API does), not only at its next
+/// trigger: no next fire time is shown for it from then on.
+#[tokio::test(flavor = "current_thread")]
+async fn reading_a_count_that_another_replica_brought_to_max_runs_ends_the_job_here() {
+    use slotcron::{Claim, ClaimOutcome, Coordinator, CountedMark, Hold, ScheduleKind, StartMark};
+    let coordinator = InProcessCoordinator::new();
+    let mut h = limited("2024-05-17T00:00:30Z", &coordinator);
+    h.start().await;
+    assert!(!h.scheduler.job("limited", 1).unwrap().ended);
+    let hold = Some(Hold { slot: Duration::from_secs(60), run_budget: None, slack: Duration::from_secs(5) });
+    for at in ["2024-05-17T00:01:00Z", "2024-05-17T00:02:00Z", "2024-05-17T00:03:00Z"] {
+        let key = slotcron::trigger_key("limited", ScheduleKind::Recurring, ts(at));
+        let claim = Claim { job: "limited", trigger: ts(at), key: &key, instance: "other", hold };
+        assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+        let mark = CountedMark { mark: StartMark { job: "limited", key: &key }, max_runs: 3 };
+        coordinator.mark_counted_starts("other", &[mark]).await.unwrap();
+    }
+    assert_eq!(h.scheduler.run_counts().await.get("limited"), Some(&3));
+    let info = h.scheduler.job("limited", 3).unwrap();
+    assert!(info.ended && info.next_triggers.is_empty(), "{info:?}");
+    h.stop().await;
+}

@@ -134,15 +134,18 @@ impl Shared {
 impl Scheduler {
     /// The runs counted so far for each job with [`max_runs`](crate::JobBuilder::max_runs),
     /// by name, across the fleet (one coordinator round trip); empty when there is none,
-    /// or when the count cannot be read (logged).
+    /// or when the count cannot be read (logged). A job whose count has reached its
+    /// `max_runs` has ended here too from then on (another replica may have counted its
+    /// last run).
     pub async fn run_counts(&self) -> HashMap<String, u64> {
         let jobs = self.shared.table().jobs();
         let jobs: Vec<&Job> = jobs.iter().map(|job| &**job).collect();
-        self.shared
-            .run_counts(&jobs)
-            .await
-            .into_iter()
-            .map(|(job, count)| (job.name.to_string(), count))
-            .collect()
+        let counts = self.shared.run_counts(&jobs).await;
+        for (job, count) in &counts {
+            if job.max_runs.is_some_and(|max_runs| *count >= max_runs) {
+                job.ended.store(true, Ordering::SeqCst);
+            }
+        }
+        counts.into_iter().map(|(job, count)| (job.name.to_string(), count)).collect()
     }
 }
