@@ -328,15 +328,16 @@ impl Ahead {
 
 /// Starts the claims ahead of every instant that has come by `now`, once the engine has
 /// taken everything due (`taken`: the triggers among it that were claimed ahead), one
-/// task per instant ([`start`]).
-pub(super) fn start_due(fleet: &FleetRun, now: Timestamp, taken: Vec<Taken>) {
+/// instant after the other ([`start`]), awaited by the engine's loop: an instant's runs
+/// are all spawned before the loop sleeps, so a stop that comes next finds them in flight.
+pub(super) async fn start_due(fleet: &FleetRun, now: Timestamp, taken: Vec<Taken>) {
     let mut by_instant: BTreeMap<Timestamp, Vec<Taken>> = BTreeMap::new();
     for item in taken {
         by_instant.entry(item.0.trigger).or_default().push(item);
     }
     for (at, pending) in fleet.state.ahead.take_starts(Some(now)) {
         let taken = by_instant.remove(&at).unwrap_or_default();
-        fleet.tracker.spawn(start(fleet.clone(), at, pending, taken));
+        start(fleet.clone(), at, pending, taken).await;
     }
     // Taken after the scheduler's stop dropped their claims ahead: nothing runs.
     if !by_instant.is_empty() {

@@ -55,8 +55,7 @@ impl Dispatch {
                 tokio::task::yield_now().await;
                 return Next::Take;
             }
-            ahead::start_due(&fleet, now, std::mem::take(&mut self.claimed_ahead));
-            tokio::task::yield_now().await;
+            ahead::start_due(&fleet, now, std::mem::take(&mut self.claimed_ahead)).await;
         }
         self.deferred.append(&mut self.due);
         std::mem::swap(&mut self.due, &mut self.deferred);
