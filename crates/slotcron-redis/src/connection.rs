@@ -145,86 +145,42 @@ impl Connection {
 }
 
 impl Connection {
-    /// `HMGET key fields...` of each key: one pipeline on one server; in a cluster, whose
-    /// keys may sit on several nodes, one request per key (a tally per owner: a few).
-    pub async fn hmget_each(&self, keys: &[String], fields: &[&str]) -> RedisResult<Vec<Vec<Option<i64>>>> {
-        let hmget = |key: &String| {
-            let mut cmd = redis::cmd("HMGET");
-            cmd.arg(key).arg(fields);
-            cmd
-        };
+    /// Each of `commands`, one key each, and their answers in order: one pipeline on one
+    /// server; in a cluster, whose keys may sit on several nodes (a pipeline must stay on
+    /// one slot), one request per command, all in flight at once through the connection
+    /// for reads (the client sends those of one node together).
+    async fn each<T: FromRedisValue>(&self, commands: Vec<Cmd>) -> RedisResult<Vec<T>> {
         match self {
             Self::Single(single) => {
                 let mut pipe = redis::pipe();
-                for key in keys {
-                    pipe.add_command(hmget(key));
+                for command in commands {
+                    pipe.add_command(command);
                 }
                 pipe.query_async(&mut single.current()).await
             }
             Self::Cluster { reads, .. } => {
-                let mut values = Vec::with_capacity(keys.len());
-                for key in keys {
-                    values.push(hmget(key).query_async(&mut reads.clone()).await?);
-                }
-                Ok(values)
-            }
-        }
-    }
-}
-
-impl Connection {
-    /// `SCARD key` of each key: one pipeline on one server; in a cluster one request per
-    /// key, one after the other (the jobs with `max_runs` a status shows: a few).
-    pub async fn scard_each(&self, keys: &[String]) -> RedisResult<Vec<u64>> {
-        let scard = |key: &String| {
-            let mut cmd = redis::cmd("SCARD");
-            cmd.arg(key);
-            cmd
-        };
-        match self {
-            Self::Single(single) => {
-                let mut pipe = redis::pipe();
-                for key in keys {
-                    pipe.add_command(scard(key));
-                }
-                pipe.query_async(&mut single.current()).await
-            }
-            Self::Cluster { reads, .. } => {
-                let mut counts = Vec::with_capacity(keys.len());
-                for key in keys {
-                    counts.push(scard(key).query_async(&mut reads.clone()).await?);
-                }
-                Ok(counts)
-            }
-        }
-    }
-}
-
-impl Connection {
-    /// `HGETALL` of each key: one pipeline on one server; in a cluster, whose keys may sit
-    /// on several nodes (a pipeline must stay on one slot), one request per key, all in
-    /// flight at once through the connection for reads (the client sends those of one node
-    /// together).
-    pub async fn hgetall_each(&self, keys: &[String]) -> RedisResult<Vec<HashMap<String, String>>> {
-        let hgetall = |key: &String| {
-            let mut cmd = redis::cmd("HGETALL");
-            cmd.arg(key);
-            cmd
-        };
-        match self {
-            Self::Single(single) => {
-                let mut pipe = redis::pipe();
-                for key in keys {
-                    pipe.add_command(hgetall(key));
-                }
-                pipe.query_async(&mut single.current()).await
-            }
-            Self::Cluster { reads, .. } => {
-                let each =
-                    keys.iter().map(|key| async move { hgetall(key).query_async(&mut reads.clone()).await });
+                let each = commands
+                    .iter()
+                    .map(|command| async move { command.query_async(&mut reads.clone()).await });
                 join_all(each).await.into_iter().collect()
             }
         }
+    }
+
+    /// `HMGET key fields...` of each key ([`Connection::each`]; a tally per owner: a few).
+    pub async fn hmget_each(&self, keys: &[String], fields: &[&str]) -> RedisResult<Vec<Vec<Option<i64>>>> {
+        self.each(keys.iter().map(|key| redis::cmd("HMGET").arg(key).arg(fields).clone()).collect()).await
+    }
+
+    /// `SCARD key` of each key ([`Connection::each`]; the jobs with `max_runs` a status
+    /// shows: a few).
+    pub async fn scard_each(&self, keys: &[String]) -> RedisResult<Vec<u64>> {
+        self.each(keys.iter().map(|key| redis::cmd("SCARD").arg(key).clone()).collect()).await
+    }
+
+    /// `HGETALL` of each key ([`Connection::each`]).
+    pub async fn hgetall_each(&self, keys: &[String]) -> RedisResult<Vec<HashMap<String, String>>> {
+        self.each(keys.iter().map(|key| redis::cmd("HGETALL").arg(key).clone()).collect()).await
     }
 }
 
