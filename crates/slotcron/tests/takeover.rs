@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use slotcron::{
-    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobContext, Outcome, StartMark,
+    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobContext, Outcome, RunRecord,
+    StartMark,
 };
 use slotcron_testkit::harness::{Harness, ts};
 
@@ -70,52 +71,59 @@ async fn a_restarted_instance_runs_the_claims_its_previous_incarnation_won_and_n
     assert!(coordinator.unstarted("test", &["report"]).await.unwrap().is_empty(), "marked once run");
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_live_member_runs_the_unstarted_claims_of_one_that_left_the_membership_with_a_higher_token() {
-    let coordinator = Arc::new(InProcessCoordinator::new());
-    coordinator.heartbeat("dead", Duration::from_secs(3600)).await.unwrap();
-    let token = claimed_by(&coordinator, "dead", "2024-05-17T00:01:00Z").await;
+/// What a live member did with the claim of `report`'s 00:01:00 trigger that `gone` won
+/// and never started, `gone` leaving the membership at `leave_at`.
+struct LeftClaim {
+    /// The live member's runs just before the leave.
+    runs_before: u32,
+    /// Its runs at 00:01:30, and the fencing tokens they ran with.
+    runs: u32,
+    tokens: Vec<u64>,
+    /// The gone holder's token.
+    token: u64,
+    /// The trigger's record at the live member.
+    record: RunRecord,
+}
 
+/// A live member started at 00:01:01 (membership TTL 9 s), `gone` a member that won the
+/// 00:01:00 trigger and leaves at `leave_at`: see [`LeftClaim`].
+async fn left_at(gone: &str, leave_at: &str) -> LeftClaim {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    coordinator.heartbeat(gone, Duration::from_secs(3600)).await.unwrap();
+    let token = claimed_by(&coordinator, gone, "2024-05-17T00:01:00Z").await;
     let (runs, tokens) = (Arc::new(AtomicU32::new(0)), Arc::default());
     let ttl = Duration::from_secs(9);
     let mut h =
         Harness::with("2024-05-17T00:01:01Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
     h.add(counted(&runs, &tokens));
     h.start().await;
-    h.advance_to(ts("2024-05-17T00:01:12Z")).await;
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "not while its holder is a member");
-    coordinator.leave("dead").await.unwrap();
+    h.advance_to(ts(leave_at)).await;
+    let runs_before = runs.load(Ordering::SeqCst);
+    coordinator.leave(gone).await.unwrap();
     h.advance_to(ts("2024-05-17T00:01:30Z")).await;
     h.stop().await;
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "taken over once its holder left");
-    let ran = tokens.lock().unwrap().clone();
-    assert!(ran[0] > token, "a higher fencing token than the dead holder's: {ran:?} after {token}");
     let record = h.records("report").into_iter().find(|r| r.trigger == ts("2024-05-17T00:01:00Z")).unwrap();
+    let tokens = tokens.lock().unwrap().clone();
+    LeftClaim { runs_before, runs: runs.load(Ordering::SeqCst), tokens, token, record }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_member_runs_the_unstarted_claims_of_one_that_left_the_membership_with_a_higher_token() {
+    let LeftClaim { runs_before, runs, tokens, token, record } =
+        left_at("dead", "2024-05-17T00:01:12Z").await;
+    assert_eq!(runs_before, 0, "not while its holder is a member");
+    assert_eq!(runs, 1, "taken over once its holder left");
+    assert!(tokens[0] > token, "a higher fencing token than the dead holder's: {tokens:?} after {token}");
     assert_eq!((record.outcome, record.cause), (Outcome::Succeeded, Cause::TakenOver), "{record:?}");
     assert!(record.error.as_deref().unwrap_or_default().contains("dead, which left"), "{record:?}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_member_that_left_before_this_ones_first_full_ttl_connected_still_has_its_claims_taken_over() {
-    let coordinator = Arc::new(InProcessCoordinator::new());
-    coordinator.heartbeat("early", Duration::from_secs(3600)).await.unwrap();
-    let token = claimed_by(&coordinator, "early", "2024-05-17T00:01:00Z").await;
-
-    let (runs, tokens) = (Arc::new(AtomicU32::new(0)), Arc::default());
-    let ttl = Duration::from_secs(9);
-    let mut h =
-        Harness::with("2024-05-17T00:01:01Z", |b| b.coordinator(coordinator.clone()).membership_ttl(ttl));
-    h.add(counted(&runs, &tokens));
-    h.start().await;
     // Seen once, then gone before this replica has watched the membership a full TTL.
-    h.advance_to(ts("2024-05-17T00:01:02Z")).await;
-    coordinator.leave("early").await.unwrap();
-    h.advance_to(ts("2024-05-17T00:01:30Z")).await;
-    h.stop().await;
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "taken over once its holder was seen gone");
-    let ran = tokens.lock().unwrap().clone();
-    assert!(ran[0] > token, "a higher fencing token than the gone holder's: {ran:?} after {token}");
-    let record = h.records("report").into_iter().find(|r| r.trigger == ts("2024-05-17T00:01:00Z")).unwrap();
+    let LeftClaim { runs, tokens, token, record, .. } = left_at("early", "2024-05-17T00:01:02Z").await;
+    assert_eq!(runs, 1, "taken over once its holder was seen gone");
+    assert!(tokens[0] > token, "a higher fencing token than the gone holder's: {tokens:?} after {token}");
     assert_eq!((record.outcome, record.cause), (Outcome::Succeeded, Cause::TakenOver), "{record:?}");
 }
 
