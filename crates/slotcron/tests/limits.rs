@@ -153,3 +153,21 @@ async fn reading_a_count_that_another_replica_brought_to_max_runs_ends_the_job_h
     assert!(info.ended && info.next_triggers.is_empty(), "{info:?}");
     h.stop().await;
 }
+
+/// A chained job with `max_runs` ends as any job does: once its count is reached, its
+/// parent's later successes fire it no more (one refused trigger, then nothing).
+#[tokio::test(flavor = "current_thread")]
+async fn a_chained_job_that_reached_its_max_runs_is_fired_no_more() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let h = Harness::with("2024-05-17T00:00:30Z", |b| b.coordinator(coordinator).check_clock_skew(false));
+    h.add(Job::builder("parent").every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    h.add(Job::builder("child").run_after("parent").max_runs(2).handler(ok).build().unwrap());
+    let mut h = h;
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:06:30Z")).await;
+    assert_eq!(h.triggers("parent", Outcome::Succeeded).len(), 6);
+    assert_eq!(h.triggers("child", Outcome::Succeeded).len(), 2);
+    let refused = h.records("child").into_iter().filter(|r| r.outcome == Outcome::SkippedMaxRuns).count();
+    assert_eq!(refused, 1, "one refused trigger, then the job has ended");
+    h.stop().await;
+}

@@ -344,11 +344,15 @@ impl Table {
         Some(self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.clone())
     }
 
-    /// The jobs chained after `parent` ([`Job::parent`]): none for most jobs, found
+    /// The jobs chained after `parent` ([`Job::parent`]) that still take triggers (not
+    /// ended by their `max_runs`): none for most jobs, found
     /// without a look at any other job.
     pub fn children_of(&self, parent: &str) -> Vec<Arc<Job>> {
         let names = self.children.get(parent).map(Vec::as_slice).unwrap_or_default();
-        names.iter().filter_map(|name| self.job(name)).collect()
+        // A job that has ended (its max_runs reached) takes no more triggers, a chained
+        // one's included.
+        let taking = |job: &Arc<Job>| !job.ended.load(Ordering::SeqCst);
+        names.iter().filter_map(|name| self.job(name)).filter(taking).collect()
     }
 
     /// The parent of the job called `name`, if it is here and chained.
