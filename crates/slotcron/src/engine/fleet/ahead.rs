@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesOrdered;
 use jiff::Timestamp;
 use tokio::sync::oneshot;
 
@@ -366,41 +368,38 @@ pub(crate) async fn stop(fleet: &FleetRun) {
 type Answered = (Due, Claimed, Box<str>, Option<RunRecord>);
 
 /// Starts the claims ahead of `at` whose triggers the engine took (`taken`), and marks
-/// their starts in the same steps, a group of up to [`MAX_BATCH`] at a time, so that the
-/// first runs do not wait for the whole burst's records. Per group, once its claims'
-/// answers are in, the `running` records of the won claims whose runs start on their
-/// claim alone ([`run::marks_with_batch`]) are made durable ([`claim::mark_records`], one
-/// ledger group), then the instant is started with those claims
-/// ([`Coordinator::start_ahead`], one round trip: the first group's sets the start, each
-/// marks its own claims); then each run is spawned with its answer: run, or not started
-/// and recorded as the start left it (a paused job, a claim another replica took over, a
-/// start voided by another replica, or without an answer: fail closed). A claim ahead
-/// whose trigger was not taken (its job was removed, or its trigger recorded missed) is
-/// not marked and runs nowhere.
+/// their starts in the same steps, a group of up to [`MAX_BATCH`] at a time, with up to
+/// [`BATCHES_IN_FLIGHT`] groups' starts in flight, so that the first runs do not wait for
+/// the whole burst's records nor a group for the round trip of the one before. Per
+/// group, once its claims' answers are in, the `running` records of the won claims whose
+/// runs start on their claim alone ([`run::marks_with_batch`]) are made durable
+/// ([`claim::mark_records`], one ledger group), then the instant is started with those
+/// claims ([`Coordinator::start_ahead`], one round trip: whichever group comes first sets
+/// the start, each marks its own claims); then, group after group in order, each run is
+/// spawned with its answer: run, or not started and recorded as the start left it (a
+/// paused job, a claim another replica took over, a start voided by another replica, or
+/// without an answer: fail closed). A claim ahead whose trigger was not taken (its job
+/// was removed, or its trigger recorded missed) is not marked and runs nowhere.
 async fn start(fleet: FleetRun, at: Timestamp, pending: PendingStart, taken: Vec<Taken>) {
     let shared = fleet.shared().clone();
     let Some(coordinator) = shared.coordinator.clone() else { return };
+    let window = (at, pending.until);
     let mut taken = taken.into_iter().peekable();
-    let mut voided = false;
+    let mut starts = FuturesOrdered::new();
     // At least one start, even with nothing taken: the latch is set either way.
     let mut first = true;
-    while first || taken.peek().is_some() {
-        first = false;
-        let mut answered: Vec<Answered> = Vec::with_capacity(MAX_BATCH);
-        for (due, answer) in taken.by_ref().take(MAX_BATCH) {
-            // No answer: the scheduler stopped before the claim was made; nothing runs.
-            if let Ok((claimed, key)) = answer.await {
-                // Marked with the instant's start unless its first attempt waits for
-                // something (an overlap lease): it marks its own start when that begins.
-                let record = claimed
-                    .as_ref()
-                    .ok()
-                    .filter(|_| run::marks_with_batch(&due.job))
-                    .map(|token| shared.start_run(&due.job, due.trigger, due.cause, *token));
-                answered.push((due, claimed, key, record));
-            }
+    let mut voided = false;
+    loop {
+        while starts.len() < BATCHES_IN_FLIGHT && (first || taken.peek().is_some()) {
+            first = false;
+            let answered = answer_group(&shared, &mut taken).await;
+            let (shared, coordinator) = (shared.clone(), coordinator.clone());
+            starts.push_back(async move {
+                let state = start_group(&shared, coordinator.as_ref(), window, &answered).await;
+                (answered, state)
+            });
         }
-        let state = start_group(&shared, coordinator.as_ref(), (at, pending.until), &answered).await;
+        let Some((answered, state)) = starts.next().await else { break };
         if let Ok(Ok(AheadStart::Voided)) = &state
             && !std::mem::replace(&mut voided, true)
         {
@@ -408,6 +407,30 @@ async fn start(fleet: FleetRun, at: Timestamp, pending: PendingStart, taken: Vec
         }
         spawn_runs(&fleet, coordinator.as_ref(), (at, &state), answered);
     }
+}
+
+/// The next group of up to [`MAX_BATCH`] claims ahead of `taken`, with their answers.
+async fn answer_group(shared: &Shared, taken: &mut impl Iterator<Item = Taken>) -> Vec<Answered> {
+    let mut answered: Vec<Answered> = Vec::with_capacity(MAX_BATCH);
+    for (due, answer) in taken.take(MAX_BATCH) {
+        // No answer: the scheduler stopped before the claim was made; nothing runs.
+        if let Ok((claimed, key)) = answer.await {
+            answered.push(self::answered(shared, due, claimed, key));
+        }
+    }
+    answered
+}
+
+/// A claim ahead taken at its instant, with its answer and, for a won claim marked with
+/// the instant's start, its run's `running` record: unless its first attempt waits for
+/// something (an overlap lease), which marks its own start when that begins.
+fn answered(shared: &Shared, due: Due, claimed: Claimed, key: Box<str>) -> Answered {
+    let record = claimed
+        .as_ref()
+        .ok()
+        .filter(|_| run::marks_with_batch(&due.job))
+        .map(|token| shared.start_run(&due.job, due.trigger, due.cause, *token));
+    (due, claimed, key, record)
 }
 
 /// One group's start: its records made durable, then the instant started with its won
