@@ -392,3 +392,57 @@ async fn a_childs_claim_left_by_the_previous_incarnation_is_run_not_skipped_at_t
     assert_eq!((b[0].outcome, b[0].cause), (Outcome::Succeeded, Cause::TakenOver), "{b:?}");
     assert_eq!(runs_of(&runs, "b"), [(t, key)]);
 }
+
+/// `a`'s run by `cut-off`, a member that left the membership, was presumed interrupted by
+/// this member's sweep: its children wait while it may still come back; once it has been
+/// out of the membership for `PRESUMED_PARENT_WAIT`, this member records `b` and `c`
+/// `skipped-parent`, once, saying why; the claim of `b`'s trigger, settled, refuses a
+/// late real end of `a` on `cut-off`.
+#[tokio::test(start_paused = true)]
+async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_after_the_wait_once() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let ttl = Duration::from_secs(9);
+    let mut h = Harness::with("2024-05-17T10:01:30Z", |b| {
+        b.coordinator(coordinator.clone()).check_clock_skew(false).membership_ttl(ttl)
+    });
+    // Daily: no newer trigger of `b` during the wait (whose high-water mark would refuse
+    // the late claim).
+    h.add(noting(Job::builder("a").every(24 * 60 * MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    let t = ts("2024-05-17T10:01:00Z");
+    h.ledger.append(&left_running(t, "cut-off")).await.unwrap();
+    h.start().await;
+    h.advance(ttl).await;
+    let members = h.scheduler.vouched_members().expect("vouched for after a full TTL");
+    let gone = |r: &RunRecord| (!members.iter().any(|m| **m == *r.instance)).then(|| "it left".to_owned());
+    h.scheduler.sweep_stale(gone, async |_: &RunRecord| Leftover::Unknown).await.unwrap();
+    let periodic = slotcron::PresumedSweep::Periodic;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "the wait starts");
+    h.advance(slotcron::PRESUMED_PARENT_WAIT - Duration::from_secs(1)).await;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "still waiting");
+    h.advance(Duration::from_secs(1)).await;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 2, "b and c");
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "once");
+    h.stop().await;
+    let b = h.records("b");
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].trigger, b[0].outcome, &*b[0].instance), (t, Outcome::SkippedParent, "test"));
+    let reason = b[0].error.as_deref().unwrap();
+    assert!(
+        reason.starts_with(
+            "its parent a's run of this trigger ended interrupted; its daemon, instance cut-off"
+        ),
+        "{reason}"
+    );
+    assert_eq!(h.records("c").len(), 1);
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "cut-off", hold };
+    assert!(
+        !matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }),
+        "a late end fires nothing"
+    );
+    assert!(runs.lock().unwrap().is_empty());
+}
