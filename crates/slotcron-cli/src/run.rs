@@ -734,6 +734,15 @@ async fn sweep_stale(
             "the stale sweep failed: {e}; runs left running by a stopped daemon stay `running`"
         ),
     }
+    let presumed = match when {
+        Sweep::AtStart => slotcron::PresumedSweep::AtStart,
+        Sweep::Periodic => slotcron::PresumedSweep::Periodic,
+    };
+    if let Err(e) = scheduler.skip_after_presumed(presumed).await {
+        tracing::warn!(
+            "the chained jobs' triggers after runs presumed interrupted wait for the next sweep: {e}"
+        );
+    }
 }
 
 /// Sends SIGTERM at once to every command the runs `gone` names left running on this host,

@@ -205,9 +205,9 @@ pub use coordinator::{
     Unstarted, claim_batch_with_read_back, claim_with_read_back, job_owner,
 };
 pub use engine::{
-    CancelAsked, DefineError, FleetMember, JobInfo, JoinError, Leftover, PlanError, PlanErrorKind,
-    RUNS_IN_FLIGHT, Reachable, ReconcileError, ReconcileReport, Resumed, Scheduler, SchedulerBuilder,
-    TriggerDryRun, Triggered,
+    CancelAsked, DefineError, FleetMember, JobInfo, JoinError, Leftover, PRESUMED_PARENT_WAIT, PlanError,
+    PlanErrorKind, PresumedSweep, RUNS_IN_FLIGHT, Reachable, ReconcileError, ReconcileReport, Resumed,
+    Scheduler, SchedulerBuilder, TriggerDryRun, Triggered,
 };
 pub use error::{BackendErrorKind, BoxError, error_chain};
 pub use job::{Handler, Job, JobBuilder, JobError, MAX_NAME_LEN, StoppedByShutdown, validate_job_name};

@@ -272,3 +272,177 @@ async fn a_parent_that_succeeds_while_its_scheduler_stops_leaves_the_child_to_th
     let b = second.records("b");
     assert_eq!((b.len(), b[0].outcome, b[0].cause), (1, Outcome::Succeeded, Cause::TakenOver), "{b:?}");
 }
+
+/// A harness like [`coordinated`] on `ledger`: the same state as a scheduler before it,
+/// as a daemon started again finds it.
+fn restarted(
+    start: &str,
+    coordinator: &Arc<InProcessCoordinator>,
+    ledger: &Arc<slotcron::MemoryLedger>,
+) -> Harness {
+    let mut h = Harness::with(start, |b| {
+        b.coordinator(coordinator.clone()).check_clock_skew(false).ledger(ledger.clone())
+    });
+    h.ledger = ledger.clone();
+    h
+}
+
+/// `a` every minute, `b` after it and `c` after `b`, each noting its runs in `runs`
+/// (`a` failing if `fail`).
+fn chain_of_three(h: &Harness, runs: &Runs, fail: bool) {
+    h.add(noting(Job::builder("a").every(MINUTE), runs, fail));
+    h.add(noting(Job::builder("b").run_after("a"), runs, false));
+    h.add(noting(Job::builder("c").run_after("b"), runs, false));
+}
+
+/// What a daemon started again does before it runs: its stale sweep (its own previous
+/// incarnation's runs) and the children of runs presumed interrupted.
+async fn sweep_at_start(h: &Harness) {
+    let gone = |r: &RunRecord| (&*r.instance == "test").then(|| "its daemon restarted".to_owned());
+    h.scheduler.sweep_stale(gone, async |_: &RunRecord| Leftover::Unknown).await.unwrap();
+    h.scheduler.skip_after_presumed(slotcron::PresumedSweep::AtStart).await.unwrap();
+}
+
+/// A failing `a`: the skips of `b` and `c` are written with `a`'s end, and then their
+/// triggers are claimed and settled — never left unstarted for a takeover, never claimed
+/// again. A daemon started again on that state (killed at any point after the records)
+/// records and runs nothing more.
+#[tokio::test(start_paused = true)]
+async fn a_failed_parents_skips_are_recorded_with_its_end_then_claimed_settled_and_never_decided_again() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    chain_of_three(&h, &runs, true);
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:05Z")).await;
+    h.stop().await;
+    let t = ts("2024-05-17T10:01:00Z");
+    let unstarted = coordinator.unstarted("test", &["b", "c"]).await.unwrap();
+    assert!(unstarted.is_empty(), "settled, not left for a takeover: {unstarted:?}");
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "other", hold };
+    assert_eq!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Lost, "claimed once");
+
+    let mut again = restarted("2024-05-17T10:01:06Z", &coordinator, &h.ledger);
+    chain_of_three(&again, &runs, true);
+    sweep_at_start(&again).await;
+    again.start().await;
+    again.advance_to(ts("2024-05-17T10:01:30Z")).await;
+    again.stop().await;
+    for job in ["b", "c"] {
+        let records = again.records(job);
+        assert_eq!(records.len(), 1, "{job}: {records:?}");
+        assert_eq!((records[0].trigger, records[0].outcome), (t, Outcome::SkippedParent), "{records:?}");
+    }
+    assert_eq!(runs_of(&runs, "a").len(), 1);
+    assert!(runs_of(&runs, "b").is_empty() && runs_of(&runs, "c").is_empty());
+}
+
+/// A daemon killed after `a` failed and before `a`'s end (with its children's skips)
+/// reached the ledger: `a` is still `running`. Its next incarnation records it
+/// interrupted and `b` and `c` `skipped-parent` once; a second restart adds nothing.
+#[tokio::test(start_paused = true)]
+async fn a_parent_left_running_by_a_kill_decides_its_children_once_at_the_restarts() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let t = ts("2024-05-17T10:01:00Z");
+    let ledger = Arc::new(slotcron::MemoryLedger::new(1_000));
+    ledger.append(&left_running(t, "test")).await.unwrap();
+    for start in ["2024-05-17T10:01:10Z", "2024-05-17T10:01:20Z"] {
+        let mut h = restarted(start, &coordinator, &ledger);
+        chain_of_three(&h, &runs, false);
+        sweep_at_start(&h).await;
+        h.start().await;
+        h.advance(Duration::from_secs(1)).await;
+        h.stop().await;
+    }
+    let h = restarted("2024-05-17T10:01:30Z", &coordinator, &ledger);
+    let (b, c) = (h.records("b"), h.records("c"));
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].error.as_deref(), Some("its parent a's run of this trigger ended interrupted"));
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].error.as_deref(), Some("its parent b's run of this trigger ended skipped-parent"));
+    assert!(runs.lock().unwrap().is_empty());
+}
+
+/// A daemon killed after `a` succeeded and `b`'s trigger was claimed, before `a`'s end
+/// reached the ledger: the restart records `a` interrupted, and `b`'s claim, made by the
+/// previous incarnation, is taken over and run — not recorded `skipped-lost` or
+/// `skipped-parent` besides.
+#[tokio::test(start_paused = true)]
+async fn a_childs_claim_left_by_the_previous_incarnation_is_run_not_skipped_at_the_restart() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let t = ts("2024-05-17T10:01:00Z");
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
+    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+    let ledger = Arc::new(slotcron::MemoryLedger::new(1_000));
+    ledger.append(&left_running(t, "test")).await.unwrap();
+    let mut h = restarted("2024-05-17T10:01:02Z", &coordinator, &ledger);
+    chain_of_three(&h, &runs, false);
+    sweep_at_start(&h).await;
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:10Z")).await;
+    h.stop().await;
+    let b = h.records("b");
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].outcome, b[0].cause), (Outcome::Succeeded, Cause::TakenOver), "{b:?}");
+    assert_eq!(runs_of(&runs, "b"), [(t, key)]);
+}
+
+/// `a`'s run by `cut-off`, a member that left the membership, was presumed interrupted by
+/// this member's sweep: its children wait while it may still come back; once it has been
+/// out of the membership for `PRESUMED_PARENT_WAIT`, this member records `b` and `c`
+/// `skipped-parent`, once, saying why; the claim of `b`'s trigger, settled, refuses a
+/// late real end of `a` on `cut-off`.
+#[tokio::test(start_paused = true)]
+async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_after_the_wait_once() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let ttl = Duration::from_secs(9);
+    let mut h = Harness::with("2024-05-17T10:01:30Z", |b| {
+        b.coordinator(coordinator.clone()).check_clock_skew(false).membership_ttl(ttl)
+    });
+    // Daily: no newer trigger of `b` during the wait (whose high-water mark would refuse
+    // the late claim).
+    h.add(noting(Job::builder("a").every(24 * 60 * MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    let t = ts("2024-05-17T10:01:00Z");
+    h.ledger.append(&left_running(t, "cut-off")).await.unwrap();
+    h.start().await;
+    h.advance(ttl).await;
+    let members = h.scheduler.vouched_members().expect("vouched for after a full TTL");
+    let gone = |r: &RunRecord| (!members.iter().any(|m| **m == *r.instance)).then(|| "it left".to_owned());
+    h.scheduler.sweep_stale(gone, async |_: &RunRecord| Leftover::Unknown).await.unwrap();
+    let periodic = slotcron::PresumedSweep::Periodic;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "the wait starts");
+    h.advance(slotcron::PRESUMED_PARENT_WAIT - Duration::from_secs(1)).await;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "still waiting");
+    h.advance(Duration::from_secs(1)).await;
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 2, "b and c");
+    assert_eq!(h.scheduler.skip_after_presumed(periodic).await.unwrap(), 0, "once");
+    h.stop().await;
+    let b = h.records("b");
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].trigger, b[0].outcome, &*b[0].instance), (t, Outcome::SkippedParent, "test"));
+    let reason = b[0].error.as_deref().unwrap();
+    assert!(
+        reason.starts_with(
+            "its parent a's run of this trigger ended interrupted; its daemon, instance cut-off"
+        ),
+        "{reason}"
+    );
+    assert_eq!(h.records("c").len(), 1);
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "cut-off", hold };
+    assert!(
+        !matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }),
+        "a late end fires nothing"
+    );
+    assert!(runs.lock().unwrap().is_empty());
+}

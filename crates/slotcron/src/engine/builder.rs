@@ -386,6 +386,7 @@ impl SchedulerBuilder {
                 stopped: CancellationToken::new(),
                 requests: Mutex::default(),
                 local_paused: Mutex::default(),
+                absent_since: Mutex::default(),
                 in_flight: InFlight::default(),
             }),
         }

@@ -37,6 +37,7 @@ mod steer;
 
 pub use builder::SchedulerBuilder;
 pub use cancel::CancelAsked;
+pub use chain::{PRESUMED_PARENT_WAIT, PresumedSweep};
 pub use fleet::details::{FleetMember, JoinError, RUNS_IN_FLIGHT};
 pub use introspect::{JobInfo, Reachable};
 pub use reconcile::{PlanError, PlanErrorKind, ReconcileError, ReconcileReport};

@@ -49,8 +49,9 @@ struct Pending {
     states: BTreeMap<Arc<str>, JobState>,
     /// Whether the engine is holding back claims for a full buffer (logged once).
     holding: bool,
-    /// Who waits for which write to be taken ([`Outbox::push_marks`]), in write order.
-    marks: VecDeque<(u64, oneshot::Sender<()>)>,
+    /// Who waits for which group of writes to be taken ([`Outbox::push_marks`]): the
+    /// sequence numbers of its first and last writes, in write order.
+    marks: VecDeque<(u64, u64, oneshot::Sender<()>)>,
     /// Whether the last try failed (an outage is going on).
     failing: bool,
 }
@@ -82,13 +83,15 @@ impl Outbox {
     /// Queues ledger writes that someone waits for (a batch of runs' start marks), in
     /// order: the receiver fires once the ledger has taken the last of them (so all), and
     /// never if it was not taken (the scheduler stopped first). Writes pushed together
-    /// are written together, a batch per round trip.
+    /// are written together, in one batch (one call of [`Ledger::write_batch`]) when they
+    /// fit in one.
     pub fn push_marks(&self, writes: Vec<LedgerWrite>) -> oneshot::Receiver<()> {
         let (taken, receiver) = oneshot::channel();
         let mut pending = self.lock();
+        let first = pending.front + pending.writes.len() as u64;
         pending.writes.extend(writes);
-        let seq = (pending.front + pending.writes.len() as u64).saturating_sub(1);
-        pending.marks.push_back((seq, taken));
+        let last = (pending.front + pending.writes.len() as u64).saturating_sub(1);
+        pending.marks.push_back((first.min(last), last, taken));
         drop(pending);
         self.wake.notify_one();
         receiver
@@ -231,7 +234,8 @@ impl Outbox {
         }
         let (first, batch): (u64, Vec<LedgerWrite>) = {
             let pending = self.lock();
-            (pending.front, pending.writes.iter().take(MAX_WRITES_PER_BATCH).cloned().collect())
+            let take = pending.batch_len();
+            (pending.front, pending.writes.iter().take(take).cloned().collect())
         };
         if batch.is_empty() {
             self.recovered();
@@ -245,8 +249,8 @@ impl Outbox {
             let remove = written.min(pending.writes.len());
             pending.writes.drain(..remove);
             pending.front += remove as u64;
-            while pending.marks.front().is_some_and(|(seq, _)| *seq < pending.front) {
-                if let Some((_, taken)) = pending.marks.pop_front() {
+            while pending.marks.front().is_some_and(|(_, last, _)| *last < pending.front) {
+                if let Some((_, _, taken)) = pending.marks.pop_front() {
                     // The run may have given up waiting: nothing to tell then.
                     let _ = taken.send(());
                 }
@@ -296,6 +300,20 @@ impl Outbox {
         if std::mem::take(&mut pending.failing) {
             tracing::info!("the backends are back: every buffered record and job state was written");
         }
+    }
+}
+
+impl Pending {
+    /// How many writes from the front the next batch takes: at most
+    /// [`MAX_WRITES_PER_BATCH`], and not part of a group pushed together that the batch
+    /// could not hold whole (unless the group is the batch's first write: larger than a
+    /// batch, it goes in several).
+    fn batch_len(&self) -> usize {
+        let most = self.writes.len().min(MAX_WRITES_PER_BATCH);
+        let end = self.front + most as u64;
+        let cut =
+            self.marks.iter().find(|(first, last, _)| *first > self.front && *first < end && *last >= end);
+        cut.map_or(most, |(first, _, _)| (first - self.front) as usize)
     }
 }
 

@@ -80,6 +80,18 @@ impl Shared {
         self.outbox.push_marks(vec![write])
     }
 
+    /// [`Shared::finish`] for each of `ends` (a job and its run's end), written in order as
+    /// one group (one batch, one transaction, when the ledger takes them whole), and a
+    /// receiver answered once the ledger has taken the last (never if the scheduler
+    /// stopped first): a parent's end with its chained jobs' skips (engine/chain).
+    pub(crate) async fn finish_group(&self, ends: Vec<(&Job, RunRecord)>) -> oneshot::Receiver<()> {
+        let mut writes = Vec::with_capacity(ends.len());
+        for (job, record) in ends {
+            writes.push(self.ended(job, record).await);
+        }
+        self.outbox.push_marks(writes)
+    }
+
     /// Everything [`Shared::finish`] does but the ledger write, which it returns.
     async fn ended(&self, job: &Job, record: RunRecord) -> LedgerWrite {
         log_run(&record);

@@ -1,6 +1,7 @@
 //! What the engine's parts share: [`Shared`], behind the [`Scheduler`](super::Scheduler)'s
 //! reference count, and the engine's [`Settings`].
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -74,9 +75,12 @@ pub(crate) struct Shared {
     /// order, waiting for the engine to spawn them.
     pub requests: Mutex<Vec<Vec<Due>>>,
     /// Single-replica mode's paused jobs (kept in the store), and since when.
-    pub local_paused: Mutex<std::collections::HashMap<String, Timestamp>>,
+    pub local_paused: Mutex<HashMap<String, Timestamp>>,
     /// The runs in flight here, by job and trigger, each with its cancel.
     pub in_flight: InFlight,
+    /// The instances of runs presumed interrupted that this scheduler found out of the
+    /// membership, and since when (engine/chain/presumed.rs).
+    pub absent_since: Mutex<HashMap<Arc<str>, Timestamp>>,
 }
 
 /// Engine settings; see the [`SchedulerBuilder`](crate::SchedulerBuilder) methods.
@@ -112,6 +116,10 @@ impl Shared {
             Some(coordinator) if !job.every_replica => coordinator.as_ref(),
             _ => &self.local_leases,
         }
+    }
+
+    pub fn absent_since(&self) -> MutexGuard<'_, HashMap<Arc<str>, Timestamp>> {
+        self.absent_since.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn table(&self) -> MutexGuard<'_, Table> {

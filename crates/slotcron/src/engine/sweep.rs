@@ -110,7 +110,7 @@ impl Scheduler {
 
     /// Whether `record`'s interrupted trigger runs again: its job says
     /// [`OnInterrupt::Rerun`], and it is not itself a rerun.
-    fn reruns(&self, record: &RunRecord) -> bool {
+    pub(crate) fn reruns(&self, record: &RunRecord) -> bool {
         let rerun =
             self.shared.table().job(&record.job).is_some_and(|j| j.on_interrupt == OnInterrupt::Rerun);
         rerun && record.cause != Cause::Recovered

@@ -6,13 +6,21 @@
 //! the child starts after it: a claim this replica wins and dies before starting is
 //! taken over by a live member ([`orphans`](super::fleet::orphans)). A parent that succeeded runs the child; one
 //! that failed or was skipped after its claim records the child's trigger
-//! [`SkippedParent`](Outcome::SkippedParent), which its own children inherit.
+//! [`SkippedParent`](Outcome::SkippedParent), which its own children inherit ([`skip`]);
+//! one a member presumed interrupted decides once its daemon is gone for good
+//! ([`presumed`]).
+
+mod presumed;
+mod skip;
+
+pub use presumed::{PRESUMED_PARENT_WAIT, PresumedSweep};
+pub(crate) use skip::skip_after_interrupted;
 
 use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::claim::{Claimed, claim, claim_requested, settle_start};
+use super::claim::{Claimed, claim, claim_requested};
 use super::scope::RunScope;
 use super::shared::Shared;
 use super::table::{Action, Due, Table};
@@ -62,13 +70,12 @@ pub(crate) struct ChildRun {
 /// Records the end of `job`'s run (`record`, through [`Shared::finish`]) and handles the
 /// triggers of the jobs chained after it that its outcome concerns ([`Follow`]): a
 /// success's to run, returned for the caller to run all at once on its task (so a
-/// shutdown waits for them as for the parent); a skip's recorded here.
+/// shutdown waits for them as for the parent); a skip's recorded with it ([`skip`]).
 pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<ChildRun> {
-    if Follow::of(record.outcome) == Follow::Run {
-        return fire(scope, job, record).await;
-    }
-    if let Some((_, children, parent)) = end(&scope.shared, job, record).await {
-        skip_children(&scope.shared, children, &parent).await;
+    match Follow::of(record.outcome) {
+        Follow::Run => return fire(scope, job, record).await,
+        Follow::Skip => skip::skip_durably(&scope.shared, job, record).await,
+        Follow::Nothing => scope.shared.finish(job, record).await,
     }
     Vec::new()
 }
@@ -81,22 +88,23 @@ pub(crate) async fn finish(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRec
 /// coordinator they are lost, and logged so).
 async fn fire(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<ChildRun> {
     let shared = &scope.shared;
-    let children = shared.table().children_of(&job.name);
-    let children: Vec<Arc<Job>> = children.into_iter().filter(|child| !in_cycle(shared, child)).collect();
+    let children = children(shared, &job.name);
     if children.is_empty() {
         shared.finish(job, record).await;
         return Vec::new();
     }
-    let parent = Parent {
-        name: job.name.clone(),
-        trigger: record.trigger,
-        cause: record.cause,
-        outcome: record.outcome,
-    };
+    let parent = Parent::of(&record);
     let cause = parent.child_cause();
     let mut runs = Vec::with_capacity(children.len());
     for child in children {
         let claimed = claim_child(shared, &child, parent.trigger, cause).await;
+        if let Some((Err(refused), _)) = &claimed
+            && held_elsewhere(refused)
+        {
+            tracing::debug!(job = %child.name, trigger = %parent.trigger,
+                "the trigger's claim is held already: its holder decided it (not run or recorded here)");
+            continue;
+        }
         let action = match cause {
             Cause::Scheduled => Action::Run,
             _ => Action::Requested { attempts_made: 0 },
@@ -114,56 +122,6 @@ async fn fire(scope: &Arc<RunScope>, job: &Arc<Job>, record: RunRecord) -> Vec<C
     Vec::new()
 }
 
-/// Records the children's triggers of a run that the stale sweep recorded `interrupted`
-/// (`record`, as it was found) `skipped-parent`: only for a run of this instance's own
-/// previous incarnation, which is gone for good (a run a member presumed interrupted may
-/// still end: its daemon, cut off, writes its real end when it is back, and fires its
-/// children then), and of a job that does not rerun it.
-pub(crate) async fn skip_after_interrupted(shared: &Arc<Shared>, record: &RunRecord) {
-    if record.instance != shared.instance {
-        return;
-    }
-    let children = shared.table().children_of(&record.job);
-    let parent = Parent {
-        name: record.job.clone(),
-        trigger: record.trigger,
-        cause: record.cause,
-        outcome: Outcome::Interrupted,
-    };
-    skip_children(shared, children, &parent).await;
-}
-
-/// Records `record`, the end of `job`'s run; if jobs are chained after it and its outcome
-/// concerns them, returns what follows, the children and the parent as they need it —
-/// for a success, once the ledger has taken the record (so the parent's success is
-/// durable before the children's triggers are). A skip fires nothing to run: its
-/// children's skips follow at once (also in the stale sweep at start, before the ledger's
-/// writer runs).
-async fn end(shared: &Shared, job: &Job, record: RunRecord) -> Option<(Follow, Vec<Arc<Job>>, Parent)> {
-    let follow = Follow::of(record.outcome);
-    let children = match follow {
-        Follow::Nothing => Vec::new(),
-        Follow::Run | Follow::Skip => shared.table().children_of(&job.name),
-    };
-    let parent = Parent {
-        name: job.name.clone(),
-        trigger: record.trigger,
-        cause: record.cause,
-        outcome: record.outcome,
-    };
-    if children.is_empty() || follow != Follow::Run {
-        shared.finish(job, record).await;
-    } else if shared.finish_durably(job, record).await.await.is_err() {
-        tracing::warn!(
-            job = %parent.name, trigger = %parent.trigger,
-            "the scheduler stopped before the run's end was written: the jobs chained after it are not fired"
-        );
-        return None;
-    }
-    let children: Vec<Arc<Job>> = children.into_iter().filter(|child| !in_cycle(shared, child)).collect();
-    (!children.is_empty()).then_some((follow, children, parent))
-}
-
 /// The end of a parent's run, as its children's triggers need it.
 struct Parent {
     name: Arc<str>,
@@ -173,6 +131,16 @@ struct Parent {
 }
 
 impl Parent {
+    /// The end of the run that `record` records.
+    fn of(record: &RunRecord) -> Self {
+        Self {
+            name: record.job.clone(),
+            trigger: record.trigger,
+            cause: record.cause,
+            outcome: record.outcome,
+        }
+    }
+
     /// The cause of the children's triggers: a manual or backfilled parent's run makes
     /// theirs manual or backfilled (claimed under such a run's own key); any other is
     /// their scheduled trigger (`{child}:{trigger}`).
@@ -205,26 +173,17 @@ async fn leave_to_others(shared: &Shared, run: ChildRun) {
     }
 }
 
-/// Records each of `children`'s triggers at `parent`'s instant `skipped-parent`, naming
-/// the parent's outcome: claimed first (so once across the fleet, and settled: never
-/// taken over and run), then recorded; their own children's follow, in turn.
-async fn skip_children(shared: &Arc<Shared>, children: Vec<Arc<Job>>, parent: &Parent) {
-    let (trigger, cause) = (parent.trigger, parent.child_cause());
-    for child in children {
-        let record = match claim_child(shared, &child, trigger, cause).await {
-            Some((Err(record), _)) => *record,
-            claimed => {
-                let key = claimed.map(|(_, key)| key);
-                settle_start(shared, key.as_deref(), &child).await;
-                let reason =
-                    format!("its parent {}'s run of this trigger ended {}", parent.name, parent.outcome);
-                shared.skipped(&child, trigger, cause, Outcome::SkippedParent, Some(reason))
-            }
-        };
-        if let Some((Follow::Skip, grandchildren, next)) = end(shared, &child, record).await {
-            Box::pin(skip_children(shared, grandchildren, &next)).await;
-        }
-    }
+/// The jobs chained after `parent` (not those in a cycle, which are not fired).
+fn children(shared: &Shared, parent: &str) -> Vec<Arc<Job>> {
+    let children = shared.table().children_of(parent);
+    children.into_iter().filter(|child| !in_cycle(shared, child)).collect()
+}
+
+/// Whether a child's claim was refused because another claim of its trigger holds it
+/// (not for the high-water mark, a pause or an outage): the holder decides the trigger —
+/// runs it, or records it `skipped-parent` — and records it.
+fn held_elsewhere(refused: &RunRecord) -> bool {
+    refused.outcome == Outcome::SkippedLost && refused.error.is_none()
 }
 
 /// Claims `child`'s `trigger` (of `cause`) from the coordinator, if one arbitrates it:
