@@ -355,6 +355,15 @@ impl Table {
         names.iter().filter_map(|name| self.job(name)).filter(taking).collect()
     }
 
+    /// The names of the jobs that others are chained after ([`Job::parent`]).
+    pub fn parents(&self) -> Vec<Arc<str>> {
+        self.children
+            .iter()
+            .filter(|(_, children)| !children.is_empty())
+            .map(|(parent, _)| parent.clone())
+            .collect()
+    }
+
     /// The parent of the job called `name`, if it is here and chained.
     pub fn parent_of(&self, name: &str) -> Option<Arc<str>> {
         self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.parent.clone()

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use super::{Parent, skip};
 use crate::Scheduler;
+use crate::coordinator::job_owner;
 use crate::ledger::{LedgerError, LedgerQuery, Outcome, RunRecord};
 
 /// How long a live member waits, from the first sweep in which it finds a daemon out of
@@ -44,7 +45,8 @@ impl Scheduler {
     /// their own children in turn; not for a job that reruns an interrupted trigger (its
     /// rerun's end decides). The reason says how the parent's daemon was seen gone for
     /// good. [`PresumedSweep::Periodic`] decides nothing while this scheduler cannot vouch
-    /// for its view of the membership ([`Scheduler::vouched_members`]), and starts an
+    /// for its view of the membership ([`Scheduler::vouched_members`]), leaves each run to
+    /// its job's owner among the live members (one member decides), and starts an
     /// instance's wait at the first call that finds it out of the membership. Returns how
     /// many triggers were recorded.
     ///
@@ -61,20 +63,28 @@ impl Scheduler {
                 None => return Ok(0),
             },
         };
-        let query =
-            LedgerQuery { outcome: Some(Outcome::Interrupted), limit: usize::MAX, ..LedgerQuery::default() };
         let mut recorded = 0;
-        for record in self.ledger().query(&query).await? {
-            let has_children = !self.shared.table().children_of(&record.job).is_empty();
-            if !has_children || self.reruns(&record) {
-                continue;
-            }
-            let gone = match &members {
-                None => self.restarted(&record),
-                Some(members) => self.absent_for_good(&record, members),
+        // Taken before the loop: the table is locked only as long as its own statement.
+        let parents = self.shared.table().parents();
+        for parent in parents {
+            let query = LedgerQuery {
+                job: Some(parent.to_string()),
+                outcome: Some(Outcome::Interrupted),
+                limit: usize::MAX,
+                ..LedgerQuery::default()
             };
-            if let Some(note) = gone {
-                recorded += skip::decide(&self.shared, &Parent::of(&record), Some(&note)).await;
+            for record in self.ledger().query(&query).await? {
+                if self.reruns(&record) {
+                    continue;
+                }
+                let gone = match &members {
+                    None => self.restarted(&record),
+                    Some(members) => self.absent_for_good(&record, members),
+                };
+                if let Some(note) = gone {
+                    let durable = when == PresumedSweep::Periodic;
+                    recorded += skip::decide(&self.shared, &Parent::of(&record), Some(&note), durable).await;
+                }
             }
         }
         Ok(recorded)
@@ -97,6 +107,10 @@ impl Scheduler {
     fn absent_for_good(&self, record: &RunRecord, members: &[String]) -> Option<String> {
         let instance = &record.instance;
         if *instance == self.shared.instance || members.iter().any(|m| **m == **instance) {
+            return None;
+        }
+        // One member decides: the parent job's owner among the live ones.
+        if job_owner(&record.job, members) != Some(&*self.shared.instance) {
             return None;
         }
         let now = self.shared.clock.now();

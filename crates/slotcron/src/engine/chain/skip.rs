@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use super::{Follow, Parent, children, claim_child, held_elsewhere};
+use super::{Parent, children, claim_child, held_elsewhere};
 use crate::engine::claim::settle_start;
 use crate::engine::shared::Shared;
 use crate::job::Job;
@@ -89,35 +89,60 @@ pub(crate) async fn skip_after_interrupted(shared: &Arc<Shared>, record: &RunRec
     }
     let mut parent = Parent::of(record);
     parent.outcome = Outcome::Interrupted;
-    decide(shared, &parent, None).await;
+    decide(shared, &parent, None, false).await;
 }
 
 /// Decides each trigger of the jobs chained after `parent` (`note` added to their
 /// reasons) that has no record yet: claims it (once across the fleet), settles it and
 /// records it `skipped-parent`, then its own children in turn. A claim another holds is
-/// its holder's to decide: nothing is written here. Returns how many were recorded.
-pub(super) async fn decide(shared: &Arc<Shared>, parent: &Parent, note: Option<&str>) -> usize {
+/// its holder's to decide, and one without an answer the next sweep's: nothing is written
+/// here. A claim refused for good (a late decision behind the child's high-water mark,
+/// or a paused child) is recorded `skipped-parent` all the same: nobody claims the
+/// trigger again. With `durable` (the scheduler runs: its ledger's writer too), each
+/// record is made durable before the next trigger is looked at, so that the ledger tells
+/// the next sweep it is decided; without (a sweep at the start, before the writer runs,
+/// looks once), it is queued. Returns how many were recorded.
+pub(super) async fn decide(
+    shared: &Arc<Shared>,
+    parent: &Parent,
+    note: Option<&str>,
+    durable: bool,
+) -> usize {
     let mut recorded = 0;
     for child in children(shared, &parent.name) {
         if has_record(shared, &child, parent).await {
             continue;
         }
-        let record = match claim_child(shared, &child, parent.trigger, parent.child_cause()).await {
-            Some((Err(refused), _)) if held_elsewhere(&refused) => continue,
-            Some((Err(refused), _)) => *refused,
-            claimed => {
-                settle_start(shared, claimed.map(|(_, key)| key).as_deref(), &child).await;
-                skipped_parent(shared, &child, parent, note)
-            }
-        };
-        let next = Parent::of(&record);
-        shared.finish(&child, record).await;
-        recorded += 1;
-        if Follow::of(next.outcome) == Follow::Skip {
-            recorded += Box::pin(decide(shared, &next, None)).await;
+        match claim_child(shared, &child, parent.trigger, parent.child_cause()).await {
+            // Its holder decides it; without an answer, the next sweep does.
+            Some((Err(refused), _)) if held_elsewhere(&refused) || !refused_for_good(&refused) => continue,
+            Some((Ok(_), key)) => settle_start(shared, Some(&key), &child).await,
+            // Refused for good (behind the job's high-water mark, paused) or nothing to
+            // claim: it never runs, and is recorded as its parent's outcome has it.
+            _ => {}
         }
+        let record = skipped_parent(shared, &child, parent, note);
+        let next = Parent::of(&record);
+        if durable {
+            // The record is what tells the next sweep the trigger is decided when a refused
+            // claim cannot (a late one, behind the high-water mark).
+            if shared.finish_durably(&child, record).await.await.is_err() {
+                tracing::warn!(job = %child.name, trigger = %parent.trigger,
+                    "the scheduler stopped before the skip was written: decided again at the next sweep");
+                return recorded;
+            }
+        } else {
+            shared.finish(&child, record).await;
+        }
+        recorded += 1 + Box::pin(decide(shared, &next, None, durable)).await;
     }
     recorded
+}
+
+/// Whether a child's claim refused (`refused`, not held elsewhere) is final: the
+/// trigger is behind the job's high-water mark or the job is paused, not an outage.
+fn refused_for_good(refused: &RunRecord) -> bool {
+    matches!(refused.outcome, Outcome::SkippedLost | Outcome::SkippedPaused)
 }
 
 /// Whether the ledger holds a record of `child`'s trigger at `parent`'s instant; one that
