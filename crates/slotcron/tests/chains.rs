@@ -150,6 +150,45 @@ async fn a_childs_claim_won_and_never_started_is_taken_over_and_the_chain_goes_o
     assert_eq!(h.records("c").len(), 1);
 }
 
+/// A failed parent's end and its child's `skipped-parent` record were written together,
+/// then its daemon claimed the child's trigger and died before settling that claim: the
+/// claim taken over is settled, not run — the ledger already tells the trigger's outcome —
+/// and the chain below it stays as recorded.
+#[tokio::test(start_paused = true)]
+async fn a_skipped_childs_claim_left_unsettled_is_taken_over_and_settled_not_run() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let t = ts("2024-05-17T10:01:00Z");
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
+    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+
+    let runs = Runs::default();
+    let mut h = coordinated("2024-05-17T10:01:02Z", &coordinator);
+    let skipped = |job: &str| RunRecord {
+        job: job.into(),
+        outcome: Outcome::SkippedParent,
+        attempts: 0,
+        fencing_token: None,
+        error: Some("its parent's run of this trigger ended failed".into()),
+        ..left_running(t, "test")
+    };
+    h.ledger.append(&skipped("b")).await.unwrap();
+    h.ledger.append(&skipped("c")).await.unwrap();
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:10Z")).await;
+    h.stop().await;
+    assert!(runs.lock().unwrap().is_empty(), "nothing ran: {:?}", runs.lock().unwrap());
+    for job in ["b", "c"] {
+        let records = h.records(job);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0].outcome, Outcome::SkippedParent);
+    }
+}
+
 /// Adding the job that closes a cycle is refused, naming every job in it; so are a
 /// `run_after` beside another schedule, a placed one, and one after itself.
 #[test]

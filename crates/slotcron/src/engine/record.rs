@@ -9,10 +9,28 @@ use tokio::sync::oneshot;
 
 use super::shared::Shared;
 use crate::job::Job;
-use crate::ledger::{Cause, LedgerWrite, Outcome, RunRecord};
+use crate::ledger::{Cause, LedgerError, LedgerQuery, LedgerWrite, Outcome, RunRecord};
 use crate::store::JobState;
 
 impl Shared {
+    /// Whether the ledger holds a record of `job`'s `trigger` (any outcome, any
+    /// instance).
+    ///
+    /// # Errors
+    /// The ledger could not be read: each caller says what that means for it.
+    pub(crate) async fn recorded(&self, job: &Job, trigger: Timestamp) -> Result<bool, LedgerError> {
+        let query = LedgerQuery {
+            job: Some(job.name.to_string()),
+            since: Some(trigger),
+            // The backends keep microseconds: a bound one nanosecond on would round to
+            // the trigger itself and find nothing.
+            until: trigger.checked_add(Duration::from_micros(1)).ok(),
+            limit: 1,
+            ..LedgerQuery::default()
+        };
+        Ok(!self.ledger.query(&query).await?.is_empty())
+    }
+
     /// The record of a trigger that was not run (`outcome` a skip or a miss), at now.
     pub(crate) fn skipped(
         &self,

@@ -9,7 +9,6 @@
 //! previous process ran and that it died before taking (a burst takes a while to take).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio_util::task::TaskTracker;
@@ -21,7 +20,7 @@ use super::table::{Action, Due};
 use crate::Scheduler;
 use crate::job::Job;
 use crate::key::trigger_key;
-use crate::ledger::{Cause, LedgerQuery};
+use crate::ledger::Cause;
 use crate::schedule::ScheduleKind;
 use crate::store::JobState;
 
@@ -110,17 +109,8 @@ impl Scheduler {
     /// Whether the ledger holds a record of `job`'s `trigger` (any outcome, any instance);
     /// `true` when it cannot be read (logged): nothing is run twice on a guess.
     async fn recorded(&self, job: &Job, trigger: Timestamp) -> bool {
-        let query = LedgerQuery {
-            job: Some(job.name.to_string()),
-            since: Some(trigger),
-            // The backends keep microseconds: a bound one nanosecond on would round to
-            // the trigger itself and find nothing.
-            until: trigger.checked_add(Duration::from_micros(1)).ok(),
-            limit: 1,
-            ..LedgerQuery::default()
-        };
-        match self.ledger().query(&query).await {
-            Ok(records) => !records.is_empty(),
+        match self.shared.recorded(job, trigger).await {
+            Ok(recorded) => recorded,
             Err(e) => {
                 tracing::warn!(job = %job.name, %trigger, "cannot read its record: {e}; left as it is");
                 true

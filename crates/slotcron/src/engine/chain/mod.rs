@@ -14,7 +14,7 @@ mod presumed;
 mod skip;
 
 pub use presumed::{PRESUMED_PARENT_WAIT, PresumedSweep};
-pub(crate) use skip::skip_after_interrupted;
+pub(crate) use skip::{skip_after_interrupted, skipped_before};
 
 use std::sync::Arc;
 

@@ -14,11 +14,13 @@
 
 use std::sync::Arc;
 
+use jiff::Timestamp;
+
 use super::{Parent, children, claim_child, held_elsewhere};
 use crate::engine::claim::settle_start;
 use crate::engine::shared::Shared;
 use crate::job::Job;
-use crate::ledger::{LedgerQuery, Outcome, RunRecord};
+use crate::ledger::{Outcome, RunRecord};
 
 /// Records `record`, the end of `job`'s run that its children skip ([`Follow::Skip`]),
 /// with the `skipped-parent` records of its children, grandchildren…, as one group, the
@@ -148,18 +150,24 @@ fn refused_for_good(refused: &RunRecord) -> bool {
 /// Whether the ledger holds a record of `child`'s trigger at `parent`'s instant; one that
 /// cannot be read counts as recorded (logged): nothing is decided twice.
 async fn has_record(shared: &Shared, child: &Job, parent: &Parent) -> bool {
-    let query = LedgerQuery {
-        job: Some(child.name.to_string()),
-        since: Some(parent.trigger),
-        until: Some(parent.trigger + jiff::SignedDuration::from_millis(1)),
-        ..LedgerQuery::default()
-    };
-    match shared.ledger.query(&query).await {
-        Ok(records) => records.iter().any(|record| record.trigger == parent.trigger),
-        Err(e) => {
-            tracing::warn!(job = %child.name, trigger = %parent.trigger,
-                "cannot read whether the trigger is recorded ({e}): left undecided");
-            true
-        }
+    shared.recorded(child, parent.trigger).await.unwrap_or_else(|e| {
+        tracing::warn!(job = %child.name, trigger = %parent.trigger,
+            "cannot read whether the trigger is recorded ({e}): left undecided");
+        true
+    })
+}
+
+/// Whether `job`, chained, has a record of `trigger` already: its parent did not succeed
+/// and the trigger was recorded `skipped-parent` with the parent's end, then claimed by a
+/// daemon that died before it settled the claim — so a takeover of that claim must settle
+/// it, not run it. `false` for a job not chained, or a ledger that cannot be read (logged:
+/// the takeover runs it, as any other).
+pub(crate) async fn skipped_before(shared: &Shared, job: &Job, trigger: Timestamp) -> bool {
+    if job.parent.is_none() {
+        return false;
     }
+    shared.recorded(job, trigger).await.unwrap_or_else(|e| {
+        tracing::warn!(job = %job.name, %trigger, "cannot read whether the chained trigger is recorded ({e}): run");
+        false
+    })
 }

@@ -13,7 +13,8 @@ use jiff::Timestamp;
 use super::{FleetRun, placement};
 use crate::clock::later;
 use crate::coordinator::{ClaimOutcome, Coordinator, TriggerRef, Unstarted};
-use crate::engine::claim::within_claim_timeout;
+use crate::engine::chain;
+use crate::engine::claim::{settle_start, within_claim_timeout};
 use crate::engine::run;
 use crate::engine::table::{Action, Due};
 use crate::job::Job;
@@ -146,6 +147,11 @@ async fn run_orphan(fleet: FleetRun, orphan: Orphan, fencing_token: u64, note: S
         () = shared.clock.sleep_until(orphan.trigger) => {}
     }
     let Orphan { job, key, cause, trigger, .. } = orphan;
+    if chain::skipped_before(shared, &job, trigger).await {
+        tracing::info!(job = %job.name, %trigger, "taken over, but recorded skipped-parent already: not run");
+        settle_start(shared, Some(&key), &job).await;
+        return fleet.scope.started();
+    }
     let due = Due { job, trigger, next: None, action: Action::Run, cause };
     run::execute_taken_over(fleet.scope.clone(), due, fencing_token, key.into_boxed_str(), note).await;
 }
