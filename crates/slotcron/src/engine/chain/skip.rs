@@ -22,7 +22,7 @@ use crate::engine::shared::Shared;
 use crate::job::Job;
 use crate::ledger::{Outcome, RunRecord};
 
-/// Records `record`, the end of `job`'s run that its children skip ([`Follow::Skip`]),
+/// Records `record`, the end of `job`'s run that its children skip ([`Follow::Skip`](super::Follow::Skip)),
 /// with the `skipped-parent` records of its children, grandchildren…, as one group, the
 /// skips first; once the ledger has taken them, claims and settles each skipped trigger.
 pub(super) async fn skip_durably(shared: &Arc<Shared>, job: &Arc<Job>, record: RunRecord) {
