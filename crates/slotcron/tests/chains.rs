@@ -189,6 +189,39 @@ async fn a_skipped_childs_claim_left_unsettled_is_taken_over_and_settled_not_run
     }
 }
 
+/// A successful parent's child claimed and never started, whose `running` record the
+/// restart's sweep recorded `skipped-lost` (its command never started: its claim is to be
+/// taken over and run once): the takeover runs it — only a `skipped-parent` record means
+/// the trigger was decided without a run.
+#[tokio::test(start_paused = true)]
+async fn a_childs_claim_whose_start_never_came_is_taken_over_and_run_despite_its_skipped_lost_record() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let t = ts("2024-05-17T10:01:00Z");
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
+    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+
+    let runs = Runs::default();
+    let mut h = coordinated("2024-05-17T10:01:02Z", &coordinator);
+    let never_started = RunRecord {
+        job: "b".into(),
+        outcome: Outcome::SkippedLost,
+        error: Some("its command never started: its claim is taken over".into()),
+        ..left_running(t, "test")
+    };
+    h.ledger.append(&never_started).await.unwrap();
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T10:01:10Z")).await;
+    h.stop().await;
+    assert_eq!(runs_of(&runs, "b"), [(t, key.clone())]);
+    assert_eq!(runs_of(&runs, "c"), [(t, "c:2024-05-17T10:01:00Z".to_owned())]);
+    assert_eq!(h.triggers("b", Outcome::Succeeded), [t]);
+}
+
 /// Adding the job that closes a cycle is refused, naming every job in it; so are a
 /// `run_after` beside another schedule, a placed one, and one after itself.
 #[test]

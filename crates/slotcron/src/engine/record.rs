@@ -13,14 +13,20 @@ use crate::ledger::{Cause, LedgerError, LedgerQuery, LedgerWrite, Outcome, RunRe
 use crate::store::JobState;
 
 impl Shared {
-    /// Whether the ledger holds a record of `job`'s `trigger` (any outcome, any
+    /// Whether the ledger holds a record of `job`'s `trigger` (of `outcome`, or any; any
     /// instance).
     ///
     /// # Errors
     /// The ledger could not be read: each caller says what that means for it.
-    pub(crate) async fn recorded(&self, job: &Job, trigger: Timestamp) -> Result<bool, LedgerError> {
+    pub(crate) async fn recorded(
+        &self,
+        job: &Job,
+        trigger: Timestamp,
+        outcome: Option<Outcome>,
+    ) -> Result<bool, LedgerError> {
         let query = LedgerQuery {
             job: Some(job.name.to_string()),
+            outcome,
             since: Some(trigger),
             // The backends keep microseconds: a bound one nanosecond on would round to
             // the trigger itself and find nothing.

@@ -109,7 +109,7 @@ impl Scheduler {
     /// Whether the ledger holds a record of `job`'s `trigger` (any outcome, any instance);
     /// `true` when it cannot be read (logged): nothing is run twice on a guess.
     async fn recorded(&self, job: &Job, trigger: Timestamp) -> bool {
-        match self.shared.recorded(job, trigger).await {
+        match self.shared.recorded(job, trigger, None).await {
             Ok(recorded) => recorded,
             Err(e) => {
                 tracing::warn!(job = %job.name, %trigger, "cannot read its record: {e}; left as it is");

@@ -150,23 +150,24 @@ fn refused_for_good(refused: &RunRecord) -> bool {
 /// Whether the ledger holds a record of `child`'s trigger at `parent`'s instant; one that
 /// cannot be read counts as recorded (logged): nothing is decided twice.
 async fn has_record(shared: &Shared, child: &Job, parent: &Parent) -> bool {
-    shared.recorded(child, parent.trigger).await.unwrap_or_else(|e| {
+    shared.recorded(child, parent.trigger, None).await.unwrap_or_else(|e| {
         tracing::warn!(job = %child.name, trigger = %parent.trigger,
             "cannot read whether the trigger is recorded ({e}): left undecided");
         true
     })
 }
 
-/// Whether `job`, chained, has a record of `trigger` already: its parent did not succeed
-/// and the trigger was recorded `skipped-parent` with the parent's end, then claimed by a
-/// daemon that died before it settled the claim — so a takeover of that claim must settle
-/// it, not run it. `false` for a job not chained, or a ledger that cannot be read (logged:
-/// the takeover runs it, as any other).
+/// Whether `job`, chained, has its `trigger` recorded `skipped-parent` already: its
+/// parent did not succeed and the skip was written with the parent's end, then claimed by
+/// a daemon that died before it settled the claim — so a takeover of that claim must
+/// settle it, not run it. Any other record (a start never marked, `skipped-lost`, whose
+/// trigger is to run once, there) does not count. `false` for a job not chained, or a
+/// ledger that cannot be read (logged: the takeover runs it, as any other).
 pub(crate) async fn skipped_before(shared: &Shared, job: &Job, trigger: Timestamp) -> bool {
     if job.parent.is_none() {
         return false;
     }
-    shared.recorded(job, trigger).await.unwrap_or_else(|e| {
+    shared.recorded(job, trigger, Some(Outcome::SkippedParent)).await.unwrap_or_else(|e| {
         tracing::warn!(job = %job.name, %trigger, "cannot read whether the chained trigger is recorded ({e}): run");
         false
     })
