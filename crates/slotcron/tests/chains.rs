@@ -127,16 +127,12 @@ async fn a_chain_three_deep_runs_each_job_once_per_trigger_of_the_first() {
 async fn a_childs_claim_won_and_never_started_is_taken_over_and_the_chain_goes_on() {
     let coordinator = Arc::new(InProcessCoordinator::new());
     let t = ts("2024-05-17T10:01:00Z");
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
-    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+    let (key, claimed) = claim_b(&coordinator, t, "test").await;
+    assert!(matches!(claimed, ClaimOutcome::Won { .. }));
 
     let runs = Runs::default();
     let mut h = coordinated("2024-05-17T10:01:02Z", &coordinator);
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    chain_of_three(&h, &runs, false);
     h.start().await;
     h.advance_to(ts("2024-05-17T10:01:10Z")).await;
     h.stop().await;
@@ -158,10 +154,8 @@ async fn a_childs_claim_won_and_never_started_is_taken_over_and_the_chain_goes_o
 async fn a_skipped_childs_claim_left_unsettled_is_taken_over_and_settled_not_run() {
     let coordinator = Arc::new(InProcessCoordinator::new());
     let t = ts("2024-05-17T10:01:00Z");
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
-    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+    let (_, claimed) = claim_b(&coordinator, t, "test").await;
+    assert!(matches!(claimed, ClaimOutcome::Won { .. }));
 
     let runs = Runs::default();
     let mut h = coordinated("2024-05-17T10:01:02Z", &coordinator);
@@ -175,9 +169,7 @@ async fn a_skipped_childs_claim_left_unsettled_is_taken_over_and_settled_not_run
     };
     h.ledger.append(&skipped("b")).await.unwrap();
     h.ledger.append(&skipped("c")).await.unwrap();
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    chain_of_three(&h, &runs, false);
     h.start().await;
     h.advance_to(ts("2024-05-17T10:01:10Z")).await;
     h.stop().await;
@@ -197,10 +189,8 @@ async fn a_skipped_childs_claim_left_unsettled_is_taken_over_and_settled_not_run
 async fn a_childs_claim_whose_start_never_came_is_taken_over_and_run_despite_its_skipped_lost_record() {
     let coordinator = Arc::new(InProcessCoordinator::new());
     let t = ts("2024-05-17T10:01:00Z");
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
-    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+    let (key, claimed) = claim_b(&coordinator, t, "test").await;
+    assert!(matches!(claimed, ClaimOutcome::Won { .. }));
 
     let runs = Runs::default();
     let mut h = coordinated("2024-05-17T10:01:02Z", &coordinator);
@@ -211,9 +201,7 @@ async fn a_childs_claim_whose_start_never_came_is_taken_over_and_run_despite_its
         ..left_running(t, "test")
     };
     h.ledger.append(&never_started).await.unwrap();
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    chain_of_three(&h, &runs, false);
     h.start().await;
     h.advance_to(ts("2024-05-17T10:01:10Z")).await;
     h.stop().await;
@@ -361,6 +349,16 @@ fn restarted(
     h
 }
 
+/// Claims `b`'s trigger at `t` (a child of `a`, keyed by `a`'s trigger) as `instance`
+/// would: its key and the coordinator's answer.
+async fn claim_b(coordinator: &InProcessCoordinator, t: Timestamp, instance: &str) -> (String, ClaimOutcome) {
+    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
+    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
+    let claim = Claim { job: "b", trigger: t, key: &key, instance, hold };
+    let claimed = coordinator.claim(&claim).await.unwrap();
+    (key, claimed)
+}
+
 /// `a` every minute, `b` after it and `c` after `b`, each noting its runs in `runs`
 /// (`a` failing if `fail`).
 fn chain_of_three(h: &Harness, runs: &Runs, fail: bool) {
@@ -393,10 +391,8 @@ async fn a_failed_parents_skips_are_recorded_with_its_end_then_claimed_settled_a
     let t = ts("2024-05-17T10:01:00Z");
     let unstarted = coordinator.unstarted("test", &["b", "c"]).await.unwrap();
     assert!(unstarted.is_empty(), "settled, not left for a takeover: {unstarted:?}");
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "other", hold };
-    assert_eq!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Lost, "claimed once");
+    let (_, claimed) = claim_b(&coordinator, t, "other").await;
+    assert_eq!(claimed, ClaimOutcome::Lost, "claimed once");
 
     let mut again = restarted("2024-05-17T10:01:06Z", &coordinator, &h.ledger);
     chain_of_three(&again, &runs, true);
@@ -449,10 +445,8 @@ async fn a_childs_claim_left_by_the_previous_incarnation_is_run_not_skipped_at_t
     let runs = Runs::default();
     let coordinator = Arc::new(InProcessCoordinator::new());
     let t = ts("2024-05-17T10:01:00Z");
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "test", hold };
-    assert!(matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }));
+    let (key, claimed) = claim_b(&coordinator, t, "test").await;
+    assert!(matches!(claimed, ClaimOutcome::Won { .. }));
     let ledger = Arc::new(slotcron::MemoryLedger::new(1_000));
     ledger.append(&left_running(t, "test")).await.unwrap();
     let mut h = restarted("2024-05-17T10:01:02Z", &coordinator, &ledger);
@@ -482,9 +476,7 @@ async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_aft
     });
     // Every minute: newer triggers of `b` run during the wait, so its high-water mark
     // refuses the late claim; the trigger is decided all the same, and so is `c`'s.
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.add(noting(Job::builder("c").run_after("b"), &runs, false));
+    chain_of_three(&h, &runs, false);
     let t = ts("2024-05-17T10:01:00Z");
     h.ledger.append(&left_running(t, "cut-off")).await.unwrap();
     h.start().await;
@@ -514,12 +506,7 @@ async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_aft
     let c = at_t("c");
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].outcome, Outcome::SkippedParent);
-    let key = slotcron::trigger_key("b", slotcron::ScheduleKind::Chained, t);
-    let hold = Some(Hold { slot: Duration::ZERO, run_budget: None, slack: Duration::from_secs(5) });
-    let claim = Claim { job: "b", trigger: t, key: &key, instance: "cut-off", hold };
-    assert!(
-        !matches!(coordinator.claim(&claim).await.unwrap(), ClaimOutcome::Won { .. }),
-        "a late end fires nothing"
-    );
+    let (_, claimed) = claim_b(&coordinator, t, "cut-off").await;
+    assert!(!matches!(claimed, ClaimOutcome::Won { .. }), "a late end fires nothing");
     assert!(runs.lock().unwrap().iter().all(|(job, trigger, _)| job == "a" || *trigger != t));
 }
