@@ -63,6 +63,8 @@ impl Scheduler {
                 None => return Ok(0),
             },
         };
+        // The periodic sweep runs with the ledger's writer: its records are waited for.
+        let durable = when == PresumedSweep::Periodic;
         let mut recorded = 0;
         // Taken before the loop: the table is locked only as long as its own statement.
         let parents = self.shared.table().parents();
@@ -82,7 +84,6 @@ impl Scheduler {
                     Some(members) => self.absent_for_good(&record, members),
                 };
                 if let Some(note) = gone {
-                    let durable = when == PresumedSweep::Periodic;
                     recorded += skip::decide(&self.shared, &Parent::of(&record), Some(&note), durable).await;
                 }
             }
