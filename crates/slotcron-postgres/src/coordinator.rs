@@ -265,7 +265,7 @@ impl PostgresCoordinator {
         let rows =
             match self.database.query_within(&self.claim_batch_sql, &params, self.response_timeout).await {
                 Ok(rows) => rows,
-                Err(QueryError::NotApplied(e)) => return Err(ClaimAttemptError::NotMade(e.cause)),
+                Err(QueryError::NotApplied(e)) => return Err(not_made(e)),
                 Err(QueryError::OutcomeUnknown(e)) => return Err(ClaimAttemptError::ReplyLost(e.cause)),
             };
         // One row: per claim, the fencing token, NULL (lost), -1 (behind the mark) or -2
@@ -336,7 +336,7 @@ impl PostgresCoordinator {
     ) -> Result<ClaimOutcome, ClaimAttemptError<String>> {
         let rows = match self.database.query_within(sql, params, self.response_timeout).await {
             Ok(rows) => rows,
-            Err(QueryError::NotApplied(e)) => return Err(ClaimAttemptError::NotMade(e.cause)),
+            Err(QueryError::NotApplied(e)) => return Err(not_made(e)),
             Err(QueryError::OutcomeUnknown(e)) => return Err(ClaimAttemptError::ReplyLost(e.cause)),
         };
         // One row: the fencing token, or NULL. Anything else is a reply not understood.
@@ -670,6 +670,15 @@ impl Coordinator for PostgresCoordinator {
         "postgres"
     }
 }
+/// A claim statement that was not applied: refused when the server refused the role
+/// ([`DbError::refused`]), else not made.
+fn not_made(error: DbError) -> ClaimAttemptError<String> {
+    match error.refused {
+        true => ClaimAttemptError::Refused(error.cause),
+        false => ClaimAttemptError::NotMade(error.cause),
+    }
+}
+
 /// A statement that failed with `error`, described by `message`: the coordinator's
 /// error, of kind `unauthorized` when the server refused the role ([`DbError::refused`]),
 /// else `unavailable`.

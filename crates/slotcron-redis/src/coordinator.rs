@@ -313,6 +313,7 @@ impl RedisCoordinator {
                 ))));
             }
             Err(e) if outcome_unknown(&e) => return Err(ClaimAttemptError::ReplyLost(e)),
+            Err(e) if refused(&e) => return Err(ClaimAttemptError::Refused(e)),
             Err(e) => return Err(ClaimAttemptError::NotMade(e)),
         };
         Ok(pending
@@ -367,12 +368,18 @@ impl RedisCoordinator {
 /// `unauthorized` when Redis refused the credentials (`NOAUTH`, `WRONGPASS`, `NOPERM`, or a
 /// reconnection's `AUTH` failing), else `unavailable`.
 pub(crate) fn call_failed(what: String, error: &RedisError) -> CoordinatorError {
-    let refused = error.kind() == ErrorKind::AuthenticationFailed
-        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
-    match refused {
+    match refused(error) {
         true => CoordinatorError::new(CoordinatorErrorKind::Unauthorized, what),
         false => CoordinatorError::unavailable(what),
     }
+}
+
+/// Whether Redis refused the credentials or a command (`NOAUTH`, `WRONGPASS`, `NOPERM`,
+/// or a reconnection's `AUTH` failing): asking again does not help until the
+/// configuration is fixed.
+fn refused(error: &RedisError) -> bool {
+    error.kind() == ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
 }
 
 /// Whether an error leaves the script's outcome unknown: the request may have reached

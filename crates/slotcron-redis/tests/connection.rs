@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use redis::Commands;
 use slotcron::jiff::Timestamp;
-use slotcron::{Claim, ClaimOutcome, Coordinator};
+use slotcron::{Claim, ClaimOutcome, Coordinator, CoordinatorErrorKind};
 use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
 use support::{Listen, RedisServer, free_port};
 
@@ -67,6 +67,33 @@ async fn a_wrong_password_is_a_connect_error() {
     let message = error.to_string();
     assert!(message.starts_with("redis coordinator: cannot connect: "), "{message}");
     assert!(!message.contains("wrong"), "the password stays out of messages: {message}");
+}
+
+/// A password rotated while the coordinator runs: its claims (made with the claim
+/// script, through the batch path) fail as `unauthorized`, not `unavailable`.
+#[tokio::test]
+async fn a_claim_after_the_password_is_rotated_is_unauthorized() {
+    let server = password_server(|_| Listen::Tcp(free_port()));
+    let Listen::Tcp(port) = *server.listen() else { unreachable!() };
+    let url = format!("redis://:s3cret@127.0.0.1:{port}");
+    let coordinator = RedisCoordinator::connect(RedisConfig::new(url)).await.unwrap();
+    assert_eq!(coordinator.claim(&claim()).await.unwrap(), ClaimOutcome::Won { fencing_token: 1 });
+
+    let mut admin = server.admin_connection().unwrap();
+    redis::cmd("CONFIG").arg("SET").arg("requirepass").arg("rotated").exec(&mut admin).unwrap();
+    // Ends every connection, this one too: the coordinator's next call reconnects.
+    let _ = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("normal").exec(&mut admin);
+    // The first claims may still find the connection closing under them.
+    let mut errors = Vec::new();
+    for _ in 0..10 {
+        match coordinator.claim(&claim()).await {
+            Err(e) if e.kind() == CoordinatorErrorKind::Unauthorized => break,
+            Err(e) => errors.push(e.to_string()),
+            Ok(outcome) => panic!("a rotated password still claimed: {outcome:?}"),
+        }
+    }
+    let error = coordinator.claim(&claim()).await.expect_err("refused");
+    assert_eq!(error.kind(), CoordinatorErrorKind::Unauthorized, "{error}; before: {errors:?}");
 }
 
 #[tokio::test]

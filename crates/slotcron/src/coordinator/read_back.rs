@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 
-use super::{ClaimOutcome, CoordinatorError};
+use super::{ClaimOutcome, CoordinatorError, CoordinatorErrorKind};
 
 /// Who holds a trigger, as a claimant whose reply was lost reads it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +27,30 @@ pub enum ClaimAttemptError<E> {
     /// The claim was not made: no connection, a failure before the request was sent, or
     /// an error reply from the backend (which made no claim). Nothing to read back.
     NotMade(E),
+    /// The backend refused this replica's credentials or permissions: the claim was not
+    /// made, and none will be until the configuration is fixed. The claim's error is of
+    /// kind [`Unauthorized`](super::CoordinatorErrorKind::Unauthorized).
+    Refused(E),
     /// The request was sent but its reply was lost: the claim may have been made.
     ReplyLost(E),
+}
+
+impl<E: fmt::Display> ClaimAttemptError<E> {
+    /// The kind of the claim's error this failure makes, were it final: `unavailable`
+    /// (not made), `unauthorized` (refused) or `outcome-unknown` (reply lost).
+    pub fn kind(&self) -> CoordinatorErrorKind {
+        match self {
+            Self::NotMade(_) => CoordinatorErrorKind::Unavailable,
+            Self::Refused(_) => CoordinatorErrorKind::Unauthorized,
+            Self::ReplyLost(_) => CoordinatorErrorKind::OutcomeUnknown,
+        }
+    }
+
+    /// The claim's error: `{claim} failed: {cause}`, of this failure's [`kind`](Self::kind).
+    pub fn to_error(&self, claim: &str) -> CoordinatorError {
+        let (Self::NotMade(e) | Self::Refused(e) | Self::ReplyLost(e)) = self;
+        CoordinatorError::new(self.kind(), format!("{claim} failed: {e}"))
+    }
 }
 
 /// Makes a claim with `attempt` and, when its reply is lost, reads the trigger's holder
@@ -63,10 +85,8 @@ where
     loop {
         let lost = match attempt().await {
             Ok(outcome) => return Ok(outcome),
-            Err(ClaimAttemptError::NotMade(e)) => {
-                return Err(CoordinatorError::unavailable(format!("{claim} failed: {e}")));
-            }
             Err(ClaimAttemptError::ReplyLost(e)) => e,
+            Err(not_made) => return Err(not_made.to_error(claim)),
         };
         let holder = read_holder().await.map_err(|e| {
             CoordinatorError::outcome_unknown(format!(
@@ -127,14 +147,13 @@ where
                 }
                 break;
             }
-            Err(ClaimAttemptError::NotMade(e)) => {
+            Err(ClaimAttemptError::ReplyLost(e)) => e,
+            Err(not_made) => {
                 for &i in &pending {
-                    results[i] =
-                        Some(Err(CoordinatorError::unavailable(format!("{} failed: {e}", claim(i)))));
+                    results[i] = Some(Err(not_made.to_error(&claim(i))));
                 }
                 break;
             }
-            Err(ClaimAttemptError::ReplyLost(e)) => e,
         };
         let holders = match read_holders(pending.clone()).await {
             Ok(holders) if holders.len() == pending.len() => holders,
@@ -258,7 +277,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_claim_not_made_is_unavailable_and_an_unread_lost_reply_is_outcome_unknown() {
+    async fn a_claim_not_made_is_unavailable_a_refused_one_unauthorized_and_an_unread_lost_reply_outcome_unknown()
+     {
         use crate::coordinator::CoordinatorErrorKind;
         let kind = |attempts: Vec<Attempt>, read_backs: Vec<ReadBack>| async move {
             let attempts = Mutex::new(VecDeque::from(attempts));
@@ -277,6 +297,10 @@ mod tests {
         assert_eq!(
             kind(vec![Err(ClaimAttemptError::NotMade("refused"))], vec![]).await,
             CoordinatorErrorKind::Unavailable
+        );
+        assert_eq!(
+            kind(vec![Err(ClaimAttemptError::Refused("WRONGPASS"))], vec![]).await,
+            CoordinatorErrorKind::Unauthorized
         );
         assert_eq!(kind(vec![lost()], vec![Err("down")]).await, CoordinatorErrorKind::OutcomeUnknown);
         let nobody = vec![Ok(ClaimHolder::Nobody), Ok(ClaimHolder::Nobody)];
@@ -337,5 +361,28 @@ mod tests {
                 crate::coordinator::CoordinatorErrorKind::OutcomeUnknown
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_refused_batch_is_unauthorized_for_every_claim_without_reading_back() {
+        let outcomes = claim_batch_with_read_back(
+            2,
+            &|i| format!("claim {i}"),
+            |_| std::future::ready(Err::<Vec<_>, _>(ClaimAttemptError::Refused("WRONGPASS"))),
+            |_| -> std::future::Ready<Result<Vec<ClaimHolder>, &str>> { panic!("no read-back") },
+        )
+        .await;
+        let errors: Vec<_> = outcomes
+            .into_iter()
+            .map(|o| o.map_err(|e| (e.kind(), e.to_string())).expect_err("refused"))
+            .collect();
+        let unauthorized = crate::coordinator::CoordinatorErrorKind::Unauthorized;
+        assert_eq!(
+            errors,
+            [
+                (unauthorized, "claim 0 failed: WRONGPASS".to_owned()),
+                (unauthorized, "claim 1 failed: WRONGPASS".to_owned())
+            ]
+        );
     }
 }
