@@ -77,8 +77,9 @@ impl Fleet {
     /// [membership](slotcron::Coordinator#membership)): a replica records only the triggers
     /// it tried to claim, so after each step the fleet no longer waits for every replica
     /// to record every trigger. It waits instead, once the fleet's time has reached a
-    /// trigger's fleet time plus `takeover_delay` (the replicas' setting; time stops
-    /// there), until some replica has run it. Check the outcome with
+    /// trigger's fleet time (or its instant, if later: a replica ahead sees it early) plus
+    /// `takeover_delay` (the replicas' setting; time stops there), until some replica has
+    /// run it. Check the outcome with
     /// [`Fleet::assert_shared_exactly_once`].
     pub fn with_shared_work(mut self, takeover_delay: Duration) -> Self {
         self.shared_work = Some((takeover_delay, Vec::new()));
@@ -166,8 +167,10 @@ impl Fleet {
         let Some((delay, waiting)) = &mut self.shared_work else {
             return self.replicas[index].wait_recorded(self.timeout).await;
         };
-        let deadline = step.checked_add(*delay).expect("fleet time in range");
         for (job, trigger) in self.replicas[index].take_pending(self.timeout).await {
+            // A replica whose clock is ahead sees the trigger early: the fleet waits for
+            // it from its instant on the fleet's (the coordinator's) clock.
+            let deadline = step.max(trigger).checked_add(*delay).expect("fleet time in range");
             if !waiting.iter().any(|(_, j, t)| *j == job && *t == trigger) {
                 waiting.push((deadline, job, trigger));
             }

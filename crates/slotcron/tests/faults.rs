@@ -103,6 +103,79 @@ async fn replicas_skewed_within_the_slack_run_every_trigger_once() {
     assert!(runs.values().all(|n| *n == 1), "nothing ran twice: {runs:?}");
 }
 
+/// The takeover delay of the shared-work fleets here.
+const TAKEOVER_DELAY: Duration = Duration::from_millis(300);
+
+/// Twelve jobs every second: with two members, each owns some (rendezvous hashing).
+fn twelve_jobs() -> Vec<Job> {
+    let job = |i| Job::builder(format!("job-{i}")).every(Duration::from_secs(1)).handler(ok).build().unwrap();
+    (0..12).map(job).collect()
+}
+
+/// A shared-work fleet of a replica on time and one `skew` ahead, checking clock skew
+/// against a coordinator on the fleet's clock, run for 20 s: its records of the triggers
+/// of seconds 5 to 19 (both members joined, all taken over that would be), the tallies
+/// the replica ahead read, and who owns each job.
+async fn owners_and_one_ahead(
+    skew: SignedDuration,
+) -> (Vec<RunRecord>, Vec<(Arc<str>, Timestamp)>, impl Fn(&str) -> String) {
+    let start = ts("2024-05-17T00:00:00Z");
+    let mut fleet = Fleet::new(start).with_clock_skew_check(true).with_shared_work(TAKEOVER_DELAY);
+    let clock = fleet.add_replica("coordinator-clock", SignedDuration::ZERO, every_second());
+    let coordinator: Arc<dyn Coordinator> =
+        Arc::new(InProcessCoordinator::with_clock(fleet.replica(clock).clock().clone()));
+    let on_time = fleet.add_replica("on-time", SignedDuration::ZERO, twelve_jobs());
+    let ahead = fleet.add_replica("ahead", skew, twelve_jobs());
+    fleet.start(on_time, coordinator.clone()).await;
+    fleet.start(ahead, coordinator).await;
+    fleet.advance(Duration::from_secs(20), Delivery::Together).await;
+    fleet.stop_all().await;
+    let seconds = (start + SignedDuration::from_secs(5))..(start + SignedDuration::from_secs(20));
+    let records = fleet.records().into_iter().filter(|r| seconds.contains(&r.trigger)).collect();
+    let owner = |job: &str| slotcron::job_owner(job, &["on-time", "ahead"]).expect("an owner").to_owned();
+    (records, fleet.replica(ahead).tally_reads(), owner)
+}
+
+/// Each of the twelve jobs' triggers of seconds 5 to 19 succeeded exactly once.
+fn assert_each_ran_once(records: &[RunRecord]) {
+    let mut runs: BTreeMap<(&str, Timestamp), usize> = BTreeMap::new();
+    for run in records.iter().filter(|r| r.outcome == Outcome::Succeeded) {
+        *runs.entry((&run.job, run.trigger)).or_default() += 1;
+    }
+    assert_eq!(runs.len(), 15 * 12, "every trigger of seconds 5 to 19 ran: {runs:?}");
+    assert!(runs.values().all(|n| *n == 1), "nothing ran twice: {runs:?}");
+}
+
+/// Fresh-eyes bug: a replica 3 s ahead of the coordinator's clock (within the slack) took
+/// over its peers' triggers at its own takeover delay, ~2.7 s before their instant. It
+/// now looks the takeover delay after the instant on the coordinator's clock, so every
+/// trigger runs once, on its owner, and none is taken over.
+#[tokio::test]
+async fn a_replica_ahead_within_the_slack_takes_over_no_trigger_before_its_instant() {
+    let (records, _, owner) = owners_and_one_ahead(SignedDuration::from_secs(3)).await;
+    assert_each_ran_once(&records);
+    for run in records.iter().filter(|r| r.outcome == Outcome::Succeeded) {
+        assert_eq!(&*run.instance, owner(&run.job).as_str(), "run by its owner: {run:?}");
+    }
+}
+
+/// Fresh-eyes bug: a replica 30 s ahead (beyond the slack) voided its peers' starts and
+/// took over their triggers. It now voids and takes over nothing: it records only its
+/// own triggers, `skipped-clock-skew`, and the replica on time runs every trigger once,
+/// its own and (taken over) the skewed one's.
+#[tokio::test]
+async fn a_replica_ahead_beyond_the_slack_voids_and_takes_over_nothing() {
+    let (records, looks, owner) = owners_and_one_ahead(SignedDuration::from_secs(30)).await;
+    assert_each_ran_once(&records);
+    assert_eq!(looks, [], "the skewed replica never looked at its peer's claims");
+    for record in records.iter().filter(|r| &*r.instance == "ahead") {
+        assert_eq!(record.outcome, Outcome::SkippedClockSkew, "{record:?}");
+        assert_eq!(owner(&record.job), "ahead", "only its own triggers: {record:?}");
+    }
+    let mut runs = records.iter().filter(|r| r.outcome == Outcome::Succeeded);
+    assert!(runs.all(|r| &*r.instance == "on-time"), "every run on the replica on time");
+}
+
 /// Answers each claim after a delay that shrinks with every claim (the first waits
 /// longest), as a busy network may, and hands out fencing tokens as it answers.
 #[derive(Default)]

@@ -103,6 +103,20 @@ pub(crate) async fn skew_gate(shared: &Shared, coordinator: &dyn Coordinator) ->
     }
 }
 
+/// How far this replica's clock is ahead of the coordinator's, when the clock-skew guard
+/// is on and the coordinator's clock could be read (zero when behind, off or unread):
+/// what a wait for an instant on the coordinator's clock adds on this replica's.
+pub(crate) async fn ahead_of_coordinator(shared: &Shared, coordinator: &dyn Coordinator) -> Duration {
+    if !shared.settings.check_clock_skew {
+        return Duration::ZERO;
+    }
+    let (clock, timeout) = (shared.clock.as_ref(), shared.settings.claim_timeout);
+    match shared.skew.offset(clock, timeout, coordinator).await {
+        Ok(Some(offset)) if offset.is_positive() => offset.unsigned_abs(),
+        _ => Duration::ZERO,
+    }
+}
+
 /// Claims the trigger: the fencing token if won, else the record of the skip.
 pub(crate) async fn claim(
     shared: &Shared,

@@ -52,34 +52,44 @@ impl SkewGuard {
         slack: Duration,
         coordinator: &dyn Coordinator,
     ) -> Result<Skew, CoordinatorError> {
-        let offset = {
-            let mut sample = self.sample.lock().await;
-            let now = clock.now();
-            let fresh = sample.filter(|(at, _)| {
-                now >= *at
-                    && now.duration_since(*at)
-                        < SignedDuration::try_from(SKEW_SAMPLE_EVERY).unwrap_or_default()
-            });
-            match fresh {
-                Some((_, offset)) => Some(offset),
-                None => {
-                    let before = clock.now();
-                    let time = timeout::within(clock, claim_timeout, coordinator.time()).await?;
-                    let after = clock.now();
-                    let midpoint = before + before.duration_until(after) / 2;
-                    let offset = time.map(|time| midpoint.duration_since(time));
-                    *sample = offset.map(|offset| (after, offset));
-                    offset
-                }
-            }
-        };
-        match offset {
+        match self.offset(clock, claim_timeout, coordinator).await? {
             Some(offset) if offset.unsigned_abs() > slack => {
                 self.warn(clock, coordinator, offset, slack);
                 Ok(Skew::Beyond(offset))
             }
             _ => Ok(Skew::Within),
         }
+    }
+
+    /// This replica's offset from the coordinator's clock (this replica minus the
+    /// coordinator), measured again if the last measurement is older than
+    /// [`SKEW_SAMPLE_EVERY`] (or this clock stepped back since); `None` for a coordinator
+    /// without a clock.
+    ///
+    /// # Errors
+    /// Reading the coordinator's clock failed or took longer than the claim timeout.
+    pub async fn offset(
+        &self,
+        clock: &dyn Clock,
+        claim_timeout: Duration,
+        coordinator: &dyn Coordinator,
+    ) -> Result<Option<SignedDuration>, CoordinatorError> {
+        let mut sample = self.sample.lock().await;
+        let now = clock.now();
+        let fresh = sample.filter(|(at, _)| {
+            now >= *at
+                && now.duration_since(*at) < SignedDuration::try_from(SKEW_SAMPLE_EVERY).unwrap_or_default()
+        });
+        if let Some((_, offset)) = fresh {
+            return Ok(Some(offset));
+        }
+        let before = clock.now();
+        let time = timeout::within(clock, claim_timeout, coordinator.time()).await?;
+        let after = clock.now();
+        let midpoint = before + before.duration_until(after) / 2;
+        let offset = time.map(|time| midpoint.duration_since(time));
+        *sample = offset.map(|offset| (after, offset));
+        Ok(offset)
     }
 
     fn warn(

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use super::{FleetRun, ahead, batch};
 use crate::clock::later;
 use crate::coordinator::{AheadVoid, Coordinator, Handled, TriggerRef};
-use crate::engine::claim::within_claim_timeout;
+use crate::engine::claim::{self, SkewSkip, within_claim_timeout};
 use crate::engine::run;
 use crate::engine::shared::Shared;
 use crate::engine::table::Due;
@@ -134,10 +134,21 @@ impl Takeovers {
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
 /// was claimed, nothing is recorded.
+///
+/// The first look comes when the coordinator's clock reads the takeover delay after the
+/// instant: a replica whose clock is ahead of the coordinator's waits its offset longer
+/// (docs/design.md, "Clock skew"). A replica beyond the clock-skew slack voids and takes
+/// over nothing, and records nothing for these triggers: their owners' or another
+/// member's.
 async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
     let (shared, scope, takeovers) = (fleet.shared().clone(), &fleet.scope, &fleet.state.takeovers);
     let Some(coordinator) = shared.coordinator.clone() else { return };
-    let (delay, limit) = (shared.settings.takeover_delay, later(deadline, shared.settings.membership_ttl));
+    let delay = shared.settings.takeover_delay;
+    // The delay is the coordinator's time after the instant: a replica whose clock runs
+    // ahead (within the slack) would otherwise look while the owner's clock is before it.
+    let ahead = claim::ahead_of_coordinator(&shared, coordinator.as_ref()).await;
+    let deadline = deadline.max(later(at, delay.saturating_add(ahead)));
+    let limit = later(deadline, shared.settings.membership_ttl);
     let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
     let mut starts: HashMap<Arc<str>, AheadVoid> = HashMap::new();
     // The owners given a delay more for having started.
@@ -152,7 +163,11 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             () = shared.clock.sleep_until(deadline) => {}
         }
         takeovers.sleeps(at, None);
-        if scope.stopping.is_cancelled() {
+        // Beyond the clock-skew slack this replica cannot tell an owner that is late from
+        // one whose instant has not come: it voids and takes over nothing (fail closed).
+        let skewed =
+            matches!(claim::skew_gate(&shared, coordinator.as_ref()).await, Err(SkewSkip::Beyond(_)));
+        if scope.stopping.is_cancelled() || skewed {
             takeovers.take(at);
             return;
         }
