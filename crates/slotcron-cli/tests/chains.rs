@@ -1,7 +1,8 @@
 //! Job chains in a jobs file (`run_after`): `slotcron check` shows the chain; an unknown
-//! parent, a cycle or a second schedule is refused at load, naming the jobs and the field;
-//! and three daemons sharing a Redis run a chain `a → b → c` once per trigger of `a`, also
-//! when the daemon that ran `a` is killed after `a` succeeded and before `b` started.
+//! parent, a cycle or a second schedule is refused at load, naming the jobs and the field,
+//! on its line; and three daemons sharing a Redis run a chain `a → b → c` once per
+//! trigger of `a`, also when the daemon that ran `a` is killed after `a` succeeded and
+//! before `b` started.
 
 mod support;
 
@@ -43,7 +44,7 @@ command = "echo load"
 }
 
 #[test]
-fn an_unknown_parent_a_cycle_and_a_second_schedule_are_refused_at_load_naming_the_jobs() {
+fn an_unknown_parent_a_cycle_and_a_second_schedule_are_refused_at_load_naming_the_jobs_and_run_after_line() {
     let (code, out, err) = check(
         "chain_errors",
         r#"[[job]]
@@ -71,13 +72,13 @@ command = "true"
     assert!(out.is_empty(), "{out}");
     assert!(
         err.contains(
-            r#"jobs.toml:1: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#
+            r#"jobs.toml:3: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#
         ),
         "{err}"
     );
     assert!(
         err.contains(
-            r#"jobs.toml:6: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#
+            r#"jobs.toml:8: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#
         ),
         "{err}"
     );

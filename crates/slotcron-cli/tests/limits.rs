@@ -137,7 +137,8 @@ fn three_failed_triggers_pause_the_job_on_both_daemons_and_status_shows_why() {
 }
 
 /// Alone (no Redis, no PostgreSQL state), nothing could count a job's runs or failures
-/// across restarts: the daemon refuses such jobs at start, each named with its field.
+/// across restarts: the daemon refuses such jobs at start, each named with its field, on
+/// the field's line.
 #[test]
 fn a_daemon_without_a_coordinator_refuses_max_runs_and_pause_after_failures_at_start() {
     let dir = scratch("limits_alone");
@@ -147,7 +148,7 @@ fn a_daemon_without_a_coordinator_refuses_max_runs_and_pause_after_failures_at_s
     let out = support::run_in(&dir, &["run", "jobs.toml", "--state", "sqlite:alone.db"]);
     let err = support::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("jobs.toml:1: job \"once\": max_runs: needs a coordinator"), "{err}");
-    assert!(err.contains("jobs.toml:7: job \"flaky\": pause_after_failures: needs a coordinator"), "{err}");
+    assert!(err.contains("jobs.toml:4: job \"once\": max_runs: needs a coordinator"), "{err}");
+    assert!(err.contains("jobs.toml:10: job \"flaky\": pause_after_failures: needs a coordinator"), "{err}");
     assert!(err.contains("--redis URL or a PostgreSQL --state"), "{err}");
 }

@@ -94,7 +94,7 @@ fn a_daemon_without_a_coordinator_refuses_a_job_placed_on_labels_it_lacks() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "slotcron run: jobs.toml:1: job \"render\": on: placed on region=eu, gpu, but this scheduler runs \
+            "slotcron run: jobs.toml:5: job \"render\": on: placed on region=eu, gpu, but this scheduler runs \
              without a coordinator and does not carry gpu (its labels: region=eu); no other member could run \
              the job (give this daemon --label, or a coordinator)"
         ),

@@ -26,28 +26,29 @@ impl LoneLabels {
     /// those with `max_runs` or `pause_after_failures`, which only a coordinator counts.
     ///
     /// # Errors
-    /// One line per refusal, all of them: the file, the job's line, the job, the field
+    /// One line per refusal, all of them: the file, the field's line, the job, the field
     /// and the reason (for `on`, the labels it lacks and those the daemon carries).
     pub fn check(&self, file: &JobsFile) -> Result<(), String> {
         let Some(labels) = &self.0 else { return Ok(()) };
-        let refused: Vec<String> =
-            file.jobs
-                .iter()
-                .flat_map(|entry| {
-                    let placed = entry.job.placement().refused_alone(labels).map(|reason| {
+        let refused: Vec<String> = file
+            .jobs
+            .iter()
+            .flat_map(|entry| {
+                let placed =
+                    entry.job.placement().refused_alone(labels).map(|reason| {
                         ("on", format!("{reason} (give this daemon --label, or a coordinator)"))
                     });
-                    let counted = |set: bool, field| set.then_some((field, COUNTED_ALONE.to_owned()));
-                    let limits = [
-                        counted(entry.job.max_runs().is_some(), "max_runs"),
-                        counted(entry.job.pause_after_failures().is_some(), "pause_after_failures"),
-                    ];
-                    let path = file.path.display();
-                    [placed].into_iter().chain(limits).flatten().map(move |(field, reason)| {
-                        format!("{path}:{}: job {:?}: {field}: {reason}", entry.line, entry.job.name())
-                    })
+                let counted = |set: bool, field| set.then_some((field, COUNTED_ALONE.to_owned()));
+                let limits = [
+                    counted(entry.job.max_runs().is_some(), "max_runs"),
+                    counted(entry.job.pause_after_failures().is_some(), "pause_after_failures"),
+                ];
+                let path = file.path.display();
+                [placed].into_iter().chain(limits).flatten().map(move |(field, reason)| {
+                    format!("{path}:{}: job {:?}: {field}: {reason}", entry.line_of(field), entry.job.name())
                 })
-                .collect();
+            })
+            .collect();
         if refused.is_empty() { Ok(()) } else { Err(refused.join("\n")) }
     }
 }

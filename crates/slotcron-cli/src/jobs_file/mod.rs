@@ -187,9 +187,23 @@ pub struct JobEntry {
     pub on_failure: Option<ShellCommand>,
     /// `start` and `end`: the window its triggers are bounded to, as given.
     pub window: (Option<jiff::Timestamp>, Option<jiff::Timestamp>),
+    /// The line of each field of [`LATER_CHECKED`] the job gives (a TOML job's; a
+    /// crontab line has none), for the problems found after the load.
+    field_lines: Vec<(&'static str, usize)>,
 }
 
+/// The fields named by the checks made once the jobs are built — the chains, the grace
+/// floor, what a daemon without a coordinator refuses —, whose lines each [`JobEntry`]
+/// keeps (only these: a million-job file).
+const LATER_CHECKED: [&str; 5] = ["run_after", "grace", "on", "max_runs", "pause_after_failures"];
+
 impl JobEntry {
+    /// The line of `field` (one of [`LATER_CHECKED`]), if the job gives it; else the line
+    /// the job starts on.
+    pub fn line_of(&self, field: &str) -> usize {
+        self.field_lines.iter().find(|(f, _)| *f == field).map_or(self.line, |(_, line)| *line)
+    }
+
     /// The job's schedule in English (as `slotcron check` shows it), and the calendars
     /// that take instants out of it.
     pub fn explain(&self) -> String {
@@ -369,7 +383,8 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
             let entry = entry_of(&job);
             let parent = entry.and_then(|entry| entry.job.parent());
             let unbuilt_parent = parent.is_some_and(|p| named_in_file(p) && entry_of(p).is_none());
-            (!unbuilt_parent).then(|| Problem::field(entry.map_or(0, |e| e.line), Some(&job), field, reason))
+            let line = entry.map_or(0, |entry| entry.line_of(field));
+            (!unbuilt_parent).then(|| Problem::field(line, Some(&job), field, reason))
         })
         .collect()
 }
@@ -467,6 +482,8 @@ impl Draft {
                     ..self.command.clone()
                 });
                 let command = self.command;
+                let field_lines =
+                    self.field_lines.into_iter().filter(|(field, _)| LATER_CHECKED.contains(field)).collect();
                 Ok(JobEntry {
                     line: self.line,
                     schedule: self.schedule,
@@ -477,6 +494,7 @@ impl Draft {
                     fingerprint,
                     command,
                     on_failure,
+                    field_lines,
                 })
             }
             Err(error) => Err(self.problem(error)),
