@@ -1061,7 +1061,8 @@ command = "true"
 fn refused_with(name: &str, bad: &[(&str, &str, &str)]) {
     for (lines, field, reason) in bad {
         let text = format!("[[job]]\nname = \"{name}\"\n{lines}\ncommand = \"true\"\n");
-        let (code, _, err) = check("refused_with", "jobs.toml", &text);
+        // A directory of its own: the tests calling this run at once.
+        let (code, _, err) = check(&format!("refused_with_{name}"), "jobs.toml", &text);
         assert_eq!(code, Some(2), "{lines}");
         let problem = format!("job \"{name}\": {field}: ");
         assert!(err.lines().any(|line| line.contains(&problem) && line.contains(reason)), "{lines}: {err}");
