@@ -1086,12 +1086,18 @@ fn a_toml_file_named_otherwise_is_told_to_end_in_toml() {
     );
 }
 
+/// A `[coordination]` table naming a Redis, never connected to by `check`: the daemon
+/// would have a coordinator to count the runs of `max_runs` and `pause_after_failures`.
+const COORDINATED: &str = "[coordination]\nredis = \"redis://127.0.0.1:1\"\n\n";
+
 #[test]
 fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
     let (code, _, err) = check(
         "max_runs",
         "jobs.toml",
-        "[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n",
+        &format!(
+            "{COORDINATED}[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n"
+        ),
     );
     assert_eq!(code, Some(0), "{err}");
     let bad = [
@@ -1113,8 +1119,10 @@ fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and
 
 #[test]
 fn pause_after_failures_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
-    let jobs = "[[job]]\nname = \"flaky\"\nevery = \"1h\"\nmax_runs = 5\npause_after_failures = 3\ncommand = \"true\"\n";
-    let (code, out, err) = check("pause_after_failures", "jobs.toml", jobs);
+    let jobs = format!(
+        "{COORDINATED}[[job]]\nname = \"flaky\"\nevery = \"1h\"\nmax_runs = 5\npause_after_failures = 3\ncommand = \"true\"\n"
+    );
+    let (code, out, err) = check("pause_after_failures", "jobs.toml", &jobs);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("paused after 3 failed triggers in a row (pause_after_failures)"), "{out}");
     assert!(out.contains("ends after 5 scheduled runs across the fleet (max_runs)"), "{out}");
