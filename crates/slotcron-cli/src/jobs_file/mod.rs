@@ -245,17 +245,29 @@ struct Policies {
 /// [`directory`]; read as a system crontab if `format` is one, else as a user crontab).
 ///
 /// # Errors
-/// Every problem found: an unreadable file or directory, syntax errors, invalid fields,
-/// duplicate names. A file with no jobs loads ([`JobsFile::no_jobs`] says so).
+/// Every problem found: an unreadable file or directory, a directory named as a TOML
+/// jobs file ([`TOML_DIRECTORY`]), syntax errors, invalid fields, duplicate names. A file
+/// with no jobs loads ([`JobsFile::no_jobs`] says so).
 pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
     if path.is_dir() {
-        let format = if format == Format::SystemCrontab { format } else { Format::Crontab };
+        let format = match format {
+            Format::Toml => return Err(Problems::new(path, vec![Problem::whole(TOML_DIRECTORY)])),
+            Format::SystemCrontab => format,
+            Format::Crontab => Format::Crontab,
+        };
         return directory::load(path, format);
     }
     let source = read(path).map_err(|problem| Problems::new(path, vec![problem]))?;
     let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
     Ok(JobsFile::at(path, parsed))
 }
+
+/// Why a directory whose name ends in `.toml` is not read: the name says a TOML jobs
+/// file, and a directory there is most likely one missing (a container's bind mount of a
+/// file that does not exist makes a directory in its place), not a directory of crontabs.
+const TOML_DIRECTORY: &str = "is a directory, not the TOML jobs file its .toml name says (a directory \
+    of crontabs is read under any other name; a bind mount of a missing file leaves an empty directory \
+    in its place)";
 
 /// The text of the file at `path`.
 fn read(path: &Path) -> Result<String, Problem> {
