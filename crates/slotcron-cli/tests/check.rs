@@ -936,10 +936,39 @@ fn a_negative_or_zero_interval_is_refused_with_a_true_reason() {
     assert_eq!(code, Some(2));
     let expected = [
         r#"jobs.toml:3: job "a": every: "-5s" is negative; a duration takes no minus sign"#,
-        r#"jobs.toml:8: job "b": every: the period must be a whole number of milliseconds, at least 1ms; got 0s"#,
+        r#"jobs.toml:8: job "b": every: 0s is shorter than 1s, the shortest interval: each trigger starts a command, and a second is cron's finest step"#,
         "2 problems in jobs.toml",
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
+/// An interval under a second — `every`, or `@every` in a cron expression or a crontab —
+/// is refused naming the job, the field and the minimum; a second is accepted.
+#[test]
+fn an_interval_under_a_second_is_refused_in_every_format() {
+    let reason = "is shorter than 1s, the shortest interval: each trigger starts a command, and a second is \
+                  cron's finest step";
+    let (code, _, err) = check(
+        "interval_under_a_second",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"1ms\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"b\"\ncron = \"@every 999ms\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"c\"\nevery = \"1s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        format!(r#"jobs.toml:3: job "a": every: 1ms {reason}"#),
+        format!(r#"jobs.toml:8: job "b": cron: 999ms {reason}"#),
+        "2 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+    let (code, _, err) = check("crontab_under_a_second", "crontab", "@every 500ms true\n@every 1s true\n");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with("crontab:1: job \"true-") && err.contains(&format!(": schedule: 500ms {reason}")),
+        "{err}"
+    );
+    assert!(err.ends_with("1 problem in crontab\n"), "{err}");
 }
 
 #[test]
