@@ -231,12 +231,33 @@ X = "1"
         format!(r#"jobs.toml:11: job "a": comand: unknown key; did you mean command? (a [[job]] table takes {job_keys})"#),
         r#"jobs.toml:16: job "b": timeout: expected a duration string like "90s", found integer 5"#.to_owned(),
         r#"jobs.toml:17: job "b": run_on_start: expected true or false, found string "yes""#.to_owned(),
-        "jobs.toml:20: name: missing: every [[job]] needs a name".to_owned(),
-        r#"jobs.toml:21: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
-        "jobs.toml:22: command: expected a shell command string, found an array".to_owned(),
+        "jobs.toml:20: job #3: name: missing: every [[job]] needs a name".to_owned(),
+        r#"jobs.toml:21: job #3: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
+        "jobs.toml:22: job #3: command: expected a shell command string, found an array".to_owned(),
         r#"jobs.toml:27: job "d": on_every_replica: expected true or false, found integer 1"#.to_owned(),
         format!(r#"jobs.toml:29: job "d": labels: unknown key; a [[job]] table takes {job_keys}"#),
         "10 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
+/// A job whose name is not a string is named by its place among the `[[job]]` tables;
+/// a duration too large for any field says so in our words, naming the job and field.
+#[test]
+fn a_job_without_a_string_name_is_named_by_its_number_and_a_huge_duration_is_too_large() {
+    let (code, _, err) = check(
+        "job_number",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"100000000d\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"b\"\nevery = \"1h\"\ntimeout = \"999999999999h\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = 5\nevery = \"1h\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        r#"jobs.toml:3: job "a": every: "100000000d" is too large: a job's durations are at most 100 years (36500d)"#,
+        r#"jobs.toml:9: job "b": timeout: "999999999999h" is too large: a job's durations are at most 100 years (36500d)"#,
+        r#"jobs.toml:13: job #3: name: expected a string like "backup", found integer 5"#,
+        "3 problems in jobs.toml",
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
 }

@@ -15,7 +15,7 @@ mod toml_format;
 pub use directory::Directory;
 pub use grace_floor::GraceFloor;
 pub use lone_labels::LoneLabels;
-pub use problem::{Problem, Problems};
+pub use problem::{JobRef, Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
@@ -314,6 +314,7 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
+        job_tables: _,
         mut problems,
     } = parsed;
     let mails_from =
@@ -403,7 +404,8 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems, the coordination and history
-/// settings, the shutdown timeout, the concurrency cap, and the problems.
+/// settings, the shutdown timeout, the concurrency cap, the count of `[[job]]` tables,
+/// and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
@@ -414,15 +416,26 @@ struct Parsed {
     max_concurrent_runs: Option<usize>,
     /// The daemon's own zone, when a crontab line runs in it.
     local_zone: Option<LocalZone>,
+    /// How many `[[job]]` tables a TOML file's piece holds: a later piece's jobs are
+    /// numbered after them ([`JobRef::Number`]).
+    job_tables: usize,
     problems: Vec<Problem>,
 }
 
 impl Parsed {
-    /// Adds what a later piece of the same file found: its jobs and problems.
+    /// Adds what a later piece of the same file found: its jobs and problems, its jobs
+    /// numbered after this one's.
     fn append(&mut self, later: Parsed) {
         self.names.extend(later.names);
         self.drafts.extend(later.drafts);
-        self.problems.extend(later.problems);
+        let mut problems = later.problems;
+        for problem in &mut problems {
+            if let Some(JobRef::Number(number)) = &mut problem.job {
+                *number += self.job_tables;
+            }
+        }
+        self.problems.extend(problems);
+        self.job_tables += later.job_tables;
     }
 }
 
