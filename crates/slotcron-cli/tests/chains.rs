@@ -100,6 +100,44 @@ command = "true"
     );
 }
 
+/// Every setting a chained job cannot have is reported at once, each against
+/// `run_after` on its line, as the keys of other jobs are.
+#[test]
+fn every_setting_a_chained_job_cannot_have_is_reported_at_once() {
+    let (code, out, err) = check(
+        "chain_settings",
+        r#"[[job]]
+name = "extract"
+every = "1h"
+command = "true"
+
+[[job]]
+name = "load"
+command = "true"
+run_after = "extract"
+start = "2027-01-01T00:00:00Z"
+end = "2028-01-01T00:00:00Z"
+jitter = "5s"
+on = ["gpu"]
+on_every_replica = true
+"#,
+    );
+    assert_eq!(code, Some(2), "{out}");
+    let reasons = [
+        "start: the parent's triggers are the job's",
+        "end: the parent's triggers are the job's",
+        "jitter: its trigger fires as its parent's run ends",
+        "on: the replica that ran the parent's trigger runs it",
+        "on_every_replica: the replica that ran the parent's trigger fires it",
+    ];
+    let mut expected: Vec<String> = reasons
+        .iter()
+        .map(|reason| format!(r#"jobs.toml:9: job "load": run_after: cannot be combined with {reason}"#))
+        .collect();
+    expected.push("5 problems in jobs.toml".into());
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
 /// A failing `a`: the daemon records `b`'s trigger and `c`'s `skipped-parent`, each naming its
 /// parent's outcome, and runs neither.
 #[test]

@@ -347,19 +347,21 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
     // Built on every core at once (a million-job file), kept in the file's order. A
     // duplicate or a bad name, reported above, is not loaded; its other problems are
     // reported all the same.
-    let (jobs, built_problems): (Vec<JobEntry>, Vec<Problem>) = drafts
+    let (jobs, built_problems): (Vec<JobEntry>, Vec<Vec<Problem>>) = drafts
         .into_par_iter()
         .filter_map(|draft| {
             let named = named.contains(&(draft.name.as_str(), draft.name_line));
             match draft.build() {
                 Ok(entry) if named => Some(Either::Left(entry)),
                 Ok(_) => None,
-                Err(problem) if !named && problem.field.as_deref() == Some("name") => None,
-                Err(problem) => Some(Either::Right(problem)),
+                Err(mut built) => {
+                    built.retain(|problem| named || problem.field.as_deref() != Some("name"));
+                    (!built.is_empty()).then_some(Either::Right(built))
+                }
             }
         })
         .partition_map(|either| either);
-    problems.extend(built_problems);
+    problems.extend(built_problems.into_iter().flatten());
     problems.extend(chain_problems(&jobs, &names));
     if !problems.is_empty() {
         return Err(problems);
@@ -470,7 +472,11 @@ struct Draft {
 impl Draft {
     /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
     /// word on names, schedules and policies.
-    fn build(self) -> Result<JobEntry, Problem> {
+    ///
+    /// # Errors
+    /// Every problem of a chained job's settings ([`JobBuilder::chain_problems`]), else
+    /// the first problem the core finds.
+    fn build(self) -> Result<JobEntry, Vec<Problem>> {
         let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
         let builder = Job::builder(&self.name)
             .handler(command.into_handler())
@@ -493,8 +499,12 @@ impl Draft {
         let builder = given(builder, policies.max_runs, JobBuilder::max_runs);
         let builder = given(builder, policies.pause_after_failures, JobBuilder::pause_after_failures);
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
-        let builder = builder.on(&policies.on);
-        match self.schedule.apply(builder).build() {
+        let builder = self.schedule.apply(builder.on(&policies.on));
+        let chain = builder.chain_problems();
+        if !chain.is_empty() {
+            return Err(chain.into_iter().map(|error| self.problem(error)).collect());
+        }
+        match builder.build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
                 // The hook runs as the job's command does: its shell, user, environment
@@ -522,7 +532,7 @@ impl Draft {
                     field_lines,
                 })
             }
-            Err(error) => Err(self.problem(error)),
+            Err(error) => Err(vec![self.problem(error)]),
         }
     }
 
