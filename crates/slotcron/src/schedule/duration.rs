@@ -48,7 +48,7 @@ pub enum DurationError {
 /// across a DST change. Months and years, whose lengths vary, are refused.
 ///
 /// Used by `@every <duration>` in cron expressions and by the `slotcron` daemon's jobs
-/// files. Bounds such as [`MAX_DURATION`](super::MAX_DURATION) are checked where the
+/// files. Bounds such as [`MAX_DURATION`] are checked where the
 /// duration is used, not here.
 ///
 /// # Errors
