@@ -238,6 +238,35 @@ fn a_cycle_and_a_second_schedule_are_refused_naming_the_jobs() {
     assert_eq!(own.to_string(), r#"job "e": run_after: a job cannot run after itself (a cycle: e → e)"#);
 }
 
+/// Each setting a chained job cannot have is a problem of its own, all listed by
+/// `chain_problems`; `build` refuses the job with the first.
+#[test]
+fn every_setting_a_chained_job_cannot_have_is_a_problem_of_its_own() {
+    let ok = |_: JobContext| async { Ok::<_, std::io::Error>(()) };
+    let chained = || {
+        Job::builder("g")
+            .run_after("a")
+            .start_at(ts("2027-01-01T00:00:00Z"))
+            .jitter(Duration::from_secs(5))
+            .on(["gpu"])
+            .on_every_replica(true)
+            .handler(ok)
+    };
+    let problems: Vec<String> = chained().chain_problems().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        [
+            r#"job "g": run_after: cannot be combined with start: the parent's triggers are the job's"#,
+            r#"job "g": run_after: cannot be combined with jitter: its trigger fires as its parent's run ends"#,
+            r#"job "g": run_after: cannot be combined with on: the replica that ran the parent's trigger runs it"#,
+            r#"job "g": run_after: cannot be combined with on_every_replica: the replica that ran the parent's trigger fires it"#,
+        ]
+    );
+    assert_eq!(chained().build().unwrap_err().to_string(), problems[0]);
+    assert!(Job::builder("h").run_after("a").handler(ok).chain_problems().is_empty());
+    assert!(Job::builder("i").every(MINUTE).handler(ok).chain_problems().is_empty());
+}
+
 /// A `running` record of `a`'s trigger at `at` left by `instance`.
 fn left_running(at: Timestamp, instance: &str) -> RunRecord {
     RunRecord {
