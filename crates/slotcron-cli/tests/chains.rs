@@ -170,9 +170,9 @@ command = "touch c-ran"
     let a = history(&dir, &["a"]);
     assert_eq!(a.len(), 1, "{a:?}");
     assert_eq!(a[0].outcome, "failed");
-    for (job, parent) in
-        [("b", "a's run of this trigger ended failed"), ("c", "b's run of this trigger ended skipped-parent")]
-    {
+    let stopped =
+        "b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended failed";
+    for (job, parent) in [("b", "a's run of this trigger ended failed"), ("c", stopped)] {
         let runs = history(&dir, &[job]);
         assert_eq!(runs.len(), 1, "{runs:?}");
         assert_eq!((runs[0].trigger, runs[0].outcome.as_str()), (a[0].trigger, "skipped-parent"), "{runs:?}");

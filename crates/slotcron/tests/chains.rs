@@ -69,7 +69,8 @@ async fn a_successful_parent_run_fires_its_child_once_at_the_parents_trigger() {
 }
 
 /// A failing `a`: `b` and `c` (after `b`) are not run; their triggers are recorded
-/// `skipped-parent`, each naming its parent and the parent's outcome.
+/// `skipped-parent`, each naming its parent and the parent's outcome, and `c` the run
+/// where the chain stopped.
 #[tokio::test(start_paused = true)]
 async fn a_failing_parent_records_skipped_parent_for_its_child_and_grandchild() {
     let runs = Runs::default();
@@ -85,7 +86,10 @@ async fn a_failing_parent_records_skipped_parent_for_its_child_and_grandchild() 
     assert!(runs_of(&runs, "b").is_empty() && runs_of(&runs, "c").is_empty(), "{runs:?}");
     for (job, reason) in [
         ("b", "its parent a's run of this trigger ended failed"),
-        ("c", "its parent b's run of this trigger ended skipped-parent"),
+        (
+            "c",
+            "its parent b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended failed",
+        ),
     ] {
         let records = h.records(job);
         assert_eq!(records.len(), 1, "{records:?}");
@@ -461,7 +465,12 @@ async fn a_parent_left_running_by_a_kill_decides_its_children_once_at_the_restar
     assert_eq!(b.len(), 1, "{b:?}");
     assert_eq!(b[0].error.as_deref(), Some("its parent a's run of this trigger ended interrupted"));
     assert_eq!(c.len(), 1, "{c:?}");
-    assert_eq!(c[0].error.as_deref(), Some("its parent b's run of this trigger ended skipped-parent"));
+    assert_eq!(
+        c[0].error.as_deref(),
+        Some(
+            "its parent b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended interrupted"
+        )
+    );
     assert!(runs.lock().unwrap().is_empty());
 }
 
