@@ -6,15 +6,15 @@
 //! one a member presumed interrupted decides nothing while its daemon may come back, and
 //! is decided once when that daemon is gone for good (a new incarnation, or
 //! `PRESUMED_PARENT_WAIT` out of the membership); a cycle and a schedule beside
-//! `run_after` are refused.
+//! `run_after` are refused, and so is a backfill of a chained job.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
 use slotcron::{
-    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder, JobContext, Ledger,
-    Leftover, Outcome, RunRecord, Scheduler,
+    Cause, Claim, ClaimOutcome, ControlError, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder,
+    JobContext, Ledger, Leftover, Outcome, RunRecord, Scheduler,
 };
 use slotcron_testkit::harness::{Harness, ts};
 
@@ -547,4 +547,23 @@ async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_aft
     let (_, claimed) = claim_b(&coordinator, t, "cut-off").await;
     assert!(!matches!(claimed, ClaimOutcome::Won { .. }), "a late end fires nothing");
     assert!(runs.lock().unwrap().iter().all(|(job, trigger, _)| job == "a" || *trigger != t));
+}
+
+/// A backfill of a chained job is refused, naming its parent: its triggers are the
+/// parent's runs' ends, and backfilling the parent fills them.
+#[tokio::test(start_paused = true)]
+async fn a_backfill_of_a_chained_job_is_refused_naming_the_parent_to_backfill() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.start().await;
+    let refused = h.scheduler.backfill("b", ts("2024-05-17T09:00:00Z"), ts("2024-05-17T10:00:00Z")).await;
+    let expected = ControlError::ChainedJob { job: "b".into(), parent: "a".into() };
+    assert_eq!(refused.unwrap_err(), expected);
+    assert!(
+        expected.to_string().contains(r#"backfill "a": each of its backfilled runs that succeeds runs "b""#)
+    );
+    h.stop().await;
 }
