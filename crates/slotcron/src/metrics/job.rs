@@ -30,9 +30,9 @@ const PAUSED_UNKNOWN: u8 = 0;
 const PAUSED_NO: u8 = 1;
 const PAUSED_YES: u8 = 2;
 
-/// One job's counts since the last flush, and the series they are flushed to
-/// (registered with the recorder at the first flush); and its last run. What a run's end
-/// writes comes first, on consecutive cache lines.
+/// One job's counts since the last flush, and its last run. What a run's end writes
+/// comes first, on consecutive cache lines. The series they are flushed to are the
+/// flush's ([`JobHandles`]).
 #[repr(C, align(64))]
 pub(crate) struct JobSeries {
     /// Run records by [`outcome_index`] since the last flush (a `u32` is ample between
@@ -57,8 +57,6 @@ pub(crate) struct JobSeries {
     name: Arc<str>,
     /// Records of outcomes this release does not know (the engine writes none).
     others: Mutex<Vec<(&'static str, u64)>>,
-    /// The job's series, if they carry the `job` label.
-    handles: OnceLock<Box<Handles>>,
 }
 
 impl std::fmt::Debug for JobSeries {
@@ -74,13 +72,16 @@ struct JobHistograms {
     lateness: LocalHistogram,
 }
 
-/// A job's series with the `job` label.
-struct Handles {
-    runs: [OnceLock<Counter>; OUTCOMES],
-    last_success: OnceLock<Gauge>,
-    last_failure: OnceLock<Gauge>,
+/// A job's series with the `job` label, registered with the recorder at the job's first
+/// flush, each counter and gauge at its first value: kept by the flush, which alone uses
+/// them (most jobs see one or two outcomes, so only those have a counter).
+pub(crate) struct JobHandles {
+    /// `runs_total` by outcome, as [`outcome_index`].
+    runs: Vec<(usize, Counter)>,
+    last_success: Option<Gauge>,
+    last_failure: Option<Gauge>,
     paused: Gauge,
-    histograms: OnceLock<(Histogram, Histogram)>,
+    histograms: Option<(Histogram, Histogram)>,
 }
 
 /// What the jobs' flushes add up when series carry no `job` label.
@@ -103,7 +104,6 @@ impl JobSeries {
             in_flight: AtomicU32::new(0),
             histograms: OnceLock::new(),
             others: Mutex::new(Vec::new()),
-            handles: OnceLock::new(),
         }
     }
 
@@ -185,14 +185,20 @@ impl JobSeries {
         self.paused.store(if paused { PAUSED_YES } else { PAUSED_NO }, Ordering::Relaxed);
     }
 
-    /// Hands the counts since the last flush to the job's series (`labels.per_job`), or
-    /// adds them to `unlabeled`.
-    pub fn flush(&self, labels: MetricLabels, unlabeled: &mut Unlabeled) {
-        let handles =
-            labels.per_job.then(|| &**self.handles.get_or_init(|| Box::new(Handles::new(&self.name))));
+    /// Hands the counts since the last flush to the job's series (`labels.per_job`),
+    /// `handles`, registered at the first flush; or adds them to `unlabeled`.
+    pub fn flush(
+        &self,
+        labels: MetricLabels,
+        handles: &mut Option<Box<JobHandles>>,
+        unlabeled: &mut Unlabeled,
+    ) {
+        let mut handles = labels
+            .per_job
+            .then(|| &mut **handles.get_or_insert_with(|| Box::new(JobHandles::new(&self.name))));
         if self.dirty.swap(false, Ordering::Acquire) {
-            self.flush_runs(handles, unlabeled);
-            if let (Some(handles), Some(histograms)) = (handles, self.histograms.get()) {
+            self.flush_runs(handles.as_deref_mut(), unlabeled);
+            if let (Some(handles), Some(histograms)) = (handles.as_deref_mut(), self.histograms.get()) {
                 let (duration, lateness) = handles.histograms(&self.name);
                 for (local, series) in [(&histograms.duration, duration), (&histograms.lateness, lateness)] {
                     let mut drained = Drained::default();
@@ -204,25 +210,25 @@ impl JobSeries {
         let Some(handles) = handles else { return };
         let name = &self.name;
         let gauges = [
-            (&handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
-            (&handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
+            (&mut handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
+            (&mut handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
         ];
         for (gauge, at, metric) in gauges {
             if let Some(at) = seconds(at.load(Ordering::Relaxed)) {
-                gauge.get_or_init(|| gauge!(metric, "job" => name.clone())).set(at);
+                gauge.get_or_insert_with(|| gauge!(metric, "job" => name.clone())).set(at);
             }
         }
         handles.paused.set(if self.paused.load(Ordering::Relaxed) == PAUSED_YES { 1.0 } else { 0.0 });
     }
 
     /// The run records since the last flush: to the job's counters, or to `unlabeled`.
-    fn flush_runs(&self, handles: Option<&Handles>, unlabeled: &mut Unlabeled) {
+    fn flush_runs(&self, mut handles: Option<&mut JobHandles>, unlabeled: &mut Unlabeled) {
         for (i, runs) in self.runs.iter().enumerate() {
             if runs.load(Ordering::Relaxed) == 0 {
                 continue;
             }
             let n = u64::from(runs.swap(0, Ordering::Relaxed));
-            match handles {
+            match handles.as_deref_mut() {
                 Some(handles) => handles.runs(i, &self.name).increment(n),
                 None => unlabeled.runs[i] += n,
             }
@@ -239,26 +245,33 @@ impl JobSeries {
     }
 }
 
-impl Handles {
+impl JobHandles {
     fn new(job: &Arc<str>) -> Self {
         Self {
-            runs: Default::default(),
-            last_success: OnceLock::new(),
-            last_failure: OnceLock::new(),
+            runs: Vec::new(),
+            last_success: None,
+            last_failure: None,
             paused: gauge!(JOB_PAUSED, "job" => job.clone()),
-            histograms: OnceLock::new(),
+            histograms: None,
         }
     }
 
     /// `runs_total` of the outcome at index `i`, registered at its first record.
-    fn runs(&self, i: usize, job: &Arc<str>) -> &Counter {
-        self.runs[i]
-            .get_or_init(|| counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => Outcome::ALL[i].as_str()))
+    fn runs(&mut self, i: usize, job: &Arc<str>) -> &Counter {
+        let at = match self.runs.iter().position(|&(outcome, _)| outcome == i) {
+            Some(at) => at,
+            None => {
+                let outcome = Outcome::ALL[i].as_str();
+                self.runs.push((i, counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome)));
+                self.runs.len() - 1
+            }
+        };
+        &self.runs[at].1
     }
 
     /// The job's duration and lateness histograms, registered at their first samples.
-    fn histograms(&self, job: &Arc<str>) -> (&Histogram, &Histogram) {
-        let (duration, lateness) = self.histograms.get_or_init(|| {
+    fn histograms(&mut self, job: &Arc<str>) -> (&Histogram, &Histogram) {
+        let (duration, lateness) = self.histograms.get_or_insert_with(|| {
             (
                 histogram!(JOB_RUN_DURATION_SECONDS, "job" => job.clone()),
                 histogram!(JOB_TRIGGER_LATENESS_SECONDS, "job" => job.clone()),
@@ -312,7 +325,40 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
     use super::*;
+
+    #[test]
+    fn each_outcome_a_job_records_has_its_own_counter_across_flushes() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = JobSeries::new(&Arc::from("tick"));
+        let (mut handles, labels) = (None, MetricLabels::default());
+        let at = Timestamp::UNIX_EPOCH;
+        metrics::with_local_recorder(&recorder, || {
+            series.record(Outcome::Succeeded, at, None);
+            series.record(Outcome::Failed, at, None);
+            series.record(Outcome::Succeeded, at, None);
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+            series.record(Outcome::Failed, at, None);
+            series.record(Outcome::TimedOut, at, None);
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+        });
+        let mut runs: Vec<(String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == RUNS_TOTAL)
+            .filter_map(|(key, _, _, value)| {
+                let DebugValue::Counter(n) = value else { return None };
+                let outcome = key.key().labels().find(|l| l.key() == "outcome")?.value().to_owned();
+                Some((outcome, n))
+            })
+            .collect();
+        runs.sort();
+        assert_eq!(runs, [("failed".into(), 2), ("succeeded".into(), 2), ("timed-out".into(), 1)]);
+    }
 
     #[test]
     fn each_known_outcome_has_its_own_index() {
