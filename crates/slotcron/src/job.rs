@@ -201,7 +201,7 @@ impl Job {
             on_interrupt: OnInterrupt::Record,
             max_runs: None,
             pause_after_failures: None,
-            on: Ok(Arc::default()),
+            on: Ok(Placement::default().into_shared()),
             run_after: None,
             window: (None, None),
             exclude: Vec::new(),
@@ -585,7 +585,7 @@ impl JobBuilder {
     /// coordinator, [`Scheduler::add`](crate::Scheduler::add) refuses a job whose labels
     /// the scheduler does not carry. Default: none, any member.
     pub fn on<S: AsRef<str>>(mut self, labels: impl IntoIterator<Item = S>) -> Self {
-        self.on = Placement::parse(labels).map(Arc::new);
+        self.on = Placement::parse(labels).map(Placement::into_shared);
         self
     }
 
