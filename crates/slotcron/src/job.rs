@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
 use crate::error::BoxError;
@@ -113,8 +112,9 @@ pub struct Job {
     /// Set once a start mark was refused at the job's `max_runs`: the job has ended and
     /// none of its triggers is queued any more (`engine/limits.rs`).
     pub(crate) ended: AtomicBool,
-    /// Fired when the job is removed with its runs cancelled.
-    pub(crate) cancel_runs: CancellationToken,
+    /// Set when the job is removed with its runs cancelled: its runs in flight stop
+    /// (told by the scheduler's `runs_cancelled` notice).
+    pub(crate) runs_cancelled: AtomicBool,
 }
 
 impl Clone for Job {
@@ -144,7 +144,7 @@ impl Clone for Job {
             series: Arc::new(JobSeries::new(&self.name)),
             removed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            cancel_runs: CancellationToken::new(),
+            runs_cancelled: AtomicBool::new(false),
         }
     }
 }
@@ -756,7 +756,7 @@ impl JobBuilder {
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            cancel_runs: CancellationToken::new(),
+            runs_cancelled: AtomicBool::new(false),
         })
     }
 
