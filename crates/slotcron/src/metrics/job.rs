@@ -55,8 +55,6 @@ pub(crate) struct JobSeries {
     /// are kept (boxed: a job without them keeps one pointer).
     histograms: OnceLock<Box<JobHistograms>>,
     name: Arc<str>,
-    /// Records of outcomes this release does not know (the engine writes none).
-    others: Mutex<Vec<(&'static str, u64)>>,
 }
 
 impl std::fmt::Debug for JobSeries {
@@ -88,7 +86,6 @@ pub(crate) struct JobHandles {
 #[derive(Debug, Default)]
 pub(crate) struct Unlabeled {
     pub runs: [u64; OUTCOMES],
-    pub others: Vec<(&'static str, u64)>,
 }
 
 impl JobSeries {
@@ -103,7 +100,6 @@ impl JobSeries {
             last_run: Mutex::new(None),
             in_flight: AtomicU32::new(0),
             histograms: OnceLock::new(),
-            others: Mutex::new(Vec::new()),
         }
     }
 
@@ -114,7 +110,11 @@ impl JobSeries {
             Some(i) => {
                 self.runs[i].fetch_add(1, Ordering::Relaxed);
             }
-            None => add(&mut lock(&self.others), outcome.as_str(), 1),
+            // An outcome of another release (the engine writes none): straight to the
+            // recorder.
+            None => {
+                counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome.as_str()).increment(1)
+            }
         }
         self.ended(outcome, trigger);
         if let Some(duration) = duration {
@@ -160,13 +160,6 @@ impl JobSeries {
 
     fn histograms(&self) -> &JobHistograms {
         self.histograms.get_or_init(Box::default)
-    }
-
-    /// One run record of an outcome of another release, when series carry no `job`
-    /// label: the flush adds it to the unlabeled series.
-    pub fn record_other(&self, outcome: Outcome) {
-        add(&mut lock(&self.others), outcome.as_str(), 1);
-        self.dirty.store(true, Ordering::Release);
     }
 
     /// The last success and failure kept in the job's state (restored at start): the
@@ -233,15 +226,6 @@ impl JobSeries {
                 None => unlabeled.runs[i] += n,
             }
         }
-        let others = std::mem::take(&mut *lock(&self.others));
-        for (outcome, n) in others {
-            match handles {
-                Some(_) => {
-                    counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome).increment(n)
-                }
-                None => add(&mut unlabeled.others, outcome, n),
-            }
-        }
     }
 }
 
@@ -286,18 +270,6 @@ fn seconds(millis: i64) -> Option<f64> {
     (millis != NONE).then(|| Timestamp::from_millisecond(millis).map_or(0.0, unix_seconds))
 }
 
-/// Adds `n` records of `outcome` to `counts`.
-pub(crate) fn add(counts: &mut Vec<(&'static str, u64)>, outcome: &'static str, n: u64) {
-    match counts.iter_mut().find(|(name, _)| *name == outcome) {
-        Some((_, count)) => *count += n,
-        None => counts.push((outcome, n)),
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The position of `outcome` in [`Outcome::ALL`]; `None` for another release's.
 pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
     Some(match outcome {
@@ -325,9 +297,49 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
     use super::*;
+    use crate::metrics::Metrics;
+
+    /// `runs_total`'s series: the `job` label (empty without), the outcome and the count.
+    fn runs(snapshotter: &Snapshotter) -> Vec<(String, String, u64)> {
+        let mut runs: Vec<(String, String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == RUNS_TOTAL)
+            .filter_map(|(key, _, _, value)| {
+                let DebugValue::Counter(n) = value else { return None };
+                let label =
+                    |name: &str| key.key().labels().find(|l| l.key() == name).map(|l| l.value().to_owned());
+                Some((label("job").unwrap_or_default(), label("outcome")?, n))
+            })
+            .collect();
+        runs.sort();
+        runs
+    }
+
+    fn run(job: &str, outcome: &str, n: u64) -> (String, String, u64) {
+        (job.to_owned(), outcome.to_owned(), n)
+    }
+
+    #[test]
+    fn an_outcome_of_another_release_is_counted_at_the_recorder_at_once() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = JobSeries::new(&Arc::from("tick"));
+        let newer = Outcome::from_name("from-a-newer-release");
+        let unlabeled = Metrics::new(true, MetricLabels { per_job: false, ..MetricLabels::default() });
+        metrics::with_local_recorder(&recorder, || {
+            Metrics::default().recorded(&series, newer, Timestamp::UNIX_EPOCH, None);
+            unlabeled.recorded(&series, newer, Timestamp::UNIX_EPOCH, None);
+        });
+        assert_eq!(
+            runs(&snapshotter),
+            [run("", "from-a-newer-release", 1), run("tick", "from-a-newer-release", 1)]
+        );
+    }
 
     #[test]
     fn each_outcome_a_job_records_has_its_own_counter_across_flushes() {
@@ -345,19 +357,10 @@ mod tests {
             series.record(Outcome::TimedOut, at, None);
             series.flush(labels, &mut handles, &mut Unlabeled::default());
         });
-        let mut runs: Vec<(String, u64)> = snapshotter
-            .snapshot()
-            .into_vec()
-            .into_iter()
-            .filter(|(key, ..)| key.key().name() == RUNS_TOTAL)
-            .filter_map(|(key, _, _, value)| {
-                let DebugValue::Counter(n) = value else { return None };
-                let outcome = key.key().labels().find(|l| l.key() == "outcome")?.value().to_owned();
-                Some((outcome, n))
-            })
-            .collect();
-        runs.sort();
-        assert_eq!(runs, [("failed".into(), 2), ("succeeded".into(), 2), ("timed-out".into(), 1)]);
+        assert_eq!(
+            runs(&snapshotter),
+            [run("tick", "failed", 2), run("tick", "succeeded", 2), run("tick", "timed-out", 1)]
+        );
     }
 
     #[test]
