@@ -84,7 +84,8 @@ pub struct Job {
     pub(crate) grace: Duration,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
     pub(crate) every_replica: bool,
-    pub(crate) retry: Retry,
+    /// Shared by the jobs that keep the default ([`Retry::into_shared`]).
+    pub(crate) retry: Arc<Retry>,
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
@@ -131,7 +132,7 @@ impl Clone for Job {
             grace: self.grace,
             payload: self.payload.clone(),
             every_replica: self.every_replica,
-            retry: self.retry,
+            retry: self.retry.clone(),
             overlap: self.overlap,
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
@@ -163,7 +164,7 @@ impl From<Job> for JobBuilder {
             grace: job.grace,
             payload: job.payload,
             every_replica: job.every_replica,
-            retry: job.retry,
+            retry: *job.retry,
             attempts: job.retry.attempts(),
             multiplier: job.retry.multiplier(),
             overlap: job.overlap,
@@ -262,7 +263,7 @@ impl Job {
 
     /// The retry budget: attempts and the backoff between them.
     pub fn retry(&self) -> Retry {
-        self.retry
+        *self.retry
     }
 
     /// What a trigger does when a run of this job is still going in the fleet.
@@ -744,7 +745,7 @@ impl JobBuilder {
             grace: self.grace,
             payload: self.payload,
             every_replica: self.every_replica,
-            retry: self.retry,
+            retry: self.retry.into_shared(),
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
