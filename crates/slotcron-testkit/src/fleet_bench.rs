@@ -159,18 +159,16 @@ fn room<T: Copy>(n: usize, filler: T) -> Mutex<Vec<T>> {
     Mutex::new(std::hint::black_box(notes))
 }
 
-/// Counts the records of one replica's window: trigger (ms since the epoch) and outcome.
+/// The outcomes of one replica's records of the window's triggers.
 struct Outcomes {
     window: Arc<Window>,
-    seen: Mutex<Vec<(i64, &'static str)>>,
+    seen: Mutex<Vec<&'static str>>,
 }
 
 impl RunObserver for Outcomes {
     fn run_ended(&self, record: &RunRecord) {
-        let trigger = record.trigger.as_millisecond();
-        if self.window.contains(trigger) {
-            let seen = (trigger, record.outcome.as_str());
-            self.seen.lock().unwrap_or_else(|p| p.into_inner()).push(seen);
+        if self.window.contains(record.trigger.as_millisecond()) {
+            self.seen.lock().unwrap_or_else(|p| p.into_inner()).push(record.outcome.as_str());
         }
     }
 }
@@ -187,7 +185,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let runs: Vec<Arc<Mutex<Vec<Run>>>> =
         (0..load.replicas).map(|_| Arc::new(room(expected, (u32::MAX, -1, u64::MAX)))).collect();
     let outcomes: Vec<Arc<Outcomes>> = (0..load.replicas)
-        .map(|_| Arc::new(Outcomes { window: window.clone(), seen: room(expected, (-1, "")) }))
+        .map(|_| Arc::new(Outcomes { window: window.clone(), seen: room(expected, "") }))
         .collect();
     let before = memory_kib("VmRSS");
     let cancel = CancellationToken::new();
@@ -265,7 +263,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         report.memory_per_job =
             peak.zip(before).map(|(peak, before)| peak.saturating_sub(before) * 1024 / held);
         for outcomes in &outcomes {
-            for &(_, outcome) in outcomes.seen.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            for &outcome in outcomes.seen.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                 *report.outcomes.entry(outcome).or_default() += 1;
             }
         }
