@@ -20,7 +20,7 @@ pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -178,8 +178,9 @@ pub struct JobEntry {
     pub enabled: bool,
     /// A hash of everything the file says about the job (its name, schedule and zone,
     /// command, environment, input, policies), not of its line: equal across two loads
-    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
-    pub fingerprint: String,
+    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`] (as 16 hex
+    /// digits).
+    pub fingerprint: u64,
     /// The command its handler runs.
     pub command: ShellCommand,
     /// The command run after a trigger of the job fails (its own or the file's
@@ -483,26 +484,11 @@ impl Draft {
         }
     }
 
-    /// The definition's fingerprint: a hash of its Debug text, streamed into the hasher
-    /// rather than written out first (a million-job file). Compared only within one
-    /// process (a reload against the jobs it runs), so the hash need not be stable across
-    /// releases; one fixed seed keeps it the same within the process.
-    fn fingerprint(&self) -> String {
-        let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
-        let definition = (
-            &self.name,
-            &self.schedule,
-            &self.command,
-            self.timeout,
-            self.run_on_start,
-            self.on_every_replica,
-            self.misfire,
-            self.grace,
-            &self.policies,
-        );
-        // Writing to a hasher cannot fail.
-        let _ = write!(Streamed(&mut hasher), "{definition:?}");
-        format!("{:016x}", hasher.finish())
+    /// The definition's fingerprint: a hash of its fields (see [`Definition`]). Compared
+    /// only within one process (a reload against the jobs it runs), so the hash need not be
+    /// stable across releases; one fixed seed keeps it the same within the process.
+    fn fingerprint(&self) -> u64 {
+        foldhash::quality::FixedState::with_seed(0).hash_one(Definition(self))
     }
 
     fn problem(&self, error: JobError) -> Problem {
@@ -524,6 +510,69 @@ fn given<T>(builder: JobBuilder, value: Option<T>, set: fn(JobBuilder, T) -> Job
     match value {
         Some(value) => set(builder, value),
         None => builder,
+    }
+}
+
+/// What a job's fingerprint hashes: everything its draft says but the lines it is on.
+struct Definition<'d>(&'d Draft);
+
+impl Hash for Definition<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Draft {
+            name,
+            name_line: _,
+            line: _,
+            schedule,
+            schedule_field: _,
+            command,
+            timeout,
+            run_on_start,
+            on_every_replica,
+            misfire,
+            grace,
+            policies,
+            field_lines: _,
+            enabled: _,
+        } = self.0;
+        (name, command, timeout, run_on_start, on_every_replica, grace).hash(state);
+        schedule.hash(state);
+        misfire
+            .map(|misfire| match misfire {
+                Misfire::Skip => (0, 0),
+                Misfire::RunOnce => (1, 0),
+                Misfire::RunAll { cap } => (2, cap),
+            })
+            .hash(state);
+        policies.hash(state);
+    }
+}
+
+impl Hash for Policies {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Self {
+            attempts,
+            backoff,
+            backoff_multiplier,
+            backoff_max,
+            overlap,
+            jitter,
+            on_failure,
+            on_interrupt,
+            max_runs,
+            pause_after_failures,
+            start,
+            end,
+            exclude,
+            on,
+        } = self;
+        (attempts, backoff, backoff_multiplier.map(f64::to_bits), backoff_max, overlap.map(Overlap::name))
+            .hash(state);
+        (jitter, on_failure, on_interrupt, max_runs, pause_after_failures, start, end, on).hash(state);
+        exclude.len().hash(state);
+        for calendar in exclude {
+            // Writing to a hasher cannot fail.
+            let _ = write!(Streamed(state), "{calendar:?}");
+        }
     }
 }
 
