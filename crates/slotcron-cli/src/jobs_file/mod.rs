@@ -454,7 +454,8 @@ impl Draft {
         let builder = given(builder, policies.max_runs, JobBuilder::max_runs);
         let builder = given(builder, policies.pause_after_failures, JobBuilder::pause_after_failures);
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
-        let builder = builder.on(&policies.on);
+        // No labels: the core's default placement (anywhere), without parsing none.
+        let builder = if policies.on.is_empty() { builder } else { builder.on(&policies.on) };
         match self.schedule.apply(builder).build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
