@@ -42,19 +42,24 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     };
     let now = Timestamp::now();
     // On every core at once: a row computes the job's next fire time and its description.
-    let rows: Vec<[String; 8]> =
-        loaded.jobs.par_iter().map(|entry| row(entry, states.as_ref(), now)).collect();
-    if states.is_some() {
+    if let Some(states) = &states {
+        let rows: Vec<[String; 8]> = loaded
+            .jobs
+            .par_iter()
+            .map(|entry| {
+                let state = states.get(entry.job.name());
+                let [line, job, schedule, next, next_in, explain] = row(entry, state, now);
+                let (last, ago) = (last(state), relative::cell(state.map(|state| state.last_trigger), now));
+                [line, job, schedule, next, next_in, last, ago, explain]
+            })
+            .collect();
         let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
         table::print(Some(header), &rows, 1);
     } else {
-        let rows: Vec<[String; 6]> = rows
-            .into_iter()
-            .map(|[line, job, schedule, next, next_in, _, _, explain]| {
-                [line, job, schedule, next, next_in, explain]
-            })
-            .collect();
+        let rows: Vec<[String; 6]> = loaded.jobs.par_iter().map(|entry| row(entry, None, now)).collect();
         table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"]), &rows, 1);
+        // Left to the process's exit, as the file is below.
+        std::mem::forget(rows);
     }
     let policies: Vec<String> = loaded
         .jobs
@@ -92,32 +97,32 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The columns of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN LAST
-/// AGO DESCRIPTION`, LAST (and AGO) from its stored state in `states`, if given. NEXT is
-/// written in the schedule's zone, LAST in UTC; IN and AGO are the same instants relative
-/// to `now` (`-` for none).
-fn row(entry: &JobEntry, states: Option<&HashMap<String, JobState>>, now: Timestamp) -> [String; 8] {
-    let state = states.and_then(|states| states.get(entry.job.name()));
+/// The columns of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN
+/// DESCRIPTION`, NEXT given its stored `state`, if any. NEXT is written in the
+/// schedule's zone; IN is the same instant relative to `now` (`-` for none).
+fn row(entry: &JobEntry, state: Option<&JobState>, now: Timestamp) -> [String; 6] {
     let next = entry
         .enabled
         .then(|| NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state));
-    let last = match state {
-        None => "never".to_owned(),
-        Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
-            format!("{last_trigger} {outcome}")
-        }
-        Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
-    };
     [
         entry.line.to_string(),
         entry.job.name().to_owned(),
         entry.schedule.to_string(),
         next.as_ref().map_or_else(|| DISABLED.to_owned(), ToString::to_string),
         relative::cell(next.as_ref().and_then(NextFire::instant), now),
-        last,
-        relative::cell(state.map(|state| state.last_trigger), now),
         entry.explain(),
     ]
+}
+
+/// The LAST column of a job's stored `state`, in UTC: its last trigger and outcome.
+fn last(state: Option<&JobState>) -> String {
+    match state {
+        None => "never".to_owned(),
+        Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
+            format!("{last_trigger} {outcome}")
+        }
+        Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
+    }
 }
 
 /// What the NEXT column says of a job with `enabled = false`.

@@ -17,8 +17,10 @@ pub fn print<const N: usize>(header: Option<[&str; N]>, rows: &[[String; N]], ri
     let widest = |a: [usize; N], b: [usize; N]| std::array::from_fn(|i| a[i].max(b[i]));
     let widths = rows
         .par_iter()
-        .map(|row| row.each_ref().map(|cell| cell.chars().count()))
-        .reduce(|| header.map_or([0; N], |h| h.map(|cell| cell.chars().count())), widest);
+        .map(|row| row.each_ref().map(|cell| width(cell)))
+        .reduce(|| header.map_or([0; N], |h| h.map(width)), widest);
+    // Each line at most this long (a cell, its padding and the two spaces after it).
+    let line_len = widths.iter().sum::<usize>() + 2 * N;
     // Buffered: standard output flushes each line by itself, a write per row.
     let mut stdout = BufWriter::new(std::io::stdout().lock());
     if let Some(header) = header {
@@ -31,7 +33,7 @@ pub fn print<const N: usize>(header: Option<[&str; N]>, rows: &[[String; N]], ri
     let blocks: Vec<String> = rows
         .par_chunks(ROWS_PER_BLOCK)
         .map(|block| {
-            let mut text = String::new();
+            let mut text = String::with_capacity(block.len() * line_len);
             for row in block {
                 line(&mut text, row.each_ref().map(String::as_str), widths, right);
             }
@@ -51,16 +53,25 @@ pub fn print<const N: usize>(header: Option<[&str; N]>, rows: &[[String; N]], ri
 /// last, the first `right` right-aligned; trailing spaces trimmed.
 fn line<const N: usize>(text: &mut String, cells: [&str; N], widths: [usize; N], right: usize) {
     let start = text.len();
+    let spaces = |text: &mut String, n| text.extend(std::iter::repeat_n(' ', n));
     for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-        let pad = width.saturating_sub(cell.chars().count());
+        let pad = width.saturating_sub(self::width(cell));
         if i + 1 == N {
             text.push_str(cell);
         } else if i < right {
-            text.extend(std::iter::repeat_n(' ', pad).chain(cell.chars()).chain("  ".chars()));
+            spaces(text, pad);
+            text.push_str(cell);
+            text.push_str("  ");
         } else {
-            text.extend(cell.chars().chain(std::iter::repeat_n(' ', pad + 2)));
+            text.push_str(cell);
+            spaces(text, pad + 2);
         }
     }
     text.truncate(start + text[start..].trim_end().len());
     text.push('\n');
+}
+
+/// How wide `cell` is: its characters (its bytes, when it is ASCII).
+fn width(cell: &str) -> usize {
+    if cell.is_ascii() { cell.len() } else { cell.chars().count() }
 }
