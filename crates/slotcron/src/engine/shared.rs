@@ -138,7 +138,7 @@ impl Shared {
     pub fn retire(&self, job: &Arc<Job>, cancel_runs: bool) {
         job.removed.store(true, Ordering::SeqCst);
         if cancel_runs {
-            job.cancel_runs.cancel();
+            job.cancel_runs().cancel();
         }
         if !self.persist_state || job.kind.is_one_shot() {
             return;

@@ -56,7 +56,7 @@ pub(super) async fn run_handler(
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
         () = timeout => Why::TimedOut,
-        () = job.cancel_runs.cancelled() => Why::Removed,
+        () = job.cancel_runs().cancelled() => Why::Removed,
         () = cancelled.cancelled() => Why::Cancelled,
         () = stopped.cancelled() => Why::Stopped,
     };
