@@ -24,7 +24,6 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rayon::iter::Either;
 use rayon::prelude::*;
 
 use slotcron::ScheduleError;
@@ -280,10 +279,12 @@ fn parse_format(source: &str, format: Format) -> Parsed {
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
+fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    parsed.build();
     let Parsed {
         names,
-        drafts,
+        drafts: _,
+        built,
         coordination,
         history,
         shutdown_timeout,
@@ -291,8 +292,6 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         local_zone,
         mut problems,
     } = parsed;
-    let mails_from =
-        drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| (PathBuf::new(), draft.line));
     // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
     let hasher = foldhash::fast::RandomState::default();
     let mut first_line: HashMap<&str, usize, _> =
@@ -318,21 +317,27 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
             }
         }
     }
-    // Built on every core at once (a million-job file), kept in the file's order. A
-    // duplicate or a bad name, reported above, is not loaded; its other problems are
-    // reported all the same.
-    let (jobs, built_problems): (Vec<JobEntry>, Vec<Problem>) = drafts
-        .into_par_iter()
-        .filter_map(|draft| {
-            let named = named.contains(&(draft.name.as_str(), draft.name_line));
-            match draft.build() {
-                Ok(entry) if named => Some(Either::Left(entry)),
+    // Kept in the file's order, in place. A duplicate or a bad name, reported above, is
+    // not loaded; its other problems are reported all the same.
+    let mut built_problems = Vec::new();
+    let jobs: Vec<JobEntry> = built
+        .into_iter()
+        .filter_map(|built| {
+            let named = named.contains(&(built.name(), built.name_line));
+            match built.result {
+                Ok(entry) if named => Some(entry),
                 Ok(_) => None,
                 Err(problem) if !named && problem.field.as_deref() == Some("name") => None,
-                Err(problem) => Some(Either::Right(problem)),
+                Err(problem) => {
+                    built_problems.push(problem);
+                    None
+                }
             }
         })
-        .partition_map(|either| either);
+        .collect();
+    // Every job is loaded when this is used (no problems).
+    let mails_from =
+        jobs.iter().find(|entry| entry.command.mailto.is_some()).map(|entry| (PathBuf::new(), entry.line));
     problems.extend(built_problems);
     problems.extend(chain_problems(&jobs, &names));
     if !problems.is_empty() {
@@ -376,12 +381,16 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
-/// duplicate check), a draft of every job without problems, the coordination and history
-/// settings, the shutdown timeout, the concurrency cap, and the problems.
+/// duplicate check), a draft of every job without problems (built as it is read, or
+/// later), the coordination and history settings, the shutdown timeout, the concurrency
+/// cap, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
+    /// Drafts not built yet.
     drafts: Vec<Draft>,
+    /// Drafts built, in the file's order, before those of `drafts`.
+    built: Vec<Built>,
     coordination: Coordination,
     history: History,
     shutdown_timeout: Option<Duration>,
@@ -392,11 +401,44 @@ struct Parsed {
 }
 
 impl Parsed {
-    /// Adds what a later piece of the same file found: its jobs and problems.
-    fn append(&mut self, later: Parsed) {
-        self.names.extend(later.names);
-        self.drafts.extend(later.drafts);
-        self.problems.extend(later.problems);
+    /// Adds what the later pieces of the same file found, in order: their jobs and
+    /// problems.
+    fn append(&mut self, later: Vec<Parsed>) {
+        self.names.reserve(later.iter().map(|parsed| parsed.names.len()).sum());
+        self.built.reserve(later.iter().map(|parsed| parsed.built.len()).sum());
+        for later in later {
+            self.names.extend(later.names);
+            self.drafts.extend(later.drafts);
+            self.built.extend(later.built);
+            self.problems.extend(later.problems);
+        }
+    }
+
+    /// Builds the drafts (see [`Draft::build`]), on every core at once, after those built
+    /// already.
+    fn build(&mut self) {
+        let drafts = std::mem::take(&mut self.drafts);
+        self.built.par_extend(
+            drafts.into_par_iter().map(|draft| Built { name_line: draft.name_line, result: draft.build() }),
+        );
+    }
+}
+
+/// A draft the core has built: the job, or its problem; and the line of its name, for
+/// the duplicate check.
+#[derive(Debug)]
+struct Built {
+    name_line: usize,
+    result: Result<JobEntry, Problem>,
+}
+
+impl Built {
+    /// The job's name, as its draft gave it.
+    fn name(&self) -> &str {
+        match &self.result {
+            Ok(entry) => entry.job.name(),
+            Err(problem) => problem.job.as_deref().unwrap_or_default(),
+        }
     }
 }
 
