@@ -293,11 +293,9 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
         mut problems,
     } = parsed;
     // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
-    let hasher = foldhash::fast::RandomState::default();
-    let mut first_line: HashMap<&str, usize, _> =
-        HashMap::with_capacity_and_hasher(names.len(), hasher.clone());
-    // The jobs whose name is neither a duplicate nor invalid: their name and its line.
-    let mut named: HashSet<(&str, usize), _> = HashSet::with_capacity_and_hasher(names.len(), hasher);
+    let mut first_line: HashMap<&str, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(names.len(), Default::default());
+    let before = problems.len();
     for (name, line) in &names {
         match first_line.get(name.as_str()) {
             Some(first) => problems.push(Problem::field(
@@ -310,20 +308,29 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
                 first_line.insert(name, *line);
                 // Here rather than only in the core's build, so that a bad name is
                 // reported beside the job's other problems.
-                match slotcron::validate_job_name(name) {
-                    Ok(()) => _ = named.insert((name, *line)),
-                    Err(reason) => problems.push(Problem::field(*line, Some(name), "name", reason)),
+                if let Err(reason) = slotcron::validate_job_name(name) {
+                    problems.push(Problem::field(*line, Some(name), "name", reason));
                 }
             }
         }
     }
+    // The jobs whose name is neither a duplicate nor invalid, by their name and its line;
+    // `None` when no name had a problem (the usual case): every job then.
+    let named: Option<HashSet<(&str, usize), foldhash::fast::RandomState>> =
+        (problems.len() > before).then(|| {
+            let first = |name: &str, line: &usize| first_line.get(name) == Some(line);
+            let named = |(name, line): &&(String, usize)| {
+                first(name, line) && slotcron::validate_job_name(name).is_ok()
+            };
+            names.iter().filter(named).map(|(name, line)| (name.as_str(), *line)).collect()
+        });
     // Kept in the file's order, in place. A duplicate or a bad name, reported above, is
     // not loaded; its other problems are reported all the same.
     let mut built_problems = Vec::new();
     let jobs: Vec<JobEntry> = built
         .into_iter()
         .filter_map(|built| {
-            let named = named.contains(&(built.name(), built.name_line));
+            let named = named.as_ref().is_none_or(|named| named.contains(&(built.name(), built.name_line)));
             match built.result {
                 Ok(entry) if named => Some(entry),
                 Ok(_) => None,
