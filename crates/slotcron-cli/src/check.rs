@@ -1,5 +1,6 @@
 //! `slotcron check FILE`: validates a jobs file or crontab and lists its jobs.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use std::collections::HashMap;
@@ -12,7 +13,8 @@ use crate::cli::CheckArgs;
 use crate::command;
 use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, NextFire};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, relative, table};
+use crate::table::{self, Packed};
+use crate::{INVALID_INPUT, duration, relative};
 
 /// Loads `args.file` (a file, or a directory of crontabs) and prints one line per job —
 /// name, schedule, next fire time (for a daemon started now; `disabled` for a job with
@@ -41,25 +43,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         }
     };
     let now = Timestamp::now();
-    // On every core at once: a row computes the job's next fire time and its description.
-    if let Some(states) = &states {
-        let rows: Vec<[String; 8]> = loaded
-            .jobs
-            .par_iter()
-            .map(|entry| {
-                let state = states.get(entry.job.name());
-                let [line, job, schedule, next, next_in, explain] = row(entry, state, now);
-                let (last, ago) = (last(state), relative::cell(state.map(|state| state.last_trigger), now));
-                [line, job, schedule, next, next_in, last, ago, explain]
-            })
-            .collect();
-        let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
-        table::print(Some(header), &rows, 1);
-    } else {
-        let rows: Vec<[String; 6]> = loaded.jobs.par_iter().map(|entry| row(entry, None, now)).collect();
-        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"]), &rows, 1);
-        // Left to the process's exit, as the file is below.
-        std::mem::forget(rows);
+    match &states {
+        Some(states) => {
+            let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
+            print_rows(header, &loaded.jobs, Some(states), now);
+        }
+        None => print_rows(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"], &loaded.jobs, None, now),
     }
     let policies: Vec<String> = loaded
         .jobs
@@ -97,33 +86,67 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The columns of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN
-/// DESCRIPTION`, NEXT given its stored `state`, if any. NEXT is written in the
-/// schedule's zone; IN is the same instant relative to `now` (`-` for none).
-fn row(entry: &JobEntry, state: Option<&JobState>, now: Timestamp) -> [String; 6] {
+/// Prints the table of `jobs` under `header`: with `states`, its 8 columns, else 6 (see
+/// [`row`]). The rows are computed on every core at once, and left to the process's
+/// exit, as the file is.
+fn print_rows<const N: usize>(
+    header: [&str; N],
+    jobs: &[JobEntry],
+    states: Option<&HashMap<String, JobState>>,
+    now: Timestamp,
+) {
+    let rows: Vec<Packed<N>> = jobs.par_iter().map(|entry| row(entry, states, now)).collect();
+    table::print(Some(header), &rows, 1);
+    std::mem::forget(rows);
+}
+
+/// The row of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN
+/// DESCRIPTION`, with `states` `LINE JOB SCHEDULE NEXT IN LAST AGO DESCRIPTION` (LAST and
+/// AGO from its stored state, and NEXT given it). NEXT is written in the schedule's zone,
+/// LAST in UTC; IN and AGO are the same instants relative to `now` (`-` for none).
+fn row<const N: usize>(
+    entry: &JobEntry,
+    states: Option<&HashMap<String, JobState>>,
+    now: Timestamp,
+) -> Packed<N> {
+    let state = states.and_then(|states| states.get(entry.job.name()));
     let next = entry
         .enabled
         .then(|| NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state));
-    [
-        entry.line.to_string(),
-        entry.job.name().to_owned(),
-        entry.schedule.to_string(),
-        next.as_ref().map_or_else(|| DISABLED.to_owned(), ToString::to_string),
-        relative::cell(next.as_ref().and_then(NextFire::instant), now),
-        entry.explain(),
-    ]
+    let mut row = Packed::with_capacity(ROW_BYTES);
+    // Writing to a row cannot fail.
+    let _ = write!(row, "{}", entry.line);
+    row.end_cell();
+    let _ = row.write_str(entry.job.name());
+    row.end_cell();
+    let _ = write!(row, "{}", entry.schedule);
+    row.end_cell();
+    let _ = match &next {
+        Some(next) => write!(row, "{next}"),
+        None => row.write_str(DISABLED),
+    };
+    row.end_cell();
+    let _ = row.write_str(&relative::cell(next.as_ref().and_then(NextFire::instant), now));
+    row.end_cell();
+    if states.is_some() {
+        let _ = match state {
+            None => row.write_str("never"),
+            Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
+                write!(row, "{last_trigger} {outcome}")
+            }
+            Some(JobState { last_trigger, last_outcome: None, .. }) => write!(row, "{last_trigger} running"),
+        };
+        row.end_cell();
+        let _ = row.write_str(&relative::cell(state.map(|state| state.last_trigger), now));
+        row.end_cell();
+    }
+    let _ = row.write_str(&entry.explain());
+    row.end_cell();
+    row
 }
 
-/// The LAST column of a job's stored `state`, in UTC: its last trigger and outcome.
-fn last(state: Option<&JobState>) -> String {
-    match state {
-        None => "never".to_owned(),
-        Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
-            format!("{last_trigger} {outcome}")
-        }
-        Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
-    }
-}
+/// Room for a row of `check`'s table: most fit.
+const ROW_BYTES: usize = 160;
 
 /// What the NEXT column says of a job with `enabled = false`.
 const DISABLED: &str = "disabled";
