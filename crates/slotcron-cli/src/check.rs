@@ -7,11 +7,12 @@ use std::collections::HashMap;
 
 use jiff::Timestamp;
 use rayon::prelude::*;
-use slotcron::{JobState, OnInterrupt, Overlap, Retention};
+use slotcron::{JobState, Labels, OnInterrupt, Overlap, Retention};
 
 use crate::cli::CheckArgs;
 use crate::command;
-use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, NextFire};
+use crate::coordination::Redis;
+use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, LoneLabels, NextFire};
 use crate::state::{State, StateUrl};
 use crate::table::{self, Packed};
 use crate::{INVALID_INPUT, duration, relative};
@@ -22,8 +23,9 @@ use crate::{INVALID_INPUT, duration, relative};
 /// and how long ago, the schedule in
 /// English — then the files of a directory skipped and the history kept, to standard
 /// output; exit status 0. On problems, prints every one of them
-/// (file, line, job, field, reason) to standard error; exit status 2. A state that
-/// cannot be read: the reason on standard error, exit status 2.
+/// (file, line, job, field, reason) to standard error; exit status 2; so for the jobs
+/// `slotcron run` would refuse for want of a coordinator (see [`lone_labels`]). A state
+/// that cannot be read: the reason on standard error, exit status 2.
 pub fn run(args: &CheckArgs) -> ExitCode {
     let loaded = match jobs_file::load(&args.file, Format::of(&args.file, args.system_crontab)) {
         Ok(loaded) => loaded,
@@ -32,6 +34,17 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(INVALID_INPUT);
         }
     };
+    let lone = match lone_labels(args, &loaded) {
+        Ok(lone) => lone,
+        Err(e) => {
+            eprintln!("slotcron check: {e}");
+            return ExitCode::from(INVALID_INPUT);
+        }
+    };
+    if let Err(refused) = lone.check(&loaded) {
+        eprintln!("{refused}");
+        return ExitCode::from(INVALID_INPUT);
+    }
     if let Some(no_jobs) = loaded.no_jobs() {
         eprintln!("{no_jobs}: a daemon on it would idle and serve its admin API until a reload adds one");
     }
@@ -84,6 +97,20 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     // take a second to drop).
     std::mem::forget(loaded);
     ExitCode::SUCCESS
+}
+
+/// What `slotcron run` refuses for want of a coordinator, with this check's `--redis`
+/// (else `SLOTCRON_REDIS_URL`, else the file's `[coordination] redis`), `--state` and
+/// `--label` ([`LoneLabels`]).
+///
+/// # Errors
+/// A Redis setting, a `--state` or a `--label` that `run` would refuse too.
+fn lone_labels(args: &CheckArgs, loaded: &JobsFile) -> Result<LoneLabels, String> {
+    let redis = Redis::choose(args.redis.as_deref(), None, &loaded.coordination)?;
+    let state =
+        args.state.as_deref().map(StateUrl::parse).transpose().map_err(|e| format!("--state: {e}"))?;
+    let labels = Labels::parse(&args.labels).map_err(|e| format!("--label: {e}"))?;
+    Ok(LoneLabels::new(&labels, redis.is_some() || state.as_ref().is_some_and(StateUrl::coordinates)))
 }
 
 /// Prints the table of `jobs` under `header`: with `states`, its 8 columns, else 6 (see

@@ -478,6 +478,19 @@ pub struct CheckArgs {
     /// /etc/crontab and the files of /etc/cron.d/ (and that directory) always are.
     #[arg(long)]
     pub system_crontab: bool,
+    /// Judge the jobs as a daemon given this Redis would (`slotcron run --redis`); never
+    /// connected to.
+    ///
+    /// With no coordinator (this flag, SLOTCRON_REDIS_URL, `redis` in the jobs file's
+    /// `[coordination]` table, or a postgres:// --state), a job with max_runs or
+    /// pause_after_failures, or placed (`on`) on labels no --label gives, is refused, as
+    /// `slotcron run` refuses it.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// A label the daemon carries (`slotcron run --label`), `KEY` or `KEY=VALUE`; repeat
+    /// the flag for several.
+    #[arg(long = "label", value_name = "KEY[=VALUE]", value_parser = parse_label)]
+    pub labels: Vec<String>,
 }
 
 /// `slotcron history`.

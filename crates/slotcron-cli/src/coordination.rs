@@ -9,7 +9,6 @@ use slotcron::{Coordinator, redact};
 use slotcron_postgres::PostgresCoordinator;
 use slotcron_redis::{RedisConfig, RedisCoordinator, RedisCoordinatorError};
 
-use crate::cli::RunArgs;
 use crate::jobs_file::Coordination;
 use crate::settings;
 use crate::state::{State, StateUrl};
@@ -88,26 +87,23 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// The Redis of `slotcron run` with these arguments, the `SLOTCRON_REDIS_URL` and
-    /// `SLOTCRON_REDIS_PREFIX` environment variables and the jobs file's
-    /// `[coordination]` table, each by precedence flag, variable, file; `None` when no
-    /// URL is given.
+    /// The Redis of `slotcron run` with the flags `--redis` (`url`) and `--redis-prefix`
+    /// (`prefix`), the `SLOTCRON_REDIS_URL` and `SLOTCRON_REDIS_PREFIX` environment
+    /// variables and the jobs file's `[coordination]` table, each by precedence flag,
+    /// variable, file; `None` when no URL is given.
     ///
     /// # Errors
     /// A URL or prefix that is set but empty, a prefix without a URL (it would have no
     /// effect), a variable that is not UTF-8, or a malformed URL; the message names where
     /// the value was given.
-    pub fn choose(args: &RunArgs, file: &Coordination) -> Result<Option<Self>, String> {
-        let url = URL_SOURCES.choose(
-            args.redis.as_deref(),
-            env(REDIS_URL_VAR)?.as_deref(),
-            file.redis.as_deref(),
-        )?;
-        let prefix = PREFIX_SOURCES.choose(
-            args.redis_prefix.as_deref(),
-            env(REDIS_PREFIX_VAR)?.as_deref(),
-            file.prefix.as_deref(),
-        )?;
+    pub fn choose(
+        url: Option<&str>,
+        prefix: Option<&str>,
+        file: &Coordination,
+    ) -> Result<Option<Self>, String> {
+        let url = URL_SOURCES.choose(url, env(REDIS_URL_VAR)?.as_deref(), file.redis.as_deref())?;
+        let prefix =
+            PREFIX_SOURCES.choose(prefix, env(REDIS_PREFIX_VAR)?.as_deref(), file.prefix.as_deref())?;
         let Some(url) = url else {
             return match prefix {
                 Some(prefix) => Err(format!(

@@ -185,7 +185,7 @@ impl Settings {
         file: &Coordination,
         file_shutdown_timeout: Option<Duration>,
     ) -> Result<Self, String> {
-        let redis = Redis::choose(args, file)?;
+        let redis = Redis::choose(args.redis.as_deref(), args.redis_prefix.as_deref(), file)?;
         let failure_hooks = FailureHooks::new(HOOK_TIMEOUT, Self::CANCEL_GRACE);
         let admin = AdminSettings::choose(args, file.admin_listen.as_deref())?;
         let state = StateUrl::parse(&args.state.url).map_err(|e| format!("--state: {e}"))?;
@@ -217,7 +217,7 @@ impl Settings {
 
     /// Whether a coordinator arbitrates the claims: a Redis, or a PostgreSQL state.
     fn coordinated(&self) -> bool {
-        self.redis.is_some() || matches!(self.state, StateUrl::Postgres { .. })
+        self.redis.is_some() || self.state.coordinates()
     }
 
     /// This daemon's labels, if it runs without a coordinator: the jobs placed on labels
@@ -383,8 +383,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
     if let Err(e) = settings.grace_floor().check(&loaded) {
         return start_failed(&e);
     }
-    if let Err(e) = settings.lone_labels().check(&loaded) {
-        return start_failed(&e);
+    if let Err(refused) = settings.lone_labels().check(&loaded) {
+        return start_failed(&refused.to_string());
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

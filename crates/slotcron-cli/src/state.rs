@@ -39,6 +39,12 @@ impl StateUrl {
     /// The default: a SQLite file in the working directory.
     pub const DEFAULT: &str = "sqlite:slotcron.db";
 
+    /// Whether the state's database also coordinates the daemons on it (PostgreSQL's
+    /// claims), when no Redis is given.
+    pub fn coordinates(&self) -> bool {
+        matches!(self, Self::Postgres { .. })
+    }
+
     /// Reads a state URL.
     ///
     /// # Errors

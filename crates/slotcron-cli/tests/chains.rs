@@ -1,7 +1,8 @@
 //! Job chains in a jobs file (`run_after`): `slotcron check` shows the chain; an unknown
-//! parent, a cycle or a second schedule is refused at load, naming the jobs and the field;
-//! and three daemons sharing a Redis run a chain `a → b → c` once per trigger of `a`, also
-//! when the daemon that ran `a` is killed after `a` succeeded and before `b` started.
+//! parent, a cycle or a second schedule is refused at load, naming the jobs and the field,
+//! on its line; and three daemons sharing a Redis run a chain `a → b → c` once per
+//! trigger of `a`, also when the daemon that ran `a` is killed after `a` succeeded and
+//! before `b` started.
 
 mod support;
 
@@ -43,7 +44,7 @@ command = "echo load"
 }
 
 #[test]
-fn an_unknown_parent_a_cycle_and_a_second_schedule_are_refused_at_load_naming_the_jobs() {
+fn an_unknown_parent_a_cycle_and_a_second_schedule_are_refused_at_load_naming_the_jobs_and_run_after_line() {
     let (code, out, err) = check(
         "chain_errors",
         r#"[[job]]
@@ -71,13 +72,13 @@ command = "true"
     assert!(out.is_empty(), "{out}");
     assert!(
         err.contains(
-            r#"jobs.toml:1: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#
+            r#"jobs.toml:3: job "orphan": run_after: no job named "extrct" (the parent it runs after)"#
         ),
         "{err}"
     );
     assert!(
         err.contains(
-            r#"jobs.toml:6: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#
+            r#"jobs.toml:8: job "a": run_after: a cycle of jobs that run after each other: a → c → b → a"#
         ),
         "{err}"
     );
@@ -97,6 +98,44 @@ command = "true"
         err.contains(r#"job "load": run_after: run_after and every (line 3) both set; a job has exactly one of every, cron, at, after, run_after"#),
         "{err}"
     );
+}
+
+/// Every setting a chained job cannot have is reported at once, each against
+/// `run_after` on its line, as the keys of other jobs are.
+#[test]
+fn every_setting_a_chained_job_cannot_have_is_reported_at_once() {
+    let (code, out, err) = check(
+        "chain_settings",
+        r#"[[job]]
+name = "extract"
+every = "1h"
+command = "true"
+
+[[job]]
+name = "load"
+command = "true"
+run_after = "extract"
+start = "2027-01-01T00:00:00Z"
+end = "2028-01-01T00:00:00Z"
+jitter = "5s"
+on = ["gpu"]
+on_every_replica = true
+"#,
+    );
+    assert_eq!(code, Some(2), "{out}");
+    let reasons = [
+        "start: the parent's triggers are the job's",
+        "end: the parent's triggers are the job's",
+        "jitter: its trigger fires as its parent's run ends",
+        "on: the replica that ran the parent's trigger runs it",
+        "on_every_replica: the replica that ran the parent's trigger fires it",
+    ];
+    let mut expected: Vec<String> = reasons
+        .iter()
+        .map(|reason| format!(r#"jobs.toml:9: job "load": run_after: cannot be combined with {reason}"#))
+        .collect();
+    expected.push("5 problems in jobs.toml".into());
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
 }
 
 /// A failing `a`: the daemon records `b`'s trigger and `c`'s `skipped-parent`, each naming its
@@ -131,9 +170,9 @@ command = "touch c-ran"
     let a = history(&dir, &["a"]);
     assert_eq!(a.len(), 1, "{a:?}");
     assert_eq!(a[0].outcome, "failed");
-    for (job, parent) in
-        [("b", "a's run of this trigger ended failed"), ("c", "b's run of this trigger ended skipped-parent")]
-    {
+    let stopped =
+        "b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended failed";
+    for (job, parent) in [("b", "a's run of this trigger ended failed"), ("c", stopped)] {
         let runs = history(&dir, &[job]);
         assert_eq!(runs.len(), 1, "{runs:?}");
         assert_eq!((runs[0].trigger, runs[0].outcome.as_str()), (a[0].trigger, "skipped-parent"), "{runs:?}");

@@ -231,12 +231,33 @@ X = "1"
         format!(r#"jobs.toml:11: job "a": comand: unknown key; did you mean command? (a [[job]] table takes {job_keys})"#),
         r#"jobs.toml:16: job "b": timeout: expected a duration string like "90s", found integer 5"#.to_owned(),
         r#"jobs.toml:17: job "b": run_on_start: expected true or false, found string "yes""#.to_owned(),
-        "jobs.toml:20: name: missing: every [[job]] needs a name".to_owned(),
-        r#"jobs.toml:21: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
-        "jobs.toml:22: command: expected a shell command string, found an array".to_owned(),
+        "jobs.toml:20: job #3: name: missing: every [[job]] needs a name".to_owned(),
+        r#"jobs.toml:21: job #3: cron: expected a cron expression string like "0 3 * * *", found integer 5"#.to_owned(),
+        "jobs.toml:22: job #3: command: expected a shell command string, found an array".to_owned(),
         r#"jobs.toml:27: job "d": on_every_replica: expected true or false, found integer 1"#.to_owned(),
         format!(r#"jobs.toml:29: job "d": labels: unknown key; a [[job]] table takes {job_keys}"#),
         "10 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
+/// A job whose name is not a string is named by its place among the `[[job]]` tables;
+/// a duration too large for any field says so in our words, naming the job and field.
+#[test]
+fn a_job_without_a_string_name_is_named_by_its_number_and_a_huge_duration_is_too_large() {
+    let (code, _, err) = check(
+        "job_number",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"100000000d\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"b\"\nevery = \"1h\"\ntimeout = \"999999999999h\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = 5\nevery = \"1h\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        r#"jobs.toml:3: job "a": every: "100000000d" is too large: a job's durations are at most 100 years (36500d)"#,
+        r#"jobs.toml:9: job "b": timeout: "999999999999h" is too large: a job's durations are at most 100 years (36500d)"#,
+        r#"jobs.toml:13: job #3: name: expected a string like "backup", found integer 5"#,
+        "3 problems in jobs.toml",
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
 }
@@ -936,10 +957,39 @@ fn a_negative_or_zero_interval_is_refused_with_a_true_reason() {
     assert_eq!(code, Some(2));
     let expected = [
         r#"jobs.toml:3: job "a": every: "-5s" is negative; a duration takes no minus sign"#,
-        r#"jobs.toml:8: job "b": every: the period must be a whole number of milliseconds, at least 1ms; got 0s"#,
+        r#"jobs.toml:8: job "b": every: 0s is shorter than 1s, the shortest interval: each trigger starts a command, and a second is cron's finest step"#,
         "2 problems in jobs.toml",
     ];
     assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+}
+
+/// An interval under a second — `every`, or `@every` in a cron expression or a crontab —
+/// is refused naming the job, the field and the minimum; a second is accepted.
+#[test]
+fn an_interval_under_a_second_is_refused_in_every_format() {
+    let reason = "is shorter than 1s, the shortest interval: each trigger starts a command, and a second is \
+                  cron's finest step";
+    let (code, _, err) = check(
+        "interval_under_a_second",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"1ms\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"b\"\ncron = \"@every 999ms\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"c\"\nevery = \"1s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    let expected = [
+        format!(r#"jobs.toml:3: job "a": every: 1ms {reason}"#),
+        format!(r#"jobs.toml:8: job "b": cron: 999ms {reason}"#),
+        "2 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.lines().collect::<Vec<_>>(), expected, "{err}");
+    let (code, _, err) = check("crontab_under_a_second", "crontab", "@every 500ms true\n@every 1s true\n");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with("crontab:1: job \"true-") && err.contains(&format!(": schedule: 500ms {reason}")),
+        "{err}"
+    );
+    assert!(err.ends_with("1 problem in crontab\n"), "{err}");
 }
 
 #[test]
@@ -1061,7 +1111,8 @@ command = "true"
 fn refused_with(name: &str, bad: &[(&str, &str, &str)]) {
     for (lines, field, reason) in bad {
         let text = format!("[[job]]\nname = \"{name}\"\n{lines}\ncommand = \"true\"\n");
-        let (code, _, err) = check("refused_with", "jobs.toml", &text);
+        // A directory of its own: the tests calling this run at once.
+        let (code, _, err) = check(&format!("refused_with_{name}"), "jobs.toml", &text);
         assert_eq!(code, Some(2), "{lines}");
         let problem = format!("job \"{name}\": {field}: ");
         assert!(err.lines().any(|line| line.contains(&problem) && line.contains(reason)), "{lines}: {err}");
@@ -1085,12 +1136,18 @@ fn a_toml_file_named_otherwise_is_told_to_end_in_toml() {
     );
 }
 
+/// A `[coordination]` table naming a Redis, never connected to by `check`: the daemon
+/// would have a coordinator to count the runs of `max_runs` and `pause_after_failures`.
+const COORDINATED: &str = "[coordination]\nredis = \"redis://127.0.0.1:1\"\n\n";
+
 #[test]
 fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
     let (code, _, err) = check(
         "max_runs",
         "jobs.toml",
-        "[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n",
+        &format!(
+            "{COORDINATED}[[job]]\nname = \"limited\"\nevery = \"1h\"\nmax_runs = 3\ncommand = \"true\"\n"
+        ),
     );
     assert_eq!(code, Some(0), "{err}");
     let bad = [
@@ -1112,8 +1169,10 @@ fn max_runs_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and
 
 #[test]
 fn pause_after_failures_takes_a_positive_integer_and_anything_else_is_refused_naming_job_and_field() {
-    let jobs = "[[job]]\nname = \"flaky\"\nevery = \"1h\"\nmax_runs = 5\npause_after_failures = 3\ncommand = \"true\"\n";
-    let (code, out, err) = check("pause_after_failures", "jobs.toml", jobs);
+    let jobs = format!(
+        "{COORDINATED}[[job]]\nname = \"flaky\"\nevery = \"1h\"\nmax_runs = 5\npause_after_failures = 3\ncommand = \"true\"\n"
+    );
+    let (code, out, err) = check("pause_after_failures", "jobs.toml", &jobs);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("paused after 3 failed triggers in a row (pause_after_failures)"), "{out}");
     assert!(out.contains("ends after 5 scheduled runs across the fleet (max_runs)"), "{out}");

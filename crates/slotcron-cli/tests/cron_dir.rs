@@ -74,6 +74,25 @@ fn an_empty_directory_is_zero_jobs_with_a_warning() {
     assert!(stderr(&out).contains("crontabs: no jobs (add lines such as"), "{}", stderr(&out));
 }
 
+/// A directory named as a TOML jobs file is most likely the file missing (a bind mount
+/// of one that does not exist makes a directory): `check` and `run` refuse it alike
+/// rather than read it as an empty directory of crontabs.
+#[test]
+fn a_directory_named_like_a_toml_jobs_file_is_refused_by_check_and_run() {
+    let dir = scratch("cron_dir_toml");
+    std::fs::create_dir(dir.join("jobs.toml")).unwrap();
+    let problem = "jobs.toml: is a directory, not the TOML jobs file its .toml name says (a directory of \
+                   crontabs is read under any other name; a bind mount of a missing file leaves an empty \
+                   directory in its place)";
+    let out = run_in(&dir, &["check", "jobs.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_eq!(stderr(&out).lines().collect::<Vec<_>>(), [problem, "1 problem in jobs.toml"]);
+    let out = run_in(&dir, &["run", "jobs.toml", "--state", "sqlite:state.db"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(problem), "{}", stderr(&out));
+    assert!(!dir.join("state.db").exists(), "nothing was started");
+}
+
 #[test]
 fn the_daemon_runs_every_files_jobs_and_sighup_adds_a_new_files() {
     let dir = cron_dir("cron_dir_run");

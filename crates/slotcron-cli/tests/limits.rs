@@ -136,18 +136,56 @@ fn three_failed_triggers_pause_the_job_on_both_daemons_and_status_shows_why() {
     }
 }
 
+/// A job limited to three runs and one paused after two failures, each on lines 1 to 5.
+const COUNTED: &str = "[[job]]\nname = \"once\"\nevery = \"1s\"\nmax_runs = 3\ncommand = \"true\"\n\n\
+                       [[job]]\nname = \"flaky\"\nevery = \"1s\"\npause_after_failures = 2\ncommand = \"exit 1\"\n";
+
 /// Alone (no Redis, no PostgreSQL state), nothing could count a job's runs or failures
-/// across restarts: the daemon refuses such jobs at start, each named with its field.
+/// across restarts: the daemon refuses such jobs at start, each named with its field, on
+/// the field's line, and `slotcron check` refuses them alike.
 #[test]
-fn a_daemon_without_a_coordinator_refuses_max_runs_and_pause_after_failures_at_start() {
+fn without_a_coordinator_run_and_check_refuse_max_runs_and_pause_after_failures_alike() {
     let dir = scratch("limits_alone");
-    let jobs = "[[job]]\nname = \"once\"\nevery = \"1s\"\nmax_runs = 3\ncommand = \"true\"\n\n\
-                [[job]]\nname = \"flaky\"\nevery = \"1s\"\npause_after_failures = 2\ncommand = \"exit 1\"\n";
-    write(&dir, "jobs.toml", jobs);
+    write(&dir, "jobs.toml", COUNTED);
     let out = support::run_in(&dir, &["run", "jobs.toml", "--state", "sqlite:alone.db"]);
     let err = support::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("jobs.toml:1: job \"once\": max_runs: needs a coordinator"), "{err}");
-    assert!(err.contains("jobs.toml:7: job \"flaky\": pause_after_failures: needs a coordinator"), "{err}");
-    assert!(err.contains("--redis URL or a PostgreSQL --state"), "{err}");
+    let reason = "needs a coordinator to count across the fleet and restarts: give --redis URL or a PostgreSQL --state";
+    let refused = [
+        format!("jobs.toml:4: job \"once\": max_runs: {reason}"),
+        format!("jobs.toml:10: job \"flaky\": pause_after_failures: {reason}"),
+        "2 problems in jobs.toml".to_owned(),
+    ];
+    assert_eq!(err.trim_end(), format!("slotcron run: {}", refused.join("; ")));
+    let out = support::run_in(&dir, &["check", "jobs.toml", "--state", "sqlite:alone.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(support::stderr(&out).lines().collect::<Vec<_>>(), refused);
+    assert!(support::stdout(&out).is_empty(), "no listing: {}", support::stdout(&out));
+}
+
+/// `slotcron check` passes the same jobs when the daemon would have a coordinator: a
+/// Redis from `--redis`, `SLOTCRON_REDIS_URL` or the file (never connected to: port 1).
+#[test]
+fn check_passes_counted_jobs_with_a_coordinator_from_the_flag_the_variable_or_the_file() {
+    let dir = scratch("limits_check_coordinated");
+    write(&dir, "jobs.toml", COUNTED);
+    write(&dir, "fleet.toml", &format!("[coordination]\nredis = \"redis://127.0.0.1:1\"\n\n{COUNTED}"));
+    let runs = [
+        support::run_in(&dir, &["check", "jobs.toml", "--redis", "redis://127.0.0.1:1"]),
+        support::slotcron()
+            .args(["check", "jobs.toml"])
+            .env("SLOTCRON_REDIS_URL", "redis://127.0.0.1:1")
+            .current_dir(&dir)
+            .output()
+            .unwrap(),
+        support::run_in(&dir, &["check", "fleet.toml"]),
+    ];
+    for out in runs {
+        let listing = support::stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+        assert!(
+            listing.contains("once: ends after 3 scheduled runs across the fleet (max_runs)"),
+            "{listing}"
+        );
+    }
 }

@@ -17,11 +17,13 @@ fn placed() -> String {
     [job("render", r#"on = ["region=eu", "gpu"]"#), job("plain", "")].join("\n")
 }
 
+/// `check`, given the daemon's labels (without a coordinator, as `run` does, it refuses a
+/// job placed on labels the daemon lacks).
 #[test]
 fn check_shows_a_jobs_placement() {
     let dir = scratch("placement_check");
     write(&dir, "jobs.toml", &placed());
-    let out = run_in(&dir, &["check", "jobs.toml"]);
+    let out = run_in(&dir, &["check", "jobs.toml", "--label", "region=eu", "--label", "gpu"]);
     let listing = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -94,11 +96,22 @@ fn a_daemon_without_a_coordinator_refuses_a_job_placed_on_labels_it_lacks() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "slotcron run: jobs.toml:1: job \"render\": on: placed on region=eu, gpu, but this scheduler runs \
+            "slotcron run: jobs.toml:5: job \"render\": on: placed on region=eu, gpu, but this scheduler runs \
              without a coordinator and does not carry gpu (its labels: region=eu); no other member could run \
              the job (give this daemon --label, or a coordinator)"
         ),
         "{err}"
     );
     assert!(err.contains("job \"lights\": on: placed on gpu"), "every refused job is named: {err}");
+    // `check` with the same labels refuses the same jobs, and passes them with a coordinator.
+    let out = run_in(&dir, &["check", "jobs.toml", "--label", "region=eu"]);
+    let check = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{check}");
+    assert!(check.contains("jobs.toml:5: job \"render\": on: placed on region=eu, gpu, but"), "{check}");
+    assert!(
+        check.contains("job \"lights\": on: placed on gpu") && check.contains("2 problems in"),
+        "{check}"
+    );
+    let out = run_in(&dir, &["check", "jobs.toml", "--redis", "redis://127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

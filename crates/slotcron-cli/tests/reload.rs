@@ -193,7 +193,7 @@ fn with_shared_work_an_edit_giving_a_job_a_grace_below_the_takeover_delay_is_ref
     daemon.signal(Signal::SIGHUP);
     daemon.wait_for("for the failed reload", |line| line.contains("reload failed"));
     let problem = [
-        r#"jobs.toml:6: job "edit": grace: 200ms must be longer than the takeover delay (200ms, --takeover-delay)"#,
+        r#"jobs.toml:9: job "edit": grace: 200ms must be longer than the takeover delay (200ms, --takeover-delay)"#,
     ];
     assert_eq!(daemon.lines_with(&problem).len(), 1, "the job, its grace and the delay:\n{}", daemon.log());
     let at = daemon.log.len();

@@ -525,7 +525,7 @@ fn with_shared_work_a_job_whose_grace_is_not_above_the_takeover_delay_is_refused
     assert_start_error(
         &out,
         &[
-            "jobs.toml:1: job \"quick\": grace: 200ms must be longer than the takeover delay (300ms, the default)",
+            "jobs.toml:4: job \"quick\": grace: 200ms must be longer than the takeover delay (300ms, the default)",
         ],
     );
     let shorter = [&redis[..], &["--takeover-delay", "100ms"]].concat();

@@ -43,9 +43,6 @@ pub struct Link {
     claimed_ahead: Mutex<Vec<(Arc<str>, Timestamp)>>,
     /// How many start marks each mark call carried, in order.
     mark_calls: Mutex<Vec<usize>>,
-    /// The `(owner, instant)` of every tally the replica read through this link: a
-    /// non-owner's look before it takes over.
-    tally_reads: Mutex<Vec<(Arc<str>, Timestamp)>>,
 }
 
 impl Link {
@@ -59,7 +56,6 @@ impl Link {
             claimed: Mutex::default(),
             claimed_ahead: Mutex::default(),
             mark_calls: Mutex::default(),
-            tally_reads: Mutex::default(),
         }
     }
 
@@ -114,12 +110,6 @@ impl Link {
     /// in order.
     pub fn mark_calls(&self) -> Vec<usize> {
         self.mark_calls.lock().unwrap().clone()
-    }
-
-    /// The `(owner, instant)` of every tally read through this link, in order, whether
-    /// or not the link was up.
-    pub fn tally_reads(&self) -> Vec<(Arc<str>, Timestamp)> {
-        self.tally_reads.lock().unwrap().clone()
     }
 
     /// What the link lets through now.
@@ -272,8 +262,6 @@ impl Coordinator for Link {
     }
 
     async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
-        let read = tallies.iter().map(|(owner, at)| (Arc::from(*owner), *at));
-        self.tally_reads.lock().unwrap().extend(read);
         self.up()?.handled(tallies).await
     }
 

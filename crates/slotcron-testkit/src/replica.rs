@@ -103,12 +103,6 @@ impl Replica {
         self.links.iter().flat_map(|link| link.claimed()).collect()
     }
 
-    /// The `(owner, instant)` of every owner's tally this replica read (its looks before
-    /// a takeover), in order, across its runs.
-    pub fn tally_reads(&self) -> Vec<(Arc<str>, Timestamp)> {
-        self.links.iter().flat_map(|link| link.tally_reads()).collect()
-    }
-
     /// Every `(job, trigger)` this replica tried to claim ahead of its instant, in order,
     /// across its runs, whether or not the trigger then came due here.
     pub fn claimed_ahead(&self) -> Vec<(Arc<str>, Timestamp)> {

@@ -602,6 +602,46 @@ impl JobBuilder {
         self
     }
 
+    /// Every problem of a chained job's settings ([`Self::run_after`]), each a
+    /// [`JobError::Invalid`] of field `run_after` naming the job: a parent's name that is
+    /// not a job name, the job itself as its parent, another schedule, and each of
+    /// `start`, `end`, `exclude`, `jitter`, `on` and `on_every_replica` set (the job's
+    /// triggers are its parent's, fired by the replica that ran the parent). None for a
+    /// job that runs after no other. [`Self::build`] reports the first; a jobs file
+    /// reports them all.
+    pub fn chain_problems(&self) -> Vec<JobError> {
+        let Some(parent) = &self.run_after else { return Vec::new() };
+        let invalid = |reason| JobError::Invalid { job: self.name.clone(), field: "run_after", reason };
+        let mut reasons = Vec::new();
+        if let Err(reason) = validate_job_name(parent) {
+            reasons.push(format!("the parent's name: {reason}"));
+        }
+        if **parent == *self.name {
+            reasons.push(format!("a job cannot run after itself (a cycle: {parent} → {parent})"));
+        }
+        if self.schedules.len() > 1 {
+            reasons.push(
+                "cannot be combined with another schedule (every, cron, at or after): a job has exactly \
+                 one schedule"
+                    .into(),
+            );
+        }
+        let triggers = "the parent's triggers are the job's";
+        let replica = "the replica that ran the parent's trigger";
+        let placed = self.on.as_ref().is_ok_and(|placement| !placement.is_anywhere());
+        let combined = [
+            ("start", self.window.0.is_some(), triggers.to_owned()),
+            ("end", self.window.1.is_some(), triggers.to_owned()),
+            ("exclude", !self.exclude.is_empty(), triggers.to_owned()),
+            ("jitter", self.jitter.is_some(), "its trigger fires as its parent's run ends".to_owned()),
+            ("on", placed, format!("{replica} runs it")),
+            ("on_every_replica", self.every_replica, format!("{replica} fires it")),
+        ];
+        let combined = combined.into_iter().filter(|(_, set, _)| *set);
+        reasons.extend(combined.map(|(key, _, why)| format!("cannot be combined with {key}: {why}")));
+        reasons.into_iter().map(invalid).collect()
+    }
+
     /// The retry policy's problem, if any: the field and the reason.
     fn check_retry(&self) -> Result<(), (&'static str, String)> {
         if self.attempts == 0 {
@@ -634,8 +674,8 @@ impl JobBuilder {
         let invalid =
             |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
         validate_job_name(&self.name).map_err(|reason| invalid("name", &reason))?;
-        if let Some(parent) = &self.run_after {
-            check_run_after(&self, parent).map_err(|reason| invalid("run_after", &reason))?;
+        if let Some(first) = self.chain_problems().into_iter().next() {
+            return Err(first);
         }
         self.check_retry().map_err(|(field, reason)| invalid(field, &reason))?;
         let mut schedules = self.schedules.into_iter();
@@ -825,32 +865,6 @@ fn check_jitter(schedule: &dyn Schedule, jitter: Duration) -> Result<(), String>
         )),
         _ => Ok(()),
     }
-}
-
-/// What [`JobBuilder::run_after`] cannot be combined with; the reason on failure.
-fn check_run_after(builder: &JobBuilder, parent: &str) -> Result<(), String> {
-    validate_job_name(parent).map_err(|reason| format!("the parent's name: {reason}"))?;
-    if parent == builder.name {
-        return Err(format!("a job cannot run after itself (a cycle: {parent} → {parent})"));
-    }
-    if builder.schedules.len() > 1 {
-        return Err("cannot be combined with another schedule (every, cron, at or after): a job has exactly one schedule".into());
-    }
-    if builder.window != (None, None) || !builder.exclude.is_empty() {
-        return Err(
-            "cannot be combined with start, end or exclude: the parent's triggers are the job's".into()
-        );
-    }
-    if builder.every_replica {
-        return Err(
-            "cannot be combined with on_every_replica: the replica that ran the parent's trigger fires it"
-                .into(),
-        );
-    }
-    if builder.on.as_ref().is_ok_and(|placement| !placement.is_anywhere()) {
-        return Err("cannot be combined with on: the replica that ran the parent's trigger runs it".into());
-    }
-    Ok(())
 }
 
 /// Checks a job name; the reason on failure.

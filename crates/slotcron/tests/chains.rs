@@ -6,15 +6,15 @@
 //! one a member presumed interrupted decides nothing while its daemon may come back, and
 //! is decided once when that daemon is gone for good (a new incarnation, or
 //! `PRESUMED_PARENT_WAIT` out of the membership); a cycle and a schedule beside
-//! `run_after` are refused.
+//! `run_after` are refused, and so is a backfill of a chained job.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slotcron::jiff::Timestamp;
 use slotcron::{
-    Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder, JobContext, Ledger,
-    Leftover, Outcome, RunRecord, Scheduler,
+    Cause, Claim, ClaimOutcome, ControlError, Coordinator, Hold, InProcessCoordinator, Job, JobBuilder,
+    JobContext, Ledger, Leftover, Outcome, RunRecord, Scheduler,
 };
 use slotcron_testkit::harness::{Harness, ts};
 
@@ -69,7 +69,8 @@ async fn a_successful_parent_run_fires_its_child_once_at_the_parents_trigger() {
 }
 
 /// A failing `a`: `b` and `c` (after `b`) are not run; their triggers are recorded
-/// `skipped-parent`, each naming its parent and the parent's outcome.
+/// `skipped-parent`, each naming its parent and the parent's outcome, and `c` the run
+/// where the chain stopped.
 #[tokio::test(start_paused = true)]
 async fn a_failing_parent_records_skipped_parent_for_its_child_and_grandchild() {
     let runs = Runs::default();
@@ -85,7 +86,10 @@ async fn a_failing_parent_records_skipped_parent_for_its_child_and_grandchild() 
     assert!(runs_of(&runs, "b").is_empty() && runs_of(&runs, "c").is_empty(), "{runs:?}");
     for (job, reason) in [
         ("b", "its parent a's run of this trigger ended failed"),
-        ("c", "its parent b's run of this trigger ended skipped-parent"),
+        (
+            "c",
+            "its parent b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended failed",
+        ),
     ] {
         let records = h.records(job);
         assert_eq!(records.len(), 1, "{records:?}");
@@ -236,6 +240,35 @@ fn a_cycle_and_a_second_schedule_are_refused_naming_the_jobs() {
     );
     let own = Job::builder("e").run_after("e").handler(ok).build().unwrap_err();
     assert_eq!(own.to_string(), r#"job "e": run_after: a job cannot run after itself (a cycle: e → e)"#);
+}
+
+/// Each setting a chained job cannot have is a problem of its own, all listed by
+/// `chain_problems`; `build` refuses the job with the first.
+#[test]
+fn every_setting_a_chained_job_cannot_have_is_a_problem_of_its_own() {
+    let ok = |_: JobContext| async { Ok::<_, std::io::Error>(()) };
+    let chained = || {
+        Job::builder("g")
+            .run_after("a")
+            .start_at(ts("2027-01-01T00:00:00Z"))
+            .jitter(Duration::from_secs(5))
+            .on(["gpu"])
+            .on_every_replica(true)
+            .handler(ok)
+    };
+    let problems: Vec<String> = chained().chain_problems().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        [
+            r#"job "g": run_after: cannot be combined with start: the parent's triggers are the job's"#,
+            r#"job "g": run_after: cannot be combined with jitter: its trigger fires as its parent's run ends"#,
+            r#"job "g": run_after: cannot be combined with on: the replica that ran the parent's trigger runs it"#,
+            r#"job "g": run_after: cannot be combined with on_every_replica: the replica that ran the parent's trigger fires it"#,
+        ]
+    );
+    assert_eq!(chained().build().unwrap_err().to_string(), problems[0]);
+    assert!(Job::builder("h").run_after("a").handler(ok).chain_problems().is_empty());
+    assert!(Job::builder("i").every(MINUTE).handler(ok).chain_problems().is_empty());
 }
 
 /// A `running` record of `a`'s trigger at `at` left by `instance`.
@@ -432,7 +465,12 @@ async fn a_parent_left_running_by_a_kill_decides_its_children_once_at_the_restar
     assert_eq!(b.len(), 1, "{b:?}");
     assert_eq!(b[0].error.as_deref(), Some("its parent a's run of this trigger ended interrupted"));
     assert_eq!(c.len(), 1, "{c:?}");
-    assert_eq!(c[0].error.as_deref(), Some("its parent b's run of this trigger ended skipped-parent"));
+    assert_eq!(
+        c[0].error.as_deref(),
+        Some(
+            "its parent b's run of this trigger ended skipped-parent; the chain stopped at a's run, which ended interrupted"
+        )
+    );
     assert!(runs.lock().unwrap().is_empty());
 }
 
@@ -509,4 +547,23 @@ async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_aft
     let (_, claimed) = claim_b(&coordinator, t, "cut-off").await;
     assert!(!matches!(claimed, ClaimOutcome::Won { .. }), "a late end fires nothing");
     assert!(runs.lock().unwrap().iter().all(|(job, trigger, _)| job == "a" || *trigger != t));
+}
+
+/// A backfill of a chained job is refused, naming its parent: its triggers are the
+/// parent's runs' ends, and backfilling the parent fills them.
+#[tokio::test(start_paused = true)]
+async fn a_backfill_of_a_chained_job_is_refused_naming_the_parent_to_backfill() {
+    let runs = Runs::default();
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
+    h.start().await;
+    let refused = h.scheduler.backfill("b", ts("2024-05-17T09:00:00Z"), ts("2024-05-17T10:00:00Z")).await;
+    let expected = ControlError::ChainedJob { job: "b".into(), parent: "a".into() };
+    assert_eq!(refused.unwrap_err(), expected);
+    assert!(
+        expected.to_string().contains(r#"backfill "a": each of its backfilled runs that succeeds runs "b""#)
+    );
+    h.stop().await;
 }

@@ -9,7 +9,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::{Format, JobsFile, Parsed, Problem, Problems, parse_format, read, validate};
+use super::{Format, JobRef, JobsFile, Parsed, Problem, Problems, parse_format, read, validate};
 
 /// The files of a directory of crontabs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -121,7 +121,9 @@ impl Parsed {
             draft.name = named(&draft.name);
         }
         for problem in &mut self.problems {
-            problem.job = problem.job.as_deref().map(named);
+            if let Some(JobRef::Name(name)) = &mut problem.job {
+                *name = named(name);
+            }
         }
     }
 }

@@ -23,8 +23,8 @@ impl GraceFloor {
     /// grace allows.
     ///
     /// # Errors
-    /// Names the file, the job's line, the job, the `grace` field and the takeover
-    /// delay's source.
+    /// Names the file, the line of the job's `grace` (else the job's line), the job, the
+    /// `grace` field and the takeover delay's source.
     pub fn check(self, file: &JobsFile) -> Result<(), String> {
         let Some((delay, source)) = self.0 else { return Ok(()) };
         match file.jobs.iter().find(|entry| entry.job.grace() <= delay) {
@@ -32,7 +32,7 @@ impl GraceFloor {
                 "{}:{}: job {:?}: grace: {} must be longer than the takeover delay ({}, {source}), \
                  or a trigger its owner cannot claim runs later than its grace on another daemon",
                 file.path.display(),
-                entry.line,
+                entry.line_of("grace"),
                 entry.job.name(),
                 duration::display(entry.job.grace()),
                 duration::display(delay)

@@ -4,11 +4,11 @@
 
 use slotcron::Labels;
 
-use super::JobsFile;
+use super::{JobsFile, Problem, Problems};
 
 /// Why a daemon without a coordinator refuses `max_runs` and `pause_after_failures`.
 const COUNTED_ALONE: &str = "needs a coordinator to count across the fleet and restarts: \
-    run with --redis URL or a PostgreSQL --state";
+    give --redis URL or a PostgreSQL --state";
 
 /// The labels (`--label`) of a daemon that runs without a coordinator (no Redis, no
 /// PostgreSQL state); `None` with one, where other daemons may carry what it lacks.
@@ -24,13 +24,14 @@ impl LoneLabels {
     /// Refuses the jobs of `file` (enabled or not) placed on labels this daemon lacks (no
     /// other daemon could run them, and running them here would ignore their `on`), and
     /// those with `max_runs` or `pause_after_failures`, which only a coordinator counts.
+    /// `slotcron run` refuses them at start, `slotcron check` as `run` would.
     ///
     /// # Errors
-    /// One line per refusal, all of them: the file, the job's line, the job, the field
-    /// and the reason (for `on`, the labels it lacks and those the daemon carries).
-    pub fn check(&self, file: &JobsFile) -> Result<(), String> {
+    /// Every refusal: the field's line, the job, the field and the reason (for `on`, the
+    /// labels it lacks and those the daemon carries).
+    pub fn check(&self, file: &JobsFile) -> Result<(), Problems> {
         let Some(labels) = &self.0 else { return Ok(()) };
-        let refused: Vec<String> =
+        let refused: Vec<Problem> =
             file.jobs
                 .iter()
                 .flat_map(|entry| {
@@ -42,12 +43,11 @@ impl LoneLabels {
                         counted(entry.job.max_runs().is_some(), "max_runs"),
                         counted(entry.job.pause_after_failures().is_some(), "pause_after_failures"),
                     ];
-                    let path = file.path.display();
-                    [placed].into_iter().chain(limits).flatten().map(move |(field, reason)| {
-                        format!("{path}:{}: job {:?}: {field}: {reason}", entry.line, entry.job.name())
+                    [placed].into_iter().chain(limits).flatten().map(|(field, reason)| {
+                        Problem::field(entry.line_of(field), Some(entry.job.name()), field, reason)
                     })
                 })
                 .collect();
-        if refused.is_empty() { Ok(()) } else { Err(refused.join("\n")) }
+        if refused.is_empty() { Ok(()) } else { Err(Problems::new(&file.path, refused)) }
     }
 }

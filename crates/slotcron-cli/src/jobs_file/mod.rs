@@ -15,7 +15,7 @@ mod toml_format;
 pub use directory::Directory;
 pub use grace_floor::GraceFloor;
 pub use lone_labels::LoneLabels;
-pub use problem::{Problem, Problems};
+pub use problem::{JobRef, Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
@@ -187,9 +187,23 @@ pub struct JobEntry {
     pub on_failure: Option<ShellCommand>,
     /// `start` and `end`: the window its triggers are bounded to, as given.
     pub window: (Option<jiff::Timestamp>, Option<jiff::Timestamp>),
+    /// The line of each field of [`LATER_CHECKED`] the job gives (a TOML job's; a
+    /// crontab line has none), for the problems found after the load.
+    field_lines: Vec<(&'static str, usize)>,
 }
 
+/// The fields named by the checks made once the jobs are built — the chains, the grace
+/// floor, what a daemon without a coordinator refuses —, whose lines each [`JobEntry`]
+/// keeps (only these: a million-job file).
+const LATER_CHECKED: [&str; 5] = ["run_after", "grace", "on", "max_runs", "pause_after_failures"];
+
 impl JobEntry {
+    /// The line of `field` (one of [`LATER_CHECKED`]), if the job gives it; else the line
+    /// the job starts on.
+    pub fn line_of(&self, field: &str) -> usize {
+        self.field_lines.iter().find(|(f, _)| *f == field).map_or(self.line, |(_, line)| *line)
+    }
+
     /// The job's schedule in English (as `slotcron check` shows it), and the calendars
     /// that take instants out of it.
     pub fn explain(&self) -> String {
@@ -231,17 +245,29 @@ struct Policies {
 /// [`directory`]; read as a system crontab if `format` is one, else as a user crontab).
 ///
 /// # Errors
-/// Every problem found: an unreadable file or directory, syntax errors, invalid fields,
-/// duplicate names. A file with no jobs loads ([`JobsFile::no_jobs`] says so).
+/// Every problem found: an unreadable file or directory, a directory named as a TOML
+/// jobs file ([`TOML_DIRECTORY`]), syntax errors, invalid fields, duplicate names. A file
+/// with no jobs loads ([`JobsFile::no_jobs`] says so).
 pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
     if path.is_dir() {
-        let format = if format == Format::SystemCrontab { format } else { Format::Crontab };
+        let format = match format {
+            Format::Toml => return Err(Problems::new(path, vec![Problem::whole(TOML_DIRECTORY)])),
+            Format::SystemCrontab => format,
+            Format::Crontab => Format::Crontab,
+        };
         return directory::load(path, format);
     }
     let source = read(path).map_err(|problem| Problems::new(path, vec![problem]))?;
     let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
     Ok(JobsFile::at(path, parsed))
 }
+
+/// Why a directory whose name ends in `.toml` is not read: the name says a TOML jobs
+/// file, and a directory there is most likely one missing (a container's bind mount of a
+/// file that does not exist makes a directory in its place), not a directory of crontabs.
+const TOML_DIRECTORY: &str = "is a directory, not the TOML jobs file its .toml name says (a directory \
+    of crontabs is read under any other name; a bind mount of a missing file leaves an empty directory \
+    in its place)";
 
 /// The text of the file at `path`.
 fn read(path: &Path) -> Result<String, Problem> {
@@ -290,6 +316,7 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
+        job_tables: _,
         mut problems,
     } = parsed;
     // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
@@ -334,9 +361,9 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
             match built.result {
                 Ok(entry) if named => Some(entry),
                 Ok(_) => None,
-                Err(problem) if !named && problem.field.as_deref() == Some("name") => None,
-                Err(problem) => {
-                    built_problems.push(problem);
+                Err(mut refused) => {
+                    refused.retain(|problem| named || problem.field.as_deref() != Some("name"));
+                    built_problems.extend(refused);
                     None
                 }
             }
@@ -382,7 +409,8 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
             let entry = entry_of(&job);
             let parent = entry.and_then(|entry| entry.job.parent());
             let unbuilt_parent = parent.is_some_and(|p| named_in_file(p) && entry_of(p).is_none());
-            (!unbuilt_parent).then(|| Problem::field(entry.map_or(0, |e| e.line), Some(&job), field, reason))
+            let line = entry.map_or(0, |entry| entry.line_of(field));
+            (!unbuilt_parent).then(|| Problem::field(line, Some(&job), field, reason))
         })
         .collect()
 }
@@ -390,7 +418,7 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
 /// What a format parser found: the name and line of every job (valid or not, for the
 /// duplicate check), a draft of every job without problems (built as it is read, or
 /// later), the coordination and history settings, the shutdown timeout, the concurrency
-/// cap, and the problems.
+/// cap, the count of `[[job]]` tables, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
@@ -404,12 +432,15 @@ struct Parsed {
     max_concurrent_runs: Option<usize>,
     /// The daemon's own zone, when a crontab line runs in it.
     local_zone: Option<LocalZone>,
+    /// How many `[[job]]` tables a TOML file's piece holds: a later piece's jobs are
+    /// numbered after them ([`JobRef::Number`]).
+    job_tables: usize,
     problems: Vec<Problem>,
 }
 
 impl Parsed {
     /// Adds what the later pieces of the same file found, in order: their jobs and
-    /// problems.
+    /// problems, each piece's jobs numbered after those before it.
     fn append(&mut self, later: Vec<Parsed>) {
         self.names.reserve(later.iter().map(|parsed| parsed.names.len()).sum());
         self.built.reserve(later.iter().map(|parsed| parsed.built.len()).sum());
@@ -417,7 +448,14 @@ impl Parsed {
             self.names.extend(later.names);
             self.drafts.extend(later.drafts);
             self.built.extend(later.built);
-            self.problems.extend(later.problems);
+            let mut problems = later.problems;
+            for problem in &mut problems {
+                if let Some(JobRef::Number(number)) = &mut problem.job {
+                    *number += self.job_tables;
+                }
+            }
+            self.problems.extend(problems);
+            self.job_tables += later.job_tables;
         }
     }
 
@@ -431,20 +469,26 @@ impl Parsed {
     }
 }
 
-/// A draft the core has built: the job, or its problem; and the line of its name, for
+/// A draft the core has built: the job, or its problems; and the line of its name, for
 /// the duplicate check.
 #[derive(Debug)]
 struct Built {
     name_line: usize,
-    result: Result<JobEntry, Problem>,
+    result: Result<JobEntry, Vec<Problem>>,
 }
 
 impl Built {
-    /// The job's name, as its draft gave it.
+    /// The job's name, as its draft gave it (its problems name it).
     fn name(&self) -> &str {
         match &self.result {
             Ok(entry) => entry.job.name(),
-            Err(problem) => problem.job.as_deref().unwrap_or_default(),
+            Err(problems) => problems
+                .iter()
+                .find_map(|problem| match &problem.job {
+                    Some(JobRef::Name(name)) => Some(name.as_str()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
         }
     }
 }
@@ -480,7 +524,11 @@ struct Draft {
 impl Draft {
     /// Builds the job through the core's [`slotcron::JobBuilder`], which has the last
     /// word on names, schedules and policies.
-    fn build(self) -> Result<JobEntry, Problem> {
+    ///
+    /// # Errors
+    /// Every problem of a chained job's settings ([`JobBuilder::chain_problems`]), else
+    /// the first problem the core finds.
+    fn build(self) -> Result<JobEntry, Vec<Problem>> {
         let command = ShellCommand { timeout: self.timeout, ..self.command.clone() };
         let builder = Job::builder(&self.name)
             .handler(command.into_handler())
@@ -505,7 +553,12 @@ impl Draft {
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
         // No labels: the core's default placement (anywhere), without parsing none.
         let builder = if policies.on.is_empty() { builder } else { builder.on(&policies.on) };
-        match self.schedule.apply(builder).build() {
+        let builder = self.schedule.apply(builder);
+        let chain = builder.chain_problems();
+        if !chain.is_empty() {
+            return Err(chain.into_iter().map(|error| self.problem(error)).collect());
+        }
+        match builder.build() {
             Ok(job) => {
                 let fingerprint = self.fingerprint();
                 // The hook runs as the job's command does: its shell, user, environment
@@ -518,6 +571,8 @@ impl Draft {
                     ..self.command.clone()
                 });
                 let command = self.command;
+                let field_lines =
+                    self.field_lines.into_iter().filter(|(field, _)| LATER_CHECKED.contains(field)).collect();
                 Ok(JobEntry {
                     line: self.line,
                     schedule: self.schedule,
@@ -528,9 +583,10 @@ impl Draft {
                     fingerprint,
                     command,
                     on_failure,
+                    field_lines,
                 })
             }
-            Err(error) => Err(self.problem(error)),
+            Err(error) => Err(vec![self.problem(error)]),
         }
     }
 

@@ -11,8 +11,8 @@ pub struct Problem {
     pub file: Option<PathBuf>,
     /// The line (from 1) the problem is on; `None` for the file as a whole.
     pub line: Option<usize>,
-    /// The job's name, when known.
-    pub job: Option<String>,
+    /// The job, when there is one.
+    pub job: Option<JobRef>,
     /// The field at fault (`cron`, `timezone`, `schedule`...), when there is one.
     pub field: Option<String>,
     /// Why it is rejected.
@@ -25,7 +25,7 @@ impl Problem {
         Self {
             file: None,
             line: Some(line),
-            job: job.map(str::to_owned),
+            job: job.map(|name| JobRef::Name(name.to_owned())),
             field: Some(field.to_owned()),
             reason: reason.into(),
         }
@@ -41,9 +41,37 @@ impl Problem {
         Self { file: None, line: None, job: None, field: None, reason: reason.into() }
     }
 
+    /// This problem, of the job at `number` among the `[[job]]` tables of its file, if
+    /// its name is not known ([`JobRef::Number`]).
+    pub fn of_job_number(self, number: Option<usize>) -> Self {
+        match (self.job, number) {
+            (None, Some(number)) => Self { job: Some(JobRef::Number(number)), ..self },
+            (job, _) => Self { job, ..self },
+        }
+    }
+
     /// This problem, in the crontab `file` of a directory.
     pub fn in_file(self, file: &Path) -> Self {
         Self { file: Some(file.to_owned()), ..self }
+    }
+}
+
+/// How a problem names its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobRef {
+    /// By its name: `job "backup"`.
+    Name(String),
+    /// By its place among the `[[job]]` tables of its file (from 1), when its name is not
+    /// known (missing, or not a string): `job #3`.
+    Number(usize),
+}
+
+impl fmt::Display for JobRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Name(name) => write!(f, "job {name:?}"),
+            Self::Number(number) => write!(f, "job #{number}"),
+        }
     }
 }
 
@@ -51,7 +79,7 @@ impl Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(job) = &self.job {
-            write!(f, "job {job:?}: ")?;
+            write!(f, "{job}: ")?;
         }
         if let Some(field) = &self.field {
             write!(f, "{field}: ")?;

@@ -56,6 +56,33 @@ pub enum NextFire {
 }
 
 impl ScheduleSpec {
+    /// The shortest interval (`every`, `@every`) of a job of a jobs file: one second,
+    /// cron's finest step (a 6-field expression's), as each trigger starts a command. The
+    /// core takes down to [`Interval::MIN_PERIOD`] (1 ms), for handlers of a program's own.
+    pub const MIN_EVERY: Duration = Duration::from_secs(1);
+
+    /// This schedule, if its interval (`every`, or a cron expression's `@every`) is at
+    /// least [`Self::MIN_EVERY`].
+    ///
+    /// # Errors
+    /// The reason, naming the interval and the minimum.
+    pub fn checked(self) -> Result<Self, String> {
+        let period = match &self {
+            Self::Every(period) => Some(*period),
+            Self::Cron(cron) => cron.every_period(),
+            _ => None,
+        };
+        match period {
+            Some(period) if period < Self::MIN_EVERY => Err(format!(
+                "{} is shorter than {}, the shortest interval: each trigger starts a command, and a \
+                 second is cron's finest step",
+                duration::display(period),
+                duration::display(Self::MIN_EVERY)
+            )),
+            _ => Ok(self),
+        }
+    }
+
     /// Sets this schedule on a job being built; `@reboot` also makes it a job of every
     /// replica ([`JobBuilder::on_every_replica`]).
     pub fn apply(&self, builder: JobBuilder) -> JobBuilder {

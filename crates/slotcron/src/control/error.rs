@@ -59,6 +59,18 @@ pub enum ControlError {
         /// The job.
         job: String,
     },
+    /// A job chained after another (`run_after`): its triggers are its parent's runs'
+    /// ends, so the parent is what a backfill fills.
+    #[error(
+        "backfill of job {job:?}: it runs after {parent:?} and has no fire times of its own; \
+         backfill {parent:?}: each of its backfilled runs that succeeds runs {job:?}"
+    )]
+    ChainedJob {
+        /// The job.
+        job: String,
+        /// Its parent.
+        parent: String,
+    },
     /// A malformed idempotency key.
     #[error("idempotency key refused: {reason}")]
     InvalidKey {

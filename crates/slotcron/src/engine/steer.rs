@@ -189,7 +189,8 @@ impl Scheduler {
     /// # Errors
     /// [`ControlError::NoSuchJob`], [`ControlError::InvertedRange`],
     /// [`ControlError::FutureRange`], [`ControlError::TooManyTriggers`],
-    /// [`ControlError::NotBackfillable`] (an `after` job), or
+    /// [`ControlError::NotBackfillable`] (an `after` job), [`ControlError::ChainedJob`] (a
+    /// `run_after` job: backfill its parent), or
     /// [`ControlError::NotRunning`], or [`ControlError::NotPlacedHere`]; nothing is
     /// queued then.
     pub async fn backfill(
@@ -245,6 +246,9 @@ impl Scheduler {
         }
         if let ScheduleKind::After(_) = job.kind {
             return Err(ControlError::NotBackfillable { job: owned() });
+        }
+        if let Some(parent) = job.parent() {
+            return Err(ControlError::ChainedJob { job: owned(), parent: parent.to_owned() });
         }
         let mut triggers = Vec::new();
         let mut at = from.checked_sub(SignedDuration::from_nanos(1)).unwrap_or(from);

@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Span, SpanRelativeTo};
 
+use super::MAX_DURATION;
+
+/// [`MAX_DURATION`] in days, as [`DurationError::TooLarge`] says it.
+const MAX_DAYS: u64 = MAX_DURATION.as_secs() / 86_400;
+
 /// A text that [`parse_duration`] refuses, naming the text and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -22,13 +27,11 @@ pub enum DurationError {
         /// The text as given.
         text: String,
     },
-    /// Too long to be represented.
-    #[error("{text:?} is out of range: {reason}")]
-    OutOfRange {
+    /// Too long to be represented: far beyond [`MAX_DURATION`], the longest a job takes.
+    #[error("{text:?} is too large: a job's durations are at most 100 years ({MAX_DAYS}d)")]
+    TooLarge {
         /// The text as given.
         text: String,
-        /// jiff's reason.
-        reason: String,
     },
     /// Below zero.
     #[error("{text:?} is negative; a duration takes no minus sign")]
@@ -45,25 +48,33 @@ pub enum DurationError {
 /// across a DST change. Months and years, whose lengths vary, are refused.
 ///
 /// Used by `@every <duration>` in cron expressions and by the `slotcron` daemon's jobs
-/// files. Bounds such as [`MAX_DURATION`](super::MAX_DURATION) are checked where the
+/// files. Bounds such as [`MAX_DURATION`] are checked where the
 /// duration is used, not here.
 ///
 /// # Errors
-/// [`DurationError`], naming the text: not a duration, in months or years, out of
-/// range, or negative.
+/// [`DurationError`], naming the text: not a duration, in months or years, too large
+/// (beyond what jiff represents, which is far beyond [`MAX_DURATION`]), or negative.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let owned = || text.to_owned();
-    let span: Span = text
-        .trim()
-        .parse()
-        .map_err(|e: jiff::Error| DurationError::NotADuration { text: owned(), reason: e.to_string() })?;
+    let span: Span = text.trim().parse().map_err(|e| refused(text, e))?;
     if span.get_years() != 0 || span.get_months() != 0 {
         return Err(DurationError::Calendar { text: owned() });
     }
     let signed: SignedDuration = span
         .to_duration(SpanRelativeTo::days_are_24_hours())
-        .map_err(|e| DurationError::OutOfRange { text: owned(), reason: e.to_string() })?;
+        .map_err(|_| DurationError::TooLarge { text: owned() })?;
     Duration::try_from(signed).map_err(|_| DurationError::Negative { text: owned() })
+}
+
+/// Why jiff's [`Span`] refuses `text`: too large if its number is out of the span's range
+/// (days, weeks), or if `text` reads as a [`SignedDuration`] (whose hours, minutes and
+/// seconds reach further than a span's); not a duration otherwise.
+fn refused(text: &str, error: jiff::Error) -> DurationError {
+    if error.is_range() || text.trim().parse::<SignedDuration>().is_ok() {
+        DurationError::TooLarge { text: text.to_owned() }
+    } else {
+        DurationError::NotADuration { text: text.to_owned(), reason: error.to_string() }
+    }
 }
 
 #[cfg(test)]
@@ -93,6 +104,16 @@ mod tests {
         assert_eq!(parse_duration("1 day 30m"), Ok(Duration::from_secs(86_400 + 1800)));
         assert_eq!(parse_duration("P2D"), Ok(Duration::from_secs(2 * 86_400)));
         assert_eq!(parse_duration("1w"), Ok(Duration::from_secs(7 * 86_400)));
+    }
+
+    #[test]
+    fn a_duration_too_large_for_jiff_is_too_large_in_our_words() {
+        for text in ["100000000d", "99999999w", "P99999999D", "999999999999h", "999999999999999s"] {
+            assert_eq!(
+                error(text),
+                format!("{text:?} is too large: a job's durations are at most 100 years (36500d)")
+            );
+        }
     }
 
     #[test]

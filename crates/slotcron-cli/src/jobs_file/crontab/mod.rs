@@ -246,7 +246,8 @@ impl Reader {
             LineSchedule::Reboot => Ok(ScheduleSpec::AtStartUp),
             LineSchedule::Cron(range) => CronSchedule::parse(&line[range.clone()])
                 .map_err(|e| cron_error::reason(&e, line[..range.start].chars().count()))
-                .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC)))),
+                .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC))))
+                .and_then(ScheduleSpec::checked),
         };
         let spec = match spec {
             Ok(spec) => spec,

@@ -38,6 +38,7 @@ impl Reader<'_> {
                 entries,
                 line,
                 job: None,
+                number: None,
                 prefix: "calendar.",
                 known: CALENDAR_KEYS,
                 what: "a [[calendar]] table",

@@ -148,7 +148,15 @@ fn parse_pieces(source: &str, lines: &LineIndex, pieces: &[Range<usize>]) -> Opt
 
 /// The top-level table of a document (or of a piece of it).
 fn top_level<'t, 'i>(root: &'t DeTable<'i>) -> Table<'t, 'i> {
-    Table { entries: root, line: 1, job: None, prefix: "", known: TOP_LEVEL_KEYS, what: "the top level" }
+    Table {
+        entries: root,
+        line: 1,
+        job: None,
+        number: None,
+        prefix: "",
+        known: TOP_LEVEL_KEYS,
+        what: "the top level",
+    }
 }
 
 /// Reads the document, recording what it finds in `parsed`.
@@ -255,6 +263,7 @@ impl Reader<'_> {
                 entries: entries.into_inner(),
                 line,
                 job: None,
+                number: None,
                 prefix: "coordination.",
                 known: COORDINATION_KEYS,
                 what: "[coordination]",
@@ -266,6 +275,7 @@ impl Reader<'_> {
                 entries: entries.into_inner(),
                 line,
                 job: None,
+                number: None,
                 prefix: "admin.",
                 known: ADMIN_KEYS,
                 what: "[admin]",
@@ -284,6 +294,7 @@ impl Reader<'_> {
                 entries: entries.into_inner(),
                 line,
                 job: None,
+                number: None,
                 prefix: "history.",
                 known: HISTORY_KEYS,
                 what: "[history]",
@@ -299,15 +310,24 @@ impl Reader<'_> {
         let expected = "[[job]] tables (write [[job]], not [job])";
         let Some(jobs) = self.typed(&top, "job", expected, DeValue::as_array) else { return };
         let default_zone = self.default_zone.clone();
-        for item in jobs.get_ref().iter() {
+        let before = self.parsed.job_tables;
+        self.parsed.job_tables += jobs.get_ref().len();
+        for (item, number) in jobs.get_ref().iter().zip(before + 1..) {
             let Some(entries) = item.get_ref().as_table() else {
                 let reason = format!("expected a [[job]] table, found {}", self.shown(item));
                 self.problem(&top, "job", item.span(), reason);
                 continue;
             };
             let line = self.line(item.span());
-            let table =
-                Table { entries, line, job: None, prefix: "", known: JOB_KEYS, what: "a [[job]] table" };
+            let table = Table {
+                entries,
+                line,
+                job: None,
+                number: Some(number),
+                prefix: "",
+                known: JOB_KEYS,
+                what: "a [[job]] table",
+            };
             if let Some(mut draft) = self.job(table, &default_zone) {
                 draft.policies.on_failure =
                     draft.policies.on_failure.or_else(|| self.defaults.on_failure.clone());
@@ -506,6 +526,15 @@ mod tests {
         let source = format!("{}[[job]]\nname = \n", many(3000));
         let listed = problems(&source);
         assert!(listed.len() == 1 && listed[0].starts_with(&format!("{}: -: ", 3000 * 5 + 2)), "{listed:?}");
+    }
+
+    #[test]
+    fn a_job_without_a_name_is_numbered_among_the_whole_file_s_jobs_also_in_a_later_piece() {
+        let source = format!("{}[[job]]\nname = 5\nevery = \"1m\"\ncommand = \"true\"\n", many(3000));
+        assert!(super::chunks::split(&source).is_some_and(|pieces| pieces.len() > 2));
+        let problems = load(&source, Format::Toml).map(drop).unwrap_err();
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, [r#"job #3001: name: expected a string like "backup", found integer 5"#]);
     }
 
     #[test]

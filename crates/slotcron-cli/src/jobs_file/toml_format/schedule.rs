@@ -71,7 +71,7 @@ impl Reader<'_> {
             }
             _ => self.at(table, value, zone.as_ref())?.map(ScheduleSpec::At),
         };
-        match spec {
+        match spec.and_then(ScheduleSpec::checked) {
             Ok(spec) => Some((spec, key)),
             Err(reason) => {
                 self.problem(table, key, value.span(), reason);

@@ -78,6 +78,9 @@ pub(super) struct Table<'t, 'i> {
     pub(super) line: usize,
     /// The job it defines, once its name is known.
     pub(super) job: Option<&'t str>,
+    /// The place of the job it defines among the file's `[[job]]` tables (from 1), which
+    /// names the job in problems while its name is not known.
+    pub(super) number: Option<usize>,
     /// What problems prefix its keys with: `coordination.` for `[coordination]`.
     pub(super) prefix: &'static str,
     /// The keys it may hold.
@@ -103,7 +106,9 @@ impl Reader<'_> {
     ) {
         let line = self.line(span);
         let field = format!("{}{key}", table.prefix);
-        self.parsed.problems.push(Problem::field(line, table.job, &field, reason));
+        self.parsed
+            .problems
+            .push(Problem::field(line, table.job, &field, reason).of_job_number(table.number));
     }
 
     /// Records a problem for `key` missing from `table`, on the line of its header, unless
@@ -118,12 +123,8 @@ impl Reader<'_> {
             return;
         }
         let field = format!("{}{key}", table.prefix);
-        self.parsed.problems.push(Problem::field(
-            table.line,
-            table.job,
-            &field,
-            format!("missing: {reason}"),
-        ));
+        let problem = Problem::field(table.line, table.job, &field, format!("missing: {reason}"));
+        self.parsed.problems.push(problem.of_job_number(table.number));
     }
 
     /// Records a problem for every key of `table` it may not hold, suggesting the known

@@ -26,7 +26,7 @@ use crate::ledger::{Outcome, RunRecord};
 /// with the `skipped-parent` records of its children, grandchildren…, as one group, the
 /// skips first; once the ledger has taken them, claims and settles each skipped trigger.
 pub(super) async fn skip_durably(shared: &Arc<Shared>, job: &Arc<Job>, record: RunRecord) {
-    let skips = cascade(shared, &Parent::of(&record));
+    let skips = cascade(shared, &Parent::of(&record), None);
     if skips.is_empty() {
         return shared.finish(job, record).await;
     }
@@ -43,17 +43,30 @@ pub(super) async fn skip_durably(shared: &Arc<Shared>, job: &Arc<Job>, record: R
     }
 }
 
-/// The `skipped-parent` records of the jobs chained after `parent`, and after them in
-/// turn, each naming its own parent: parents before their children.
-fn cascade(shared: &Shared, parent: &Parent) -> Vec<(Arc<Job>, RunRecord)> {
+/// The `skipped-parent` records of the jobs chained after `parent` (`note` added to their
+/// reasons), and after them in turn, each naming its own parent and, from the
+/// grandchildren on, the run where the chain stopped ([`origin`]): parents before their
+/// children.
+fn cascade(shared: &Shared, parent: &Parent, note: Option<&str>) -> Vec<(Arc<Job>, RunRecord)> {
     let mut skips = Vec::new();
+    let origin = origin(parent, note);
     for child in children(shared, &parent.name) {
-        let skip = skipped_parent(shared, &child, parent, None);
+        let skip = skipped_parent(shared, &child, parent, note);
         let next = Parent::of(&skip);
         skips.push((child, skip));
-        skips.extend(cascade(shared, &next));
+        skips.extend(cascade(shared, &next, origin.as_deref()));
     }
     skips
+}
+
+/// The note of the skips of `parent`'s grandchildren, further down the chain: where the
+/// chain stopped — the note `parent`'s own children got if `parent` was skipped itself,
+/// else `parent`'s run and its outcome.
+fn origin(parent: &Parent, note: Option<&str>) -> Option<String> {
+    match parent.outcome {
+        Outcome::SkippedParent => note.map(str::to_owned),
+        outcome => Some(format!("the chain stopped at {}'s run, which ended {outcome}", parent.name)),
+    }
 }
 
 /// The record of `child`'s trigger skipped for `parent`'s outcome, its reason ending with
@@ -96,7 +109,8 @@ pub(crate) async fn skip_after_interrupted(shared: &Arc<Shared>, record: &RunRec
 
 /// Decides each trigger of the jobs chained after `parent` (`note` added to their
 /// reasons) that has no record yet: claims it (once across the fleet), settles it and
-/// records it `skipped-parent`, then its own children in turn. A claim another holds is
+/// records it `skipped-parent`, then its own children in turn (their reasons naming
+/// where the chain stopped, [`origin`]). A claim another holds is
 /// its holder's to decide, and one without an answer the next sweep's: nothing is written
 /// here. A claim refused for good (a late decision behind the child's high-water mark,
 /// or a paused child) is recorded `skipped-parent` all the same: nobody claims the
@@ -111,6 +125,7 @@ pub(super) async fn decide(
     durable: bool,
 ) -> usize {
     let mut recorded = 0;
+    let origin = origin(parent, note);
     for child in children(shared, &parent.name) {
         if has_record(shared, &child, parent).await {
             continue;
@@ -136,7 +151,7 @@ pub(super) async fn decide(
         } else {
             shared.finish(&child, record).await;
         }
-        recorded += 1 + Box::pin(decide(shared, &next, None, durable)).await;
+        recorded += 1 + Box::pin(decide(shared, &next, origin.as_deref(), durable)).await;
     }
     recorded
 }

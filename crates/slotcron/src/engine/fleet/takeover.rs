@@ -137,9 +137,9 @@ impl Takeovers {
 ///
 /// The first look comes when the coordinator's clock reads the takeover delay after the
 /// instant: a replica whose clock is ahead of the coordinator's waits its offset longer
-/// (docs/design.md, "Clock skew"). A replica beyond the clock-skew slack voids and takes
-/// over nothing, and records nothing for these triggers: their owners' or another
-/// member's.
+/// (docs/design.md, "Clock skew"), so it never finds an owner short whose instant has not
+/// come on its own clock. A replica beyond the clock-skew slack voids no start: its
+/// claims of what its owners left unclaimed are recorded `skipped-clock-skew`.
 async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
     let (shared, scope, takeovers) = (fleet.shared().clone(), &fleet.scope, &fleet.state.takeovers);
     let Some(coordinator) = shared.coordinator.clone() else { return };
@@ -163,11 +163,7 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             () = shared.clock.sleep_until(deadline) => {}
         }
         takeovers.sleeps(at, None);
-        // Beyond the clock-skew slack this replica cannot tell an owner that is late from
-        // one whose instant has not come: it voids and takes over nothing (fail closed).
-        let skewed =
-            matches!(claim::skew_gate(&shared, coordinator.as_ref()).await, Err(SkewSkip::Beyond(_)));
-        if scope.stopping.is_cancelled() || skewed {
+        if scope.stopping.is_cancelled() {
             takeovers.take(at);
             return;
         }
@@ -185,9 +181,17 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             })
             .map(|(owner, _)| owner.clone())
             .collect();
-        let voided =
-            void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &claiming, &mut starts)
-                .await;
+        // Beyond the clock-skew slack this replica could not claim what it voided: it
+        // leaves the voids to the members that can (its claims record the skew).
+        let skewed =
+            matches!(claim::skew_gate(&shared, coordinator.as_ref()).await, Err(SkewSkip::Beyond(_)));
+        let voided = match skewed {
+            true => Vec::new(),
+            false => {
+                void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &claiming, &mut starts)
+                    .await
+            }
+        };
         if !voided.is_empty() {
             // Claimed ahead by an owner that did not start them: taken over, and recorded
             // so (docs/design.md, "Claims, start marks and takeover").
