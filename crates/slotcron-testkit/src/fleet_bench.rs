@@ -12,10 +12,12 @@
 //! the Redis and PostgreSQL coordinators unless a reply was lost) and what the backend's
 //! own counter says (e.g. Redis `INFO commandstats`), both per expected trigger.
 //!
-//! CPU time comes from `/proc/self/stat` (Linux; `USER_HZ` ticks, 10 ms).
+//! CPU time comes from `/proc/self/stat` (Linux; `USER_HZ` ticks, 10 ms). Memory is the
+//! replicas': the harness notes only the window's runs and records, in room it makes
+//! (and touches) before it reads the baseline, and reads the peak before it adds them up.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
@@ -76,8 +78,9 @@ pub struct Report {
     /// The records of the window's triggers across the fleet, per outcome.
     pub outcomes: BTreeMap<&'static str, u64>,
     /// The process's peak resident memory over the run, less what it held before the
-    /// replicas were built, per job held (jobs × replicas), in bytes; `None` where
-    /// `/proc/self/status` cannot be read.
+    /// replicas were built (the room for the harness's notes of the window included),
+    /// per job held (jobs × replicas), in bytes; `None` where `/proc/self/status` cannot
+    /// be read.
     pub memory_per_job: Option<u64>,
 }
 
@@ -128,14 +131,45 @@ where
 /// One run: job index, trigger (ms since the epoch), lateness (µs).
 type Run = (u32, i64, u64);
 
-/// Counts the records of one replica: trigger (ms since the epoch) and outcome.
+/// The measured window's triggers, `[start, end)` in ms since the epoch: empty until
+/// the window is known. The harness notes only the runs and records of its triggers.
 #[derive(Default)]
-struct Outcomes(Mutex<Vec<(i64, &'static str)>>);
+struct Window {
+    start: AtomicI64,
+    end: AtomicI64,
+}
+
+impl Window {
+    fn set(&self, (start, end): (i64, i64)) {
+        self.end.store(end, Ordering::SeqCst);
+        self.start.store(start, Ordering::SeqCst);
+    }
+
+    fn contains(&self, trigger: i64) -> bool {
+        (self.start.load(Ordering::Relaxed)..self.end.load(Ordering::Relaxed)).contains(&trigger)
+    }
+}
+
+/// Room for `n` notes, touched: the pages are resident before the baseline is read, so
+/// that the notes taken in them do not count as the replicas' memory.
+fn room<T: Copy>(n: usize, filler: T) -> Mutex<Vec<T>> {
+    let mut notes = Vec::with_capacity(n);
+    notes.extend(std::iter::repeat_n(filler, n));
+    notes.clear();
+    Mutex::new(std::hint::black_box(notes))
+}
+
+/// The outcomes of one replica's records of the window's triggers.
+struct Outcomes {
+    window: Arc<Window>,
+    seen: Mutex<Vec<&'static str>>,
+}
 
 impl RunObserver for Outcomes {
     fn run_ended(&self, record: &RunRecord) {
-        let seen = (record.trigger.as_millisecond(), record.outcome.as_str());
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(seen);
+        if self.window.contains(record.trigger.as_millisecond()) {
+            self.seen.lock().unwrap_or_else(|p| p.into_inner()).push(record.outcome.as_str());
+        }
     }
 }
 
@@ -145,17 +179,23 @@ impl RunObserver for Outcomes {
 /// # Panics
 /// A replica's thread panicked (e.g. its coordinator could not connect).
 pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>) -> Report {
+    let window = Arc::new(Window::default());
+    // A replica may run every trigger of the window (room for more is made as needed).
+    let expected = usize::try_from(load.expected()).unwrap_or(usize::MAX);
+    let runs: Vec<Arc<Mutex<Vec<Run>>>> =
+        (0..load.replicas).map(|_| Arc::new(room(expected, (u32::MAX, -1, u64::MAX)))).collect();
+    let outcomes: Vec<Arc<Outcomes>> = (0..load.replicas)
+        .map(|_| Arc::new(Outcomes { window: window.clone(), seen: room(expected, "") }))
+        .collect();
     let before = memory_kib("VmRSS");
     let cancel = CancellationToken::new();
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
     let converged = Arc::new(AtomicU64::new(0));
-    let runs: Vec<Arc<Mutex<Vec<Run>>>> = (0..load.replicas).map(|_| Arc::default()).collect();
-    let outcomes: Vec<Arc<Outcomes>> = (0..load.replicas).map(|_| Arc::default()).collect();
     std::thread::scope(|scope| {
         for (index, (runs, outcomes)) in runs.iter().zip(&outcomes).enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
-            let converged = converged.clone();
+            let (converged, window) = (converged.clone(), window.clone());
             let outcomes = outcomes.clone();
             scope.spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
@@ -174,7 +214,8 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                         .observer(outcomes)
                         .build();
                     for job in 0..load.jobs {
-                        scheduler.add(noop_job(job, load.every, runs.clone())).expect("a new job");
+                        let notes = (window.clone(), runs.clone());
+                        scheduler.add(noop_job(job, load.every, notes)).expect("a new job");
                     }
                     // Off the runtime's thread, whose tasks (connection drivers) must go on.
                     let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
@@ -206,6 +247,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
             (Timestamp::now().as_millisecond() / every_ms + 2) * every_ms
         };
         let end = start + load.window.as_millis() as i64;
+        window.set((start, end));
         sleep_until(start - 50);
         let (cpu, counted, commands) = (cpu_time(), calls.load(Ordering::SeqCst), backend.map(|b| b()));
         sleep_until(end - 50);
@@ -215,15 +257,14 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         // Late runs of the window's last triggers may still start.
         std::thread::sleep(load.every.min(Duration::from_secs(2)) + Duration::from_secs(1));
         cancel.cancel();
+        let peak = memory_kib("VmHWM");
         let mut report = measure(load, &runs, (start, end), cpu, counted, commands);
         let held = (load.jobs * load.replicas).max(1) as u64;
         report.memory_per_job =
-            memory_kib("VmHWM").zip(before).map(|(peak, before)| peak.saturating_sub(before) * 1024 / held);
+            peak.zip(before).map(|(peak, before)| peak.saturating_sub(before) * 1024 / held);
         for outcomes in &outcomes {
-            for &(trigger, outcome) in outcomes.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-                if (start..end).contains(&trigger) {
-                    *report.outcomes.entry(outcome).or_default() += 1;
-                }
+            for &outcome in outcomes.seen.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                *report.outcomes.entry(outcome).or_default() += 1;
             }
         }
         report
@@ -285,16 +326,19 @@ pub fn memory_kib(field: &str) -> Option<u64> {
     line.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
-/// Job `index`: every `every`, a handler that notes its trigger and lateness.
-fn noop_job(index: usize, every: Duration, runs: Arc<Mutex<Vec<Run>>>) -> Job {
+/// Job `index`: every `every`, a handler that notes its trigger and lateness if the
+/// trigger is in the window.
+fn noop_job(index: usize, every: Duration, (window, runs): (Arc<Window>, Arc<Mutex<Vec<Run>>>)) -> Job {
     let job = u32::try_from(index).expect("fewer than 2^32 jobs");
     Job::builder(format!("job-{index}"))
         .every(every)
         .handler(move |ctx: JobContext| {
             let late = ctx.trigger().duration_until(Timestamp::now());
             let late = late.max(SignedDuration::ZERO).as_micros() as u64;
-            let run = (job, ctx.trigger().as_millisecond(), late);
-            runs.lock().unwrap_or_else(|p| p.into_inner()).push(run);
+            let trigger = ctx.trigger().as_millisecond();
+            if window.contains(trigger) {
+                runs.lock().unwrap_or_else(|p| p.into_inner()).push((job, trigger, late));
+            }
             std::future::ready(Ok::<(), std::io::Error>(()))
         })
         .build()

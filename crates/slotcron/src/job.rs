@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use tokio_util::sync::CancellationToken;
 
 use crate::context::JobContext;
 use crate::error::BoxError;
@@ -85,7 +84,8 @@ pub struct Job {
     pub(crate) grace: Duration,
     pub(crate) payload: Option<Arc<serde_json::Value>>,
     pub(crate) every_replica: bool,
-    pub(crate) retry: Retry,
+    /// Shared by the jobs that keep the default ([`Retry::into_shared`]).
+    pub(crate) retry: Arc<Retry>,
     pub(crate) overlap: Overlap,
     pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
@@ -114,9 +114,9 @@ pub struct Job {
     /// Set once a start mark was refused at the job's `max_runs`: the job has ended and
     /// none of its triggers is queued any more (`engine/limits.rs`).
     pub(crate) ended: AtomicBool,
-    /// Fired when the job is removed with its runs cancelled; made at first use
-    /// ([`Job::cancel_runs`]).
-    cancel_runs: OnceLock<CancellationToken>,
+    /// Set when the job is removed with its runs cancelled: its runs in flight stop
+    /// (told by the scheduler's `runs_cancelled` notice).
+    pub(crate) runs_cancelled: AtomicBool,
 }
 
 impl Clone for Job {
@@ -133,7 +133,7 @@ impl Clone for Job {
             grace: self.grace,
             payload: self.payload.clone(),
             every_replica: self.every_replica,
-            retry: self.retry,
+            retry: self.retry.clone(),
             overlap: self.overlap,
             jitter: self.jitter,
             on_interrupt: self.on_interrupt,
@@ -146,7 +146,7 @@ impl Clone for Job {
             series: OnceLock::new(),
             removed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            cancel_runs: OnceLock::new(),
+            runs_cancelled: AtomicBool::new(false),
         }
     }
 }
@@ -165,7 +165,7 @@ impl From<Job> for JobBuilder {
             grace: job.grace,
             payload: job.payload,
             every_replica: job.every_replica,
-            retry: job.retry,
+            retry: *job.retry,
             attempts: job.retry.attempts(),
             multiplier: job.retry.multiplier(),
             overlap: job.overlap,
@@ -203,7 +203,7 @@ impl Job {
             on_interrupt: OnInterrupt::Record,
             max_runs: None,
             pause_after_failures: None,
-            on: Ok(Arc::default()),
+            on: Ok(Placement::default().into_shared()),
             run_after: None,
             window: (None, None),
             exclude: Vec::new(),
@@ -264,7 +264,7 @@ impl Job {
 
     /// The retry budget: attempts and the backoff between them.
     pub fn retry(&self) -> Retry {
-        self.retry
+        *self.retry
     }
 
     /// What a trigger does when a run of this job is still going in the fleet.
@@ -300,12 +300,6 @@ impl Job {
     /// The job's metric counts and last run, made at the first call.
     pub(crate) fn series(&self) -> &Arc<JobSeries> {
         self.series.get_or_init(|| Arc::new(JobSeries::new(&self.name)))
-    }
-
-    /// The token fired when the job is removed with its runs cancelled, made at the first
-    /// call (cancelled before any run started, it is cancelled when one asks).
-    pub(crate) fn cancel_runs(&self) -> &CancellationToken {
-        self.cancel_runs.get_or_init(CancellationToken::new)
     }
 
     /// Remembers `record` as the job's last run (an older trigger finishing late does
@@ -598,7 +592,7 @@ impl JobBuilder {
     /// coordinator, [`Scheduler::add`](crate::Scheduler::add) refuses a job whose labels
     /// the scheduler does not carry. Default: none, any member.
     pub fn on<S: AsRef<str>>(mut self, labels: impl IntoIterator<Item = S>) -> Self {
-        self.on = Placement::parse(labels).map(Arc::new);
+        self.on = Placement::parse(labels).map(Placement::into_shared);
         self
     }
 
@@ -757,7 +751,7 @@ impl JobBuilder {
             grace: self.grace,
             payload: self.payload,
             every_replica: self.every_replica,
-            retry: self.retry,
+            retry: self.retry.into_shared(),
             overlap: self.overlap,
             jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
@@ -769,7 +763,7 @@ impl JobBuilder {
             last_won: AtomicI64::new(i64::MIN),
             removed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            cancel_runs: OnceLock::new(),
+            runs_cancelled: AtomicBool::new(false),
         })
     }
 

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, LazyLock};
 
 /// The most characters of a label's key, and of its value.
 pub const MAX_LABEL_LEN: usize = 63;
@@ -157,6 +158,13 @@ impl Placement {
         self.0.is_empty()
     }
 
+    /// `self` behind an `Arc`; on any member, the one every such job shares (no
+    /// allocation per job).
+    pub(crate) fn into_shared(self) -> Arc<Self> {
+        static ANYWHERE: LazyLock<Arc<Placement>> = LazyLock::new(Arc::default);
+        if self.is_anywhere() { ANYWHERE.clone() } else { Arc::new(self) }
+    }
+
     /// The labels a member must carry.
     pub fn labels(&self) -> &[Label] {
         &self.0
@@ -214,6 +222,21 @@ mod tests {
 
     fn refused(text: &str) -> String {
         Label::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn jobs_that_run_on_any_member_share_one_placement_and_others_keep_their_own() {
+        use crate::{Job, JobBuilder};
+        let build = |builder: JobBuilder| {
+            let builder = builder.every(std::time::Duration::from_secs(1));
+            builder.handler(|_ctx| async { Ok::<(), std::io::Error>(()) }).build().unwrap()
+        };
+        let none: [&str; 0] = [];
+        let (a, b) = (build(Job::builder("a")), build(Job::builder("b").on(none)));
+        let c = build(Job::builder("c").on(["region=eu"]));
+        assert!(Arc::ptr_eq(&a.placement, &b.placement));
+        assert!(a.placement().is_anywhere() && b.placement().is_anywhere());
+        assert_eq!(c.placement().labels(), [Label::parse("region=eu").unwrap()]);
     }
 
     #[test]

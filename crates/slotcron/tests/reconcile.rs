@@ -317,6 +317,26 @@ async fn remove_and_cancel_fires_the_runs_token() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn remove_and_cancel_fires_the_removed_jobs_tokens_only() {
+    let mut h = Harness::new("2024-05-17T00:00:00Z");
+    let (release, kept) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
+    let removed = Arc::new(AtomicBool::new(false));
+    h.add(gated("kept", &release, &kept));
+    h.add(gated("removed", &Arc::new(Notify::new()), &removed));
+    h.start().await;
+    h.advance_to(ts("2024-05-17T00:01:00Z")).await;
+    assert!(h.scheduler.remove_and_cancel("removed"));
+    settle().await;
+    assert!(removed.load(Ordering::SeqCst), "the removed job's run was told to stop");
+    assert_eq!(h.triggers("kept", Outcome::Running), [ts("2024-05-17T00:01:00Z")], "still running");
+    release.notify_one();
+    settle().await;
+    assert!(!kept.load(Ordering::SeqCst), "the other job's token was not fired");
+    assert_eq!(h.triggers("kept", Outcome::Succeeded), [ts("2024-05-17T00:01:00Z")]);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_trigger_already_due_and_waiting_does_not_start_once_its_job_is_removed() {
     // Three missed triggers come due at once (run_all); the first run removes its job.
     let store = Arc::new(MemoryStore::new());

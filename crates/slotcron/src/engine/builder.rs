@@ -376,6 +376,7 @@ impl SchedulerBuilder {
                 restored: AtomicBool::new(false),
                 table: Mutex::new(table),
                 wake: Notify::new(),
+                runs_cancelled: Notify::new(),
                 running: AtomicBool::new(false),
                 health: Default::default(),
                 metrics,

@@ -54,6 +54,9 @@ pub(crate) struct Shared {
     pub restored: AtomicBool,
     pub table: Mutex<Table>,
     pub wake: Notify,
+    /// Notifies every waiter when a job is removed with its runs cancelled (its
+    /// `runs_cancelled` set first): each run in flight then looks whether its job was.
+    pub runs_cancelled: Notify,
     /// Set while a `run()` fires triggers.
     pub running: AtomicBool,
     pub health: Health,
@@ -138,7 +141,8 @@ impl Shared {
     pub fn retire(&self, job: &Arc<Job>, cancel_runs: bool) {
         job.removed.store(true, Ordering::SeqCst);
         if cancel_runs {
-            job.cancel_runs().cancel();
+            job.runs_cancelled.store(true, Ordering::SeqCst);
+            self.runs_cancelled.notify_waiters();
         }
         if !self.persist_state || job.kind.is_one_shot() {
             return;

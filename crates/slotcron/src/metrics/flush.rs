@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{ClaimResult, EngineHandles, EngineSeries};
-use super::job::{JobSeries, OUTCOMES, Unlabeled, outcome_index};
+use super::job::{JobHandles, JobSeries, OUTCOMES, Unlabeled, outcome_index};
 use super::{
     BACKEND_ERRORS_TOTAL, FLEET_MEMBERS, METRICS_FLUSH_EVERY, MetricLabels, RUNS_TOTAL,
     TAKEOVER_FOUND_CLAIMED_TOTAL, TAKEOVERS_TOTAL,
@@ -38,8 +38,8 @@ pub(crate) struct Metrics {
 #[derive(Default)]
 struct Registry {
     /// In the order the jobs were added: a replacement comes after the job it replaced,
-    /// so its gauges are set last.
-    jobs: Vec<Arc<JobSeries>>,
+    /// so its gauges are set last. Each with its series once flushed with the `job` label.
+    jobs: Vec<(Arc<JobSeries>, Option<Box<JobHandles>>)>,
     engine: Option<EngineHandles>,
     unlabeled: UnlabeledHandles,
 }
@@ -48,7 +48,6 @@ struct Registry {
 #[derive(Default)]
 struct UnlabeledHandles {
     runs: [Option<Counter>; OUTCOMES],
-    others: Vec<(&'static str, Counter)>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -78,7 +77,7 @@ impl Metrics {
     /// Flushes `series` from now on, until its job is dropped.
     pub fn register(&self, series: Arc<JobSeries>) {
         if self.enabled {
-            self.lock().jobs.push(series);
+            self.lock().jobs.push((series, None));
         }
     }
 
@@ -105,7 +104,9 @@ impl Metrics {
                 }
             }
             (false, Some(outcome)) => self.engine.run_recorded(outcome),
-            (false, None) => series.record_other(outcome),
+            // An outcome of another release (the engine writes none): straight to the
+            // recorder.
+            (false, None) => counter!(RUNS_TOTAL, "outcome" => outcome.as_str()).increment(1),
         }
         if let Some(duration) = duration {
             self.engine.run_duration(duration);
@@ -191,14 +192,14 @@ impl Metrics {
         let Registry { jobs, engine, unlabeled } = &mut *registry;
         let labels = self.labels;
         let mut totals = Unlabeled::default();
-        jobs.retain(|series| {
+        jobs.retain_mut(|(series, handles)| {
             // Held by the registry alone: its job is gone, and this is its last flush.
             let gone = Arc::strong_count(series) == 1;
             if gone {
                 // What the job's runs counted before it was dropped is seen below.
                 fence(Ordering::Acquire);
             }
-            series.flush(labels, &mut totals);
+            series.flush(labels, handles, &mut totals);
             !gone
         });
         self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut totals);
@@ -234,16 +235,6 @@ impl UnlabeledHandles {
             if n > 0 {
                 let outcome = Outcome::ALL[i].as_str();
                 self.runs[i].get_or_insert_with(|| counter!(RUNS_TOTAL, "outcome" => outcome)).increment(n);
-            }
-        }
-        for &(outcome, n) in &totals.others {
-            match self.others.iter().find(|(name, _)| *name == outcome) {
-                Some((_, counter)) => counter.increment(n),
-                None => {
-                    let counter = counter!(RUNS_TOTAL, "outcome" => outcome);
-                    counter.increment(n);
-                    self.others.push((outcome, counter));
-                }
             }
         }
     }

@@ -30,9 +30,9 @@ const PAUSED_UNKNOWN: u8 = 0;
 const PAUSED_NO: u8 = 1;
 const PAUSED_YES: u8 = 2;
 
-/// One job's counts since the last flush, and the series they are flushed to
-/// (registered with the recorder at the first flush); and its last run. What a run's end
-/// writes comes first, on consecutive cache lines.
+/// One job's counts since the last flush, and its last run. What a run's end writes
+/// comes first, on consecutive cache lines. The series they are flushed to are the
+/// flush's ([`JobHandles`]).
 #[repr(C, align(64))]
 pub(crate) struct JobSeries {
     /// Run records by [`outcome_index`] since the last flush (a `u32` is ample between
@@ -55,10 +55,6 @@ pub(crate) struct JobSeries {
     /// are kept (boxed: a job without them keeps one pointer).
     histograms: OnceLock<Box<JobHistograms>>,
     name: Arc<str>,
-    /// Records of outcomes this release does not know (the engine writes none).
-    others: Mutex<Vec<(&'static str, u64)>>,
-    /// The job's series, if they carry the `job` label.
-    handles: OnceLock<Box<Handles>>,
 }
 
 impl std::fmt::Debug for JobSeries {
@@ -74,20 +70,22 @@ struct JobHistograms {
     lateness: LocalHistogram,
 }
 
-/// A job's series with the `job` label.
-struct Handles {
-    runs: [OnceLock<Counter>; OUTCOMES],
-    last_success: OnceLock<Gauge>,
-    last_failure: OnceLock<Gauge>,
+/// A job's series with the `job` label, registered with the recorder at the job's first
+/// flush, each counter and gauge at its first value: kept by the flush, which alone uses
+/// them (most jobs see one or two outcomes, so only those have a counter).
+pub(crate) struct JobHandles {
+    /// `runs_total` by outcome, as [`outcome_index`].
+    runs: Vec<(usize, Counter)>,
+    last_success: Option<Gauge>,
+    last_failure: Option<Gauge>,
     paused: Gauge,
-    histograms: OnceLock<(Histogram, Histogram)>,
+    histograms: Option<(Histogram, Histogram)>,
 }
 
 /// What the jobs' flushes add up when series carry no `job` label.
 #[derive(Debug, Default)]
 pub(crate) struct Unlabeled {
     pub runs: [u64; OUTCOMES],
-    pub others: Vec<(&'static str, u64)>,
 }
 
 impl JobSeries {
@@ -102,8 +100,6 @@ impl JobSeries {
             last_run: Mutex::new(None),
             in_flight: AtomicU32::new(0),
             histograms: OnceLock::new(),
-            others: Mutex::new(Vec::new()),
-            handles: OnceLock::new(),
         }
     }
 
@@ -114,7 +110,11 @@ impl JobSeries {
             Some(i) => {
                 self.runs[i].fetch_add(1, Ordering::Relaxed);
             }
-            None => add(&mut lock(&self.others), outcome.as_str(), 1),
+            // An outcome of another release (the engine writes none): straight to the
+            // recorder.
+            None => {
+                counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome.as_str()).increment(1)
+            }
         }
         self.ended(outcome, trigger);
         if let Some(duration) = duration {
@@ -162,13 +162,6 @@ impl JobSeries {
         self.histograms.get_or_init(Box::default)
     }
 
-    /// One run record of an outcome of another release, when series carry no `job`
-    /// label: the flush adds it to the unlabeled series.
-    pub fn record_other(&self, outcome: Outcome) {
-        add(&mut lock(&self.others), outcome.as_str(), 1);
-        self.dirty.store(true, Ordering::Release);
-    }
-
     /// The last success and failure kept in the job's state (restored at start): the
     /// gauges start from them rather than from nothing.
     pub fn restore(&self, last_success: Option<Timestamp>, last_failure: Option<Timestamp>) {
@@ -185,14 +178,20 @@ impl JobSeries {
         self.paused.store(if paused { PAUSED_YES } else { PAUSED_NO }, Ordering::Relaxed);
     }
 
-    /// Hands the counts since the last flush to the job's series (`labels.per_job`), or
-    /// adds them to `unlabeled`.
-    pub fn flush(&self, labels: MetricLabels, unlabeled: &mut Unlabeled) {
-        let handles =
-            labels.per_job.then(|| &**self.handles.get_or_init(|| Box::new(Handles::new(&self.name))));
+    /// Hands the counts since the last flush to the job's series (`labels.per_job`),
+    /// `handles`, registered at the first flush; or adds them to `unlabeled`.
+    pub fn flush(
+        &self,
+        labels: MetricLabels,
+        handles: &mut Option<Box<JobHandles>>,
+        unlabeled: &mut Unlabeled,
+    ) {
+        let mut handles = labels
+            .per_job
+            .then(|| &mut **handles.get_or_insert_with(|| Box::new(JobHandles::new(&self.name))));
         if self.dirty.swap(false, Ordering::Acquire) {
-            self.flush_runs(handles, unlabeled);
-            if let (Some(handles), Some(histograms)) = (handles, self.histograms.get()) {
+            self.flush_runs(handles.as_deref_mut(), unlabeled);
+            if let (Some(handles), Some(histograms)) = (handles.as_deref_mut(), self.histograms.get()) {
                 let (duration, lateness) = handles.histograms(&self.name);
                 for (local, series) in [(&histograms.duration, duration), (&histograms.lateness, lateness)] {
                     let mut drained = Drained::default();
@@ -204,61 +203,62 @@ impl JobSeries {
         let Some(handles) = handles else { return };
         let name = &self.name;
         let gauges = [
-            (&handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
-            (&handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
+            (&mut handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
+            (&mut handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
         ];
         for (gauge, at, metric) in gauges {
             if let Some(at) = seconds(at.load(Ordering::Relaxed)) {
-                gauge.get_or_init(|| gauge!(metric, "job" => name.clone())).set(at);
+                gauge.get_or_insert_with(|| gauge!(metric, "job" => name.clone())).set(at);
             }
         }
         handles.paused.set(if self.paused.load(Ordering::Relaxed) == PAUSED_YES { 1.0 } else { 0.0 });
     }
 
     /// The run records since the last flush: to the job's counters, or to `unlabeled`.
-    fn flush_runs(&self, handles: Option<&Handles>, unlabeled: &mut Unlabeled) {
+    fn flush_runs(&self, mut handles: Option<&mut JobHandles>, unlabeled: &mut Unlabeled) {
         for (i, runs) in self.runs.iter().enumerate() {
             if runs.load(Ordering::Relaxed) == 0 {
                 continue;
             }
             let n = u64::from(runs.swap(0, Ordering::Relaxed));
-            match handles {
+            match handles.as_deref_mut() {
                 Some(handles) => handles.runs(i, &self.name).increment(n),
                 None => unlabeled.runs[i] += n,
-            }
-        }
-        let others = std::mem::take(&mut *lock(&self.others));
-        for (outcome, n) in others {
-            match handles {
-                Some(_) => {
-                    counter!(RUNS_TOTAL, "job" => self.name.clone(), "outcome" => outcome).increment(n)
-                }
-                None => add(&mut unlabeled.others, outcome, n),
             }
         }
     }
 }
 
-impl Handles {
+impl JobHandles {
     fn new(job: &Arc<str>) -> Self {
         Self {
-            runs: Default::default(),
-            last_success: OnceLock::new(),
-            last_failure: OnceLock::new(),
+            runs: Vec::new(),
+            last_success: None,
+            last_failure: None,
             paused: gauge!(JOB_PAUSED, "job" => job.clone()),
-            histograms: OnceLock::new(),
+            histograms: None,
         }
     }
 
     /// `runs_total` of the outcome at index `i`, registered at its first record.
-    fn runs(&self, i: usize, job: &Arc<str>) -> &Counter {
-        self.runs[i]
-            .get_or_init(|| counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => Outcome::ALL[i].as_str()))
+    fn runs(&mut self, i: usize, job: &Arc<str>) -> &Counter {
+        let at = match self.runs.iter().position(|&(outcome, _)| outcome == i) {
+            Some(at) => at,
+            None => {
+                let outcome = Outcome::ALL[i].as_str();
+                // Room for this one alone (a first push would make room for four): a new
+                // outcome of a job is rare.
+                self.runs.reserve_exact(1);
+                self.runs.push((i, counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome)));
+                self.runs.len() - 1
+            }
+        };
+        &self.runs[at].1
     }
 
     /// The job's duration and lateness histograms, registered at their first samples.
-    fn histograms(&self, job: &Arc<str>) -> (&Histogram, &Histogram) {
-        let (duration, lateness) = self.histograms.get_or_init(|| {
+    fn histograms(&mut self, job: &Arc<str>) -> (&Histogram, &Histogram) {
+        let (duration, lateness) = self.histograms.get_or_insert_with(|| {
             (
                 histogram!(JOB_RUN_DURATION_SECONDS, "job" => job.clone()),
                 histogram!(JOB_TRIGGER_LATENESS_SECONDS, "job" => job.clone()),
@@ -271,18 +271,6 @@ impl Handles {
 /// Unix milliseconds as seconds; `None` for [`NONE`].
 fn seconds(millis: i64) -> Option<f64> {
     (millis != NONE).then(|| Timestamp::from_millisecond(millis).map_or(0.0, unix_seconds))
-}
-
-/// Adds `n` records of `outcome` to `counts`.
-pub(crate) fn add(counts: &mut Vec<(&'static str, u64)>, outcome: &'static str, n: u64) {
-    match counts.iter_mut().find(|(name, _)| *name == outcome) {
-        Some((_, count)) => *count += n,
-        None => counts.push((outcome, n)),
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The position of `outcome` in [`Outcome::ALL`]; `None` for another release's.
@@ -312,7 +300,73 @@ pub(crate) fn outcome_index(outcome: Outcome) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+
     use super::*;
+    use crate::metrics::Metrics;
+
+    /// `runs_total`'s series: the `job` label (empty without), the outcome and the count.
+    fn runs(snapshotter: &Snapshotter) -> Vec<(String, String, u64)> {
+        let mut runs: Vec<(String, String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == RUNS_TOTAL)
+            .filter_map(|(key, _, _, value)| {
+                let DebugValue::Counter(n) = value else { return None };
+                let label =
+                    |name: &str| key.key().labels().find(|l| l.key() == name).map(|l| l.value().to_owned());
+                Some((label("job").unwrap_or_default(), label("outcome")?, n))
+            })
+            .collect();
+        runs.sort();
+        runs
+    }
+
+    fn run(job: &str, outcome: &str, n: u64) -> (String, String, u64) {
+        (job.to_owned(), outcome.to_owned(), n)
+    }
+
+    #[test]
+    fn an_outcome_of_another_release_is_counted_at_the_recorder_at_once() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = JobSeries::new(&Arc::from("tick"));
+        let newer = Outcome::from_name("from-a-newer-release");
+        let unlabeled = Metrics::new(true, MetricLabels { per_job: false, ..MetricLabels::default() });
+        metrics::with_local_recorder(&recorder, || {
+            Metrics::default().recorded(&series, newer, Timestamp::UNIX_EPOCH, None);
+            unlabeled.recorded(&series, newer, Timestamp::UNIX_EPOCH, None);
+        });
+        assert_eq!(
+            runs(&snapshotter),
+            [run("", "from-a-newer-release", 1), run("tick", "from-a-newer-release", 1)]
+        );
+    }
+
+    #[test]
+    fn each_outcome_a_job_records_has_its_own_counter_across_flushes() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = JobSeries::new(&Arc::from("tick"));
+        let (mut handles, labels) = (None, MetricLabels::default());
+        let at = Timestamp::UNIX_EPOCH;
+        metrics::with_local_recorder(&recorder, || {
+            series.record(Outcome::Succeeded, at, None);
+            series.record(Outcome::Failed, at, None);
+            series.record(Outcome::Succeeded, at, None);
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+            series.record(Outcome::Failed, at, None);
+            series.record(Outcome::TimedOut, at, None);
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+        });
+        assert_eq!(
+            runs(&snapshotter),
+            [run("tick", "failed", 2), run("tick", "succeeded", 2), run("tick", "timed-out", 1)]
+        );
+        let counters = handles.map(|handles| (handles.runs.len(), handles.runs.capacity()));
+        assert_eq!(counters, Some((3, 3)), "a counter for each outcome recorded, and room for no more");
+    }
 
     #[test]
     fn each_known_outcome_has_its_own_index() {

@@ -5,6 +5,7 @@
 //! fencing token; the engine composes [`Retry::run`] around one attempt of the handler.
 
 use std::future::Future;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -36,6 +37,13 @@ impl Retry {
     pub const DEFAULT_BACKOFF: Duration = Duration::ZERO;
     /// The default backoff multiplier: 1, a fixed backoff.
     pub const DEFAULT_MULTIPLIER: f64 = 1.0;
+
+    /// `self` behind an `Arc`; [`Retry::once`], the default, is one every such job
+    /// shares (no allocation per job).
+    pub(crate) fn into_shared(self) -> Arc<Self> {
+        static ONCE: LazyLock<Arc<Retry>> = LazyLock::new(|| Arc::new(Retry::once()));
+        if self == Self::once() { ONCE.clone() } else { Arc::new(self) }
+    }
 
     /// One attempt, no retry.
     pub fn once() -> Self {
@@ -207,6 +215,19 @@ mod tests {
     use super::*;
 
     const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn jobs_with_the_default_retry_share_one_and_others_keep_their_own() {
+        use crate::{Job, JobBuilder};
+        let build = |builder: JobBuilder| {
+            builder.every(S).handler(|_ctx| async { Ok::<(), std::io::Error>(()) }).build().unwrap()
+        };
+        let (a, b) = (build(Job::builder("a")), build(Job::builder("b").attempts(1)));
+        let c = build(Job::builder("c").attempts(3));
+        assert!(Arc::ptr_eq(&a.retry, &b.retry));
+        assert_eq!((a.retry(), b.retry()), (Retry::once(), Retry::once()));
+        assert_eq!(c.retry().attempts(), 3);
+    }
 
     #[test]
     fn a_fixed_backoff_waits_the_same_before_every_retry() {

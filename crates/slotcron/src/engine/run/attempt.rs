@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
 
 use futures_util::FutureExt;
 use jiff::Timestamp;
@@ -11,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::later;
 use crate::context::JobContext;
 use crate::engine::scope::RunScope;
+use crate::engine::shared::Shared;
 use crate::error::{BoxError, error_chain};
 use crate::job::{Job, StoppedByShutdown};
 use crate::ledger::Outcome;
@@ -24,6 +26,19 @@ pub(super) fn log_attempt(job: &Job, trigger: Timestamp, (attempt, of): (u32, u3
     match &result.error {
         None => tracing::info!(job, %trigger, attempt, of, outcome, "attempt finished"),
         Some(err) => tracing::warn!(job, %trigger, attempt, of, outcome, err, "attempt finished"),
+    }
+}
+
+/// Resolves once `job` is removed with its runs cancelled.
+async fn runs_cancelled(shared: &Shared, job: &Job) {
+    loop {
+        let mut notified = std::pin::pin!(shared.runs_cancelled.notified());
+        // Waiting before the look: a removal between the two is not missed.
+        notified.as_mut().enable();
+        if job.runs_cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        notified.await;
     }
 }
 
@@ -56,7 +71,7 @@ pub(super) async fn run_handler(
         result = &mut run => return finished(result),
         () = abort.cancelled() => return aborted(),
         () = timeout => Why::TimedOut,
-        () = job.cancel_runs().cancelled() => Why::Removed,
+        () = runs_cancelled(shared, job) => Why::Removed,
         () = cancelled.cancelled() => Why::Cancelled,
         () = stopped.cancelled() => Why::Stopped,
     };
