@@ -1,5 +1,6 @@
 //! `slotcron check FILE`: validates a jobs file or crontab and lists its jobs.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use std::collections::HashMap;
@@ -13,7 +14,8 @@ use crate::command;
 use crate::coordination::Redis;
 use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, LoneLabels, NextFire};
 use crate::state::{State, StateUrl};
-use crate::{INVALID_INPUT, duration, relative, table};
+use crate::table::{self, Packed};
+use crate::{INVALID_INPUT, duration, relative};
 
 /// Loads `args.file` (a file, or a directory of crontabs) and prints one line per job —
 /// name, schedule, next fire time (for a daemon started now; `disabled` for a job with
@@ -54,20 +56,12 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         }
     };
     let now = Timestamp::now();
-    // On every core at once: a row computes the job's next fire time and its description.
-    let rows: Vec<[String; 8]> =
-        loaded.jobs.par_iter().map(|entry| row(entry, states.as_ref(), now)).collect();
-    if states.is_some() {
-        let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
-        table::print(Some(header), &rows, 1);
-    } else {
-        let rows: Vec<[String; 6]> = rows
-            .into_iter()
-            .map(|[line, job, schedule, next, next_in, _, _, explain]| {
-                [line, job, schedule, next, next_in, explain]
-            })
-            .collect();
-        table::print(Some(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"]), &rows, 1);
+    match &states {
+        Some(states) => {
+            let header = ["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "LAST", "AGO", "DESCRIPTION"];
+            print_rows(header, &loaded.jobs, Some(states), now);
+        }
+        None => print_rows(["LINE", "JOB", "SCHEDULE", "NEXT", "IN", "DESCRIPTION"], &loaded.jobs, None, now),
     }
     let policies: Vec<String> = loaded
         .jobs
@@ -119,33 +113,67 @@ fn lone_labels(args: &CheckArgs, loaded: &JobsFile) -> Result<LoneLabels, String
     Ok(LoneLabels::new(&labels, redis.is_some() || state.as_ref().is_some_and(StateUrl::coordinates)))
 }
 
-/// The columns of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN LAST
-/// AGO DESCRIPTION`, LAST (and AGO) from its stored state in `states`, if given. NEXT is
-/// written in the schedule's zone, LAST in UTC; IN and AGO are the same instants relative
-/// to `now` (`-` for none).
-fn row(entry: &JobEntry, states: Option<&HashMap<String, JobState>>, now: Timestamp) -> [String; 8] {
+/// Prints the table of `jobs` under `header`: with `states`, its 8 columns, else 6 (see
+/// [`row`]). The rows are computed on every core at once, and left to the process's
+/// exit, as the file is.
+fn print_rows<const N: usize>(
+    header: [&str; N],
+    jobs: &[JobEntry],
+    states: Option<&HashMap<String, JobState>>,
+    now: Timestamp,
+) {
+    let rows: Vec<Packed<N>> = jobs.par_iter().map(|entry| row(entry, states, now)).collect();
+    table::print(Some(header), &rows, 1);
+    std::mem::forget(rows);
+}
+
+/// The row of `entry` for a daemon started at `now`: `LINE JOB SCHEDULE NEXT IN
+/// DESCRIPTION`, with `states` `LINE JOB SCHEDULE NEXT IN LAST AGO DESCRIPTION` (LAST and
+/// AGO from its stored state, and NEXT given it). NEXT is written in the schedule's zone,
+/// LAST in UTC; IN and AGO are the same instants relative to `now` (`-` for none).
+fn row<const N: usize>(
+    entry: &JobEntry,
+    states: Option<&HashMap<String, JobState>>,
+    now: Timestamp,
+) -> Packed<N> {
     let state = states.and_then(|states| states.get(entry.job.name()));
     let next = entry
         .enabled
         .then(|| NextFire::of(&entry.job, &entry.schedule.zone(), now).with_state(&entry.job, state));
-    let last = match state {
-        None => "never".to_owned(),
-        Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
-            format!("{last_trigger} {outcome}")
-        }
-        Some(JobState { last_trigger, last_outcome: None, .. }) => format!("{last_trigger} running"),
+    let mut row = Packed::with_capacity(ROW_BYTES);
+    // Writing to a row cannot fail.
+    let _ = write!(row, "{}", entry.line);
+    row.end_cell();
+    let _ = row.write_str(entry.job.name());
+    row.end_cell();
+    let _ = write!(row, "{}", entry.schedule);
+    row.end_cell();
+    let _ = match &next {
+        Some(next) => write!(row, "{next}"),
+        None => row.write_str(DISABLED),
     };
-    [
-        entry.line.to_string(),
-        entry.job.name().to_owned(),
-        entry.schedule.to_string(),
-        next.as_ref().map_or_else(|| DISABLED.to_owned(), ToString::to_string),
-        relative::cell(next.as_ref().and_then(NextFire::instant), now),
-        last,
-        relative::cell(state.map(|state| state.last_trigger), now),
-        entry.explain(),
-    ]
+    row.end_cell();
+    let _ = row.write_str(&relative::cell(next.as_ref().and_then(NextFire::instant), now));
+    row.end_cell();
+    if states.is_some() {
+        let _ = match state {
+            None => row.write_str("never"),
+            Some(JobState { last_trigger, last_outcome: Some(outcome), .. }) => {
+                write!(row, "{last_trigger} {outcome}")
+            }
+            Some(JobState { last_trigger, last_outcome: None, .. }) => write!(row, "{last_trigger} running"),
+        };
+        row.end_cell();
+        let _ = row.write_str(&relative::cell(state.map(|state| state.last_trigger), now));
+        row.end_cell();
+    }
+    let _ = row.write_str(&entry.explain());
+    row.end_cell();
+    row
 }
+
+/// Room for a row of `check`'s table: most fit.
+const ROW_BYTES: usize = 160;
 
 /// What the NEXT column says of a job with `enabled = false`.
 const DISABLED: &str = "disabled";

@@ -177,7 +177,8 @@ impl Reloader {
             .file_jobs
             .iter()
             .map(|entry| {
-                Plan::new(entry.job.clone()).fingerprint(entry.fingerprint.clone()).enabled(entry.enabled)
+                let fingerprint = format!("{:016x}", entry.fingerprint);
+                Plan::new(entry.job.clone()).fingerprint(fingerprint).enabled(entry.enabled)
             })
             .collect();
         if let Some(state_jobs) = &self.state_jobs {

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -105,8 +105,9 @@ pub struct Job {
     /// `engine/ahead.rs`).
     pub(crate) last_won: AtomicI64,
     /// The job's metric counts, flushed to the recorder by its scheduler, and its last
-    /// run (for the admin API): what each run's end writes, side by side.
-    pub(crate) series: Arc<JobSeries>,
+    /// run (for the admin API): what each run's end writes, side by side. Made at first
+    /// use ([`Job::series`]): a job that is only validated (`slotcron check`) has none.
+    series: OnceLock<Arc<JobSeries>>,
     /// Set when the job is removed from its scheduler: a trigger of it that has not
     /// started yet does not start, and a run that ends saves no state.
     pub(crate) removed: AtomicBool,
@@ -142,7 +143,7 @@ impl Clone for Job {
             parent: self.parent.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
-            series: Arc::new(JobSeries::new(&self.name)),
+            series: OnceLock::new(),
             removed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             runs_cancelled: AtomicBool::new(false),
@@ -296,10 +297,15 @@ impl Job {
 }
 
 impl Job {
+    /// The job's metric counts and last run, made at the first call.
+    pub(crate) fn series(&self) -> &Arc<JobSeries> {
+        self.series.get_or_init(|| Arc::new(JobSeries::new(&self.name)))
+    }
+
     /// Remembers `record` as the job's last run (an older trigger finishing late does
     /// not replace a newer one).
     pub(crate) fn set_last_run(&self, record: &RunRecord) {
-        let mut last = self.series.last_run.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.series().last_run.lock().unwrap_or_else(|p| p.into_inner());
         if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
             *last = Some(LastRun::from(record));
         }
@@ -307,7 +313,7 @@ impl Job {
 
     /// The last run [`Job::set_last_run`] remembered.
     pub(crate) fn last_run(&self) -> Option<LastRun> {
-        self.series.last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.series().last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -658,7 +664,7 @@ impl JobBuilder {
     /// # Errors
     /// The first problem found, naming the job, the field and the reason.
     pub fn build(self) -> Result<Job, JobError> {
-        let job = self.name.clone();
+        let job = &self.name;
         let invalid =
             |field, reason: &str| JobError::Invalid { job: job.clone(), field, reason: reason.into() };
         validate_job_name(&self.name).map_err(|reason| invalid("name", &reason))?;
@@ -682,7 +688,7 @@ impl JobBuilder {
             }
         };
         let schedule =
-            bound(schedule, self.window, self.exclude, self.run_on_start).map_err(|e| e.for_job(&job))?;
+            bound(schedule, self.window, self.exclude, self.run_on_start).map_err(|e| e.for_job(job))?;
         let handler = self.handler.ok_or_else(|| invalid("handler", "a job needs a handler"))?;
         if self.timeout == Some(Duration::ZERO) {
             return Err(invalid("timeout", "must be longer than zero"));
@@ -734,7 +740,7 @@ impl JobBuilder {
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
         Ok(Job {
-            series: Arc::new(JobSeries::new(&name)),
+            series: OnceLock::new(),
             name,
             kind: schedule.kind(),
             schedule,

@@ -39,7 +39,7 @@ const TIMEOUT_SLACK: Duration = Duration::from_millis(100);
 pub const SHELL: &str = "/bin/sh";
 
 /// A shell command and what it is started with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShellCommand {
     /// The command line, run as `SHELL -c SCRIPT`.
     pub script: String,

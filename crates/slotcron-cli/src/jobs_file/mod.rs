@@ -20,11 +20,10 @@ pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rayon::iter::Either;
 use rayon::prelude::*;
 
 use slotcron::ScheduleError;
@@ -178,8 +177,9 @@ pub struct JobEntry {
     pub enabled: bool,
     /// A hash of everything the file says about the job (its name, schedule and zone,
     /// command, environment, input, policies), not of its line: equal across two loads
-    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`].
-    pub fingerprint: String,
+    /// exactly when the job is unchanged, for [`slotcron::Plan::fingerprint`] (as 16 hex
+    /// digits).
+    pub fingerprint: u64,
     /// The command its handler runs.
     pub command: ShellCommand,
     /// The command run after a trigger of the job fails (its own or the file's
@@ -305,10 +305,12 @@ fn parse_format(source: &str, format: Format) -> Parsed {
 ///
 /// # Errors
 /// Every problem found, in no particular order.
-fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
+fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
+    parsed.build();
     let Parsed {
         names,
-        drafts,
+        drafts: _,
+        built,
         coordination,
         history,
         shutdown_timeout,
@@ -317,14 +319,10 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
         job_tables: _,
         mut problems,
     } = parsed;
-    let mails_from =
-        drafts.iter().find(|draft| draft.command.mailto.is_some()).map(|draft| (PathBuf::new(), draft.line));
     // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
-    let hasher = foldhash::fast::RandomState::default();
-    let mut first_line: HashMap<&str, usize, _> =
-        HashMap::with_capacity_and_hasher(names.len(), hasher.clone());
-    // The jobs whose name is neither a duplicate nor invalid: their name and its line.
-    let mut named: HashSet<(&str, usize), _> = HashSet::with_capacity_and_hasher(names.len(), hasher);
+    let mut first_line: HashMap<&str, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(names.len(), Default::default());
+    let before = problems.len();
     for (name, line) in &names {
         match first_line.get(name.as_str()) {
             Some(first) => problems.push(Problem::field(
@@ -337,31 +335,44 @@ fn validate(parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>> {
                 first_line.insert(name, *line);
                 // Here rather than only in the core's build, so that a bad name is
                 // reported beside the job's other problems.
-                match slotcron::validate_job_name(name) {
-                    Ok(()) => _ = named.insert((name, *line)),
-                    Err(reason) => problems.push(Problem::field(*line, Some(name), "name", reason)),
+                if let Err(reason) = slotcron::validate_job_name(name) {
+                    problems.push(Problem::field(*line, Some(name), "name", reason));
                 }
             }
         }
     }
-    // Built on every core at once (a million-job file), kept in the file's order. A
-    // duplicate or a bad name, reported above, is not loaded; its other problems are
-    // reported all the same.
-    let (jobs, built_problems): (Vec<JobEntry>, Vec<Vec<Problem>>) = drafts
-        .into_par_iter()
-        .filter_map(|draft| {
-            let named = named.contains(&(draft.name.as_str(), draft.name_line));
-            match draft.build() {
-                Ok(entry) if named => Some(Either::Left(entry)),
+    // The jobs whose name is neither a duplicate nor invalid, by their name and its line;
+    // `None` when no name had a problem (the usual case): every job then.
+    let named: Option<HashSet<(&str, usize), foldhash::fast::RandomState>> =
+        (problems.len() > before).then(|| {
+            let first = |name: &str, line: &usize| first_line.get(name) == Some(line);
+            let named = |(name, line): &&(String, usize)| {
+                first(name, line) && slotcron::validate_job_name(name).is_ok()
+            };
+            names.iter().filter(named).map(|(name, line)| (name.as_str(), *line)).collect()
+        });
+    // Kept in the file's order, in place. A duplicate or a bad name, reported above, is
+    // not loaded; its other problems are reported all the same.
+    let mut built_problems = Vec::new();
+    let jobs: Vec<JobEntry> = built
+        .into_iter()
+        .filter_map(|built| {
+            let named = named.as_ref().is_none_or(|named| named.contains(&(built.name(), built.name_line)));
+            match built.result {
+                Ok(entry) if named => Some(entry),
                 Ok(_) => None,
-                Err(mut built) => {
-                    built.retain(|problem| named || problem.field.as_deref() != Some("name"));
-                    (!built.is_empty()).then_some(Either::Right(built))
+                Err(mut refused) => {
+                    refused.retain(|problem| named || problem.field.as_deref() != Some("name"));
+                    built_problems.extend(refused);
+                    None
                 }
             }
         })
-        .partition_map(|either| either);
-    problems.extend(built_problems.into_iter().flatten());
+        .collect();
+    // Every job is loaded when this is used (no problems).
+    let mails_from =
+        jobs.iter().find(|entry| entry.command.mailto.is_some()).map(|entry| (PathBuf::new(), entry.line));
+    problems.extend(built_problems);
     problems.extend(chain_problems(&jobs, &names));
     if !problems.is_empty() {
         return Err(problems);
@@ -405,13 +416,16 @@ fn chain_problems(jobs: &[JobEntry], names: &[(String, usize)]) -> Vec<Problem> 
 }
 
 /// What a format parser found: the name and line of every job (valid or not, for the
-/// duplicate check), a draft of every job without problems, the coordination and history
-/// settings, the shutdown timeout, the concurrency cap, the count of `[[job]]` tables,
-/// and the problems.
+/// duplicate check), a draft of every job without problems (built as it is read, or
+/// later), the coordination and history settings, the shutdown timeout, the concurrency
+/// cap, the count of `[[job]]` tables, and the problems.
 #[derive(Debug, Default)]
 struct Parsed {
     names: Vec<(String, usize)>,
+    /// Drafts not built yet.
     drafts: Vec<Draft>,
+    /// Drafts built, in the file's order, before those of `drafts`.
+    built: Vec<Built>,
     coordination: Coordination,
     history: History,
     shutdown_timeout: Option<Duration>,
@@ -425,19 +439,57 @@ struct Parsed {
 }
 
 impl Parsed {
-    /// Adds what a later piece of the same file found: its jobs and problems, its jobs
-    /// numbered after this one's.
-    fn append(&mut self, later: Parsed) {
-        self.names.extend(later.names);
-        self.drafts.extend(later.drafts);
-        let mut problems = later.problems;
-        for problem in &mut problems {
-            if let Some(JobRef::Number(number)) = &mut problem.job {
-                *number += self.job_tables;
+    /// Adds what the later pieces of the same file found, in order: their jobs and
+    /// problems, each piece's jobs numbered after those before it.
+    fn append(&mut self, later: Vec<Parsed>) {
+        self.names.reserve(later.iter().map(|parsed| parsed.names.len()).sum());
+        self.built.reserve(later.iter().map(|parsed| parsed.built.len()).sum());
+        for later in later {
+            self.names.extend(later.names);
+            self.drafts.extend(later.drafts);
+            self.built.extend(later.built);
+            let mut problems = later.problems;
+            for problem in &mut problems {
+                if let Some(JobRef::Number(number)) = &mut problem.job {
+                    *number += self.job_tables;
+                }
             }
+            self.problems.extend(problems);
+            self.job_tables += later.job_tables;
         }
-        self.problems.extend(problems);
-        self.job_tables += later.job_tables;
+    }
+
+    /// Builds the drafts (see [`Draft::build`]), on every core at once, after those built
+    /// already.
+    fn build(&mut self) {
+        let drafts = std::mem::take(&mut self.drafts);
+        self.built.par_extend(
+            drafts.into_par_iter().map(|draft| Built { name_line: draft.name_line, result: draft.build() }),
+        );
+    }
+}
+
+/// A draft the core has built: the job, or its problems; and the line of its name, for
+/// the duplicate check.
+#[derive(Debug)]
+struct Built {
+    name_line: usize,
+    result: Result<JobEntry, Vec<Problem>>,
+}
+
+impl Built {
+    /// The job's name, as its draft gave it (its problems name it).
+    fn name(&self) -> &str {
+        match &self.result {
+            Ok(entry) => entry.job.name(),
+            Err(problems) => problems
+                .iter()
+                .find_map(|problem| match &problem.job {
+                    Some(JobRef::Name(name)) => Some(name.as_str()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -499,7 +551,9 @@ impl Draft {
         let builder = given(builder, policies.max_runs, JobBuilder::max_runs);
         let builder = given(builder, policies.pause_after_failures, JobBuilder::pause_after_failures);
         let builder = policies.exclude.iter().cloned().fold(builder, JobBuilder::exclude);
-        let builder = self.schedule.apply(builder.on(&policies.on));
+        // No labels: the core's default placement (anywhere), without parsing none.
+        let builder = if policies.on.is_empty() { builder } else { builder.on(&policies.on) };
+        let builder = self.schedule.apply(builder);
         let chain = builder.chain_problems();
         if !chain.is_empty() {
             return Err(chain.into_iter().map(|error| self.problem(error)).collect());
@@ -536,26 +590,11 @@ impl Draft {
         }
     }
 
-    /// The definition's fingerprint: a hash of its Debug text, streamed into the hasher
-    /// rather than written out first (a million-job file). Compared only within one
-    /// process (a reload against the jobs it runs), so the hash need not be stable across
-    /// releases; one fixed seed keeps it the same within the process.
-    fn fingerprint(&self) -> String {
-        let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
-        let definition = (
-            &self.name,
-            &self.schedule,
-            &self.command,
-            self.timeout,
-            self.run_on_start,
-            self.on_every_replica,
-            self.misfire,
-            self.grace,
-            &self.policies,
-        );
-        // Writing to a hasher cannot fail.
-        let _ = write!(Streamed(&mut hasher), "{definition:?}");
-        format!("{:016x}", hasher.finish())
+    /// The definition's fingerprint: a hash of its fields (see [`Definition`]). Compared
+    /// only within one process (a reload against the jobs it runs), so the hash need not be
+    /// stable across releases; one fixed seed keeps it the same within the process.
+    fn fingerprint(&self) -> u64 {
+        foldhash::quality::FixedState::with_seed(0).hash_one(Definition(self))
     }
 
     fn problem(&self, error: JobError) -> Problem {
@@ -577,6 +616,69 @@ fn given<T>(builder: JobBuilder, value: Option<T>, set: fn(JobBuilder, T) -> Job
     match value {
         Some(value) => set(builder, value),
         None => builder,
+    }
+}
+
+/// What a job's fingerprint hashes: everything its draft says but the lines it is on.
+struct Definition<'d>(&'d Draft);
+
+impl Hash for Definition<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Draft {
+            name,
+            name_line: _,
+            line: _,
+            schedule,
+            schedule_field: _,
+            command,
+            timeout,
+            run_on_start,
+            on_every_replica,
+            misfire,
+            grace,
+            policies,
+            field_lines: _,
+            enabled: _,
+        } = self.0;
+        (name, command, timeout, run_on_start, on_every_replica, grace).hash(state);
+        schedule.hash(state);
+        misfire
+            .map(|misfire| match misfire {
+                Misfire::Skip => (0, 0),
+                Misfire::RunOnce => (1, 0),
+                Misfire::RunAll { cap } => (2, cap),
+            })
+            .hash(state);
+        policies.hash(state);
+    }
+}
+
+impl Hash for Policies {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Self {
+            attempts,
+            backoff,
+            backoff_multiplier,
+            backoff_max,
+            overlap,
+            jitter,
+            on_failure,
+            on_interrupt,
+            max_runs,
+            pause_after_failures,
+            start,
+            end,
+            exclude,
+            on,
+        } = self;
+        (attempts, backoff, backoff_multiplier.map(f64::to_bits), backoff_max, overlap.map(Overlap::name))
+            .hash(state);
+        (jitter, on_failure, on_interrupt, max_runs, pause_after_failures, start, end, on).hash(state);
+        exclude.len().hash(state);
+        for calendar in exclude {
+            // Writing to a hasher cannot fail.
+            let _ = write!(Streamed(state), "{calendar:?}");
+        }
     }
 }
 

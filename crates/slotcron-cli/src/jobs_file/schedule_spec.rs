@@ -1,6 +1,7 @@
 //! A job's schedule as a jobs file states it, before it becomes a [`slotcron::Job`].
 
-use std::fmt;
+use std::fmt::{self, Write as _};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use jiff::tz::TimeZone;
 use slotcron::{At, CronSchedule, EveryDays, Interval, Schedule, ScheduleKind};
 use slotcron::{Job, JobBuilder, JobState};
 
+use super::Streamed;
 use crate::duration;
 use crate::zone;
 
@@ -170,6 +172,29 @@ impl NextFire {
             ScheduleKind::After(_) => Self::Done,
             ScheduleKind::At(at) if at <= state.last_trigger => Self::Done,
             _ => self,
+        }
+    }
+}
+
+/// What a job's fingerprint takes from its schedule: the kind, what the file gives and the
+/// zone (a fixed offset or a POSIX rule by its Debug text, which has no name).
+impl Hash for ScheduleSpec {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Self::Every(period) | Self::After(period) => period.hash(state),
+            // Rare: its Debug text says it all, zone included.
+            Self::EveryDays(days) => _ = write!(Streamed(state), "{days:?}"),
+            Self::Cron(cron) => {
+                cron.expression().hash(state);
+                match cron.time_zone().iana_name() {
+                    Some(name) => name.hash(state),
+                    None => _ = write!(Streamed(state), "{:?}", cron.time_zone()),
+                }
+            }
+            Self::At(instant) => instant.hash(state),
+            Self::AtStartUp => {}
+            Self::RunAfter(parent) => parent.hash(state),
         }
     }
 }

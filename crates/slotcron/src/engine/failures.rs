@@ -91,7 +91,7 @@ fn paused(shared: &Shared, job: &Job, at: jiff::Timestamp, reason: &str) {
     if shared.coordinator.is_none() {
         shared.local_paused().insert(job.name.to_string(), at);
     }
-    job.series.set_paused(true);
+    job.series().set_paused(true);
     let removed = job.removed.load(Ordering::SeqCst);
     tracing::warn!(job = %job.name, removed, "job {reason}");
 }

@@ -219,7 +219,7 @@ impl Scheduler {
         let asked = tokio::time::timeout(self.shared.settings.claim_timeout, self.paused_jobs()).await;
         if let Ok(Ok(paused)) = asked {
             for info in self.shared.table().infos() {
-                info.job.series.set_paused(paused.contains_key(&*info.job.name));
+                info.job.series().set_paused(paused.contains_key(&*info.job.name));
             }
         }
         self.flush_metrics();

@@ -123,7 +123,7 @@ impl Shared {
         super::limits::end_if_reached(job, &record);
         super::failures::count(self, job, &record).await;
         let ran = record.outcome.ran().then_some(record.duration);
-        self.metrics.recorded(&job.series, record.outcome, record.trigger, ran);
+        self.metrics.recorded(job.series(), record.outcome, record.trigger, ran);
         // A trigger skipped for an outage or for the clock may still be re-issued.
         if !matches!(record.outcome, Outcome::SkippedBackendUnavailable | Outcome::SkippedClockSkew)
             && record.cause.saves_state()

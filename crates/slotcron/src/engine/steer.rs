@@ -79,7 +79,7 @@ impl Scheduler {
         if self.shared.coordinator.is_none() {
             self.shared.local_paused().insert(job.name.to_string(), since);
         }
-        job.series.set_paused(true);
+        job.series().set_paused(true);
         tracing::info!(job = %job.name, %since, "job paused");
         Ok(since)
     }
@@ -101,7 +101,7 @@ impl Scheduler {
         if self.shared.coordinator.is_none() {
             self.shared.local_paused().remove(&*job.name);
         }
-        job.series.set_paused(false);
+        job.series().set_paused(false);
         tracing::info!(job = %job.name, catch_up, "job resumed");
         let mut caught_up = Vec::new();
         let now = self.shared.clock.now();

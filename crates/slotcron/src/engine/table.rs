@@ -128,7 +128,7 @@ impl Table {
         let earliest_before = self.next_deadline();
         self.last_generation += 1;
         let name = job.name.clone();
-        self.metrics.register(job.series.clone());
+        self.metrics.register(job.series().clone());
         if let Some(parent) = &job.parent {
             self.children.entry(parent.clone()).or_default().push(name.clone());
         }
@@ -261,7 +261,7 @@ impl Table {
         let kind = job.kind;
         let state = self.states.get(name);
         if let Some(state) = state {
-            job.series.restore(state.last_success, state.last_failure);
+            job.series().restore(state.last_success, state.last_failure);
         }
         let taken = match start {
             Start::Fresh => None,
@@ -391,7 +391,7 @@ impl Table {
             })
         };
         let last_run = job.last_run().or_else(stored);
-        let runs_in_flight = job.series.runs_in_flight();
+        let runs_in_flight = job.series().runs_in_flight();
         let ended = job.ended.load(Ordering::SeqCst);
         let next_triggers = entry.next.filter(|_| !ended).into_iter().collect();
         JobInfo { next_triggers, job, last_run, runs_in_flight, ended }

@@ -12,7 +12,8 @@ const PIECE: usize = 64 * 1024;
 /// header may be text. The first piece holds the top-level keys; a later one holding
 /// anything but `[[job]]` tables is found out when parsed (see `Reader::piece`).
 pub(super) fn split(source: &str) -> Option<Vec<Range<usize>>> {
-    if source.len() < 2 * PIECE || source.contains("\"\"\"") || source.contains("'''") {
+    let holds = |quotes: &str| memchr::memmem::find(source.as_bytes(), quotes.as_bytes()).is_some();
+    if source.len() < 2 * PIECE || holds("\"\"\"") || holds("'''") {
         return None;
     }
     let mut pieces = Vec::new();

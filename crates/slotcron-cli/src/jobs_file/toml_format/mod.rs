@@ -124,22 +124,25 @@ pub(super) fn parse(source: &str) -> Parsed {
 
 /// Reads the first of `pieces` (the top level, and the jobs after it), then the others
 /// on every core at once, each with what the first one set (the zone, the defaults and
-/// the calendars); what they found, in the file's order. `None` when a later piece holds
+/// the calendars); what they found, in the file's order, each piece's jobs built as it
+/// is read (no drafts of the whole file held at once). `None` when a later piece holds
 /// anything but `[[job]]` tables.
 fn parse_pieces(source: &str, lines: &LineIndex, pieces: &[Range<usize>]) -> Option<Parsed> {
     let (first, rest) = pieces.split_first()?;
     let mut reader = Reader::new(source, lines);
     reader.piece(source, first.clone());
-    let found: Vec<Option<Parsed>> = rest
+    reader.parsed.build();
+    let found: Option<Vec<Parsed>> = rest
         .par_iter()
         .map(|piece| {
             let mut fork = reader.fork();
-            fork.piece(source, piece.clone()).then_some(fork.parsed)
+            fork.piece(source, piece.clone()).then(|| {
+                fork.parsed.build();
+                fork.parsed
+            })
         })
         .collect();
-    for parsed in found {
-        reader.parsed.append(parsed?);
-    }
+    reader.parsed.append(found?);
     Some(reader.parsed)
 }
 

@@ -107,6 +107,8 @@ impl Reader<'_> {
         what: &str,
         choices: &[(&str, T)],
     ) -> Option<T> {
+        // Absent (most jobs): no problem text to prepare.
+        table.get(key)?;
         let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
         let expected =
             format!("a string: {}", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "));

@@ -522,9 +522,9 @@ impl<'a> Attempts<'a> {
                 let lateness = self.trigger.duration_until(clock.now());
                 shared
                     .metrics
-                    .run_started(&self.job.series, Duration::try_from(lateness).unwrap_or_default());
-                self.job.series.run_started();
-                Running(&shared.metrics, &self.job.series)
+                    .run_started(self.job.series(), Duration::try_from(lateness).unwrap_or_default());
+                self.job.series().run_started();
+                Running(&shared.metrics, self.job.series())
             });
             let stop = (self.stopped, self.cancel.token());
             let result = run_handler(self.scope, self.job, ctx, stop, clock.now()).await;
