@@ -41,6 +41,17 @@ fn coordinated(start: &str, coordinator: &Arc<InProcessCoordinator>) -> Harness 
     Harness::with(start, |b| b.coordinator(coordinator.clone()).check_clock_skew(false))
 }
 
+/// A coordinated harness at 10:00:30, started with `a` every minute and `b` after it,
+/// both succeeding.
+async fn a_then_b_started(runs: &Runs) -> Harness {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
+    h.add(noting(Job::builder("a").every(MINUTE), runs, false));
+    h.add(noting(Job::builder("b").run_after("a"), runs, false));
+    h.start().await;
+    h
+}
+
 /// The runs of `job` seen: (trigger, trigger key).
 fn runs_of(runs: &Runs, job: &str) -> Vec<(Timestamp, String)> {
     runs.lock().unwrap().iter().filter(|r| r.0 == job).map(|r| (r.1, r.2.clone())).collect()
@@ -320,11 +331,7 @@ async fn a_parent_interrupted_by_its_own_daemons_crash_records_skipped_parent_an
 #[tokio::test(start_paused = true)]
 async fn a_manual_run_of_the_parent_runs_the_child_manually_under_its_own_key() {
     let runs = Runs::default();
-    let coordinator = Arc::new(InProcessCoordinator::new());
-    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.start().await;
+    let mut h = a_then_b_started(&runs).await;
     let asked = h.scheduler.trigger_now("a", None).await.unwrap();
     h.advance(Duration::from_secs(1)).await;
     h.stop().await;
@@ -554,11 +561,7 @@ async fn a_parent_presumed_interrupted_whose_daemon_never_returns_is_decided_aft
 #[tokio::test(start_paused = true)]
 async fn a_backfill_of_a_chained_job_is_refused_naming_the_parent_to_backfill() {
     let runs = Runs::default();
-    let coordinator = Arc::new(InProcessCoordinator::new());
-    let mut h = coordinated("2024-05-17T10:00:30Z", &coordinator);
-    h.add(noting(Job::builder("a").every(MINUTE), &runs, false));
-    h.add(noting(Job::builder("b").run_after("a"), &runs, false));
-    h.start().await;
+    let mut h = a_then_b_started(&runs).await;
     let refused = h.scheduler.backfill("b", ts("2024-05-17T09:00:00Z"), ts("2024-05-17T10:00:00Z")).await;
     let expected = ControlError::ChainedJob { job: "b".into(), parent: "a".into() };
     assert_eq!(refused.unwrap_err(), expected);
