@@ -145,7 +145,7 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
     let Some(coordinator) = shared.coordinator.clone() else { return };
     let delay = shared.settings.takeover_delay;
     // The delay is the coordinator's time after the instant: a replica whose clock runs
-    // ahead (within the slack) would otherwise look while the owner's clock is before it.
+    // ahead would otherwise look while the owner's clock is still before the instant.
     let ahead = claim::ahead_of_coordinator(&shared, coordinator.as_ref()).await;
     let deadline = deadline.max(later(at, delay.saturating_add(ahead)));
     let limit = later(deadline, shared.settings.membership_ttl);
