@@ -53,6 +53,10 @@ struct Args {
     /// rather than at the first instant after the replicas start.
     #[arg(long)]
     settled: bool,
+    /// Also print each instant of the window with its runs' lateness p50, p99 and max,
+    /// one line each, after the figures: where in the run the late runs were.
+    #[arg(long)]
+    timeline: bool,
 }
 
 /// A positive duration in the friendly format ("1s", "500ms", "2m").
@@ -100,6 +104,14 @@ fn main() -> ExitCode {
         args.window,
         if args.settled { " (settled)" } else { " (from the start)" },
     );
+    if args.timeline {
+        for (instant, (p50, p99, max)) in &report.by_instant {
+            let at = jiff::Timestamp::from_millisecond(*instant)
+                .map_or_else(|_| instant.to_string(), |t| t.to_string());
+            let ms = |us: u64| us as f64 / 1e3;
+            println!("  {at}: p50 {:.1} ms p99 {:.1} ms max {:.1} ms", ms(*p50), ms(*p99), ms(*max));
+        }
+    }
     if let Err(e) = backend.clean_up() {
         eprintln!("slotcron-bench: cleaning up: {e}");
         return ExitCode::FAILURE;

@@ -82,6 +82,9 @@ pub struct Report {
     /// per job held (jobs × replicas), in bytes; `None` where `/proc/self/status` cannot
     /// be read.
     pub memory_per_job: Option<u64>,
+    /// Each instant of the window (Unix milliseconds, in order) with its runs' lateness
+    /// p50, p99 and max (microseconds): where in the run the slow runs were.
+    pub by_instant: Vec<(i64, (u64, u64, u64))>,
 }
 
 impl std::fmt::Display for Report {
@@ -281,29 +284,40 @@ fn measure(
 ) -> Report {
     let mut seen: HashMap<(u32, i64), u32> = HashMap::new();
     let mut lateness = Vec::new();
+    let mut by_instant: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
     for runs in runs {
         for &(job, trigger, late) in runs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             if (start..end).contains(&trigger) {
                 *seen.entry((job, trigger)).or_default() += 1;
                 lateness.push(late);
+                by_instant.entry(trigger).or_default().push(late);
             }
         }
     }
-    lateness.sort_unstable();
-    let at = |p: f64| lateness.get(((lateness.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied();
+    let by_instant =
+        by_instant.into_iter().map(|(instant, mut lateness)| (instant, percentiles(&mut lateness))).collect();
+    let (p50, p99, max) = percentiles(&mut lateness);
     let delivered = seen.len() as u64;
     let expected = load.expected();
     Report {
         expected,
         delivered,
         duplicates: seen.values().map(|&n| u64::from(n - 1)).sum(),
-        lateness_us: (at(0.5).unwrap_or(0), at(0.99).unwrap_or(0), lateness.last().copied().unwrap_or(0)),
+        lateness_us: (p50, p99, max),
         cpu_per_fire: cpu / u32::try_from(delivered.max(1)).unwrap_or(u32::MAX),
         calls_per_trigger: calls as f64 / expected.max(1) as f64,
         backend_per_trigger: commands.map(|c| c as f64 / expected.max(1) as f64),
         outcomes: BTreeMap::new(),
         memory_per_job: None,
+        by_instant,
     }
+}
+
+/// p50, p99 and max of `values` (sorted in place; 0 for none).
+fn percentiles(values: &mut [u64]) -> (u64, u64, u64) {
+    values.sort_unstable();
+    let at = |p: f64| values.get(((values.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied();
+    (at(0.5).unwrap_or(0), at(0.99).unwrap_or(0), values.last().copied().unwrap_or(0))
 }
 
 /// Waits until every replica's membership view holds the whole fleet (a replica that
