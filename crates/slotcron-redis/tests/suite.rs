@@ -113,6 +113,22 @@ async fn member_details_and_the_join_check() {
 }
 
 #[tokio::test]
+async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays() {
+    let server = RedisServer::tcp();
+    testkit::replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(&factory(
+        server.config(),
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again() {
+    let server = RedisServer::tcp();
+    testkit::a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again(&factory(server.config()))
+        .await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
     let server = RedisServer::tcp();
     testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&factory(server.config())).await;

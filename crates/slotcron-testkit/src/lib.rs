@@ -101,8 +101,10 @@ pub use ownership_suite::{
     a_dead_owners_jobs_move_within_the_membership_ttl,
     a_non_owners_job_state_follows_the_triggers_their_owners_ran,
     a_paused_jobs_triggers_are_refused_by_their_owner_alone,
+    a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again,
     a_slow_owner_that_marked_its_instant_is_not_taken_over, an_owner_at_its_concurrency_cap_is_taken_over,
     an_owner_that_cannot_claim_is_taken_over, member_details_and_the_join_check, membership_contract,
+    replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays,
 };
 pub use placement_suite::{
     a_job_no_live_member_can_run_is_recorded_skipped_no_member,

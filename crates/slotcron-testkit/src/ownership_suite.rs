@@ -287,6 +287,110 @@ pub async fn member_details_and_the_join_check(factory: &impl CoordinatorFactory
     assert_eq!(ids, ["b-host", "silent"], "left and lapsed members are not listed");
 }
 
+/// A membership TTL long enough that a settled replica's next heartbeat (a third of it
+/// later) comes well after the steps of a test that looks at how views agree sooner.
+const SLOW_TTL: Duration = Duration::from_secs(30);
+
+/// A fleet whose replicas heartbeat every [`SLOW_TTL`] / 3 once their views settle,
+/// with `jobs()` on each replica named in `order` (added in that order, none started).
+fn slow_fleet(order: &[&str]) -> Fleet {
+    let mut fleet = Fleet::new(start())
+        .with_shared_work(TAKEOVER_DELAY)
+        .with_settings(|builder| builder.membership_ttl(SLOW_TTL));
+    for instance in order {
+        fleet.add_replica(instance, SignedDuration::ZERO, jobs());
+    }
+    fleet
+}
+
+/// Moves the fleet's time on by `steps` takeover delays, one at a time, with a short real
+/// wait after each for the heartbeats that came due.
+async fn step_delays(fleet: &mut Fleet, steps: u32) {
+    for _ in 0..steps {
+        fleet.advance(TAKEOVER_DELAY, Delivery::Together).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits (in real time) until each replica at `indexes` has a membership view: its first
+/// heartbeat has been answered, so it is in the membership the others read next.
+async fn until_joined(fleet: &Fleet, indexes: &[usize]) {
+    let joined = || views(fleet, indexes).iter().all(Option::is_some);
+    crate::replica::wait_until(Fleet::DEFAULT_TIMEOUT, joined, || "a replica never joined".into()).await;
+}
+
+/// The membership views of the replicas at `indexes`.
+fn views(fleet: &Fleet, indexes: &[usize]) -> Vec<Option<Vec<String>>> {
+    indexes.iter().map(|&index| fleet.replica(index).members()).collect()
+}
+
+/// Replicas started together (each one's first heartbeat sees only those that joined
+/// before it) agree on the membership within a few takeover delays — while a view has
+/// not settled the next heartbeat comes a takeover delay later, not a third of the
+/// membership TTL (10 s here) — and from then on no trigger is claimed by two owners:
+/// no replica records one `skipped-lost`. Nothing runs twice.
+pub async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(
+    factory: &impl CoordinatorFactory,
+) {
+    let ns = namespace("started_together");
+    let mut fleet = slow_fleet(&REPLICAS);
+    for index in 0..REPLICAS.len() {
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    until_joined(&fleet, &[0, 1, 2]).await;
+    step_delays(&mut fleet, 4).await;
+    let all = Some(REPLICAS.iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    assert_eq!(views(&fleet, &[0, 1, 2]), [all.clone(), all.clone(), all], "four takeover delays in");
+    let agreed = fleet.now();
+    fleet.advance(Duration::from_secs(3), Delivery::Together).await;
+    for (index, instance) in REPLICAS.iter().enumerate() {
+        let lost: Vec<_> = records_after(&fleet, index, agreed)
+            .into_iter()
+            .filter(|r| r.outcome == Outcome::SkippedLost)
+            .collect();
+        assert_eq!(lost, [], "{instance} lost claims of triggers it owned");
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// A replica joins a fleet whose views have settled (heartbeats every 10 s here): until
+/// the others see it, it and they both take themselves for the owner of its jobs. When
+/// it claims first, they lose those claims, and that tells them their view is out of
+/// date: each looks at the membership again a takeover delay after its last look, not
+/// at its next heartbeat. Nothing runs twice.
+pub async fn a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again(
+    factory: &impl CoordinatorFactory,
+) {
+    let ns = namespace("lost_owned");
+    // The joiner is added first, so that its time is moved first (`Delivery::InTurn`):
+    // its claims go out before the others'.
+    let order = [REPLICAS[2], REPLICAS[0], REPLICAS[1]];
+    let mut fleet = slow_fleet(&order);
+    for index in [1, 2] {
+        fleet.start(index, factory.coordinator(&ns).await).await;
+    }
+    until_joined(&fleet, &[1, 2]).await;
+    step_delays(&mut fleet, 4).await;
+    let two = Some(REPLICAS[..2].iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    assert_eq!(views(&fleet, &[1, 2]), [two.clone(), two], "the first two agree");
+    fleet.start(0, factory.coordinator(&ns).await).await;
+    until_joined(&fleet, &[0]).await;
+    let next = Timestamp::from_second(fleet.now().as_second() + 1).expect("an instant");
+    fleet.advance_to(next, Delivery::InTurn).await;
+    let lost =
+        |index| records_after(&fleet, index, next.checked_sub(SignedDuration::from_millis(1)).unwrap());
+    let lost: usize =
+        [1, 2].iter().map(|&i| lost(i).iter().filter(|r| r.outcome == Outcome::SkippedLost).count()).sum();
+    assert!(lost > 0, "the first two lost none of the joiner's triggers: the case did not happen");
+    step_delays(&mut fleet, 2).await;
+    let all = Some(REPLICAS.iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    assert_eq!(views(&fleet, &[1, 2]), [all.clone(), all], "two takeover delays after their lost claims");
+    fleet.advance(Duration::from_secs(2), Delivery::Together).await;
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
 /// A replica that dies (stops heartbeating and claiming, never leaves): its triggers run
 /// on the others after the takeover delay until its membership lapses, then the others
 /// own its jobs. Before it died, no replica claimed every trigger (the work was shared);

@@ -132,6 +132,22 @@ async fn member_details_and_the_join_check() {
 }
 
 #[tokio::test]
+async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays() {
+    testkit::replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(
+        &Factory::default().build(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again() {
+    testkit::a_replica_that_lost_a_trigger_it_owned_looks_at_the_membership_again(
+        &Factory::default().build(),
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_dead_owners_jobs_move_within_the_membership_ttl() {
     testkit::a_dead_owners_jobs_move_within_the_membership_ttl(&Factory::default().build()).await;
 }

@@ -137,7 +137,10 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// only take over what it left unclaimed.
 ///
 /// A replica registers itself with [`Coordinator::heartbeat`] every third of the
-/// membership TTL (default [`DEFAULT_MEMBERSHIP_TTL`]); the coordinator keeps each member
+/// membership TTL (default [`DEFAULT_MEMBERSHIP_TTL`]) — a takeover delay apart while its
+/// view changes (replicas that start together agree within a few), and at once, after
+/// one takeover delay, when another replica won the claim of a trigger it owned (its view
+/// is out of date) —; the coordinator keeps each member
 /// until its last heartbeat plus the TTL has passed on the coordinator's clock, so a
 /// replica that dies leaves the membership within the TTL, and one that stops gracefully
 /// leaves at once ([`Coordinator::leave`]). The membership only decides who claims

@@ -474,7 +474,7 @@ fn spawn_runs(
     }
     .iter();
     // Written once dropped: non-owners see the owner's progress group by group.
-    let tally = started.then(|| Tally::new(shared.clone(), at));
+    let tally = started.then(|| Tally::new(shared.clone(), at, fleet.state.membership.stale()));
     for (due, claimed, key, record) in answered {
         if let Some(tally) = &tally {
             tally.note(&key, &claimed);

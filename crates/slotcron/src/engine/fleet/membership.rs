@@ -4,10 +4,12 @@
 use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
+use tokio::sync::Notify;
 
 use super::{FleetRun, details, orphans, partition, placement};
 use crate::clock::later;
 use crate::engine::claim::within_claim_timeout;
+use crate::engine::shared::Shared;
 
 /// This replica's last view of the fleet's membership, sorted; `None` until the first
 /// heartbeat answers, and for a coordinator without a membership: every trigger is
@@ -15,21 +17,35 @@ use crate::engine::claim::within_claim_timeout;
 /// before it (the view is *settled*): claims ahead are made only then, so that replicas
 /// whose views differ while a member joins or leaves do not claim ahead of each other.
 /// Beside it, since when (on the scheduler's clock) its heartbeats have answered without
-/// a break: the view can say who is *gone* only once that is a full membership TTL.
+/// a break: the view can say who is *gone* only once that is a full membership TTL. And
+/// a signal that the view is out of date ([`View::stale`]).
 #[derive(Default)]
-pub(crate) struct View(RwLock<(Option<Members>, bool)>, RwLock<Option<Timestamp>>);
+pub(crate) struct View {
+    members: RwLock<(Option<Members>, bool)>,
+    answered_since: RwLock<Option<Timestamp>>,
+    stale: Arc<Notify>,
+}
 
 /// A membership view: the members' ids, sorted.
 type Members = Arc<[Arc<str>]>;
 
 impl View {
     pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).0.clone()
+        self.members.read().unwrap_or_else(|p| p.into_inner()).0.clone()
     }
 
     /// Whether the view is settled (and not `None`).
     pub fn settled(&self) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).1
+        self.members.read().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    /// What tells the heartbeat that this view is out of date: another replica won a
+    /// claim of a trigger this view made this replica the owner of, so the two see
+    /// different members. The heartbeat then looks at the membership again at once (no
+    /// sooner than [`quick_pause`] after its last look), instead of up to a third of the
+    /// membership TTL later.
+    pub fn stale(&self) -> Arc<Notify> {
+        self.stale.clone()
     }
 
     /// The members, if this replica's heartbeats have answered without a break since
@@ -37,12 +53,12 @@ impl View {
     /// replica watched, so one missing from the view has left the membership (docs/design.md:
     /// a daemon that was disconnected judges others only after a full TTL connected).
     pub fn vouched(&self, now: Timestamp, ttl: std::time::Duration) -> Option<Members> {
-        let since = (*self.1.read().unwrap_or_else(|p| p.into_inner()))?;
+        let since = (*self.answered_since.read().unwrap_or_else(|p| p.into_inner()))?;
         (later(since, ttl) <= now).then(|| self.get()).flatten()
     }
 
     fn set(&self, members: Option<Arc<[Arc<str>]>>) {
-        let mut view = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut view = self.members.write().unwrap_or_else(|p| p.into_inner());
         let settled = members.is_some() && view.0 == members;
         *view = (members, settled);
     }
@@ -50,16 +66,20 @@ impl View {
     /// Notes a heartbeat's answer at `now`: the start of an unbroken run of answers, or
     /// (`false`) its end.
     fn answered(&self, now: Timestamp, answered: bool) {
-        let mut since = self.1.write().unwrap_or_else(|p| p.into_inner());
+        let mut since = self.answered_since.write().unwrap_or_else(|p| p.into_inner());
         *since = if answered { Some(since.unwrap_or(now)) } else { None };
     }
 }
 
 /// Keeps this replica in the coordinator's membership: a heartbeat every third of the
 /// membership TTL (on the scheduler's clock) until the scheduler starts stopping, then leaves it. Ends
-/// at once, with the members gauge at 0, without a membership.
+/// at once, with the members gauge at 0, without a membership. While the view has not
+/// settled (a member joined or left: at this replica's own start, every member's view
+/// changes), and when a lost claim says it is [stale](View::stale), the next heartbeat
+/// comes after [`quick_pause`] instead: replicas that start together agree on their owners
+/// within a few of those, not after two thirds of a TTL of triggers claimed twice.
 pub(crate) async fn heartbeat(fleet: FleetRun) {
-    let (shared, stopping) = (fleet.shared(), &fleet.scope.stopping);
+    let shared = fleet.shared();
     let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
         shared.metrics.members(0);
         return;
@@ -130,14 +150,39 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
         known = watch_leavers(&fleet, known);
-        let next = later(shared.clock.now(), ttl / 3);
-        tokio::select! {
-            () = shared.clock.sleep_until(next) => {}
-            () = stopping.cancelled() => break,
+        let quick = answer_ok && !fleet.state.membership.settled();
+        if !pause(&fleet, asked, quick).await {
+            break;
         }
     }
     if let Err(e) = within_claim_timeout(shared, coordinator.leave(&shared.instance)).await {
         tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
+    }
+}
+
+/// The pause between two heartbeats while a view settles, or after a stale one: the
+/// takeover delay (a third of the membership TTL if that is shorter), so that replicas
+/// agree on owners before they would take over each other's triggers.
+pub(crate) fn quick_pause(shared: &Shared) -> std::time::Duration {
+    shared.settings.takeover_delay.min(shared.settings.membership_ttl / 3)
+}
+
+/// Waits for the next heartbeat after the one sent at `asked`: a third of the membership
+/// TTL from now (`quick`: [`quick_pause`]), or [`quick_pause`] after `asked` once the
+/// view is said to be stale. `false` once the scheduler starts stopping.
+async fn pause(fleet: &FleetRun, asked: Timestamp, quick: bool) -> bool {
+    let (shared, stopping) = (fleet.shared(), &fleet.scope.stopping);
+    let soon = later(asked, quick_pause(shared));
+    let every = if quick { quick_pause(shared) } else { shared.settings.membership_ttl / 3 };
+    let next = later(shared.clock.now(), every);
+    let stale = fleet.state.membership.stale();
+    tokio::select! {
+        () = shared.clock.sleep_until(next) => true,
+        () = async {
+            stale.notified().await;
+            shared.clock.sleep_until(soon).await;
+        } => true,
+        () = stopping.cancelled() => false,
     }
 }
 

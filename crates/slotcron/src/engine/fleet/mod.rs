@@ -44,7 +44,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::task::TaskTracker;
 
 use super::queue::Lane;
@@ -115,6 +115,7 @@ pub(crate) struct Split {
     members: Option<Arc<[Arc<str>]>>,
     labels: placement::LabelsOf,
     tallies: HashMap<Timestamp, Arc<Tally>>,
+    stale: Arc<Notify>,
 }
 
 impl Split {
@@ -123,7 +124,8 @@ impl Split {
             (Some(_), true) => fleet.membership.get(),
             _ => None,
         };
-        Self { members, labels: fleet.labels.get(), tallies: HashMap::new() }
+        let stale = fleet.membership.stale();
+        Self { members, labels: fleet.labels.get(), tallies: HashMap::new(), stale }
     }
 
     /// Whether this replica owns `job`'s triggers (every job's it carries the labels of,
@@ -158,7 +160,7 @@ impl Split {
             _ => Role::Owner(
                 self.tallies
                     .entry(due.trigger)
-                    .or_insert_with(|| Arc::new(Tally::new(shared.clone(), due.trigger)))
+                    .or_insert_with(|| Arc::new(Tally::new(shared.clone(), due.trigger, self.stale.clone())))
                     .clone(),
             ),
         }

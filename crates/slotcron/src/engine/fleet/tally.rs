@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
+use tokio::sync::Notify;
 
 use super::Fleet;
 use crate::coordinator::Handled;
@@ -40,11 +41,14 @@ pub(crate) struct Tally {
     at: Timestamp,
     handled: Mutex<Handled>,
     marked: AtomicBool,
+    /// Told when another replica won one of these claims: the membership view that made
+    /// this replica their owner is out of date ([`View::stale`](super::membership::View::stale)).
+    stale: Arc<Notify>,
 }
 
 impl Tally {
-    pub(super) fn new(shared: Arc<Shared>, at: Timestamp) -> Self {
-        Self { shared, at, handled: Mutex::default(), marked: AtomicBool::new(false) }
+    pub(super) fn new(shared: Arc<Shared>, at: Timestamp, stale: Arc<Notify>) -> Self {
+        Self { shared, at, handled: Mutex::default(), marked: AtomicBool::new(false), stale }
     }
 
     /// Marks this tally's instant as being claimed by this owner, once: its tally is
@@ -76,11 +80,16 @@ impl ClaimNote for Tally {
     /// The claim of `key` was decided as `claimed`: counted if it was answered (won,
     /// lost, refused by the mark, or refused for the job's pause: the coordinator has
     /// decided it, so no non-owner need take it over and be refused in turn), not if it
-    /// was skipped before the claim or had no answer.
+    /// was skipped before the claim or had no answer. A claim another replica won says
+    /// this replica's view of the membership is out of date.
     fn note(&self, key: &str, claimed: &Claimed) {
         let answered = |outcome: &Outcome| matches!(outcome, Outcome::SkippedLost | Outcome::SkippedPaused);
-        if claimed.as_ref().is_err_and(|skip| !answered(&skip.outcome)) {
-            return;
+        match claimed {
+            Err(skip) if !answered(&skip.outcome) => return,
+            Err(skip) if skip.outcome == Outcome::SkippedLost && skip.error.is_none() => {
+                self.stale.notify_one()
+            }
+            _ => {}
         }
         let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
         *handled = handled.plus(Handled::of_key(key));
