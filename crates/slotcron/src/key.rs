@@ -1,5 +1,8 @@
 //! Trigger keys: the names every replica must compute identically for one trigger.
 
+use std::cell::RefCell;
+use std::fmt::Write;
+
 use jiff::Timestamp;
 
 use crate::ledger::Cause;
@@ -12,11 +15,28 @@ pub fn trigger_key(job: &str, kind: ScheduleKind, trigger: Timestamp) -> String 
     if let ScheduleKind::After(_) = kind {
         return job.to_owned();
     }
-    if trigger.subsec_millisecond() == 0 {
-        format!("{job}:{trigger:.0}")
-    } else {
-        format!("{job}:{trigger:.3}")
-    }
+    INSTANT_TEXT.with_borrow_mut(|(last, text)| {
+        if *last != Some(trigger) {
+            text.clear();
+            let _ = if trigger.subsec_millisecond() == 0 {
+                write!(text, "{trigger:.0}")
+            } else {
+                write!(text, "{trigger:.3}")
+            };
+            *last = Some(trigger);
+        }
+        let mut key = String::with_capacity(job.len() + 1 + text.len());
+        key.push_str(job);
+        key.push(':');
+        key.push_str(text);
+        key
+    })
+}
+
+thread_local! {
+    /// The last instant [`trigger_key`] wrote on this thread, and its text: the triggers of
+    /// a burst share their instant, which is then formatted once, not once per key.
+    static INSTANT_TEXT: RefCell<(Option<Timestamp>, String)> = const { RefCell::new((None, String::new())) };
 }
 
 /// The key of a run an operator asked for, distinct from every scheduled trigger's:
@@ -68,6 +88,18 @@ mod tests {
             "a:2024-05-17T10:00:00.500Z"
         );
         assert_eq!(trigger_key("a", ScheduleKind::After(Duration::ZERO), Timestamp::UNIX_EPOCH), "a");
+    }
+
+    #[test]
+    fn keys_of_instants_in_turn_each_have_their_own_instant() {
+        let kind = ScheduleKind::Recurring;
+        let (t1, t2): (Timestamp, Timestamp) =
+            ("2024-05-17T10:00:00Z".parse().unwrap(), "2024-05-17T10:00:00.001Z".parse().unwrap());
+        for _ in 0..2 {
+            assert_eq!(trigger_key("a", kind, t1), "a:2024-05-17T10:00:00Z");
+            assert_eq!(trigger_key("bb", kind, t1), "bb:2024-05-17T10:00:00Z");
+            assert_eq!(trigger_key("a", kind, t2), "a:2024-05-17T10:00:00.001Z");
+        }
     }
 
     #[test]
