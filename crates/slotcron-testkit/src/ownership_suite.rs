@@ -414,6 +414,14 @@ pub async fn a_dead_owners_jobs_move_within_the_membership_ttl(factory: &impl Co
     // After the move, the survivors own every job: each trigger claimed once, by its owner.
     let claims: usize = (1..3).map(|replica| records_after(&fleet, replica, moved).len()).sum();
     assert_eq!(claims, 3 * jobs().len(), "each trigger after the move claimed by one replica");
+    // By the job's owner among the survivors, as the new view reckons it (not the owner
+    // noted for the view before, which the others would take over from).
+    for (replica, instance) in REPLICAS.iter().enumerate().skip(1) {
+        for record in records_after(&fleet, replica, moved) {
+            let owner = job_owner(&record.job, &REPLICAS[1..]);
+            assert_eq!(owner, Some(*instance), "{record:?} claimed by a replica that is not its owner");
+        }
+    }
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();
 }

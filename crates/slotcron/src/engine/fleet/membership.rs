@@ -1,6 +1,7 @@
 //! This replica in the fleet's membership: its heartbeat, and its view of the members
 //! (described on [`Coordinator`](crate::Coordinator), "Membership").
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
@@ -22,6 +23,8 @@ use crate::engine::shared::Shared;
 #[derive(Default)]
 pub(crate) struct View {
     members: RwLock<(Option<Members>, bool)>,
+    /// Bumped whenever the members change: what a job's noted owner was reckoned in.
+    generation: AtomicU32,
     answered_since: RwLock<Option<Timestamp>>,
     stale: Arc<Notify>,
 }
@@ -57,9 +60,18 @@ impl View {
         (later(since, ttl) <= now).then(|| self.get()).flatten()
     }
 
+    /// The members and the generation of the view they are in.
+    pub fn get_with_generation(&self) -> (Option<Members>, u32) {
+        let view = self.members.read().unwrap_or_else(|p| p.into_inner());
+        (view.0.clone(), self.generation.load(Ordering::Acquire))
+    }
+
     fn set(&self, members: Option<Arc<[Arc<str>]>>) {
         let mut view = self.members.write().unwrap_or_else(|p| p.into_inner());
         let settled = members.is_some() && view.0 == members;
+        if view.0 != members {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
         *view = (members, settled);
     }
 

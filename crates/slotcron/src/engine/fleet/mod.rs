@@ -42,6 +42,7 @@ pub(crate) mod tally;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use jiff::Timestamp;
 use tokio::sync::{Notify, Semaphore};
@@ -113,6 +114,8 @@ pub(crate) enum Role {
 /// per trigger instant among the items this replica owns.
 pub(crate) struct Split {
     members: Option<Arc<[Arc<str>]>>,
+    /// The generation of the membership view `members` is in.
+    generation: u32,
     labels: placement::LabelsOf,
     tallies: HashMap<Timestamp, Arc<Tally>>,
     stale: Arc<Notify>,
@@ -120,12 +123,32 @@ pub(crate) struct Split {
 
 impl Split {
     pub fn new(shared: &Shared, fleet: &Fleet) -> Self {
-        let members = match (&shared.coordinator, shared.settings.shared_work) {
-            (Some(_), true) => fleet.membership.get(),
-            _ => None,
+        let (members, generation) = match (&shared.coordinator, shared.settings.shared_work) {
+            (Some(_), true) => fleet.membership.get_with_generation(),
+            _ => (None, 0),
         };
         let stale = fleet.membership.stale();
-        Self { members, labels: fleet.labels.get(), tallies: HashMap::new(), stale }
+        Self { members, generation, labels: fleet.labels.get(), tallies: HashMap::new(), stale }
+    }
+
+    /// The owner of `job`'s triggers among `members` ([`placement::owner`]), noted in the
+    /// job for this view's generation: the rendezvous hash is reckoned once per job and
+    /// view, not at every trigger. Jobs placed on labels (which change apart from the
+    /// view) are reckoned each time.
+    fn owner<'m>(&self, shared: &Shared, job: &Job, members: &'m [Arc<str>]) -> Option<&'m Arc<str>> {
+        if !job.placement.is_anywhere() || members.len() >= usize::from(u8::MAX) {
+            return placement::owner(shared, &self.labels, job, members);
+        }
+        let noted = job.owner_noted.load(Ordering::Relaxed);
+        if noted >> 8 == self.generation & 0x00ff_ffff && noted & 0xff != 0 {
+            return members.get((noted & 0xff) as usize - 1);
+        }
+        let owner = placement::owner(shared, &self.labels, job, members)?;
+        if let Some(index) = members.iter().position(|member| Arc::ptr_eq(member, owner)) {
+            let index = u32::try_from(index + 1).unwrap_or(0);
+            job.owner_noted.store((self.generation << 8) | index, Ordering::Relaxed);
+        }
+        Some(owner)
     }
 
     /// Whether this replica owns `job`'s triggers (every job's it carries the labels of,
@@ -135,7 +158,7 @@ impl Split {
             return false;
         }
         let Some(members) = &self.members else { return true };
-        placement::owner(shared, &self.labels, job, members).is_none_or(|owner| **owner == *shared.instance)
+        self.owner(shared, job, members).is_none_or(|owner| **owner == *shared.instance)
     }
 
     /// The lane `job`'s next trigger waits in: [`Lane::Others`] if another replica owns
@@ -155,7 +178,7 @@ impl Split {
             return Role::Everyone;
         }
         // The member's own id (shared, not copied per trigger).
-        match placement::owner(shared, &self.labels, job, members) {
+        match self.owner(shared, job, members) {
             Some(owner) if **owner != *shared.instance => Role::Other(owner.clone()),
             _ => Role::Owner(
                 self.tallies
