@@ -78,6 +78,15 @@ impl Backend {
         }
     }
 
+    /// The memory the backend holds for its data now, in bytes, where it tells
+    /// (Redis' `used_memory`); `None` for PostgreSQL or when it cannot be read.
+    pub fn used_memory(&self) -> Option<u64> {
+        match self {
+            Self::Redis { url, .. } => redis_stats::used_memory(url).ok(),
+            Self::Postgres { .. } => None,
+        }
+    }
+
     /// Removes what the run stored: the Redis keys under its prefix, or its PostgreSQL
     /// schema.
     ///

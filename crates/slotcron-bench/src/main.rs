@@ -10,6 +10,11 @@
 //!     --backend redis://127.0.0.1:6379
 //! ```
 //!
+//! `--spread` spreads the jobs' instants over the period a second apart (a million cron
+//! jobs over the minute: `--jobs 1000000 --period 60s --window 60s --spread`). On Redis
+//! a second line gives the server's memory per job at the end of the run (`INFO
+//! memory`), and `--timeline` a line per instant.
+//!
 //! The window counts from the first instant after the replicas have added their jobs:
 //! their start, their joining of the fleet and their first bursts are measured.
 //! `--settled` starts it once every replica sees the whole fleet instead (the steady
@@ -53,6 +58,12 @@ struct Args {
     /// rather than at the first instant after the replicas start.
     #[arg(long)]
     settled: bool,
+    /// Spread the jobs' instants over the period, a whole second apart: job i is due at
+    /// second i mod S of each period of S seconds (cron jobs spread over the minute with
+    /// `--period 60s`), so that jobs/S come due each second. PERIOD must then be whole
+    /// seconds, and WINDOW a multiple of it.
+    #[arg(long)]
+    spread: bool,
     /// Also print each instant of the window with its runs' lateness p50, p99 and max,
     /// one line each, after the figures: where in the run the late runs were.
     #[arg(long)]
@@ -79,6 +90,15 @@ fn main() -> ExitCode {
         eprintln!("slotcron-bench: --window must be at least one --period, or no trigger is due in it");
         return ExitCode::from(2);
     }
+    let whole = |d: Duration| d.subsec_nanos() == 0;
+    if args.spread
+        && !(whole(args.period) && whole(args.window) && args.window.as_secs() % args.period.as_secs() == 0)
+    {
+        eprintln!(
+            "slotcron-bench: with --spread, --period must be whole seconds and --window a multiple of it"
+        );
+        return ExitCode::from(2);
+    }
     let backend = match Backend::new(&args.backend) {
         Ok(backend) => backend,
         Err(e) => {
@@ -92,8 +112,10 @@ fn main() -> ExitCode {
         every: args.period,
         window: args.window,
         from_start: !args.settled,
+        spread: args.spread,
     };
     let counter = backend.counter();
+    let memory_before = backend.used_memory();
     let report = fleet_bench::run(load, &|index| backend.connect(index), counter.as_ref().map(|c| c as _));
     println!(
         "{}, {} replicas, {} jobs every {:?} for {:?}{}: {report}",
@@ -102,8 +124,17 @@ fn main() -> ExitCode {
         args.jobs,
         args.period,
         args.window,
-        if args.settled { " (settled)" } else { " (from the start)" },
+        match (args.settled, args.spread) {
+            (true, false) => " (settled)",
+            (false, false) => " (from the start)",
+            (true, true) => " (spread, settled)",
+            (false, true) => " (spread, from the start)",
+        },
     );
+    if let Some((before, after)) = memory_before.zip(backend.used_memory()) {
+        let per_job = after.saturating_sub(before) / args.jobs.max(1) as u64;
+        println!("  {} memory at the end of the run: {per_job} B per job", backend.name());
+    }
     if args.timeline {
         for (instant, (p50, p99, max)) in &report.by_instant {
             let at = jiff::Timestamp::from_millisecond(*instant)

@@ -26,7 +26,7 @@ use futures_util::future::LocalBoxFuture;
 use jiff::{SignedDuration, Timestamp};
 use slotcron::{
     AheadStart, AheadVoid, CancellationToken, Claim, ClaimOutcome, Coordinator, CoordinatorError,
-    DEFAULT_MEMBERSHIP_TTL, Handled, Job, JobContext, Lease, LeaseGrant, LeaseRenewal,
+    DEFAULT_MEMBERSHIP_TTL, Handled, Interval, Job, JobContext, Lease, LeaseGrant, LeaseRenewal,
     MAX_CLAIMS_PER_ROUND_TRIP, RunObserver, RunRecord, Scheduler, StartMark, TriggerRef, Unstarted,
 };
 
@@ -46,6 +46,10 @@ pub struct Load {
     /// first bursts are measured), or once every replica sees the whole fleet and its
     /// view has settled (`false`: the steady state).
     pub from_start: bool,
+    /// Whether the jobs' instants are spread over the period, a whole second apart (job
+    /// `i` is due at second `i mod S` of each period of `S` whole seconds, as cron jobs
+    /// spread over the minute are), rather than all due together.
+    pub spread: bool,
 }
 
 impl Load {
@@ -218,7 +222,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                         .build();
                     for job in 0..load.jobs {
                         let notes = (window.clone(), runs.clone());
-                        scheduler.add(noop_job(job, load.every, notes)).expect("a new job");
+                        scheduler.add(noop_job(job, load, notes)).expect("a new job");
                     }
                     // Off the runtime's thread, whose tasks (connection drivers) must go on.
                     let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
@@ -240,7 +244,8 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
             });
         }
         ready.wait();
-        let every_ms = load.every.as_millis().max(1) as i64;
+        // Instants come every period, or (spread) every second: the window starts at one.
+        let every_ms = if load.spread { 1000 } else { load.every.as_millis().max(1) as i64 };
         let start = if load.from_start {
             // The first due instant from now: the replicas have their jobs and start.
             (Timestamp::now().as_millisecond() / every_ms + 1) * every_ms
@@ -340,12 +345,16 @@ pub fn memory_kib(field: &str) -> Option<u64> {
     line.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
-/// Job `index`: every `every`, a handler that notes its trigger and lateness if the
-/// trigger is in the window.
-fn noop_job(index: usize, every: Duration, (window, runs): (Arc<Window>, Arc<Mutex<Vec<Run>>>)) -> Job {
+/// Job `index`: every `load.every` (at its second of the period if `load.spread`), a
+/// handler that notes its trigger and lateness if the trigger is in the window.
+fn noop_job(index: usize, load: Load, (window, runs): (Arc<Window>, Arc<Mutex<Vec<Run>>>)) -> Job {
     let job = u32::try_from(index).expect("fewer than 2^32 jobs");
+    let seconds = load.every.as_secs().max(1);
+    let offset = if load.spread { index as u64 % seconds } else { 0 };
+    let offset = SignedDuration::from_secs(i64::try_from(offset).unwrap_or(0));
+    let schedule = Interval::every(load.every).and_then(|every| every.with_offset(offset));
     Job::builder(format!("job-{index}"))
-        .every(every)
+        .schedule(schedule.expect("a valid interval"))
         .handler(move |ctx: JobContext| {
             let late = ctx.trigger().duration_until(Timestamp::now());
             let late = late.max(SignedDuration::ZERO).as_micros() as u64;

@@ -24,6 +24,18 @@ pub fn command_calls(url: &str) -> Result<HashMap<String, u64>, BoxError> {
         .collect())
 }
 
+/// The memory the server holds for its data now, in bytes (`INFO memory`'s
+/// `used_memory`).
+///
+/// # Errors
+/// The server cannot be reached, does not answer `INFO`, or its answer lacks the field.
+pub fn used_memory(url: &str) -> Result<u64, BoxError> {
+    let mut admin = redis::Client::open(url)?.get_connection()?;
+    let info: String = redis::cmd("INFO").arg("memory").query(&mut admin)?;
+    let field = info.lines().find_map(|line| line.strip_prefix("used_memory:"));
+    Ok(field.ok_or("INFO memory has no used_memory")?.trim().parse()?)
+}
+
 /// Every command the server ran since it started, its scripts' own included, but for
 /// `INFO` (which reading the count runs).
 ///
