@@ -232,6 +232,15 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
 }
 
 #[tokio::test]
+async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(&factory(schemas.adopter()))
+            .await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn owners_claim_ahead() {
     isolated(async |schemas: &mut Schemas| testkit::owners_claim_ahead(&factory(schemas.adopter())).await)
         .await;

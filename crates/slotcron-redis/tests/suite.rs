@@ -207,6 +207,12 @@ async fn claims_ahead_contract() {
 }
 
 #[tokio::test]
+async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided() {
+    let server = RedisServer::tcp();
+    testkit::a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn owners_claim_ahead() {
     let server = RedisServer::tcp();
     testkit::owners_claim_ahead(&factory(server.config())).await;

@@ -182,6 +182,53 @@ pub async fn owners_claim_ahead(factory: &impl CoordinatorFactory) {
     }
 }
 
+/// A job's first trigger after a replica starts is claimed ahead when the job's instant
+/// before it is older than any claim or takeover of it can come (membership TTL, a
+/// heartbeat, takeover delay, claim timeout and clock-skew slack: 1 + 0.33 + 0.3 + 1 + 1 s
+/// here): a job every 20 s. A job every 3 s, whose instant before may still be claimed
+/// when its first trigger's claim-ahead window opens, has its first trigger claimed as
+/// it comes due, and later ones ahead once this replica won the one before. Each trigger
+/// runs once.
+pub async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(
+    factory: &impl CoordinatorFactory,
+) {
+    let ns = namespace("first_ahead");
+    // Two seconds past a multiple of 20 s, ahead of the coordinator's (real) clock.
+    let twenty = Timestamp::now().as_second() / 20 * 20 + 20;
+    let start = Timestamp::from_second(twenty + 2).expect("a valid instant");
+    let mut fleet = Fleet::new(start).with_shared_work(TAKEOVER_DELAY).with_settings(|builder| {
+        builder.membership_ttl(MEMBERSHIP_TTL).claim_ahead(CLAIM_AHEAD).slack(Duration::from_secs(1))
+    });
+    let every =
+        |name: &str, secs| Job::builder(name).every(Duration::from_secs(secs)).handler(ok).build().unwrap();
+    fleet.add_replica(REPLICAS[0], SignedDuration::ZERO, vec![every("slow", 20), every("fast", 3)]);
+    let coordinator = factory.coordinator(&ns).await;
+    let claims_ahead = coordinator.claims_ahead();
+    fleet.start(0, coordinator).await;
+    let first_slow = Timestamp::from_second(twenty + 20).expect("a valid instant");
+    while fleet.now() < later(first_slow, Duration::from_secs(1)) {
+        fleet.advance(PERIOD / 4, Delivery::Together).await;
+        tokio::time::sleep(MEMBERSHIP_TTL / 20).await;
+    }
+    let ahead = fleet.replica(0).claimed_ahead();
+    let fast_ahead: Vec<Timestamp> =
+        ahead.iter().filter(|(job, _)| &**job == "fast").map(|(_, at)| *at).collect();
+    let first_fast = Timestamp::from_second((start.as_second() + 2) / 3 * 3).expect("a valid instant");
+    assert!(
+        !fast_ahead.contains(&first_fast),
+        "fast's first trigger {first_fast} was claimed ahead: {fast_ahead:?}"
+    );
+    if claims_ahead {
+        assert!(
+            ahead.contains(&("slow".into(), first_slow)),
+            "slow's first trigger was not claimed ahead: {ahead:?}"
+        );
+        assert!(!fast_ahead.is_empty(), "fast's later triggers were not claimed ahead");
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
 /// An owner that dies after claiming its next triggers ahead (it never starts them):
 /// the others void its start after the takeover delay and run each of those triggers
 /// once; nothing runs twice; every replica has one record per trigger it saw.

@@ -84,6 +84,7 @@ mod streak_suite;
 mod suite;
 
 pub use ahead_suite::{
+    a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided,
     an_owner_that_cannot_start_is_taken_over, an_owner_that_dies_after_claiming_ahead_is_taken_over,
     claims_ahead_contract, owners_claim_ahead,
 };

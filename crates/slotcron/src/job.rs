@@ -101,8 +101,8 @@ pub struct Job {
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
-    /// (`i64::MIN`: none yet): the next trigger is claimed ahead only after it (see
-    /// `engine/ahead.rs`).
+    /// (`i64::MIN`: none yet): the next trigger is claimed ahead only after it, or once
+    /// the instant before it is too old for anyone to claim (see `engine/fleet/ahead.rs`).
     pub(crate) last_won: AtomicI64,
     /// The owner of the job's triggers as last reckoned: the membership view's generation
     /// in the high 24 bits, the owner's index in that view plus one in the low 8 (0:

@@ -419,14 +419,14 @@ impl Table {
 
     /// The scheduled triggers queued at instants after `after` up to `upto` in this
     /// replica's own lane, earliest first, without taking them, of the jobs for which
-    /// `keep` holds (given the job and
-    /// its trigger taken before, if any): what may be claimed ahead. Start-up runs are not
+    /// `keep` holds (given the job, its trigger taken before, if any, and the queued
+    /// instant): what may be claimed ahead. Start-up runs are not
     /// among them.
     pub fn upcoming(
         &self,
         after: Timestamp,
         upto: Timestamp,
-        keep: impl Fn(&Job, Option<Timestamp>) -> bool,
+        keep: impl Fn(&Job, Option<Timestamp>, Timestamp) -> bool,
     ) -> Vec<Upcoming> {
         self.queue
             .between(after, upto)
@@ -434,7 +434,7 @@ impl Table {
             .filter_map(|(at, item)| {
                 let entry =
                     self.slots[item.slot as usize].as_ref().filter(|e| e.generation == item.generation)?;
-                keep(&entry.job, entry.last).then(|| Upcoming { at, job: entry.job.clone() })
+                keep(&entry.job, entry.last, at).then(|| Upcoming { at, job: entry.job.clone() })
             })
             .collect()
     }

@@ -39,7 +39,7 @@ use tokio::sync::oneshot;
 use super::batch::{self, MAX_BATCH, Mode};
 use super::tally::Tally;
 use super::{Fleet, FleetRun, Split};
-use crate::clock::later;
+use crate::clock::{earlier, later};
 use crate::coordinator::{AheadStart, Coordinator, CoordinatorError, TriggerRef};
 use crate::engine::claim::marks::Unmarked;
 use crate::engine::claim::{self, ClaimNote, Claimed, within_claim_timeout};
@@ -205,6 +205,33 @@ fn window(shared: &Shared, fleet: &Fleet) -> Option<Duration> {
     on.then_some(shared.settings.claim_ahead)
 }
 
+/// The longest after its instant that a live member may still claim a trigger, or take
+/// over a gone member's unstarted claim of it: the membership TTL and a heartbeat (the
+/// holder is seen gone), the takeover delay, the claim timeout and the clock-skew slack.
+fn takeover_bound(shared: &Shared) -> Duration {
+    let settings = &shared.settings;
+    settings.membership_ttl
+        + settings.membership_ttl / 3
+        + settings.takeover_delay
+        + settings.claim_timeout
+        + settings.slack
+}
+
+/// Whether `job`'s trigger at `at` may be claimed ahead as far as the trigger before it
+/// goes: a trigger before it that another replica claims or takes over later must not
+/// get a later fencing token than one claimed ahead of it (fencing tokens follow trigger
+/// order). So `previous`, the trigger this replica took before `at`, must have been won
+/// here (its claim is decided); or, if this replica took none since it added the job
+/// (its first trigger after a start or a reload, no claim of an earlier one in flight
+/// here), the schedule's instant before `at` must be at or before `decided_by`: older
+/// than [`takeover_bound`], so that no replica claims it any more.
+fn previous_decided(job: &Job, previous: Option<Timestamp>, at: Timestamp, decided_by: Timestamp) -> bool {
+    match previous {
+        Some(previous) => job.last_won.load(Ordering::Relaxed) == previous.as_millisecond(),
+        None => job.schedule.prev_before(at).is_none_or(|before| before <= decided_by),
+    }
+}
+
 /// Claims ahead the triggers this replica owns that are queued after those considered
 /// so far, up to the window from now: one task per instant.
 pub(super) fn claim_upcoming(fleet: &FleetRun) {
@@ -227,11 +254,9 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
         }
         *considered = Some(horizon);
         let split = Split::new(shared, &fleet.state);
-        // Only once the job's previous trigger was won here: a trigger before it that
-        // another replica takes over later must not get a later fencing token than one
-        // claimed ahead of it (fencing tokens follow trigger order).
-        let eligible = |job: &Job, previous: Option<Timestamp>| {
-            previous.is_some_and(|p| job.last_won.load(Ordering::Relaxed) == p.as_millisecond())
+        let decided_by = earlier(now, takeover_bound(shared));
+        let eligible = |job: &Job, previous: Option<Timestamp>, at: Timestamp| {
+            previous_decided(job, previous, at, decided_by)
                 && !job.kind.is_one_shot()
                 && batch::batchable_job(shared, job)
                 && may_claim_ahead(job)
