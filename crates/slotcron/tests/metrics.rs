@@ -186,6 +186,27 @@ fn counts_reach_the_recorder_at_a_flush_or_a_flush_interval_after_the_runs() {
     });
 }
 
+/// The periodic flush hands the series on a few thousand jobs at a time, yielding between
+/// steps: with 10,000 jobs (three steps) every job's run reaches the recorder, and a job
+/// removed meanwhile has its count flushed once.
+#[test]
+fn a_periodic_flush_in_steps_hands_on_every_jobs_count() {
+    let snapshotter = recorded(async || {
+        let mut h = Harness::with("2024-05-17T00:00:30Z", |b| b);
+        for i in 0..10_000 {
+            h.add(Job::builder(format!("job-{i}")).every(Duration::from_secs(60)).handler(ok).build().unwrap());
+        }
+        h.start().await;
+        h.advance_to(ts("2024-05-17T00:01:00Z")).await;
+        assert!(h.scheduler.remove("job-0"));
+        h.advance_to(ts("2024-05-17T00:01:00Z") + slotcron::METRICS_FLUSH_EVERY).await;
+        h.stop().await;
+    });
+    let counted = runs(&snapshotter);
+    assert_eq!(counted.len(), 10_000, "one series per job");
+    assert!(counted.iter().all(|(_, outcome, n)| outcome == "succeeded" && *n == 1), "each job's run once");
+}
+
 #[test]
 fn a_run_that_outlives_its_removed_job_is_counted() {
     let release = Arc::new(tokio::sync::Notify::new());

@@ -3,6 +3,7 @@
 //! ([`Scheduler::flush_metrics`](crate::Scheduler::flush_metrics)) and when
 //! [`Scheduler::run`](crate::Scheduler::run) ends.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,7 +35,21 @@ pub(crate) struct Metrics {
     arm: Notify,
 }
 
-/// What a flush walks, under one lock (so flushes do not interleave).
+/// The jobs' series a periodic flush hands to the recorder between two yields.
+const FLUSH_STEP: usize = 4096;
+
+/// Where a flush of the registry is: the next job's series, the gone jobs' series seen
+/// (by address; dropped at the end), and the totals so far.
+#[derive(Default)]
+struct FlushPass {
+    next: usize,
+    gone: HashSet<usize>,
+    totals: Unlabeled,
+}
+
+/// What a flush walks, under one lock: a whole [`Metrics::flush`], or one step of a
+/// periodic flush (two flushes may then interleave step by step; each series hands each
+/// count on once, and each pass keeps the registry's order).
 #[derive(Default)]
 struct Registry {
     /// In the order the jobs were added: a replacement comes after the job it replaced,
@@ -188,23 +203,56 @@ impl Metrics {
         if !self.enabled {
             return;
         }
+        let mut pass = FlushPass::default();
+        while !self.flush_jobs(&mut pass, usize::MAX) {}
+        self.finish(pass);
+    }
+
+    /// [`Metrics::flush`], [`FLUSH_STEP`] jobs' series at a time with a yield between
+    /// steps: a flush of a million jobs' series (registered at their first flush) does
+    /// not hold up the scheduler's loop on the same runtime thread.
+    async fn flush_in_steps(&self) {
+        if !self.enabled {
+            return;
+        }
+        let mut pass = FlushPass::default();
+        while !self.flush_jobs(&mut pass, FLUSH_STEP) {
+            tokio::task::yield_now().await;
+        }
+        self.finish(pass);
+    }
+
+    /// Flushes up to `step` jobs' series from where `pass` is; whether it reached the end.
+    /// A series held by the registry alone (its job is gone) has its last flush and is
+    /// noted to be dropped at the end of the pass (the others keep their order: a
+    /// replacement comes after the job it replaced).
+    fn flush_jobs(&self, pass: &mut FlushPass, step: usize) -> bool {
         let mut registry = self.lock();
-        let Registry { jobs, engine, unlabeled } = &mut *registry;
-        let labels = self.labels;
-        let mut totals = Unlabeled::default();
-        jobs.retain_mut(|(series, handles)| {
-            // Held by the registry alone: its job is gone, and this is its last flush.
-            let gone = Arc::strong_count(series) == 1;
-            if gone {
+        let jobs = &mut registry.jobs;
+        let end = pass.next.saturating_add(step).min(jobs.len());
+        for (series, handles) in &mut jobs[pass.next..end] {
+            if Arc::strong_count(series) == 1 {
                 // What the job's runs counted before it was dropped is seen below.
                 fence(Ordering::Acquire);
+                pass.gone.insert(Arc::as_ptr(series).addr());
             }
-            series.flush(labels, handles, &mut totals);
-            !gone
-        });
-        self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut totals);
-        if !labels.per_job {
-            unlabeled.flush(&totals);
+            series.flush(self.labels, handles, &mut pass.totals);
+        }
+        pass.next = end;
+        end == jobs.len()
+    }
+
+    /// Ends a flush pass: drops the series of gone jobs, flushes the engine's series and
+    /// the totals.
+    fn finish(&self, mut pass: FlushPass) {
+        let mut registry = self.lock();
+        let Registry { jobs, engine, unlabeled } = &mut *registry;
+        if !pass.gone.is_empty() {
+            jobs.retain(|(series, _)| !pass.gone.contains(&Arc::as_ptr(series).addr()));
+        }
+        self.engine.flush(engine.get_or_insert_with(EngineHandles::new), &mut pass.totals);
+        if !self.labels.per_job {
+            unlabeled.flush(&pass.totals);
         }
     }
 
@@ -220,7 +268,7 @@ impl Metrics {
             }
             // Cleared first: a count after it arms the next flush.
             self.pending.store(false, Ordering::Release);
-            self.flush();
+            self.flush_in_steps().await;
         }
     }
 
