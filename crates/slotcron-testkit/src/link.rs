@@ -28,6 +28,9 @@ pub enum LinkState {
     /// Everything, but the claims made as their triggers come due wait, unanswered, until
     /// the link is set to another state, which then decides them (a slow backend).
     ClaimsHeld = 3,
+    /// Everything, but heartbeats wait, unanswered, until the link is set to another
+    /// state (a replica whose first look at the membership is slow).
+    HeartbeatsHeld = 4,
 }
 
 /// Wraps a replica's coordinator: forwards every call while up, notes each claim's
@@ -118,6 +121,7 @@ impl Link {
             0 => LinkState::Up,
             1 => LinkState::ClaimsFail,
             3 => LinkState::ClaimsHeld,
+            4 => LinkState::HeartbeatsHeld,
             _ => LinkState::Down,
         }
     }
@@ -146,7 +150,9 @@ impl Coordinator for Link {
             claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
         };
         match self.pass(claims).await {
-            LinkState::Up | LinkState::ClaimsHeld => self.inner.claim_batch(claims).await,
+            LinkState::Up | LinkState::ClaimsHeld | LinkState::HeartbeatsHeld => {
+                self.inner.claim_batch(claims).await
+            }
             LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
             LinkState::Down => failed("the link is down (simulated)"),
         }
@@ -171,7 +177,7 @@ impl Coordinator for Link {
             claims.iter().map(|_| Err(CoordinatorError::unavailable(reason))).collect()
         };
         match self.state() {
-            LinkState::Up | LinkState::ClaimsHeld => {
+            LinkState::Up | LinkState::ClaimsHeld | LinkState::HeartbeatsHeld => {
                 self.inner.claim_batch_ahead(owner, at, claims, until).await
             }
             LinkState::ClaimsFail => failed("claims fail on this link (simulated)"),
@@ -228,6 +234,13 @@ impl Coordinator for Link {
         instance: &str,
         ttl: Duration,
     ) -> Result<Option<Vec<String>>, CoordinatorError> {
+        loop {
+            let changed = self.changed.notified();
+            if self.state() != LinkState::HeartbeatsHeld {
+                break;
+            }
+            changed.await;
+        }
         self.up()?.heartbeat(instance, ttl).await
     }
 

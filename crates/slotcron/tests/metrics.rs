@@ -194,7 +194,9 @@ fn a_periodic_flush_in_steps_hands_on_every_jobs_count() {
     let snapshotter = recorded(async || {
         let mut h = Harness::with("2024-05-17T00:00:30Z", |b| b);
         for i in 0..10_000 {
-            h.add(Job::builder(format!("job-{i}")).every(Duration::from_secs(60)).handler(ok).build().unwrap());
+            h.add(
+                Job::builder(format!("job-{i}")).every(Duration::from_secs(60)).handler(ok).build().unwrap(),
+            );
         }
         h.start().await;
         h.advance_to(ts("2024-05-17T00:01:00Z")).await;

@@ -10,7 +10,8 @@ use slotcron::{
     Cause, Claim, ClaimOutcome, Coordinator, Hold, InProcessCoordinator, Job, JobContext, Outcome, RunRecord,
     StartMark,
 };
-use slotcron_testkit::harness::{Harness, ts};
+use slotcron_testkit::harness::{Harness, ok, ts};
+use slotcron_testkit::{Link, LinkState};
 
 /// A job every minute whose runs count themselves and see their fencing token.
 fn counted(runs: &Arc<AtomicU32>, tokens: &Arc<std::sync::Mutex<Vec<u64>>>) -> Job {
@@ -164,4 +165,34 @@ async fn the_unstarted_claim_of_a_placed_jobs_only_carrier_that_left_is_recorded
     let reason = record.error.as_deref().unwrap_or_default();
     assert!(reason.contains("gpu-box") && reason.contains("no live member carries the labels"), "{reason}");
     assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+}
+
+/// At its start a replica claims nothing before its first heartbeat has answered: until
+/// then it knows no other member and would claim every trigger as if it were alone
+/// (replicas started together would each claim every one). Its heartbeat is held past a
+/// trigger instant: nothing is claimed; once it answers, each trigger of that instant
+/// runs once.
+#[tokio::test(start_paused = true)]
+async fn a_replica_claims_nothing_before_its_first_heartbeat_has_answered() {
+    let coordinator = Arc::new(InProcessCoordinator::new());
+    coordinator.heartbeat("replica-x", Duration::from_secs(600)).await.unwrap();
+    let link = Arc::new(Link::new(coordinator.clone()));
+    link.set(LinkState::HeartbeatsHeld);
+    let mut h = Harness::with("2024-05-17T00:00:59.600Z", |b| {
+        b.coordinator(link.clone()).instance("replica-a").check_clock_skew(false)
+    });
+    let names: Vec<String> = (0..12).map(|i| format!("job-{i}")).collect();
+    for name in &names {
+        h.add(Job::builder(name).every(Duration::from_secs(60)).handler(ok).build().unwrap());
+    }
+    h.start().await;
+    // Past the instant, within the claim timeout (1 s) that bounds the heartbeat.
+    h.advance_to(ts("2024-05-17T00:01:00.300Z")).await;
+    assert_eq!(link.claimed(), [], "claims sent before the first heartbeat answered");
+    link.set(LinkState::Up);
+    h.advance_to(ts("2024-05-17T00:01:02Z")).await;
+    h.stop().await;
+    for name in &names {
+        assert_eq!(h.triggers(name, Outcome::Succeeded), [ts("2024-05-17T00:01:00Z")], "{name}");
+    }
 }

@@ -141,8 +141,17 @@ impl Scheduler {
             // Before the table takes anything: it is the previous process's last trigger.
             None => self.adopt_unrecorded(&scope, &tracker).await,
         }
+        // The triggers after this instant are due: also those that come due while the
+        // first heartbeat is awaited.
+        let since = shared.clock.now();
         let membership =
             fleet.as_ref().map(|fleet| tokio::spawn(fleet::membership::heartbeat(fleet.clone())));
+        if let Some(fleet) =
+            fleet.as_ref().filter(|_| shared.coordinator.is_some() && shared.settings.shared_work)
+        {
+            // Before the first claim: until then this replica knows no other member.
+            fleet.state.membership.first_heartbeat().await;
+        }
         let cancels = fleet.as_ref().map(|fleet| tokio::spawn(fleet::cancels::watch(fleet.clone())));
         if membership.is_none() {
             // No membership: the gauge says so.
@@ -151,7 +160,7 @@ impl Scheduler {
         // Before the table queues anything: a job whose max_runs were counted is over.
         let jobs = shared.table().jobs();
         shared.end_reached(&jobs).await;
-        shared.table().start(shared.clock.now());
+        shared.table().start(since);
         tracing::info!(
             instance = %shared.instance,
             coordinator = shared.coordinator.as_ref().map_or("none", |c| c.name()),

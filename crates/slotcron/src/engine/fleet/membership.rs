@@ -1,7 +1,7 @@
 //! This replica in the fleet's membership: its heartbeat, and its view of the members
 //! (described on [`Coordinator`](crate::Coordinator), "Membership").
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
@@ -27,6 +27,9 @@ pub(crate) struct View {
     generation: AtomicU32,
     answered_since: RwLock<Option<Timestamp>>,
     stale: Arc<Notify>,
+    /// Whether the first heartbeat of this run has had its answer (or failed), and who
+    /// waits for it ([`View::first_heartbeat`]).
+    first: (AtomicBool, Notify),
 }
 
 /// A membership view: the members' ids, sorted.
@@ -35,6 +38,29 @@ type Members = Arc<[Arc<str>]>;
 impl View {
     pub fn get(&self) -> Option<Arc<[Arc<str>]>> {
         self.members.read().unwrap_or_else(|p| p.into_inner()).0.clone()
+    }
+
+    /// Waits until the first heartbeat of this run has been answered or has failed (it
+    /// is bounded by the claim timeout): before it this replica knows no members, and
+    /// would claim every trigger as if it were alone — replicas started together would
+    /// all claim their first instants and all but one lose each claim.
+    pub async fn first_heartbeat(&self) {
+        let (done, waiters) = &self.first;
+        loop {
+            let notified = waiters.notified();
+            if done.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Notes that the first heartbeat has had its answer (or failed).
+    fn first_heartbeat_done(&self) {
+        let (done, waiters) = &self.first;
+        if !done.swap(true, Ordering::AcqRel) {
+            waiters.notify_waiters();
+        }
     }
 
     /// Whether the view is settled (and not `None`).
@@ -120,7 +146,10 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
         }
         match answer {
             // No membership: the gauge says so (0), as without a coordinator.
-            Ok(None) => return shared.metrics.members(0),
+            Ok(None) => {
+                fleet.state.membership.first_heartbeat_done();
+                return shared.metrics.members(0);
+            }
             Ok(Some(mut members)) => {
                 if !members.iter().any(|m| **m == *shared.instance) {
                     members.push(shared.instance.to_string());
@@ -130,9 +159,11 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 let members: Members = members.into_iter().map(Arc::from).collect();
                 seen(&mut known, &members);
                 fleet.state.membership.set(Some(members.clone()));
+                fleet.state.membership.first_heartbeat_done();
                 placement::refresh(&fleet, &members).await;
             }
             Err(e) => {
+                fleet.state.membership.first_heartbeat_done();
                 shared.health.coordinator_failed(&e, shared.clock.now());
                 shared.metrics.backend_error("coordinator", e.kind().as_str());
                 if !std::mem::replace(&mut failing, true) {
