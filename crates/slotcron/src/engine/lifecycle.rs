@@ -119,6 +119,10 @@ impl Scheduler {
         let shared = &self.shared;
         // A dropped run()'s shutdown may still be going on.
         let lifecycle = shared.lifecycle.clone().lock_owned().await;
+        // The triggers after this instant are due: also those that come due while the
+        // state is restored, the previous incarnation's claims are adopted and the first
+        // heartbeat is awaited (seconds with a million jobs).
+        let since = shared.clock.now();
         if !shared.restored.load(Ordering::SeqCst)
             && let Err(e) = self.restore().await
         {
@@ -141,9 +145,6 @@ impl Scheduler {
             // Before the table takes anything: it is the previous process's last trigger.
             None => self.adopt_unrecorded(&scope, &tracker).await,
         }
-        // The triggers after this instant are due: also those that come due while the
-        // first heartbeat is awaited.
-        let since = shared.clock.now();
         let membership =
             fleet.as_ref().map(|fleet| tokio::spawn(fleet::membership::heartbeat(fleet.clone())));
         if let Some(fleet) =
