@@ -45,9 +45,9 @@ impl Scheduler {
     /// # Errors
     /// See above; on [`ReconcileError::DuplicateId`] and [`ReconcileError::EmptyId`]
     /// nothing was changed.
-    pub fn reconcile(&self, plans: Vec<Plan>) -> Result<ReconcileReport, ReconcileError> {
+    pub fn reconcile(&self, mut plans: Vec<Plan>) -> Result<ReconcileReport, ReconcileError> {
         let fingerprints: Vec<Result<String, String>> =
-            plans.iter().map(Plan::resolved_fingerprint).collect();
+            plans.iter_mut().map(Plan::take_resolved_fingerprint).collect();
         let desired: Vec<Desired<'_>> = plans
             .iter()
             .zip(&fingerprints)
@@ -57,39 +57,51 @@ impl Scheduler {
         let mut table = shared.table();
         let diff = reconcile::diff(&desired, table.name_refs(), |id| table.fingerprint(id))?;
         drop(desired);
+        let adds = diff.steps.iter().filter(|step| **step == Step::Add).count();
+        table.reserve(adds);
         let mut report = ReconcileReport::default();
+        report.added.reserve(adds);
         let mut retired = Vec::new();
         let mut wake = false;
-        let mut upserted = Vec::new();
+        let mut upserted = Vec::with_capacity(adds);
         let now = shared.clock.now();
-        for ((plan, fingerprint), step) in plans.into_iter().zip(fingerprints).zip(diff.steps) {
-            let id = plan.id().to_owned();
+        for ((mut plan, fingerprint), step) in plans.into_iter().zip(fingerprints).zip(diff.steps) {
             match step {
                 Step::Unchanged => report.unchanged += 1,
                 Step::Absent => {}
                 Step::Remove => {
+                    let id = plan.id().to_owned();
                     retired.extend(table.remove(&id));
                     report.removed.push(id);
                 }
-                Step::Fail(reason) => {
-                    report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
+                Step::Fail(reason) => report.failures.push(PlanError {
+                    id: plan.id().to_owned(),
+                    kind: PlanErrorKind::NoFingerprint,
+                    reason,
+                }),
+                Step::Add | Step::Change => {
+                    let id = plan.take_id();
+                    match (build(shared, plan), fingerprint) {
+                        (Ok(job), Ok(fingerprint)) => {
+                            let fingerprint = Arc::from(fingerprint);
+                            let (wakes, job) = match step {
+                                Step::Add => table.add_planned(job, fingerprint, now),
+                                _ => table.upsert(job, fingerprint, now),
+                            };
+                            wake |= wakes;
+                            upserted.push(job);
+                            if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
+                        }
+                        (Err(e), _) => report.failures.push(PlanError {
+                            id,
+                            kind: PlanErrorKind::InvalidJob,
+                            reason: e.to_string(),
+                        }),
+                        (_, Err(reason)) => {
+                            report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
+                        }
+                    }
                 }
-                Step::Add | Step::Change => match (build(shared, plan), fingerprint) {
-                    (Ok(job), Ok(fingerprint)) => {
-                        let name = job.name.clone();
-                        wake |= table.upsert(job, Arc::from(fingerprint), now);
-                        upserted.extend(table.job(&name));
-                        if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
-                    }
-                    (Err(e), _) => report.failures.push(PlanError {
-                        id,
-                        kind: PlanErrorKind::InvalidJob,
-                        reason: e.to_string(),
-                    }),
-                    (_, Err(reason)) => {
-                        report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
-                    }
-                },
             }
         }
         for name in diff.missing {

@@ -50,7 +50,8 @@ pub(crate) fn diff<'n>(
     names: impl IntoIterator<Item = &'n str>,
     current: impl Fn(&str) -> Option<Option<&'n str>>,
 ) -> Result<Diff, ReconcileError> {
-    let mut ids = HashSet::with_capacity(desired.len());
+    // foldhash: a million ids hashed quickly; they are the caller's own plans'.
+    let mut ids = HashSet::with_capacity_and_hasher(desired.len(), foldhash::fast::RandomState::default());
     for (index, plan) in desired.iter().enumerate() {
         if plan.id.is_empty() {
             return Err(ReconcileError::EmptyId { index });
