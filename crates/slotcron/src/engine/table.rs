@@ -134,7 +134,10 @@ impl Table {
     fn place(&mut self, job: Job, fingerprint: Option<Arc<str>>, now: Timestamp, start: Start) -> Arc<Job> {
         self.last_generation += 1;
         let name = job.name.clone();
-        self.metrics.register(job.series().clone());
+        if self.metrics.is_enabled() {
+            // Made here only when counted: else at its first use (a run, the admin API).
+            self.metrics.register(job.series().clone());
+        }
         if let Some(parent) = &job.parent {
             self.children.entry(parent.clone()).or_default().push(name.clone());
         }
