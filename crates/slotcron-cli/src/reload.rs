@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rayon::prelude::*;
 use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Scheduler};
 use slotcron_admin::{Reload, ReloadStatus};
@@ -172,13 +173,14 @@ impl Reloader {
     /// The state's jobs cannot be read (nothing changed then), or what
     /// [`Scheduler::reconcile`] returns.
     pub async fn apply(&mut self) -> Result<ReconcileReport, String> {
-        // A disabled job's plan is removed from the scheduler (or never added).
+        // A disabled job's plan is removed from the scheduler (or never added). Made on
+        // every core: a million plans, each a copy of its job.
         let mut plans: Vec<Plan> = self
             .file_jobs
-            .iter()
+            .par_iter()
             .map(|entry| {
                 let fingerprint = format!("{:016x}", entry.fingerprint);
-                Plan::new(entry.job.clone()).fingerprint(fingerprint).enabled(entry.enabled)
+                Plan::built(entry.job.clone()).fingerprint(fingerprint).enabled(entry.enabled)
             })
             .collect();
         if let Some(state_jobs) = &self.state_jobs {
