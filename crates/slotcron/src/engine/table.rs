@@ -92,6 +92,10 @@ pub(crate) struct Table {
     /// The newest instant taken from the queue.
     last_taken: Option<Timestamp>,
     last_generation: u64,
+    /// Counts the changes of the jobs by name (each added, replaced or removed): a
+    /// reconcile that compares its plans with the table a chunk at a time knows by it
+    /// that nothing changed between two chunks.
+    version: u64,
     /// Queue items whose job was removed or replaced.
     stale: usize,
     /// When the engine started; `None` until it runs, and jobs wait unqueued.
@@ -133,6 +137,7 @@ impl Table {
     /// engine runs. The job as the table holds it.
     fn place(&mut self, job: Job, fingerprint: Option<Arc<str>>, now: Timestamp, start: Start) -> Arc<Job> {
         self.last_generation += 1;
+        self.version += 1;
         let name = job.name.clone();
         if self.metrics.is_enabled() {
             // Made here only when counted: else at its first use (a run, the admin API).
@@ -216,6 +221,7 @@ impl Table {
 
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
+        self.version += 1;
         let entry = self.slots[slot as usize].take();
         if let Some(parent) = entry.as_ref().and_then(|e| e.job.parent.as_ref())
             && let Some(children) = self.children.get_mut(parent)
@@ -420,6 +426,28 @@ impl Table {
     /// Whether any job is placed on labels ([`Job::placement`]).
     pub fn any_placed(&self) -> bool {
         self.slots.iter().flatten().any(|entry| !entry.job.placement.is_anywhere())
+    }
+
+    /// How many jobs the table holds.
+    pub fn job_count(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Changes each time a job is added, replaced or removed.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// How many slots there are (each holding a job, or free): the bound of
+    /// [`Table::names_in`].
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The names of the jobs in the slots of `range` (clamped to the slots there are).
+    pub fn names_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &str> {
+        let slots = self.slots.get(range.start.min(self.slots.len())..range.end.min(self.slots.len()));
+        slots.unwrap_or_default().iter().flatten().map(|entry| &*entry.job.name)
     }
 
     /// The names of the jobs, borrowed.
