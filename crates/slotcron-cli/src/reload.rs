@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rayon::prelude::*;
 use slotcron::jiff::Timestamp;
 use slotcron::{CancellationToken, Plan, ReconcileError, ReconcileReport, Scheduler};
 use slotcron_admin::{Reload, ReloadStatus};
@@ -172,24 +173,31 @@ impl Reloader {
     /// The state's jobs cannot be read (nothing changed then), or what
     /// [`Scheduler::reconcile`] returns.
     pub async fn apply(&mut self) -> Result<ReconcileReport, String> {
-        // A disabled job's plan is removed from the scheduler (or never added).
-        let mut plans: Vec<Plan> = self
-            .file_jobs
-            .iter()
-            .map(|entry| {
-                let fingerprint = format!("{:016x}", entry.fingerprint);
-                Plan::new(entry.job.clone()).fingerprint(fingerprint).enabled(entry.enabled)
-            })
-            .collect();
+        let mut from_state = Vec::new();
         if let Some(state_jobs) = &self.state_jobs {
             state_jobs.publish(&self.path, &self.file_jobs).await;
-            let from_state = state_jobs
+            from_state = state_jobs
                 .plans(&self.path, &self.file_jobs)
                 .await
                 .map_err(|e| format!("cannot read the state's jobs: {e}"))?;
-            plans.extend(from_state);
         }
-        match self.scheduler.reconcile(plans) {
+        // A million plans made and compared: the runtime's other tasks (the engine's
+        // triggers) go to another thread meanwhile.
+        let reconciled = tokio::task::block_in_place(|| {
+            // A disabled job's plan is removed from the scheduler (or never added). Made
+            // on every core: a million plans, each a copy of its job.
+            let mut plans: Vec<Plan> = self
+                .file_jobs
+                .par_iter()
+                .map(|entry| {
+                    let fingerprint = format!("{:016x}", entry.fingerprint);
+                    Plan::built(entry.job.clone()).fingerprint(fingerprint).enabled(entry.enabled)
+                })
+                .collect();
+            plans.extend(from_state);
+            self.scheduler.reconcile(plans)
+        });
+        match reconciled {
             Ok(report) => Ok(report),
             Err(ReconcileError::Plans(report)) => {
                 for failure in &report.failures {
@@ -214,12 +222,16 @@ impl Reloader {
     /// # Errors
     /// The file does not load, the state's jobs cannot be read, or a job was not applied.
     pub async fn reload(&mut self, cause: &str) -> Result<(), String> {
-        if cause != STATE_CHANGE {
-            self.reload_file(cause).await?;
-        }
+        let replaced = match cause {
+            STATE_CHANGE => Vec::new(),
+            _ => self.reload_file(cause).await?,
+        };
         let report = self.apply().await.inspect_err(|e| {
             tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
         })?;
+        // The file's jobs as they were, freed off the runtime's threads once the new ones
+        // are applied (a million take a few tenths of a second).
+        tokio::task::spawn_blocking(move || drop(replaced));
         tracing::info!(
             cause,
             added = report.added.len(),
@@ -238,8 +250,8 @@ impl Reloader {
     }
 
     /// Reads the jobs file again; if it does not load, every problem is logged and the
-    /// error names the file and holds the problems.
-    async fn reload_file(&mut self, cause: &str) -> Result<(), String> {
+    /// error names the file and holds the problems. The jobs it replaced.
+    async fn reload_file(&mut self, cause: &str) -> Result<Vec<JobEntry>, String> {
         let (path, format) = (self.path.clone(), self.format);
         let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path, format)).await;
         let loaded = match loaded {
@@ -267,8 +279,7 @@ impl Reloader {
                     );
                 }
                 self.hooks.set(&loaded.jobs);
-                self.file_jobs = loaded.jobs;
-                Ok(())
+                Ok(std::mem::replace(&mut self.file_jobs, loaded.jobs))
             }
             Err(problems) => {
                 for line in problems.lines() {

@@ -398,12 +398,19 @@ pub fn run(args: &RunArgs) -> ExitCode {
 
 /// Hands the memory the load freed (a big file's parsed pieces, on the threads that read
 /// them) back to the system: glibc keeps each thread's freed memory for that thread, and
-/// the scheduler's threads could not use it.
+/// the scheduler's threads could not use it. On a thread of its own, so that the start
+/// goes on beside it (the walk takes about 0.3 s after a million-job file).
 fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks and releases the allocator's free memory.
-    unsafe {
-        nix::libc::malloc_trim(0);
+    {
+        // SAFETY: malloc_trim only walks and releases the allocator's free memory, taking
+        // each arena's lock as it goes.
+        let trim = || unsafe {
+            nix::libc::malloc_trim(0);
+        };
+        if std::thread::Builder::new().name("malloc-trim".into()).spawn(trim).is_err() {
+            trim();
+        }
     }
 }
 

@@ -302,6 +302,12 @@ impl Job {
 }
 
 impl Job {
+    /// The job as [`JobBuilder::build`] would make it again from its settings: its
+    /// single-replica fencing count from zero (a clone's continues from the original's).
+    pub(crate) fn renewed(self) -> Self {
+        Self { local_fencing: AtomicU64::new(0), ..self }
+    }
+
     /// The job's metric counts and last run, made at the first call.
     pub(crate) fn series(&self) -> &Arc<JobSeries> {
         self.series.get_or_init(|| Arc::new(JobSeries::new(&self.name)))

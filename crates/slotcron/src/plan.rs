@@ -40,6 +40,7 @@ pub struct Plan {
 enum Source {
     Builder(JobBuilder),
     Definition(JobDefinition),
+    Built(Job),
 }
 
 impl fmt::Debug for Plan {
@@ -62,6 +63,21 @@ impl Plan {
         Self {
             id: builder.name().to_owned(),
             source: Source::Builder(builder),
+            enabled: true,
+            fingerprint: None,
+            handler_name: None,
+        }
+    }
+
+    /// An enabled plan for a job already built: a reconcile that adds or replaces its job
+    /// takes it as it is, where [`Plan::new`] builds it again from its settings — the
+    /// same job, without the work (a million plans at a daemon's start). Its id is the
+    /// job's name, its derived fingerprint the one [`Plan::new`] derives for it; state its
+    /// [`Plan::fingerprint`] or its [`Plan::handler_name`].
+    pub fn built(job: Job) -> Self {
+        Self {
+            id: job.name().to_owned(),
+            source: Source::Built(job),
             enabled: true,
             fingerprint: None,
             handler_name: None,
@@ -118,9 +134,23 @@ impl Plan {
     /// # Errors
     /// A plan with a closure handler that states neither a fingerprint nor a handler name.
     pub fn resolved_fingerprint(&self) -> Result<String, String> {
-        if let Some(stated) = &self.fingerprint {
-            return Ok(stated.clone());
+        match &self.fingerprint {
+            Some(stated) => Ok(stated.clone()),
+            None => self.derived_fingerprint(),
         }
+    }
+
+    /// [`Plan::resolved_fingerprint`], the stated one moved out rather than copied (a
+    /// reconcile of a million plans): the plan states none afterwards.
+    pub(crate) fn take_resolved_fingerprint(&mut self) -> Result<String, String> {
+        match self.fingerprint.take() {
+            Some(stated) => Ok(stated),
+            None => self.derived_fingerprint(),
+        }
+    }
+
+    /// The fingerprint derived from the plan's source, as [`Plan`] describes it.
+    fn derived_fingerprint(&self) -> Result<String, String> {
         let mut hasher = DefaultHasher::new();
         self.enabled.hash(&mut hasher);
         match &self.source {
@@ -129,16 +159,28 @@ impl Plan {
                 json.hash(&mut hasher);
             }
             Source::Builder(builder) => {
-                let Some(handler) = &self.handler_name else {
-                    return Err(
-                        "the handler is a closure: state the plan's fingerprint or handler name".into()
-                    );
-                };
-                handler.hash(&mut hasher);
+                self.named_handler()?.hash(&mut hasher);
                 builder.hash_settings(&mut hasher);
+            }
+            Source::Built(job) => {
+                self.named_handler()?.hash(&mut hasher);
+                JobBuilder::from(job.clone()).hash_settings(&mut hasher);
             }
         }
         Ok(format!("{:016x}", hasher.finish()))
+    }
+
+    /// The handler's name given with [`Plan::handler_name`], which a derived fingerprint of
+    /// a builder or a job needs.
+    fn named_handler(&self) -> Result<&str, String> {
+        self.handler_name
+            .as_deref()
+            .ok_or_else(|| "the handler is a closure: state the plan's fingerprint or handler name".into())
+    }
+
+    /// Moves the id out (a reconcile's report keeps it), leaving the plan's empty.
+    pub(crate) fn take_id(&mut self) -> String {
+        std::mem::take(&mut self.id)
     }
 
     /// Builds the job.
@@ -146,6 +188,7 @@ impl Plan {
         match self.source {
             Source::Builder(builder) => builder.build(),
             Source::Definition(definition) => definition.to_job(handlers),
+            Source::Built(job) => Ok(job.renewed()),
         }
     }
 }
@@ -206,6 +249,28 @@ mod tests {
         let err = Plan::new(base()).resolved_fingerprint().unwrap_err();
         assert_eq!(err, "the handler is a closure: state the plan's fingerprint or handler name");
         assert_eq!(Plan::new(base()).fingerprint("v1").resolved_fingerprint().unwrap(), "v1");
+    }
+
+    #[test]
+    fn a_plan_of_a_built_job_is_the_plan_new_makes_of_it() {
+        let job =
+            base().timeout(Duration::from_secs(5)).payload(serde_json::json!({"a": 1})).build().unwrap();
+        job.local_fencing.store(7, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(Plan::built(job.clone()).id(), "job");
+        let new = derived(Plan::new(job.clone()).handler_name("h"));
+        assert_eq!(derived(Plan::built(job.clone()).handler_name("h")), new);
+        assert_eq!(
+            Plan::built(job.clone()).resolved_fingerprint(),
+            Plan::new(job.clone()).resolved_fingerprint(),
+            "no handler name: the same error"
+        );
+        let handlers = HandlerRegistry::default();
+        let rebuilt = Plan::new(job.clone()).build(&handlers).unwrap();
+        let taken = Plan::built(job).build(&handlers).unwrap();
+        assert_eq!(format!("{taken:?}"), format!("{rebuilt:?}"));
+        assert_eq!((taken.kind, taken.payload.clone()), (rebuilt.kind, rebuilt.payload.clone()));
+        let fencing = |job: &Job| job.local_fencing.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!((fencing(&taken), fencing(&rebuilt)), (0, 0), "fencing from zero, as a new build");
     }
 
     #[test]

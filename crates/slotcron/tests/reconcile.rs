@@ -143,6 +143,38 @@ async fn a_missing_or_disabled_plan_removes_its_job() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_set_compared_a_chunk_at_a_time_is_applied_whole() {
+    let mut h = Harness::new("2024-05-17T00:00:00Z");
+    h.start().await;
+    let name = |i: usize| format!("job-{i}");
+    let plan = |i: usize, version: &str| Plan::new(every_minute(&name(i))).fingerprint(version);
+    let report = h.scheduler.reconcile((0..10_000).map(|i| plan(i, "1")).collect()).unwrap();
+    assert_eq!(report.added.len(), 10_000);
+    // Kept 0..6000 (every 100th of them changed), disabled 6000..8000, missing
+    // 8000..10000, new 10000..10050: each part spans several chunks of the comparison.
+    let plans = (0..6000)
+        .map(|i| plan(i, if i % 100 == 0 { "2" } else { "1" }))
+        .chain((6000..8000).map(|i| plan(i, "1").enabled(false)))
+        .chain((10_000..10_050).map(|i| plan(i, "1")))
+        .collect();
+    let report = h.scheduler.reconcile(plans).unwrap();
+    assert_eq!(report.unchanged, 5940);
+    assert_eq!(report.changed, (0..6000).step_by(100).map(name).collect::<Vec<_>>());
+    assert_eq!(report.added, (10_000..10_050).map(name).collect::<Vec<_>>());
+    let mut removed = report.removed.clone();
+    removed.sort();
+    let mut expected: Vec<String> = (6000..10_000).map(name).collect();
+    expected.sort();
+    assert_eq!(removed, expected);
+    let mut names = h.scheduler.job_names();
+    names.sort();
+    let mut expected: Vec<String> = (0..6000).chain(10_000..10_050).map(name).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_duplicate_or_empty_id_rejects_the_whole_set() {
     let h = Harness::new("2024-05-17T00:00:00Z");
     h.scheduler.reconcile(vec![Plan::new(every_minute("a")).fingerprint("1")]).unwrap();

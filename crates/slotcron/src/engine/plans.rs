@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Scheduler;
-use super::reconcile::{self, Desired, Step};
+use super::reconcile::{self, Desired, Diff, Ids, Step};
 use super::shared::Shared;
+use super::table::Table;
 use crate::clock::later;
 use crate::error::BoxError;
 use crate::job::{Job, JobError};
@@ -37,8 +38,11 @@ impl Scheduler {
     ///   [`ReconcileError::Plans`] returns every failure, each naming its plan and reason,
     ///   with the report of what was applied.
     ///
-    /// Works whether or not the scheduler runs. Plans are built under the job table's
-    /// lock, only those added or changed. Serialize calls (one loop, e.g.
+    /// Works whether or not the scheduler runs. The plans are compared with the jobs a
+    /// few thousand at a time, each under a short hold of the job table's lock (the
+    /// engine's triggers go on between two; should the jobs change meanwhile, they are
+    /// compared again under one); those added or changed are built and put in under one
+    /// hold, the others left untouched. Serialize calls (one loop, e.g.
     /// [`Scheduler::reconcile_every`]): concurrent calls are safe but converge in no
     /// particular order.
     ///
@@ -46,57 +50,30 @@ impl Scheduler {
     /// See above; on [`ReconcileError::DuplicateId`] and [`ReconcileError::EmptyId`]
     /// nothing was changed.
     pub fn reconcile(&self, plans: Vec<Plan>) -> Result<ReconcileReport, ReconcileError> {
+        // Each plan applied is taken out; the others are dropped once the lock is released.
+        let mut plans: Vec<Option<Plan>> = plans.into_iter().map(Some).collect();
         let fingerprints: Vec<Result<String, String>> =
-            plans.iter().map(Plan::resolved_fingerprint).collect();
+            plans.iter_mut().flatten().map(Plan::take_resolved_fingerprint).collect();
         let desired: Vec<Desired<'_>> = plans
             .iter()
+            .flatten()
             .zip(&fingerprints)
             .map(|(plan, fingerprint)| Desired { id: plan.id(), enabled: plan.is_enabled(), fingerprint })
             .collect();
+        let ids = reconcile::ids(&desired)?;
         let shared = &self.shared;
+        let chunked = diff_in_chunks(shared, &desired, &ids);
         let mut table = shared.table();
-        let diff = reconcile::diff(&desired, table.name_refs(), |id| table.fingerprint(id))?;
-        drop(desired);
-        let mut report = ReconcileReport::default();
-        let mut retired = Vec::new();
-        let mut wake = false;
-        let mut upserted = Vec::new();
-        let now = shared.clock.now();
-        for ((plan, fingerprint), step) in plans.into_iter().zip(fingerprints).zip(diff.steps) {
-            let id = plan.id().to_owned();
-            match step {
-                Step::Unchanged => report.unchanged += 1,
-                Step::Absent => {}
-                Step::Remove => {
-                    retired.extend(table.remove(&id));
-                    report.removed.push(id);
-                }
-                Step::Fail(reason) => {
-                    report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
-                }
-                Step::Add | Step::Change => match (build(shared, plan), fingerprint) {
-                    (Ok(job), Ok(fingerprint)) => {
-                        let name = job.name.clone();
-                        wake |= table.upsert(job, Arc::from(fingerprint), now);
-                        upserted.extend(table.job(&name));
-                        if step == Step::Add { report.added.push(id) } else { report.changed.push(id) }
-                    }
-                    (Err(e), _) => report.failures.push(PlanError {
-                        id,
-                        kind: PlanErrorKind::InvalidJob,
-                        reason: e.to_string(),
-                    }),
-                    (_, Err(reason)) => {
-                        report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason })
-                    }
-                },
-            }
-        }
-        for name in diff.missing {
-            retired.extend(table.remove(&name));
-            report.removed.push(name);
-        }
+        let diff = match chunked {
+            Some((diff, version)) if version == table.version() => diff,
+            // The jobs changed meanwhile: compared again, all at once.
+            _ => reconcile::diff(&desired, table.name_refs(), |id| table.fingerprint(id))?,
+        };
+        drop((ids, desired));
+        let Applied { report, retired, upserted, wake } =
+            apply(shared, &mut table, &mut plans, &fingerprints, diff);
         drop(table);
+        drop((plans, fingerprints));
         for job in &retired {
             shared.retire(job, false);
         }
@@ -164,6 +141,140 @@ fn log_report(report: &ReconcileReport) {
         tracing::debug!("plans reconciled: {report}");
     } else {
         tracing::info!("plans reconciled: {report}");
+    }
+}
+
+/// How many plans a reconcile compares with the job table per hold of its lock: between
+/// two holds the engine takes its due triggers (a million plans are compared in about
+/// 250 holds of a millisecond or two each, not in one of a second).
+const DIFF_CHUNK: usize = 4096;
+
+/// The diff of `desired` (whose ids are `ids`) against the job table, compared
+/// [`DIFF_CHUNK`] plans at a time, each chunk under its own hold of the table's lock;
+/// with the table's version it holds for. `None` if the jobs changed between two holds.
+fn diff_in_chunks(shared: &Shared, desired: &[Desired<'_>], ids: &Ids<'_>) -> Option<(Diff, u64)> {
+    let mut version = None;
+    let mut steps = Vec::with_capacity(desired.len());
+    // The current jobs that a plan names.
+    let mut named = 0;
+    for chunk in desired.chunks(DIFF_CHUNK) {
+        let table = shared.table();
+        if *version.get_or_insert(table.version()) != table.version() {
+            return None;
+        }
+        for plan in chunk {
+            let current = table.fingerprint(plan.id);
+            named += usize::from(current.is_some());
+            steps.push(reconcile::step(plan, current));
+        }
+    }
+    let mut missing = Vec::new();
+    let mut start = 0;
+    loop {
+        let table = shared.table();
+        let version = *version.get_or_insert(table.version());
+        if table.version() != version {
+            return None;
+        }
+        // When plans name every current job (the usual reload), none is missing: the
+        // table is not looked through.
+        if named == table.job_count() || start >= table.slot_count() {
+            return Some((Diff { steps, missing }, version));
+        }
+        missing.extend(reconcile::missing(table.names_in(start..start + DIFF_CHUNK), ids));
+        start += DIFF_CHUNK;
+    }
+}
+
+/// What applying a diff did, and what is left to do once the table's lock is released.
+struct Applied {
+    report: ReconcileReport,
+    /// The jobs removed, to retire.
+    retired: Vec<Arc<Job>>,
+    /// The jobs added or replaced.
+    upserted: Vec<Arc<Job>>,
+    /// Whether the engine must wake (the earliest trigger changed).
+    wake: bool,
+}
+
+/// Applies `diff` (a step per plan) to `table`: builds and puts in the jobs of the plans
+/// added or changed (each taken out of `plans`), removes the others.
+fn apply(
+    shared: &Shared,
+    table: &mut Table,
+    plans: &mut [Option<Plan>],
+    fingerprints: &[Result<String, String>],
+    diff: Diff,
+) -> Applied {
+    let adds = diff.steps.iter().filter(|step| **step == Step::Add).count();
+    table.reserve(adds);
+    let mut applied = Applied {
+        report: ReconcileReport::default(),
+        retired: Vec::new(),
+        upserted: Vec::with_capacity(adds),
+        wake: false,
+    };
+    applied.report.added.reserve(adds);
+    let now = shared.clock.now();
+    let id = |plan: &Option<Plan>| plan.as_ref().map(|plan| plan.id().to_owned()).unwrap_or_default();
+    for ((plan, fingerprint), step) in plans.iter_mut().zip(fingerprints).zip(diff.steps) {
+        match step {
+            Step::Unchanged => applied.report.unchanged += 1,
+            Step::Absent => {}
+            Step::Remove => {
+                let id = id(plan);
+                applied.retired.extend(table.remove(&id));
+                applied.report.removed.push(id);
+            }
+            Step::Fail(reason) => applied.report.failures.push(PlanError {
+                id: id(plan),
+                kind: PlanErrorKind::NoFingerprint,
+                reason,
+            }),
+            Step::Add | Step::Change => {
+                if let Some(plan) = plan.take() {
+                    put(shared, table, plan, fingerprint, step == Step::Add, now, &mut applied);
+                }
+            }
+        }
+    }
+    for name in diff.missing {
+        applied.retired.extend(table.remove(&name));
+        applied.report.removed.push(name);
+    }
+    applied
+}
+
+/// Builds the job of `plan` and adds it (`added`: the diff found no job of its id) or
+/// replaces the job of its id; or reports why not.
+fn put(
+    shared: &Shared,
+    table: &mut Table,
+    mut plan: Plan,
+    fingerprint: &Result<String, String>,
+    added: bool,
+    now: jiff::Timestamp,
+    applied: &mut Applied,
+) {
+    let id = plan.take_id();
+    let report = &mut applied.report;
+    match (build(shared, plan), fingerprint) {
+        (Ok(job), Ok(fingerprint)) => {
+            let fingerprint = Arc::from(fingerprint.as_str());
+            let (wakes, job) = match added {
+                true => table.add_planned(job, fingerprint, now),
+                false => table.upsert(job, fingerprint, now),
+            };
+            applied.wake |= wakes;
+            applied.upserted.push(job);
+            if added { report.added.push(id) } else { report.changed.push(id) }
+        }
+        (Err(e), _) => {
+            report.failures.push(PlanError { id, kind: PlanErrorKind::InvalidJob, reason: e.to_string() })
+        }
+        (_, Err(reason)) => {
+            report.failures.push(PlanError { id, kind: PlanErrorKind::NoFingerprint, reason: reason.clone() })
+        }
     }
 }
 

@@ -40,6 +40,40 @@ pub(crate) struct Diff {
     pub missing: Vec<String>,
 }
 
+/// The ids of a desired set, hashed with foldhash (a million ids; they are the caller's
+/// own plans').
+pub(crate) type Ids<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
+
+/// The ids of `desired`, checked.
+///
+/// # Errors
+/// An empty or duplicate id: the whole set is rejected.
+pub(crate) fn ids<'a>(desired: &[Desired<'a>]) -> Result<Ids<'a>, ReconcileError> {
+    let mut ids = Ids::with_capacity_and_hasher(desired.len(), Default::default());
+    for (index, plan) in desired.iter().enumerate() {
+        if plan.id.is_empty() {
+            return Err(ReconcileError::EmptyId { index });
+        }
+        if !ids.insert(plan.id) {
+            return Err(ReconcileError::DuplicateId { id: plan.id.to_owned() });
+        }
+    }
+    Ok(ids)
+}
+
+/// What to do with `plan`, given the fingerprint of the current job of its id (`None`:
+/// no such job; `Some(None)`: a job added without one).
+pub(crate) fn step(plan: &Desired<'_>, current: Option<Option<&str>>) -> Step {
+    match (plan.enabled, current, plan.fingerprint) {
+        (false, Some(_), _) => Step::Remove,
+        (false, None, _) => Step::Absent,
+        (true, _, Err(reason)) => Step::Fail(reason.clone()),
+        (true, None, Ok(_)) => Step::Add,
+        (true, Some(have), Ok(want)) if have == Some(want.as_str()) => Step::Unchanged,
+        (true, Some(_), Ok(_)) => Step::Change,
+    }
+}
+
 /// Compares `desired` with the current jobs: `current` gives each current job's
 /// fingerprint by name (`Some(None)` for a job added without one), `names` lists them.
 ///
@@ -50,28 +84,14 @@ pub(crate) fn diff<'n>(
     names: impl IntoIterator<Item = &'n str>,
     current: impl Fn(&str) -> Option<Option<&'n str>>,
 ) -> Result<Diff, ReconcileError> {
-    let mut ids = HashSet::with_capacity(desired.len());
-    for (index, plan) in desired.iter().enumerate() {
-        if plan.id.is_empty() {
-            return Err(ReconcileError::EmptyId { index });
-        }
-        if !ids.insert(plan.id) {
-            return Err(ReconcileError::DuplicateId { id: plan.id.to_owned() });
-        }
-    }
-    let steps = desired
-        .iter()
-        .map(|plan| match (plan.enabled, current(plan.id), plan.fingerprint) {
-            (false, Some(_), _) => Step::Remove,
-            (false, None, _) => Step::Absent,
-            (true, _, Err(reason)) => Step::Fail(reason.clone()),
-            (true, None, Ok(_)) => Step::Add,
-            (true, Some(have), Ok(want)) if have == Some(want.as_str()) => Step::Unchanged,
-            (true, Some(_), Ok(_)) => Step::Change,
-        })
-        .collect();
-    let missing = names.into_iter().filter(|name| !ids.contains(name)).map(str::to_owned).collect();
-    Ok(Diff { steps, missing })
+    let ids = ids(desired)?;
+    let steps = desired.iter().map(|plan| step(plan, current(plan.id))).collect();
+    Ok(Diff { steps, missing: missing(names, &ids) })
+}
+
+/// The names of `names` that no desired id names.
+pub(crate) fn missing<'n>(names: impl IntoIterator<Item = &'n str>, ids: &Ids<'_>) -> Vec<String> {
+    names.into_iter().filter(|name| !ids.contains(name)).map(str::to_owned).collect()
 }
 
 /// Why [`Scheduler::reconcile`](crate::Scheduler::reconcile) rejected a whole desired set,

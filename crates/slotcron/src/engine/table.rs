@@ -85,11 +85,17 @@ pub(crate) struct Table {
     /// Jobs by slot; a removed job leaves `None` until the slot is reused.
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
-    by_name: HashMap<Arc<str>, u32>,
+    /// foldhash: a million names hashed quickly at start and at each reconcile; the names
+    /// are the scheduler's own jobs', and the seed is the process's.
+    by_name: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
     queue: Lanes,
     /// The newest instant taken from the queue.
     last_taken: Option<Timestamp>,
     last_generation: u64,
+    /// Counts the changes of the jobs by name (each added, replaced or removed): a
+    /// reconcile that compares its plans with the table a chunk at a time knows by it
+    /// that nothing changed between two chunks.
+    version: u64,
     /// Queue items whose job was removed or replaced.
     stale: usize,
     /// When the engine started; `None` until it runs, and jobs wait unqueued.
@@ -112,33 +118,37 @@ impl Table {
     /// Adds a job; queues its first trigger if the engine runs. `None` if the name is
     /// taken, else whether the job's trigger is now the earliest (the engine must wake).
     pub fn insert(&mut self, job: Job, now: Timestamp) -> Option<bool> {
-        self.insert_as(job, None, now, Start::Fresh)
-    }
-
-    fn insert_as(
-        &mut self,
-        job: Job,
-        fingerprint: Option<Arc<str>>,
-        now: Timestamp,
-        start: Start,
-    ) -> Option<bool> {
         if self.by_name.contains_key(&job.name) {
             return None;
         }
         let earliest_before = self.next_deadline();
+        self.place(job, None, now, Start::Fresh);
+        Some(self.next_deadline() != earliest_before)
+    }
+
+    /// Makes room for `additional` more jobs at once (a reconcile that adds many), rather
+    /// than growing the name table step by step, hashing every name again each time.
+    pub fn reserve(&mut self, additional: usize) {
+        self.by_name.reserve(additional);
+        self.slots.reserve(additional.saturating_sub(self.free.len()));
+    }
+
+    /// Puts a job whose name no job has into a slot; queues its first trigger if the
+    /// engine runs. The job as the table holds it.
+    fn place(&mut self, job: Job, fingerprint: Option<Arc<str>>, now: Timestamp, start: Start) -> Arc<Job> {
         self.last_generation += 1;
+        self.version += 1;
         let name = job.name.clone();
-        self.metrics.register(job.series().clone());
+        if self.metrics.is_enabled() {
+            // Made here only when counted: else at its first use (a run, the admin API).
+            self.metrics.register(job.series().clone());
+        }
         if let Some(parent) = &job.parent {
             self.children.entry(parent.clone()).or_default().push(name.clone());
         }
-        let entry = Entry {
-            job: Arc::new(job),
-            generation: self.last_generation,
-            next: None,
-            last: None,
-            fingerprint,
-        };
+        let job = Arc::new(job);
+        let entry =
+            Entry { job: job.clone(), generation: self.last_generation, next: None, last: None, fingerprint };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(entry);
@@ -153,14 +163,24 @@ impl Table {
         if self.started.is_some() {
             self.queue_first(slot, now, start);
         }
-        Some(self.next_deadline() != earliest_before)
+        job
     }
 
-    /// Adds a job from a plan with this fingerprint, or replaces the job of its name: the
-    /// replacement fires from its next trigger after `now` on (or after the newest
+    /// Adds a job from a plan with this fingerprint, its name known to be free (a
+    /// reconcile's diff, made under the same lock): spares [`Table::upsert`]'s look for a
+    /// job to replace. Whether the engine must wake, and the job as the table holds it.
+    pub fn add_planned(&mut self, job: Job, fingerprint: Arc<str>, now: Timestamp) -> (bool, Arc<Job>) {
+        debug_assert!(!self.by_name.contains_key(&job.name), "{} is in the table", job.name);
+        let earliest_before = self.next_deadline();
+        let job = self.place(job, Some(fingerprint), now, Start::Fresh);
+        (self.next_deadline() != earliest_before, job)
+    }
+
+    /// Replaces the job of its name with one from a plan with this fingerprint (or adds
+    /// it, if there is none): the replacement fires from its next trigger after `now` on (or after the newest
     /// trigger the replaced job took), with the replaced job's single-replica fencing
-    /// count. Whether the engine must wake.
-    pub fn upsert(&mut self, job: Job, fingerprint: Arc<str>, now: Timestamp) -> bool {
+    /// count. Whether the engine must wake, and the job as the table holds it.
+    pub fn upsert(&mut self, job: Job, fingerprint: Arc<str>, now: Timestamp) -> (bool, Arc<Job>) {
         let earliest_before = self.next_deadline();
         let start = match self.take(&job.name) {
             Some(old) => {
@@ -169,8 +189,8 @@ impl Table {
             }
             None => Start::Fresh,
         };
-        self.insert_as(job, Some(fingerprint), now, start);
-        self.next_deadline() != earliest_before
+        let job = self.place(job, Some(fingerprint), now, start);
+        (self.next_deadline() != earliest_before, job)
     }
 
     /// The fingerprint of a job: `None` if there is no such job, `Some(None)` if it was
@@ -201,6 +221,7 @@ impl Table {
 
     fn take(&mut self, name: &str) -> Option<Entry> {
         let slot = self.by_name.remove(name)?;
+        self.version += 1;
         let entry = self.slots[slot as usize].take();
         if let Some(parent) = entry.as_ref().and_then(|e| e.job.parent.as_ref())
             && let Some(children) = self.children.get_mut(parent)
@@ -405,6 +426,28 @@ impl Table {
     /// Whether any job is placed on labels ([`Job::placement`]).
     pub fn any_placed(&self) -> bool {
         self.slots.iter().flatten().any(|entry| !entry.job.placement.is_anywhere())
+    }
+
+    /// How many jobs the table holds.
+    pub fn job_count(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Changes each time a job is added, replaced or removed.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// How many slots there are (each holding a job, or free): the bound of
+    /// [`Table::names_in`].
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The names of the jobs in the slots of `range` (clamped to the slots there are).
+    pub fn names_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &str> {
+        let slots = self.slots.get(range.start.min(self.slots.len())..range.end.min(self.slots.len()));
+        slots.unwrap_or_default().iter().flatten().map(|entry| &*entry.job.name)
     }
 
     /// The names of the jobs, borrowed.

@@ -89,6 +89,11 @@ impl Metrics {
         }
     }
 
+    /// Whether anything is counted: off, a job's series need not be made to be registered.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Flushes `series` from now on, until its job is dropped.
     pub fn register(&self, series: Arc<JobSeries>) {
         if self.enabled {
