@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 
 use super::{FleetRun, details, orphans, partition, placement};
 use crate::clock::later;
+use crate::coordinator::CoordinatorError;
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
 
@@ -164,21 +165,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
             }
             Err(e) => {
                 fleet.state.membership.first_heartbeat_done();
-                shared.health.coordinator_failed(&e, shared.clock.now());
-                shared.metrics.backend_error("coordinator", e.kind().as_str());
-                if !std::mem::replace(&mut failing, true) {
-                    tracing::warn!(
-                        coordinator = coordinator.name(),
-                        "membership heartbeat failed ({}): {e}; the last view stays (the next failures \
-                         are logged at debug level until one answers)",
-                        e.kind()
-                    );
-                } else {
-                    tracing::debug!(
-                        coordinator = coordinator.name(),
-                        "membership heartbeat failed again: {e}"
-                    );
-                }
+                failed(shared, coordinator.name(), &e, std::mem::replace(&mut failing, true));
             }
         }
         if answer_ok {
@@ -200,6 +187,23 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     }
     if let Err(e) = within_claim_timeout(shared, coordinator.leave(&shared.instance)).await {
         tracing::warn!("leaving the membership failed: {e}; it lapses within {ttl:?}");
+    }
+}
+
+/// Notes a heartbeat that failed with `e` (health, metrics); the first failure of a
+/// spell (`again` false) is a warning, the others are logged at debug level.
+fn failed(shared: &Shared, coordinator: &str, e: &CoordinatorError, again: bool) {
+    shared.health.coordinator_failed(e, shared.clock.now());
+    shared.metrics.backend_error("coordinator", e.kind().as_str());
+    if again {
+        tracing::debug!(coordinator, "membership heartbeat failed again: {e}");
+    } else {
+        tracing::warn!(
+            coordinator,
+            "membership heartbeat failed ({}): {e}; the last view stays (the next failures are logged at \
+             debug level until one answers)",
+            e.kind()
+        );
     }
 }
 
