@@ -46,6 +46,28 @@ impl Backend {
         }
     }
 
+    /// Connects once, before the replicas do: a backend that cannot be reached (or
+    /// refuses) is an error here, not a replica's thread that ends with a panic.
+    ///
+    /// # Errors
+    /// The backend cannot be reached, or refuses the connection.
+    pub fn check(&self) -> Result<(), BoxError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        runtime.block_on(async {
+            match self {
+                Self::Redis { url, prefix } => {
+                    let config = RedisConfig::new(url.as_str()).key_prefix(prefix.as_str());
+                    RedisCoordinator::connect(config).await?;
+                }
+                Self::Postgres { url, .. } => {
+                    let (_client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+                    drop(connection);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Replica `index`'s coordinator, on a connection of its own; panics (ending the
     /// replica's thread, and the run) if it cannot connect.
     pub fn connect(&self, _index: usize) -> LocalBoxFuture<'static, Arc<dyn Coordinator>> {

@@ -106,6 +106,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = backend.check() {
+        eprintln!("slotcron-bench: --backend: cannot connect to {}: {e}", backend.name());
+        return ExitCode::from(2);
+    }
     let load = Load {
         replicas: args.replicas,
         jobs: args.jobs,
@@ -161,6 +165,12 @@ mod tests {
         assert!(duration("0s").unwrap_err().contains("longer than zero"));
         assert!(duration("-1s").unwrap_err().contains("longer than zero"));
         assert!(duration("soon").unwrap_err().contains("not a duration"));
+    }
+
+    #[test]
+    fn a_backend_that_cannot_be_reached_is_an_error_before_the_replicas_start() {
+        assert!(Backend::new("redis://127.0.0.1:1").unwrap().check().is_err());
+        assert!(Backend::new("postgres://postgres@127.0.0.1:1/test").unwrap().check().is_err());
     }
 
     #[test]
