@@ -13,7 +13,9 @@
 //! `--spread` spreads the jobs' instants over the period a second apart (a million cron
 //! jobs over the minute: `--jobs 1000000 --period 60s --window 60s --spread`). On Redis
 //! a second line gives the server's memory per job at the end of the run (`INFO
-//! memory`), and `--timeline` a line per instant.
+//! memory`), `--timeline` a line per instant, and `--stages` a line per stage of the
+//! bursts (claims, ledger records, start marks, handlers' start), timed from their
+//! instant.
 //!
 //! The window counts from the first instant after the replicas have added their jobs:
 //! their start, their joining of the fleet and their first bursts are measured.
@@ -68,6 +70,12 @@ struct Args {
     /// one line each, after the figures: where in the run the late runs were.
     #[arg(long)]
     timeline: bool,
+    /// Also print where the window's bursts spent their lateness, one line per stage:
+    /// when, after the triggers' instant, the coordinator calls (claims, start marks)
+    /// and the ledger writes (`running` records, end records) on their path were sent
+    /// and answered, and when the handlers started (p50 / p99 over the triggers).
+    #[arg(long)]
+    stages: bool,
 }
 
 /// A positive duration in the friendly format ("1s", "500ms", "2m").
@@ -145,6 +153,12 @@ fn main() -> ExitCode {
                 .map_or_else(|_| instant.to_string(), |t| t.to_string());
             let ms = |us: u64| us as f64 / 1e3;
             println!("  {at}: p50 {:.1} ms p99 {:.1} ms max {:.1} ms", ms(*p50), ms(*p99), ms(*max));
+        }
+    }
+    if args.stages {
+        println!("  stages, after the instant (p50 / p99 over the triggers):");
+        for stage in &report.stages {
+            println!("    {stage}");
         }
     }
     if let Err(e) = backend.clean_up() {

@@ -2,7 +2,7 @@
 //! [`Scheduler`] on its own OS thread with its own tokio runtime and its own coordinator
 //! connection, run `allow` jobs with no-op handlers on the system clock, every job due at
 //! the same instants (interval schedules anchored at the Unix epoch), and the in-memory
-//! ledger.
+//! ledger ([`MemoryLedger`](slotcron::MemoryLedger), timed).
 //!
 //! [`run`] measures one [`Load`] over a window of whole periods and returns a
 //! [`Report`]: triggers delivered of those expected in the window, duplicates (a trigger
@@ -10,25 +10,35 @@
 //! handler's start, the process's CPU time (all replicas, all threads) per delivered
 //! fire, the coordinator calls the replicas made ([`Counted`], one round trip each in
 //! the Redis and PostgreSQL coordinators unless a reply was lost) and what the backend's
-//! own counter says (e.g. Redis `INFO commandstats`), both per expected trigger.
+//! own counter says (e.g. Redis `INFO commandstats`), both per expected trigger, and
+//! where the bursts' lateness went ([`Report::stages`]: each coordinator call and ledger
+//! write on their path, timed from the triggers' instant).
 //!
 //! CPU time comes from `/proc/self/stat` (Linux; `USER_HZ` ticks, 10 ms). Memory is the
 //! replicas': the harness notes only the window's runs and records, in room it makes
 //! (and touches) before it reads the baseline, and reads the peak before it adds them up.
+
+mod counted;
+mod ledger;
+mod stages;
+
+pub use counted::Counted;
+pub use stages::{Stage, StageFigures};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures_util::future::LocalBoxFuture;
 use jiff::{SignedDuration, Timestamp};
 use slotcron::{
-    AheadStart, AheadVoid, CancellationToken, Claim, ClaimOutcome, Coordinator, CoordinatorError,
-    DEFAULT_MEMBERSHIP_TTL, Handled, Interval, Job, JobContext, Lease, LeaseGrant, LeaseRenewal,
-    MAX_CLAIMS_PER_ROUND_TRIP, RunObserver, RunRecord, Scheduler, StartMark, TriggerRef, Unstarted,
+    CancellationToken, Coordinator, DEFAULT_MEMBERSHIP_TTL, Interval, Job, JobContext, RunObserver,
+    RunRecord, Scheduler,
 };
+
+use ledger::Timed;
+use stages::Stages;
 
 /// What the fleet runs.
 #[derive(Debug, Clone, Copy)]
@@ -89,6 +99,10 @@ pub struct Report {
     /// Each instant of the window (Unix milliseconds, in order) with its runs' lateness
     /// p50, p99 and max (microseconds): where in the run the slow runs were.
     pub by_instant: Vec<(i64, (u64, u64, u64))>,
+    /// Where the window's bursts spent their lateness: the coordinator calls on their
+    /// path ([`Stage`]), then the handlers' start and the runs' end (their record made),
+    /// each timed from the triggers' instant.
+    pub stages: Vec<StageFigures>,
 }
 
 impl std::fmt::Display for Report {
@@ -141,7 +155,7 @@ type Run = (u32, i64, u64);
 /// The measured window's triggers, `[start, end)` in ms since the epoch: empty until
 /// the window is known. The harness notes only the runs and records of its triggers.
 #[derive(Default)]
-struct Window {
+pub(crate) struct Window {
     start: AtomicI64,
     end: AtomicI64,
 }
@@ -199,16 +213,17 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let ready = Arc::new(Barrier::new(load.replicas + 1));
     let calls = Arc::new(AtomicU64::new(0));
     let converged = Arc::new(AtomicU64::new(0));
+    let stages = Arc::new(Stages::new(window.clone()));
     std::thread::scope(|scope| {
         for (index, (runs, outcomes)) in runs.iter().zip(&outcomes).enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
             let (converged, window) = (converged.clone(), window.clone());
-            let outcomes = outcomes.clone();
+            let (outcomes, stages) = (outcomes.clone(), stages.clone());
             scope.spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
                 runtime.expect("a runtime").block_on(async move {
                     let inner = connect.connect(index).await;
-                    let coordinator = Arc::new(Counted { inner, calls });
+                    let coordinator = Arc::new(Counted { inner, calls, stages: stages.clone() });
                     let mut builder = Scheduler::builder();
                     // `FLEET_CLAIM_AHEAD_MS`: the claim-ahead window (default the builder's).
                     if let Some(ms) = std::env::var("FLEET_CLAIM_AHEAD_MS").ok().and_then(|v| v.parse().ok())
@@ -217,6 +232,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                     }
                     let scheduler = builder
                         .coordinator(coordinator)
+                        .ledger(Arc::new(Timed::new(stages)))
                         .instance(format!("replica-{index}"))
                         .observer(outcomes)
                         .build();
@@ -275,6 +291,8 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                 *report.outcomes.entry(outcome).or_default() += 1;
             }
         }
+        // The calls and writes, then the handlers' start.
+        report.stages.splice(0..0, stages.figures());
         report
     })
 }
@@ -288,7 +306,7 @@ fn measure(
     commands: Option<u64>,
 ) -> Report {
     let mut seen: HashMap<(u32, i64), u32> = HashMap::new();
-    let mut lateness = Vec::new();
+    let mut lateness: Vec<u64> = Vec::new();
     let mut by_instant: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
     for runs in runs {
         for &(job, trigger, late) in runs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
@@ -301,6 +319,7 @@ fn measure(
     }
     let by_instant =
         by_instant.into_iter().map(|(instant, mut lateness)| (instant, percentiles(&mut lateness))).collect();
+    let started = StageFigures::moment("handler start", lateness.iter().map(|&l| l as i64).collect());
     let (p50, p99, max) = percentiles(&mut lateness);
     let delivered = seen.len() as u64;
     let expected = load.expected();
@@ -315,6 +334,7 @@ fn measure(
         outcomes: BTreeMap::new(),
         memory_per_job: None,
         by_instant,
+        stages: vec![started],
     }
 }
 
@@ -384,171 +404,4 @@ fn cpu_time() -> Duration {
     let fields: Vec<&str> = after.split(' ').collect();
     let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     Duration::from_millis((tick(11) + tick(12)) * 10)
-}
-
-/// A coordinator that counts the calls made to the one it wraps: one round trip each
-/// in the Redis and PostgreSQL coordinators (unless a reply was lost and read back); a
-/// batch of claims counts one per [`MAX_CLAIMS_PER_ROUND_TRIP`] claims, as a single Redis
-/// server or PostgreSQL takes it (a Redis Cluster: one per hash slot).
-pub struct Counted {
-    /// The coordinator asked.
-    pub inner: Arc<dyn Coordinator>,
-    /// Calls so far.
-    pub calls: Arc<AtomicU64>,
-}
-
-impl Counted {
-    fn count(&self) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-#[async_trait]
-impl Coordinator for Counted {
-    async fn claim(&self, claim: &Claim<'_>) -> Result<ClaimOutcome, CoordinatorError> {
-        self.count();
-        self.inner.claim(claim).await
-    }
-
-    async fn claim_batch(&self, claims: &[Claim<'_>]) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
-        let round_trips = claims.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
-        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
-        self.inner.claim_batch(claims).await
-    }
-
-    fn claims_ahead(&self) -> bool {
-        self.inner.claims_ahead()
-    }
-
-    async fn claim_batch_ahead(
-        &self,
-        owner: &str,
-        at: Timestamp,
-        claims: &[Claim<'_>],
-        until: Timestamp,
-    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
-        let round_trips = claims.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
-        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
-        self.inner.claim_batch_ahead(owner, at, claims, until).await
-    }
-
-    async fn start_ahead(
-        &self,
-        owner: &str,
-        at: Timestamp,
-        claims: &[TriggerRef<'_>],
-        until: Timestamp,
-    ) -> Result<AheadStart, CoordinatorError> {
-        self.count();
-        self.inner.start_ahead(owner, at, claims, until).await
-    }
-
-    async fn void_ahead(
-        &self,
-        owner: &str,
-        at: Timestamp,
-        triggers: &[TriggerRef<'_>],
-        until: Timestamp,
-    ) -> Result<AheadVoid, CoordinatorError> {
-        self.count();
-        self.inner.void_ahead(owner, at, triggers, until).await
-    }
-
-    async fn acquire_lease(&self, lease: &Lease<'_>) -> Result<LeaseGrant, CoordinatorError> {
-        self.count();
-        self.inner.acquire_lease(lease).await
-    }
-
-    async fn renew_lease(&self, lease: &Lease<'_>) -> Result<LeaseRenewal, CoordinatorError> {
-        self.count();
-        self.inner.renew_lease(lease).await
-    }
-
-    async fn release_lease(&self, lease: &Lease<'_>) -> Result<(), CoordinatorError> {
-        self.count();
-        self.inner.release_lease(lease).await
-    }
-
-    async fn cancel_lease(&self, job: &str) -> Result<bool, CoordinatorError> {
-        self.count();
-        self.inner.cancel_lease(job).await
-    }
-
-    async fn time(&self) -> Result<Option<Timestamp>, CoordinatorError> {
-        self.count();
-        self.inner.time().await
-    }
-
-    async fn heartbeat(
-        &self,
-        instance: &str,
-        ttl: Duration,
-    ) -> Result<Option<Vec<String>>, CoordinatorError> {
-        self.count();
-        self.inner.heartbeat(instance, ttl).await
-    }
-
-    async fn leave(&self, instance: &str) -> Result<(), CoordinatorError> {
-        self.count();
-        self.inner.leave(instance).await
-    }
-
-    async fn high_water_marks(&self, jobs: &[&str]) -> Result<Vec<Option<Timestamp>>, CoordinatorError> {
-        self.count();
-        self.inner.high_water_marks(jobs).await
-    }
-
-    async fn unclaimed(&self, triggers: &[TriggerRef<'_>]) -> Result<Vec<bool>, CoordinatorError> {
-        self.count();
-        self.inner.unclaimed(triggers).await
-    }
-
-    async fn add_handled(
-        &self,
-        owner: &str,
-        at: Timestamp,
-        handled: Handled,
-        ttl: Duration,
-    ) -> Result<(), CoordinatorError> {
-        self.count();
-        self.inner.add_handled(owner, at, handled, ttl).await
-    }
-
-    async fn handled(&self, tallies: &[(&str, Timestamp)]) -> Result<Vec<Option<Handled>>, CoordinatorError> {
-        self.count();
-        self.inner.handled(tallies).await
-    }
-
-    fn keeps_start_marks(&self) -> bool {
-        self.inner.keeps_start_marks()
-    }
-
-    async fn mark_starts(
-        &self,
-        instance: &str,
-        marks: &[StartMark<'_>],
-    ) -> Result<Vec<bool>, CoordinatorError> {
-        let round_trips = marks.len().div_ceil(MAX_CLAIMS_PER_ROUND_TRIP);
-        self.calls.fetch_add(round_trips as u64, Ordering::Relaxed);
-        self.inner.mark_starts(instance, marks).await
-    }
-
-    async fn unstarted(&self, instance: &str, jobs: &[&str]) -> Result<Vec<Unstarted>, CoordinatorError> {
-        self.count();
-        self.inner.unstarted(instance, jobs).await
-    }
-
-    async fn take_over(
-        &self,
-        from: &str,
-        to: &str,
-        claims: &[TriggerRef<'_>],
-    ) -> Vec<Result<ClaimOutcome, CoordinatorError>> {
-        self.count();
-        self.inner.take_over(from, to, claims).await
-    }
-
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
 }
