@@ -136,6 +136,17 @@ async fn member_details_and_the_join_check() {
 }
 
 #[tokio::test]
+async fn replicas_started_together_see_each_other_at_their_second_heartbeat() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::replicas_started_together_see_each_other_at_their_second_heartbeat(&factory(
+            schemas.adopter(),
+        ))
+        .await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays() {
     isolated(async |schemas: &mut Schemas| {
         testkit::replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(&factory(

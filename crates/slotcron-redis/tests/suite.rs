@@ -113,6 +113,13 @@ async fn member_details_and_the_join_check() {
 }
 
 #[tokio::test]
+async fn replicas_started_together_see_each_other_at_their_second_heartbeat() {
+    let server = RedisServer::tcp();
+    testkit::replicas_started_together_see_each_other_at_their_second_heartbeat(&factory(server.config()))
+        .await;
+}
+
+#[tokio::test]
 async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays() {
     let server = RedisServer::tcp();
     testkit::replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(&factory(

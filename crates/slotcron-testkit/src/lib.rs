@@ -106,6 +106,7 @@ pub use ownership_suite::{
     a_slow_owner_that_marked_its_instant_is_not_taken_over, an_owner_at_its_concurrency_cap_is_taken_over,
     an_owner_that_cannot_claim_is_taken_over, member_details_and_the_join_check, membership_contract,
     replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays,
+    replicas_started_together_see_each_other_at_their_second_heartbeat,
 };
 pub use placement_suite::{
     a_job_no_live_member_can_run_is_recorded_skipped_no_member,

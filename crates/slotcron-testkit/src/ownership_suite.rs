@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use slotcron::{
-    Claim, Handled, Hold, Job, JobContext, JoinError, LiveMember, MemberDetails, Outcome, ScheduleKind,
-    SchedulerBuilder, TriggerRef, job_owner, trigger_key,
+    Claim, Handled, Hold, Job, JobContext, JoinError, LiveMember, MEMBERSHIP_JOIN_LOOK, MemberDetails,
+    Outcome, ScheduleKind, SchedulerBuilder, TriggerRef, job_owner, trigger_key,
 };
 
 use crate::suite::{later, namespace};
@@ -350,6 +350,33 @@ pub async fn replicas_started_together_agree_on_their_owners_within_a_few_takeov
             .collect();
         assert_eq!(lost, [], "{instance} lost claims of triggers it owned");
     }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
+/// Replicas started one after another, each once the one before has joined, at the same
+/// instant of their clocks: the first one's first heartbeat saw only itself. Each looks
+/// at the membership again [`MEMBERSHIP_JOIN_LOOK`] after its first heartbeat (not a
+/// takeover delay later), and then each sees the whole fleet: replicas started together
+/// agree on their owners before their first instants.
+pub async fn replicas_started_together_see_each_other_at_their_second_heartbeat(
+    factory: &impl CoordinatorFactory,
+) {
+    let ns = namespace("join_look");
+    let mut fleet = slow_fleet(&REPLICAS);
+    for index in 0..REPLICAS.len() {
+        fleet.start(index, factory.coordinator(&ns).await).await;
+        until_joined(&fleet, &[index]).await;
+    }
+    let alone = Some(vec![REPLICAS[0].to_string()]);
+    assert_eq!(views(&fleet, &[0]), [alone], "the first replica's first heartbeat saw only itself");
+    fleet.advance(MEMBERSHIP_JOIN_LOOK, Delivery::Together).await;
+    let all = Some(REPLICAS.iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    let agreed = || views(&fleet, &[0, 1, 2]).iter().all(|view| *view == all);
+    crate::replica::wait_until(Fleet::DEFAULT_TIMEOUT, agreed, || {
+        format!("the views {:?} a join look after the first heartbeats", views(&fleet, &[0, 1, 2]))
+    })
+    .await;
     fleet.stop_all().await;
     fleet.assert_shared_exactly_once();
 }

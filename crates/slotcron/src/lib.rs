@@ -201,8 +201,8 @@ pub use coordinator::{
     AheadStart, AheadVoid, Claim, ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, ClaimOutcome,
     Coordinator, CoordinatorError, CoordinatorErrorKind, CountedAnswer, CountedMark, DEFAULT_LEASE_TTL,
     DEFAULT_MEMBERSHIP_TTL, Handled, Hold, InProcessCoordinator, Lease, LeaseGrant, LeaseRenewal, LiveMember,
-    MAX_CLAIMS_PER_ROUND_TRIP, MemberDetails, RequestClaim, SKEW_SAMPLE_EVERY, StartMark, TriggerRef,
-    Unstarted, claim_batch_with_read_back, claim_with_read_back, job_owner,
+    MAX_CLAIMS_PER_ROUND_TRIP, MEMBERSHIP_JOIN_LOOK, MemberDetails, RequestClaim, SKEW_SAMPLE_EVERY,
+    StartMark, TriggerRef, Unstarted, claim_batch_with_read_back, claim_with_read_back, job_owner,
 };
 pub use engine::{
     CancelAsked, DefineError, FleetMember, JobInfo, JoinError, Leftover, PRESUMED_PARENT_WAIT, PlanError,

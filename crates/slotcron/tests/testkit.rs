@@ -132,6 +132,12 @@ async fn member_details_and_the_join_check() {
 }
 
 #[tokio::test]
+async fn replicas_started_together_see_each_other_at_their_second_heartbeat() {
+    testkit::replicas_started_together_see_each_other_at_their_second_heartbeat(&Factory::default().build())
+        .await;
+}
+
+#[tokio::test]
 async fn replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays() {
     testkit::replicas_started_together_agree_on_their_owners_within_a_few_takeover_delays(
         &Factory::default().build(),

@@ -12,6 +12,12 @@ use super::rendezvous::stable_hash;
 /// this long after its last heartbeat, on the coordinator's clock.
 pub const DEFAULT_MEMBERSHIP_TTL: Duration = Duration::from_secs(10);
 
+/// How soon after its first heartbeat a replica looks at the membership again: replicas
+/// started together (one deploy) have registered by then, so that they agree on their
+/// owners before their first instants rather than a takeover delay later. Capped by the
+/// takeover delay and by a third of the membership TTL.
+pub const MEMBERSHIP_JOIN_LOOK: Duration = Duration::from_millis(50);
+
 /// One trigger, by identity: the job's name and its trigger key
 /// ([`trigger_key`](crate::trigger_key)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

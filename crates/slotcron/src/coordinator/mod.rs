@@ -16,7 +16,9 @@ pub use error::{CoordinatorError, CoordinatorErrorKind};
 pub use hold::Hold;
 pub use in_process::InProcessCoordinator;
 pub use lease::{DEFAULT_LEASE_TTL, Lease, LeaseGrant, LeaseRenewal};
-pub use membership::{DEFAULT_MEMBERSHIP_TTL, Handled, LiveMember, MemberDetails, TriggerRef};
+pub use membership::{
+    DEFAULT_MEMBERSHIP_TTL, Handled, LiveMember, MEMBERSHIP_JOIN_LOOK, MemberDetails, TriggerRef,
+};
 pub use read_back::{
     ClaimAttemptError, ClaimBatchAttempt, ClaimHolder, claim_batch_with_read_back, claim_with_read_back,
 };
@@ -137,8 +139,9 @@ pub const SKEW_SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// only take over what it left unclaimed.
 ///
 /// A replica registers itself with [`Coordinator::heartbeat`] every third of the
-/// membership TTL (default [`DEFAULT_MEMBERSHIP_TTL`]) — a takeover delay apart while its
-/// view changes (replicas that start together agree within a few), and at once, after
+/// membership TTL (default [`DEFAULT_MEMBERSHIP_TTL`]) — [`MEMBERSHIP_JOIN_LOOK`] after
+/// its first one (replicas started together see each other before their first
+/// instants), a takeover delay apart while its view changes, and at once, after
 /// one takeover delay, when another replica won the claim of a trigger it owned (its view
 /// is out of date) —; the coordinator keeps each member
 /// until its last heartbeat plus the TTL has passed on the coordinator's clock, so a

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use super::{FleetRun, details, orphans, partition, placement};
 use crate::clock::later;
-use crate::coordinator::CoordinatorError;
+use crate::coordinator::{CoordinatorError, MEMBERSHIP_JOIN_LOOK};
 use crate::engine::claim::within_claim_timeout;
 use crate::engine::shared::Shared;
 
@@ -116,7 +116,9 @@ impl View {
 /// settled (a member joined or left: at this replica's own start, every member's view
 /// changes), and when a lost claim says it is [stale](View::stale), the next heartbeat
 /// comes after [`quick_pause`] instead: replicas that start together agree on their owners
-/// within a few of those, not after two thirds of a TTL of triggers claimed twice.
+/// within a few of those, not after two thirds of a TTL of triggers claimed twice. The
+/// second comes [`MEMBERSHIP_JOIN_LOOK`] after the first: replicas started within that of
+/// each other agree before their first instants.
 pub(crate) async fn heartbeat(fleet: FleetRun) {
     let shared = fleet.shared();
     let Some(coordinator) = shared.coordinator.clone().filter(|_| shared.settings.shared_work) else {
@@ -136,6 +138,7 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
     let mut failing = false;
     // Its details as last published.
     let published = details::Published::default();
+    let mut first = true;
     loop {
         let asked = shared.clock.now();
         let answer = within_claim_timeout(shared, coordinator.heartbeat(&shared.instance, ttl)).await;
@@ -180,8 +183,14 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
             tracing::info!(coordinator = coordinator.name(), "membership heartbeat answers again");
         }
         known = watch_leavers(&fleet, known);
-        let quick = answer_ok && !fleet.state.membership.settled();
-        if !pause(&fleet, asked, quick).await {
+        let every = if std::mem::take(&mut first) {
+            MEMBERSHIP_JOIN_LOOK.min(quick_pause(shared))
+        } else if answer_ok && !fleet.state.membership.settled() {
+            quick_pause(shared)
+        } else {
+            ttl / 3
+        };
+        if !pause(&fleet, asked, every).await {
             break;
         }
     }
@@ -214,13 +223,12 @@ pub(crate) fn quick_pause(shared: &Shared) -> std::time::Duration {
     shared.settings.takeover_delay.min(shared.settings.membership_ttl / 3)
 }
 
-/// Waits for the next heartbeat after the one sent at `asked`: a third of the membership
-/// TTL from now (`quick`: [`quick_pause`]), or [`quick_pause`] after `asked` once the
-/// view is said to be stale. `false` once the scheduler starts stopping.
-async fn pause(fleet: &FleetRun, asked: Timestamp, quick: bool) -> bool {
+/// Waits for the next heartbeat after the one sent at `asked`: `every` from now, or
+/// [`quick_pause`] after `asked` once the view is said to be stale. `false` once the
+/// scheduler starts stopping.
+async fn pause(fleet: &FleetRun, asked: Timestamp, every: std::time::Duration) -> bool {
     let (shared, stopping) = (fleet.shared(), &fleet.scope.stopping);
     let soon = later(asked, quick_pause(shared));
-    let every = if quick { quick_pause(shared) } else { shared.settings.membership_ttl / 3 };
     let next = later(shared.clock.now(), every);
     let stale = fleet.state.membership.stale();
     tokio::select! {
