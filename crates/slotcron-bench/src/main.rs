@@ -73,7 +73,8 @@ struct Args {
     /// Also print where the window's bursts spent their lateness, one line per stage:
     /// when, after the triggers' instant, the coordinator calls (claims, start marks)
     /// and the ledger writes (`running` records, end records) on their path were sent
-    /// and answered, and when the handlers started (p50 / p99 over the triggers).
+    /// and answered, and when the handlers started (p50 / p99 over the triggers). With
+    /// `--timeline`, each instant's too.
     #[arg(long)]
     stages: bool,
 }
@@ -148,11 +149,14 @@ fn main() -> ExitCode {
         println!("  {} memory at the end of the run: {per_job} B per job", backend.name());
     }
     if args.timeline {
-        for (instant, (p50, p99, max)) in &report.by_instant {
+        for ((instant, (p50, p99, max)), stages) in report.by_instant.iter().zip(&report.stages_by_instant) {
             let at = jiff::Timestamp::from_millisecond(*instant)
                 .map_or_else(|_| instant.to_string(), |t| t.to_string());
             let ms = |us: u64| us as f64 / 1e3;
             println!("  {at}: p50 {:.1} ms p99 {:.1} ms max {:.1} ms", ms(*p50), ms(*p99), ms(*max));
+            for stage in stages.iter().filter(|_| args.stages) {
+                println!("    {stage}");
+            }
         }
     }
     if args.stages {

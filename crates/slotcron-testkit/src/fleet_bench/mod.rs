@@ -103,6 +103,9 @@ pub struct Report {
     /// path ([`Stage`]), then the handlers' start and the runs' end (their record made),
     /// each timed from the triggers' instant.
     pub stages: Vec<StageFigures>,
+    /// The coordinator calls' and ledger writes' stages of each instant of the window,
+    /// in the order of [`Report::by_instant`].
+    pub stages_by_instant: Vec<Vec<StageFigures>>,
 }
 
 impl std::fmt::Display for Report {
@@ -292,7 +295,9 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
             }
         }
         // The calls and writes, then the handlers' start.
-        report.stages.splice(0..0, stages.figures());
+        report.stages.splice(0..0, stages.figures(None));
+        report.stages_by_instant =
+            report.by_instant.iter().map(|&(instant, _)| stages.figures(Some(instant))).collect();
         report
     })
 }
@@ -335,6 +340,7 @@ fn measure(
         memory_per_job: None,
         by_instant,
         stages: vec![started],
+        stages_by_instant: Vec::new(),
     }
 }
 

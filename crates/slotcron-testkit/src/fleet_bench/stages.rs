@@ -46,6 +46,7 @@ impl Stage {
 #[derive(Debug, Clone, Copy)]
 struct Call {
     stage: Stage,
+    instant_ms: i64,
     triggers: u32,
     sent_us: i64,
     answered_us: i64,
@@ -71,6 +72,7 @@ impl Stages {
         let after = |at: Timestamp| instant.duration_until(at).as_micros() as i64;
         let call = Call {
             stage,
+            instant_ms: instant.as_millisecond(),
             triggers: u32::try_from(triggers).unwrap_or(u32::MAX),
             sent_us: after(sent),
             answered_us: after(Timestamp::now()),
@@ -78,9 +80,11 @@ impl Stages {
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).push(call);
     }
 
-    /// The figures of each stage that had calls, in [`Stage`]'s order.
-    pub(crate) fn figures(&self) -> Vec<StageFigures> {
+    /// The figures of each stage that had calls, in [`Stage`]'s order: of every instant
+    /// (`None`), or of one (Unix milliseconds).
+    pub(crate) fn figures(&self, instant_ms: Option<i64>) -> Vec<StageFigures> {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        calls.retain(|call| instant_ms.is_none_or(|at| call.instant_ms == at));
         calls.sort_by_key(|call| call.stage);
         calls
             .chunk_by(|a, b| a.stage == b.stage)
@@ -178,7 +182,9 @@ mod tests {
         stages.note(Stage::Claim, at(1_000), at(1_002), 10);
         stages.note(Stage::Claim, at(2_000), at(2_002), 10);
         stages.note(Stage::MarkStarts, at(1_000), at(1_010), 0);
-        let figures = stages.figures();
+        let figures = stages.figures(None);
+        assert_eq!(stages.figures(Some(2_000)).len(), 0);
+        assert_eq!(stages.figures(Some(1_000)).len(), 1);
         assert_eq!(figures.len(), 1);
         assert_eq!(
             (figures[0].stage, figures[0].triggers, figures[0].calls),
