@@ -243,6 +243,14 @@ async fn a_paused_jobs_triggers_are_refused_by_their_owner_alone() {
 }
 
 #[tokio::test]
+async fn a_replica_claims_ahead_once_its_view_settles() {
+    isolated(async |schemas: &mut Schemas| {
+        testkit::a_replica_claims_ahead_once_its_view_settles(&factory(schemas.adopter())).await
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided() {
     isolated(async |schemas: &mut Schemas| {
         testkit::a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(&factory(schemas.adopter()))

@@ -214,6 +214,12 @@ async fn claims_ahead_contract() {
 }
 
 #[tokio::test]
+async fn a_replica_claims_ahead_once_its_view_settles() {
+    let server = RedisServer::tcp();
+    testkit::a_replica_claims_ahead_once_its_view_settles(&factory(server.config())).await;
+}
+
+#[tokio::test]
 async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided() {
     let server = RedisServer::tcp();
     testkit::a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(&factory(server.config())).await;

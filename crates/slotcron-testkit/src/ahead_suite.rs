@@ -229,6 +229,38 @@ pub async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(
     fleet.assert_shared_exactly_once();
 }
 
+/// A replica alone with one job every 20 s, started between two of its instants long
+/// after the one before (so its first trigger may be claimed ahead): its view settles at
+/// its second heartbeat, after its loop went to sleep until that first trigger, and the
+/// settling wakes the loop, which claims the trigger ahead rather than as it comes due.
+pub async fn a_replica_claims_ahead_once_its_view_settles(factory: &impl CoordinatorFactory) {
+    let ns = namespace("ahead_once_settled");
+    let twenty = Timestamp::now().as_second() / 20 * 20 + 20;
+    let start = Timestamp::from_second(twenty + 10).expect("a valid instant");
+    let mut fleet = Fleet::new(start).with_shared_work(TAKEOVER_DELAY).with_settings(|builder| {
+        builder.membership_ttl(MEMBERSHIP_TTL).claim_ahead(CLAIM_AHEAD).slack(Duration::from_secs(1))
+    });
+    let slow = Job::builder("slow").every(Duration::from_secs(20)).handler(ok).build().unwrap();
+    fleet.add_replica(REPLICAS[0], SignedDuration::ZERO, vec![slow]);
+    let coordinator = factory.coordinator(&ns).await;
+    let claims_ahead = coordinator.claims_ahead();
+    fleet.start(0, coordinator).await;
+    let first = Timestamp::from_second(twenty + 20).expect("a valid instant");
+    while fleet.now() < later(first, Duration::from_secs(1)) {
+        fleet.advance(PERIOD / 4, Delivery::Together).await;
+        tokio::time::sleep(MEMBERSHIP_TTL / 20).await;
+    }
+    let ahead = fleet.replica(0).claimed_ahead();
+    if claims_ahead {
+        assert!(
+            ahead.contains(&("slow".into(), first)),
+            "slow's first trigger was not claimed ahead: {ahead:?}"
+        );
+    }
+    fleet.stop_all().await;
+    fleet.assert_shared_exactly_once();
+}
+
 /// An owner that dies after claiming its next triggers ahead (it never starts them):
 /// the others void its start after the takeover delay and run each of those triggers
 /// once; nothing runs twice; every replica has one record per trigger it saw.

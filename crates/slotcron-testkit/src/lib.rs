@@ -85,8 +85,8 @@ mod suite;
 
 pub use ahead_suite::{
     a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided,
-    an_owner_that_cannot_start_is_taken_over, an_owner_that_dies_after_claiming_ahead_is_taken_over,
-    claims_ahead_contract, owners_claim_ahead,
+    a_replica_claims_ahead_once_its_view_settles, an_owner_that_cannot_start_is_taken_over,
+    an_owner_that_dies_after_claiming_ahead_is_taken_over, claims_ahead_contract, owners_claim_ahead,
 };
 pub use batch_suite::{
     a_batch_of_which_another_replica_won_some, batch_claims, every_claim_rule_holds_within_a_batch,

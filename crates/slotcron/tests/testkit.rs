@@ -200,6 +200,11 @@ async fn a_job_no_live_member_can_run_is_recorded_skipped_no_member() {
 }
 
 #[tokio::test]
+async fn a_replica_claims_ahead_once_its_view_settles() {
+    testkit::a_replica_claims_ahead_once_its_view_settles(&Factory::default().build()).await;
+}
+
+#[tokio::test]
 async fn a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided() {
     testkit::a_first_trigger_is_claimed_ahead_once_the_one_before_is_decided(&Factory::default().build())
         .await;

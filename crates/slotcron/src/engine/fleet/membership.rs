@@ -93,13 +93,15 @@ impl View {
         (view.0.clone(), self.generation.load(Ordering::Acquire))
     }
 
-    fn set(&self, members: Option<Arc<[Arc<str>]>>) {
+    /// Sets the view to `members`; whether it has settled just now (it was not before).
+    fn set(&self, members: Option<Arc<[Arc<str>]>>) -> bool {
         let mut view = self.members.write().unwrap_or_else(|p| p.into_inner());
         let settled = members.is_some() && view.0 == members;
         if view.0 != members {
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
-        *view = (members, settled);
+        let was = std::mem::replace(&mut *view, (members, settled)).1;
+        settled && !was
     }
 
     /// Notes a heartbeat's answer at `now`: the start of an unbroken run of answers, or
@@ -162,7 +164,11 @@ pub(crate) async fn heartbeat(fleet: FleetRun) {
                 shared.metrics.members(members.len());
                 let members: Members = members.into_iter().map(Arc::from).collect();
                 seen(&mut known, &members);
-                fleet.state.membership.set(Some(members.clone()));
+                if fleet.state.membership.set(Some(members.clone())) {
+                    // Claims ahead are made in a settled view only: the engine's loop,
+                    // asleep until its next instant, looks for them now.
+                    shared.wake.notify_one();
+                }
                 fleet.state.membership.first_heartbeat_done();
                 placement::refresh(&fleet, &members).await;
             }
