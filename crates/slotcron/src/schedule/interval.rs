@@ -88,6 +88,12 @@ impl Schedule for Interval {
         Timestamp::from_nanosecond(start.as_nanosecond() + self.period_ns).ok()
     }
 
+    /// The start of the slot of the nanosecond before `before`: one division, where the
+    /// trait's default searches.
+    fn prev_before(&self, before: Timestamp) -> Option<Timestamp> {
+        self.slot_start(Timestamp::from_nanosecond(before.as_nanosecond() - 1).ok()?)
+    }
+
     fn kind(&self) -> ScheduleKind {
         ScheduleKind::Interval { period: self.period() }
     }
@@ -127,6 +133,25 @@ mod tests {
         assert_eq!(quarter_past.next_after(ts("2024-05-17T10:15:00Z")), Some(ts("2024-05-17T11:15:00Z")));
         let quarter_to = every(3600).with_offset(SignedDuration::from_mins(-15)).unwrap();
         assert_eq!(quarter_to.next_after(ts("2024-05-17T10:00:00Z")), Some(ts("2024-05-17T10:45:00Z")));
+    }
+
+    #[test]
+    fn the_previous_fire_time_is_the_search_s_without_the_search() {
+        let schedules = [
+            every(90),
+            every(3600).with_offset(SignedDuration::from_mins(-15)).unwrap(),
+            Interval::every(Duration::from_millis(250)).unwrap(),
+        ];
+        for schedule in &schedules {
+            for t in ["2024-05-17T10:07:30Z", "2024-05-17T10:07:30.000000001Z", "1969-12-31T23:59:50Z"] {
+                let t = ts(t);
+                for step in 0..40 {
+                    let at = t + SignedDuration::from_millis(step * 137);
+                    let searched = super::super::prev::prev_by_search(schedule, at);
+                    assert_eq!(schedule.prev_before(at), searched, "{schedule:?} before {at}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -224,11 +224,14 @@ fn takeover_bound(shared: &Shared) -> Duration {
 /// here (its claim is decided); or, if this replica took none since it added the job
 /// (its first trigger after a start or a reload, no claim of an earlier one in flight
 /// here), the schedule's instant before `at` must be at or before `decided_by`: older
-/// than [`takeover_bound`], so that no replica claims it any more.
+/// than [`takeover_bound`], so that no replica claims it any more. That is, nothing fires
+/// after `decided_by` and before `at`: one `next_after` (a few hundred nanoseconds), not
+/// a `prev_before`, which for most schedules searches back over a hundred of them — a
+/// million jobs' first triggers after a start are each asked this.
 fn previous_decided(job: &Job, previous: Option<Timestamp>, at: Timestamp, decided_by: Timestamp) -> bool {
     match previous {
         Some(previous) => job.last_won.load(Ordering::Relaxed) == previous.as_millisecond(),
-        None => job.schedule.prev_before(at).is_none_or(|before| before <= decided_by),
+        None => job.schedule.next_after(decided_by).is_none_or(|after| after >= at),
     }
 }
 
@@ -580,6 +583,27 @@ mod tests {
         assert_eq!(ahead.lead(window, &next(3000, Some(t(59_900)))), window);
         // A small burst: the window.
         assert_eq!(ahead.lead(window, &next(10, None)), window);
+    }
+
+    #[test]
+    fn a_first_trigger_s_previous_instant_is_decided_once_nothing_fires_after_the_bound() {
+        let t = |s: &str| s.parse::<Timestamp>().unwrap();
+        let handler = |_ctx: crate::JobContext| async { Ok::<(), std::io::Error>(()) };
+        let job = |cron: &str| crate::Job::builder("j").cron(cron).handler(handler).build().unwrap();
+        // Weekdays at 09:00: the instant before Monday's is Friday's.
+        let weekdays = job("0 9 * * 1-5");
+        let monday = t("2026-12-07T09:00:00Z");
+        for (decided_by, decided) in [
+            ("2026-12-04T08:59:59Z", false),
+            ("2026-12-04T09:00:00Z", true),
+            ("2026-12-06T12:00:00Z", true),
+            ("2026-12-07T08:59:59Z", true),
+        ] {
+            let decided_by = t(decided_by);
+            assert_eq!(previous_decided(&weekdays, None, monday, decided_by), decided, "by {decided_by}");
+            let before = weekdays.schedule.prev_before(monday).unwrap();
+            assert_eq!(decided, before <= decided_by, "the same as the instant before's test");
+        }
     }
 
     #[test]
