@@ -130,9 +130,25 @@ fn main() -> ExitCode {
     let counter = backend.counter();
     let memory_before = backend.used_memory();
     let report = fleet_bench::run(load, &|index| backend.connect(index), counter.as_ref().map(|c| c as _));
+    let backend_per_job = memory_before
+        .zip(backend.used_memory())
+        .map(|(before, after)| after.saturating_sub(before) / args.jobs.max(1) as u64);
+    // Before the figures are printed: a reader that stops early (`| head`) must not
+    // leave the run's keys or schema behind.
+    let cleaned = backend.clean_up();
+    print(&args, backend.name(), &report, backend_per_job);
+    if let Err(e) = cleaned {
+        eprintln!("slotcron-bench: cleaning up: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints the run's line of figures, the backend's memory per job (`backend_per_job`,
+/// bytes), and the timeline and stages if asked for.
+fn print(args: &Args, backend: &str, report: &fleet_bench::Report, backend_per_job: Option<u64>) {
     println!(
-        "{}, {} replicas, {} jobs every {:?} for {:?}{}: {report}",
-        backend.name(),
+        "{backend}, {} replicas, {} jobs every {:?} for {:?}{}: {report}",
         args.replicas,
         args.jobs,
         args.period,
@@ -144,9 +160,8 @@ fn main() -> ExitCode {
             (false, true) => " (spread, from the start)",
         },
     );
-    if let Some((before, after)) = memory_before.zip(backend.used_memory()) {
-        let per_job = after.saturating_sub(before) / args.jobs.max(1) as u64;
-        println!("  {} memory at the end of the run: {per_job} B per job", backend.name());
+    if let Some(per_job) = backend_per_job {
+        println!("  {backend} memory at the end of the run: {per_job} B per job");
     }
     if args.timeline {
         for ((instant, (p50, p99, max)), stages) in report.by_instant.iter().zip(&report.stages_by_instant) {
@@ -165,11 +180,6 @@ fn main() -> ExitCode {
             println!("    {stage}");
         }
     }
-    if let Err(e) = backend.clean_up() {
-        eprintln!("slotcron-bench: cleaning up: {e}");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
