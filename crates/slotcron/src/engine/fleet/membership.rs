@@ -1,11 +1,12 @@
 //! This replica in the fleet's membership: its heartbeat, and its view of the members
 //! (described on [`Coordinator`](crate::Coordinator), "Membership").
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::{FleetRun, details, orphans, partition, placement};
 use crate::clock::later;
@@ -28,9 +29,9 @@ pub(crate) struct View {
     generation: AtomicU32,
     answered_since: RwLock<Option<Timestamp>>,
     stale: Arc<Notify>,
-    /// Whether the first heartbeat of this run has had its answer (or failed), and who
-    /// waits for it ([`View::first_heartbeat`]).
-    first: (AtomicBool, Notify),
+    /// Fired once the first heartbeat of this run has had its answer (or failed): a
+    /// latch that [`View::first_heartbeat`] waits on.
+    first: CancellationToken,
 }
 
 /// A membership view: the members' ids, sorted.
@@ -46,22 +47,12 @@ impl View {
     /// would claim every trigger as if it were alone — replicas started together would
     /// all claim their first instants and all but one lose each claim.
     pub async fn first_heartbeat(&self) {
-        let (done, waiters) = &self.first;
-        loop {
-            let notified = waiters.notified();
-            if done.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
+        self.first.cancelled().await;
     }
 
     /// Notes that the first heartbeat has had its answer (or failed).
     fn first_heartbeat_done(&self) {
-        let (done, waiters) = &self.first;
-        if !done.swap(true, Ordering::AcqRel) {
-            waiters.notify_waiters();
-        }
+        self.first.cancel();
     }
 
     /// Whether the view is settled (and not `None`).
