@@ -41,14 +41,14 @@ use backend::Backend;
 #[command(version, about)]
 struct Args {
     /// Jobs on each replica (the same N on every one), each due every PERIOD.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
     jobs: usize,
     /// The jobs' interval: all are due together at each multiple of it since the Unix
     /// epoch ("1s", "10s", "500ms").
     #[arg(long, default_value = "1s", value_parser = duration)]
     period: Duration,
     /// Replicas, each a scheduler on its own thread with its own connection.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
     replicas: usize,
     /// How long the measured window lasts: the triggers due in it count.
     #[arg(long, default_value = "20s", value_parser = duration)]
@@ -79,6 +79,12 @@ struct Args {
     stages: bool,
 }
 
+/// A count of at least one.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    let n: usize = text.parse().map_err(|e| format!("{text:?} is not a count: {e}"))?;
+    if n == 0 { Err("must be at least 1".into()) } else { Ok(n) }
+}
+
 /// A positive duration in the friendly format ("1s", "500ms", "2m").
 fn duration(text: &str) -> Result<Duration, String> {
     let parsed: SignedDuration =
@@ -91,10 +97,6 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if args.jobs == 0 || args.replicas == 0 {
-        eprintln!("slotcron-bench: --jobs and --replicas must be at least 1");
-        return ExitCode::from(2);
-    }
     if args.window < args.period {
         eprintln!("slotcron-bench: --window must be at least one --period, or no trigger is due in it");
         return ExitCode::from(2);
@@ -104,7 +106,9 @@ fn main() -> ExitCode {
         && !(whole(args.period) && whole(args.window) && args.window.as_secs() % args.period.as_secs() == 0)
     {
         eprintln!(
-            "slotcron-bench: with --spread, --period must be whole seconds and --window a multiple of it"
+            "slotcron-bench: with --spread, --period must be whole seconds and --window a whole multiple \
+             of it; got --period {:?} and --window {:?}",
+            args.period, args.window
         );
         return ExitCode::from(2);
     }
@@ -116,7 +120,8 @@ fn main() -> ExitCode {
         }
     };
     if let Err(e) = backend.check() {
-        eprintln!("slotcron-bench: --backend: cannot connect to {}: {e}", backend.name());
+        let reason = slotcron::error_chain(e.as_ref());
+        eprintln!("slotcron-bench: --backend: cannot connect to {}: {reason}", backend.name());
         return ExitCode::from(2);
     }
     let load = Load {
@@ -185,6 +190,13 @@ fn print(args: &Args, backend: &str, report: &fleet_bench::Report, backend_per_j
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_at_least_one() {
+        assert_eq!(at_least_one("3"), Ok(3));
+        assert_eq!(at_least_one("0").unwrap_err(), "must be at least 1");
+        assert!(at_least_one("three").unwrap_err().contains("not a count"));
+    }
 
     #[test]
     fn periods_are_friendly_durations_above_zero() {
