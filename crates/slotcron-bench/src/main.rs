@@ -24,6 +24,10 @@
 //! `slotcron-bench:{pid}:` and a PostgreSQL schema `slotcron_bench_{pid}`; both are
 //! removed at the end. The server should be otherwise idle: Redis' `INFO commandstats`
 //! counts every client's commands.
+//!
+//! The library's log goes to standard error when `RUST_LOG` asks for it (the
+//! `tracing-subscriber` `EnvFilter` syntax: `RUST_LOG=slotcron=info`); nothing is logged
+//! without it.
 
 mod backend;
 
@@ -97,6 +101,13 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if std::env::var_os(tracing_subscriber::EnvFilter::DEFAULT_ENV).is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_thread_names(true)
+            .init();
+    }
     if args.window < args.period {
         eprintln!("slotcron-bench: --window must be at least one --period, or no trigger is due in it");
         return ExitCode::from(2);

@@ -222,7 +222,9 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
             let (converged, window) = (converged.clone(), window.clone());
             let (outcomes, stages) = (outcomes.clone(), stages.clone());
-            scope.spawn(move || {
+            // Named for the replica, as its log lines say (`RUST_LOG` in the bench).
+            let thread = std::thread::Builder::new().name(format!("replica-{index}"));
+            let spawned = thread.spawn_scoped(scope, move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
                 runtime.expect("a runtime").block_on(async move {
                     let inner = connect.connect(index).await;
@@ -261,6 +263,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                     scheduler.run(cancel).await;
                 });
             });
+            spawned.expect("a replica's thread");
         }
         ready.wait();
         // Instants come every period, or (spread) every second: the window starts at one.
