@@ -1,5 +1,6 @@
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -121,12 +122,18 @@ pub struct PostgresCoordinator {
     start: StartSql,
     response_timeout: Option<Duration>,
     claims: AtomicU64,
+    /// Whether a removal of expired claims is going on (one at a time per coordinator).
+    removing: Arc<AtomicBool>,
     controls: PostgresControls,
 }
 
 impl PostgresCoordinator {
-    /// How many claims of this process between two removals of expired claims.
+    /// How many claims of this process between two removals of expired claims (a
+    /// removal still going on when the count passes the next multiple is not doubled).
     pub const REMOVE_EXPIRED_EVERY: u64 = 1_000;
+    /// How many expired claims one statement of a removal deletes at most: a removal is
+    /// a series of such statements, each its own short transaction.
+    pub const REMOVE_EXPIRED_CHUNK: u64 = 1_000;
     /// Hold durations are capped at this (a thousand years): longer is forever in practice, and
     /// the server's `timestamptz` has an end.
     pub const MAX_TTL: Duration = Duration::from_secs(1_000 * 365 * 86_400);
@@ -158,8 +165,18 @@ impl PostgresCoordinator {
                  FOR SHARE OF c",
             ),
             // An expired claim without a start mark stays: it lists the claim as unstarted.
-            remove_expired_sql: database
-                .sql("DELETE FROM {schema}.claim WHERE expires_at <= now() AND started_at IS NOT NULL"),
+            // At most a chunk per statement, skipping the rows another transaction holds
+            // (another replica's removal, a claim taking a row over): removals never wait
+            // on each other or on claims, so they cannot deadlock or hold a burst up.
+            remove_expired_sql: database.sql(&format!(
+                "DELETE FROM {{schema}}.claim c USING (
+                     SELECT job, trigger_key FROM {{schema}}.claim
+                     WHERE expires_at <= now() AND started_at IS NOT NULL
+                     LIMIT {} FOR UPDATE SKIP LOCKED
+                 ) d
+                 WHERE c.job = d.job AND c.trigger_key = d.trigger_key",
+                Self::REMOVE_EXPIRED_CHUNK
+            )),
             lease: LeaseSql::new(&database),
             membership: MembershipSql::new(&database),
             start: StartSql::new(&database),
@@ -167,6 +184,7 @@ impl PostgresCoordinator {
             database,
             response_timeout: Some(Self::DEFAULT_RESPONSE_TIMEOUT),
             claims: AtomicU64::new(0),
+            removing: Arc::default(),
         }
     }
 
@@ -183,22 +201,28 @@ impl PostgresCoordinator {
 
     /// Removes the claims whose expiry has passed (they could be taken over anyway);
     /// the number removed. One-shot claims stay, and so do the claims without a start
-    /// mark (listed by [`Coordinator::unstarted`] until marked or taken over).
+    /// mark (listed by [`Coordinator::unstarted`] until marked or taken over). Rows that
+    /// another transaction holds at the time are skipped (the next removal takes them).
     ///
     /// # Errors
-    /// The server failed.
+    /// The server failed; the chunks deleted before stay deleted.
     pub async fn remove_expired(&self) -> Result<u64, DbError> {
-        self.database.execute(&self.remove_expired_sql, &[]).await
+        remove_expired(&self.database, &self.remove_expired_sql).await
     }
 
+    /// Starts a removal of expired claims in the background, unless one is going on.
     fn remove_expired_in_background(&self) {
-        let database = self.database.clone();
-        let sql = self.remove_expired_sql.clone();
+        if self.removing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (database, sql, removing) =
+            (self.database.clone(), self.remove_expired_sql.clone(), self.removing.clone());
         tokio::spawn(async move {
-            match database.execute(&sql, &[]).await {
+            match remove_expired(&database, &sql).await {
                 Ok(removed) => tracing::debug!(url = database.url(), removed, "expired claims removed"),
                 Err(e) => tracing::warn!("removing expired claims: {e}"),
             }
+            removing.store(false, Ordering::Release);
         });
     }
 
@@ -429,6 +453,19 @@ impl PostgresCoordinator {
 
 /// What a claim statement answered: the fencing token when won, NULL when lost, -1 when
 /// the high-water mark refused the trigger, -2 when the job is paused.
+/// Runs `sql` (a chunk of [`PostgresCoordinator::remove_expired`]) until a chunk is not
+/// full: the number of claims removed.
+async fn remove_expired(database: &PostgresDatabase, sql: &str) -> Result<u64, DbError> {
+    let mut removed = 0;
+    loop {
+        let chunk = database.execute(sql, &[]).await?;
+        removed += chunk;
+        if chunk < PostgresCoordinator::REMOVE_EXPIRED_CHUNK {
+            return Ok(removed);
+        }
+    }
+}
+
 fn outcome(answer: Option<i64>) -> ClaimOutcome {
     match answer {
         Some(-1) => ClaimOutcome::BehindMark,

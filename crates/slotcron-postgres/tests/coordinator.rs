@@ -155,6 +155,42 @@ async fn a_one_shot_claim_never_expires_and_expired_claims_are_removed() {
     .await;
 }
 
+/// A removal goes through more expired claims than one statement deletes, and skips a
+/// row another transaction holds (a claim taking it over, another replica's removal)
+/// rather than waiting for it: removals never wait on each other, so they cannot
+/// deadlock, nor hold a burst's claims up.
+#[tokio::test]
+async fn a_removal_of_expired_claims_goes_in_chunks_and_skips_rows_another_transaction_holds() {
+    isolated(async |schemas: &mut Schemas| {
+        let database = schemas.open().await;
+        let schema = schemas.names()[0].clone();
+        let coordinator = PostgresCoordinator::new(database);
+        let expired = 2 * PostgresCoordinator::REMOVE_EXPIRED_CHUNK + 500;
+        schemas
+            .execute(
+                &schema,
+                &format!(
+                    "INSERT INTO {{schema}}.claim (job, trigger_key, trigger_at, instance, claimed_at, expires_at, started_at)
+                     SELECT 'job-' || i, 'job-' || i || ':0', now(), 'r1', now() - interval '2 hours',
+                            now() - interval '1 hour', now() - interval '2 hours'
+                     FROM generate_series(1, {expired}) AS i"
+                ),
+            )
+            .await;
+        // Another transaction holds one of the expired rows, and keeps it while the
+        // removal runs.
+        let holder = common::connect().await;
+        holder.batch_execute("BEGIN").await.unwrap();
+        let held = format!("SELECT 1 FROM \"{schema}\".claim WHERE job = 'job-1' FOR UPDATE");
+        assert_eq!(holder.query(&held, &[]).await.unwrap().len(), 1);
+        assert_eq!(coordinator.remove_expired().await.unwrap(), expired - 1, "all but the held row");
+        holder.batch_execute("COMMIT").await.unwrap();
+        assert_eq!(coordinator.remove_expired().await.unwrap(), 1, "the row once released");
+        assert_eq!(schemas.scalar(&schema, "SELECT count(*) FROM {schema}.claim").await, 0);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn schemas_keep_fleets_apart() {
     isolated(async |schemas: &mut Schemas| {
