@@ -5,6 +5,7 @@
 //! instant each replica takes only its own share of the burst from its table.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
 
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +13,7 @@ use jiff::Timestamp;
 
 use super::{FleetRun, ahead, batch};
 use crate::clock::later;
-use crate::coordinator::{AheadVoid, Coordinator, Handled, TriggerRef};
+use crate::coordinator::{AheadVoid, Coordinator, Handled, MAX_CLAIMS_PER_ROUND_TRIP, TriggerRef};
 use crate::engine::claim::{self, SkewSkip, within_claim_timeout};
 use crate::engine::run;
 use crate::engine::shared::Shared;
@@ -124,12 +125,12 @@ impl Takeovers {
 /// After `deadline`, reads which of the triggers of instant `at` that others own are
 /// still unclaimed and runs those (a claim each, recorded); the others are counted, not
 /// recorded, and move their job's state on (as a lost claim's record would). An owner
-/// whose tally is short of what it owns here but grew since the last look (a big burst:
-/// it is still claiming), or that is found to have started the instant's claims ahead
-/// (once per instant), or whose tally is marked but still empty (until the claim timeout
-/// after the look that first found it so: its claims are on their way), is given another
-/// takeover delay, up to the membership TTL after the first deadline; an owner whose tally
-/// stalled is taken over. An owner whose tally is short (and not marked within that
+/// whose tally is short of what it owns here but grew within the claim timeout before
+/// the look (a big burst: it is still claiming), or that is found to have started the
+/// instant's claims ahead (once per instant), or whose tally is marked but still empty
+/// (until the claim timeout after the look that first found it so: its claims are on
+/// their way), is given another takeover delay, up to the membership TTL after the first
+/// deadline ([`Looks`]); an owner whose tally stalled is taken over. An owner whose tally is short (and not marked within that
 /// time) has its start of the instant's [claims ahead](super::ahead) voided, unless it
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
@@ -149,12 +150,8 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
     let ahead = claim::ahead_of_coordinator(&shared, coordinator.as_ref()).await;
     let deadline = deadline.max(later(at, delay.saturating_add(ahead)));
     let limit = later(deadline, shared.settings.membership_ttl);
-    let (mut deadline, mut expected, mut seen) = (deadline, Expected::default(), BTreeMap::new());
+    let (mut deadline, mut expected, mut looks) = (deadline, Expected::default(), Looks::default());
     let mut starts: HashMap<Arc<str>, AheadVoid> = HashMap::new();
-    // The owners given a delay more for having started.
-    let mut credited: HashSet<Arc<str>> = HashSet::new();
-    // The look that first found each owner's tally marked and empty.
-    let mut marked: HashMap<Arc<str>, Timestamp> = HashMap::new();
     let complete = loop {
         takeovers.sleeps(at, Some(deadline));
         tokio::select! {
@@ -169,18 +166,7 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
         }
         takeovers.account(at, &mut expected);
         let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
-        // The owners whose mark says their claims are on their way: their claims went out
-        // before this look, and are answered, or failed closed, within the claim timeout.
-        // Until then they are neither voided nor taken over.
-        let claiming: Vec<Arc<str>> = accounts
-            .iter()
-            .filter(|(_, account)| matches!(account, Account::Claiming))
-            .filter(|(owner, _)| {
-                let first = *marked.entry(owner.clone()).or_insert(deadline);
-                deadline < later(first, shared.settings.claim_timeout)
-            })
-            .map(|(owner, _)| owner.clone())
-            .collect();
+        let claiming = looks.claiming(&accounts, deadline, shared.settings.claim_timeout);
         // Beyond the clock-skew slack this replica could not claim what it voided: it
         // leaves the voids to the members that can (its claims record the skew).
         let skewed =
@@ -203,20 +189,8 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             });
             claim_unclaimed(&fleet, coordinator.as_ref(), at, items.collect(), &[]).await;
         }
-        // Counts that grew since the last look: the owner is still claiming. An owner
-        // found to have started the instant's claims ahead is alive and its claims are
-        // decided: its tally is on its way (a big burst's is written as its runs start),
-        // and it is given one more delay for it.
-        let progressing = accounts.iter().fold(false, |progressing, (owner, account)| match account {
-            Account::Short(count) => {
-                let grew = seen.insert(owner.clone(), *count).unwrap_or(0) < *count;
-                let started =
-                    !grew && starts.get(owner) == Some(&AheadVoid::Started) && credited.insert(owner.clone());
-                grew || started || progressing
-            }
-            Account::Claiming => claiming.contains(owner) || progressing,
-            Account::Complete | Account::Unknown => progressing,
-        });
+        let progressing =
+            looks.progressing(&accounts, &claiming, &starts, deadline, shared.settings.claim_timeout);
         let next = later(deadline, delay);
         if !progressing || next > limit {
             break accounts
@@ -318,6 +292,70 @@ async fn claim_unclaimed(
     }
 }
 
+/// What the looks at one instant have found of each owner's progress.
+#[derive(Default)]
+struct Looks {
+    /// Each owner's count at the last look, and the look at which it last grew.
+    counts: HashMap<Arc<str>, (u64, Timestamp)>,
+    /// The look that first found each owner's tally marked and empty.
+    marked: HashMap<Arc<str>, Timestamp>,
+    /// The owners given a delay more for having started.
+    credited: HashSet<Arc<str>>,
+}
+
+impl Looks {
+    /// The owners whose mark says their claims are on their way: their claims went out
+    /// before the look at `now`, and are answered, or failed closed, within `patience`
+    /// (the claim timeout) after the look that first found the mark. Until then they are
+    /// neither voided nor taken over.
+    fn claiming(
+        &mut self,
+        accounts: &[(Arc<str>, Account)],
+        now: Timestamp,
+        patience: Duration,
+    ) -> Vec<Arc<str>> {
+        accounts
+            .iter()
+            .filter(|(_, account)| matches!(account, Account::Claiming))
+            .filter(|(owner, _)| now < later(*self.marked.entry(owner.clone()).or_insert(now), patience))
+            .map(|(owner, _)| owner.clone())
+            .collect()
+    }
+
+    /// Whether any owner is still claiming at the look at `now`: one among `claiming`,
+    /// or one whose count grew within `patience` (the claim timeout) before this look —
+    /// each of its batches is answered, or fails closed, within that time, so an owner
+    /// with claims out adds to its tally at least that often, however slow the backend
+    /// (a 300 ms gap between two batches of a big burst on a busy PostgreSQL is not a
+    /// stall). An owner found to have started the instant's claims ahead is alive and
+    /// its claims are decided: its tally is on its way (a big burst's is written as its
+    /// runs start), and it is given one more delay for it.
+    fn progressing(
+        &mut self,
+        accounts: &[(Arc<str>, Account)],
+        claiming: &[Arc<str>],
+        starts: &HashMap<Arc<str>, AheadVoid>,
+        now: Timestamp,
+        patience: Duration,
+    ) -> bool {
+        accounts.iter().fold(false, |progressing, (owner, account)| match account {
+            Account::Short(count) => {
+                let (seen, grew_at) = self.counts.entry(owner.clone()).or_insert((0, now));
+                if *count > *seen {
+                    (*seen, *grew_at) = (*count, now);
+                }
+                let growing = *seen > 0 && now < later(*grew_at, patience);
+                let started = !growing
+                    && starts.get(owner) == Some(&AheadVoid::Started)
+                    && self.credited.insert(owner.clone());
+                growing || started || progressing
+            }
+            Account::Claiming => claiming.contains(owner) || progressing,
+            Account::Complete | Account::Unknown => progressing,
+        })
+    }
+}
+
 /// The tally each owner would have once it has claimed all of its items waiting at one
 /// instant, built as the items come (`seen` of them so far), without building their
 /// trigger keys: every key of the instant is the job's name and one suffix.
@@ -403,8 +441,9 @@ async fn read_tallies(
 }
 
 /// Whether each item is still unclaimed: `false` for those of an owner in `complete`
-/// (its tally accounts for exactly the triggers expected of it), else from one batched
-/// read. A failed read answers `true` for all: the claims decide (and are recorded).
+/// (its tally accounts for exactly the triggers expected of it), else from batched
+/// reads of at most [`MAX_CLAIMS_PER_ROUND_TRIP`] triggers. A failed read answers `true`
+/// for its triggers: the claims decide (and are recorded).
 async fn read_unclaimed(
     shared: &Shared,
     coordinator: &dyn Coordinator,
@@ -424,16 +463,77 @@ async fn read_unclaimed(
         .collect();
     let triggers: Vec<TriggerRef<'_>> =
         open.iter().zip(&keys).map(|(i, key)| TriggerRef { job: &items[*i].0.job.name, key }).collect();
-    let answers = match within_claim_timeout(shared, coordinator.unclaimed(&triggers)).await {
-        Ok(answers) if answers.len() == triggers.len() => answers,
-        Ok(_) | Err(_) => {
-            // The claims decide, and a claim that fails is recorded (and logged) itself.
-            tracing::debug!(%at, triggers = triggers.len(), "could not read which triggers are unclaimed: claiming them");
-            vec![true; triggers.len()]
+    let mut answers = Vec::with_capacity(triggers.len());
+    // A round trip per chunk, each within the claim timeout: a big burst's read is not
+    // one statement the timeout cuts off whole.
+    for chunk in triggers.chunks(MAX_CLAIMS_PER_ROUND_TRIP) {
+        match within_claim_timeout(shared, coordinator.unclaimed(chunk)).await {
+            Ok(read) if read.len() == chunk.len() => answers.extend(read),
+            Ok(_) | Err(_) => {
+                // The claims decide, and a claim that fails is recorded (and logged) itself.
+                tracing::debug!(%at, triggers = chunk.len(), "could not read which triggers are unclaimed: claiming them");
+                answers.extend(std::iter::repeat_n(true, chunk.len()));
+            }
         }
-    };
+    }
     for (i, answer) in open.into_iter().zip(answers) {
         unclaimed[i] = answer;
     }
     unclaimed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATIENCE: Duration = Duration::from_secs(1);
+    const DELAY: Duration = Duration::from_millis(300);
+
+    fn look(n: u32) -> Timestamp {
+        later(Timestamp::UNIX_EPOCH, DELAY * n)
+    }
+
+    fn short(count: u64) -> Vec<(Arc<str>, Account)> {
+        vec![(Arc::from("owner"), Account::Short(count))]
+    }
+
+    #[test]
+    fn an_owner_whose_tally_grew_within_the_claim_timeout_is_still_claiming() {
+        let (mut looks, starts) = (Looks::default(), HashMap::new());
+        assert!(
+            looks.progressing(&short(1_000), &[], &starts, look(1), PATIENCE),
+            "counted at the first look"
+        );
+        // Its next batch is slower than a takeover delay, not than the claim timeout.
+        assert!(looks.progressing(&short(1_000), &[], &starts, look(2), PATIENCE));
+        assert!(looks.progressing(&short(1_000), &[], &starts, look(4), PATIENCE));
+        assert!(looks.progressing(&short(2_000), &[], &starts, look(5), PATIENCE), "it grew again");
+        assert!(looks.progressing(&short(2_000), &[], &starts, look(8), PATIENCE));
+        // No growth for a whole claim timeout: every batch it had out was answered or
+        // failed closed by then, so it stalled.
+        assert!(!looks.progressing(&short(2_000), &[], &starts, look(9), PATIENCE));
+    }
+
+    #[test]
+    fn an_owner_never_seen_counting_is_stalled_at_the_first_look() {
+        let (mut looks, starts) = (Looks::default(), HashMap::new());
+        assert!(!looks.progressing(&short(0), &[], &starts, look(1), PATIENCE));
+    }
+
+    #[test]
+    fn an_owner_that_started_its_claims_ahead_gets_one_delay_more() {
+        let mut looks = Looks::default();
+        let starts = HashMap::from([(Arc::from("owner"), AheadVoid::Started)]);
+        assert!(looks.progressing(&short(0), &[], &starts, look(1), PATIENCE));
+        assert!(!looks.progressing(&short(0), &[], &starts, look(2), PATIENCE));
+    }
+
+    #[test]
+    fn a_marked_owner_is_claiming_until_the_claim_timeout_after_the_first_look_that_found_it() {
+        let mut looks = Looks::default();
+        let marked = vec![(Arc::from("owner"), Account::Claiming)];
+        assert_eq!(looks.claiming(&marked, look(1), PATIENCE).len(), 1);
+        assert_eq!(looks.claiming(&marked, look(4), PATIENCE).len(), 1);
+        assert_eq!(looks.claiming(&marked, look(5), PATIENCE), Vec::<Arc<str>>::new());
+    }
 }
