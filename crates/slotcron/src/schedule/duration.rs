@@ -21,6 +21,16 @@ pub enum DurationError {
         /// jiff's reason.
         reason: String,
     },
+    /// A bare number: a duration names its unit.
+    #[error(
+        "{text:?} has no unit: write e.g. \"{number}s\" (seconds), \"{number}m\" (minutes) or \"{number}h\" (hours)"
+    )]
+    NoUnit {
+        /// The text as given.
+        text: String,
+        /// The number, trimmed.
+        number: String,
+    },
     /// In months or years, whose lengths vary.
     #[error("{text:?} is in months or years, whose lengths vary: write days (\"30d\") or less")]
     Calendar {
@@ -70,8 +80,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 /// (days, weeks), or if `text` reads as a [`SignedDuration`] (whose hours, minutes and
 /// seconds reach further than a span's); not a duration otherwise.
 fn refused(text: &str, error: jiff::Error) -> DurationError {
-    if error.is_range() || text.trim().parse::<SignedDuration>().is_ok() {
+    let number = text.trim();
+    if error.is_range() || number.parse::<SignedDuration>().is_ok() {
         DurationError::TooLarge { text: text.to_owned() }
+    } else if !number.is_empty() && number.parse::<f64>().is_ok_and(f64::is_finite) {
+        DurationError::NoUnit { text: text.to_owned(), number: number.to_owned() }
     } else {
         DurationError::NotADuration { text: text.to_owned(), reason: error.to_string() }
     }
@@ -83,6 +96,17 @@ mod tests {
 
     fn error(text: &str) -> String {
         parse_duration(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_bare_number_is_told_to_name_its_unit() {
+        assert_eq!(
+            error(" 5 "),
+            "\" 5 \" has no unit: write e.g. \"5s\" (seconds), \"5m\" (minutes) or \"5h\" (hours)"
+        );
+        assert!(error("1.5").contains("\"1.5s\""), "{}", error("1.5"));
+        assert!(error("five").contains("is not a duration"), "{}", error("five"));
+        assert!(error("").contains("is not a duration"));
     }
 
     #[test]
