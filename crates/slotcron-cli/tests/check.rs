@@ -990,6 +990,36 @@ fn an_interval_under_a_second_is_refused_in_every_format() {
         "{err}"
     );
     assert!(err.ends_with("1 problem in crontab\n"), "{err}");
+    // Zero, which the core refuses before a jobs file's own rule is asked: the same reason
+    // (not the core's 1 ms minimum).
+    let (code, _, err) = check("crontab_every_zero", "crontab", "@every 0s true\n");
+    assert_eq!(code, Some(2));
+    assert!(err.contains(&format!(": schedule: 0s {reason}")), "{err}");
+    let (code, _, err) = check(
+        "cron_every_zero",
+        "jobs.toml",
+        "[[job]]\nname = \"z\"\ncron = \"@every 0s\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.contains(&format!(r#"job "z": cron: 0s {reason}"#)), "{err}");
+}
+
+/// A bare number where a duration goes is told to name its unit.
+#[test]
+fn a_duration_without_a_unit_is_told_to_name_it() {
+    let (code, _, err) = check(
+        "duration_without_unit",
+        "jobs.toml",
+        "[[job]]\nname = \"a\"\nevery = \"5\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.lines().next(),
+        Some(
+            r#"jobs.toml:3: job "a": every: "5" has no unit: write e.g. "5s" (seconds), "5m" (minutes) or "5h" (hours)"#
+        ),
+        "{err}"
+    );
 }
 
 #[test]

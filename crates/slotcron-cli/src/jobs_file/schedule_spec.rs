@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use slotcron::{At, CronSchedule, EveryDays, Interval, Schedule, ScheduleKind};
+use slotcron::{At, CronError, CronSchedule, EveryDays, Interval, Schedule, ScheduleKind, parse_duration};
 use slotcron::{Job, JobBuilder, JobState};
 
 use super::Streamed;
-use crate::duration;
 use crate::zone;
+use crate::{cron_error, duration};
 
 /// The one schedule of a job.
 #[derive(Debug, Clone)]
@@ -73,13 +73,20 @@ impl ScheduleSpec {
             _ => None,
         };
         match period {
-            Some(period) if period < Self::MIN_EVERY => Err(format!(
-                "{} is shorter than {}, the shortest interval: each trigger starts a command, and a \
-                 second is cron's finest step",
-                duration::display(period),
-                duration::display(Self::MIN_EVERY)
-            )),
+            Some(period) if period < Self::MIN_EVERY => Err(too_short(period)),
             _ => Ok(self),
+        }
+    }
+
+    /// Why the core refused the cron expression `expression` with `error` (`offset`: the
+    /// characters of its line before it): an `@every` shorter than [`Self::MIN_EVERY`]
+    /// gets this rule, as [`Self::checked`] says it (the core's own minimum is 1 ms, and
+    /// refuses `@every 0s` before a jobs file's rule is asked), any other the core's reason.
+    pub fn cron_refused(expression: &str, error: &CronError, offset: usize) -> String {
+        let every = expression.trim().strip_prefix("@every").and_then(|d| parse_duration(d).ok());
+        match every {
+            Some(period) if period < Self::MIN_EVERY => too_short(period),
+            _ => cron_error::reason(error, offset),
         }
     }
 
@@ -174,6 +181,17 @@ impl NextFire {
             _ => self,
         }
     }
+}
+
+/// Why an interval of `period` is refused in a jobs file: shorter than
+/// [`ScheduleSpec::MIN_EVERY`].
+fn too_short(period: Duration) -> String {
+    format!(
+        "{} is shorter than {}, the shortest interval: each trigger starts a command, and a second is \
+         cron's finest step",
+        duration::display(period),
+        duration::display(ScheduleSpec::MIN_EVERY)
+    )
 }
 
 /// What a job's fingerprint takes from its schedule: the kind, what the file gives and the

@@ -43,7 +43,6 @@ use slotcron::CronSchedule;
 
 use super::{Draft, Parsed, Policies, Problem, ScheduleSpec, job_name};
 use crate::command::{self, Me, ShellCommand};
-use crate::cron_error;
 use crate::zone::{self, LocalZone};
 
 mod percent;
@@ -245,7 +244,9 @@ impl Reader {
         let spec = match schedule {
             LineSchedule::Reboot => Ok(ScheduleSpec::AtStartUp),
             LineSchedule::Cron(range) => CronSchedule::parse(&line[range.clone()])
-                .map_err(|e| cron_error::reason(&e, line[..range.start].chars().count()))
+                .map_err(|e| {
+                    ScheduleSpec::cron_refused(&line[range.clone()], &e, line[..range.start].chars().count())
+                })
                 .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC))))
                 .and_then(ScheduleSpec::checked),
         };

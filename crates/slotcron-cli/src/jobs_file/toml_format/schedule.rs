@@ -10,7 +10,7 @@ use toml::de::DeValue;
 use super::Reader;
 use super::table::{DURATION, Table, ZONE};
 use crate::jobs_file::ScheduleSpec;
-use crate::{cron_error, zone};
+use crate::zone;
 
 /// Seconds in a day of `every` with `at_time`.
 const SECONDS_PER_DAY: u64 = 86_400;
@@ -66,7 +66,7 @@ impl Reader<'_> {
                     (Ok(cron), Some(zone)) => Ok(ScheduleSpec::Cron(cron.with_time_zone(zone))),
                     // An invalid zone is reported on its own line.
                     (Ok(_), None) => return None,
-                    (Err(e), _) => Err(cron_error::reason(&e, 0)),
+                    (Err(e), _) => Err(ScheduleSpec::cron_refused(text.get_ref(), &e, 0)),
                 }
             }
             _ => self.at(table, value, zone.as_ref())?.map(ScheduleSpec::At),
