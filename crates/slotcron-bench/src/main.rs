@@ -42,7 +42,7 @@ use backend::Backend;
 
 /// The fleet benchmark: R replicas, N jobs every P, one line of figures.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, after_help = FIGURES)]
 struct Args {
     /// Jobs on each replica (the same N on every one), each due every PERIOD.
     #[arg(long, default_value_t = 10_000, value_parser = at_least_one)]
@@ -82,6 +82,21 @@ struct Args {
     #[arg(long)]
     stages: bool,
 }
+
+/// What each figure of the line means, for `--help`.
+const FIGURES: &str = "The line's figures:
+  delivered      triggers of the window run at least once, of those due in it
+  duplicates     runs beyond the first of their trigger (must be 0)
+  lateness       handler start minus the trigger's scheduled instant: p50, p99, max
+  CPU µs/fire    the process's CPU time (all replicas and threads) over the window, per run
+  coordinator calls/trigger
+                 calls to the coordinator's interface per trigger due
+  memory B/job   peak resident memory of the process less what it held before the
+                 replicas were built, per job held (jobs × replicas): a replica's memory
+                 per job
+  backend commands/trigger
+                 Redis only: the server's command count (INFO commandstats) per trigger
+  records        the window's records across the fleet, by outcome";
 
 /// A count of at least one.
 fn at_least_one(text: &str) -> Result<usize, String> {
