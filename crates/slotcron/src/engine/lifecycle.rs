@@ -192,7 +192,7 @@ impl Scheduler {
     ) -> Next {
         let (more, deadline) = {
             let mut table = self.shared.table();
-            let more = table.take_due(now, due, SPAWN_BATCH, |_| Lane::Own);
+            let more = table.take_due(now, due, SPAWN_BATCH, |_| Lane::Own, |_, _| true);
             (more, table.next_deadline())
         };
         run::spawn_due(scope, tracker, due.drain(..), |item| {

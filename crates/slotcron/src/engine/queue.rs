@@ -125,15 +125,15 @@ impl Lanes {
         self.own.first_after(after)
     }
 
-    /// Takes one item due by `now`, [`Lane::Own`] first: its instant, the item, and the
+    /// Takes one item due by `now`, [`Lane::Own`] first: its instant, the item, the
     /// time it came due at in its lane's terms (`now`, less the lag for
-    /// [`Lane::Others`]), which its lateness counts to.
-    pub fn pop_due(&mut self, now: Timestamp) -> Option<(Timestamp, Queued, Timestamp)> {
+    /// [`Lane::Others`]), which its lateness counts to, and its lane.
+    pub fn pop_due(&mut self, now: Timestamp) -> Option<(Timestamp, Queued, Timestamp, Lane)> {
         if let Some((at, item)) = self.own.pop_due(now) {
-            return Some((at, item, now));
+            return Some((at, item, now, Lane::Own));
         }
         let lagged = now.checked_sub(self.lag).unwrap_or(Timestamp::MIN);
-        self.others.pop_due(lagged).map(|(at, item)| (at, item, lagged))
+        self.others.pop_due(lagged).map(|(at, item)| (at, item, lagged, Lane::Others))
     }
 
     /// Keeps only the items for which `keep` holds, in both lanes.
@@ -183,13 +183,13 @@ mod tests {
         assert_eq!(lanes.next_deadline(), Some(t(1200)));
         assert_eq!(lanes.first_after(t(0)), Some((t(1200), 1)));
         assert_eq!(
-            lanes.pop_due(t(1299)).map(|(at, i, due_at)| (at, i.slot, due_at)),
-            Some((t(1200), 2, t(1299)))
+            lanes.pop_due(t(1299)).map(|(at, i, due_at, lane)| (at, i.slot, due_at, lane)),
+            Some((t(1200), 2, t(1299), Lane::Own))
         );
         assert_eq!(lanes.next_deadline(), Some(t(1300)));
         assert_eq!(lanes.pop_due(t(1299)), None);
-        let (at, item, due_at) = lanes.pop_due(t(1350)).unwrap();
-        assert_eq!((at, item.slot, due_at), (t(1000), 1, t(1050)));
+        let (at, item, due_at, lane) = lanes.pop_due(t(1350)).unwrap();
+        assert_eq!((at, item.slot, due_at, lane), (t(1000), 1, t(1050), Lane::Others));
         assert_eq!(lanes.next_deadline(), None);
     }
 }

@@ -497,6 +497,13 @@ impl Table {
     /// `lane` gives the job. A trigger in the lane of those other replicas own is due a
     /// takeover delay after its instant, and is late (a misfire) if it was late then.
     ///
+    /// A trigger due in [`Lane::Own`] whose job `lane` now puts in [`Lane::Others`] —
+    /// queued before this replica knew the fleet (every job is added before the first
+    /// heartbeat, so each one's first trigger is), or while it owned the job — moves to
+    /// that lane at the same instant instead of being taken, unless `keep_own` holds for
+    /// it (the job and the instant: a trigger claimed ahead is taken at its instant).
+    /// So at a fleet's first instants too a replica takes only its share of a burst.
+    ///
     /// Stops once `due` holds `batch` items (a misfire plan may add a few more); `true`
     /// if more is due.
     pub fn take_due(
@@ -505,12 +512,13 @@ impl Table {
         due: &mut Vec<Due>,
         batch: usize,
         lane: impl Fn(&Job) -> Lane,
+        keep_own: impl Fn(&Job, Timestamp) -> bool,
     ) -> bool {
         loop {
             if due.len() >= batch {
                 return self.next_deadline().is_some_and(|at| at <= now);
             }
-            let Some((at, top, due_at)) = self.queue.pop_due(now) else { break };
+            let Some((at, top, due_at, from)) = self.queue.pop_due(now) else { break };
             let Some(entry) =
                 self.slots[top.slot as usize].as_mut().filter(|e| e.generation == top.generation)
             else {
@@ -521,6 +529,10 @@ impl Table {
             if job.ended.load(Ordering::SeqCst) {
                 // Its max_runs were reached (engine/limits.rs): no more triggers.
                 entry.next = None;
+                continue;
+            }
+            if from == Lane::Own && !top.start_up && lane(&job) == Lane::Others && !keep_own(&job, at) {
+                self.queue.push(Lane::Others, at, top);
                 continue;
             }
             entry.last = entry.last.max(Some(at));
@@ -635,7 +647,7 @@ mod tests {
         table.start(t(0));
         let taken = |table: &mut Table, now: i64| {
             let mut due = Vec::new();
-            table.take_due(t(now), &mut due, 64, |_| Lane::Others);
+            table.take_due(t(now), &mut due, 64, |_| Lane::Others, |_, _| true);
             due.into_iter().map(|d| (d.trigger.as_millisecond(), d.cause, d.action)).collect::<Vec<_>>()
         };
         // The first trigger waits in the own lane (nothing said otherwise yet); the next
@@ -649,5 +661,33 @@ mod tests {
         assert_eq!(taken(&mut table, 31_200), [(30_000, Cause::Scheduled, Action::Run)]);
         // 1.4 s after it came due: a misfire.
         assert_eq!(taken(&mut table, 41_700)[0].1, Cause::CatchUp);
+    }
+
+    #[test]
+    fn a_trigger_queued_in_the_own_lane_of_a_job_another_replica_now_owns_waits_out_the_takeover_delay() {
+        let lag = Duration::from_millis(300);
+        let mut table = Table::new(Arc::new(Metrics::new(false, Default::default())), lag);
+        for name in ["theirs", "claimed-ahead"] {
+            table.insert(
+                Job::builder(name).every(Duration::from_secs(10)).handler(noop).build().unwrap(),
+                t(0),
+            );
+        }
+        table.start(t(0));
+        // Both first triggers were queued in the own lane (added before the fleet was
+        // known); another replica owns both jobs now, and this one claimed one of them
+        // ahead while it owned it.
+        let taken = |table: &mut Table, now: i64| {
+            let mut due = Vec::new();
+            table.take_due(t(now), &mut due, 64, |_| Lane::Others, |job, _| &*job.name == "claimed-ahead");
+            let mut due: Vec<_> =
+                due.into_iter().map(|d| (d.job.name.to_string(), d.trigger.as_millisecond())).collect();
+            due.sort();
+            due
+        };
+        assert_eq!(taken(&mut table, 10_000), [("claimed-ahead".to_owned(), 10_000)]);
+        assert_eq!(table.next_deadline(), Some(t(10_300)), "the other one waits in the others' lane");
+        assert!(taken(&mut table, 10_299).is_empty());
+        assert_eq!(taken(&mut table, 10_300), [("theirs".to_owned(), 10_000)]);
     }
 }

@@ -125,6 +125,12 @@ impl Ahead {
         taken
     }
 
+    /// Whether `job`'s trigger at `at` was claimed ahead and waits to be taken.
+    pub fn holds(&self, job: &Job, at: Timestamp) -> bool {
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims.get(&at).is_some_and(|jobs| jobs.contains_key(&job.name))
+    }
+
     /// Whether no batch of claims ahead waits for its answer.
     pub fn answered(&self) -> bool {
         self.in_flight.load(Ordering::SeqCst) == 0

@@ -38,12 +38,14 @@ impl Dispatch {
         let fleet = self.fleet.clone();
         let (shared, scope) = (fleet.shared(), &fleet.scope);
         let mut split = Split::new(shared, &fleet.state);
+        let ahead = &fleet.state.ahead;
         let (more, deadline) = {
             let mut table = shared.table();
-            let more = table.take_due(now, &mut self.due, batch::MAX_BATCH, |job| split.lane(shared, job));
+            let lane = |job: &_| split.lane(shared, job);
+            let more =
+                table.take_due(now, &mut self.due, batch::MAX_BATCH, lane, |job, at| ahead.holds(job, at));
             (more, table.next_deadline())
         };
-        let ahead = &fleet.state.ahead;
         self.claimed_ahead.extend(ahead.take(&mut self.due));
         if !self.claimed_ahead.is_empty() || ahead.start_due(now) {
             // An instant's claims ahead start together (its start is their start mark),
