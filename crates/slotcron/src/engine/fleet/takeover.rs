@@ -130,8 +130,9 @@ impl Takeovers {
 /// instant's claims ahead (once per instant), or whose tally is marked but still empty
 /// (until the claim timeout after the look that first found it so: its claims are on
 /// their way), is given another takeover delay, up to the membership TTL after the first
-/// deadline ([`Looks`]); an owner whose tally stalled is taken over. An owner whose tally is short (and not marked within that
-/// time) has its start of the instant's [claims ahead](super::ahead) voided, unless it
+/// deadline ([`Looks`]); an owner whose tally stalled is taken over. An owner whose
+/// tally is short, neither growing nor marked within those times, has its start of the
+/// instant's [claims ahead](super::ahead) voided, unless it
 /// started them: if it had claimed ahead (it died or stalled before the instant), its
 /// claims ahead are dropped and its triggers taken over at once. Stopping first: nothing
 /// was claimed, nothing is recorded.
@@ -167,6 +168,7 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
         takeovers.account(at, &mut expected);
         let accounts = read_tallies(&shared, coordinator.as_ref(), at, &expected).await;
         let claiming = looks.claiming(&accounts, deadline, shared.settings.claim_timeout);
+        let growing = looks.growing(&accounts, deadline, shared.settings.claim_timeout);
         // Beyond the clock-skew slack this replica could not claim what it voided: it
         // leaves the voids to the members that can (its claims record the skew).
         let skewed =
@@ -174,7 +176,9 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
         let voided = match skewed {
             true => Vec::new(),
             false => {
-                void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &claiming, &mut starts)
+                // An owner still claiming is alive: its start comes once its claims do.
+                let alive = [claiming.as_slice(), growing.as_slice()].concat();
+                void_starts(&shared, takeovers, coordinator.as_ref(), at, &accounts, &alive, &mut starts)
                     .await
             }
         };
@@ -189,8 +193,7 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
             });
             claim_unclaimed(&fleet, coordinator.as_ref(), at, items.collect(), &[]).await;
         }
-        let progressing =
-            looks.progressing(&accounts, &claiming, &starts, deadline, shared.settings.claim_timeout);
+        let progressing = looks.progressing(&accounts, [&claiming, &growing], &starts);
         let next = later(deadline, delay);
         if !progressing || next > limit {
             break accounts
@@ -205,8 +208,9 @@ async fn take_over(fleet: FleetRun, at: Timestamp, deadline: Timestamp) {
 }
 
 /// Voids the start of the claims ahead of `at` of each owner whose tally is short, that
-/// is not among those still `claiming` (their claims went out at the instant, after their
-/// start), and whose start is not known yet (`starts` keeps what each void found); drops
+/// is not among those still claiming (`claiming`: marked, or its tally growing — its
+/// claims go out at the instant, and its start comes once they are answered), and whose
+/// start is not known yet (`starts` keeps what each void found); drops
 /// the claims ahead of those that had made some, and returns them: their triggers are to
 /// be taken over now.
 async fn void_starts(
@@ -322,33 +326,49 @@ impl Looks {
             .collect()
     }
 
-    /// Whether any owner is still claiming at the look at `now`: one among `claiming`,
-    /// or one whose count grew within `patience` (the claim timeout) before this look —
-    /// each of its batches is answered, or fails closed, within that time, so an owner
-    /// with claims out adds to its tally at least that often, however slow the backend
-    /// (a 300 ms gap between two batches of a big burst on a busy PostgreSQL is not a
-    /// stall). An owner found to have started the instant's claims ahead is alive and
-    /// its claims are decided: its tally is on its way (a big burst's is written as its
-    /// runs start), and it is given one more delay for it.
+    /// The owners whose count grew within `patience` (the claim timeout) before the look
+    /// at `now`, noting each one's count: each of an owner's batches is answered, or fails
+    /// closed, within that time, so an owner with claims out adds to its tally at least
+    /// that often, however slow the backend (a 300 ms gap between two batches of a big
+    /// burst on a busy PostgreSQL is not a stall). An owner never seen above 0 is not
+    /// among them.
+    fn growing(
+        &mut self,
+        accounts: &[(Arc<str>, Account)],
+        now: Timestamp,
+        patience: Duration,
+    ) -> Vec<Arc<str>> {
+        let mut growing = Vec::new();
+        for (owner, account) in accounts {
+            let Account::Short(count) = account else { continue };
+            let (seen, grew_at) = self.counts.entry(owner.clone()).or_insert((0, now));
+            if *count > *seen {
+                (*seen, *grew_at) = (*count, now);
+            }
+            if *seen > 0 && now < later(*grew_at, patience) {
+                growing.push(owner.clone());
+            }
+        }
+        growing
+    }
+
+    /// Whether any owner is still claiming: one among `claiming` (marked) or `growing`
+    /// ([`Looks::growing`]). An owner found to have started the instant's claims ahead is
+    /// alive and its claims are decided: its tally is on its way (a big burst's is
+    /// written as its runs start), and it is given one more delay for it.
     fn progressing(
         &mut self,
         accounts: &[(Arc<str>, Account)],
-        claiming: &[Arc<str>],
+        [claiming, growing]: [&[Arc<str>]; 2],
         starts: &HashMap<Arc<str>, AheadVoid>,
-        now: Timestamp,
-        patience: Duration,
     ) -> bool {
         accounts.iter().fold(false, |progressing, (owner, account)| match account {
-            Account::Short(count) => {
-                let (seen, grew_at) = self.counts.entry(owner.clone()).or_insert((0, now));
-                if *count > *seen {
-                    (*seen, *grew_at) = (*count, now);
-                }
-                let growing = *seen > 0 && now < later(*grew_at, patience);
-                let started = !growing
+            Account::Short(_) => {
+                let grows = growing.contains(owner);
+                let started = !grows
                     && starts.get(owner) == Some(&AheadVoid::Started)
                     && self.credited.insert(owner.clone());
-                growing || started || progressing
+                grows || started || progressing
             }
             Account::Claiming => claiming.contains(owner) || progressing,
             Account::Complete | Account::Unknown => progressing,
@@ -497,35 +517,40 @@ mod tests {
         vec![(Arc::from("owner"), Account::Short(count))]
     }
 
+    /// Whether the owner is still claiming at look `n`, finding its tally at `count`.
+    fn progressing(looks: &mut Looks, starts: &HashMap<Arc<str>, AheadVoid>, count: u64, n: u32) -> bool {
+        let accounts = short(count);
+        let growing = looks.growing(&accounts, look(n), PATIENCE);
+        looks.progressing(&accounts, [&[], &growing], starts)
+    }
+
     #[test]
     fn an_owner_whose_tally_grew_within_the_claim_timeout_is_still_claiming() {
         let (mut looks, starts) = (Looks::default(), HashMap::new());
-        assert!(
-            looks.progressing(&short(1_000), &[], &starts, look(1), PATIENCE),
-            "counted at the first look"
-        );
+        assert!(progressing(&mut looks, &starts, 1_000, 1), "counted at the first look");
         // Its next batch is slower than a takeover delay, not than the claim timeout.
-        assert!(looks.progressing(&short(1_000), &[], &starts, look(2), PATIENCE));
-        assert!(looks.progressing(&short(1_000), &[], &starts, look(4), PATIENCE));
-        assert!(looks.progressing(&short(2_000), &[], &starts, look(5), PATIENCE), "it grew again");
-        assert!(looks.progressing(&short(2_000), &[], &starts, look(8), PATIENCE));
+        assert!(progressing(&mut looks, &starts, 1_000, 2));
+        assert!(progressing(&mut looks, &starts, 1_000, 4));
+        assert!(progressing(&mut looks, &starts, 2_000, 5), "it grew again");
+        assert!(progressing(&mut looks, &starts, 2_000, 8));
         // No growth for a whole claim timeout: every batch it had out was answered or
         // failed closed by then, so it stalled.
-        assert!(!looks.progressing(&short(2_000), &[], &starts, look(9), PATIENCE));
+        assert!(!progressing(&mut looks, &starts, 2_000, 9));
     }
 
     #[test]
     fn an_owner_never_seen_counting_is_stalled_at_the_first_look() {
         let (mut looks, starts) = (Looks::default(), HashMap::new());
-        assert!(!looks.progressing(&short(0), &[], &starts, look(1), PATIENCE));
+        assert!(looks.growing(&short(0), look(1), PATIENCE).is_empty());
+        assert!(!progressing(&mut looks, &starts, 0, 1));
     }
 
     #[test]
     fn an_owner_that_started_its_claims_ahead_gets_one_delay_more() {
         let mut looks = Looks::default();
         let starts = HashMap::from([(Arc::from("owner"), AheadVoid::Started)]);
-        assert!(looks.progressing(&short(0), &[], &starts, look(1), PATIENCE));
-        assert!(!looks.progressing(&short(0), &[], &starts, look(2), PATIENCE));
+        assert!(progressing(&mut looks, &starts, 0, 1));
+        assert!(!progressing(&mut looks, &starts, 0, 2));
     }
 
     #[test]
