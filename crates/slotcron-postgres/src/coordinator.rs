@@ -451,8 +451,6 @@ impl PostgresCoordinator {
     }
 }
 
-/// What a claim statement answered: the fencing token when won, NULL when lost, -1 when
-/// the high-water mark refused the trigger, -2 when the job is paused.
 /// Runs `sql` (a chunk of [`PostgresCoordinator::remove_expired`]) until a chunk is not
 /// full: the number of claims removed.
 async fn remove_expired(database: &PostgresDatabase, sql: &str) -> Result<u64, DbError> {
@@ -466,6 +464,8 @@ async fn remove_expired(database: &PostgresDatabase, sql: &str) -> Result<u64, D
     }
 }
 
+/// What a claim statement answered: the fencing token when won, NULL when lost, -1 when
+/// the high-water mark refused the trigger, -2 when the job is paused.
 fn outcome(answer: Option<i64>) -> ClaimOutcome {
     match answer {
         Some(-1) => ClaimOutcome::BehindMark,

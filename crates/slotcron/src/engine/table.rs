@@ -531,7 +531,9 @@ impl Table {
                 entry.next = None;
                 continue;
             }
-            if from == Lane::Own && !top.start_up && lane(&job) == Lane::Others && !keep_own(&job, at) {
+            // The job's lane, for this trigger and the next.
+            let job_lane = lane(&job);
+            if from == Lane::Own && !top.start_up && job_lane == Lane::Others && !keep_own(&job, at) {
                 self.queue.push(Lane::Others, at, top);
                 continue;
             }
@@ -583,7 +585,7 @@ impl Table {
             };
             entry.next = next;
             match next {
-                Some(next) => self.queue.push(lane(&job), next, Queued { start_up: false, ..top }),
+                Some(next) => self.queue.push(job_lane, next, Queued { start_up: false, ..top }),
                 None => exhausted(&job.name, job.kind),
             }
         }
