@@ -317,14 +317,17 @@ impl Job {
     /// not replace a newer one).
     pub(crate) fn set_last_run(&self, record: &RunRecord) {
         let mut last = self.series().last_run.lock().unwrap_or_else(|p| p.into_inner());
-        if last.as_ref().is_none_or(|last| last.trigger <= record.trigger) {
-            *last = Some(LastRun::from(record));
+        match &mut *last {
+            // Written in place: no allocation per run once the job has one.
+            Some(last) if last.trigger <= record.trigger => **last = LastRun::from(record),
+            Some(_) => {}
+            None => *last = Some(Box::new(LastRun::from(record))),
         }
     }
 
     /// The last run [`Job::set_last_run`] remembered.
     pub(crate) fn last_run(&self) -> Option<LastRun> {
-        self.series().last_run.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.series().last_run.lock().unwrap_or_else(|p| p.into_inner()).as_deref().cloned()
     }
 }
 

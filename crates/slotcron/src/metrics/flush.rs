@@ -54,7 +54,7 @@ struct FlushPass {
 struct Registry {
     /// In the order the jobs were added: a replacement comes after the job it replaced,
     /// so its gauges are set last. Each with its series once flushed with the `job` label.
-    jobs: Vec<(Arc<JobSeries>, Option<Box<JobHandles>>)>,
+    jobs: Vec<(Arc<JobSeries>, Option<JobHandles>)>,
     engine: Option<EngineHandles>,
     unlabeled: UnlabeledHandles,
 }

@@ -31,9 +31,13 @@ const PAUSED_NO: u8 = 1;
 const PAUSED_YES: u8 = 2;
 
 /// One job's counts since the last flush, and its last run. What a run's end writes
-/// comes first, on consecutive cache lines. The series they are flushed to are the
-/// flush's ([`JobHandles`]).
-#[repr(C, align(64))]
+/// comes first, side by side. The series they are flushed to are the flush's
+/// ([`JobHandles`]).
+///
+/// Every job has one, a million jobs a million: it is kept small (not aligned to a cache
+/// line, which cost 64 bytes before the series in its `Arc` and a slower aligned
+/// allocation; the last run boxed, made at the job's first record here).
+#[repr(C)]
 pub(crate) struct JobSeries {
     /// Run records by [`outcome_index`] since the last flush (a `u32` is ample between
     /// two flushes).
@@ -47,8 +51,9 @@ pub(crate) struct JobSeries {
     /// The trigger of the last failed run ([`Outcome::is_failure`]), or [`NONE`].
     last_failure: AtomicI64,
     /// The last trigger handled, once one is recorded (for the admin API; kept here
-    /// rather than in the job, so that a run's end writes one neighbourhood).
-    pub last_run: Mutex<Option<LastRun>>,
+    /// rather than in the job, so that a run's end writes one neighbourhood). Boxed: in a
+    /// fleet most jobs are run by other replicas and have none here.
+    pub last_run: Mutex<Option<Box<LastRun>>>,
     /// Runs whose handler started and has not ended ([`JobSeries::run_started`]).
     in_flight: AtomicU32,
     /// The job's duration and lateness histograms, made at the first sample when they
@@ -72,13 +77,21 @@ struct JobHistograms {
 
 /// A job's series with the `job` label, registered with the recorder at the job's first
 /// flush, each counter and gauge at its first value: kept by the flush, which alone uses
-/// them (most jobs see one or two outcomes, so only those have a counter).
+/// them (most jobs see one or two outcomes, so only those have a counter). Every job has
+/// its paused gauge; the rest is boxed, made once the job has a run to show here (in a
+/// fleet, most jobs are run by other replicas).
 pub(crate) struct JobHandles {
+    paused: Gauge,
+    recorded: Option<Box<RecordedHandles>>,
+}
+
+/// The series of a job with runs to show: see [`JobHandles`].
+#[derive(Default)]
+struct RecordedHandles {
     /// `runs_total` by outcome, as [`outcome_index`].
     runs: Vec<(usize, Counter)>,
     last_success: Option<Gauge>,
     last_failure: Option<Gauge>,
-    paused: Gauge,
     histograms: Option<(Histogram, Histogram)>,
 }
 
@@ -180,15 +193,8 @@ impl JobSeries {
 
     /// Hands the counts since the last flush to the job's series (`labels.per_job`),
     /// `handles`, registered at the first flush; or adds them to `unlabeled`.
-    pub fn flush(
-        &self,
-        labels: MetricLabels,
-        handles: &mut Option<Box<JobHandles>>,
-        unlabeled: &mut Unlabeled,
-    ) {
-        let mut handles = labels
-            .per_job
-            .then(|| &mut **handles.get_or_insert_with(|| Box::new(JobHandles::new(&self.name))));
+    pub fn flush(&self, labels: MetricLabels, handles: &mut Option<JobHandles>, unlabeled: &mut Unlabeled) {
+        let mut handles = labels.per_job.then(|| handles.get_or_insert_with(|| JobHandles::new(&self.name)));
         if self.dirty.swap(false, Ordering::Acquire) {
             self.flush_runs(handles.as_deref_mut(), unlabeled);
             if let (Some(handles), Some(histograms)) = (handles.as_deref_mut(), self.histograms.get()) {
@@ -201,14 +207,18 @@ impl JobSeries {
             }
         }
         let Some(handles) = handles else { return };
-        let name = &self.name;
-        let gauges = [
-            (&mut handles.last_success, &self.last_success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
-            (&mut handles.last_failure, &self.last_failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
-        ];
-        for (gauge, at, metric) in gauges {
-            if let Some(at) = seconds(at.load(Ordering::Relaxed)) {
-                gauge.get_or_insert_with(|| gauge!(metric, "job" => name.clone())).set(at);
+        let success = seconds(self.last_success.load(Ordering::Relaxed));
+        let failure = seconds(self.last_failure.load(Ordering::Relaxed));
+        if success.is_some() || failure.is_some() {
+            let recorded = handles.recorded();
+            let gauges = [
+                (&mut recorded.last_success, success, JOB_LAST_SUCCESS_TIMESTAMP_SECONDS),
+                (&mut recorded.last_failure, failure, JOB_LAST_FAILURE_TIMESTAMP_SECONDS),
+            ];
+            for (gauge, at, metric) in gauges {
+                if let Some(at) = at {
+                    gauge.get_or_insert_with(|| gauge!(metric, "job" => self.name.clone())).set(at);
+                }
             }
         }
         handles.paused.set(if self.paused.load(Ordering::Relaxed) == PAUSED_YES { 1.0 } else { 0.0 });
@@ -231,34 +241,34 @@ impl JobSeries {
 
 impl JobHandles {
     fn new(job: &Arc<str>) -> Self {
-        Self {
-            runs: Vec::new(),
-            last_success: None,
-            last_failure: None,
-            paused: gauge!(JOB_PAUSED, "job" => job.clone()),
-            histograms: None,
-        }
+        Self { paused: gauge!(JOB_PAUSED, "job" => job.clone()), recorded: None }
+    }
+
+    /// The series of a job with runs to show, made at the first call.
+    fn recorded(&mut self) -> &mut RecordedHandles {
+        self.recorded.get_or_insert_with(Box::default)
     }
 
     /// `runs_total` of the outcome at index `i`, registered at its first record.
     fn runs(&mut self, i: usize, job: &Arc<str>) -> &Counter {
-        let at = match self.runs.iter().position(|&(outcome, _)| outcome == i) {
+        let runs = &mut self.recorded().runs;
+        let at = match runs.iter().position(|&(outcome, _)| outcome == i) {
             Some(at) => at,
             None => {
                 let outcome = Outcome::ALL[i].as_str();
                 // Room for this one alone (a first push would make room for four): a new
                 // outcome of a job is rare.
-                self.runs.reserve_exact(1);
-                self.runs.push((i, counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome)));
-                self.runs.len() - 1
+                runs.reserve_exact(1);
+                runs.push((i, counter!(RUNS_TOTAL, "job" => job.clone(), "outcome" => outcome)));
+                runs.len() - 1
             }
         };
-        &self.runs[at].1
+        &runs[at].1
     }
 
     /// The job's duration and lateness histograms, registered at their first samples.
     fn histograms(&mut self, job: &Arc<str>) -> (&Histogram, &Histogram) {
-        let (duration, lateness) = self.histograms.get_or_insert_with(|| {
+        let (duration, lateness) = self.recorded().histograms.get_or_insert_with(|| {
             (
                 histogram!(JOB_RUN_DURATION_SECONDS, "job" => job.clone()),
                 histogram!(JOB_TRIGGER_LATENESS_SECONDS, "job" => job.clone()),
@@ -364,8 +374,31 @@ mod tests {
             runs(&snapshotter),
             [run("tick", "failed", 2), run("tick", "succeeded", 2), run("tick", "timed-out", 1)]
         );
-        let counters = handles.map(|handles| (handles.runs.len(), handles.runs.capacity()));
+        let counters = handles.and_then(|h| h.recorded).map(|r| (r.runs.len(), r.runs.capacity()));
         assert_eq!(counters, Some((3, 3)), "a counter for each outcome recorded, and room for no more");
+    }
+
+    #[test]
+    fn a_job_with_no_runs_here_has_its_paused_gauge_and_nothing_more() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let series = JobSeries::new(&Arc::from("elsewhere"));
+        let (mut handles, labels) = (None, MetricLabels::default());
+        metrics::with_local_recorder(&recorder, || {
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+            series.flush(labels, &mut handles, &mut Unlabeled::default());
+        });
+        let names: Vec<String> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(key, ..)| key.key().name().to_owned())
+            .collect();
+        assert_eq!(names, [JOB_PAUSED]);
+        assert!(
+            handles.is_some_and(|h| h.recorded.is_none()),
+            "no series of runs made for a job without any"
+        );
     }
 
     #[test]
