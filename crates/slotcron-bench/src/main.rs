@@ -94,6 +94,9 @@ const FIGURES: &str = "The line's figures:
   memory B/job   peak resident memory of the process less what it held before the
                  replicas were built, per job held (jobs × replicas): a replica's memory
                  per job
+  start          the slowest replica's start, from its thread's start (connection made):
+                 its jobs added, then its view of the membership holding the whole fleet
+                 (the replicas start together, sharing the CPU)
   backend commands/trigger
                  Redis only: the server's command count (INFO commandstats) per trigger
   records        the window's records across the fleet, by outcome";

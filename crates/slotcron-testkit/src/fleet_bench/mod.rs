@@ -28,7 +28,7 @@ pub use stages::{Stage, StageFigures};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::LocalBoxFuture;
 use jiff::{SignedDuration, Timestamp};
@@ -99,6 +99,10 @@ pub struct Report {
     /// Each instant of the window (Unix milliseconds, in order) with its runs' lateness
     /// p50, p99 and max (microseconds): where in the run the slow runs were.
     pub by_instant: Vec<(i64, (u64, u64, u64))>,
+    /// The slowest replica's start, from its thread's start (its connection made): its
+    /// jobs added, and its view holding the whole fleet (`None` if it did not within two
+    /// membership TTLs of its run's start). The replicas start together, sharing the CPU.
+    pub start: (Duration, Option<Duration>),
     /// Where the window's bursts spent their lateness: the coordinator calls on their
     /// path ([`Stage`]), then the handlers' start and the runs' end (their record made),
     /// each timed from the triggers' instant.
@@ -128,6 +132,12 @@ impl std::fmt::Display for Report {
         )?;
         if let Some(bytes) = self.memory_per_job {
             write!(f, ", memory {bytes} B/job")?;
+        }
+        let (added, joined) = self.start;
+        write!(f, ", start {:.2} s (jobs added), ", added.as_secs_f64())?;
+        match joined {
+            Some(joined) => write!(f, "{:.2} s (fleet joined)", joined.as_secs_f64())?,
+            None => write!(f, "fleet not joined")?,
         }
         if let Some(backend) = self.backend_per_trigger {
             write!(f, ", backend commands {backend:.3}/trigger")?;
@@ -217,16 +227,18 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
     let calls = Arc::new(AtomicU64::new(0));
     let converged = Arc::new(AtomicU64::new(0));
     let stages = Arc::new(Stages::new(window.clone()));
+    let times = Arc::new(StartTimes::default());
     std::thread::scope(|scope| {
         for (index, (runs, outcomes)) in runs.iter().zip(&outcomes).enumerate() {
             let (cancel, ready, calls, runs) = (cancel.clone(), ready.clone(), calls.clone(), runs.clone());
             let (converged, window) = (converged.clone(), window.clone());
-            let (outcomes, stages) = (outcomes.clone(), stages.clone());
+            let (outcomes, stages, times) = (outcomes.clone(), stages.clone(), times.clone());
             // Named for the replica, as its log lines say (`RUST_LOG` in the bench).
             let thread = std::thread::Builder::new().name(format!("replica-{index}"));
             let spawned = thread.spawn_scoped(scope, move || {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
                 runtime.expect("a runtime").block_on(async move {
+                    let began = Instant::now();
                     let inner = connect.connect(index).await;
                     let coordinator = Arc::new(Counted { inner, calls, stages: stages.clone() });
                     let mut builder = Scheduler::builder();
@@ -245,6 +257,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                         let notes = (window.clone(), runs.clone());
                         scheduler.add(noop_job(job, load, notes)).expect("a new job");
                     }
+                    StartTimes::note(&times.added_ms, began);
                     // Off the runtime's thread, whose tasks (connection drivers) must go on.
                     let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
                     // Counts this replica once it sees the whole fleet (at the latest after
@@ -254,6 +267,8 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
                         let patience = 2 * DEFAULT_MEMBERSHIP_TTL.as_millis() / 20;
                         for _ in 0..patience {
                             if watcher.members().is_some_and(|members| members.len() >= load.replicas) {
+                                StartTimes::note(&times.joined_ms, began);
+                                times.joined.fetch_add(1, Ordering::SeqCst);
                                 break;
                             }
                             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -289,6 +304,7 @@ pub fn run(load: Load, connect: &dyn Connect, backend: Option<&dyn Fn() -> u64>)
         cancel.cancel();
         let peak = memory_kib("VmHWM");
         let mut report = measure(load, &runs, (start, end), cpu, counted, commands);
+        report.start = times.figures(load.replicas);
         let held = (load.jobs * load.replicas).max(1) as u64;
         report.memory_per_job =
             peak.zip(before).map(|(peak, before)| peak.saturating_sub(before) * 1024 / held);
@@ -341,6 +357,7 @@ fn measure(
         backend_per_trigger: commands.map(|c| c as f64 / expected.max(1) as f64),
         outcomes: BTreeMap::new(),
         memory_per_job: None,
+        start: (Duration::ZERO, None),
         by_instant,
         stages: vec![started],
         stages_by_instant: Vec::new(),
@@ -352,6 +369,29 @@ fn percentiles(values: &mut [u64]) -> (u64, u64, u64) {
     values.sort_unstable();
     let at = |p: f64| values.get(((values.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied();
     (at(0.5).unwrap_or(0), at(0.99).unwrap_or(0), values.last().copied().unwrap_or(0))
+}
+
+/// The replicas' start ([`Report::start`]): the slowest one's, in ms from its thread's
+/// start.
+#[derive(Default)]
+struct StartTimes {
+    added_ms: AtomicU64,
+    joined_ms: AtomicU64,
+    /// Replicas whose view held the whole fleet.
+    joined: AtomicU64,
+}
+
+impl StartTimes {
+    fn note(slowest: &AtomicU64, began: Instant) {
+        let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        slowest.fetch_max(ms, Ordering::SeqCst);
+    }
+
+    fn figures(&self, replicas: usize) -> (Duration, Option<Duration>) {
+        let ms = |slowest: &AtomicU64| Duration::from_millis(slowest.load(Ordering::SeqCst));
+        let all_joined = self.joined.load(Ordering::SeqCst) >= replicas as u64;
+        (ms(&self.added_ms), all_joined.then(|| ms(&self.joined_ms)))
+    }
 }
 
 /// Waits until every replica's membership view holds the whole fleet (a replica that
