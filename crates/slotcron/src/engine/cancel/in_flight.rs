@@ -36,8 +36,12 @@ impl RunCancel {
     }
 }
 
-/// Runs by job, then by trigger.
-type Runs = HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>>>;
+/// Runs by job, then by trigger. foldhash: a map entry per run started, and the names
+/// are the scheduler's own jobs'.
+type Runs = HashMap<Arc<str>, HashMap<Timestamp, Arc<RunCancel>, Hasher>, Hasher>;
+
+/// The hasher of [`Runs`], seeded once per process.
+type Hasher = foldhash::fast::RandomState;
 
 /// The runs in flight on this replica, by job and trigger.
 #[derive(Debug, Default)]

@@ -68,8 +68,9 @@ fn may_claim_ahead(job: &Job) -> bool {
 /// A claim ahead's answer, and the trigger key it was claimed under.
 type Answer = (Claimed, Box<str>);
 
-/// The answers to the claims ahead of one instant, by job name.
-type Answers = HashMap<Arc<str>, oneshot::Receiver<Answer>>;
+/// The answers to the claims ahead of one instant, by job name (foldhash: each claim
+/// ahead is entered, looked up and taken out; the names are the scheduler's own jobs').
+type Answers = HashMap<Arc<str>, oneshot::Receiver<Answer>, foldhash::fast::RandomState>;
 
 /// This scheduler's claims ahead, waiting for their triggers.
 #[derive(Default)]
@@ -264,12 +265,15 @@ pub(super) fn claim_upcoming(fleet: &FleetRun) {
         *considered = Some(horizon);
         let split = Split::new(shared, &fleet.state);
         let decided_by = earlier(now, takeover_bound(shared));
+        // Ownership first: in a fleet's first minutes, before each job's first trigger is
+        // in its lane, most of those looked at are other replicas' (and a first trigger's
+        // decision asks the schedule).
         let eligible = |job: &Job, previous: Option<Timestamp>, at: Timestamp| {
-            previous_decided(job, previous, at, decided_by)
-                && !job.kind.is_one_shot()
-                && batch::batchable_job(shared, job)
-                && may_claim_ahead(job)
+            !job.kind.is_one_shot()
                 && split.owns(shared, job)
+                && may_claim_ahead(job)
+                && batch::batchable_job(shared, job)
+                && previous_decided(job, previous, at, decided_by)
         };
         shared.table().upcoming(after, horizon, eligible)
     };

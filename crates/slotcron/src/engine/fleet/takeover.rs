@@ -398,8 +398,13 @@ impl Expected {
                 ScheduleKind::After(_) => Handled::of_key_parts([name]),
                 _ => Handled::of_key_parts([name, suffix.as_bytes()]),
             };
-            let tally = self.tallies.entry(owner.clone()).or_default();
-            *tally = tally.plus(handled);
+            // The owner's name cloned once per owner, not per trigger.
+            match self.tallies.get_mut(owner) {
+                Some(tally) => *tally = tally.plus(handled),
+                None => {
+                    self.tallies.insert(owner.clone(), handled);
+                }
+            }
         }
         self.seen = self.seen.max(items.len());
     }
