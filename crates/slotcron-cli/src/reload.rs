@@ -222,10 +222,12 @@ impl Reloader {
     /// # Errors
     /// The file does not load, the state's jobs cannot be read, or a job was not applied.
     pub async fn reload(&mut self, cause: &str) -> Result<(), String> {
+        let began = std::time::Instant::now();
         let replaced = match cause {
             STATE_CHANGE => Vec::new(),
             _ => self.reload_file(cause).await?,
         };
+        let read = began.elapsed();
         let report = self.apply().await.inspect_err(|e| {
             tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
         })?;
@@ -241,6 +243,8 @@ impl Reloader {
             added_jobs = %names(&report.added),
             changed_jobs = %names(&report.changed),
             removed_jobs = %names(&report.removed),
+            read_ms = read.as_millis(),
+            applied_ms = (began.elapsed() - read).as_millis(),
             "jobs reloaded"
         );
         match report.failures.is_empty() {
