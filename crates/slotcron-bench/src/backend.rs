@@ -12,7 +12,7 @@ use slotcron_testkit::redis_stats;
 
 /// A backend and the namespace this run uses in it.
 pub enum Backend {
-    /// A Redis server, keys under `prefix`.
+    /// A Redis server or a Redis Cluster (`redis+cluster://`), keys under `prefix`.
     Redis { url: String, prefix: String },
     /// A PostgreSQL database, tables in `schema`.
     Postgres { url: String, schema: String },
@@ -22,25 +22,26 @@ impl Backend {
     /// The backend of `url`, with a namespace of this process's own.
     ///
     /// # Errors
-    /// A URL of neither Redis (`redis://`, `rediss://`) nor PostgreSQL (`postgres://`,
-    /// `postgresql://`).
+    /// A URL of neither Redis (`redis://`, `rediss://`, a cluster's `redis+cluster://`,
+    /// `rediss+cluster://`) nor PostgreSQL (`postgres://`, `postgresql://`).
     pub fn new(url: &str) -> Result<Self, String> {
         let pid = std::process::id();
         let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
         match scheme {
-            "redis" | "rediss" => {
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
                 Ok(Self::Redis { url: url.to_owned(), prefix: format!("slotcron-bench:{pid}:") })
             }
             "postgres" | "postgresql" => {
                 Ok(Self::Postgres { url: url.to_owned(), schema: format!("slotcron_bench_{pid}") })
             }
-            _ => Err(format!("{url:?} is neither a redis:// nor a postgres:// URL")),
+            _ => Err(format!("{url:?} is neither a redis:// (redis+cluster://) nor a postgres:// URL")),
         }
     }
 
     /// What the figures line calls it.
     pub fn name(&self) -> &'static str {
         match self {
+            Self::Redis { url, .. } if cluster_nodes(url).is_some() => "redis cluster",
             Self::Redis { .. } => "redis",
             Self::Postgres { .. } => "postgres",
         }
@@ -92,19 +93,22 @@ impl Backend {
     }
 
     /// The backend's own count of the commands it ran, where it keeps one (Redis' `INFO
-    /// commandstats`); a count that cannot be read is 0.
+    /// commandstats`, summed over a cluster's nodes); a count that cannot be read is 0.
     pub fn counter(&self) -> Option<impl Fn() -> u64 + use<'_>> {
         match self {
-            Self::Redis { url, .. } => Some(move || redis_stats::commands_run(url).unwrap_or(0)),
+            Self::Redis { url, .. } => {
+                Some(move || servers(url).iter().map(|url| redis_stats::commands_run(url).unwrap_or(0)).sum())
+            }
             Self::Postgres { .. } => None,
         }
     }
 
     /// The memory the backend holds for its data now, in bytes, where it tells
-    /// (Redis' `used_memory`); `None` for PostgreSQL or when it cannot be read.
+    /// (Redis' `used_memory`, summed over a cluster's nodes); `None` for PostgreSQL or
+    /// when it cannot be read.
     pub fn used_memory(&self) -> Option<u64> {
         match self {
-            Self::Redis { url, .. } => redis_stats::used_memory(url).ok(),
+            Self::Redis { url, .. } => servers(url).iter().map(|url| redis_stats::used_memory(url).ok()).sum(),
             Self::Postgres { .. } => None,
         }
     }
@@ -117,7 +121,9 @@ impl Backend {
     pub fn clean_up(&self) -> Result<(), BoxError> {
         match self {
             Self::Redis { url, prefix } => {
-                redis_stats::delete_keys(url, &[format!("{prefix}*")])?;
+                for url in servers(url) {
+                    redis_stats::delete_keys(&url, &[format!("{prefix}*")])?;
+                }
                 Ok(())
             }
             Self::Postgres { url, schema } => {
@@ -130,5 +136,38 @@ impl Backend {
                 })
             }
         }
+    }
+}
+
+/// The servers of a Redis URL: the one server, or each node of a cluster's.
+fn servers(url: &str) -> Vec<String> {
+    cluster_nodes(url).unwrap_or_else(|| vec![url.to_owned()])
+}
+
+/// The nodes of a Redis Cluster URL (`redis+cluster://[user:password@]host:port,…`, as
+/// `slotcron_redis::RedisConfig` reads it), each a `redis://` (or `rediss://`) URL with
+/// the credentials; `None` for another URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (rest, scheme) = [("redis+cluster://", "redis://"), ("rediss+cluster://", "rediss://")]
+        .into_iter()
+        .find_map(|(cluster, node)| Some((url.strip_prefix(cluster)?, node)))?;
+    let (user_info, hosts) = rest.rsplit_once('@').map_or(("", rest), |(user, hosts)| (user, hosts));
+    let at = if user_info.is_empty() { "" } else { "@" };
+    Some(hosts.split(',').map(|host| format!("{scheme}{user_info}{at}{host}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_url_is_read_as_its_nodes_each_with_the_credentials() {
+        assert_eq!(
+            cluster_nodes("redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7001"),
+            Some(vec!["redis://u:p@10.0.0.1:7000".to_owned(), "redis://u:p@10.0.0.2:7001".to_owned()])
+        );
+        assert_eq!(cluster_nodes("rediss+cluster://h:1"), Some(vec!["rediss://h:1".to_owned()]));
+        assert_eq!(cluster_nodes("redis://127.0.0.1:6379"), None);
+        assert_eq!(servers("redis://127.0.0.1:6379"), ["redis://127.0.0.1:6379"]);
     }
 }
