@@ -5,12 +5,14 @@ mod error;
 pub(crate) mod explain;
 mod parse;
 mod search;
+mod shared;
 mod spec;
 
 pub use error::{CronError, CronErrorKind, CronField};
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use jiff::tz::{Offset, TimeZone};
 use std::time::Duration;
@@ -68,7 +70,8 @@ pub struct CronSchedule {
 
 #[derive(Clone, PartialEq)]
 enum Repr {
-    Fields(Box<Spec>),
+    /// Shared by the schedules of the same compiled expression (`shared.rs`).
+    Fields(Arc<Spec>),
     Every(Interval),
 }
 
@@ -79,7 +82,7 @@ impl CronSchedule {
     /// A [`CronError`] naming the field, the offending text, its column and the reason.
     pub fn parse(expression: &str) -> Result<Self, CronError> {
         let repr = match parse::parse(expression)? {
-            Parsed::Fields(spec) => Repr::Fields(Box::new(spec)),
+            Parsed::Fields(spec) => Repr::Fields(shared::shared(spec)),
             Parsed::Every(period) => Repr::Every(period),
         };
         let expression = expression.trim().into();

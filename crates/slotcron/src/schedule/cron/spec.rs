@@ -27,7 +27,7 @@ const MONTH_SHAPES: [[u8; 13]; YearKind::COUNT] = {
 };
 
 /// A compiled cron expression (not `@every`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Spec {
     /// Bit s for second s (0..=59).
     pub seconds: u64,
@@ -62,7 +62,7 @@ impl Spec {
 /// evaluated once at parse time, so the search pays a table look-up per month instead of
 /// the rule. Likewise the selected months that have a matching day depend only on the
 /// kind of year (14 kinds), which lets the search skip a year in one step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct DayTable {
     /// Bit d for each matching day d, by [`DayTable::shape`].
     by_shape: [u32; 28],
@@ -114,7 +114,7 @@ impl DayTable {
 }
 
 /// Which days of a month match: day-of-month and day-of-week with the Vixie rule.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub(crate) struct DayRule {
     /// Bit d for day d (1..=31).
     pub dom: u64,
