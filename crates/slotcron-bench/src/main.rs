@@ -1,5 +1,6 @@
 //! The fleet benchmark as a command: R replicas of a scheduler, each on its own OS thread
-//! with its own tokio runtime and its own connection, against one Redis or PostgreSQL,
+//! with its own tokio runtime and its own connection, against one Redis (or a Redis
+//! Cluster) or PostgreSQL,
 //! N `allow` jobs with no-op handlers due together every P, the in-memory ledger
 //! (`slotcron_testkit::fleet_bench`). One line of figures: triggers delivered of those
 //! due, duplicates, lateness p50/p99/max, CPU per fire, coordinator round trips (and, on
@@ -57,7 +58,9 @@ struct Args {
     /// How long the measured window lasts: the triggers due in it count.
     #[arg(long, default_value = "20s", value_parser = duration)]
     window: Duration,
-    /// The coordinator: a Redis URL (`redis://…`) or a PostgreSQL URL (`postgres://…`).
+    /// The coordinator: a Redis URL (`redis://…`), a Redis Cluster's
+    /// (`redis+cluster://host:port,host:port,…`: the command counts and memory are summed
+    /// over its nodes) or a PostgreSQL URL (`postgres://…`).
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     backend: String,
     /// Start the window once every replica sees the whole fleet (the steady state)
@@ -70,6 +73,11 @@ struct Args {
     /// seconds, and WINDOW a multiple of it.
     #[arg(long)]
     spread: bool,
+    /// Make each job a six-field cron expression, `S * * * * *` (S = i mod 60), rather
+    /// than an interval of PERIOD: the same instants as `--spread --period 60s`, which it
+    /// needs, kept as cron schedules are.
+    #[arg(long)]
+    cron: bool,
     /// Also print each instant of the window with its runs' lateness p50, p99 and max,
     /// one line each, after the figures: where in the run the late runs were.
     #[arg(long)]
@@ -141,6 +149,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if args.cron && !(args.spread && args.period == Duration::from_secs(60)) {
+        eprintln!("slotcron-bench: --cron needs --spread and --period 60s (its jobs fire once a minute)");
+        return ExitCode::from(2);
+    }
     let backend = match Backend::new(&args.backend) {
         Ok(backend) => backend,
         Err(e) => {
@@ -160,6 +172,7 @@ fn main() -> ExitCode {
         window: args.window,
         from_start: !args.settled,
         spread: args.spread,
+        cron: args.cron,
     };
     let counter = backend.counter();
     let memory_before = backend.used_memory();
@@ -182,9 +195,10 @@ fn main() -> ExitCode {
 /// bytes), and the timeline and stages if asked for.
 fn print(args: &Args, backend: &str, report: &fleet_bench::Report, backend_per_job: Option<u64>) {
     println!(
-        "{backend}, {} replicas, {} jobs every {:?} for {:?}{}: {report}",
+        "{backend}, {} replicas, {} {}jobs every {:?} for {:?}{}: {report}",
         args.replicas,
         args.jobs,
+        if args.cron { "cron " } else { "" },
         args.period,
         args.window,
         match (args.settled, args.spread) {

@@ -60,6 +60,10 @@ pub struct Load {
     /// `i` is due at second `i mod S` of each period of `S` whole seconds, as cron jobs
     /// spread over the minute are), rather than all due together.
     pub spread: bool,
+    /// Whether each job is a six-field cron expression (`S * * * * *`, `S` = `i mod 60`)
+    /// rather than an interval schedule: with `spread` and a period of 60 s, the same
+    /// instants, as a million cron jobs spread over the minute have them.
+    pub cron: bool,
 }
 
 impl Load {
@@ -422,8 +426,12 @@ fn noop_job(index: usize, load: Load, (window, runs): (Arc<Window>, Arc<Mutex<Ve
     let offset = if load.spread { index as u64 % seconds } else { 0 };
     let offset = SignedDuration::from_secs(i64::try_from(offset).unwrap_or(0));
     let schedule = Interval::every(load.every).and_then(|every| every.with_offset(offset));
-    Job::builder(format!("job-{index}"))
-        .schedule(schedule.expect("a valid interval"))
+    let builder = Job::builder(format!("job-{index}"));
+    let builder = match load.cron {
+        true => builder.cron(&format!("{} * * * * *", index % 60)),
+        false => builder.schedule(schedule.expect("a valid interval")),
+    };
+    builder
         .handler(move |ctx: JobContext| {
             let late = ctx.trigger().duration_until(Timestamp::now());
             let late = late.max(SignedDuration::ZERO).as_micros() as u64;
