@@ -108,7 +108,9 @@ impl Backend {
     /// when it cannot be read.
     pub fn used_memory(&self) -> Option<u64> {
         match self {
-            Self::Redis { url, .. } => servers(url).iter().map(|url| redis_stats::used_memory(url).ok()).sum(),
+            Self::Redis { url, .. } => {
+                servers(url).iter().map(|url| redis_stats::used_memory(url).ok()).sum()
+            }
             Self::Postgres { .. } => None,
         }
     }
