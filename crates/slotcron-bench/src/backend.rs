@@ -22,13 +22,16 @@ impl Backend {
     /// The backend of `url`, with a namespace of this process's own.
     ///
     /// # Errors
-    /// A URL of neither Redis (`redis://`, `rediss://`, a cluster's `redis+cluster://`,
+    /// A Redis URL the coordinator refuses (a cluster URL without nodes, say), or a URL
+    /// of neither Redis (`redis://`, `rediss://`, a cluster's `redis+cluster://`,
     /// `rediss+cluster://`) nor PostgreSQL (`postgres://`, `postgresql://`).
     pub fn new(url: &str) -> Result<Self, String> {
         let pid = std::process::id();
         let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
         match scheme {
             "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
+                // A URL the coordinator would refuse is bad input here, not a failed connection.
+                RedisConfig::new(url).servers().map_err(|e| e.to_string())?;
                 Ok(Self::Redis { url: url.to_owned(), prefix: format!("slotcron-bench:{pid}:") })
             }
             "postgres" | "postgresql" => {
@@ -41,7 +44,7 @@ impl Backend {
     /// What the figures line calls it.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::Redis { url, .. } if cluster_nodes(url).is_some() => "redis cluster",
+            Self::Redis { url, .. } if url.contains("+cluster://") => "redis cluster",
             Self::Redis { .. } => "redis",
             Self::Postgres { .. } => "postgres",
         }
@@ -141,21 +144,10 @@ impl Backend {
     }
 }
 
-/// The servers of a Redis URL: the one server, or each node of a cluster's.
+/// The servers of a Redis URL: the one server, or each node of a cluster's (as the
+/// coordinator reads the URL; [`Backend::new`] has refused a URL it cannot read).
 fn servers(url: &str) -> Vec<String> {
-    cluster_nodes(url).unwrap_or_else(|| vec![url.to_owned()])
-}
-
-/// The nodes of a Redis Cluster URL (`redis+cluster://[user:password@]host:port,…`, as
-/// `slotcron_redis::RedisConfig` reads it), each a `redis://` (or `rediss://`) URL with
-/// the credentials; `None` for another URL.
-fn cluster_nodes(url: &str) -> Option<Vec<String>> {
-    let (rest, scheme) = [("redis+cluster://", "redis://"), ("rediss+cluster://", "rediss://")]
-        .into_iter()
-        .find_map(|(cluster, node)| Some((url.strip_prefix(cluster)?, node)))?;
-    let (user_info, hosts) = rest.rsplit_once('@').map_or(("", rest), |(user, hosts)| (user, hosts));
-    let at = if user_info.is_empty() { "" } else { "@" };
-    Some(hosts.split(',').map(|host| format!("{scheme}{user_info}{at}{host}")).collect())
+    RedisConfig::new(url).servers().unwrap_or_else(|_| vec![url.to_owned()])
 }
 
 #[cfg(test)]
@@ -163,13 +155,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cluster_url_is_read_as_its_nodes_each_with_the_credentials() {
-        assert_eq!(
-            cluster_nodes("redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7001"),
-            Some(vec!["redis://u:p@10.0.0.1:7000".to_owned(), "redis://u:p@10.0.0.2:7001".to_owned()])
-        );
-        assert_eq!(cluster_nodes("rediss+cluster://h:1"), Some(vec!["rediss://h:1".to_owned()]));
-        assert_eq!(cluster_nodes("redis://127.0.0.1:6379"), None);
+    fn a_cluster_url_is_read_as_its_nodes_and_a_server_url_as_itself() {
+        assert_eq!(servers("redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7001").len(), 2);
         assert_eq!(servers("redis://127.0.0.1:6379"), ["redis://127.0.0.1:6379"]);
+    }
+
+    #[test]
+    fn a_cluster_url_without_nodes_is_refused_as_bad_input() {
+        let Err(e) = Backend::new("redis+cluster://") else { panic!("accepted") };
+        assert!(e.contains("node 1 of the cluster URL is empty"), "{e}");
     }
 }

@@ -139,6 +139,20 @@ impl RedisConfig {
         self.validate()
     }
 
+    /// The URL of each server the coordinator talks to: the one server's URL as given,
+    /// or one `redis://` (`rediss://`) URL per node of a `redis+cluster://` URL, each
+    /// with the URL's credentials (for tools that read every node, e.g. `INFO`).
+    ///
+    /// # Errors
+    /// A cluster URL that [`RedisConfig::new`] would refuse (no nodes, an empty node, a
+    /// node without a port, a path or options), `RedisCoordinatorError::Config`.
+    pub fn servers(&self) -> Result<Vec<String>, RedisCoordinatorError> {
+        Ok(match self.target()? {
+            Target::Single(url) => vec![url.to_owned()],
+            Target::Cluster(nodes) => nodes,
+        })
+    }
+
     /// The server or the cluster nodes of the URL.
     pub(crate) fn target(&self) -> Result<Target<'_>, RedisCoordinatorError> {
         let target = Target::parse(&self.url)
