@@ -422,14 +422,10 @@ pub fn memory_kib(field: &str) -> Option<u64> {
 /// handler that notes its trigger and lateness if the trigger is in the window.
 fn noop_job(index: usize, load: Load, (window, runs): (Arc<Window>, Arc<Mutex<Vec<Run>>>)) -> Job {
     let job = u32::try_from(index).expect("fewer than 2^32 jobs");
-    let seconds = load.every.as_secs().max(1);
-    let offset = if load.spread { index as u64 % seconds } else { 0 };
-    let offset = SignedDuration::from_secs(i64::try_from(offset).unwrap_or(0));
-    let schedule = Interval::every(load.every).and_then(|every| every.with_offset(offset));
     let builder = Job::builder(format!("job-{index}"));
     let builder = match load.cron {
         true => builder.cron(&format!("{} * * * * *", index % 60)),
-        false => builder.schedule(schedule.expect("a valid interval")),
+        false => builder.schedule(interval(index, load)),
     };
     builder
         .handler(move |ctx: JobContext| {
@@ -443,6 +439,14 @@ fn noop_job(index: usize, load: Load, (window, runs): (Arc<Window>, Arc<Mutex<Ve
         })
         .build()
         .expect("a valid job")
+}
+
+/// Job `index`'s interval: `load.every`, at its second of the period if `load.spread`.
+fn interval(index: usize, load: Load) -> Interval {
+    let seconds = load.every.as_secs().max(1);
+    let offset = if load.spread { index as u64 % seconds } else { 0 };
+    let offset = SignedDuration::from_secs(i64::try_from(offset).unwrap_or(0));
+    Interval::every(load.every).and_then(|every| every.with_offset(offset)).expect("a valid interval")
 }
 
 fn sleep_until(unix_ms: i64) {

@@ -354,12 +354,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn each_outcome_a_job_records_has_its_own_counter_across_flushes() {
+    /// A recorder, its snapshotter and the series of job `name`, not flushed yet.
+    fn fixture(name: &str) -> (DebuggingRecorder, Snapshotter, JobSeries, Option<JobHandles>) {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
-        let series = JobSeries::new(&Arc::from("tick"));
-        let (mut handles, labels) = (None, MetricLabels::default());
+        (recorder, snapshotter, JobSeries::new(&Arc::from(name)), None)
+    }
+
+    #[test]
+    fn each_outcome_a_job_records_has_its_own_counter_across_flushes() {
+        let (recorder, snapshotter, series, mut handles) = fixture("tick");
+        let labels = MetricLabels::default();
         let at = Timestamp::UNIX_EPOCH;
         metrics::with_local_recorder(&recorder, || {
             series.record(Outcome::Succeeded, at, None);
@@ -380,10 +385,8 @@ mod tests {
 
     #[test]
     fn a_job_with_no_runs_here_has_its_paused_gauge_and_nothing_more() {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        let series = JobSeries::new(&Arc::from("elsewhere"));
-        let (mut handles, labels) = (None, MetricLabels::default());
+        let (recorder, snapshotter, series, mut handles) = fixture("elsewhere");
+        let labels = MetricLabels::default();
         metrics::with_local_recorder(&recorder, || {
             series.flush(labels, &mut handles, &mut Unlabeled::default());
             series.flush(labels, &mut handles, &mut Unlabeled::default());
