@@ -78,26 +78,19 @@ pub struct Job {
     /// every trigger, and this spares a look into the schedule.
     pub(crate) kind: ScheduleKind,
     pub(crate) handler: Arc<dyn Handler>,
-    pub(crate) timeout: Option<Duration>,
     pub(crate) run_on_start: bool,
     pub(crate) misfire: Misfire,
     pub(crate) grace: Duration,
-    pub(crate) payload: Option<Arc<serde_json::Value>>,
     pub(crate) every_replica: bool,
     /// Shared by the jobs that keep the default ([`Retry::into_shared`]).
     pub(crate) retry: Arc<Retry>,
     pub(crate) overlap: Overlap,
-    pub(crate) jitter: Option<Duration>,
     pub(crate) on_interrupt: OnInterrupt,
-    /// The most scheduled triggers the job runs across the fleet, counted with their
-    /// start marks (`None`: no limit).
-    pub(crate) max_runs: Option<u64>,
-    /// How many failed triggers in a row pause the job across the fleet (`None`: never).
-    pub(crate) pause_after_failures: Option<u64>,
     /// The labels a member must carry to run the job's triggers.
     pub(crate) placement: Arc<Placement>,
-    /// The job whose runs fire this one's triggers ([`JobBuilder::run_after`]), if chained.
-    pub(crate) parent: Option<Arc<str>>,
+    /// The settings most jobs leave unset, boxed only when one is set: a million jobs
+    /// save about 80 B each ([`Seldom`]).
+    seldom: Option<Box<Seldom>>,
     /// Fencing tokens in single-replica mode (no coordinator): the last one handed out.
     pub(crate) local_fencing: AtomicU64,
     /// The newest trigger whose claim this scheduler won, in ms since the Unix epoch
@@ -123,6 +116,45 @@ pub struct Job {
     pub(crate) runs_cancelled: AtomicBool,
 }
 
+/// The settings of a [`Job`] that most jobs leave unset, kept out of line: a job holds
+/// `None` when all of them are unset, and reads [`Seldom::NONE`] then.
+#[derive(Clone, Default)]
+pub(crate) struct Seldom {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) payload: Option<Arc<serde_json::Value>>,
+    pub(crate) jitter: Option<Duration>,
+    /// The most scheduled triggers the job runs across the fleet, counted with their
+    /// start marks (`None`: no limit).
+    pub(crate) max_runs: Option<u64>,
+    /// How many failed triggers in a row pause the job across the fleet (`None`: never).
+    pub(crate) pause_after_failures: Option<u64>,
+    /// The job whose runs fire this one's triggers ([`JobBuilder::run_after`]), if chained.
+    pub(crate) parent: Option<Arc<str>>,
+}
+
+impl Seldom {
+    /// All unset.
+    const NONE: Seldom = Seldom {
+        timeout: None,
+        payload: None,
+        jitter: None,
+        max_runs: None,
+        pause_after_failures: None,
+        parent: None,
+    };
+
+    /// Boxed if any is set, else `None`.
+    fn boxed(self) -> Option<Box<Seldom>> {
+        let unset = self.timeout.is_none()
+            && self.payload.is_none()
+            && self.jitter.is_none()
+            && self.max_runs.is_none()
+            && self.pause_after_failures.is_none()
+            && self.parent.is_none();
+        (!unset).then(|| Box::new(self))
+    }
+}
+
 impl Clone for Job {
     /// A copy whose single-replica fencing tokens continue from the original's.
     fn clone(&self) -> Self {
@@ -131,20 +163,15 @@ impl Clone for Job {
             schedule: self.schedule.clone(),
             kind: self.kind,
             handler: self.handler.clone(),
-            timeout: self.timeout,
             run_on_start: self.run_on_start,
             misfire: self.misfire,
             grace: self.grace,
-            payload: self.payload.clone(),
             every_replica: self.every_replica,
             retry: self.retry.clone(),
             overlap: self.overlap,
-            jitter: self.jitter,
             on_interrupt: self.on_interrupt,
-            max_runs: self.max_runs,
-            pause_after_failures: self.pause_after_failures,
             placement: self.placement.clone(),
-            parent: self.parent.clone(),
+            seldom: self.seldom.clone(),
             local_fencing: AtomicU64::new(self.local_fencing.load(Ordering::Relaxed)),
             last_won: AtomicI64::new(i64::MIN),
             owner_noted: AtomicU32::new(0),
@@ -160,26 +187,28 @@ impl From<Job> for JobBuilder {
     /// A builder holding the job's settings, to build it again (into a
     /// [`Plan`](crate::Plan), for example).
     fn from(job: Job) -> Self {
+        let Seldom { timeout, payload, jitter, max_runs, pause_after_failures, parent } =
+            job.seldom.map(|s| *s).unwrap_or_default();
         Self {
             name: job.name.to_string(),
             schedules: vec![Ok(job.schedule)],
             handler: Some(job.handler),
-            timeout: job.timeout,
+            timeout,
             run_on_start: job.run_on_start,
             misfire: Some(job.misfire),
             grace: job.grace,
-            payload: job.payload,
+            payload,
             every_replica: job.every_replica,
             retry: *job.retry,
             attempts: job.retry.attempts(),
             multiplier: job.retry.multiplier(),
             overlap: job.overlap,
-            jitter: job.jitter,
+            jitter,
             on_interrupt: job.on_interrupt,
-            max_runs: job.max_runs,
-            pause_after_failures: job.pause_after_failures,
+            max_runs,
+            pause_after_failures,
             on: Ok(job.placement),
-            run_after: job.parent,
+            run_after: parent,
             // The job's schedule is already bounded, its calendars applied.
             window: (None, None),
             exclude: Vec::new(),
@@ -220,6 +249,11 @@ impl Job {
         &self.name
     }
 
+    /// The settings most jobs leave unset.
+    pub(crate) fn seldom(&self) -> &Seldom {
+        self.seldom.as_deref().unwrap_or(&Seldom::NONE)
+    }
+
     /// The job's schedule.
     pub fn schedule(&self) -> &Arc<dyn Schedule> {
         &self.schedule
@@ -228,18 +262,18 @@ impl Job {
     /// The most scheduled triggers the job runs across the fleet
     /// ([`JobBuilder::max_runs`]); `None`: no limit.
     pub fn max_runs(&self) -> Option<u64> {
-        self.max_runs
+        self.seldom().max_runs
     }
 
     /// How many failed triggers in a row pause the job across the fleet
     /// ([`JobBuilder::pause_after_failures`]); `None`: never.
     pub fn pause_after_failures(&self) -> Option<u64> {
-        self.pause_after_failures
+        self.seldom().pause_after_failures
     }
 
     /// The limit on one run, if any.
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.seldom().timeout
     }
 
     /// What happens to a trigger whose run was interrupted.
@@ -285,19 +319,19 @@ impl Job {
     /// The job whose runs fire this one's triggers, for a chained job
     /// ([`JobBuilder::run_after`]).
     pub fn parent(&self) -> Option<&str> {
-        self.parent.as_deref()
+        self.seldom().parent.as_deref()
     }
 
     /// The most each trigger's start is delayed by, if jittered.
     pub fn jitter(&self) -> Option<Duration> {
-        self.jitter
+        self.seldom().jitter
     }
 
     /// How long one trigger's run may take, every attempt and backoff included:
     /// [`run_budget`] with this job's attempts, timeout and backoffs, `kill_grace` (the
     /// scheduler's cancel grace) and `slack`. `None` without a timeout (unbounded).
     pub fn run_budget(&self, kill_grace: Duration, slack: Duration) -> Option<Duration> {
-        run_budget(self.retry.attempts(), self.timeout, kill_grace, self.retry.total_backoff(), slack)
+        run_budget(self.retry.attempts(), self.timeout(), kill_grace, self.retry.total_backoff(), slack)
     }
 }
 
@@ -336,13 +370,13 @@ impl fmt::Debug for Job {
         f.debug_struct("Job")
             .field("name", &self.name)
             .field("schedule", &self.schedule)
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.timeout())
             .field("run_on_start", &self.run_on_start)
             .field("misfire", &self.misfire)
             .field("grace", &self.grace)
             .field("retry", &self.retry)
             .field("overlap", &self.overlap)
-            .field("jitter", &self.jitter)
+            .field("jitter", &self.jitter())
             .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
@@ -759,20 +793,23 @@ impl JobBuilder {
             kind: schedule.kind(),
             schedule,
             handler,
-            timeout: self.timeout,
             run_on_start: self.run_on_start,
             misfire,
             grace: self.grace,
-            payload: self.payload,
             every_replica: self.every_replica,
             retry: self.retry.into_shared(),
             overlap: self.overlap,
-            jitter: self.jitter.filter(|j| !j.is_zero()),
             on_interrupt: self.on_interrupt,
-            max_runs: self.max_runs,
-            pause_after_failures: self.pause_after_failures,
             placement,
-            parent: self.run_after,
+            seldom: Seldom {
+                timeout: self.timeout,
+                payload: self.payload,
+                jitter: self.jitter.filter(|j| !j.is_zero()),
+                max_runs: self.max_runs,
+                pause_after_failures: self.pause_after_failures,
+                parent: self.run_after,
+            }
+            .boxed(),
             local_fencing: AtomicU64::new(0),
             last_won: AtomicI64::new(i64::MIN),
             owner_noted: AtomicU32::new(0),
@@ -959,5 +996,38 @@ impl BoundError {
             }
             Self::Schedule(source) => JobError::Schedule { job: job.to_owned(), source },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn noop(_: JobContext) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    #[test]
+    fn a_job_that_sets_none_of_the_seldom_settings_holds_no_box_for_them() {
+        let job = Job::builder("job").every(Duration::from_secs(60)).handler(noop).build().unwrap();
+        assert!(job.seldom.is_none());
+        assert_eq!((job.timeout(), job.jitter(), job.max_runs(), job.parent()), (None, None, None, None));
+    }
+
+    #[test]
+    fn a_job_that_sets_one_keeps_every_seldom_setting_it_was_given() {
+        let job = Job::builder("job")
+            .every(Duration::from_secs(60))
+            .timeout(Duration::from_secs(5))
+            .max_runs(3)
+            .pause_after_failures(2)
+            .handler(noop)
+            .build()
+            .unwrap();
+        assert!(job.seldom.is_some());
+        assert_eq!(job.timeout(), Some(Duration::from_secs(5)));
+        assert_eq!((job.max_runs(), job.pause_after_failures(), job.jitter()), (Some(3), Some(2), None));
+        let rebuilt = JobBuilder::from(job.clone()).build().unwrap();
+        assert_eq!((rebuilt.timeout(), rebuilt.max_runs()), (Some(Duration::from_secs(5)), Some(3)));
     }
 }

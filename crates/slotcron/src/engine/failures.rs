@@ -24,7 +24,7 @@ use crate::ledger::{Outcome, RunRecord};
 /// [`JobError::Invalid`] (field `pause_after_failures`) for a job with it whose streak no
 /// controls here would keep: a job every replica runs, or controls that keep no streaks.
 pub(crate) fn refuse_uncounted(shared: &Shared, job: &Job) -> Result<(), JobError> {
-    if job.pause_after_failures.is_none() {
+    if job.pause_after_failures().is_none() {
         return Ok(());
     }
     if controls(shared).is_some() {
@@ -60,7 +60,7 @@ pub(crate) fn reason(failures: u64, trigger: jiff::Timestamp) -> String {
 /// a pause it made; a failure of the controls is logged (the streak then misses this
 /// trigger: counted or reset late, never doubly).
 pub(crate) async fn count(shared: &Shared, job: &Job, record: &RunRecord) {
-    let Some(pause_after) = job.pause_after_failures else { return };
+    let Some(pause_after) = job.pause_after_failures() else { return };
     if !record.cause.saves_state() {
         return;
     }

@@ -37,7 +37,7 @@ use crate::ledger::{Cause, Outcome, RunRecord};
 /// coordinator counting runs would count: in single-replica mode, for a job every
 /// replica runs, or with a coordinator that counts no runs.
 pub(crate) fn refuse_uncounted(shared: &Shared, job: &Job) -> Result<(), JobError> {
-    if job.max_runs.is_none() {
+    if job.max_runs().is_none() {
         return Ok(());
     }
     let reason = match &shared.coordinator {
@@ -56,7 +56,7 @@ pub(crate) fn refuse_uncounted(shared: &Shared, job: &Job) -> Result<(), JobErro
 /// the job's, when it has one and `key` is a scheduled trigger's (not a manual run's,
 /// a backfill's or a rerun's); `None` otherwise (a plain mark).
 pub(crate) fn counted_against(job: &Job, key: &str) -> Option<u64> {
-    let max_runs = job.max_runs?;
+    let max_runs = job.max_runs()?;
     matches!(parse_key(&job.name, key), Some((Cause::Scheduled, _))).then_some(max_runs)
 }
 
@@ -77,7 +77,7 @@ pub(crate) fn answer(answer: CountedAnswer, max_runs: u64) -> Result<(), Unmarke
 /// triggers is queued from now on (logged once).
 pub(crate) fn end_if_reached(job: &Job, record: &RunRecord) {
     if record.outcome == Outcome::SkippedMaxRuns && !job.ended.swap(true, Ordering::SeqCst) {
-        let max_runs = job.max_runs.unwrap_or_default();
+        let max_runs = job.max_runs().unwrap_or_default();
         tracing::info!(job = %job.name, max_runs, "max_runs reached: the job has ended, no more triggers");
     }
 }
@@ -87,7 +87,7 @@ pub(crate) fn end_if_reached(job: &Job, record: &RunRecord) {
 /// [`Shared::end_reached`] does; nothing outside a tokio runtime (their first trigger's
 /// start mark is then refused, as ever).
 pub(crate) fn end_reached_soon(shared: &Arc<Shared>, jobs: Vec<Arc<Job>>) {
-    if jobs.iter().all(|job| job.max_runs.is_none()) || !shared.running.load(Ordering::SeqCst) {
+    if jobs.iter().all(|job| job.max_runs().is_none()) || !shared.running.load(Ordering::SeqCst) {
         return;
     }
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -101,7 +101,7 @@ impl Shared {
     /// without a coordinator counting runs, or when it cannot be read within the claim
     /// timeout (logged).
     pub(crate) async fn run_counts<'j>(&self, jobs: &[&'j Job]) -> Vec<(&'j Job, u64)> {
-        let counted: Vec<&Job> = jobs.iter().copied().filter(|job| job.max_runs.is_some()).collect();
+        let counted: Vec<&Job> = jobs.iter().copied().filter(|job| job.max_runs().is_some()).collect();
         let Some(coordinator) = self.coordinator.as_ref().filter(|c| c.counts_runs() && !counted.is_empty())
         else {
             return Vec::new();
@@ -123,7 +123,7 @@ impl Shared {
     pub(crate) async fn end_reached(&self, jobs: &[Arc<Job>]) {
         let jobs: Vec<&Job> = jobs.iter().map(|job| &**job).collect();
         for (job, count) in self.run_counts(&jobs).await {
-            let max_runs = job.max_runs.unwrap_or(u64::MAX);
+            let max_runs = job.max_runs().unwrap_or(u64::MAX);
             if count >= max_runs && !job.ended.swap(true, Ordering::SeqCst) {
                 tracing::info!(job = %job.name, max_runs, "max_runs counted already: the job has ended");
             }
@@ -142,7 +142,7 @@ impl Scheduler {
         let jobs: Vec<&Job> = jobs.iter().map(|job| &**job).collect();
         let counts = self.shared.run_counts(&jobs).await;
         for (job, count) in &counts {
-            if job.max_runs.is_some_and(|max_runs| *count >= max_runs) {
+            if job.max_runs().is_some_and(|max_runs| *count >= max_runs) {
                 job.ended.store(true, Ordering::SeqCst);
             }
         }

@@ -146,7 +146,7 @@ impl Table {
             // Made here only when counted: else at its first use (a run, the admin API).
             self.metrics.register(job.series().clone());
         }
-        if let Some(parent) = &job.parent {
+        if let Some(parent) = &job.seldom().parent {
             self.children.entry(parent.clone()).or_default().push(name.clone());
         }
         let job = Arc::new(job);
@@ -228,7 +228,7 @@ impl Table {
         self.version += 1;
         let entry = self.slots[slot as usize].take();
         self.placed -= usize::from(entry.as_ref().is_some_and(|e| !e.job.placement.is_anywhere()));
-        if let Some(parent) = entry.as_ref().and_then(|e| e.job.parent.as_ref())
+        if let Some(parent) = entry.as_ref().and_then(|e| e.job.seldom().parent.as_ref())
             && let Some(children) = self.children.get_mut(parent)
         {
             children.retain(|child| **child != *name);
@@ -392,7 +392,7 @@ impl Table {
 
     /// The parent of the job called `name`, if it is here and chained.
     pub fn parent_of(&self, name: &str) -> Option<Arc<str>> {
-        self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.parent.clone()
+        self.slots[*self.by_name.get(name)? as usize].as_ref()?.job.seldom().parent.clone()
     }
 
     /// A job with its queued trigger.
@@ -545,7 +545,7 @@ impl Table {
                 continue;
             }
             // Lateness counts from the jittered start, as the grace window does.
-            let start = crate::policy::jittered(&job.name, at, job.jitter);
+            let start = crate::policy::jittered(&job.name, at, job.jitter());
             let late =
                 due_at.duration_since(start) > jiff::SignedDuration::try_from(job.grace).unwrap_or_default();
             let next = if late {

@@ -214,7 +214,7 @@ fn in_cycle(shared: &Shared, child: &Job) -> bool {
 /// [`JobError::Invalid`] (field `run_after`) if `job`, added to `table`, would be its
 /// own ancestor, naming every job of the cycle.
 pub(crate) fn refuse_cycle(table: &Table, job: &Job) -> Result<(), JobError> {
-    let Some(mut at) = job.parent.clone() else { return Ok(()) };
+    let Some(mut at) = job.seldom().parent.clone() else { return Ok(()) };
     let mut path: Vec<Arc<str>> = vec![job.name.clone()];
     loop {
         if at == job.name {

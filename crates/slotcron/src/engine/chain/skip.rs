@@ -179,7 +179,7 @@ async fn has_record(shared: &Shared, child: &Job, parent: &Parent) -> bool {
 /// trigger is to run once, there) does not count. `false` for a job not chained, or a
 /// ledger that cannot be read (logged: the takeover runs it, as any other).
 pub(crate) async fn skipped_before(shared: &Shared, job: &Job, trigger: Timestamp) -> bool {
-    if job.parent.is_none() {
+    if job.seldom().parent.is_none() {
         return false;
     }
     shared.recorded(job, trigger, Some(Outcome::SkippedParent)).await.unwrap_or_else(|e| {

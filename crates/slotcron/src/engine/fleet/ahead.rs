@@ -62,7 +62,7 @@ pub(super) fn until(shared: &Shared, at: Timestamp) -> Timestamp {
 /// are counted with their start marks, one claim at a time (`engine/limits.rs`): its
 /// triggers are claimed at their instant.
 fn may_claim_ahead(job: &Job) -> bool {
-    job.max_runs.is_none()
+    job.max_runs().is_none()
 }
 
 /// A claim ahead's answer, and the trigger key it was claimed under.

@@ -43,7 +43,7 @@ pub(crate) fn batchable(shared: &Shared, due: &Due) -> bool {
 
 /// Whether `job`'s triggers to run are claimed in batches: see [`batchable`].
 pub(crate) fn batchable_job(shared: &Shared, job: &Job) -> bool {
-    shared.coordinator.is_some() && shared.cap.is_none() && !job.every_replica && job.jitter.is_none()
+    shared.coordinator.is_some() && shared.cap.is_none() && !job.every_replica && job.jitter().is_none()
 }
 
 /// How a batch's claims are made.

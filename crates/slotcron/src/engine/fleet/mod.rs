@@ -193,5 +193,5 @@ impl Split {
 /// Whether ownership applies to `job`'s scheduled triggers: not to a job with jitter (its
 /// start is its own) nor to an `on_every_replica` job.
 pub(crate) fn owned(job: &Job) -> bool {
-    !job.every_replica && job.jitter.is_none()
+    !job.every_replica && job.jitter().is_none()
 }

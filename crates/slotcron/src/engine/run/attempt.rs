@@ -61,7 +61,7 @@ pub(super) async fn run_handler(
         Err(panic) => return ended(Outcome::Panicked, Some(panic_message(panic.as_ref()))),
     };
     let timeout = async {
-        match job.timeout {
+        match job.timeout() {
             Some(timeout) => shared.clock.sleep_until(later(started, timeout)).await,
             None => std::future::pending().await,
         }
@@ -86,7 +86,7 @@ pub(super) async fn run_handler(
     };
     match (why, result) {
         (Why::TimedOut, _) => {
-            let reason = format!("timed out after {:?}", job.timeout.unwrap_or_default());
+            let reason = format!("timed out after {:?}", job.timeout().unwrap_or_default());
             AttemptResult { outcome: Outcome::TimedOut, error: Some(reason), retryable: true }
         }
         // Cancelled, it stopped when asked (whatever it returned: an `Ok` too): cancelled,

@@ -24,7 +24,7 @@ pub(super) async fn start_gate(
     let skipped =
         |outcome, reason: String| Box::new(shared.skipped(job, trigger, cause, outcome, Some(reason)));
     // Jitter: the start waits for the trigger's offset; the trigger stays nominal.
-    let jitter = if requested { None } else { job.jitter };
+    let jitter = if requested { None } else { job.jitter() };
     let start = match policy::wait_for_start(&job.name, trigger, jitter, clock, &scope.stopping).await {
         Ok(start) => start,
         Err(reason) => return Err(skipped(Outcome::Missed, reason)),

@@ -135,7 +135,7 @@ pub(crate) struct Marked {
 /// take first, which may skip the run), and whose mark counts no run (a job with
 /// `max_runs` marks each run's start on its own, `engine/limits.rs`).
 pub(crate) fn marks_with_batch(job: &Job) -> bool {
-    job.overlap == Overlap::Allow && job.max_runs.is_none()
+    job.overlap == Overlap::Allow && job.max_runs().is_none()
 }
 
 /// Handles one due item whose claim a batch has decided, to
@@ -551,7 +551,7 @@ impl<'a> Attempts<'a> {
             // or (through `parent`) its lease.
             own_cancel: self.parent.child_token(),
             operator_cancel: self.cancel.token().clone(),
-            payload: self.job.payload.clone(),
+            payload: self.job.seldom().payload.clone(),
             record: run,
         }
     }
