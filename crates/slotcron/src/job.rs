@@ -707,6 +707,22 @@ impl JobBuilder {
         Ok(())
     }
 
+    /// Checks the limits counted across the fleet (`max_runs`, `pause_after_failures`):
+    /// at least 1, and not for a job every replica runs. The field and the reason.
+    fn check_counted(&self) -> Result<(), (&'static str, &'static str)> {
+        let uncounted = "cannot be counted for a job every replica runs (on_every_replica)";
+        for (field, limit) in
+            [("max_runs", self.max_runs), ("pause_after_failures", self.pause_after_failures)]
+        {
+            match limit {
+                Some(0) => return Err((field, "must be at least 1")),
+                Some(_) if self.every_replica => return Err((field, uncounted)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Validates the job.
     ///
     /// # Errors
@@ -720,6 +736,7 @@ impl JobBuilder {
             return Err(first);
         }
         self.check_retry().map_err(|(field, reason)| invalid(field, &reason))?;
+        self.check_counted().map_err(|(field, reason)| invalid(field, reason))?;
         let mut schedules = self.schedules.into_iter();
         let schedule = match (schedules.next(), schedules.next()) {
             (None, _) => {
@@ -768,22 +785,6 @@ impl JobBuilder {
         }
         if let Some(jitter) = self.jitter {
             check_jitter(schedule.as_ref(), jitter).map_err(|reason| invalid("jitter", &reason))?;
-        }
-        if self.max_runs == Some(0) {
-            return Err(invalid("max_runs", "must be at least 1"));
-        }
-        if self.pause_after_failures == Some(0) {
-            return Err(invalid("pause_after_failures", "must be at least 1"));
-        }
-        if self.every_replica && self.max_runs.is_some() {
-            return Err(invalid(
-                "max_runs",
-                "cannot be counted for a job every replica runs (on_every_replica)",
-            ));
-        }
-        if self.every_replica && self.pause_after_failures.is_some() {
-            let reason = "cannot be counted for a job every replica runs (on_every_replica)";
-            return Err(invalid("pause_after_failures", reason));
         }
         let placement = self.on.map_err(|e| invalid("on", &e.to_string()))?;
         let name: Arc<str> = self.name.into();
