@@ -14,7 +14,9 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::hook::FailureHooks;
-use crate::jobs_file::{self, Directory, Format, GraceFloor, History, JobEntry, JobsFile};
+use crate::jobs_file::{
+    self, Directory, Earlier, Format, GraceFloor, History, JobEntry, JobsFile, PieceMark,
+};
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
@@ -134,6 +136,9 @@ pub struct Reloader {
     path: PathBuf,
     format: Format,
     file_jobs: Vec<JobEntry>,
+    /// The pieces of the file as last loaded, whose jobs a reload takes again where
+    /// unchanged ([`jobs_file::load_again`]).
+    pieces: Vec<PieceMark>,
     /// The file's `[history]` in effect: the one read at start (a change needs a restart).
     history: History,
     state_jobs: Option<StateJobs>,
@@ -152,8 +157,8 @@ impl Reloader {
         grace_floor: GraceFloor,
         hooks: FailureHooks,
     ) -> Self {
-        let JobsFile { path, format, jobs, history, .. } = loaded;
-        Self { scheduler, path, format, file_jobs: jobs, history, state_jobs, grace_floor, hooks }
+        let JobsFile { path, format, jobs, history, pieces, .. } = loaded;
+        Self { scheduler, path, format, file_jobs: jobs, pieces, history, state_jobs, grace_floor, hooks }
     }
 
     /// The state's jobs, with `--jobs-from-state`.
@@ -256,15 +261,11 @@ impl Reloader {
     /// Reads the jobs file again; if it does not load, every problem is logged and the
     /// error names the file and holds the problems. The jobs it replaced.
     async fn reload_file(&mut self, cause: &str) -> Result<Vec<JobEntry>, String> {
-        let (path, format) = (self.path.clone(), self.format);
-        let loaded = tokio::task::spawn_blocking(move || jobs_file::load(&path, format)).await;
-        let loaded = match loaded {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                tracing::error!(cause, "reload failed: {e}; the jobs stay as they were");
-                return Err(e.to_string());
-            }
-        };
+        // Read on this thread (the runtime's other tasks go to another one meanwhile),
+        // taking the jobs of the unchanged pieces from the last load.
+        let earlier = Earlier { pieces: &self.pieces, jobs: &self.file_jobs };
+        let loaded =
+            tokio::task::block_in_place(|| jobs_file::load_again(&self.path, self.format, Some(&earlier)));
         let loaded = loaded.map_err(|problems| problems.to_string()).and_then(|loaded| {
             self.grace_floor.check(&loaded)?;
             Ok(loaded)
@@ -283,6 +284,7 @@ impl Reloader {
                     );
                 }
                 self.hooks.set(&loaded.jobs);
+                self.pieces = loaded.pieces;
                 Ok(std::mem::replace(&mut self.file_jobs, loaded.jobs))
             }
             Err(problems) => {

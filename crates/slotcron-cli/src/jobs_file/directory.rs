@@ -81,6 +81,7 @@ pub(super) fn load(dir: &Path, format: Format) -> Result<JobsFile, Problems> {
         shutdown_timeout: None,
         max_concurrent_runs: None,
         local_zone: None,
+        pieces: Vec::new(),
     };
     let mut problems = Vec::new();
     for file in &directory.files {
@@ -103,7 +104,7 @@ pub(super) fn load(dir: &Path, format: Format) -> Result<JobsFile, Problems> {
 /// One crontab of a directory, its jobs named by the file.
 fn load_crontab(file: &Path, format: Format) -> Result<JobsFile, Vec<Problem>> {
     let source = read(file).map_err(|problem| vec![problem])?;
-    let mut parsed = parse_format(&source, format);
+    let mut parsed = parse_format(&source, format, None);
     // The name is one `skipped_because` lets through: no `/`, not empty.
     let prefix = file.file_name().unwrap_or_default().to_string_lossy();
     parsed.name_by(&prefix);

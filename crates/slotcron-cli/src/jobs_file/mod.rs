@@ -17,6 +17,7 @@ pub use grace_floor::GraceFloor;
 pub use lone_labels::LoneLabels;
 pub use problem::{JobRef, Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
+pub use toml_format::{Earlier, PieceMark};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -87,6 +88,9 @@ pub struct JobsFile {
     /// The daemon's own zone, when a crontab line runs in it (the file gives the line no
     /// `CRON_TZ=` or `TZ=`): every daemon of a fleet must resolve the same.
     pub local_zone: Option<LocalZone>,
+    /// A big TOML file's later pieces, as this load read them: what a reload takes the
+    /// jobs of unchanged pieces again by ([`load_again`]); empty for other files.
+    pub pieces: Vec<PieceMark>,
 }
 
 impl JobsFile {
@@ -198,6 +202,23 @@ pub struct JobEntry {
 const LATER_CHECKED: [&str; 5] = ["run_after", "grace", "on", "max_runs", "pause_after_failures"];
 
 impl JobEntry {
+    /// A copy of the entry with its lines moved by `moved` (from where an earlier load
+    /// found them to where the file now has them).
+    fn moved(&self, moved: impl Fn(usize) -> usize) -> JobEntry {
+        JobEntry {
+            line: moved(self.line),
+            schedule: self.schedule.clone(),
+            job: self.job.clone(),
+            exclude: self.exclude.clone(),
+            enabled: self.enabled,
+            fingerprint: self.fingerprint,
+            command: self.command.clone(),
+            on_failure: self.on_failure.clone(),
+            window: self.window,
+            field_lines: self.field_lines.iter().map(|&(field, line)| (field, moved(line))).collect(),
+        }
+    }
+
     /// The line of `field` (one of [`LATER_CHECKED`]), if the job gives it; else the line
     /// the job starts on.
     pub fn line_of(&self, field: &str) -> usize {
@@ -249,6 +270,16 @@ struct Policies {
 /// jobs file ([`TOML_DIRECTORY`]), syntax errors, invalid fields, duplicate names. A file
 /// with no jobs loads ([`JobsFile::no_jobs`] says so).
 pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
+    load_again(path, format, None)
+}
+
+/// [`load`], on a reload after `earlier` (the last load of the same file that
+/// succeeded): the jobs of a big TOML file's unchanged pieces are taken from it
+/// ([`toml_format::Earlier`]).
+///
+/// # Errors
+/// As [`load`].
+pub fn load_again(path: &Path, format: Format, earlier: Option<&Earlier<'_>>) -> Result<JobsFile, Problems> {
     if path.is_dir() {
         let format = match format {
             Format::Toml => return Err(Problems::new(path, vec![Problem::whole(TOML_DIRECTORY)])),
@@ -258,7 +289,8 @@ pub fn load(path: &Path, format: Format) -> Result<JobsFile, Problems> {
         return directory::load(path, format);
     }
     let source = read(path).map_err(|problem| Problems::new(path, vec![problem]))?;
-    let parsed = parse(&source, format).map_err(|list| Problems::new(path, list))?;
+    let parsed =
+        validate(parse_format(&source, format, earlier), format).map_err(|list| Problems::new(path, list))?;
     Ok(JobsFile::at(path, parsed))
 }
 
@@ -288,14 +320,14 @@ impl JobsFile {
 /// # Errors
 /// Every problem found, in no particular order.
 pub fn parse(source: &str, format: Format) -> Result<JobsFile, Vec<Problem>> {
-    validate(parse_format(source, format), format)
+    validate(parse_format(source, format, None), format)
 }
 
 /// What the parser of `format` finds in `source`, before the names are checked and the
 /// jobs built.
-fn parse_format(source: &str, format: Format) -> Parsed {
+fn parse_format(source: &str, format: Format, earlier: Option<&Earlier<'_>>) -> Parsed {
     match format {
-        Format::Toml => toml_format::parse(source),
+        Format::Toml => toml_format::parse(source, earlier),
         Format::Crontab => crontab::parse(source, false),
         Format::SystemCrontab => crontab::parse(source, true),
     }
@@ -318,6 +350,7 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
         local_zone,
         job_tables: _,
         mut problems,
+        pieces,
     } = parsed;
     // foldhash: names hashed quickly (a million-job file); nothing here comes from a peer.
     let mut first_line: HashMap<&str, usize, foldhash::fast::RandomState> =
@@ -388,6 +421,7 @@ fn validate(mut parsed: Parsed, format: Format) -> Result<JobsFile, Vec<Problem>
         shutdown_timeout,
         max_concurrent_runs,
         local_zone,
+        pieces,
     })
 }
 
@@ -436,6 +470,8 @@ struct Parsed {
     /// numbered after them ([`JobRef::Number`]).
     job_tables: usize,
     problems: Vec<Problem>,
+    /// A big TOML file's later pieces, for a reload to take their jobs again.
+    pieces: Vec<PieceMark>,
 }
 
 impl Parsed {

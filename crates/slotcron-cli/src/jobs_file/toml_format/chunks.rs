@@ -1,32 +1,66 @@
 //! Splitting a big TOML jobs file into pieces that parse alone: each ends just before a
 //! `[[job]]` header line, so that every job, with its sub-tables (`[job.env]`), lies in
 //! one piece.
+//!
+//! Where a piece ends is chosen by the text at the header (a hash of it) once the piece
+//! is [`MIN_PIECE`] long, as content-defined chunking does (rsync, restic), not by the
+//! offset alone: a job that grows or shrinks moves the ends of its own piece at most, and
+//! the pieces after it end where they did, so that a reload takes their jobs again
+//! ([`super::reuse`]).
 
 use std::ops::Range;
 
-/// Files smaller than this are parsed whole; pieces are at least this long.
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Files smaller than twice this are parsed whole; a piece is this long on average.
 const PIECE: usize = 64 * 1024;
+
+/// The shortest a piece is before its end is looked for.
+const MIN_PIECE: usize = PIECE / 2;
+
+/// The longest a piece grows before it ends at the next header whatever the text there.
+const MAX_PIECE: usize = 2 * PIECE;
+
+/// How much of the text at a header its hash covers (the header and the job's first
+/// lines, which tell jobs apart).
+const HASHED: usize = 64;
 
 /// The pieces of `source`, in order, covering it; `None` when it should be parsed whole:
 /// small, or holding a multi-line string (`"""`, `'''`), in which a line looking like a
 /// header may be text. The first piece holds the top-level keys; a later one holding
 /// anything but `[[job]]` tables is found out when parsed (see `Reader::piece`).
+///
+/// A piece at least [`MIN_PIECE`] long ends before a header whose hash, modulo
+/// `PIECE - MIN_PIECE`, is below the length of the job before it: each byte of jobs past
+/// the minimum ends the piece with the same chance, so pieces are [`PIECE`] long on
+/// average whatever the jobs' length.
 pub(super) fn split(source: &str) -> Option<Vec<Range<usize>>> {
     let holds = |quotes: &str| memchr::memmem::find(source.as_bytes(), quotes.as_bytes()).is_some();
     if source.len() < 2 * PIECE || holds("\"\"\"") || holds("'''") {
         return None;
     }
     let mut pieces = Vec::new();
-    let (mut start, mut offset) = (0, 0);
+    let (mut start, mut offset, mut header) = (0, 0, 0);
     for line in source.split_inclusive('\n') {
-        if offset - start >= PIECE && is_job_header(line) {
-            pieces.push(start..offset);
-            start = offset;
+        if is_job_header(line) {
+            let long = offset - start;
+            if long >= MAX_PIECE || (long >= MIN_PIECE && ends_before(source, offset, offset - header)) {
+                pieces.push(start..offset);
+                start = offset;
+            }
+            header = offset;
         }
         offset += line.len();
     }
     pieces.push(start..source.len());
     Some(pieces)
+}
+
+/// Whether a piece ends before the header at `at`, the job before it `job` bytes long.
+fn ends_before(source: &str, at: usize, job: usize) -> bool {
+    let text = &source.as_bytes()[at..source.len().min(at + HASHED)];
+    let chance = u64::try_from(PIECE - MIN_PIECE).unwrap_or(u64::MAX);
+    xxh3_64(text) % chance < u64::try_from(job).unwrap_or(u64::MAX)
 }
 
 /// Whether `line` is a `[[job]]` header (spaces allowed inside the brackets, a comment

@@ -104,17 +104,25 @@ mod history;
 mod misfire;
 mod placement;
 mod policies;
+mod reuse;
 mod schedule;
 mod table;
+
+pub use reuse::{Earlier, PieceMark};
 
 /// Parses a TOML jobs file, collecting every problem.
 ///
 /// A big file is parsed in pieces (see [`chunks`]), so that the parser's spanned tables
 /// and tokens are held for one piece at a time rather than for the whole file; where a
 /// piece would not stand alone, the whole file is parsed at once.
-pub(super) fn parse(source: &str) -> Parsed {
+///
+/// On a reload (`earlier`: the load before it), an unchanged piece's jobs are taken from
+/// that load instead (see [`reuse`]).
+pub(super) fn parse(source: &str, earlier: Option<&Earlier<'_>>) -> Parsed {
     let lines = LineIndex::new(source);
-    if let Some(parsed) = chunks::split(source).and_then(|pieces| parse_pieces(source, &lines, &pieces)) {
+    if let Some(parsed) =
+        chunks::split(source).and_then(|pieces| parse_pieces(source, &lines, &pieces, earlier))
+    {
         return parsed;
     }
     let mut reader = Reader::new(source, &lines);
@@ -124,25 +132,47 @@ pub(super) fn parse(source: &str) -> Parsed {
 
 /// Reads the first of `pieces` (the top level, and the jobs after it), then the others
 /// on every core at once, each with what the first one set (the zone, the defaults and
-/// the calendars); what they found, in the file's order, each piece's jobs built as it
-/// is read (no drafts of the whole file held at once). `None` when a later piece holds
-/// anything but `[[job]]` tables.
-fn parse_pieces(source: &str, lines: &LineIndex, pieces: &[Range<usize>]) -> Option<Parsed> {
+/// the calendars) or, if unchanged since `earlier`, taken from it; what they found, in
+/// the file's order, each piece's jobs built as it is read (no drafts of the whole file
+/// held at once), with the marks a reload takes them again by. `None` when a later piece
+/// holds anything but `[[job]]` tables.
+fn parse_pieces(
+    source: &str,
+    lines: &LineIndex,
+    pieces: &[Range<usize>],
+    earlier: Option<&Earlier<'_>>,
+) -> Option<Parsed> {
     let (first, rest) = pieces.split_first()?;
     let mut reader = Reader::new(source, lines);
     reader.piece(source, first.clone());
     reader.parsed.build();
-    let found: Option<Vec<Parsed>> = rest
+    let reuse = reuse::Reuse::new(earlier, &source[first.clone()]);
+    let found: Option<Vec<(u128, usize, Parsed)>> = rest
         .par_iter()
         .map(|piece| {
+            let (key, line) = (reuse.key(&source[piece.clone()]), lines.line_of(piece.start));
+            if let Some(taken) = reuse.take(key, line) {
+                return Some((key, line, taken));
+            }
             let mut fork = reader.fork();
             fork.piece(source, piece.clone()).then(|| {
                 fork.parsed.build();
-                fork.parsed
+                (key, line, fork.parsed)
             })
         })
         .collect();
-    reader.parsed.append(found?);
+    let found = found?;
+    let mut first_job = reader.parsed.built.len();
+    let marks = found
+        .iter()
+        .map(|(key, line, parsed)| {
+            let mark = PieceMark::new(*key, *line, first_job, parsed);
+            first_job += parsed.built.len();
+            mark
+        })
+        .collect();
+    reader.parsed.append(found.into_iter().map(|(_, _, parsed)| parsed).collect());
+    reader.parsed.pieces = marks;
     Some(reader.parsed)
 }
 
@@ -513,7 +543,7 @@ mod tests {
         assert_eq!((jobs[2999].job.name(), jobs[2999].line), ("job-2999", 2 + 2999 * 5));
         // A table after the jobs is placed by parsing the whole file.
         let source = format!("{}[coordination]\nprefix = \"p:\"\n", many(3000));
-        let parsed = super::parse(&source);
+        let parsed = super::parse(&source, None);
         assert_eq!(parsed.coordination.prefix.as_deref(), Some("p:"));
         assert_eq!(parsed.drafts.len(), 3000);
         // Problems in a later piece name their own lines.
