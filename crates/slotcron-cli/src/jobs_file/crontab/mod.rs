@@ -245,7 +245,13 @@ impl Reader {
             LineSchedule::Reboot => Ok(ScheduleSpec::AtStartUp),
             LineSchedule::Cron(range) => CronSchedule::parse(&line[range.clone()])
                 .map_err(|e| {
-                    ScheduleSpec::cron_refused(&line[range.clone()], &e, line[..range.start].chars().count())
+                    too_few_time_fields(&line[range.clone()]).unwrap_or_else(|| {
+                        ScheduleSpec::cron_refused(
+                            &line[range.clone()],
+                            &e,
+                            line[..range.start].chars().count(),
+                        )
+                    })
                 })
                 .map(|cron| ScheduleSpec::Cron(cron.with_time_zone(zone.clone().unwrap_or(TimeZone::UTC))))
                 .and_then(ScheduleSpec::checked),
@@ -384,6 +390,40 @@ fn split_job_line(line: &str) -> Result<(String, LineSchedule, &str), String> {
     Ok((text, schedule, rest.trim()))
 }
 
+/// Why a line's 5 time fields do not parse, when one of them is a word of the command
+/// rather than a time field (`* * * echo hi`: the line has too few time fields), for a
+/// reason that says so rather than that `echo` is no month name. A word of a command holds
+/// a character no cron field has, or a run of more than 3 letters (names are three
+/// letters: JAN, MON) that does not start with a name (`MONDAY` is a day misspelt, which
+/// the cron parser's reason explains).
+fn too_few_time_fields(schedule: &str) -> Option<String> {
+    const NAMES: [&str; 19] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", "sun", "mon",
+        "tue", "wed", "thu", "fri", "sat",
+    ];
+    let cron_char = |c: char| c.is_ascii_alphanumeric() || "*/,-?#".contains(c);
+    let long_word = |field: &str| {
+        let named = |run: &str| NAMES.iter().any(|name| run.to_ascii_lowercase().starts_with(name));
+        field.split(|c: char| !c.is_ascii_alphabetic()).any(|run| run.len() > 3 && !named(run))
+    };
+    if schedule.starts_with('@') {
+        return None;
+    }
+    let (found, word) = schedule
+        .split_ascii_whitespace()
+        .enumerate()
+        .find(|(_, field)| !field.chars().all(cron_char) || long_word(field))?;
+    let expected = "a crontab line is 5 time fields (minute hour day-of-month month day-of-week) or a \
+                    descriptor such as @daily, then the command";
+    Some(match found {
+        0 => format!("{expected}; this one starts with {word:?}"),
+        1 => format!("{expected}; this one has 1 time field before {word:?}, which looks like the command"),
+        n => {
+            format!("{expected}; this one has {n} time fields before {word:?}, which looks like the command")
+        }
+    })
+}
+
 /// The first word of `command` if, after the 5 time fields of `schedule`, it makes a valid
 /// 6-field (seconds-first) expression: a line written for a cron with seconds
 /// (`0 0 9 * * MON-FRI cmd`), which cronie would run at the wrong time with `MON-FRI` as
@@ -448,6 +488,25 @@ mod tests {
         assert_eq!(env_assignment("EMPTY=''"), Some(("EMPTY", "")));
         assert_eq!(env_assignment("not an=assignment"), None);
         assert_eq!(env_assignment("no assignment"), None);
+    }
+
+    #[test]
+    fn a_line_with_too_few_time_fields_is_told_so_not_that_the_command_is_a_bad_month() {
+        let reason = |line: &str| {
+            let problems = jobs_file::parse(line, Format::Crontab).map(drop).unwrap_err();
+            problems.into_iter().map(|p| p.reason).collect::<Vec<_>>().join("; ")
+        };
+        let three = reason("* * * echo hi\n");
+        assert!(
+            three.contains("this one has 3 time fields before \"echo\", which looks like the command"),
+            "{three}"
+        );
+        let four = reason("*/5 * * * /usr/bin/backup --all\n");
+        assert!(four.contains("4 time fields before \"/usr/bin/backup\""), "{four}");
+        // A day's name misspelt is the cron parser's to explain.
+        let misspelt = reason("0 9 * * MONDAY echo hi\n");
+        assert!(!misspelt.contains("time fields before"), "{misspelt}");
+        assert!(misspelt.contains("MONDAY"), "{misspelt}");
     }
 
     #[test]
