@@ -70,13 +70,7 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
     };
     match runs {
         Ok(runs) if runs.is_empty() => {
-            eprintln!(
-                "slotcron history: no runs recorded{}",
-                match &args.job {
-                    Some(job) => format!(" for job {job:?}"),
-                    None => String::new(),
-                }
-            );
+            eprintln!("slotcron history: {}", nothing_found(&runtime, args));
             ExitCode::SUCCESS
         }
         Ok(runs) => {
@@ -91,6 +85,31 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
             eprintln!("slotcron history: {e}");
             ExitCode::from(INVALID_INPUT)
         }
+    }
+}
+
+/// What to say when no run matched `args`: for a job given by name, whether the state
+/// holds any run of a job by that name at all (a misspelt name is then told apart from
+/// filters that matched none of its runs).
+fn nothing_found(runtime: &tokio::runtime::Runtime, args: &HistoryArgs) -> String {
+    let Some(job) = &args.job else { return "no runs recorded".to_owned() };
+    let unknown = || {
+        format!(
+            "no runs recorded for job {job:?}: no run of a job by that name is in the history (names \
+             are case-sensitive; `slotcron history` without a name lists every job's runs)"
+        )
+    };
+    let filtered = args.since.is_some() || args.until.is_some() || args.outcome.is_some();
+    if args.admin_url.is_some() || !filtered {
+        return unknown();
+    }
+    let mut any = LedgerQuery::new().limit(1);
+    any.job = Some(job.clone());
+    match runtime.block_on(read(&args.state.url, &any)) {
+        Ok(runs) if !runs.is_empty() => {
+            format!("no runs of job {job:?} match --since, --until or --outcome (it has runs outside them)")
+        }
+        _ => unknown(),
     }
 }
 

@@ -101,7 +101,21 @@ fn no_matching_runs_prints_nothing_and_says_so() {
     let out = run_in(&dir, &["history", "nosuchjob"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), "slotcron history: no runs recorded for job \"nosuchjob\"\n");
+    let said = stderr(&out);
+    assert!(
+        said.starts_with(
+            "slotcron history: no runs recorded for job \"nosuchjob\": no run of a job by that name"
+        ),
+        "{said}"
+    );
+    // A job that has runs, none of them matching the filters, is told apart.
+    let out = run_in(&dir, &["history", "ok", "--since", "2020-06-01T00:00:00Z"]);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), String::new()));
+    let said = stderr(&out);
+    assert_eq!(
+        said,
+        "slotcron history: no runs of job \"ok\" match --since, --until or --outcome (it has runs outside them)\n"
+    );
 }
 
 #[test]
