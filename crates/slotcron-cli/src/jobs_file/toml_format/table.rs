@@ -135,10 +135,10 @@ impl Reader<'_> {
             if table.known.contains(&key_name) {
                 continue;
             }
-            let known = table.known.join(", ");
+            // A near key is the likely fix: the whole list (a job takes 32) only without one.
             let reason = match nearest(key_name, table.known) {
-                Some(near) => format!("unknown key; did you mean {near}? ({} takes {known})", table.what),
-                None => format!("unknown key; {} takes {known}", table.what),
+                Some(near) => format!("unknown key; did you mean {near}?"),
+                None => format!("unknown key; {} takes {}", table.what, table.known.join(", ")),
             };
             self.problem(table, key_name, key.span(), reason);
         }
