@@ -1221,3 +1221,18 @@ fn pause_after_failures_takes_a_positive_integer_and_anything_else_is_refused_na
     ];
     refused_with("flaky", &bad);
 }
+
+/// A past `at` runs at start-up only where its misfire policy catches it up: with
+/// `misfire = "skip"` it is recorded missed, and the listing says it never fires.
+#[test]
+fn a_past_at_that_skips_its_misfires_is_listed_as_never_firing() {
+    let (code, out, err) = check(
+        "past_at_skip",
+        "jobs.toml",
+        "[[job]]\nname = \"caught-up\"\nat = \"2020-01-01T00:00:00Z\"\ncommand = \"true\"\n\n\
+         [[job]]\nname = \"skipped\"\nat = \"2020-01-01T00:00:00Z\"\nmisfire = \"skip\"\ncommand = \"true\"\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(row(&out, "caught-up")[3], "at start-up", "{out}");
+    assert_eq!(row(&out, "skipped")[3], "never (past the grace; misfire = skip)", "{out}");
+}

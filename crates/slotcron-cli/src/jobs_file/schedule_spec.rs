@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use slotcron::{At, CronError, CronSchedule, EveryDays, Interval, Schedule, ScheduleKind, parse_duration};
-use slotcron::{Job, JobBuilder, JobState};
+use slotcron::{Job, JobBuilder, JobState, Misfire};
 
 use super::Streamed;
 use crate::zone;
@@ -49,6 +49,9 @@ pub enum NextFire {
     AtStartUp,
     /// Never again: the schedule is exhausted.
     Never,
+    /// Never: an `at` whose instant is past by more than the grace, and whose misfire
+    /// policy is `skip` (it is recorded missed at start-up).
+    Missed,
     /// Never again: a one-shot the state says is done.
     Done,
     /// After each successful run of this parent job.
@@ -154,7 +157,13 @@ impl NextFire {
     pub fn of(job: &Job, zone: &TimeZone, now: Timestamp) -> Self {
         match job.schedule().kind() {
             ScheduleKind::After(delay) => Self::AfterStart(delay),
-            ScheduleKind::At(at) if at <= now => Self::AtStartUp,
+            ScheduleKind::At(at) if at <= now => {
+                let late = Duration::try_from(now.duration_since(at)).is_ok_and(|late| late > job.grace());
+                match job.misfire() {
+                    Misfire::Skip if late => Self::Missed,
+                    _ => Self::AtStartUp,
+                }
+            }
             ScheduleKind::Chained => Self::AfterParent(job.parent().unwrap_or_default().to_owned()),
             _ => job.schedule().next_after(now).map_or(Self::Never, |t| Self::At(t, zone.clone())),
         }
@@ -249,6 +258,7 @@ impl fmt::Display for NextFire {
             Self::AfterStart(delay) => write!(f, "{} after start-up", duration::display(*delay)),
             Self::AtStartUp => f.write_str("at start-up"),
             Self::Never => f.write_str("never (no fire time left)"),
+            Self::Missed => f.write_str("never (past the grace; misfire = skip)"),
             Self::Done => f.write_str("never (done)"),
             Self::AfterParent(parent) => write!(f, "after {parent} succeeds"),
         }
