@@ -14,9 +14,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::hook::FailureHooks;
-use crate::jobs_file::{
-    self, Directory, Earlier, Format, GraceFloor, History, JobEntry, JobsFile, PieceMark,
-};
+use crate::jobs_file::{self, Directory, Earlier, Format, GraceFloor, History, JobEntry, JobsFile, Pieces};
 use crate::state_jobs::StateJobs;
 
 /// Changes to the watched directory closer together than this are one reload.
@@ -138,7 +136,7 @@ pub struct Reloader {
     file_jobs: Vec<JobEntry>,
     /// The pieces of the file as last loaded, whose jobs a reload takes again where
     /// unchanged ([`jobs_file::load_again`]).
-    pieces: Vec<PieceMark>,
+    pieces: Pieces,
     /// The file's `[history]` in effect: the one read at start (a change needs a restart).
     history: History,
     state_jobs: Option<StateJobs>,

@@ -9,7 +9,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::{Format, JobRef, JobsFile, Parsed, Problem, Problems, parse_format, read, validate};
+use super::{Format, JobRef, JobsFile, Parsed, Pieces, Problem, Problems, parse_format, read, validate};
 
 /// The files of a directory of crontabs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(super) fn load(dir: &Path, format: Format) -> Result<JobsFile, Problems> {
         shutdown_timeout: None,
         max_concurrent_runs: None,
         local_zone: None,
-        pieces: Vec::new(),
+        pieces: Pieces::default(),
     };
     let mut problems = Vec::new();
     for file in &directory.files {

@@ -17,7 +17,7 @@ pub use grace_floor::GraceFloor;
 pub use lone_labels::LoneLabels;
 pub use problem::{JobRef, Problem, Problems};
 pub use schedule_spec::{NextFire, ScheduleSpec, with_zone};
-pub use toml_format::{Earlier, PieceMark};
+pub use toml_format::{Earlier, Pieces};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -90,7 +90,7 @@ pub struct JobsFile {
     pub local_zone: Option<LocalZone>,
     /// A big TOML file's later pieces, as this load read them: what a reload takes the
     /// jobs of unchanged pieces again by ([`load_again`]); empty for other files.
-    pub pieces: Vec<PieceMark>,
+    pub pieces: Pieces,
 }
 
 impl JobsFile {
@@ -471,7 +471,7 @@ struct Parsed {
     job_tables: usize,
     problems: Vec<Problem>,
     /// A big TOML file's later pieces, for a reload to take their jobs again.
-    pieces: Vec<PieceMark>,
+    pieces: Pieces,
 }
 
 impl Parsed {

@@ -108,7 +108,8 @@ mod reuse;
 mod schedule;
 mod table;
 
-pub use reuse::{Earlier, PieceMark};
+use reuse::PieceMark;
+pub use reuse::{Earlier, Pieces};
 
 /// Parses a TOML jobs file, collecting every problem.
 ///
@@ -150,7 +151,7 @@ fn parse_pieces(
     let found: Option<Vec<(u128, usize, Parsed)>> = rest
         .par_iter()
         .map(|piece| {
-            let (key, line) = (reuse.key(&source[piece.clone()]), lines.line_of(piece.start));
+            let (key, line) = (reuse::Reuse::key(&source[piece.clone()]), lines.line_of(piece.start));
             if let Some(taken) = reuse.take(key, line) {
                 return Some((key, line, taken));
             }
@@ -172,7 +173,7 @@ fn parse_pieces(
         })
         .collect();
     reader.parsed.append(found.into_iter().map(|(_, _, parsed)| parsed).collect());
-    reader.parsed.pieces = marks;
+    reader.parsed.pieces = Pieces::new(&source[first.clone()], marks);
     Some(reader.parsed)
 }
 
