@@ -187,8 +187,9 @@ pub struct JobEntry {
     /// The command its handler runs.
     pub command: ShellCommand,
     /// The command run after a trigger of the job fails (its own or the file's
-    /// `on_failure`).
-    pub on_failure: Option<ShellCommand>,
+    /// `on_failure`); boxed, as most jobs have none (a million-job file's entries are
+    /// moved several times while it loads).
+    pub on_failure: Option<Box<ShellCommand>>,
     /// `start` and `end`: the window its triggers are bounded to, as given.
     pub window: (Option<jiff::Timestamp>, Option<jiff::Timestamp>),
     /// The line of each field of [`LATER_CHECKED`] the job gives (a TOML job's; a
@@ -599,12 +600,14 @@ impl Draft {
                 let fingerprint = self.fingerprint();
                 // The hook runs as the job's command does: its shell, user, environment
                 // and working directory.
-                let on_failure = self.policies.on_failure.map(|hook| ShellCommand {
-                    script: hook.script,
-                    mailto: None,
-                    timeout: None,
-                    stdin: None,
-                    ..self.command.clone()
+                let on_failure = self.policies.on_failure.map(|hook| {
+                    Box::new(ShellCommand {
+                        script: hook.script,
+                        mailto: None,
+                        timeout: None,
+                        stdin: None,
+                        ..self.command.clone()
+                    })
                 });
                 let command = self.command;
                 let field_lines =
