@@ -37,7 +37,8 @@ impl FailureHooks {
     /// Sets the hooks to the `on_failure` commands of `jobs` (at start, and at each reload
     /// that loads: a job added, changed or removed takes its hook with it).
     pub fn set(&self, jobs: &[JobEntry]) {
-        let commands = jobs.iter().filter_map(|e| Some((e.job.name().to_owned(), e.on_failure.as_deref()?.clone())));
+        let commands =
+            jobs.iter().filter_map(|e| Some((e.job.name().to_owned(), e.on_failure.as_deref()?.clone())));
         *self.commands.write().unwrap_or_else(|p| p.into_inner()) = commands.collect();
     }
 

@@ -206,4 +206,7 @@ fn on_failure_gets_the_variables_and_is_rate_limited_during_an_outage() {
     assert_eq!(daemon.lines_with(&["failure hook started", r#"job="broken""#]).len(), 2, "{}", daemon.log());
     let commands = daemon.lines_with(&["command started"]).len();
     assert_eq!(commands, attempts.lines().count(), "one `command started` per attempt: {}", daemon.log());
+    // The hooks held back are said, once per job and outcome in the minute.
+    let held = daemon.lines_with(&["failure hook held back", r#"outcome="skipped-backend-unavailable""#]);
+    assert_eq!(held.len(), 1, "{}", daemon.log());
 }

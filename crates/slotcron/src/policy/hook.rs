@@ -79,6 +79,16 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
             .or_insert(Window { passed: Timestamp::MIN, suppressed: 0 });
         if window.passed != Timestamp::MIN && ended < crate::clock::later(window.passed, self.interval) {
             window.suppressed += 1;
+            // Once per window: the next failure passed on counts the others.
+            if window.suppressed == 1 {
+                tracing::info!(
+                    job = %record.job,
+                    outcome = record.outcome.as_str(),
+                    interval = ?self.interval,
+                    "failure hook held back: at most one per job and outcome per interval; the next one \
+                     passed on counts those held back (SLOTCRON_SUPPRESSED for a command)"
+                );
+            }
             return None;
         }
         let suppressed = window.suppressed;
