@@ -597,7 +597,7 @@ impl Table {
 /// recurring schedule that ran out of fire times.
 fn exhausted(name: &str, kind: ScheduleKind) {
     if kind.is_one_shot() {
-        tracing::info!(job = name, "one-shot job due: this is its only run");
+        tracing::info!(job = name, "one-shot job due: this is its only trigger");
     } else {
         tracing::info!(job = name, "the schedule has no fire time left: this job does not run again");
     }
