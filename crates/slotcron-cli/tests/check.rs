@@ -274,8 +274,16 @@ fn a_single_job_table_and_syntax_errors_are_reported() {
     let (code, _, err) =
         check("syntax_errors", "jobs.toml", "[[job]]\nname = \"a\"\nname = \"b\"\nevery = 10s\n");
     assert_eq!(code, Some(2));
-    assert!(err.lines().any(|line| line.starts_with("jobs.toml:3: duplicate key")), "{err}");
+    let duplicate = "jobs.toml:3: duplicate key `name`: a table sets each key once";
+    assert!(err.lines().any(|line| line == duplicate), "{err}");
     assert!(err.lines().any(|line| line.starts_with("jobs.toml:4: ")), "{err}");
+    // A string left open is said in plain words, on its line.
+    let (code, _, err) =
+        check("unclosed", "jobs.toml", "[[job]]\nname = \"a\nevery = \"1m\"\ncommand = \"true\"\n");
+    assert_eq!(code, Some(2));
+    let unclosed =
+        r#"jobs.toml:2: unclosed string: a closing `"` is missing (a "..." string ends on its line)"#;
+    assert!(err.lines().any(|line| line == unclosed), "{err}");
 
     // One mistake is one problem, however often the recovering parser meets it.
     let (code, _, err) = check(

@@ -177,6 +177,24 @@ fn parse_pieces(
     Some(reader.parsed)
 }
 
+/// A TOML syntax error in plain words where the parser's are its grammar's (`text`: the
+/// text the error points at): an unclosed string, a key given twice. Others as the
+/// parser words them, which already say what was expected.
+fn syntax_error(message: &str, text: &str) -> String {
+    match message {
+        "invalid basic string, expected `\"`" => {
+            "unclosed string: a closing `\"` is missing (a \"...\" string ends on its line)".to_owned()
+        }
+        "invalid literal string, expected `'`" => {
+            "unclosed string: a closing `'` is missing (a '...' string ends on its line)".to_owned()
+        }
+        "duplicate key" if !text.trim().is_empty() => {
+            format!("duplicate key `{}`: a table sets each key once", text.trim())
+        }
+        _ => message.to_owned(),
+    }
+}
+
 /// The top-level table of a document (or of a piece of it).
 fn top_level<'t, 'i>(root: &'t DeTable<'i>) -> Table<'t, 'i> {
     Table {
@@ -246,8 +264,10 @@ impl<'s> Reader<'s> {
             // message.
             let mut seen = std::collections::HashSet::new();
             for error in errors {
-                let (line, message) = (self.line(error.span().unwrap_or(0..0)), error.message().trim_end());
-                if seen.insert((line, message.to_owned())) {
+                let span = error.span().unwrap_or(0..0);
+                let text = self.source.get(span.clone()).unwrap_or_default();
+                let (line, message) = (self.line(span), syntax_error(error.message().trim_end(), text));
+                if seen.insert((line, message.clone())) {
                     self.parsed.problems.push(Problem::line(line, message));
                 }
             }
