@@ -42,6 +42,11 @@ impl FailureHooks {
         *self.commands.write().unwrap_or_else(|p| p.into_inner()) = commands.collect();
     }
 
+    /// Whether `job` has a hook.
+    fn has(&self, job: &str) -> bool {
+        self.commands.read().unwrap_or_else(|p| p.into_inner()).contains_key(job)
+    }
+
     /// The hook of `job`, if it has one.
     fn command(&self, job: &str) -> Option<ShellCommand> {
         self.commands.read().unwrap_or_else(|p| p.into_inner()).get(job).cloned()
@@ -53,11 +58,13 @@ impl FailureHooks {
     /// inside the runtime.
     pub fn observer(&self) -> Arc<dyn RunObserver> {
         let hooks = Arc::new(self.clone());
-        Arc::new(FailureHook::new(move |failure: Failure| {
+        let covered = hooks.clone();
+        let hook = FailureHook::new(move |failure: Failure| {
             if let Some(command) = hooks.command(&failure.record.job) {
                 tokio::spawn(hooks.clone().run(command, failure));
             }
-        }))
+        });
+        Arc::new(hook.only_for(move |job| covered.has(job)))
     }
 
     /// Runs the job's hook for `failure`, with `SLOTCRON_JOB`, `SLOTCRON_TRIGGER`,
@@ -96,9 +103,13 @@ impl FailureHooks {
                 Err(format!("timed out after {:?}", self.timeout))
             }
         };
+        // How many failures of the job and outcome the limit held back since the last.
+        let suppressed = failure.suppressed;
         match result {
-            Ok(()) => tracing::info!(job, %trigger, outcome, "failure hook ran"),
-            Err(err) => tracing::warn!(job, %trigger, outcome, err, "failure hook failed; not retried"),
+            Ok(()) => tracing::info!(job, %trigger, outcome, suppressed, "failure hook ran"),
+            Err(err) => {
+                tracing::warn!(job, %trigger, outcome, suppressed, err, "failure hook failed; not retried")
+            }
         }
     }
 }

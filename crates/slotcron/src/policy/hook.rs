@@ -37,7 +37,12 @@ pub struct FailureHook<F> {
     notify: F,
     interval: Duration,
     last: Mutex<HashMap<(String, Outcome), Window>>,
+    /// Which jobs have a hook ([`FailureHook::only_for`]); `None`: every job.
+    covers: Option<Covers>,
 }
+
+/// Whether a job, by name, has a hook.
+type Covers = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 #[derive(Debug, Clone, Copy)]
 struct Window {
@@ -52,7 +57,16 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
     /// A hook calling `notify` (at most once per job and outcome per
     /// [`Self::DEFAULT_INTERVAL`]).
     pub fn new(notify: F) -> Self {
-        Self { notify, interval: Self::DEFAULT_INTERVAL, last: Mutex::default() }
+        Self { notify, interval: Self::DEFAULT_INTERVAL, last: Mutex::default(), covers: None }
+    }
+
+    /// Only the jobs `covers` says have a hook (asked at each failure, so the set may
+    /// change) are passed on, rate-limited and counted; the others' failures are not
+    /// held back, since nothing would run for them.
+    #[must_use]
+    pub fn only_for(mut self, covers: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        self.covers = Some(Box::new(covers));
+        self
     }
 
     /// Whether an outcome is one the hook reports.
@@ -82,7 +96,7 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
             // Once per window: the next failure passed on counts the others.
             if window.suppressed == 1 {
                 tracing::info!(
-                    job = %record.job,
+                    job = &*record.job,
                     outcome = record.outcome.as_str(),
                     interval = ?self.interval,
                     "failure hook held back: at most one per job and outcome per interval; the next one \
@@ -99,7 +113,8 @@ impl<F: Fn(Failure) + Send + Sync + 'static> FailureHook<F> {
 
 impl<F: Fn(Failure) + Send + Sync + 'static> RunObserver for FailureHook<F> {
     fn run_ended(&self, record: &RunRecord) {
-        if !Self::is_failure(record.outcome) {
+        let covered = self.covers.as_ref().is_none_or(|covers| covers(&record.job));
+        if !Self::is_failure(record.outcome) || !covered {
             return;
         }
         if let Some(suppressed) = self.admit(record) {
@@ -148,6 +163,26 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             [(unavailable, 0, 0), (unavailable, 60, 59), (unavailable, 120, 59), (Outcome::Failed, 5, 0)]
+        );
+    }
+
+    #[test]
+    fn a_hook_only_for_some_jobs_neither_passes_on_nor_holds_back_the_others_failures() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let hook = FailureHook::new({
+            let seen = seen.clone();
+            move |f: Failure| seen.lock().unwrap().push((f.record.job.to_string(), f.suppressed))
+        })
+        .only_for(|job| job == "backup");
+        for second in 0..3 {
+            hook.run_ended(&RunRecord { job: "report".into(), ..record(Outcome::Failed, second) });
+            hook.run_ended(&record(Outcome::Failed, second));
+        }
+        hook.run_ended(&record(Outcome::Failed, 61));
+        assert_eq!(*seen.lock().unwrap(), [("backup".to_owned(), 0), ("backup".to_owned(), 2)]);
+        assert!(
+            !hook.last.lock().unwrap().keys().any(|(job, _)| job == "report"),
+            "report's failures are not counted"
         );
     }
 }
