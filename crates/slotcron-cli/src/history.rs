@@ -92,22 +92,32 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
 /// holds any run of a job by that name at all (a misspelt name is then told apart from
 /// filters that matched none of its runs).
 fn nothing_found(runtime: &tokio::runtime::Runtime, args: &HistoryArgs) -> String {
-    let Some(job) = &args.job else { return "no runs recorded".to_owned() };
+    let given: Vec<&str> = [("--since", args.since.is_some()), ("--until", args.until.is_some())]
+        .into_iter()
+        .chain([("--outcome", args.outcome.is_some())])
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+    let filters = given.join(" and ");
+    let Some(job) = &args.job else {
+        return match given.is_empty() {
+            true => "no runs recorded".to_owned(),
+            false => format!("no runs match {filters}"),
+        };
+    };
     let unknown = || {
         format!(
             "no runs recorded for job {job:?}: no run of a job by that name is in the history (names \
              are case-sensitive; `slotcron history` without a name lists every job's runs)"
         )
     };
-    let filtered = args.since.is_some() || args.until.is_some() || args.outcome.is_some();
-    if args.admin_url.is_some() || !filtered {
+    if args.admin_url.is_some() || given.is_empty() {
         return unknown();
     }
     let mut any = LedgerQuery::new().limit(1);
     any.job = Some(job.clone());
     match runtime.block_on(read(&args.state.url, &any)) {
         Ok(runs) if !runs.is_empty() => {
-            format!("no runs of job {job:?} match --since, --until or --outcome (it has runs outside them)")
+            format!("no runs of job {job:?} match {filters} (it has runs outside them)")
         }
         _ => unknown(),
     }
