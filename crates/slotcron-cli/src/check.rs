@@ -200,7 +200,7 @@ fn history(history: &History) -> String {
     let Retention { max_age, max_records_per_job } = history.retention();
     let age = max_age.map_or_else(|| "for ever".to_owned(), |age| format!("for {}", duration::display(age)));
     let count = max_records_per_job.map_or_else(String::new, |n| format!(", at most {n} record(s) per job"));
-    format!("run records are kept {age}{count}; each job's last success and last failure always")
+    format!("run records are kept {age}{count}; each job's last success and last failure are always kept")
 }
 
 /// Each job's stored state in the state at `url`, opened for reading only.

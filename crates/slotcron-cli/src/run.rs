@@ -275,7 +275,7 @@ impl Settings {
                     state = %self.state,
                     history_retention = %max_age.map_or_else(|| "none".into(), duration::display),
                     history_per_job = max_records_per_job,
-                    "keeping job state and run history (each job's last success and last failure always)"
+                    "keeping job state and run history (each job's last success and last failure are always kept)"
                 )
             }
         }
