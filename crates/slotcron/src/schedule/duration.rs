@@ -13,8 +13,11 @@ const MAX_DAYS: u64 = MAX_DURATION.as_secs() / 86_400;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DurationError {
-    /// Not a duration in jiff's friendly format or ISO 8601.
-    #[error("{text:?} is not a duration (write e.g. \"90s\", \"5m\", \"1h30m\" or \"2d\"): {reason}")]
+    /// Not a duration in jiff's friendly format or ISO 8601. The message gives the text
+    /// and examples; jiff's reason, in its grammar's terms, is kept in `reason`.
+    #[error(
+        "{text:?} is not a duration: write a number and a unit, e.g. \"90s\", \"5m\", \"1h30m\" or \"2d\""
+    )]
     NotADuration {
         /// The text as given.
         text: String,

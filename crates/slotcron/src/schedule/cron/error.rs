@@ -134,7 +134,7 @@ pub enum CronErrorKind {
     #[error("@reboot is not a schedule: it has no fire times")]
     Reboot,
     /// `@every` without a valid positive duration (a day is 24 hours; months and years are refused).
-    #[error("@every takes a duration of at least 1ms such as 90s, 5m, 1h30m or 2d: {0}")]
+    #[error("@every takes a duration: {0}")]
     BadEvery(String),
 }
 

@@ -151,7 +151,7 @@ impl<'a> Parser<'a> {
             self.error(None, span.start..self.expression.len(), CronErrorKind::BadEvery(reason))
         };
         if rest.is_empty() {
-            return Err(bad("no duration given".into()));
+            return Err(bad("none given (e.g. `@every 90s`)".into()));
         }
         let period = parse_duration(rest).map_err(|e| bad(e.to_string()))?;
         let interval = Interval::every(period).map_err(|e| match e {
