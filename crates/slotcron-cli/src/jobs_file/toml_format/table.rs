@@ -211,6 +211,12 @@ impl Reader<'_> {
 /// lower case).
 fn nearest(key: &str, known: &[&'static str]) -> Option<&'static str> {
     let key = key.to_lowercase();
+    // Other schedulers' names for a key (Kubernetes CronJob, Quartz, Nomad, dkron,
+    // systemd timers), which no spelling distance finds.
+    let alias = OTHER_NAMES.iter().find(|(other, _)| *other == key).map(|(_, ours)| *ours);
+    if let Some(ours) = alias.filter(|ours| known.contains(ours)) {
+        return Some(ours);
+    }
     known
         .iter()
         .map(|candidate| (strsim::damerau_levenshtein(&key, candidate), *candidate))
@@ -219,9 +225,34 @@ fn nearest(key: &str, known: &[&'static str]) -> Option<&'static str> {
         .map(|(_, candidate)| candidate)
 }
 
+/// Keys as other schedulers name them, and ours.
+const OTHER_NAMES: [(&str, &str); 12] = [
+    ("schedule", "cron"),
+    ("retries", "attempts"),
+    ("retry", "attempts"),
+    ("max_retries", "attempts"),
+    ("interval", "every"),
+    ("cmd", "command"),
+    ("run", "command"),
+    ("tz", "timezone"),
+    ("time_zone", "timezone"),
+    ("concurrency_policy", "overlap"),
+    ("starting_deadline", "grace"),
+    ("suspend", "enabled"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_schedulers_names_get_ours() {
+        assert_eq!(nearest("retries", JOB_KEYS), Some("attempts"));
+        assert_eq!(nearest("schedule", JOB_KEYS), Some("cron"));
+        assert_eq!(nearest("TZ", JOB_KEYS), Some("timezone"));
+        // Only a key the table takes.
+        assert_eq!(nearest("retries", TOP_LEVEL_KEYS), None);
+    }
 
     #[test]
     fn likely_typos_get_the_nearest_key() {
