@@ -46,7 +46,9 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         return ExitCode::from(INVALID_INPUT);
     }
     if let Some(no_jobs) = loaded.no_jobs() {
-        eprintln!("{no_jobs}: a daemon on it would idle and serve its admin API until a reload adds one");
+        eprintln!(
+            "{no_jobs}: a daemon on it would idle (serving its admin API, if one is set) until a reload adds one"
+        );
     }
     let states = match args.state.as_deref().map(read_states).transpose() {
         Ok(states) => states,

@@ -595,7 +595,9 @@ async fn start(loaded: JobsFile, settings: &Settings, jobs_from_state: bool) -> 
     match loaded_no_jobs {
         Some(no_jobs) if jobs_from_state => tracing::warn!("{no_jobs}: only the state's jobs run"),
         Some(no_jobs) => {
-            tracing::warn!("{no_jobs}: the daemon idles and serves its admin API until a reload adds one")
+            tracing::warn!(
+                "{no_jobs}: the daemon idles (serving its admin API, if one is set) until a reload adds one"
+            )
         }
         None => {}
     }

@@ -247,7 +247,7 @@ fn a_postgres_schema_without_slotcron_state_is_an_error_and_is_not_created() {
         stderr(&out),
         format!(
             "slotcron history: cannot open the state: {}: no slotcron state in schema \"{name}\": \
-             the schema does not exist\n",
+             the schema does not exist (a daemon started with this state creates it)\n",
             database_url()
         )
     );

@@ -926,7 +926,7 @@ pub(crate) async fn check_readable(
         .await
         .map_err(failed)?;
     if !found.get::<_, bool>(0) {
-        return Err(no_state("the schema does not exist"));
+        return Err(no_state("the schema does not exist (a daemon started with this state creates it)"));
     }
     if !found.get::<_, bool>(1) {
         return Err(no_state("it has no schema_version table"));

@@ -37,7 +37,8 @@ async fn a_missing_schema_is_refused_and_not_created() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}: no slotcron state in schema \"{schema}\": the schema does not exist",
+                "{}: no slotcron state in schema \"{schema}\": the schema does not exist (a daemon started \
+                 with this state creates it)",
                 database_url()
             )
         );
