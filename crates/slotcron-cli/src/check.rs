@@ -12,7 +12,7 @@ use slotcron::{JobState, Labels, OnInterrupt, Overlap, Retention};
 use crate::cli::CheckArgs;
 use crate::command;
 use crate::coordination::Redis;
-use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, LoneLabels, NextFire};
+use crate::jobs_file::{self, Format, History, JobEntry, JobsFile, LoneLabels, NextFire, ScheduleSpec};
 use crate::state::{State, StateUrl};
 use crate::table::{self, Packed};
 use crate::{INVALID_INPUT, duration, relative};
@@ -94,11 +94,30 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             file.display()
         );
     }
+    warn_never_firing(&loaded, now);
     println!("{}: {}, all valid", loaded.path.display(), summary(&loaded));
     // The process ends here: its memory goes back whole, not job by job (a million jobs
     // take a second to drop).
     std::mem::forget(loaded);
     ExitCode::SUCCESS
+}
+
+/// Warns of each enabled `at` job that never fires: its instant is past the grace and its
+/// misfire policy is `skip` (a daemon records it missed at start-up). Valid all the same,
+/// as cron takes a line that never fires; most likely a date to move.
+fn warn_never_firing(loaded: &JobsFile, now: Timestamp) {
+    for entry in loaded.jobs.iter().filter(|entry| entry.enabled) {
+        let ScheduleSpec::At(at) = &entry.schedule else { continue };
+        if NextFire::of(&entry.job, &entry.schedule.zone(), now) == NextFire::Missed {
+            eprintln!(
+                "{}:{}: warning: job {:?}: at: {at} is past, beyond the grace, and misfire = \"skip\": it \
+                 never runs (misfire = \"run_once\" runs it once at start-up)",
+                loaded.path.display(),
+                entry.line,
+                entry.job.name(),
+            );
+        }
+    }
 }
 
 /// What `slotcron run` refuses for want of a coordinator, with this check's `--redis`

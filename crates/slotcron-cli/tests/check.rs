@@ -1243,4 +1243,7 @@ fn a_past_at_that_skips_its_misfires_is_listed_as_never_firing() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(row(&out, "caught-up")[3], "at start-up", "{out}");
     assert_eq!(row(&out, "skipped")[3], "never (past the grace; misfire = skip)", "{out}");
+    let warning = r#"jobs.toml:6: warning: job "skipped": at: 2020-01-01T00:00:00Z is past, beyond the grace, and misfire = "skip": it never runs"#;
+    assert!(err.lines().any(|line| line.starts_with(warning)), "{err}");
+    assert!(!err.contains("\"caught-up\""), "{err}");
 }
