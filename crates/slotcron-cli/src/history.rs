@@ -92,11 +92,12 @@ pub fn run(args: &HistoryArgs) -> ExitCode {
 /// holds any run of a job by that name at all (a misspelt name is then told apart from
 /// filters that matched none of its runs).
 fn nothing_found(runtime: &tokio::runtime::Runtime, args: &HistoryArgs) -> String {
-    let given: Vec<&str> = [("--since", args.since.is_some()), ("--until", args.until.is_some())]
-        .into_iter()
-        .chain([("--outcome", args.outcome.is_some())])
-        .filter_map(|(flag, set)| set.then_some(flag))
-        .collect();
+    let flags = [
+        ("--since", args.since.is_some()),
+        ("--until", args.until.is_some()),
+        ("--outcome", args.outcome.is_some()),
+    ];
+    let given: Vec<&str> = flags.into_iter().filter_map(|(flag, set)| set.then_some(flag)).collect();
     let filters = given.join(" and ");
     let Some(job) = &args.job else {
         return match given.is_empty() {

@@ -166,7 +166,7 @@ pub struct Coordination {
 }
 
 /// One job of a file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct JobEntry {
     /// The line the job starts on.
     pub line: usize,
@@ -206,18 +206,12 @@ impl JobEntry {
     /// A copy of the entry with its lines moved by `moved` (from where an earlier load
     /// found them to where the file now has them).
     fn moved(&self, moved: impl Fn(usize) -> usize) -> JobEntry {
-        JobEntry {
-            line: moved(self.line),
-            schedule: self.schedule.clone(),
-            job: self.job.clone(),
-            exclude: self.exclude.clone(),
-            enabled: self.enabled,
-            fingerprint: self.fingerprint,
-            command: self.command.clone(),
-            on_failure: self.on_failure.clone(),
-            window: self.window,
-            field_lines: self.field_lines.iter().map(|&(field, line)| (field, moved(line))).collect(),
+        let mut entry = self.clone();
+        entry.line = moved(entry.line);
+        for (_, line) in &mut entry.field_lines {
+            *line = moved(*line);
         }
+        entry
     }
 
     /// The line of `field` (one of [`LATER_CHECKED`]), if the job gives it; else the line
